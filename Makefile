@@ -1,0 +1,40 @@
+# Thin wrapper over CMake.  The two set-up commands of the README:
+#   make bench   build, then run the main job (weft bench allreduce on shared memory)
+#   make test    build, then run every test (ctest)
+BUILD ?= build
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE_FLAGS ?=
+
+.PHONY: all build bench test install sanitize tsan clean
+
+all: build
+
+build:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j $(JOBS)
+
+bench: build
+	$(BUILD)/weft bench allreduce --np 4 --check
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+install: build
+	cmake --install $(BUILD)
+
+# ASan + UBSan (LeakSanitizer included) over the data, error and death tests.
+sanitize:
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DWEFT_SANITIZE=address,undefined -DWEFT_WERROR=ON
+	cmake --build build-asan -j $(JOBS)
+	cd build-asan && UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  ctest --output-on-failure -j $(JOBS) -R 'unit|coll_np(1|2|3|4|5|7|8|13|17)$$|errors|run_errors|peer_death|bench_allreduce'
+
+# ThreadSanitizer over the shared-memory transport.
+tsan:
+	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DWEFT_SANITIZE=thread
+	cmake --build build-tsan -j $(JOBS)
+	cd build-tsan && TSAN_OPTIONS=halt_on_error=1 \
+	  ctest --output-on-failure -j $(JOBS) -R 'coll_np(2|3|4|5)$$|errors_np3|threads'
+
+clean:
+	rm -rf $(BUILD) build-asan build-tsan

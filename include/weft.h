@@ -1,0 +1,178 @@
+/* weft.h — the public API of weft, a collective-communication library.
+ *
+ * Every entry point validates its arguments and returns a weft_err_t; on
+ * failure weft_last_error() gives a message for the calling thread.  Nothing
+ * aborts the process, and a wait fails with WEFT_EPEER instead of hanging
+ * when a peer process dies.
+ *
+ * Thread safety: weft_init/weft_finalize must be called by one thread.  All
+ * other calls are thread-safe provided that no two threads use the same
+ * communicator (or the same request) at the same time; collectives on
+ * different communicators may run concurrently from different threads.
+ */
+#ifndef WEFT_H
+#define WEFT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define WEFT_API __attribute__((visibility("default")))
+#else
+#define WEFT_API
+#endif
+
+#define WEFT_VERSION_MAJOR 0
+#define WEFT_VERSION_MINOR 1
+
+typedef enum {
+    WEFT_OK = 0,
+    WEFT_EINVAL = 1,     /* bad argument; the message says which and why */
+    WEFT_ENOMEM = 2,     /* out of memory or shared-memory space */
+    WEFT_EPEER = 3,      /* a peer process died or aborted the job */
+    WEFT_ETIMEDOUT = 4,  /* split-phase call not finished yet: call again */
+    WEFT_EBUSY = 5,      /* another split-phase collective is unfinished */
+    WEFT_ENOTSUP = 6,    /* valid request that weft does not implement */
+    WEFT_ENOTINIT = 7,   /* weft_init was not called (or weft_finalize was) */
+    WEFT_EMISMATCH = 8,  /* ranks disagree on a collective's arguments */
+    WEFT_ESYS = 9,       /* an operating-system call failed */
+    WEFT_EINTERNAL = 10, /* a bug in weft: please report it */
+} weft_err_t;
+
+/* Element types.  float16 is IEEE binary16, bfloat16 the upper half of a
+ * binary32; both are reduced through float32. */
+typedef enum {
+    WEFT_INT8, WEFT_INT16, WEFT_INT32, WEFT_INT64,
+    WEFT_UINT8, WEFT_UINT16, WEFT_UINT32, WEFT_UINT64,
+    WEFT_FLOAT16, WEFT_BFLOAT16, WEFT_FLOAT32, WEFT_FLOAT64,
+    WEFT_DTYPE_COUNT
+} weft_dtype_t;
+
+/* Reduction operations: the predefined ones below, or a handle returned by
+ * weft_op_create.  Bitwise and logical ops are defined for integer types
+ * only.  Integer sum/prod wrap modulo 2^bits. */
+typedef int weft_op_t;
+enum {
+    WEFT_SUM, WEFT_PROD, WEFT_MIN, WEFT_MAX,
+    WEFT_BAND, WEFT_BOR, WEFT_BXOR, WEFT_LAND, WEFT_LOR,
+    WEFT_OP_BUILTIN_COUNT
+};
+
+/* A user reduction computes inout[i] = in[i] (op) inout[i] for i < count,
+ * where `in` holds the contribution of lower-ranked processes (MPI order). */
+typedef void (*weft_user_fn)(const void *in, void *inout, size_t count,
+                             weft_dtype_t dtype, void *ctx);
+
+typedef struct weft_comm *weft_comm_t;
+typedef struct weft_request *weft_request_t;
+
+/* Pass as sendbuf for in-place operation (as MPI_IN_PLACE). */
+#define WEFT_IN_PLACE ((void *)(intptr_t)1)
+
+/* Collectives, for algorithm selection. */
+typedef enum {
+    WEFT_COLL_ALLREDUCE, WEFT_COLL_BCAST, WEFT_COLL_REDUCE,
+    WEFT_COLL_REDUCE_SCATTER, WEFT_COLL_ALLGATHER, WEFT_COLL_SCATTER,
+    WEFT_COLL_GATHER, WEFT_COLL_BARRIER, WEFT_COLL_COUNT
+} weft_coll_t;
+
+/* ---- job and communicators ---- */
+
+/* Join the job started by `weft run`; without it, start a job of one rank.
+ * argc/argv may be NULL. */
+WEFT_API weft_err_t weft_init(int *argc, char ***argv);
+WEFT_API weft_err_t weft_finalize(void);
+WEFT_API int weft_initialized(void);
+WEFT_API weft_comm_t weft_comm_world(void);
+WEFT_API int weft_comm_rank(weft_comm_t comm);
+WEFT_API int weft_comm_size(weft_comm_t comm);
+WEFT_API weft_err_t weft_comm_dup(weft_comm_t comm, weft_comm_t *newcomm);
+/* Ranks with the same color form a new communicator, ordered by (key,
+ * old rank).  color < 0 (WEFT_UNDEFINED) gives *newcomm = NULL. */
+#define WEFT_UNDEFINED (-1)
+WEFT_API weft_err_t weft_comm_split(weft_comm_t comm, int color, int key,
+                           weft_comm_t *newcomm);
+WEFT_API weft_err_t weft_comm_free(weft_comm_t *comm);
+
+/* ---- blocking collectives ---- */
+
+WEFT_API weft_err_t weft_barrier(weft_comm_t comm);
+WEFT_API weft_err_t weft_allreduce(const void *sendbuf, void *recvbuf, size_t count,
+                          weft_dtype_t dtype, weft_op_t op, weft_comm_t comm);
+WEFT_API weft_err_t weft_bcast(void *buf, size_t count, weft_dtype_t dtype, int root,
+                      weft_comm_t comm);
+/* recvbuf matters at the root only; WEFT_IN_PLACE is allowed at the root. */
+WEFT_API weft_err_t weft_reduce(const void *sendbuf, void *recvbuf, size_t count,
+                       weft_dtype_t dtype, weft_op_t op, int root,
+                       weft_comm_t comm);
+/* sendbuf holds size*count elements; each rank receives its block of
+ * `count` (MPI_Reduce_scatter_block).  In place: the input is in recvbuf. */
+WEFT_API weft_err_t weft_reduce_scatter(const void *sendbuf, void *recvbuf,
+                               size_t count, weft_dtype_t dtype, weft_op_t op,
+                               weft_comm_t comm);
+/* recvbuf holds size*count elements.  In place: the input is already in
+ * recvbuf at rank*count. */
+WEFT_API weft_err_t weft_allgather(const void *sendbuf, void *recvbuf, size_t count,
+                          weft_dtype_t dtype, weft_comm_t comm);
+/* sendbuf (root) holds size*count elements; recvbuf may be WEFT_IN_PLACE at
+ * the root, whose block then stays in sendbuf. */
+WEFT_API weft_err_t weft_scatter(const void *sendbuf, void *recvbuf, size_t count,
+                        weft_dtype_t dtype, int root, weft_comm_t comm);
+/* recvbuf (root) holds size*count elements; sendbuf may be WEFT_IN_PLACE at
+ * the root, whose block is then already in recvbuf at root*count. */
+WEFT_API weft_err_t weft_gather(const void *sendbuf, void *recvbuf, size_t count,
+                       weft_dtype_t dtype, int root, weft_comm_t comm);
+
+/* ---- split-phase collectives ----
+ * Start, then weft_test (progresses and reports) or weft_wait (blocks).
+ * Buffers must stay untouched until completion.  Several may be in flight
+ * on one communicator; all ranks must start them in the same order.
+ * A completed request is freed and set to NULL. */
+WEFT_API weft_err_t weft_iallreduce(const void *sendbuf, void *recvbuf, size_t count,
+                           weft_dtype_t dtype, weft_op_t op, weft_comm_t comm,
+                           weft_request_t *req);
+WEFT_API weft_err_t weft_ibcast(void *buf, size_t count, weft_dtype_t dtype, int root,
+                       weft_comm_t comm, weft_request_t *req);
+WEFT_API weft_err_t weft_ireduce(const void *sendbuf, void *recvbuf, size_t count,
+                        weft_dtype_t dtype, weft_op_t op, int root,
+                        weft_comm_t comm, weft_request_t *req);
+WEFT_API weft_err_t weft_test(weft_request_t *req, int *done);
+WEFT_API weft_err_t weft_wait(weft_request_t *req);
+
+/* ---- datatypes and ops ---- */
+
+WEFT_API size_t weft_dtype_size(weft_dtype_t dtype);
+WEFT_API const char *weft_dtype_name(weft_dtype_t dtype);
+WEFT_API const char *weft_op_name(weft_op_t op);
+/* commutative: the op gives the same result in any order.  idempotent:
+ * x op x == x (min, max, band, bor, land, lor are). */
+WEFT_API weft_err_t weft_op_create(weft_user_fn fn, void *ctx, int commutative,
+                          int idempotent, weft_op_t *op);
+WEFT_API weft_err_t weft_op_free(weft_op_t *op);
+
+/* ---- algorithm selection ----
+ * name: an algorithm of that collective (see `weft algorithms` and
+ * docs/ALGORITHMS.md) or "auto".  params: NULL or "key=value,..." (e.g.
+ * "chunks=8").  The environment variables WEFT_<COLL>_ALGO (e.g.
+ * WEFT_ALLREDUCE_ALGO=ring) and WEFT_<COLL>_PARAMS set the default for every
+ * communicator.  Every rank of comm must make the same choice. */
+WEFT_API weft_err_t weft_set_algorithm(weft_comm_t comm, weft_coll_t coll,
+                              const char *name, const char *params);
+/* The i-th algorithm of coll (i = 0, 1, ...), NULL past the last. */
+WEFT_API const char *weft_algorithm_name(weft_coll_t coll, int i);
+/* "allreduce", "bcast", ... */
+WEFT_API const char *weft_coll_name(weft_coll_t coll);
+
+/* ---- errors ---- */
+WEFT_API const char *weft_strerror(weft_err_t err);
+/* The message of the last failed call on this thread ("" if none). */
+WEFT_API const char *weft_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* WEFT_H */

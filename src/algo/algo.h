@@ -1,0 +1,115 @@
+/* algo.h — the algorithm registry: every algorithm is a named builder that
+ * appends one rank's steps to a schedule, plus the properties that say where
+ * it is correct.  Selection (src/tune) and error messages read the
+ * properties from here; no algorithm is ever run where they forbid it. */
+#ifndef WEFT_ALGO_H
+#define WEFT_ALGO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../sched/sched.h"
+#include "weft.h"
+
+/* Parameters an algorithm may take ("key=value,..." in the API). */
+typedef struct algo_params {
+    int chunks; /* pipeline chunk count; 0 = algorithm default */
+    int fanout; /* n-way fan-out; 0 = default */
+    char reduce[24], bcast[24]; /* parts of a composed allreduce */
+} algo_params_t;
+
+typedef struct coll_args {
+    weft_coll_t coll;
+    int nrank, rank, root;
+    uint64_t count;   /* the API's count (per-rank block for block collectives) */
+    size_t esize;
+    bool commutative; /* of the op */
+    bool idempotent;
+    algo_params_t params;
+} coll_args_t;
+
+/* property flags */
+#define ALGO_NEEDS_COMMUTATIVE 0x1u /* op must be commutative */
+#define ALGO_NEEDS_IDEMPOTENT 0x2u  /* op must be idempotent */
+#define ALGO_IDENTICAL 0x4u         /* all ranks get bitwise-identical results */
+#define ALGO_INPLACE_SAFE 0x8u      /* correct with BUF_IN aliased as in layout.h */
+
+typedef int (*algo_build_fn)(sched_t *s, const coll_args_t *a);
+
+typedef struct algo {
+    const char *name;
+    weft_coll_t coll;
+    unsigned flags;
+    algo_build_fn build;
+    const char *params;  /* accepted parameter keys, "" if none */
+    const char *summary; /* one line */
+    const char *cost;    /* alpha-beta-gamma cost, n bytes, P ranks */
+} algo_t;
+
+const algo_t *algo_table(size_t *n);
+const algo_t *algo_find(weft_coll_t coll, const char *name);
+weft_coll_t coll_from_name(const char *name); /* WEFT_COLL_COUNT if unknown */
+/* WEFT_EINVAL with a message saying why and what to use instead when the
+ * algorithm cannot serve the call. */
+int algo_check_usable(const algo_t *al, const coll_args_t *a);
+/* Initialises *s for a->rank, builds and commits. */
+int algo_build(const algo_t *al, const coll_args_t *a, sched_t *s);
+/* Parses "key=value,..." into p (keys must be in al->params). */
+int algo_parse_params(const algo_t *al, const char *text, algo_params_t *p);
+
+/* ---- helpers shared by the families (pattern arithmetic) ---- */
+
+/* Block i of n elements cut into p nearly equal blocks. */
+static inline uint64_t blk_off(uint64_t n, uint64_t p, uint64_t i)
+{
+    return i * (n / p) + (i < n % p ? i : n % p);
+}
+static inline uint64_t blk_len(uint64_t n, uint64_t p, uint64_t i)
+{
+    return n / p + (i < n % p ? 1 : 0);
+}
+static inline int pow2_floor(int p)
+{
+    int q = 1;
+    while (q * 2 <= p)
+        q *= 2;
+    return q;
+}
+static inline int mod(int a, int p) { return ((a % p) + p) % p; }
+
+/* Fold of P = P' + rem ranks onto P' = pow2_floor(P) (MPICH's scheme): rank
+ * r < 2*rem pairs with r^1; the odd one stays as newrank r/2, the even one
+ * sits out.  Ranks >= 2*rem are newrank r - rem. */
+static inline int fold_newrank(int r, int rem)
+{
+    return r < 2 * rem ? (r % 2 ? r / 2 : -1) : r - rem;
+}
+static inline int fold_oldrank(int nr, int rem) { return nr < rem ? 2 * nr + 1 : nr + rem; }
+
+/* Builders by family (each in its own file). */
+int algo_ring_allreduce(sched_t *s, const coll_args_t *a);
+int algo_ring_reduce_scatter(sched_t *s, const coll_args_t *a);
+int algo_ring_allgather(sched_t *s, const coll_args_t *a);
+int algo_rd_allreduce(sched_t *s, const coll_args_t *a);
+int algo_rd_allgather(sched_t *s, const coll_args_t *a);
+int algo_rabenseifner_allreduce(sched_t *s, const coll_args_t *a);
+int algo_rhalving_reduce_scatter(sched_t *s, const coll_args_t *a);
+int algo_rsg_reduce(sched_t *s, const coll_args_t *a);
+int algo_pairwise_reduce_scatter(sched_t *s, const coll_args_t *a);
+int algo_binomial_bcast(sched_t *s, const coll_args_t *a);
+int algo_binomial_reduce(sched_t *s, const coll_args_t *a);
+int algo_binomial_scatter(sched_t *s, const coll_args_t *a);
+int algo_binomial_gather(sched_t *s, const coll_args_t *a);
+int algo_linear_bcast(sched_t *s, const coll_args_t *a);
+int algo_linear_reduce(sched_t *s, const coll_args_t *a);
+int algo_linear_scatter(sched_t *s, const coll_args_t *a);
+int algo_linear_gather(sched_t *s, const coll_args_t *a);
+int algo_linear_reduce_scatter(sched_t *s, const coll_args_t *a);
+int algo_scatter_allgather_bcast(sched_t *s, const coll_args_t *a);
+int algo_bruck_allgather(sched_t *s, const coll_args_t *a);
+int algo_reduce_bcast_allreduce(sched_t *s, const coll_args_t *a);
+int algo_binomial_allreduce(sched_t *s, const coll_args_t *a);
+int algo_dissemination_barrier(sched_t *s, const coll_args_t *a);
+
+#endif

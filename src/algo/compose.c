@@ -1,0 +1,29 @@
+/* compose.c — allreduce as a reduce to rank 0 followed by a broadcast from
+ * it, any reduce algorithm with any broadcast algorithm, chosen by name
+ * (params "reduce=rsg,bcast=scatter_allgather").  The two parts get separate
+ * tag spaces and scratch; the broadcast starts once the reduce has finished
+ * on this rank.  Properties are those of the reduce part; every rank gets
+ * the root's bytes, so results are bitwise identical. */
+#include <string.h>
+
+#include "algo.h"
+
+int algo_reduce_bcast_allreduce(sched_t *s, const coll_args_t *a)
+{
+    const char *rn = a->params.reduce[0] ? a->params.reduce : "binomial";
+    const char *bn = a->params.bcast[0] ? a->params.bcast : "binomial";
+    const algo_t *ra = algo_find(WEFT_COLL_REDUCE, rn);
+    const algo_t *ba = algo_find(WEFT_COLL_BCAST, bn);
+    if (!ra || !ba)
+        return WEFT_EINVAL;
+    coll_args_t sub = *a;
+    sub.root = 0;
+    sub.coll = WEFT_COLL_REDUCE;
+    int rc = ra->build(s, &sub);
+    if (rc)
+        return rc;
+    sched_round(s);
+    sched_new_tag_space(s);
+    sub.coll = WEFT_COLL_BCAST;
+    return ba->build(s, &sub);
+}

@@ -1,0 +1,279 @@
+/* halving_doubling.c — the recursive halving / doubling family: recursive
+ * doubling allreduce and allgather, recursive-halving reduce-scatter,
+ * Rabenseifner's allreduce (the "BDE" algorithm: reduce-scatter by recursive
+ * halving + allgather by recursive doubling) and Rabenseifner's reduce
+ * (reduce-scatter + binomial gather).
+ *
+ * Sources: ring-and-halving-doubling-allreduce.txt §2.2 (BDE), Thakur,
+ * Rabenseifner & Gropp 2005 "Optimization of collective communication
+ * operations in MPICH".  For P not a power of two every algorithm here folds
+ * first (fold_newrank in algo.h): of the first 2*rem ranks, each even one
+ * hands its data to the odd one above it and sits out, the remaining P' =
+ * 2^floor(lg P) ranks run the power-of-two algorithm, and the result is
+ * handed back.  Blocks are assigned so that after the halving each newrank
+ * owns one contiguous group of the output. */
+#include "algo.h"
+
+enum { TAG_FOLD = 0, TAG_UNFOLD = 1, TAG_STEP = 2 };
+
+typedef struct fold {
+    int P2, rem, nr; /* power-of-two size, extra ranks, my newrank or -1 */
+} fold_t;
+
+static fold_t fold_of(const coll_args_t *a)
+{
+    fold_t f;
+    f.P2 = pow2_floor(a->nrank);
+    f.rem = a->nrank - f.P2;
+    f.nr = fold_newrank(a->rank, f.rem);
+    return f;
+}
+
+static int lg2(int x)
+{
+    int l = 0;
+    while ((1 << l) < x)
+        l++;
+    return l;
+}
+
+/* Recursive doubling on the whole vector.  The partner with the lower
+ * newrank holds the lower ranks' contributions, so combining with it on the
+ * left keeps rank order: non-commutative ops are fine and every rank
+ * computes the same expression, hence identical results. */
+int algo_rd_allreduce(sched_t *s, const coll_args_t *a)
+{
+    int r = a->rank;
+    uint64_t n = a->count;
+    fold_t f = fold_of(a);
+    region_t out = reg(BUF_OUT, 0, n);
+    if (f.nr < 0) { /* even rank of a folded pair */
+        sched_send(s, r + 1, TAG_FOLD, reg(BUF_IN, 0, n));
+        sched_round(s);
+        sched_recv(s, r + 1, TAG_UNFOLD, out);
+        return 0;
+    }
+    sched_copy(s, reg(BUF_IN, 0, n), out);
+    sched_round(s);
+    if (r < 2 * f.rem) {
+        sched_recv_reduce(s, r - 1, TAG_FOLD, out, true);
+        sched_round(s);
+    }
+    uint64_t tmp = sched_tmp(s, n);
+    for (int mask = 1, k = 0; mask < f.P2; mask <<= 1, k++) {
+        int pn = f.nr ^ mask, peer = fold_oldrank(pn, f.rem);
+        sched_send(s, peer, TAG_STEP + (uint32_t)k, out);
+        sched_recv(s, peer, TAG_STEP + (uint32_t)k, reg(BUF_TMP, tmp, n));
+        sched_round(s);
+        sched_reduce(s, reg(BUF_TMP, tmp, n), out, pn < f.nr);
+        sched_round(s);
+    }
+    if (r < 2 * f.rem)
+        sched_send(s, r - 1, TAG_UNFOLD, out);
+    return 0;
+}
+
+/* Recursive halving over the P2 newranks of a vector of n elements whose
+ * group g covers [goff(g), goff(g+1)).  Ends with newrank nr owning group nr
+ * fully reduced in `work`.  Tags from `tag`. */
+typedef uint64_t (*group_off_fn)(const void *ctx, int g);
+
+static void halving(sched_t *s, const fold_t *f, int buf, uint64_t base, group_off_fn goff,
+                    const void *ctx, uint32_t tag)
+{
+    int lo = 0, hi = f->P2;
+    for (int mask = f->P2 / 2; mask >= 1; mask >>= 1, tag++) {
+        int pn = f->nr ^ mask, peer = fold_oldrank(pn, f->rem);
+        int mid = lo + (hi - lo) / 2;
+        int klo = (f->nr & mask) ? mid : lo, khi = (f->nr & mask) ? hi : mid;
+        int slo = (f->nr & mask) ? lo : mid, shi = (f->nr & mask) ? mid : hi;
+        uint64_t so = goff(ctx, slo), ko = goff(ctx, klo);
+        sched_send(s, peer, tag, reg(buf, base + so, goff(ctx, shi) - so));
+        sched_recv_reduce(s, peer, tag, reg(buf, base + ko, goff(ctx, khi) - ko), pn < f->nr);
+        sched_round(s);
+        lo = klo, hi = khi;
+    }
+}
+
+/* Recursive doubling allgather of groups: newrank nr starts owning group nr
+ * and ends with all of them. */
+static void doubling(sched_t *s, const fold_t *f, int buf, uint64_t base, group_off_fn goff,
+                     const void *ctx, uint32_t tag)
+{
+    for (int mask = 1; mask < f->P2; mask <<= 1, tag++) {
+        int pn = f->nr ^ mask, peer = fold_oldrank(pn, f->rem);
+        int mine = f->nr & ~(mask - 1), theirs = pn & ~(mask - 1);
+        uint64_t mo = goff(ctx, mine), to = goff(ctx, theirs);
+        sched_send(s, peer, tag, reg(buf, base + mo, goff(ctx, mine + mask) - mo));
+        sched_recv(s, peer, tag, reg(buf, base + to, goff(ctx, theirs + mask) - to));
+        sched_round(s);
+    }
+}
+
+/* Groups as P2 near-equal blocks of n elements. */
+typedef struct {
+    uint64_t n;
+    int P2;
+} even_groups_t;
+
+static uint64_t even_goff(const void *ctx, int g)
+{
+    const even_groups_t *e = ctx;
+    return blk_off(e->n, (uint64_t)e->P2, (uint64_t)g);
+}
+
+/* Groups as the blocks of the real ranks behind each newrank (two blocks of
+ * c elements for a folded pair, one otherwise). */
+typedef struct {
+    uint64_t c;
+    int rem;
+} rank_groups_t;
+
+static uint64_t rank_goff(const void *ctx, int g)
+{
+    const rank_groups_t *rg = ctx;
+    uint64_t first = g < rg->rem ? 2 * (uint64_t)g : (uint64_t)(g + rg->rem);
+    return first * rg->c;
+}
+
+int algo_rabenseifner_allreduce(sched_t *s, const coll_args_t *a)
+{
+    int r = a->rank;
+    uint64_t n = a->count;
+    fold_t f = fold_of(a);
+    region_t out = reg(BUF_OUT, 0, n);
+    if (f.nr < 0) {
+        sched_send(s, r + 1, TAG_FOLD, reg(BUF_IN, 0, n));
+        sched_round(s);
+        sched_recv(s, r + 1, TAG_UNFOLD, out);
+        return 0;
+    }
+    sched_copy(s, reg(BUF_IN, 0, n), out);
+    sched_round(s);
+    if (r < 2 * f.rem) {
+        sched_recv_reduce(s, r - 1, TAG_FOLD, out, true);
+        sched_round(s);
+    }
+    even_groups_t g = {n, f.P2};
+    halving(s, &f, BUF_OUT, 0, even_goff, &g, TAG_STEP);
+    doubling(s, &f, BUF_OUT, 0, even_goff, &g, TAG_STEP + (uint32_t)lg2(f.P2));
+    if (r < 2 * f.rem)
+        sched_send(s, r - 1, TAG_UNFOLD, out);
+    return 0;
+}
+
+int algo_rhalving_reduce_scatter(sched_t *s, const coll_args_t *a)
+{
+    int r = a->rank, P = a->nrank;
+    uint64_t c = a->count, all = (uint64_t)P * c;
+    fold_t f = fold_of(a);
+    if (f.nr < 0) {
+        sched_send(s, r + 1, TAG_FOLD, reg(BUF_IN, 0, all));
+        sched_round(s);
+        sched_recv(s, r + 1, TAG_UNFOLD, reg(BUF_OUT, 0, c));
+        return 0;
+    }
+    uint64_t w = sched_tmp(s, all);
+    sched_copy(s, reg(BUF_IN, 0, all), reg(BUF_TMP, w, all));
+    sched_round(s);
+    if (r < 2 * f.rem) {
+        sched_recv_reduce(s, r - 1, TAG_FOLD, reg(BUF_TMP, w, all), true);
+        sched_round(s);
+    }
+    rank_groups_t g = {c, f.rem};
+    halving(s, &f, BUF_TMP, w, rank_goff, &g, TAG_STEP);
+    if (r < 2 * f.rem)
+        sched_send(s, r - 1, TAG_UNFOLD, reg(BUF_TMP, w + (uint64_t)(r - 1) * c, c));
+    sched_copy(s, reg(BUF_TMP, w + (uint64_t)r * c, c), reg(BUF_OUT, 0, c));
+    return 0;
+}
+
+int algo_rd_allgather(sched_t *s, const coll_args_t *a)
+{
+    int r = a->rank, P = a->nrank;
+    uint64_t c = a->count, all = (uint64_t)P * c;
+    fold_t f = fold_of(a);
+    if (f.nr < 0) {
+        sched_send(s, r + 1, TAG_FOLD, reg(BUF_IN, 0, c));
+        sched_round(s);
+        sched_recv(s, r + 1, TAG_UNFOLD, reg(BUF_OUT, 0, all));
+        return 0;
+    }
+    sched_copy(s, reg(BUF_IN, 0, c), reg(BUF_OUT, (uint64_t)r * c, c));
+    if (r < 2 * f.rem)
+        sched_recv(s, r - 1, TAG_FOLD, reg(BUF_OUT, (uint64_t)(r - 1) * c, c));
+    sched_round(s);
+    rank_groups_t g = {c, f.rem};
+    doubling(s, &f, BUF_OUT, 0, rank_goff, &g, TAG_STEP);
+    if (r < 2 * f.rem)
+        sched_send(s, r - 1, TAG_UNFOLD, reg(BUF_OUT, 0, all));
+    return 0;
+}
+
+/* Rabenseifner's reduce: reduce-scatter by recursive halving, then a
+ * binomial gather of the P2 groups towards the root's newrank (or, when the
+ * root sat out of the fold, towards its partner, which forwards the whole
+ * result).  Blocks stay at their own offsets in the work vector, so the
+ * gather needs no rotation; a subtree's range wraps at most once and is
+ * then sent as two messages. */
+int algo_rsg_reduce(sched_t *s, const coll_args_t *a)
+{
+    int r = a->rank, root = a->root;
+    uint64_t n = a->count;
+    fold_t f = fold_of(a);
+    if (f.nr < 0) {
+        sched_send(s, r + 1, TAG_FOLD, reg(BUF_IN, 0, n));
+        if (r == root) {
+            sched_round(s);
+            sched_recv(s, r + 1, TAG_UNFOLD, reg(BUF_OUT, 0, n));
+        }
+        return 0;
+    }
+    int work = r == root ? BUF_OUT : BUF_TMP;
+    uint64_t w = work == BUF_TMP ? sched_tmp(s, n) : 0;
+    sched_copy(s, reg(BUF_IN, 0, n), reg(work, w, n));
+    sched_round(s);
+    if (r < 2 * f.rem) {
+        sched_recv_reduce(s, r - 1, TAG_FOLD, reg(work, w, n), true);
+        sched_round(s);
+    }
+    even_groups_t g = {n, f.P2};
+    halving(s, &f, work, w, even_goff, &g, TAG_STEP);
+    int root_nr = fold_newrank(root, f.rem);
+    int t = root_nr >= 0 ? root_nr : fold_newrank(root + 1, f.rem);
+    int vr = mod(f.nr - t, f.P2);
+    uint32_t tag = TAG_STEP + 2 * (uint32_t)lg2(f.P2);
+    for (int mask = 1; mask < f.P2; mask <<= 1, tag += 2) {
+        int lo, cnt, peer_vr;
+        bool sending = vr & mask;
+        if (sending) {
+            lo = vr, cnt = mask, peer_vr = vr - mask;
+        } else if (vr + mask < f.P2) {
+            lo = vr + mask, cnt = mask, peer_vr = vr + mask;
+        } else {
+            continue;
+        }
+        if (lo + cnt > f.P2)
+            cnt = f.P2 - lo;
+        int peer = fold_oldrank(mod(peer_vr + t, f.P2), f.rem);
+        /* vranks [lo, lo+cnt) are groups (lo+t .. lo+cnt+t) mod P2 */
+        int g0 = (lo + t) % f.P2, first = cnt < f.P2 - g0 ? cnt : f.P2 - g0;
+        int parts[2][2] = {{g0, first}, {0, cnt - first}};
+        for (int k = 0; k < 2; k++) {
+            if (parts[k][1] == 0)
+                continue;
+            uint64_t o = even_goff(&g, parts[k][0]);
+            region_t rg = reg(work, w + o, even_goff(&g, parts[k][0] + parts[k][1]) - o);
+            if (sending)
+                sched_send(s, peer, tag + (uint32_t)k, rg);
+            else
+                sched_recv(s, peer, tag + (uint32_t)k, rg);
+        }
+        sched_round(s);
+        if (sending)
+            break;
+    }
+    if (root_nr < 0 && f.nr == t)
+        sched_send(s, root, TAG_UNFOLD, reg(work, w, n));
+    return 0;
+}

@@ -1,0 +1,258 @@
+/* registry.c — every algorithm weft has, with its properties, parameters,
+ * summary and cost (alpha: latency per message, beta: time per byte, gamma:
+ * reduction time per byte; n bytes, P ranks; lg = log2).  Selection and the
+ * error messages read the properties from this table. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/core.h"
+#include "algo.h"
+
+#define C ALGO_NEEDS_COMMUTATIVE
+#define I ALGO_IDENTICAL
+#define S ALGO_INPLACE_SAFE
+
+static const algo_t table[] = {
+    /* allreduce */
+    {"ring", WEFT_COLL_ALLREDUCE, C | I | S, algo_ring_allreduce, "",
+     "reduce-scatter then allgather around a ring of P blocks",
+     "2(P-1) alpha + 2(P-1)/P n beta + (P-1)/P n gamma"},
+    {"recursive_doubling", WEFT_COLL_ALLREDUCE, I | S, algo_rd_allreduce, "",
+     "lg P exchanges of the whole vector (fold for P not a power of two)",
+     "lg P (alpha + n beta + n gamma); +2 alpha + 2 n beta + n gamma when P is not 2^k"},
+    {"rabenseifner", WEFT_COLL_ALLREDUCE, C | I | S, algo_rabenseifner_allreduce, "",
+     "BDE: reduce-scatter by recursive halving + allgather by recursive doubling",
+     "2 lg P alpha + 2(P-1)/P n beta + (P-1)/P n gamma; +2 alpha + 2 n beta + n gamma when P is not 2^k"},
+    {"binomial", WEFT_COLL_ALLREDUCE, I | S, algo_binomial_allreduce, "",
+     "binomial reduce to rank 0 + binomial broadcast",
+     "2 ceil(lg P) (alpha + n beta) + ceil(lg P) n gamma"},
+    {"reduce_bcast", WEFT_COLL_ALLREDUCE, I | S, algo_reduce_bcast_allreduce, "reduce,bcast",
+     "any reduce to rank 0 (reduce=NAME) + any broadcast (bcast=NAME)",
+     "cost(reduce) + cost(bcast)"},
+    /* bcast */
+    {"linear", WEFT_COLL_BCAST, I | S, algo_linear_bcast, "",
+     "the root sends the whole buffer to every rank", "(P-1) (alpha + n beta) at the root"},
+    {"binomial", WEFT_COLL_BCAST, I | S, algo_binomial_bcast, "",
+     "binomial tree from the root", "ceil(lg P) (alpha + n beta)"},
+    {"scatter_allgather", WEFT_COLL_BCAST, I | S, algo_scatter_allgather_bcast, "",
+     "van de Geijn: binomial scatter of P blocks + ring allgather",
+     "(lg P + P - 1) alpha + 2 (P-1)/P n beta"},
+    /* reduce */
+    {"linear", WEFT_COLL_REDUCE, S, algo_linear_reduce, "",
+     "every rank sends to the root, which combines in rank order",
+     "(P-1) (alpha + n beta + n gamma) at the root"},
+    {"binomial", WEFT_COLL_REDUCE, S, algo_binomial_reduce, "",
+     "binomial tree towards the root (rank order kept for non-commutative ops)",
+     "ceil(lg P) (alpha + n beta + n gamma)"},
+    {"rsg", WEFT_COLL_REDUCE, C | S, algo_rsg_reduce, "",
+     "Rabenseifner: reduce-scatter by recursive halving + binomial gather",
+     "2 lg P alpha + 2 (P-1)/P n beta + (P-1)/P n gamma"},
+    /* reduce_scatter (n = P * count elements in bytes) */
+    {"ring", WEFT_COLL_REDUCE_SCATTER, C, algo_ring_reduce_scatter, "",
+     "P-1 steps around a ring", "(P-1) alpha + (P-1)/P n (beta + gamma)"},
+    {"recursive_halving", WEFT_COLL_REDUCE_SCATTER, C | S, algo_rhalving_reduce_scatter, "",
+     "recursive halving over groups of blocks (fold for P not a power of two)",
+     "lg P alpha + (P-1)/P n (beta + gamma)"},
+    {"pairwise", WEFT_COLL_REDUCE_SCATTER, C, algo_pairwise_reduce_scatter, "",
+     "round k: send block r+k to r+k, reduce the one from r-k",
+     "(P-1) alpha + (P-1)/P n (beta + gamma)"},
+    {"linear", WEFT_COLL_REDUCE_SCATTER, 0, algo_linear_reduce_scatter, "",
+     "each rank sends block j to rank j, which combines them in rank order",
+     "(P-1) alpha + (P-1)/P n (beta + gamma)"},
+    /* allgather (n = P * count elements in bytes) */
+    {"ring", WEFT_COLL_ALLGATHER, S, algo_ring_allgather, "", "P-1 steps around a ring",
+     "(P-1) alpha + (P-1)/P n beta"},
+    {"recursive_doubling", WEFT_COLL_ALLGATHER, S, algo_rd_allgather, "",
+     "lg P exchanges of doubling size (fold for P not a power of two)",
+     "lg P alpha + (P-1)/P n beta"},
+    {"bruck", WEFT_COLL_ALLGATHER, S, algo_bruck_allgather, "",
+     "Bruck: ceil(lg P) rounds for any P, then a local rotation",
+     "ceil(lg P) alpha + (P-1)/P n beta"},
+    /* scatter / gather (n = P * count elements in bytes) */
+    {"binomial", WEFT_COLL_SCATTER, S, algo_binomial_scatter, "", "binomial tree from the root",
+     "ceil(lg P) alpha + (P-1)/P n beta"},
+    {"linear", WEFT_COLL_SCATTER, S, algo_linear_scatter, "", "the root sends each block",
+     "(P-1) alpha + (P-1)/P n beta"},
+    {"binomial", WEFT_COLL_GATHER, S, algo_binomial_gather, "", "binomial tree to the root",
+     "ceil(lg P) alpha + (P-1)/P n beta"},
+    {"linear", WEFT_COLL_GATHER, S, algo_linear_gather, "", "each rank sends to the root",
+     "(P-1) alpha + (P-1)/P n beta"},
+    /* barrier */
+    {"dissemination", WEFT_COLL_BARRIER, 0, algo_dissemination_barrier, "",
+     "round k: signal r+2^k, wait for r-2^k", "ceil(lg P) alpha"},
+};
+
+#undef C
+#undef I
+#undef S
+
+const algo_t *algo_table(size_t *n)
+{
+    *n = sizeof table / sizeof table[0];
+    return table;
+}
+
+static const char *const coll_names[WEFT_COLL_COUNT] = {
+    "allreduce", "bcast", "reduce", "reduce_scatter", "allgather", "scatter", "gather", "barrier"};
+
+const char *weft_coll_name(weft_coll_t coll)
+{
+    return (unsigned)coll < WEFT_COLL_COUNT ? coll_names[coll] : "invalid";
+}
+
+const char *weft_algorithm_name(weft_coll_t coll, int i)
+{
+    size_t n;
+    const algo_t *t = algo_table(&n);
+    for (size_t k = 0; k < n; k++)
+        if (t[k].coll == coll && i-- == 0)
+            return t[k].name;
+    return NULL;
+}
+
+weft_coll_t coll_from_name(const char *name)
+{
+    for (int i = 0; i < WEFT_COLL_COUNT; i++)
+        if (name && !strcmp(name, coll_names[i]))
+            return (weft_coll_t)i;
+    return WEFT_COLL_COUNT;
+}
+
+const algo_t *algo_find(weft_coll_t coll, const char *name)
+{
+    size_t n;
+    const algo_t *t = algo_table(&n);
+    for (size_t i = 0; i < n; i++)
+        if (t[i].coll == coll && name && !strcmp(t[i].name, name))
+            return &t[i];
+    return NULL;
+}
+
+/* Names of the algorithms of coll that need nothing of the op, for advice. */
+static void alternatives(weft_coll_t coll, unsigned forbidden, char *out, size_t n)
+{
+    size_t cnt, used = 0;
+    const algo_t *t = algo_table(&cnt);
+    out[0] = '\0';
+    for (size_t i = 0; i < cnt && used + 32 < n; i++)
+        if (t[i].coll == coll && !(t[i].flags & forbidden) && t[i].build != algo_reduce_bcast_allreduce)
+            used += (size_t)snprintf(out + used, n - used, "%s%s", used ? ", " : "", t[i].name);
+}
+
+static unsigned effective_flags(const algo_t *al, const coll_args_t *a)
+{
+    if (al->build != algo_reduce_bcast_allreduce)
+        return al->flags;
+    const algo_t *r = algo_find(WEFT_COLL_REDUCE, a->params.reduce[0] ? a->params.reduce : "binomial");
+    return al->flags | (r ? r->flags & (ALGO_NEEDS_COMMUTATIVE | ALGO_NEEDS_IDEMPOTENT) : 0);
+}
+
+int algo_check_usable(const algo_t *al, const coll_args_t *a)
+{
+    if (al->build == algo_reduce_bcast_allreduce) {
+        const char *rn = a->params.reduce[0] ? a->params.reduce : "binomial";
+        const char *bn = a->params.bcast[0] ? a->params.bcast : "binomial";
+        if (!algo_find(WEFT_COLL_REDUCE, rn))
+            return weft_error(WEFT_EINVAL, "reduce_bcast: unknown reduce algorithm '%s'", rn);
+        if (!algo_find(WEFT_COLL_BCAST, bn))
+            return weft_error(WEFT_EINVAL, "reduce_bcast: unknown bcast algorithm '%s'", bn);
+    }
+    unsigned f = effective_flags(al, a);
+    char alt[256];
+    if ((f & ALGO_NEEDS_COMMUTATIVE) && !a->commutative) {
+        alternatives(al->coll, ALGO_NEEDS_COMMUTATIVE | ALGO_NEEDS_IDEMPOTENT, alt, sizeof alt);
+        return weft_error(WEFT_EINVAL,
+                          "%s %s needs a commutative op (it combines contributions out of "
+                          "rank order); use %s",
+                          weft_coll_name(al->coll), al->name, alt[0] ? alt : "another collective");
+    }
+    if ((f & ALGO_NEEDS_IDEMPOTENT) && !a->idempotent) {
+        alternatives(al->coll, ALGO_NEEDS_IDEMPOTENT, alt, sizeof alt);
+        return weft_error(WEFT_EINVAL,
+                          "%s %s needs an idempotent op (min, max, band, bor, land, lor or a "
+                          "user op declared idempotent) for P=%d; use %s",
+                          weft_coll_name(al->coll), al->name, a->nrank, alt);
+    }
+    return WEFT_OK;
+}
+
+int algo_build(const algo_t *al, const coll_args_t *a, sched_t *s)
+{
+    sched_init(s, a->nrank, a->rank);
+    int rc = al->build(s, a);
+    if (!rc)
+        rc = sched_commit(s);
+    if (rc) {
+        sched_free(s);
+        return weft_error(rc, "building the %s %s schedule failed (error %d)",
+                          weft_coll_name(al->coll), al->name, rc);
+    }
+    return WEFT_OK;
+}
+
+static bool key_allowed(const char *list, const char *key, size_t klen)
+{
+    const char *p = list;
+    while (*p) {
+        const char *e = strchr(p, ',');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        if (l == klen && !strncmp(p, key, klen))
+            return true;
+        if (!e)
+            break;
+        p = e + 1;
+    }
+    return false;
+}
+
+int algo_parse_params(const algo_t *al, const char *text, algo_params_t *p)
+{
+    memset(p, 0, sizeof *p);
+    if (!text || !*text)
+        return WEFT_OK;
+    const char *q = text;
+    while (*q) {
+        const char *e = strchr(q, ',');
+        size_t l = e ? (size_t)(e - q) : strlen(q);
+        const char *eq = memchr(q, '=', l);
+        if (!eq)
+            return weft_error(WEFT_EINVAL, "parameter '%.*s' of %s is not key=value", (int)l, q,
+                              al->name);
+        size_t kl = (size_t)(eq - q), vl = l - kl - 1;
+        char val[32];
+        if (vl == 0 || vl >= sizeof val)
+            return weft_error(WEFT_EINVAL, "parameter '%.*s' of %s has a bad value", (int)l, q,
+                              al->name);
+        memcpy(val, eq + 1, vl);
+        val[vl] = '\0';
+        if (!key_allowed(al->params, q, kl))
+            return weft_error(WEFT_EINVAL, "%s %s takes no parameter '%.*s'%s%s",
+                              weft_coll_name(al->coll), al->name, (int)kl, q,
+                              al->params[0] ? "; it takes: " : "", al->params);
+        char *end;
+        if (kl == 6 && !strncmp(q, "chunks", 6)) {
+            long v = strtol(val, &end, 10);
+            if (*end || v < 1 || v > 1 << 20)
+                return weft_error(WEFT_EINVAL, "chunks=%s: expected an integer 1..1048576", val);
+            p->chunks = (int)v;
+        } else if (kl == 6 && !strncmp(q, "fanout", 6)) {
+            long v = strtol(val, &end, 10);
+            if (*end || v < 1 || v > 1024)
+                return weft_error(WEFT_EINVAL, "fanout=%s: expected an integer 1..1024", val);
+            p->fanout = (int)v;
+        } else if (kl == 6 && !strncmp(q, "reduce", 6)) {
+            if (!algo_find(WEFT_COLL_REDUCE, val))
+                return weft_error(WEFT_EINVAL, "reduce=%s: no such reduce algorithm", val);
+            strcpy(p->reduce, val);
+        } else if (kl == 5 && !strncmp(q, "bcast", 5)) {
+            if (!algo_find(WEFT_COLL_BCAST, val))
+                return weft_error(WEFT_EINVAL, "bcast=%s: no such bcast algorithm", val);
+            strcpy(p->bcast, val);
+        }
+        if (!e)
+            break;
+        q = e + 1;
+    }
+    return WEFT_OK;
+}

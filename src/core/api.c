@@ -1,0 +1,368 @@
+/* api.c — the collective entry points: argument checks, algorithm choice,
+ * the schedule cache, in-place handling, and running a schedule blocking or
+ * split-phase.
+ *
+ * Transport tags are (context 16 bits | call sequence 24 bits | step tag 24
+ * bits): a call's messages never match another call's.  Every message also
+ * carries a 32-bit signature of the call (collective, algorithm, count,
+ * datatype, op, root); a receiver that sees a different one fails with
+ * WEFT_EMISMATCH and aborts the job so that no peer hangs. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../sched/layout.h"
+#include "comm.h"
+
+static uint32_t fnv(uint32_t h, uint64_t v)
+{
+    for (int i = 0; i < 8; i++) {
+        h ^= (uint32_t)(v >> (8 * i)) & 0xff;
+        h *= 16777619u;
+    }
+    return h;
+}
+
+static bool params_equal(const algo_params_t *a, const algo_params_t *b)
+{
+    return !memcmp(a, b, sizeof *a);
+}
+
+/* Finds or builds the schedule for (al, a); NULL with the error set. */
+static sched_entry_t *cache_get(weft_comm_t c, const algo_t *al, const coll_args_t *a, int *rc)
+{
+    sched_entry_t *victim = NULL;
+    c->clock++;
+    for (int i = 0; i < SCHED_CACHE_SIZE; i++) {
+        sched_entry_t *e = &c->cache[i];
+        if (e->used && e->al == al && e->coll == a->coll && e->count == a->count &&
+            e->esize == a->esize && e->root == a->root && e->commutative == a->commutative &&
+            e->idempotent == a->idempotent && params_equal(&e->params, &a->params)) {
+            e->last_use = c->clock;
+            return e;
+        }
+        if (!e->used)
+            victim = victim && !victim->used ? victim : e;
+        else if (e->refs == 0 && (!victim || (victim->used && e->last_use < victim->last_use)))
+            victim = e;
+    }
+    if (!victim) {
+        *rc = weft_error(WEFT_EBUSY, "too many collectives in flight on one communicator "
+                                     "(at most %d distinct ones)", SCHED_CACHE_SIZE);
+        return NULL;
+    }
+    if (victim->used) {
+        request_list_free(victim->spare);
+        sched_free(&victim->s);
+        memset(victim, 0, sizeof *victim);
+    }
+    sched_t s;
+    *rc = algo_build(al, a, &s);
+    if (*rc)
+        return NULL;
+    if (s.max_tag >= (1u << 24)) {
+        sched_free(&s);
+        *rc = weft_error(WEFT_ENOTSUP, "%s %s needs %u tags for P=%d (more than 2^24)",
+                         weft_coll_name(al->coll), al->name, s.max_tag, a->nrank);
+        return NULL;
+    }
+    victim->used = true;
+    victim->coll = a->coll;
+    victim->al = al;
+    victim->count = a->count;
+    victim->esize = a->esize;
+    victim->root = a->root;
+    victim->commutative = a->commutative;
+    victim->idempotent = a->idempotent;
+    victim->params = a->params;
+    victim->s = s;
+    victim->last_use = c->clock;
+    return victim;
+}
+
+static bool is_rooted(weft_coll_t coll)
+{
+    return coll == WEFT_COLL_BCAST || coll == WEFT_COLL_REDUCE || coll == WEFT_COLL_SCATTER ||
+           coll == WEFT_COLL_GATHER;
+}
+
+static bool is_reduction(weft_coll_t coll)
+{
+    return coll == WEFT_COLL_ALLREDUCE || coll == WEFT_COLL_REDUCE ||
+           coll == WEFT_COLL_REDUCE_SCATTER;
+}
+
+int coll_run(weft_comm_t comm, weft_coll_t coll, const void *in, void *out, size_t count,
+             weft_dtype_t dt, weft_op_t op, int root, bool inplace, weft_request_t *reqp)
+{
+    const char *cn = weft_coll_name(coll);
+    int rc = comm_check(comm, cn);
+    if (rc)
+        return rc;
+    if (!dtype_valid(dt))
+        return weft_error(WEFT_EINVAL, "%s: unknown datatype %d", cn, (int)dt);
+    size_t es = weft_dtype_size(dt);
+    int P = comm->size;
+    uint64_t lim = (uint64_t)(SIZE_MAX < INT64_MAX ? SIZE_MAX : INT64_MAX);
+    bool blocks = coll == WEFT_COLL_REDUCE_SCATTER || coll == WEFT_COLL_ALLGATHER ||
+                  coll == WEFT_COLL_SCATTER || coll == WEFT_COLL_GATHER;
+    if (count > lim / es / (blocks ? (uint64_t)P : 1))
+        return weft_error(WEFT_EINVAL, "%s: count %zu of %s overflows the address space", cn,
+                          count, weft_dtype_name(dt));
+    if (is_rooted(coll) && (root < 0 || root >= P))
+        return weft_error(WEFT_EINVAL, "%s: root %d out of range (communicator of %d ranks)", cn,
+                          root, P);
+    coll_args_t a;
+    memset(&a, 0, sizeof a);
+    a.coll = coll;
+    a.nrank = P;
+    a.rank = comm->rank;
+    a.root = is_rooted(coll) ? root : 0;
+    a.count = count;
+    a.esize = es;
+    reducer_t red;
+    memset(&red, 0, sizeof red);
+    if (is_reduction(coll)) {
+        op_info_t info;
+        if ((rc = op_lookup(op, dt, &info)))
+            return weft_error(rc, "%s: %s", cn, weft_last_error());
+        reducer_init(&red, op, dt);
+        a.commutative = info.commutative;
+        a.idempotent = info.idempotent;
+    } else {
+        a.commutative = a.idempotent = true;
+    }
+    coll_layout_t lay;
+    coll_layout(coll, P, comm->rank, a.root, count, inplace, &lay);
+    if (lay.in_len && !in && !inplace)
+        return weft_error(WEFT_EINVAL, "%s: send buffer is NULL", cn);
+    if (lay.out_len && !out && !(inplace && lay.alias == ALIAS_OUT_IN_IN))
+        return weft_error(WEFT_EINVAL, "%s: receive buffer is NULL", cn);
+
+    const algo_t *al = comm->choice[coll].al;
+    if (al) {
+        a.params = comm->choice[coll].params;
+        if ((rc = algo_check_usable(al, &a)))
+            return rc;
+    } else {
+        al = select_algo(&a);
+        if (!al || algo_check_usable(al, &a))
+            return weft_error(WEFT_EINTERNAL, "%s: no algorithm serves this call", cn);
+    }
+    sched_entry_t *ent = cache_get(comm, al, &a, &rc);
+    if (!ent)
+        return rc;
+
+    weft_request_t r = ent->spare;
+    if (r) {
+        ent->spare = r->next;
+    } else if (!(r = calloc(1, sizeof *r))) {
+        return weft_error(WEFT_ENOMEM, "out of memory");
+    }
+    r->comm = comm;
+    r->ent = ent;
+    r->next = NULL;
+    if ((rc = exec_prepare(&r->e, &ent->s, es))) {
+        exec_release(&r->e);
+        free(r->stage);
+        free(r);
+        return rc;
+    }
+    /* In place: point BUF_IN (or BUF_OUT) into the other buffer; algorithms
+     * not proven safe for that get a private copy of the input. */
+    const char *inp = in;
+    char *outp = out;
+    if (inplace) {
+        if (lay.alias == ALIAS_IN_IN_OUT)
+            inp = outp + lay.alias_off * es;
+        else if (lay.alias == ALIAS_OUT_IN_IN)
+            outp = (char *)in + lay.alias_off * es;
+        if (lay.alias != ALIAS_NONE && !(al->flags & ALGO_INPLACE_SAFE) && lay.in_len) {
+            size_t b = lay.in_len * es;
+            if (b > r->stage_bytes) {
+                free(r->stage);
+                r->stage = malloc(b);
+                r->stage_bytes = r->stage ? b : 0;
+                if (!r->stage) {
+                    r->next = ent->spare;
+                    ent->spare = r;
+                    return weft_error(WEFT_ENOMEM, "out of memory");
+                }
+            }
+            memcpy(r->stage, inp, b);
+            inp = r->stage;
+        }
+    }
+    r->e.x = comm->x;
+    r->e.world = comm->world;
+    r->e.red = red;
+    r->e.tagbase = (uint64_t)comm->ctx << 48 | (uint64_t)(comm->seq & 0xffffffu) << 24;
+    comm->seq++;
+    uint32_t sig = 2166136261u;
+    sig = fnv(sig, (uint64_t)coll);
+    sig = fnv(sig, (uint64_t)(al - algo_table(&(size_t){0})));
+    sig = fnv(sig, count);
+    sig = fnv(sig, (uint64_t)dt);
+    sig = fnv(sig, is_reduction(coll) ? (uint64_t)(op < WEFT_OP_BUILTIN_COUNT ? op : 99) : 0);
+    sig = fnv(sig, (uint64_t)a.root);
+    r->e.sig = sig;
+    ent->refs++;
+    comm->active++;
+    exec_start(&r->e, inp, outp);
+    if (reqp) {
+        *reqp = r;
+        return WEFT_OK;
+    }
+    rc = exec_wait(&r->e, -1);
+    request_finish(r, rc);
+    return rc;
+}
+
+void request_finish(weft_request_t r, int rc)
+{
+    sched_entry_t *ent = r->ent;
+    weft_comm_t c = r->comm;
+    c->active--;
+    ent->refs--;
+    if (rc) {
+        /* The transport may still hold this request's messages: never reuse
+         * it; the communicator frees it when it is destroyed. */
+        r->next = c->dead;
+        c->dead = r;
+        return;
+    }
+    r->next = ent->spare;
+    ent->spare = r;
+}
+
+/* ---- public collectives ---- */
+
+weft_err_t weft_barrier(weft_comm_t comm)
+{
+    return coll_run(comm, WEFT_COLL_BARRIER, NULL, NULL, 0, WEFT_UINT8, WEFT_SUM, 0, false, NULL);
+}
+
+weft_err_t weft_allreduce(const void *sendbuf, void *recvbuf, size_t count, weft_dtype_t dtype,
+                          weft_op_t op, weft_comm_t comm)
+{
+    bool ip = sendbuf == WEFT_IN_PLACE;
+    return coll_run(comm, WEFT_COLL_ALLREDUCE, ip ? NULL : sendbuf, recvbuf, count, dtype, op, 0,
+                    ip, NULL);
+}
+
+weft_err_t weft_bcast(void *buf, size_t count, weft_dtype_t dtype, int root, weft_comm_t comm)
+{
+    return coll_run(comm, WEFT_COLL_BCAST, NULL, buf, count, dtype, WEFT_SUM, root, false, NULL);
+}
+
+static bool at_root(weft_comm_t comm, int root) { return comm && comm->rank == root; }
+
+weft_err_t weft_reduce(const void *sendbuf, void *recvbuf, size_t count, weft_dtype_t dtype,
+                       weft_op_t op, int root, weft_comm_t comm)
+{
+    bool ip = sendbuf == WEFT_IN_PLACE;
+    if (ip && comm && !at_root(comm, root))
+        return weft_error(WEFT_EINVAL, "reduce: WEFT_IN_PLACE is allowed at the root only");
+    return coll_run(comm, WEFT_COLL_REDUCE, ip ? NULL : sendbuf, recvbuf, count, dtype, op, root,
+                    ip, NULL);
+}
+
+weft_err_t weft_reduce_scatter(const void *sendbuf, void *recvbuf, size_t count,
+                               weft_dtype_t dtype, weft_op_t op, weft_comm_t comm)
+{
+    bool ip = sendbuf == WEFT_IN_PLACE;
+    /* in place, the input (P*count) is recvbuf and the result its first block */
+    return coll_run(comm, WEFT_COLL_REDUCE_SCATTER, ip ? recvbuf : sendbuf, ip ? NULL : recvbuf,
+                    count, dtype, op, 0, ip, NULL);
+}
+
+weft_err_t weft_allgather(const void *sendbuf, void *recvbuf, size_t count, weft_dtype_t dtype,
+                          weft_comm_t comm)
+{
+    bool ip = sendbuf == WEFT_IN_PLACE;
+    return coll_run(comm, WEFT_COLL_ALLGATHER, ip ? NULL : sendbuf, recvbuf, count, dtype,
+                    WEFT_SUM, 0, ip, NULL);
+}
+
+weft_err_t weft_scatter(const void *sendbuf, void *recvbuf, size_t count, weft_dtype_t dtype,
+                        int root, weft_comm_t comm)
+{
+    bool ip = recvbuf == WEFT_IN_PLACE;
+    if (ip && comm && !at_root(comm, root))
+        return weft_error(WEFT_EINVAL, "scatter: WEFT_IN_PLACE is allowed at the root only");
+    return coll_run(comm, WEFT_COLL_SCATTER, sendbuf, ip ? NULL : recvbuf, count, dtype,
+                    WEFT_SUM, root, ip, NULL);
+}
+
+weft_err_t weft_gather(const void *sendbuf, void *recvbuf, size_t count, weft_dtype_t dtype,
+                       int root, weft_comm_t comm)
+{
+    bool ip = sendbuf == WEFT_IN_PLACE;
+    if (ip && comm && !at_root(comm, root))
+        return weft_error(WEFT_EINVAL, "gather: WEFT_IN_PLACE is allowed at the root only");
+    return coll_run(comm, WEFT_COLL_GATHER, ip ? NULL : sendbuf, recvbuf, count, dtype,
+                    WEFT_SUM, root, ip, NULL);
+}
+
+/* ---- split-phase ---- */
+
+weft_err_t weft_iallreduce(const void *sendbuf, void *recvbuf, size_t count, weft_dtype_t dtype,
+                           weft_op_t op, weft_comm_t comm, weft_request_t *req)
+{
+    if (!req)
+        return weft_error(WEFT_EINVAL, "iallreduce: req is NULL");
+    bool ip = sendbuf == WEFT_IN_PLACE;
+    return coll_run(comm, WEFT_COLL_ALLREDUCE, ip ? NULL : sendbuf, recvbuf, count, dtype, op, 0,
+                    ip, req);
+}
+
+weft_err_t weft_ibcast(void *buf, size_t count, weft_dtype_t dtype, int root, weft_comm_t comm,
+                       weft_request_t *req)
+{
+    if (!req)
+        return weft_error(WEFT_EINVAL, "ibcast: req is NULL");
+    return coll_run(comm, WEFT_COLL_BCAST, NULL, buf, count, dtype, WEFT_SUM, root, false, req);
+}
+
+weft_err_t weft_ireduce(const void *sendbuf, void *recvbuf, size_t count, weft_dtype_t dtype,
+                        weft_op_t op, int root, weft_comm_t comm, weft_request_t *req)
+{
+    if (!req)
+        return weft_error(WEFT_EINVAL, "ireduce: req is NULL");
+    bool ip = sendbuf == WEFT_IN_PLACE;
+    if (ip && comm && !at_root(comm, root))
+        return weft_error(WEFT_EINVAL, "ireduce: WEFT_IN_PLACE is allowed at the root only");
+    return coll_run(comm, WEFT_COLL_REDUCE, ip ? NULL : sendbuf, recvbuf, count, dtype, op, root,
+                    ip, req);
+}
+
+weft_err_t weft_test(weft_request_t *req, int *done)
+{
+    if (!req || !*req || !done)
+        return weft_error(WEFT_EINVAL, "weft_test: NULL request or done pointer");
+    weft_request_t r = *req;
+    xport_t *x = r->e.x;
+    pthread_mutex_lock(&x->lock);
+    int rc = exec_progress(&r->e);
+    pthread_mutex_unlock(&x->lock);
+    if (rc == 0) {
+        *done = 0;
+        return WEFT_OK;
+    }
+    *done = 1;
+    rc = rc == 1 ? WEFT_OK : -rc;
+    request_finish(r, rc);
+    *req = NULL;
+    return rc;
+}
+
+weft_err_t weft_wait(weft_request_t *req)
+{
+    if (!req || !*req)
+        return weft_error(WEFT_EINVAL, "weft_wait: NULL request");
+    weft_request_t r = *req;
+    int rc = exec_wait(&r->e, -1);
+    request_finish(r, rc);
+    *req = NULL;
+    return rc;
+}

@@ -1,0 +1,255 @@
+/* comm.c — joining the job, communicators (dup, split, free) and the
+ * per-communicator algorithm choices.
+ *
+ * Context ids: a new communicator's id is the maximum of every member's next
+ * free id (agreed by an allreduce over the parent), so it is unused by any
+ * member; communicators from one split with different colours may share an
+ * id because their members are disjoint.  Messages are tagged with (context,
+ * call sequence number, step tag), see api.c. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm.h"
+
+weft_state_t weft_g = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+#define MAX_CTX 0xffffu
+
+int comm_check(weft_comm_t comm, const char *fn)
+{
+    if (!weft_g.initialized)
+        return weft_error(WEFT_ENOTINIT, "%s: weft_init has not been called", fn);
+    if (!comm)
+        return weft_error(WEFT_EINVAL, "%s: communicator is NULL", fn);
+    return WEFT_OK;
+}
+
+int comm_create(xport_t *x, int rank, int size, const int *world, uint32_t ctx,
+                const algo_choice_t *choice, weft_comm_t *out)
+{
+    weft_comm_t c = calloc(1, sizeof *c);
+    if (!c)
+        return weft_error(WEFT_ENOMEM, "out of memory");
+    c->world = malloc((size_t)size * sizeof *c->world);
+    if (!c->world) {
+        free(c);
+        return weft_error(WEFT_ENOMEM, "out of memory");
+    }
+    memcpy(c->world, world, (size_t)size * sizeof *world);
+    c->rank = rank;
+    c->size = size;
+    c->ctx = ctx;
+    c->x = x;
+    if (choice)
+        memcpy(c->choice, choice, sizeof c->choice);
+    *out = c;
+    return WEFT_OK;
+}
+
+void request_list_free(weft_request_t r)
+{
+    while (r) {
+        weft_request_t n = r->next;
+        exec_release(&r->e);
+        free(r->stage);
+        free(r);
+        r = n;
+    }
+}
+
+void comm_destroy(weft_comm_t c)
+{
+    for (int i = 0; i < SCHED_CACHE_SIZE; i++) {
+        sched_entry_t *e = &c->cache[i];
+        if (!e->used)
+            continue;
+        request_list_free(e->spare);
+        sched_free(&e->s);
+    }
+    request_list_free(c->dead);
+    free(c->world);
+    free(c);
+}
+
+weft_err_t weft_init(int *argc, char ***argv)
+{
+    (void)argc, (void)argv;
+    weft_error_clear();
+    if (weft_g.initialized)
+        return weft_error(WEFT_EINVAL, "weft_init: already initialised");
+    algo_choice_t choice[WEFT_COLL_COUNT];
+    int rc = config_choices_from_env(choice);
+    if (rc)
+        return rc;
+    const char *seg = getenv("WEFT_SHM"), *rs = getenv("WEFT_RANK"), *ss = getenv("WEFT_SIZE");
+    xport_t *x;
+    int rank = 0, size = 1;
+    if (seg && rs && ss) {
+        char *e1, *e2;
+        long r = strtol(rs, &e1, 10), n = strtol(ss, &e2, 10);
+        if (*e1 || *e2 || n < 1 || n > 65536 || r < 0 || r >= n)
+            return weft_error(WEFT_EINVAL, "weft_init: bad WEFT_RANK=%s / WEFT_SIZE=%s", rs, ss);
+        rank = (int)r, size = (int)n;
+        rc = xport_shm_open(seg, rank, size, &x);
+    } else {
+        rc = xport_self_open(&x);
+    }
+    if (rc)
+        return rc;
+    int *world = malloc((size_t)size * sizeof *world);
+    if (!world) {
+        x->ops->close(x);
+        return weft_error(WEFT_ENOMEM, "out of memory");
+    }
+    for (int i = 0; i < size; i++)
+        world[i] = i;
+    rc = comm_create(x, rank, size, world, 1, choice, &weft_g.world);
+    free(world);
+    if (rc) {
+        x->ops->close(x);
+        return rc;
+    }
+    weft_g.x = x;
+    weft_g.next_ctx = 2;
+    weft_g.initialized = 1;
+    return WEFT_OK;
+}
+
+weft_err_t weft_finalize(void)
+{
+    if (!weft_g.initialized)
+        return weft_error(WEFT_ENOTINIT, "weft_finalize: weft is not initialised");
+    /* No rank may leave while a peer still needs it. */
+    int rc = weft_barrier(weft_g.world);
+    comm_destroy(weft_g.world);
+    weft_g.world = NULL;
+    weft_g.x->ops->close(weft_g.x);
+    weft_g.x = NULL;
+    weft_g.initialized = 0;
+    return rc;
+}
+
+int weft_initialized(void) { return weft_g.initialized; }
+weft_comm_t weft_comm_world(void) { return weft_g.initialized ? weft_g.world : NULL; }
+int weft_comm_rank(weft_comm_t comm) { return comm ? comm->rank : -1; }
+int weft_comm_size(weft_comm_t comm) { return comm ? comm->size : -1; }
+
+/* Agrees on a context id unused by every member of comm. */
+static int agree_ctx(weft_comm_t comm, uint32_t *ctx)
+{
+    uint32_t mine;
+    pthread_mutex_lock(&weft_g.lock);
+    mine = weft_g.next_ctx;
+    pthread_mutex_unlock(&weft_g.lock);
+    uint32_t agreed;
+    int rc = coll_run(comm, WEFT_COLL_ALLREDUCE, &mine, &agreed, 1, WEFT_UINT32, WEFT_MAX, 0,
+                      false, NULL);
+    if (rc)
+        return rc;
+    if (agreed > MAX_CTX)
+        return weft_error(WEFT_ENOMEM, "out of communicator context ids (%u in use)", MAX_CTX);
+    pthread_mutex_lock(&weft_g.lock);
+    if (weft_g.next_ctx <= agreed)
+        weft_g.next_ctx = agreed + 1;
+    pthread_mutex_unlock(&weft_g.lock);
+    *ctx = agreed;
+    return WEFT_OK;
+}
+
+weft_err_t weft_comm_dup(weft_comm_t comm, weft_comm_t *newcomm)
+{
+    int rc = comm_check(comm, "weft_comm_dup");
+    if (rc)
+        return rc;
+    if (!newcomm)
+        return weft_error(WEFT_EINVAL, "weft_comm_dup: newcomm is NULL");
+    uint32_t ctx;
+    if ((rc = agree_ctx(comm, &ctx)))
+        return rc;
+    return comm_create(comm->x, comm->rank, comm->size, comm->world, ctx, comm->choice, newcomm);
+}
+
+typedef struct {
+    int32_t color, key;
+} split_entry_t;
+
+weft_err_t weft_comm_split(weft_comm_t comm, int color, int key, weft_comm_t *newcomm)
+{
+    int rc = comm_check(comm, "weft_comm_split");
+    if (rc)
+        return rc;
+    if (!newcomm)
+        return weft_error(WEFT_EINVAL, "weft_comm_split: newcomm is NULL");
+    if (color < 0 && color != WEFT_UNDEFINED)
+        return weft_error(WEFT_EINVAL, "weft_comm_split: color %d must be >= 0 or WEFT_UNDEFINED",
+                          color);
+    int P = comm->size;
+    split_entry_t me = {color, key}, *all = malloc((size_t)P * sizeof *all);
+    if (!all)
+        return weft_error(WEFT_ENOMEM, "out of memory");
+    rc = coll_run(comm, WEFT_COLL_ALLGATHER, &me, all, 2, WEFT_INT32, WEFT_SUM, 0, false, NULL);
+    uint32_t ctx = 0;
+    if (!rc)
+        rc = agree_ctx(comm, &ctx);
+    if (rc || color == WEFT_UNDEFINED) {
+        free(all);
+        *newcomm = NULL;
+        return rc;
+    }
+    /* members of my colour ordered by (key, old rank): insertion sort keeps
+     * it stable and P is small next to the cost of the allgather */
+    int *order = malloc((size_t)P * sizeof *order), n = 0;
+    if (!order) {
+        free(all);
+        return weft_error(WEFT_ENOMEM, "out of memory");
+    }
+    for (int i = 0; i < P; i++) {
+        if (all[i].color != color)
+            continue;
+        int j = n++;
+        while (j > 0 && all[order[j - 1]].key > all[i].key) {
+            order[j] = order[j - 1];
+            j--;
+        }
+        order[j] = i;
+    }
+    int newrank = -1;
+    for (int i = 0; i < n; i++) {
+        if (order[i] == comm->rank)
+            newrank = i;
+        order[i] = comm->world[order[i]];
+    }
+    rc = comm_create(comm->x, newrank, n, order, ctx, comm->choice, newcomm);
+    free(order);
+    free(all);
+    return rc;
+}
+
+weft_err_t weft_comm_free(weft_comm_t *comm)
+{
+    if (!comm || !*comm)
+        return weft_error(WEFT_EINVAL, "weft_comm_free: communicator is NULL");
+    if (*comm == weft_g.world)
+        return weft_error(WEFT_EINVAL, "weft_comm_free: the world communicator is freed by "
+                                       "weft_finalize");
+    if ((*comm)->active)
+        return weft_error(WEFT_EBUSY, "weft_comm_free: %d collectives still running",
+                          (*comm)->active);
+    comm_destroy(*comm);
+    *comm = NULL;
+    return WEFT_OK;
+}
+
+weft_err_t weft_set_algorithm(weft_comm_t comm, weft_coll_t coll, const char *name,
+                              const char *params)
+{
+    int rc = comm_check(comm, "weft_set_algorithm");
+    if (rc)
+        return rc;
+    algo_choice_t ch;
+    if ((rc = config_choice(coll, name, params, &ch)))
+        return rc;
+    comm->choice[coll] = ch;
+    return WEFT_OK;
+}

@@ -1,0 +1,83 @@
+/* comm.h — communicators, requests and the per-communicator schedule cache.
+ * Internal to libweft. */
+#ifndef WEFT_COMM_H
+#define WEFT_COMM_H
+
+#include "../algo/algo.h"
+#include "../exec/engine.h"
+#include "core.h"
+
+#define SCHED_CACHE_SIZE 32
+
+typedef struct sched_entry {
+    bool used;
+    /* key */
+    weft_coll_t coll;
+    const algo_t *al;
+    uint64_t count;
+    size_t esize;
+    int root;
+    bool commutative, idempotent;
+    algo_params_t params;
+    /* value */
+    sched_t s;
+    uint64_t last_use;
+    int refs;                     /* requests running it */
+    struct weft_request *spare;   /* finished requests kept for reuse */
+} sched_entry_t;
+
+typedef struct algo_choice {
+    const algo_t *al; /* NULL: AUTO */
+    algo_params_t params;
+} algo_choice_t;
+
+struct weft_comm {
+    int rank, size;
+    int *world; /* rank -> transport rank */
+    uint32_t ctx, seq;
+    xport_t *x;
+    algo_choice_t choice[WEFT_COLL_COUNT];
+    sched_entry_t cache[SCHED_CACHE_SIZE];
+    uint64_t clock;
+    int active; /* unfinished requests */
+    struct weft_request *dead; /* failed requests, freed with the communicator */
+};
+
+struct weft_request {
+    weft_comm_t comm;
+    sched_entry_t *ent;
+    exec_t e;
+    void *stage; /* private copy of an in-place input */
+    size_t stage_bytes;
+    struct weft_request *next;
+};
+
+/* Process-wide state: the transport and the world communicator. */
+typedef struct weft_state {
+    int initialized;
+    xport_t *x;
+    weft_comm_t world;
+    uint32_t next_ctx;
+    pthread_mutex_t lock;
+} weft_state_t;
+extern weft_state_t weft_g;
+
+int comm_check(weft_comm_t comm, const char *fn);
+int comm_create(xport_t *x, int rank, int size, const int *world, uint32_t ctx,
+                const algo_choice_t *choice, weft_comm_t *out);
+void comm_destroy(weft_comm_t comm);
+void request_list_free(weft_request_t r);
+
+/* Starts a collective; with req == NULL, runs it to completion. */
+int coll_run(weft_comm_t comm, weft_coll_t coll, const void *in, void *out, size_t count,
+             weft_dtype_t dt, weft_op_t op, int root, bool inplace, weft_request_t *req);
+void request_finish(weft_request_t r, int rc);
+
+/* config.c: WEFT_<COLL>_ALGO / WEFT_<COLL>_PARAMS */
+int config_choices_from_env(algo_choice_t *choice);
+int config_choice(weft_coll_t coll, const char *name, const char *params, algo_choice_t *out);
+
+/* tune/select.c: AUTO */
+const algo_t *select_algo(const coll_args_t *a);
+
+#endif

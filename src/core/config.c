@@ -1,0 +1,67 @@
+/* config.c — algorithm choices from the environment (WEFT_ALLREDUCE_ALGO=ring,
+ * WEFT_ALLREDUCE_PARAMS=...) and from weft_set_algorithm. */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm.h"
+
+static void names_of(weft_coll_t coll, char *out, size_t n)
+{
+    size_t cnt, used = 0;
+    const algo_t *t = algo_table(&cnt);
+    out[0] = '\0';
+    for (size_t i = 0; i < cnt && used + 32 < n; i++)
+        if (t[i].coll == coll)
+            used += (size_t)snprintf(out + used, n - used, "%s, ", t[i].name);
+    snprintf(out + used, n - used, "auto");
+}
+
+int config_choice(weft_coll_t coll, const char *name, const char *params, algo_choice_t *out)
+{
+    if ((unsigned)coll >= WEFT_COLL_COUNT)
+        return weft_error(WEFT_EINVAL, "unknown collective %d", (int)coll);
+    memset(out, 0, sizeof *out);
+    if (!name || !*name || !strcmp(name, "auto")) {
+        if (params && *params)
+            return weft_error(WEFT_EINVAL, "parameters '%s' need a named %s algorithm, not auto",
+                              params, weft_coll_name(coll));
+        return WEFT_OK;
+    }
+    const algo_t *al = algo_find(coll, name);
+    if (!al) {
+        char have[512];
+        names_of(coll, have, sizeof have);
+        return weft_error(WEFT_EINVAL, "no %s algorithm named '%s' (have: %s)",
+                          weft_coll_name(coll), name, have);
+    }
+    int rc = algo_parse_params(al, params, &out->params);
+    if (rc)
+        return rc;
+    out->al = al;
+    return WEFT_OK;
+}
+
+int config_choices_from_env(algo_choice_t *choice)
+{
+    for (int c = 0; c < WEFT_COLL_COUNT; c++) {
+        char var[64], pvar[80];
+        const char *cn = weft_coll_name((weft_coll_t)c);
+        int k = snprintf(var, sizeof var, "WEFT_");
+        for (const char *p = cn; *p && k < 50; p++)
+            var[k++] = (char)toupper((unsigned char)*p);
+        var[k] = '\0';
+        snprintf(pvar, sizeof pvar, "%s_PARAMS", var);
+        strcat(var, "_ALGO");
+        const char *name = getenv(var), *params = getenv(pvar);
+        int rc = config_choice((weft_coll_t)c, name, params, &choice[c]);
+        if (rc) {
+            char msg[512];
+            snprintf(msg, sizeof msg, "%s", weft_last_error());
+            return weft_error(rc, "%s=%s: %s", name && *name ? var : pvar,
+                              name && *name ? name : params, msg);
+        }
+    }
+    return WEFT_OK;
+}

@@ -1,0 +1,63 @@
+/* core.h — internal declarations shared by every part of libweft: error
+ * reporting, datatype and op tables, reduction kernels. */
+#ifndef WEFT_CORE_H
+#define WEFT_CORE_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "weft.h"
+
+#define WEFT_UNUSED __attribute__((unused))
+#define WEFT_PRINTF(a, b) __attribute__((format(printf, a, b)))
+
+/* Record code and message as this thread's last error and return code. */
+int weft_error(int code, const char *fmt, ...) WEFT_PRINTF(2, 3);
+void weft_error_clear(void);
+
+/* ---- datatypes ---- */
+bool dtype_valid(weft_dtype_t dt);
+bool dtype_is_float(weft_dtype_t dt);
+
+/* ---- ops ---- */
+typedef struct op_info {
+    weft_user_fn fn; /* NULL for builtin ops */
+    void *ctx;
+    int builtin;     /* WEFT_SUM.. or -1 */
+    bool commutative;
+    bool idempotent;
+} op_info_t;
+
+/* Looks the op up and checks it applies to dt; WEFT_EINVAL with a message
+ * otherwise. */
+int op_lookup(weft_op_t op, weft_dtype_t dt, op_info_t *out);
+
+/* A ready-to-apply reduction: dst = dst (op) src, or dst = src (op) dst when
+ * src_left (the order matters only for non-commutative user ops). */
+typedef void (*reduce_kernel_fn)(void *dst, const void *src, size_t n);
+typedef struct reducer {
+    reduce_kernel_fn kernel; /* builtin */
+    weft_user_fn user;
+    void *ctx;
+    weft_dtype_t dtype;
+    size_t esize;
+} reducer_t;
+
+int reducer_init(reducer_t *r, weft_op_t op, weft_dtype_t dt);
+void reducer_apply(const reducer_t *r, void *dst, const void *src, size_t n,
+                   bool src_left);
+reduce_kernel_fn reduce_kernel(int builtin_op, weft_dtype_t dt);
+
+/* float16 / bfloat16 conversions (round to nearest even). */
+float half_to_float(uint16_t h);
+uint16_t float_to_half(float f);
+float bf16_to_float(uint16_t h);
+uint16_t float_to_bf16(float f);
+
+/* Monotonic time. */
+double weft_now(void);
+uint64_t weft_now_ns(void);
+
+#endif

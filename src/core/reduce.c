@@ -1,0 +1,349 @@
+/* reduce.c — datatypes, reduction ops and their kernels.
+ *
+ * Kernels compute dst[i] = dst[i] (op) src[i].  They are plain loops over
+ * restrict pointers, compiled at -O3 so that gcc vectorises them; float16 and
+ * bfloat16 are widened to float32 in blocks, reduced, and rounded back (round
+ * to nearest even).  Signed integer sum/prod wrap (computed in unsigned) so
+ * overflow is defined.  min/max on floats follow `b < a ? b : a`: with a NaN
+ * the result is whichever operand the comparison keeps (as MPI leaves it
+ * undefined).  User ops are kept in a small table guarded by a mutex. */
+#include <pthread.h>
+#include <string.h>
+
+#include "core.h"
+
+static const struct {
+    const char *name;
+    size_t size;
+    bool is_float;
+} dtypes[WEFT_DTYPE_COUNT] = {
+    [WEFT_INT8] = {"int8", 1, false},       [WEFT_INT16] = {"int16", 2, false},
+    [WEFT_INT32] = {"int32", 4, false},     [WEFT_INT64] = {"int64", 8, false},
+    [WEFT_UINT8] = {"uint8", 1, false},     [WEFT_UINT16] = {"uint16", 2, false},
+    [WEFT_UINT32] = {"uint32", 4, false},   [WEFT_UINT64] = {"uint64", 8, false},
+    [WEFT_FLOAT16] = {"float16", 2, true},  [WEFT_BFLOAT16] = {"bfloat16", 2, true},
+    [WEFT_FLOAT32] = {"float32", 4, true},  [WEFT_FLOAT64] = {"float64", 8, true},
+};
+
+bool dtype_valid(weft_dtype_t dt) { return (unsigned)dt < WEFT_DTYPE_COUNT; }
+bool dtype_is_float(weft_dtype_t dt) { return dtype_valid(dt) && dtypes[dt].is_float; }
+size_t weft_dtype_size(weft_dtype_t dt) { return dtype_valid(dt) ? dtypes[dt].size : 0; }
+const char *weft_dtype_name(weft_dtype_t dt)
+{
+    return dtype_valid(dt) ? dtypes[dt].name : "invalid";
+}
+
+static const char *const builtin_names[WEFT_OP_BUILTIN_COUNT] = {
+    "sum", "prod", "min", "max", "band", "bor", "bxor", "land", "lor"};
+
+/* ---- user ops ---- */
+
+#define USER_OP_BASE 64
+#define USER_OP_MAX 256
+static struct {
+    bool used;
+    weft_user_fn fn;
+    void *ctx;
+    bool commutative, idempotent;
+} user_ops[USER_OP_MAX];
+static pthread_mutex_t user_ops_lock = PTHREAD_MUTEX_INITIALIZER;
+
+weft_err_t weft_op_create(weft_user_fn fn, void *ctx, int commutative,
+                          int idempotent, weft_op_t *op)
+{
+    if (!fn || !op)
+        return weft_error(WEFT_EINVAL, "weft_op_create: fn and op must not be NULL");
+    pthread_mutex_lock(&user_ops_lock);
+    for (int i = 0; i < USER_OP_MAX; i++) {
+        if (!user_ops[i].used) {
+            user_ops[i].used = true;
+            user_ops[i].fn = fn;
+            user_ops[i].ctx = ctx;
+            user_ops[i].commutative = commutative != 0;
+            user_ops[i].idempotent = idempotent != 0;
+            pthread_mutex_unlock(&user_ops_lock);
+            *op = USER_OP_BASE + i;
+            return WEFT_OK;
+        }
+    }
+    pthread_mutex_unlock(&user_ops_lock);
+    return weft_error(WEFT_ENOMEM, "weft_op_create: all %d user-op slots are in use",
+                      USER_OP_MAX);
+}
+
+weft_err_t weft_op_free(weft_op_t *op)
+{
+    if (!op)
+        return weft_error(WEFT_EINVAL, "weft_op_free: op must not be NULL");
+    int i = *op - USER_OP_BASE;
+    pthread_mutex_lock(&user_ops_lock);
+    if (i < 0 || i >= USER_OP_MAX || !user_ops[i].used) {
+        pthread_mutex_unlock(&user_ops_lock);
+        return weft_error(WEFT_EINVAL, "weft_op_free: %d is not a user-defined op", *op);
+    }
+    user_ops[i].used = false;
+    pthread_mutex_unlock(&user_ops_lock);
+    *op = -1;
+    return WEFT_OK;
+}
+
+const char *weft_op_name(weft_op_t op)
+{
+    if (op >= 0 && op < WEFT_OP_BUILTIN_COUNT)
+        return builtin_names[op];
+    if (op >= USER_OP_BASE && op < USER_OP_BASE + USER_OP_MAX)
+        return "user";
+    return "invalid";
+}
+
+int op_lookup(weft_op_t op, weft_dtype_t dt, op_info_t *out)
+{
+    if (!dtype_valid(dt))
+        return weft_error(WEFT_EINVAL, "unknown datatype %d", (int)dt);
+    if (op >= 0 && op < WEFT_OP_BUILTIN_COUNT) {
+        if (op >= WEFT_BAND && dtype_is_float(dt))
+            return weft_error(WEFT_EINVAL,
+                              "op %s is defined for integer types only, not %s",
+                              builtin_names[op], dtypes[dt].name);
+        out->fn = NULL;
+        out->ctx = NULL;
+        out->builtin = op;
+        out->commutative = true;
+        out->idempotent = op == WEFT_MIN || op == WEFT_MAX || op == WEFT_BAND ||
+                          op == WEFT_BOR || op == WEFT_LAND || op == WEFT_LOR;
+        return WEFT_OK;
+    }
+    int i = op - USER_OP_BASE;
+    bool ok = false;
+    pthread_mutex_lock(&user_ops_lock);
+    if (i >= 0 && i < USER_OP_MAX && user_ops[i].used) {
+        out->fn = user_ops[i].fn;
+        out->ctx = user_ops[i].ctx;
+        out->builtin = -1;
+        out->commutative = user_ops[i].commutative;
+        out->idempotent = user_ops[i].idempotent;
+        ok = true;
+    }
+    pthread_mutex_unlock(&user_ops_lock);
+    if (!ok)
+        return weft_error(WEFT_EINVAL, "unknown op %d (not builtin, not created by "
+                                       "weft_op_create or already freed)", op);
+    return WEFT_OK;
+}
+
+/* ---- half precision ---- */
+
+typedef union {
+    uint32_t u;
+    float f;
+} fbits;
+
+float half_to_float(uint16_t h)
+{
+    const fbits magic = {.u = 113u << 23};
+    const uint32_t shifted_exp = 0x7c00u << 13;
+    fbits o;
+    o.u = (uint32_t)(h & 0x7fff) << 13;
+    uint32_t exp = shifted_exp & o.u;
+    o.u += (uint32_t)(127 - 15) << 23;
+    if (exp == shifted_exp) {
+        o.u += (uint32_t)(128 - 16) << 23;
+    } else if (exp == 0) {
+        o.u += 1u << 23;
+        o.f -= magic.f;
+    }
+    o.u |= (uint32_t)(h & 0x8000) << 16;
+    return o.f;
+}
+
+uint16_t float_to_half(float fl)
+{
+    const fbits f32infty = {.u = 255u << 23};
+    const fbits f16max = {.u = (127u + 16) << 23};
+    const fbits denorm_magic = {.u = ((127u - 15) + (23 - 10) + 1) << 23};
+    fbits f = {.f = fl};
+    uint32_t sign = f.u & 0x80000000u;
+    uint16_t o;
+    f.u ^= sign;
+    if (f.u >= f16max.u) {
+        o = f.u > f32infty.u ? 0x7e00 : 0x7c00;
+    } else if (f.u < (113u << 23)) {
+        f.f += denorm_magic.f;
+        o = (uint16_t)(f.u - denorm_magic.u);
+    } else {
+        uint32_t mant_odd = (f.u >> 13) & 1;
+        f.u += ((uint32_t)(15 - 127) << 23) + 0xfff;
+        f.u += mant_odd;
+        o = (uint16_t)(f.u >> 13);
+    }
+    return (uint16_t)(o | (sign >> 16));
+}
+
+float bf16_to_float(uint16_t h)
+{
+    fbits f = {.u = (uint32_t)h << 16};
+    return f.f;
+}
+
+uint16_t float_to_bf16(float fl)
+{
+    fbits f = {.f = fl};
+    if ((f.u & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((f.u >> 16) | 0x40); /* quiet NaN */
+    f.u += 0x7fff + ((f.u >> 16) & 1);
+    return (uint16_t)(f.u >> 16);
+}
+
+/* ---- kernels ---- */
+
+#define SUMOP(a, b) ((a) + (b))
+#define PRODOP(a, b) ((a) * (b))
+#define MINOP(a, b) ((b) < (a) ? (b) : (a))
+#define MAXOP(a, b) ((b) > (a) ? (b) : (a))
+#define BANDOP(a, b) ((a) & (b))
+#define BOROP(a, b) ((a) | (b))
+#define BXOROP(a, b) ((a) ^ (b))
+#define LANDOP(a, b) ((a) && (b))
+#define LOROP(a, b) ((a) || (b))
+
+#define KERNEL(name, T, OP)                                                   \
+    static void name(void *dst_, const void *src_, size_t n)                 \
+    {                                                                         \
+        T *restrict d = dst_;                                                 \
+        const T *restrict s = src_;                                           \
+        for (size_t i = 0; i < n; i++)                                        \
+            d[i] = (T)OP(d[i], s[i]);                                         \
+    }
+
+/* Signed wrap-around arithmetic through the unsigned type of equal width. */
+#define KERNEL_WRAP(name, T, U, OP)                                           \
+    static void name(void *dst_, const void *src_, size_t n)                 \
+    {                                                                         \
+        T *restrict d = dst_;                                                 \
+        const T *restrict s = src_;                                           \
+        for (size_t i = 0; i < n; i++)                                        \
+            d[i] = (T)(U)OP((U)d[i], (U)s[i]);                                \
+    }
+
+#define INT_KERNELS(tn, T, U)                                                 \
+    KERNEL_WRAP(k_sum_##tn, T, U, SUMOP)                                      \
+    KERNEL_WRAP(k_prod_##tn, T, U, PRODOP)                                    \
+    KERNEL(k_min_##tn, T, MINOP)                                              \
+    KERNEL(k_max_##tn, T, MAXOP)                                              \
+    KERNEL(k_band_##tn, T, BANDOP)                                            \
+    KERNEL(k_bor_##tn, T, BOROP)                                              \
+    KERNEL(k_bxor_##tn, T, BXOROP)                                            \
+    KERNEL(k_land_##tn, T, LANDOP)                                            \
+    KERNEL(k_lor_##tn, T, LOROP)
+
+/* uint8/uint16 promote to int in C: multiply through unsigned int to avoid
+ * signed overflow. */
+INT_KERNELS(i8, int8_t, uint8_t)
+INT_KERNELS(i16, int16_t, uint16_t)
+INT_KERNELS(i32, int32_t, uint32_t)
+INT_KERNELS(i64, int64_t, uint64_t)
+INT_KERNELS(u8, uint8_t, unsigned)
+INT_KERNELS(u16, uint16_t, unsigned)
+INT_KERNELS(u32, uint32_t, uint32_t)
+INT_KERNELS(u64, uint64_t, uint64_t)
+
+#define FLOAT_KERNELS(tn, T)                                                  \
+    KERNEL(k_sum_##tn, T, SUMOP)                                              \
+    KERNEL(k_prod_##tn, T, PRODOP)                                            \
+    KERNEL(k_min_##tn, T, MINOP)                                              \
+    KERNEL(k_max_##tn, T, MAXOP)
+
+FLOAT_KERNELS(f32, float)
+FLOAT_KERNELS(f64, double)
+
+/* Half types: widen a block, apply the float32 kernel, round back. */
+#define HALF_BLOCK 256
+#define HALF_KERNEL(name, F32K, TOF, FROMF)                                   \
+    static void name(void *dst_, const void *src_, size_t n)                 \
+    {                                                                         \
+        uint16_t *d = dst_;                                                   \
+        const uint16_t *s = src_;                                             \
+        float a[HALF_BLOCK], b[HALF_BLOCK];                                   \
+        for (size_t i = 0; i < n; i += HALF_BLOCK) {                          \
+            size_t m = n - i < HALF_BLOCK ? n - i : HALF_BLOCK;               \
+            for (size_t j = 0; j < m; j++) {                                  \
+                a[j] = TOF(d[i + j]);                                         \
+                b[j] = TOF(s[i + j]);                                         \
+            }                                                                 \
+            F32K(a, b, m);                                                    \
+            for (size_t j = 0; j < m; j++)                                    \
+                d[i + j] = FROMF(a[j]);                                       \
+        }                                                                     \
+    }
+
+HALF_KERNEL(k_sum_f16, k_sum_f32, half_to_float, float_to_half)
+HALF_KERNEL(k_prod_f16, k_prod_f32, half_to_float, float_to_half)
+HALF_KERNEL(k_min_f16, k_min_f32, half_to_float, float_to_half)
+HALF_KERNEL(k_max_f16, k_max_f32, half_to_float, float_to_half)
+HALF_KERNEL(k_sum_bf16, k_sum_f32, bf16_to_float, float_to_bf16)
+HALF_KERNEL(k_prod_bf16, k_prod_f32, bf16_to_float, float_to_bf16)
+HALF_KERNEL(k_min_bf16, k_min_f32, bf16_to_float, float_to_bf16)
+HALF_KERNEL(k_max_bf16, k_max_f32, bf16_to_float, float_to_bf16)
+
+#define INT_ROW(tn)                                                           \
+    {k_sum_##tn, k_prod_##tn, k_min_##tn, k_max_##tn, k_band_##tn,            \
+     k_bor_##tn, k_bxor_##tn, k_land_##tn, k_lor_##tn}
+#define FLOAT_ROW(tn) {k_sum_##tn, k_prod_##tn, k_min_##tn, k_max_##tn}
+
+static const reduce_kernel_fn kernels[WEFT_DTYPE_COUNT][WEFT_OP_BUILTIN_COUNT] = {
+    [WEFT_INT8] = INT_ROW(i8),       [WEFT_INT16] = INT_ROW(i16),
+    [WEFT_INT32] = INT_ROW(i32),     [WEFT_INT64] = INT_ROW(i64),
+    [WEFT_UINT8] = INT_ROW(u8),      [WEFT_UINT16] = INT_ROW(u16),
+    [WEFT_UINT32] = INT_ROW(u32),    [WEFT_UINT64] = INT_ROW(u64),
+    [WEFT_FLOAT16] = FLOAT_ROW(f16), [WEFT_BFLOAT16] = FLOAT_ROW(bf16),
+    [WEFT_FLOAT32] = FLOAT_ROW(f32), [WEFT_FLOAT64] = FLOAT_ROW(f64),
+};
+
+reduce_kernel_fn reduce_kernel(int builtin_op, weft_dtype_t dt)
+{
+    if (!dtype_valid(dt) || builtin_op < 0 || builtin_op >= WEFT_OP_BUILTIN_COUNT)
+        return NULL;
+    return kernels[dt][builtin_op];
+}
+
+int reducer_init(reducer_t *r, weft_op_t op, weft_dtype_t dt)
+{
+    op_info_t info = {0};
+    int rc = op_lookup(op, dt, &info);
+    if (rc)
+        return rc;
+    memset(r, 0, sizeof *r);
+    r->dtype = dt;
+    r->esize = dtypes[dt].size;
+    if (info.builtin >= 0)
+        r->kernel = kernels[dt][info.builtin];
+    r->user = info.fn;
+    r->ctx = info.ctx;
+    return WEFT_OK;
+}
+
+void reducer_apply(const reducer_t *r, void *dst, const void *src, size_t n,
+                   bool src_left)
+{
+    if (n == 0)
+        return;
+    if (r->kernel) {
+        r->kernel(dst, src, n); /* builtin ops are commutative */
+        return;
+    }
+    if (src_left) {
+        r->user(src, dst, n, r->dtype, r->ctx); /* dst = src op dst */
+        return;
+    }
+    /* dst = dst op src: run the user function on a copy of src, then move
+     * the result back, a block at a time. */
+    unsigned char tmp[4096];
+    size_t per = sizeof tmp / r->esize;
+    for (size_t i = 0; i < n; i += per) {
+        size_t m = n - i < per ? n - i : per;
+        size_t off = i * r->esize, bytes = m * r->esize;
+        memcpy(tmp, (const char *)src + off, bytes);
+        r->user((char *)dst + off, tmp, m, r->dtype, r->ctx);
+        memcpy((char *)dst + off, tmp, bytes);
+    }
+}

@@ -1,0 +1,216 @@
+/* engine.c — executes a schedule (sched.h) over a transport (xport.h).
+ *
+ * Steps whose dependencies are complete enter a FIFO ready queue.  Local
+ * steps (copy, reduce, nop) run at once; sends and receives are posted to
+ * the transport, whose completion callbacks only enqueue successors, so the
+ * transport is never re-entered from a callback.  The waiting policy lives
+ * in exec_wait: poll, then yield, then sleep on the transport's doorbell, so
+ * that more ranks than cores still make progress. */
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine.h"
+
+int exec_prepare(exec_t *e, const sched_t *s, size_t esize)
+{
+    uint32_t n = s->nsteps ? s->nsteps : 1;
+    if (n > e->cap) {
+        free(e->pending), free(e->ready), free(e->reqs);
+        e->pending = malloc(n * sizeof *e->pending);
+        e->ready = malloc(n * sizeof *e->ready);
+        e->reqs = malloc(n * sizeof *e->reqs);
+        if (!e->pending || !e->ready || !e->reqs) {
+            e->cap = 0;
+            return weft_error(WEFT_ENOMEM, "out of memory for a schedule of %u steps", n);
+        }
+        e->cap = n;
+    }
+    size_t tb = s->tmp_len * esize;
+    if (tb > e->tmp_bytes) {
+        free(e->tmp);
+        e->tmp = malloc(tb);
+        if (!e->tmp) {
+            e->tmp_bytes = 0;
+            return weft_error(WEFT_ENOMEM, "out of memory for %zu bytes of scratch", tb);
+        }
+        e->tmp_bytes = tb;
+    }
+    e->s = s;
+    e->esize = esize;
+    return WEFT_OK;
+}
+
+void exec_release(exec_t *e)
+{
+    free(e->pending), free(e->ready), free(e->reqs), free(e->tmp);
+    memset(e, 0, sizeof *e);
+}
+
+static inline void enqueue(exec_t *e, uint32_t i) { e->ready[e->rtail++] = i; }
+
+static void complete(exec_t *e, uint32_t i)
+{
+    const sched_t *s = e->s;
+    e->ndone++;
+    for (uint32_t k = s->succ_first[i]; k < s->succ_first[i + 1]; k++) {
+        uint32_t j = s->succ[k];
+        if (--e->pending[j] == 0)
+            enqueue(e, j);
+    }
+}
+
+static void on_comm_done(xreq_t *r, int err)
+{
+    exec_t *e = r->owner;
+    if (err && !e->err)
+        e->err = err;
+    complete(e, (uint32_t)(r - e->reqs));
+}
+
+int exec_start(exec_t *e, const void *in, void *out)
+{
+    const sched_t *s = e->s;
+    e->buf[BUF_IN] = (char *)in;
+    e->buf[BUF_OUT] = out;
+    e->buf[BUF_TMP] = e->tmp;
+    e->rhead = e->rtail = 0;
+    e->ndone = 0;
+    e->err = 0;
+    for (uint32_t i = 0; i < s->nsteps; i++) {
+        e->pending[i] = s->steps[i].ndeps;
+        if (!e->pending[i])
+            enqueue(e, i);
+    }
+    return WEFT_OK;
+}
+
+static int run_step(exec_t *e, uint32_t i)
+{
+    const step_t *st = &e->s->steps[i];
+    size_t es = e->esize, bytes = st->len * es;
+    switch (st->kind) {
+    case STEP_NOP:
+        break;
+    case STEP_COPY: {
+        char *d = e->buf[st->dst_buf] + st->dst_off * es;
+        const char *src = e->buf[st->src_buf] + st->src_off * es;
+        if (d != src && bytes)
+            memcpy(d, src, bytes);
+        break;
+    }
+    case STEP_REDUCE:
+        reducer_apply(&e->red, e->buf[st->dst_buf] + st->dst_off * es,
+                      e->buf[st->src_buf] + st->src_off * es, st->len,
+                      st->flags & STEP_SRC_LEFT);
+        break;
+    default: {
+        xreq_t *r = &e->reqs[i];
+        r->cb = on_comm_done;
+        r->owner = e;
+        r->peer = e->world[st->peer];
+        r->tag = e->tagbase | st->tag;
+        r->sig = e->sig;
+        r->bytes = bytes;
+        int rc;
+        if (st->kind == STEP_SEND) {
+            r->sbuf = e->buf[st->src_buf] + st->src_off * es;
+            rc = e->x->ops->isend(e->x, r);
+        } else {
+            r->sink.dst = e->buf[st->dst_buf] + st->dst_off * es;
+            r->sink.red = st->kind == STEP_RECV_REDUCE ? &e->red : NULL;
+            r->sink.src_left = st->flags & STEP_SRC_LEFT;
+            rc = e->x->ops->irecv(e->x, r);
+        }
+        return rc; /* completion arrives through on_comm_done */
+    }
+    }
+    complete(e, i);
+    return WEFT_OK;
+}
+
+int exec_progress(exec_t *e)
+{
+    e->moved = 0;
+    for (int round = 0;; round++) {
+        if (e->rhead < e->rtail)
+            e->moved = 1;
+        while (e->rhead < e->rtail && !e->err) {
+            int rc = run_step(e, e->ready[e->rhead++]);
+            if (rc)
+                e->err = rc;
+        }
+        if (e->err)
+            return -e->err;
+        if (e->ndone == e->s->nsteps)
+            return 1;
+        int m = e->x->ops->progress(e->x);
+        if (m < 0)
+            return e->err = -m, m;
+        if (m > 0)
+            e->moved = 1;
+        if (m == 0 && e->rhead == e->rtail)
+            return 0;
+        if (round > 64)
+            return 0; /* let the caller breathe; it will call again */
+    }
+}
+
+static int cpu_count(void)
+{
+    static int n;
+    if (!n) {
+        long c = sysconf(_SC_NPROCESSORS_ONLN);
+        n = c > 0 ? (int)c : 1;
+    }
+    return n;
+}
+
+int exec_wait(exec_t *e, int timeout_ms)
+{
+    xport_t *x = e->x;
+    /* Spin only while every rank can have a core; oversubscribed, a spinning
+     * rank steals the core of the rank it waits for. */
+    int spin_limit = x->local_size > cpu_count() ? 16 : 20000;
+    int yield_limit = spin_limit + 64;
+    uint64_t deadline = timeout_ms >= 0 ? weft_now_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
+    int idle = 0, rc;
+    pthread_mutex_lock(&x->lock);
+    for (;;) {
+        rc = exec_progress(e);
+        if (rc != 0)
+            break;
+        if (timeout_ms >= 0 && weft_now_ns() >= deadline) {
+            rc = WEFT_ETIMEDOUT;
+            break;
+        }
+        idle = e->moved ? 0 : idle + 1;
+        if (idle == 0)
+            continue;
+        if (idle < spin_limit) {
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause();
+#endif
+        } else if (idle < yield_limit) {
+            pthread_mutex_unlock(&x->lock);
+            sched_yield();
+            pthread_mutex_lock(&x->lock);
+        } else {
+            int ms = 100;
+            if (timeout_ms >= 0) {
+                uint64_t now = weft_now_ns();
+                uint64_t left = deadline > now ? (deadline - now) / 1000000ull + 1 : 1;
+                if (left < (uint64_t)ms)
+                    ms = (int)left;
+            }
+            x->ops->block(x, ms);
+        }
+    }
+    pthread_mutex_unlock(&x->lock);
+    if (rc == 1)
+        return WEFT_OK;
+    if (rc == WEFT_ETIMEDOUT)
+        return rc;
+    return -rc;
+}

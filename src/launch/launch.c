@@ -1,0 +1,206 @@
+/* launch.c — the launcher behind `weft run -n P PROG ARGS`: creates the job
+ * segment, forks P ranks with WEFT_SHM / WEFT_RANK / WEFT_SIZE set, and
+ * watches them.  When a rank dies (signal, non-zero exit, or exit without
+ * weft_finalize) it marks the job aborted in the segment and wakes every
+ * rank, so their waits fail with WEFT_EPEER at once; ranks still alive after
+ * a grace period are killed.  The segment is unlinked by the last rank to
+ * attach, and again here at the end in case some rank never attached.
+ * Ranks die with the launcher (PR_SET_PDEATHSIG). */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../core/core.h"
+#include "../xport/segment.h"
+#include "launch.h"
+
+#define GRACE_SECONDS 2.0
+
+/* Finds prog like execvp would; 0 and the path in out, or an errno. */
+static int resolve(const char *prog, char *out, size_t n)
+{
+    if (strchr(prog, '/')) {
+        struct stat st;
+        if (stat(prog, &st) != 0)
+            return errno;
+        if (S_ISDIR(st.st_mode))
+            return EISDIR;
+        if (access(prog, X_OK) != 0)
+            return errno;
+        snprintf(out, n, "%s", prog);
+        return 0;
+    }
+    const char *path = getenv("PATH");
+    if (!path || !*path)
+        path = "/usr/local/bin:/usr/bin:/bin";
+    int err = ENOENT;
+    while (*path) {
+        const char *e = strchr(path, ':');
+        size_t l = e ? (size_t)(e - path) : strlen(path);
+        snprintf(out, n, "%.*s/%s", (int)l, l ? path : ".", prog);
+        struct stat st;
+        if (stat(out, &st) == 0 && !S_ISDIR(st.st_mode)) {
+            if (access(out, X_OK) == 0)
+                return 0;
+            err = EACCES;
+        }
+        if (!e)
+            break;
+        path = e + 1;
+    }
+    return err;
+}
+
+static void describe(int status, char *out, size_t n)
+{
+    if (WIFSIGNALED(status))
+        snprintf(out, n, "was killed by signal %d (%s)", WTERMSIG(status),
+                 strsignal(WTERMSIG(status)));
+    else
+        snprintf(out, n, "exited with status %d", WEXITSTATUS(status));
+}
+
+int launch_job(int np, char *const argv[], int verbose)
+{
+    if (np < 1 || np > 65536) {
+        fprintf(stderr, "weft run: -n %d: the number of ranks must be 1..65536\n", np);
+        return 2;
+    }
+    if (!argv || !argv[0]) {
+        fprintf(stderr, "weft run: no program given\n");
+        return 2;
+    }
+    char path[4096];
+    int e = resolve(argv[0], path, sizeof path);
+    if (e) {
+        fprintf(stderr, "weft run: cannot execute '%s': %s\n", argv[0], strerror(e));
+        return 127;
+    }
+    seg_t seg;
+    char name[64];
+    if (seg_create(np, &seg, name, sizeof name)) {
+        fprintf(stderr, "weft run: %s\n", weft_last_error());
+        return 1;
+    }
+    sigset_t set, old;
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
+    sigprocmask(SIG_BLOCK, &set, &old);
+    pid_t *pids = calloc((size_t)np, sizeof *pids);
+    int *status = calloc((size_t)np, sizeof *status);
+    if (!pids || !status) {
+        fprintf(stderr, "weft run: out of memory\n");
+        free(pids), free(status);
+        seg_unlink(name);
+        seg_detach(&seg);
+        return 1;
+    }
+    pid_t parent = getpid();
+    int alive = 0, failed_rank = -1, failed_status = 0, failed_nofinal = 0;
+    double grace_end = 0;
+    for (int r = 0; r < np; r++) {
+        pid_t pid = fork();
+        if (pid < 0) {
+            fprintf(stderr, "weft run: fork failed for rank %d: %s\n", r, strerror(errno));
+            seg_abort(&seg, -1, ABORT_DIED, "the launcher could not start every rank");
+            failed_rank = r, failed_status = 1 << 8;
+            grace_end = weft_now() + GRACE_SECONDS;
+            break;
+        }
+        if (pid == 0) {
+            char buf[32];
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            if (getppid() != parent)
+                _exit(1);
+            setenv("WEFT_SHM", name, 1);
+            snprintf(buf, sizeof buf, "%d", r);
+            setenv("WEFT_RANK", buf, 1);
+            snprintf(buf, sizeof buf, "%d", np);
+            setenv("WEFT_SIZE", buf, 1);
+            sigprocmask(SIG_SETMASK, &old, NULL);
+            execv(path, argv);
+            fprintf(stderr, "weft run: rank %d: cannot execute '%s': %s\n", r, path,
+                    strerror(errno));
+            _exit(127);
+        }
+        pids[r] = pid;
+        alive++;
+    }
+    int exit_code = 0;
+    while (alive > 0) {
+        int st;
+        pid_t pid;
+        while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+            int r = 0;
+            while (r < np && pids[r] != pid)
+                r++;
+            if (r == np)
+                continue;
+            alive--;
+            status[r] = st;
+            pids[r] = 0;
+            uint32_t state = atomic_load(&seg_rank(&seg, r)->state);
+            bool bad = !WIFEXITED(st) || WEXITSTATUS(st) != 0 || state == RANK_ATTACHED;
+            if (bad && failed_rank < 0) {
+                char what[128], msg[200];
+                describe(st, what, sizeof what);
+                failed_rank = r, failed_status = st;
+                failed_nofinal = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+                snprintf(msg, sizeof msg, "rank %d %s%s", r, what,
+                         failed_nofinal ? " without calling weft_finalize" : "");
+                seg_abort(&seg, r, ABORT_DIED, msg);
+                grace_end = weft_now() + GRACE_SECONDS;
+            }
+        }
+        if (alive == 0)
+            break;
+        if (grace_end > 0 && weft_now() > grace_end) {
+            for (int r = 0; r < np; r++)
+                if (pids[r])
+                    kill(pids[r], SIGKILL);
+            grace_end = weft_now() + 3600; /* kill once */
+        }
+        struct timespec ts = {0, 50 * 1000000L};
+        int sig = sigtimedwait(&set, NULL, &ts);
+        if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
+            for (int r = 0; r < np; r++)
+                if (pids[r])
+                    kill(pids[r], SIGTERM);
+            if (failed_rank < 0) {
+                seg_abort(&seg, -1, ABORT_DIED, "the launcher was interrupted");
+                failed_rank = -2, exit_code = 128 + sig;
+                grace_end = weft_now() + GRACE_SECONDS;
+            }
+        }
+    }
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    if (failed_rank >= 0) {
+        char what[128];
+        describe(failed_status, what, sizeof what);
+        fprintf(stderr, "weft run: rank %d %s%s; the job was aborted\n", failed_rank, what,
+                failed_nofinal ? " without calling weft_finalize" : "");
+        if (WIFSIGNALED(failed_status))
+            exit_code = 128 + WTERMSIG(failed_status);
+        else
+            exit_code = WEXITSTATUS(failed_status) ? WEXITSTATUS(failed_status) : 1;
+    } else if (failed_rank == -2) {
+        fprintf(stderr, "weft run: interrupted; the job was stopped\n");
+    }
+    if (verbose)
+        fprintf(stderr, "weft run: %d ranks done, exit %d\n", np, exit_code);
+    seg_unlink(name);
+    seg_detach(&seg);
+    free(pids);
+    free(status);
+    return exit_code;
+}

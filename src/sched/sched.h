@@ -1,0 +1,112 @@
+/* sched.h — the schedule: one rank's part of a collective as data.
+ *
+ * A schedule is a list of steps (send, receive, receive-and-reduce, local
+ * reduce, copy, no-op), each naming a peer, a tag and buffer regions, plus
+ * dependencies between steps.  Regions are (buffer id, offset, length) in
+ * elements, never pointers, so one schedule serves any datatype of that size
+ * class and can be executed, simulated, checked and counted alike.
+ *
+ * Buffers: BUF_IN is the caller's input (read only), BUF_OUT the caller's
+ * output, BUF_TMP scratch of sched->tmp_len elements owned by the engine.
+ * Under WEFT_IN_PLACE, BUF_IN aliases part of BUF_OUT (see exec.h).
+ *
+ * Execution model (what the checker proves and the engine relies on): a step
+ * starts when all its dependencies have completed.  A send completes when
+ * its data has been handed over (possibly only when the receiver has taken
+ * it), a receive when its data is in place.  While a send is in flight its
+ * source region must not be written; while a receive is in flight its
+ * destination must be neither read nor written by other steps. */
+#ifndef WEFT_SCHED_H
+#define WEFT_SCHED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum step_kind {
+    STEP_NOP,         /* joins dependencies */
+    STEP_SEND,        /* src region -> peer */
+    STEP_RECV,        /* peer -> dst region */
+    STEP_RECV_REDUCE, /* dst = dst (op) incoming, or incoming (op) dst */
+    STEP_REDUCE,      /* dst = dst (op) src, or src (op) dst */
+    STEP_COPY,        /* dst = src */
+};
+
+enum buf_id { BUF_IN = 0, BUF_OUT = 1, BUF_TMP = 2, BUF_COUNT = 3 };
+
+/* flags */
+#define STEP_SRC_LEFT 1u /* reduce with the incoming/src operand on the left */
+
+typedef struct step {
+    uint8_t kind;
+    uint8_t src_buf, dst_buf;
+    uint8_t flags;
+    int32_t peer;
+    uint32_t tag;
+    uint32_t ndeps;     /* dependencies (CSR in sched.dep) */
+    uint32_t dep_first;
+    uint64_t src_off, dst_off, len; /* elements */
+} step_t;
+
+typedef struct region {
+    uint8_t buf;
+    uint64_t off, len;
+} region_t;
+
+static inline region_t reg(int buf, uint64_t off, uint64_t len)
+{
+    region_t r = {(uint8_t)buf, off, len};
+    return r;
+}
+
+typedef struct sched {
+    step_t *steps;
+    uint32_t nsteps, cap;
+    /* dependencies: CSR after sched_commit (dep[dep_first..+ndeps]) and the
+     * reverse edges (succ[succ_first[i]..succ_first[i+1]]) */
+    uint32_t *dep;
+    uint32_t *succ_first, *succ;
+    /* build-time edge list (step, depends-on) */
+    uint32_t (*edges)[2];
+    uint32_t nedges, ecap;
+    uint32_t round_join;  /* steps added now depend on this; UINT32_MAX none */
+    uint32_t round_start; /* first step of the current round */
+    uint64_t tmp_len;     /* scratch elements */
+    uint32_t tag_base;    /* added to tags (for composed schedules) */
+    uint32_t max_tag;     /* largest tag used + 1 */
+    int nrank, rank;      /* who this schedule is for */
+    int err;              /* first build error (WEFT_ENOMEM...) */
+    bool committed;
+} sched_t;
+
+#define SCHED_NONE UINT32_MAX
+
+void sched_init(sched_t *s, int nrank, int rank);
+void sched_free(sched_t *s);
+void sched_reset(sched_t *s);
+
+/* Builders append steps; each returns the new step's index.  Every step
+ * depends on the current round's join (see sched_round). */
+uint32_t sched_send(sched_t *s, int peer, uint32_t tag, region_t src);
+uint32_t sched_recv(sched_t *s, int peer, uint32_t tag, region_t dst);
+uint32_t sched_recv_reduce(sched_t *s, int peer, uint32_t tag, region_t dst,
+                           bool incoming_left);
+uint32_t sched_reduce(sched_t *s, region_t src, region_t dst, bool src_left);
+uint32_t sched_copy(sched_t *s, region_t src, region_t dst);
+uint32_t sched_nop(sched_t *s);
+/* step waits for `on` as well (on < step). */
+void sched_depend(sched_t *s, uint32_t step, uint32_t on);
+/* Close the current round: later steps depend on every step added so far. */
+void sched_round(sched_t *s);
+/* Reserve n scratch elements; returns their offset in BUF_TMP. */
+uint64_t sched_tmp(sched_t *s, uint64_t n);
+/* Start a new tag space for a composed part (tags restart above max_tag). */
+void sched_new_tag_space(sched_t *s);
+
+/* Build the dependency tables; after this the schedule is read-only. */
+int sched_commit(sched_t *s);
+
+const char *step_kind_name(int kind);
+const char *buf_name(int buf);
+
+#endif

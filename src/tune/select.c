@@ -1,0 +1,55 @@
+/* select.c — AUTO: which algorithm serves a call when the user named none.
+ *
+ * The rules read the registry's properties, so they never pick an algorithm
+ * that cannot serve the call (a non-commutative op never gets ring or
+ * rabenseifner).  The thresholds are first estimates from the cost formulas
+ * and `weft bench` on shared memory (see docs/ALGORITHMS.md); tuning tables
+ * will replace them. */
+#include "../core/comm.h"
+
+static const algo_t *pick(weft_coll_t coll, const char *name)
+{
+    return algo_find(coll, name);
+}
+
+const algo_t *select_algo(const coll_args_t *a)
+{
+    size_t bytes = a->count * a->esize;
+    int P = a->nrank;
+    switch (a->coll) {
+    case WEFT_COLL_ALLREDUCE:
+        if (!a->commutative)
+            return pick(a->coll, "recursive_doubling");
+        if (bytes <= 16384 || (uint64_t)a->count < (uint64_t)P)
+            return pick(a->coll, "recursive_doubling");
+        if (bytes <= (1u << 20) || (P & (P - 1)) == 0)
+            return pick(a->coll, "rabenseifner");
+        return pick(a->coll, "ring");
+    case WEFT_COLL_BCAST:
+        if (bytes <= 65536 || P <= 3)
+            return pick(a->coll, "binomial");
+        return pick(a->coll, "scatter_allgather");
+    case WEFT_COLL_REDUCE:
+        if (!a->commutative || bytes <= 65536 || (uint64_t)a->count < (uint64_t)P)
+            return pick(a->coll, "binomial");
+        return pick(a->coll, "rsg");
+    case WEFT_COLL_REDUCE_SCATTER:
+        if (!a->commutative)
+            return pick(a->coll, "linear");
+        if (bytes * (size_t)P <= 65536)
+            return pick(a->coll, "recursive_halving");
+        return pick(a->coll, "ring");
+    case WEFT_COLL_ALLGATHER:
+        if (bytes * (size_t)P <= 65536)
+            return (P & (P - 1)) == 0 ? pick(a->coll, "recursive_doubling") : pick(a->coll, "bruck");
+        return pick(a->coll, "ring");
+    case WEFT_COLL_SCATTER:
+        return pick(a->coll, "binomial");
+    case WEFT_COLL_GATHER:
+        return pick(a->coll, "binomial");
+    case WEFT_COLL_BARRIER:
+        return pick(a->coll, "dissemination");
+    default:
+        return NULL;
+    }
+}

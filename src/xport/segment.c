@@ -1,0 +1,148 @@
+/* segment.c — creating, attaching and aborting the job segment (segment.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../core/core.h"
+#include "segment.h"
+
+static uint32_t cells_for(int nrank)
+{
+    if (nrank <= 8)
+        return 32;
+    if (nrank <= 32)
+        return 8;
+    if (nrank <= 128)
+        return 4;
+    return 2;
+}
+
+static size_t align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
+
+int seg_create(int nrank, seg_t *s, char *name, size_t namelen)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    snprintf(name, namelen, "/weft-%d-%lx", (int)getpid(),
+             (unsigned long)(ts.tv_nsec ^ (ts.tv_sec << 20)));
+    uint32_t ncells = cells_for(nrank);
+    size_t ranks_off = align_up(sizeof(seg_hdr_t), 4096);
+    size_t board_off = align_up(ranks_off + (size_t)nrank * sizeof(seg_rank_t), 4096);
+    size_t chans_off = align_up(board_off + (size_t)nrank * SEG_BOARD_BYTES_PER_RANK, 4096);
+    size_t stride = (size_t)ncells * sizeof(cell_t);
+    size_t size = chans_off + (size_t)nrank * (size_t)nrank * stride;
+    int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0)
+        return weft_error(WEFT_ESYS, "shm_open(%s): %s", name, strerror(errno));
+    if (ftruncate(fd, (off_t)size) != 0) {
+        int e = errno;
+        close(fd);
+        shm_unlink(name);
+        return weft_error(WEFT_ENOMEM, "cannot size the job segment to %zu bytes: %s", size,
+                          strerror(e));
+    }
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) {
+        shm_unlink(name);
+        return weft_error(WEFT_ENOMEM, "mmap of the job segment failed: %s", strerror(errno));
+    }
+    seg_hdr_t *h = p;
+    h->nrank = (uint32_t)nrank;
+    h->ncells = ncells;
+    h->size = size;
+    h->ranks_off = ranks_off;
+    h->board_off = board_off;
+    h->chans_off = chans_off;
+    h->chan_stride = stride;
+    atomic_store(&h->abort_rank, -1);
+    snprintf(h->name, sizeof h->name, "%s", name);
+    atomic_thread_fence(memory_order_release);
+    h->magic = SEG_MAGIC;
+    s->hdr = h;
+    s->size = size;
+    return WEFT_OK;
+}
+
+int seg_attach(const char *name, int rank, int nrank, seg_t *s)
+{
+    int fd = shm_open(name, O_RDWR, 0);
+    if (fd < 0)
+        return weft_error(WEFT_ESYS, "cannot open the job segment %s: %s (was this process "
+                                     "started by `weft run`?)", name, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || (size_t)st.st_size < sizeof(seg_hdr_t)) {
+        close(fd);
+        return weft_error(WEFT_ESYS, "job segment %s is unusable", name);
+    }
+    void *p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED)
+        return weft_error(WEFT_ENOMEM, "mmap of the job segment failed: %s", strerror(errno));
+    seg_hdr_t *h = p;
+    if (h->magic != SEG_MAGIC || h->nrank != (uint32_t)nrank || rank < 0 || rank >= nrank ||
+        h->size != (uint64_t)st.st_size) {
+        munmap(p, (size_t)st.st_size);
+        return weft_error(WEFT_EINVAL, "job segment %s does not match rank %d of %d", name, rank,
+                          nrank);
+    }
+    s->hdr = h;
+    s->size = (size_t)st.st_size;
+    seg_rank_t *me = seg_rank(s, rank);
+    me->pid = (int32_t)getpid();
+    atomic_store(&me->state, RANK_ATTACHED);
+    if (atomic_fetch_add(&h->attached, 1) + 1 == (uint32_t)nrank)
+        shm_unlink(name); /* everyone is in: a crash can no longer leak it */
+    return WEFT_OK;
+}
+
+void seg_detach(seg_t *s)
+{
+    if (s->hdr)
+        munmap(s->hdr, s->size);
+    s->hdr = NULL;
+}
+
+void seg_unlink(const char *name) { shm_unlink(name); }
+
+void futex_wait_u32(_Atomic uint32_t *addr, uint32_t val, int timeout_ms)
+{
+    struct timespec ts = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L};
+    syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAIT, val, &ts, NULL, 0);
+}
+
+void futex_wake_all(_Atomic uint32_t *addr)
+{
+    syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+void seg_wake(seg_t *s, int r)
+{
+    seg_rank_t *rk = seg_rank(s, r);
+    atomic_fetch_add(&rk->doorbell, 1);
+    futex_wake_all(&rk->doorbell);
+}
+
+void seg_wake_all(seg_t *s)
+{
+    for (uint32_t r = 0; r < s->hdr->nrank; r++)
+        seg_wake(s, (int)r);
+}
+
+void seg_abort(seg_t *s, int rank, uint32_t code, const char *msg)
+{
+    int32_t none = -1;
+    if (atomic_compare_exchange_strong(&s->hdr->abort_rank, &none, rank)) {
+        snprintf(s->hdr->abort_msg, sizeof s->hdr->abort_msg, "%s", msg);
+        atomic_store(&s->hdr->abort_code, code);
+    }
+    seg_wake_all(s);
+}

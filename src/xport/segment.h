@@ -1,0 +1,82 @@
+/* segment.h — the shared-memory segment of one job: a header (size,
+ * geometry, abort state), one control block per rank (doorbell futex,
+ * sleeping flag, state), an arrival board reserved for arrival-pattern-aware
+ * collectives, and one single-producer single-consumer ring of cells per
+ * ordered pair of ranks.  Created by the launcher with owner-only
+ * permissions and unlinked as soon as every rank has attached. */
+#ifndef WEFT_SEGMENT_H
+#define WEFT_SEGMENT_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SEG_MAGIC 0x3147455374666577ull
+#define CELL_PAYLOAD 16384u
+#define SEG_BOARD_BYTES_PER_RANK 256u
+
+enum { RANK_NEW = 0, RANK_ATTACHED = 1, RANK_FINALIZED = 2 };
+enum { ABORT_NONE = 0, ABORT_DIED = 1, ABORT_ERROR = 2 };
+
+typedef struct seg_hdr {
+    uint64_t magic;
+    uint32_t nrank, ncells;
+    uint64_t size, ranks_off, board_off, chans_off, chan_stride;
+    _Atomic uint32_t attached;
+    _Atomic int32_t abort_rank;
+    _Atomic uint32_t abort_code;
+    char abort_msg[256];
+    char name[64];
+} seg_hdr_t;
+
+typedef struct seg_rank {
+    _Atomic uint32_t doorbell; /* futex word: bumped to wake the rank */
+    _Atomic uint32_t sleeping;
+    _Atomic uint32_t state;
+    int32_t pid;
+    char pad[48];
+} __attribute__((aligned(64))) seg_rank_t;
+
+typedef struct cell {
+    _Atomic uint32_t full;
+    uint32_t len;   /* payload bytes in this cell */
+    uint32_t sig;
+    uint32_t pad0;
+    uint64_t tag;
+    uint64_t total; /* bytes of the whole message */
+    char pad[32];
+    char payload[CELL_PAYLOAD];
+} __attribute__((aligned(64))) cell_t;
+
+typedef struct seg {
+    seg_hdr_t *hdr;
+    size_t size;
+} seg_t;
+
+static inline seg_rank_t *seg_rank(const seg_t *s, int r)
+{
+    return (seg_rank_t *)((char *)s->hdr + s->hdr->ranks_off) + r;
+}
+
+static inline cell_t *seg_chan(const seg_t *s, int src, int dst)
+{
+    return (cell_t *)((char *)s->hdr + s->hdr->chans_off +
+                      ((size_t)src * s->hdr->nrank + (size_t)dst) * s->hdr->chan_stride);
+}
+
+/* Creates a segment for nrank ranks (name written to name[64]). */
+int seg_create(int nrank, seg_t *s, char *name, size_t namelen);
+/* Attaches rank to an existing segment; the last rank to attach unlinks it. */
+int seg_attach(const char *name, int rank, int nrank, seg_t *s);
+void seg_detach(seg_t *s);
+void seg_unlink(const char *name);
+/* Marks the job aborted (first caller wins) and wakes every rank. */
+void seg_abort(seg_t *s, int rank, uint32_t code, const char *msg);
+void seg_wake(seg_t *s, int r);
+void seg_wake_all(seg_t *s);
+
+/* futex helpers on shared memory */
+void futex_wait_u32(_Atomic uint32_t *addr, uint32_t val, int timeout_ms);
+void futex_wake_all(_Atomic uint32_t *addr);
+
+#endif

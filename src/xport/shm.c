@@ -1,0 +1,418 @@
+/* shm.c — the shared-memory transport.
+ *
+ * Each ordered pair of ranks has a ring of fixed-size cells in the job
+ * segment (segment.h), written only by the sender and read only by the
+ * receiver, so a cell changes hands with one release store and one acquire
+ * load and no lock.  A message is a run of consecutive cells, each carrying
+ * the message header, so the receiver can start matching at any cell
+ * boundary.  Between one pair, messages leave in the order they were posted;
+ * a message whose receive is not posted yet stays in the ring, unless a
+ * receive posted behind it is waiting, in which case it is drained into a
+ * private buffer (so out-of-order tags never deadlock).  Receive-and-reduce
+ * reduces each cell straight from the ring into the destination.
+ *
+ * Waiting: the engine polls; when nothing moves it calls block(), which sets
+ * the rank's sleeping flag, re-checks, and sleeps on its doorbell futex.  A
+ * peer that fills or frees a cell bumps the doorbell only when the flag is
+ * set (Dekker-style fences on both sides), so the fast path costs no system
+ * call.  The launcher bumps every doorbell when a rank dies. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "segment.h"
+#include "xport.h"
+
+typedef struct unexp {
+    uint64_t tag;
+    uint32_t sig;
+    size_t total, done;
+    char *data;
+    xreq_t *waiting; /* receive matched while still arriving */
+    struct unexp *next;
+} unexp_t;
+
+typedef struct peer_state {
+    uint32_t widx, ridx;      /* next cell to write (to peer) / read (from) */
+    xreq_t *sq_head, *sq_tail; /* sends to this peer, in order */
+    xreq_t *rq_head, *rq_tail; /* posted receives from this peer */
+    xreq_t *cur;               /* receive being delivered */
+    unexp_t *cur_unexp;        /* or unexpected message being drained */
+    unexp_t *unexp;            /* unexpected messages (arrival order) */
+} peer_state_t;
+
+typedef struct shm_xport {
+    xport_t base;
+    seg_t seg;
+    peer_state_t *peers;
+    uint32_t ncells;
+    int err;
+} shm_xport_t;
+
+static void deliver(const xsink_t *sk, size_t off, const void *src, size_t len)
+{
+    if (!len)
+        return;
+    char *d = (char *)sk->dst + off;
+    if (!sk->red)
+        memcpy(d, src, len);
+    else
+        reducer_apply(sk->red, d, src, len / sk->red->esize, sk->src_left);
+}
+
+static void notify(shm_xport_t *x, int peer)
+{
+    seg_rank_t *rk = seg_rank(&x->seg, peer);
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(&rk->sleeping, memory_order_relaxed))
+        seg_wake(&x->seg, peer);
+}
+
+static int mismatch(shm_xport_t *x, int src, const char *what, unsigned long long a,
+                    unsigned long long b)
+{
+    char msg[200];
+    snprintf(msg, sizeof msg,
+             "rank %d and rank %d disagree on a collective (%s %llu vs %llu): do all ranks "
+             "pass the same count, datatype, op, root and algorithm?",
+             x->base.rank, src, what, a, b);
+    seg_abort(&x->seg, x->base.rank, ABORT_ERROR, msg);
+    x->err = WEFT_EMISMATCH;
+    return weft_error(WEFT_EMISMATCH, "%s", msg);
+}
+
+/* Pushes as many cells of queued sends to dst as the ring has room for. */
+static int push_sends(shm_xport_t *x, int dst)
+{
+    peer_state_t *ps = &x->peers[dst];
+    cell_t *ring = seg_chan(&x->seg, x->base.rank, dst);
+    int moved = 0;
+    while (ps->sq_head) {
+        xreq_t *r = ps->sq_head;
+        cell_t *c = &ring[ps->widx];
+        if (atomic_load_explicit(&c->full, memory_order_acquire))
+            break;
+        size_t len = r->bytes - r->done;
+        if (len > CELL_PAYLOAD)
+            len = CELL_PAYLOAD;
+        c->len = (uint32_t)len;
+        c->sig = r->sig;
+        c->tag = r->tag;
+        c->total = r->bytes;
+        memcpy(c->payload, (const char *)r->sbuf + r->done, len);
+        atomic_store_explicit(&c->full, 1, memory_order_release);
+        ps->widx = ps->widx + 1 == x->ncells ? 0 : ps->widx + 1;
+        r->done += len;
+        moved = 1;
+        if (r->done == r->bytes) {
+            ps->sq_head = r->next;
+            if (!ps->sq_head)
+                ps->sq_tail = NULL;
+            r->cb(r, WEFT_OK);
+        }
+    }
+    if (moved)
+        notify(x, dst);
+    return moved;
+}
+
+static void finish_recv(xreq_t *r, int err) { r->cb(r, err); }
+
+/* Delivers a complete unexpected message to r and frees it. */
+static void unexp_deliver(xreq_t *r, unexp_t *u)
+{
+    deliver(&r->sink, 0, u->data, u->total);
+    free(u->data);
+    free(u);
+    finish_recv(r, WEFT_OK);
+}
+
+static xreq_t *take_posted(peer_state_t *ps, uint64_t tag)
+{
+    xreq_t **pp = &ps->rq_head, *prev = NULL;
+    for (xreq_t *r = ps->rq_head; r; prev = r, pp = &r->next, r = r->next) {
+        if (r->tag == tag) {
+            *pp = r->next;
+            if (ps->rq_tail == r)
+                ps->rq_tail = prev;
+            r->next = NULL;
+            return r;
+        }
+    }
+    return NULL;
+}
+
+/* Reads cells from src while they belong to a matched receive, or must be
+ * drained to let a waiting receive through. */
+static int poll_from(shm_xport_t *x, int src)
+{
+    peer_state_t *ps = &x->peers[src];
+    cell_t *ring = seg_chan(&x->seg, src, x->base.rank);
+    int moved = 0;
+    for (;;) {
+        cell_t *c = &ring[ps->ridx];
+        if (!atomic_load_explicit(&c->full, memory_order_acquire))
+            break;
+        if (!ps->cur && !ps->cur_unexp) {
+            xreq_t *r = take_posted(ps, c->tag);
+            if (r) {
+                if (c->sig != r->sig)
+                    return mismatch(x, src, "signature", c->sig, r->sig);
+                if (c->total != r->bytes)
+                    return mismatch(x, src, "message bytes", c->total, r->bytes);
+                r->done = 0;
+                ps->cur = r;
+            } else if (ps->rq_head) {
+                unexp_t *u = calloc(1, sizeof *u);
+                if (!u || !(u->data = malloc(c->total ? c->total : 1))) {
+                    free(u);
+                    x->err = WEFT_ENOMEM;
+                    return weft_error(WEFT_ENOMEM, "no memory to buffer an unexpected message");
+                }
+                u->tag = c->tag, u->sig = c->sig, u->total = c->total;
+                unexp_t **tail = &ps->unexp;
+                while (*tail)
+                    tail = &(*tail)->next;
+                *tail = u;
+                ps->cur_unexp = u;
+            } else {
+                break; /* nobody waits on this peer: leave it in the ring */
+            }
+        }
+        size_t len = c->len;
+        if (ps->cur) {
+            deliver(&ps->cur->sink, ps->cur->done, c->payload, len);
+            ps->cur->done += len;
+        } else {
+            memcpy(ps->cur_unexp->data + ps->cur_unexp->done, c->payload, len);
+            ps->cur_unexp->done += len;
+        }
+        atomic_store_explicit(&c->full, 0, memory_order_release);
+        ps->ridx = ps->ridx + 1 == x->ncells ? 0 : ps->ridx + 1;
+        moved = 1;
+        if (ps->cur && ps->cur->done == ps->cur->bytes) {
+            xreq_t *r = ps->cur;
+            ps->cur = NULL;
+            finish_recv(r, WEFT_OK);
+        } else if (ps->cur_unexp && ps->cur_unexp->done == ps->cur_unexp->total) {
+            unexp_t *u = ps->cur_unexp;
+            ps->cur_unexp = NULL;
+            if (u->waiting) {
+                unexp_t **pp = &ps->unexp;
+                while (*pp != u)
+                    pp = &(*pp)->next;
+                *pp = u->next;
+                unexp_deliver(u->waiting, u);
+            }
+        }
+    }
+    if (moved)
+        notify(x, src); /* cells freed: a sender may be waiting for room */
+    return moved;
+}
+
+static int shm_health(xport_t *xp)
+{
+    shm_xport_t *x = (shm_xport_t *)xp;
+    if (x->err)
+        return x->err;
+    if (atomic_load(&x->seg.hdr->abort_code) != ABORT_NONE)
+        return weft_error(WEFT_EPEER, "%s", x->seg.hdr->abort_msg);
+    return WEFT_OK;
+}
+
+static int shm_progress(xport_t *xp)
+{
+    shm_xport_t *x = (shm_xport_t *)xp;
+    int moved = 0;
+    for (int p = 0; p < x->base.size; p++) {
+        peer_state_t *ps = &x->peers[p];
+        if (ps->sq_head)
+            moved |= push_sends(x, p);
+        if (ps->rq_head || ps->cur || ps->cur_unexp) {
+            int m = poll_from(x, p);
+            if (m < 0)
+                return m;
+            moved |= m;
+        }
+    }
+    if (!moved) {
+        int h = shm_health(xp);
+        if (h)
+            return -h;
+    }
+    return moved;
+}
+
+static int shm_isend(xport_t *xp, xreq_t *r)
+{
+    shm_xport_t *x = (shm_xport_t *)xp;
+    peer_state_t *ps = &x->peers[r->peer];
+    r->done = 0;
+    r->next = NULL;
+    if (ps->sq_tail)
+        ps->sq_tail->next = r;
+    else
+        ps->sq_head = r;
+    ps->sq_tail = r;
+    /* a zero-byte message still takes one cell: it carries the signature */
+    push_sends(x, r->peer);
+    return WEFT_OK;
+}
+
+static int shm_irecv(xport_t *xp, xreq_t *r)
+{
+    shm_xport_t *x = (shm_xport_t *)xp;
+    peer_state_t *ps = &x->peers[r->peer];
+    r->done = 0;
+    r->next = NULL;
+    for (unexp_t **pp = &ps->unexp, *u = ps->unexp; u; pp = &u->next, u = u->next) {
+        if (u->tag != r->tag || u->waiting)
+            continue;
+        if (u->sig != r->sig)
+            return mismatch(x, r->peer, "signature", u->sig, r->sig);
+        if (u->total != r->bytes)
+            return mismatch(x, r->peer, "message bytes", u->total, r->bytes);
+        if (u->done == u->total) {
+            *pp = u->next;
+            unexp_deliver(r, u);
+        } else {
+            u->waiting = r;
+        }
+        return WEFT_OK;
+    }
+    if (ps->rq_tail)
+        ps->rq_tail->next = r;
+    else
+        ps->rq_head = r;
+    ps->rq_tail = r;
+    int m = poll_from(x, r->peer);
+    return m < 0 ? -m : WEFT_OK;
+}
+
+/* Is there anything this rank could do right now? */
+static bool shm_ready(shm_xport_t *x)
+{
+    for (int p = 0; p < x->base.size; p++) {
+        peer_state_t *ps = &x->peers[p];
+        if (ps->sq_head) {
+            cell_t *c = &seg_chan(&x->seg, x->base.rank, p)[ps->widx];
+            if (!atomic_load(&c->full))
+                return true;
+        }
+        if (ps->rq_head || ps->cur || ps->cur_unexp) {
+            cell_t *c = &seg_chan(&x->seg, p, x->base.rank)[ps->ridx];
+            if (atomic_load(&c->full))
+                return true;
+        }
+    }
+    return atomic_load(&x->seg.hdr->abort_code) != ABORT_NONE;
+}
+
+static void shm_block(xport_t *xp, int timeout_ms)
+{
+    shm_xport_t *x = (shm_xport_t *)xp;
+    seg_rank_t *me = seg_rank(&x->seg, x->base.rank);
+    uint32_t v = atomic_load(&me->doorbell);
+    atomic_store(&me->sleeping, 1);
+    atomic_thread_fence(memory_order_seq_cst);
+    if (!shm_ready(x)) {
+        pthread_mutex_unlock(&x->base.lock);
+        futex_wait_u32(&me->doorbell, v, timeout_ms);
+        pthread_mutex_lock(&x->base.lock);
+    }
+    atomic_store(&me->sleeping, 0);
+}
+
+static void shm_abort_job(xport_t *xp, const char *why)
+{
+    shm_xport_t *x = (shm_xport_t *)xp;
+    seg_abort(&x->seg, x->base.rank, ABORT_ERROR, why);
+}
+
+static void shm_close(xport_t *xp)
+{
+    shm_xport_t *x = (shm_xport_t *)xp;
+    if (x->seg.hdr) {
+        atomic_store(&seg_rank(&x->seg, x->base.rank)->state, RANK_FINALIZED);
+        seg_detach(&x->seg);
+    }
+    for (int p = 0; p < x->base.size; p++) {
+        unexp_t *u = x->peers[p].unexp;
+        while (u) {
+            unexp_t *n = u->next;
+            free(u->data);
+            free(u);
+            u = n;
+        }
+    }
+    free(x->peers);
+    pthread_mutex_destroy(&x->base.lock);
+    free(x);
+}
+
+static const xport_ops_t shm_ops = {
+    "shm", shm_isend, shm_irecv, shm_progress, shm_block, shm_health, shm_abort_job, shm_close,
+};
+
+int xport_shm_open(const char *segname, int rank, int size, xport_t **out)
+{
+    shm_xport_t *x = calloc(1, sizeof *x);
+    if (!x)
+        return weft_error(WEFT_ENOMEM, "out of memory");
+    x->peers = calloc((size_t)size, sizeof *x->peers);
+    if (!x->peers) {
+        free(x);
+        return weft_error(WEFT_ENOMEM, "out of memory");
+    }
+    int rc = seg_attach(segname, rank, size, &x->seg);
+    if (rc) {
+        free(x->peers);
+        free(x);
+        return rc;
+    }
+    x->ncells = x->seg.hdr->ncells;
+    x->base.ops = &shm_ops;
+    x->base.rank = rank;
+    x->base.size = size;
+    x->base.local_size = size; /* one node: every rank shares its cores */
+    pthread_mutex_init(&x->base.lock, NULL);
+    *out = &x->base;
+    return WEFT_OK;
+}
+
+/* ---- the transport of a one-rank job: no peer exists ---- */
+
+static int self_comm(xport_t *x, xreq_t *r)
+{
+    return weft_error(WEFT_EINTERNAL, "message to rank %d in a job of one rank", r->peer);
+}
+static int self_progress(xport_t *x) { return 0; }
+static void self_block(xport_t *x, int t) {}
+static int self_health(xport_t *x) { return WEFT_OK; }
+static void self_abort(xport_t *x, const char *why) {}
+static void self_close(xport_t *x)
+{
+    pthread_mutex_destroy(&x->lock);
+    free(x);
+}
+
+static const xport_ops_t self_ops = {
+    "self", self_comm, self_comm, self_progress, self_block, self_health, self_abort, self_close,
+};
+
+int xport_self_open(xport_t **out)
+{
+    xport_t *x = calloc(1, sizeof *x);
+    if (!x)
+        return weft_error(WEFT_ENOMEM, "out of memory");
+    x->ops = &self_ops;
+    x->rank = 0;
+    x->size = 1;
+    x->local_size = 1;
+    pthread_mutex_init(&x->lock, NULL);
+    *out = x;
+    return WEFT_OK;
+}

@@ -1,0 +1,29 @@
+#!/bin/bash
+# `weft run` and `weft bench` on bad input: clear messages and exit codes.
+set -u
+weft=$1
+fails=0 passes=0
+expect() { # expected-status needle command...
+    local want=$1 needle=$2; shift 2
+    local err; err=$("$@" 2>&1 >/dev/null); local st=$?
+    if [ "$st" -ne "$want" ] || ! grep -q -- "$needle" <<<"$err"; then
+        echo "FAIL: '$*' exited $st (want $want), said: $err (want '$needle')"; fails=$((fails+1))
+    else passes=$((passes+1)); fi
+}
+expect 2 "number of ranks" "$weft" run -n 0 /bin/true
+expect 2 "number of ranks" "$weft" run -n -3 /bin/true
+expect 2 "-n P" "$weft" run /bin/true
+expect 2 "no program" "$weft" run -n 2
+expect 127 "cannot execute './no-such-program'" "$weft" run -n 2 ./no-such-program
+expect 127 "cannot execute 'no-such-program-anywhere'" "$weft" run -n 2 no-such-program-anywhere
+
+expect 3 "rank 1 exited with status 3" "$weft" run -n 2 /bin/sh -c 'exit $((WEFT_RANK * 3))'
+expect 0 "" "$weft" run -n 3 /bin/true
+expect 2 "unknown command" "$weft" frobnicate
+expect 2 "not benchmarked" "$weft" bench scatter
+expect 2 "np" "$weft" bench allreduce --np 0
+expect 2 "sizes" "$weft" bench allreduce --sizes 10:2
+expect 2 "np-range" "$weft" check allreduce --np-range 0:5
+expect 2 "unknown collective" "$weft" check frob
+echo "$passes passed, $fails failed"
+[ "$fails" -eq 0 ]

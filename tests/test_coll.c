@@ -1,0 +1,516 @@
+/* test_coll.c — data correctness of every algorithm of every collective at
+ * the job's P (run as `weft run -n P test_coll`).
+ *
+ * Counts 0, 1, P-1 and, sampled, 1000003; roots 0, P-1 and the middle;
+ * int32 sum (exact), float32 sum against a float64 reference, float64 max
+ * (exact), bfloat16 sum (tolerance), and a non-commutative user op (affine
+ * maps composed in rank order, exact) for every algorithm that claims rank
+ * order.  Allreduce results must be bitwise identical on all ranks.  Small
+ * counts use irregular data whose reference loops over the ranks; the large
+ * count uses data with a closed-form reference so checking stays O(count).
+ * Also: in place, split-phase, several requests in flight, dup and split. */
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "weft.h"
+
+static int P, me, failures, checks;
+static weft_comm_t world;
+static weft_op_t affine_op;
+
+#define LARGE 1000003u
+
+#define CHECK(cond, ...)                                                                 \
+    do {                                                                                 \
+        checks++;                                                                        \
+        if (!(cond)) {                                                                   \
+            failures++;                                                                  \
+            if (failures < 20) {                                                         \
+                fprintf(stderr, "rank %d/%d: FAIL %s:%d: ", me, P, __FILE__, __LINE__); \
+                fprintf(stderr, __VA_ARGS__);                                            \
+                fprintf(stderr, "\n");                                                   \
+            }                                                                            \
+        }                                                                                \
+    } while (0)
+
+/* ---- the non-commutative op: x -> a x + b (mod 2^32), a odd; elements are
+ * uint64 (a << 32 | b); f o g means "apply g first, then f"; the result in
+ * rank order is x0 o x1 o ... o x(P-1). */
+static uint64_t affine_compose(uint64_t f, uint64_t g)
+{
+    uint32_t fa = (uint32_t)(f >> 32), fb = (uint32_t)f, ga = (uint32_t)(g >> 32), gb = (uint32_t)g;
+    return (uint64_t)(fa * ga) << 32 | (uint32_t)(fa * gb + fb);
+}
+
+static void affine_fn(const void *in, void *inout, size_t n, weft_dtype_t dt, void *ctx)
+{
+    const uint64_t *a = in;
+    uint64_t *b = inout;
+    for (size_t i = 0; i < n; i++)
+        b[i] = affine_compose(a[i], b[i]);
+}
+
+/* ---- data ---- */
+
+enum { K_INT32_SUM, K_FLOAT32_SUM, K_FLOAT64_MAX, K_BF16_SUM, K_AFFINE, K_COUNT };
+static const char *const kind_name[K_COUNT] = {"int32 sum", "float32 sum", "float64 max",
+                                               "bf16 sum", "user non-commutative"};
+
+static weft_dtype_t kind_dtype(int k)
+{
+    static const weft_dtype_t d[K_COUNT] = {WEFT_INT32, WEFT_FLOAT32, WEFT_FLOAT64, WEFT_BFLOAT16,
+                                           WEFT_UINT64};
+    return d[k];
+}
+
+static weft_op_t kind_op(int k)
+{
+    return k == K_FLOAT64_MAX ? WEFT_MAX : k == K_AFFINE ? affine_op : WEFT_SUM;
+}
+
+static uint16_t to_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    u += 0x7fff + ((u >> 16) & 1);
+    return (uint16_t)(u >> 16);
+}
+
+static float from_bf16(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* Value of element i of rank r's input, as a double (exact for every kind
+ * but the affine one), `closed` selects the closed-form family. */
+static double value(int k, int r, size_t i, int closed)
+{
+    if (closed) {
+        switch (k) {
+        case K_INT32_SUM: return (double)((int)(i % 1000) - 500 + r);
+        case K_FLOAT32_SUM: return ((double)(i % 97) - 48) * 0.25 + r * 0.125 * (double)(i % 13);
+        case K_FLOAT64_MAX: return (double)(i % 1000) + r;
+        case K_BF16_SUM: return (double)((int)(i % 7) - 3);
+        default: return 0;
+        }
+    }
+    size_t h = (i * 2654435761u + (size_t)r * 40503u) % 1000003u;
+    switch (k) {
+    case K_INT32_SUM: return (double)((int)(h % 20001) - 10000);
+    case K_FLOAT32_SUM: return (float)(((double)(h % 100000) - 50000) / 997.0);
+    case K_FLOAT64_MAX: return ((double)(h % 100003) - 50000) / 7.0;
+    case K_BF16_SUM: return from_bf16(to_bf16((float)(((double)(h % 64) - 32) / 8.0)));
+    default: return 0;
+    }
+}
+
+static uint64_t affine_value(int r, size_t i)
+{
+    uint32_t a = (uint32_t)(i * 2654435761u + (size_t)r * 97u) | 1u;
+    uint32_t b = (uint32_t)(i * 40503u + (size_t)r * 2246822519u);
+    return (uint64_t)a << 32 | b;
+}
+
+static void fill(int k, void *buf, size_t off, size_t n, int r, int closed)
+{
+    for (size_t j = 0; j < n; j++) {
+        size_t i = off + j;
+        switch (k) {
+        case K_INT32_SUM: ((int32_t *)buf)[j] = (int32_t)value(k, r, i, closed); break;
+        case K_FLOAT32_SUM: ((float *)buf)[j] = (float)value(k, r, i, closed); break;
+        case K_FLOAT64_MAX: ((double *)buf)[j] = value(k, r, i, closed); break;
+        case K_BF16_SUM: ((uint16_t *)buf)[j] = to_bf16((float)value(k, r, i, closed)); break;
+        default: ((uint64_t *)buf)[j] = affine_value(r, i); break;
+        }
+    }
+}
+
+/* Checks element j of buf against the reduction over all ranks of element
+ * i of their inputs; returns 1 if right. */
+static int check_reduced(int k, const void *buf, size_t j, size_t i, int closed)
+{
+    if (k == K_AFFINE) {
+        uint64_t acc = affine_value(0, i);
+        for (int r = 1; r < P; r++)
+            acc = affine_compose(acc, affine_value(r, i));
+        return ((const uint64_t *)buf)[j] == acc;
+    }
+    double ref, mag = 0;
+    if (closed) {
+        double s = 0, m = -INFINITY;
+        for (int r = 0; r < P && P <= 1; r++)
+            s += value(k, r, i, 1);
+        if (P > 1) { /* value = base + r * step: sum and max in closed form */
+            double base = value(k, 0, i, 1), step = value(k, 1, i, 1) - base;
+            s = base * P + step * (double)P * (P - 1) / 2;
+            m = base + step * (P - 1);
+            mag = fabs(base) * P + fabs(step) * (double)P * P;
+        } else {
+            m = value(k, 0, i, 1);
+            mag = fabs(s);
+        }
+        ref = k == K_FLOAT64_MAX ? m : s;
+    } else {
+        ref = k == K_FLOAT64_MAX ? -INFINITY : 0;
+        for (int r = 0; r < P; r++) {
+            double v = value(k, r, i, 0);
+            if (k == K_FLOAT64_MAX)
+                ref = v > ref ? v : ref;
+            else
+                ref += v;
+            mag += fabs(v);
+        }
+    }
+    switch (k) {
+    case K_INT32_SUM: return ((const int32_t *)buf)[j] == (int32_t)ref;
+    case K_FLOAT64_MAX: return ((const double *)buf)[j] == ref;
+    case K_FLOAT32_SUM: return fabs(((const float *)buf)[j] - ref) <= 1e-6 * mag + 1e-30;
+    default: return fabs(from_bf16(((const uint16_t *)buf)[j]) - ref) <= 0.02 * mag + 1e-30;
+    }
+}
+
+static uint64_t hash_bytes(const void *p, size_t n)
+{
+    const unsigned char *c = p;
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ c[i]) * 1099511628211ull;
+    return h;
+}
+
+static int all_identical(const void *buf, size_t bytes)
+{
+    uint64_t h = hash_bytes(buf, bytes), hmax = h, hmin = h;
+    weft_allreduce(WEFT_IN_PLACE, &hmax, 1, WEFT_UINT64, WEFT_MAX, world);
+    weft_allreduce(WEFT_IN_PLACE, &hmin, 1, WEFT_UINT64, WEFT_MIN, world);
+    return hmax == hmin;
+}
+
+/* Does this algorithm claim non-commutative ops?  Exactly those that accept
+ * the affine op (the library refuses the others with WEFT_EINVAL). */
+static int serves_noncommutative(weft_coll_t coll, const char *name)
+{
+    weft_set_algorithm(world, coll, name, NULL);
+    uint64_t in = affine_value(me, 0), out = 0;
+    int rc;
+    if (coll == WEFT_COLL_ALLREDUCE)
+        rc = weft_allreduce(&in, &out, 1, WEFT_UINT64, affine_op, world);
+    else if (coll == WEFT_COLL_REDUCE)
+        rc = weft_reduce(&in, &out, 1, WEFT_UINT64, affine_op, 0, world);
+    else {
+        uint64_t *vin = calloc((size_t)P, 8);
+        rc = weft_reduce_scatter(vin, &out, 1, WEFT_UINT64, affine_op, world);
+        free(vin);
+    }
+    if (rc != WEFT_OK)
+        CHECK(rc == WEFT_EINVAL && strstr(weft_last_error(), "commutative"),
+              "%s %s refused a non-commutative op with %d: %s", weft_coll_name(coll), name, rc,
+              weft_last_error());
+    return rc == WEFT_OK;
+}
+
+static void counts_for(size_t *counts, int *nc, int large)
+{
+    *nc = 0;
+    counts[(*nc)++] = 0;
+    counts[(*nc)++] = 1;
+    if (P > 2)
+        counts[(*nc)++] = (size_t)P - 1;
+    counts[(*nc)++] = 2 * (size_t)P + 3;
+    if (large)
+        counts[(*nc)++] = LARGE;
+}
+
+/* ---- allreduce / reduce ---- */
+
+static void test_reduction(weft_coll_t coll, const char *name, int ai)
+{
+    int noncomm = serves_noncommutative(coll, name);
+    weft_set_algorithm(world, coll, name, NULL);
+    size_t counts[6];
+    int nc;
+    counts_for(counts, &nc, 1);
+    int roots[3] = {0, P - 1, P / 2}, nroots = coll == WEFT_COLL_REDUCE ? 3 : 1;
+    for (int ci = 0; ci < nc; ci++) {
+        size_t n = counts[ci];
+        int large = n == LARGE, closed = large;
+        for (int k = 0; k < K_COUNT; k++) {
+            if (k == K_AFFINE && (!noncomm || large))
+                continue;
+            /* the large count: one kind per (P, algorithm), rotating */
+            if (large && k != (P + ai) % K_AFFINE)
+                continue;
+            size_t es = weft_dtype_size(kind_dtype(k));
+            char *in = malloc(n * es + 8), *out = malloc(n * es + 8);
+            fill(k, in, 0, n, me, closed);
+            for (int ri = 0; ri < nroots; ri++) {
+                if (large && ri != (P + ai) % nroots)
+                    continue;
+                int root = roots[ri];
+                for (int inplace = 0; inplace < 2; inplace++) {
+                    if (inplace && large)
+                        continue;
+                    const void *src = in;
+                    memset(out, 0xa5, n * es);
+                    bool ip = inplace && (coll == WEFT_COLL_ALLREDUCE || me == root);
+                    if (ip) {
+                        memcpy(out, in, n * es);
+                        src = WEFT_IN_PLACE;
+                    }
+                    int rc = coll == WEFT_COLL_ALLREDUCE
+                                 ? weft_allreduce(src, out, n, kind_dtype(k), kind_op(k), world)
+                                 : weft_reduce(src, out, n, kind_dtype(k), kind_op(k), root, world);
+                    CHECK(rc == WEFT_OK, "%s %s %s n=%zu: error %d: %s", weft_coll_name(coll), name,
+                          kind_name[k], n, rc, weft_last_error());
+                    if (coll == WEFT_COLL_ALLREDUCE || me == root) {
+                        size_t bad = 0, first = 0;
+                        for (size_t i = 0; i < n; i++)
+                            if (!check_reduced(k, out, i, i, closed) && !bad++)
+                                first = i;
+                        CHECK(!bad, "%s %s %s n=%zu root=%d%s: %zu wrong, first at %zu",
+                              weft_coll_name(coll), name, kind_name[k], n, root,
+                              ip ? " in place" : "", bad, first);
+                    }
+                    if (coll == WEFT_COLL_ALLREDUCE)
+                        CHECK(all_identical(out, n * es), "allreduce %s %s n=%zu: results differ "
+                              "between ranks", name, kind_name[k], n);
+                }
+            }
+            free(in);
+            free(out);
+        }
+    }
+}
+
+/* ---- bcast ---- */
+
+static void test_bcast(const char *name, int ai)
+{
+    weft_set_algorithm(world, WEFT_COLL_BCAST, name, NULL);
+    size_t counts[6];
+    int nc;
+    counts_for(counts, &nc, 1);
+    const weft_dtype_t dts[3] = {WEFT_INT32, WEFT_FLOAT64, WEFT_INT8};
+    int roots[3] = {0, P - 1, P / 2};
+    for (int ci = 0; ci < nc; ci++)
+        for (int d = 0; d < 3; d++)
+            for (int ri = 0; ri < 3; ri++) {
+                size_t n = counts[ci];
+                if (n == LARGE && (d != (P + ai) % 3 || ri != (P + ai + 1) % 3))
+                    continue;
+                int root = roots[ri];
+                size_t es = weft_dtype_size(dts[d]), bytes = n * es;
+                unsigned char *buf = malloc(bytes + 1);
+                for (size_t i = 0; i < bytes; i++)
+                    buf[i] = me == root ? (unsigned char)(i * 31 + (size_t)root * 7 + 1) : 0x5a;
+                int rc = weft_bcast(buf, n, dts[d], root, world);
+                CHECK(rc == WEFT_OK, "bcast %s: error %d: %s", name, rc, weft_last_error());
+                size_t bad = 0;
+                for (size_t i = 0; i < bytes; i++)
+                    bad += buf[i] != (unsigned char)(i * 31 + (size_t)root * 7 + 1);
+                CHECK(!bad, "bcast %s %s n=%zu root=%d: %zu wrong bytes", name,
+                      weft_dtype_name(dts[d]), n, root, bad);
+                free(buf);
+            }
+}
+
+/* ---- block collectives ---- */
+
+static void test_reduce_scatter(const char *name)
+{
+    int noncomm = serves_noncommutative(WEFT_COLL_REDUCE_SCATTER, name);
+    weft_set_algorithm(world, WEFT_COLL_REDUCE_SCATTER, name, NULL);
+    size_t counts[3] = {0, 1, 17};
+    for (int ci = 0; ci < 3; ci++)
+        for (int k = 0; k < K_COUNT; k++) {
+            if (k == K_AFFINE && !noncomm)
+                continue;
+            size_t c = counts[ci], es = weft_dtype_size(kind_dtype(k));
+            char *in = malloc((size_t)P * c * es + 8), *out = malloc((size_t)P * c * es + 8);
+            for (int inplace = 0; inplace < 2; inplace++) {
+                fill(k, in, 0, (size_t)P * c, me, 0);
+                memset(out, 0x33, (size_t)P * c * es);
+                int rc;
+                if (inplace) {
+                    memcpy(out, in, (size_t)P * c * es);
+                    rc = weft_reduce_scatter(WEFT_IN_PLACE, out, c, kind_dtype(k), kind_op(k), world);
+                } else {
+                    rc = weft_reduce_scatter(in, out, c, kind_dtype(k), kind_op(k), world);
+                }
+                CHECK(rc == WEFT_OK, "reduce_scatter %s: error %d: %s", name, rc, weft_last_error());
+                size_t bad = 0;
+                for (size_t j = 0; j < c; j++)
+                    bad += !check_reduced(k, out, j, (size_t)me * c + j, 0);
+                CHECK(!bad, "reduce_scatter %s %s c=%zu%s: %zu wrong", name, kind_name[k], c,
+                      inplace ? " in place" : "", bad);
+            }
+            free(in);
+            free(out);
+        }
+}
+
+static unsigned char block_byte(int r, size_t i) { return (unsigned char)(i * 13 + (size_t)r * 101 + 7); }
+
+static void test_gathers(weft_coll_t coll, const char *name)
+{
+    weft_set_algorithm(world, coll, name, NULL);
+    size_t counts[3] = {0, 1, 33};
+    const weft_dtype_t dts[2] = {WEFT_INT8, WEFT_FLOAT64};
+    int roots[3] = {0, P - 1, P / 2};
+    int nroots = coll == WEFT_COLL_ALLGATHER ? 1 : 3;
+    for (int ci = 0; ci < 3; ci++)
+        for (int d = 0; d < 2; d++)
+            for (int ri = 0; ri < nroots; ri++)
+                for (int inplace = 0; inplace < 2; inplace++) {
+                    int root = roots[ri];
+                    size_t c = counts[ci], es = weft_dtype_size(dts[d]), bb = c * es;
+                    size_t all = (size_t)P * bb;
+                    unsigned char *big = malloc(all + 1), *small = malloc(bb + 1);
+                    int rc;
+                    bool ip = inplace && (coll == WEFT_COLL_ALLGATHER || me == root);
+                    if (coll == WEFT_COLL_SCATTER) {
+                        for (size_t i = 0; i < all; i++)
+                            big[i] = block_byte(root, i);
+                        memset(small, 0, bb);
+                        rc = weft_scatter(me == root ? big : NULL, ip ? WEFT_IN_PLACE : small, c,
+                                          dts[d], root, world);
+                        const unsigned char *got = ip ? big + (size_t)me * bb : small;
+                        size_t bad = 0;
+                        for (size_t i = 0; i < bb; i++)
+                            bad += got[i] != block_byte(root, (size_t)me * bb + i);
+                        CHECK(!bad, "scatter %s c=%zu root=%d%s: %zu wrong", name, c, root,
+                              ip ? " in place" : "", bad);
+                    } else {
+                        for (size_t i = 0; i < bb; i++)
+                            small[i] = block_byte(me, (size_t)me * bb + i);
+                        memset(big, 0, all);
+                        if (ip)
+                            memcpy(big + (size_t)me * bb, small, bb);
+                        const void *src = ip ? WEFT_IN_PLACE : small;
+                        rc = coll == WEFT_COLL_ALLGATHER
+                                 ? weft_allgather(src, big, c, dts[d], world)
+                                 : weft_gather(src, me == root ? big : NULL, c, dts[d], root, world);
+                        if (coll == WEFT_COLL_ALLGATHER || me == root) {
+                            size_t bad = 0;
+                            for (size_t i = 0; i < all; i++)
+                                bad += big[i] != block_byte((int)(i / (bb ? bb : 1)), i);
+                            CHECK(!bad, "%s %s c=%zu root=%d%s: %zu wrong", weft_coll_name(coll),
+                                  name, c, root, ip ? " in place" : "", bad);
+                        }
+                    }
+                    CHECK(rc == WEFT_OK, "%s %s: error %d: %s", weft_coll_name(coll), name, rc,
+                          weft_last_error());
+                    free(big);
+                    free(small);
+                }
+}
+
+/* ---- split-phase, several in flight, dup/split ---- */
+
+static void test_split_phase(void)
+{
+    weft_set_algorithm(world, WEFT_COLL_ALLREDUCE, "auto", NULL);
+    weft_set_algorithm(world, WEFT_COLL_BCAST, "auto", NULL);
+    weft_set_algorithm(world, WEFT_COLL_REDUCE, "auto", NULL);
+    size_t n = 4099;
+    int32_t *a = malloc(n * 4), *b = malloc(n * 4), *oa = malloc(n * 4), *ob = malloc(n * 4);
+    for (size_t i = 0; i < n; i++)
+        a[i] = (int32_t)(i + (size_t)me), b[i] = (int32_t)(i * 3 + (size_t)me);
+    weft_request_t ra, rb, rc_;
+    CHECK(weft_iallreduce(a, oa, n, WEFT_INT32, WEFT_SUM, world, &ra) == WEFT_OK, "iallreduce");
+    CHECK(weft_ireduce(b, ob, n, WEFT_INT32, WEFT_SUM, P - 1, world, &rb) == WEFT_OK, "ireduce");
+    int32_t bval = me == 0 ? 4242 : 0;
+    CHECK(weft_ibcast(&bval, 1, WEFT_INT32, 0, world, &rc_) == WEFT_OK, "ibcast");
+    int done = 0, polls = 0;
+    while (!done) {
+        CHECK(weft_test(&rb, &done) == WEFT_OK, "test: %s", weft_last_error());
+        polls++;
+    }
+    CHECK(rb == NULL, "finished request not reset");
+    CHECK(weft_wait(&ra) == WEFT_OK, "wait: %s", weft_last_error());
+    CHECK(weft_wait(&rc_) == WEFT_OK, "wait bcast: %s", weft_last_error());
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        bad += oa[i] != (int32_t)(i * (size_t)P + (size_t)P * (P - 1) / 2);
+        if (me == P - 1)
+            bad += ob[i] != (int32_t)(3 * i * (size_t)P + (size_t)P * (P - 1) / 2);
+    }
+    CHECK(!bad && bval == 4242, "split-phase results wrong (%zu, bcast %d)", bad, (int)bval);
+    free(a), free(b), free(oa), free(ob);
+}
+
+static void test_comms(void)
+{
+    weft_comm_t dup, half;
+    CHECK(weft_comm_dup(world, &dup) == WEFT_OK, "dup: %s", weft_last_error());
+    CHECK(weft_comm_split(world, me % 2, P - me, &half) == WEFT_OK, "split: %s", weft_last_error());
+    int hs = weft_comm_size(half), hr = weft_comm_rank(half);
+    int expect_size = (P + 1 - me % 2) / 2;
+    CHECK(hs == expect_size, "split size %d, expected %d", hs, expect_size);
+    /* key P - me reverses the order */
+    CHECK(hr == (expect_size - 1 - me / 2), "split rank %d", hr);
+    int32_t v = me, sum = 0, dsum = 0;
+    CHECK(weft_allreduce(&v, &sum, 1, WEFT_INT32, WEFT_SUM, half) == WEFT_OK, "sub allreduce");
+    int32_t want = 0;
+    for (int r = me % 2; r < P; r += 2)
+        want += r;
+    CHECK(sum == want, "split allreduce %d, expected %d", (int)sum, (int)want);
+    CHECK(weft_allreduce(&v, &dsum, 1, WEFT_INT32, WEFT_SUM, dup) == WEFT_OK, "dup allreduce");
+    CHECK(dsum == P * (P - 1) / 2, "dup allreduce wrong");
+    weft_comm_t none;
+    CHECK(weft_comm_split(world, me == 0 ? WEFT_UNDEFINED : 1, 0, &none) == WEFT_OK, "split undef");
+    CHECK((me == 0) == (none == NULL), "WEFT_UNDEFINED gives NULL");
+    if (none)
+        weft_comm_free(&none);
+    CHECK(weft_comm_free(&half) == WEFT_OK && half == NULL, "free");
+    CHECK(weft_comm_free(&dup) == WEFT_OK, "free dup");
+    CHECK(weft_barrier(world) == WEFT_OK, "barrier");
+}
+
+int main(int argc, char **argv)
+{
+    if (weft_init(&argc, &argv) != WEFT_OK) {
+        fprintf(stderr, "weft_init: %s\n", weft_last_error());
+        return 1;
+    }
+    world = weft_comm_world();
+    P = weft_comm_size(world);
+    me = weft_comm_rank(world);
+    weft_op_create(affine_fn, NULL, 0, 0, &affine_op);
+    const char *only = argc > 1 ? argv[1] : NULL; /* optional: one collective */
+    for (int c = 0; c < WEFT_COLL_BARRIER; c++) {
+        weft_coll_t coll = (weft_coll_t)c;
+        if (only && strcmp(only, weft_coll_name(coll)))
+            continue;
+        const char *name;
+        for (int ai = 0; (name = weft_algorithm_name(coll, ai)); ai++) {
+            if (coll == WEFT_COLL_ALLREDUCE || coll == WEFT_COLL_REDUCE)
+                test_reduction(coll, name, ai);
+            else if (coll == WEFT_COLL_BCAST)
+                test_bcast(name, ai);
+            else if (coll == WEFT_COLL_REDUCE_SCATTER)
+                test_reduce_scatter(name);
+            else
+                test_gathers(coll, name);
+        }
+        weft_set_algorithm(world, coll, "auto", NULL);
+    }
+    if (!only) {
+        test_split_phase();
+        test_comms();
+    }
+    int total = failures;
+    weft_allreduce(WEFT_IN_PLACE, &total, 1, WEFT_INT32, WEFT_SUM, world);
+    weft_op_free(&affine_op);
+    if (me == 0)
+        printf("test_coll P=%d: %d checks on rank 0, %d failures on all ranks\n", P, checks, total);
+    int rc = weft_finalize();
+    return total || rc ? 1 : 0;
+}

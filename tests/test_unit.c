@@ -1,0 +1,316 @@
+/* test_unit.c — single-process tests of the pieces: reduction kernels for
+ * every (datatype, op) against a scalar reference, half-precision
+ * conversions, op/dtype validation, parameter parsing, and the symbolic
+ * checker on deliberately broken schedules (it must name the wrong step). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "algo/algo.h"
+#include "core/core.h"
+#include "sched/check.h"
+
+static int failures, checks;
+
+#define CHECK(cond, ...)                                                  \
+    do {                                                                  \
+        checks++;                                                         \
+        if (!(cond)) {                                                    \
+            failures++;                                                   \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);          \
+            fprintf(stderr, __VA_ARGS__);                                 \
+            fprintf(stderr, "\n");                                        \
+        }                                                                 \
+    } while (0)
+
+/* ---- kernels ---- */
+
+static double ref_op(int op, double a, double b)
+{
+    switch (op) {
+    case WEFT_SUM: return a + b;
+    case WEFT_PROD: return a * b;
+    case WEFT_MIN: return a < b ? a : b;
+    case WEFT_MAX: return a > b ? a : b;
+    default: return 0;
+    }
+}
+
+static void test_int_kernels(void)
+{
+    /* every integer type and op against a 64-bit reference, with wrap */
+    const weft_dtype_t types[8] = {WEFT_INT8, WEFT_INT16, WEFT_INT32, WEFT_INT64,
+                                   WEFT_UINT8, WEFT_UINT16, WEFT_UINT32, WEFT_UINT64};
+    for (int t = 0; t < 8; t++)
+        for (int op = 0; op < WEFT_OP_BUILTIN_COUNT; op++) {
+            weft_dtype_t dt = types[t];
+            size_t es = weft_dtype_size(dt), n = 1001;
+            unsigned char *a = malloc(n * es), *b = malloc(n * es);
+            int64_t *x = malloc(n * 8), *y = malloc(n * 8);
+            for (size_t i = 0; i < n; i++) {
+                x[i] = (int64_t)((i * 2654435761u) % 251) - 125;
+                y[i] = (int64_t)((i * 40503u) % 253) - 126;
+                if (i % 17 == 0)
+                    y[i] = 0; /* logical ops need zeros */
+                for (size_t k = 0; k < es; k++) {
+                    a[i * es + k] = (unsigned char)((uint64_t)x[i] >> (8 * k));
+                    b[i * es + k] = (unsigned char)((uint64_t)y[i] >> (8 * k));
+                }
+            }
+            reducer_t r;
+            CHECK(reducer_init(&r, op, dt) == 0, "reducer_init %s %s", weft_dtype_name(dt),
+                  weft_op_name(op));
+            reducer_apply(&r, a, b, n, false);
+            size_t bad = 0;
+            bool is_signed = t < 4;
+            for (size_t i = 0; i < n; i++) {
+                uint64_t ux = (uint64_t)x[i], uy = (uint64_t)y[i], want;
+                uint64_t mask = es == 8 ? ~0ull : (1ull << (8 * es)) - 1;
+                /* compare in the type's own width */
+                int64_t sx = x[i], sy = y[i];
+                uint64_t mx = ux & mask, my = uy & mask;
+                switch (op) {
+                case WEFT_SUM: want = ux + uy; break;
+                case WEFT_PROD: want = ux * uy; break;
+                case WEFT_MIN: want = is_signed ? (uint64_t)(sx < sy ? sx : sy) : (mx < my ? mx : my); break;
+                case WEFT_MAX: want = is_signed ? (uint64_t)(sx > sy ? sx : sy) : (mx > my ? mx : my); break;
+                case WEFT_BAND: want = ux & uy; break;
+                case WEFT_BOR: want = ux | uy; break;
+                case WEFT_BXOR: want = ux ^ uy; break;
+                case WEFT_LAND: want = (mx != 0) && (my != 0); break;
+                default: want = (mx != 0) || (my != 0); break;
+                }
+                uint64_t got = 0;
+                for (size_t k = 0; k < es; k++)
+                    got |= (uint64_t)a[i * es + k] << (8 * k);
+                bad += got != (want & mask);
+            }
+            CHECK(!bad, "%s %s: %zu wrong", weft_dtype_name(dt), weft_op_name(op), bad);
+            free(a), free(b), free(x), free(y);
+        }
+}
+
+static void test_float_kernels(void)
+{
+    for (int op = 0; op <= WEFT_MAX; op++) {
+        size_t n = 1037;
+        float *f = malloc(n * 4), *g = malloc(n * 4);
+        double *d = malloc(n * 8), *e = malloc(n * 8);
+        uint16_t *h = malloc(n * 2), *k = malloc(n * 2), *bh = malloc(n * 2), *bk = malloc(n * 2);
+        for (size_t i = 0; i < n; i++) {
+            double x = ((double)((i * 37) % 200) - 100) / 8, y = ((double)((i * 11) % 150) - 75) / 4;
+            f[i] = (float)x, g[i] = (float)y, d[i] = x, e[i] = y;
+            h[i] = float_to_half((float)x), k[i] = float_to_half((float)y);
+            bh[i] = float_to_bf16((float)x), bk[i] = float_to_bf16((float)y);
+        }
+        reducer_t r;
+        reducer_init(&r, op, WEFT_FLOAT32), reducer_apply(&r, f, g, n, false);
+        reducer_init(&r, op, WEFT_FLOAT64), reducer_apply(&r, d, e, n, false);
+        reducer_init(&r, op, WEFT_FLOAT16), reducer_apply(&r, h, k, n, false);
+        reducer_init(&r, op, WEFT_BFLOAT16), reducer_apply(&r, bh, bk, n, false);
+        size_t bad = 0;
+        for (size_t i = 0; i < n; i++) {
+            double x = ((double)((i * 37) % 200) - 100) / 8, y = ((double)((i * 11) % 150) - 75) / 4;
+            double want = ref_op(op, x, y);
+            bad += f[i] != (float)want; /* inputs are exact dyadics */
+            bad += d[i] != want;
+            bad += fabs(half_to_float(h[i]) - want) > fabs(want) * 1e-3 + 1e-3;
+            bad += fabs(bf16_to_float(bh[i]) - want) > fabs(want) * 8e-3 + 1e-2;
+        }
+        CHECK(!bad, "float kernels %s: %zu wrong", weft_op_name(op), bad);
+        free(f), free(g), free(d), free(e), free(h), free(k), free(bh), free(bk);
+    }
+}
+
+static void test_half_conversions(void)
+{
+    /* every float16 value survives float32 and back */
+    size_t bad = 0;
+    for (uint32_t v = 0; v < 65536; v++) {
+        uint16_t h = (uint16_t)v;
+        float f = half_to_float(h);
+        if (isnan(f))
+            bad += !isnan(half_to_float(float_to_half(f)));
+        else
+            bad += float_to_half(f) != h;
+        uint16_t b = (uint16_t)v;
+        float g = bf16_to_float(b);
+        if (!isnan(g))
+            bad += float_to_bf16(g) != b;
+    }
+    CHECK(!bad, "half round trips: %zu wrong", bad);
+    /* round to nearest even */
+    CHECK(float_to_half(1.0f + 1.0f / 2048) == 0x3c00, "rne tie to even (down)");
+    CHECK(float_to_half(1.0f + 3.0f / 2048) == 0x3c02, "rne tie to even (up)");
+    CHECK(float_to_half(65520.0f) == 0x7c00, "overflow to inf");
+    CHECK(float_to_half(5.96046448e-08f) == 0x0001, "smallest subnormal");
+    CHECK(float_to_bf16(1.0f + 1.0f / 256) == 0x3f80, "bf16 tie to even");
+}
+
+static void user_sub(const void *in, void *inout, size_t n, weft_dtype_t dt, void *ctx)
+{
+    const int32_t *a = in;
+    int32_t *b = inout;
+    for (size_t i = 0; i < n; i++)
+        b[i] = a[i] - b[i];
+}
+
+static void test_ops(void)
+{
+    op_info_t info;
+    CHECK(op_lookup(WEFT_BAND, WEFT_FLOAT32, &info) == WEFT_EINVAL, "band on float32 refused");
+    CHECK(strstr(weft_last_error(), "integer"), "message says why: %s", weft_last_error());
+    CHECK(op_lookup(WEFT_LOR, WEFT_FLOAT64, &info) == WEFT_EINVAL, "lor on float64 refused");
+    CHECK(op_lookup(9999, WEFT_INT32, &info) == WEFT_EINVAL, "unknown op refused");
+    CHECK(op_lookup(WEFT_SUM, (weft_dtype_t)99, &info) == WEFT_EINVAL, "unknown dtype refused");
+    CHECK(op_lookup(WEFT_MAX, WEFT_INT8, &info) == 0 && info.idempotent && info.commutative,
+          "max is idempotent");
+    CHECK(op_lookup(WEFT_SUM, WEFT_INT8, &info) == 0 && !info.idempotent, "sum is not");
+    weft_op_t op;
+    CHECK(weft_op_create(NULL, NULL, 1, 0, &op) == WEFT_EINVAL, "NULL fn refused");
+    CHECK(weft_op_create(user_sub, NULL, 0, 0, &op) == WEFT_OK, "create");
+    CHECK(op_lookup(op, WEFT_INT32, &info) == 0 && !info.commutative, "user op flags");
+    /* order: src_left computes src - dst, otherwise dst - src */
+    int32_t d[3] = {10, 20, 30}, s[3] = {1, 2, 3};
+    reducer_t r;
+    reducer_init(&r, op, WEFT_INT32);
+    reducer_apply(&r, d, s, 3, true);
+    CHECK(d[0] == -9 && d[2] == -27, "src_left order");
+    reducer_apply(&r, d, s, 3, false);
+    CHECK(d[0] == -10 && d[2] == -30, "dst_left order");
+    CHECK(weft_op_free(&op) == WEFT_OK && op == -1, "free");
+    CHECK(weft_op_free(&op) == WEFT_EINVAL, "double free refused");
+    CHECK(weft_dtype_size(WEFT_BFLOAT16) == 2 && weft_dtype_size((weft_dtype_t)-1) == 0, "sizes");
+}
+
+static void test_params(void)
+{
+    algo_params_t p;
+    const algo_t *rb = algo_find(WEFT_COLL_ALLREDUCE, "reduce_bcast");
+    const algo_t *ring = algo_find(WEFT_COLL_ALLREDUCE, "ring");
+    CHECK(rb && ring, "registry lookups");
+    CHECK(algo_parse_params(rb, "reduce=rsg,bcast=scatter_allgather", &p) == 0 &&
+              !strcmp(p.reduce, "rsg") && !strcmp(p.bcast, "scatter_allgather"), "compose params");
+    CHECK(algo_parse_params(rb, "reduce=nope", &p) == WEFT_EINVAL, "unknown part refused");
+    CHECK(algo_parse_params(ring, "chunks=4", &p) == WEFT_EINVAL, "ring takes no chunks");
+    CHECK(algo_parse_params(ring, "junk", &p) == WEFT_EINVAL, "not key=value");
+    CHECK(algo_find(WEFT_COLL_BCAST, "ring") == NULL, "no bcast ring");
+    coll_args_t a = {WEFT_COLL_ALLREDUCE, 6, 0, 0, 10, 4, false, false, {0}};
+    CHECK(algo_check_usable(ring, &a) == WEFT_EINVAL &&
+              strstr(weft_last_error(), "recursive_doubling"),
+          "ring refuses non-commutative and names an alternative: %s", weft_last_error());
+}
+
+/* ---- the checker must catch broken schedules ---- */
+
+typedef int (*bad_builder)(sched_t *s, int rank, int P);
+
+static int build_bad(void *ctx, int rank, sched_t *s)
+{
+    bad_builder fn = (bad_builder)ctx;
+    sched_init(s, 4, rank);
+    int rc = fn(s, rank, 4);
+    return rc ? rc : sched_commit(s);
+}
+
+/* allreduce where rank 0 adds rank 1's data twice */
+static int bad_double(sched_t *s, int r, int P)
+{
+    algo_rd_allreduce(s, &(coll_args_t){WEFT_COLL_ALLREDUCE, P, r, 0, 3, 4, true, false, {0}});
+    if (r == 0) {
+        sched_round(s);
+        sched_reduce(s, reg(BUF_IN, 0, 3), reg(BUF_OUT, 0, 3), false);
+    }
+    return 0;
+}
+
+/* a receive nobody sends */
+static int bad_unmatched(sched_t *s, int r, int P)
+{
+    algo_ring_allreduce(s, &(coll_args_t){WEFT_COLL_ALLREDUCE, P, r, 0, 4, 4, true, false, {0}});
+    if (r == 2)
+        sched_recv(s, 1, 999, reg(BUF_OUT, 0, 1));
+    return 0;
+}
+
+/* both ranks receive before sending: deadlock under rendezvous */
+static int bad_deadlock(sched_t *s, int r, int P)
+{
+    sched_copy(s, reg(BUF_IN, 0, 2), reg(BUF_OUT, 0, 2));
+    sched_round(s);
+    int peer = r ^ 1;
+    uint64_t t = sched_tmp(s, 2);
+    sched_recv(s, peer, 0, reg(BUF_TMP, t, 2));
+    sched_round(s);
+    sched_send(s, peer, 0, reg(BUF_OUT, 0, 2));
+    return 0;
+}
+
+/* the send buffer is overwritten while the send is in flight */
+static int bad_race(sched_t *s, int r, int P)
+{
+    sched_copy(s, reg(BUF_IN, 0, 2), reg(BUF_OUT, 0, 2));
+    sched_round(s);
+    sched_send(s, (r + 1) % P, 0, reg(BUF_OUT, 0, 2));
+    sched_recv_reduce(s, (r + P - 1) % P, 0, reg(BUF_OUT, 0, 2), true);
+    return 0;
+}
+
+/* binomial-like reduce combined out of rank order, claimed ordered */
+static int bad_order(sched_t *s, int r, int P)
+{
+    /* everyone sends to 0, which combines 3, 2, 1 on the right: wrong order */
+    if (r) {
+        sched_send(s, 0, 0, reg(BUF_IN, 0, 1));
+        return 0;
+    }
+    uint32_t prev = sched_copy(s, reg(BUF_IN, 0, 1), reg(BUF_OUT, 0, 1));
+    for (int k = P - 1; k >= 1; k--) {
+        uint32_t st = sched_recv_reduce(s, k, 0, reg(BUF_OUT, 0, 1), false);
+        sched_depend(s, st, prev);
+        prev = st;
+    }
+    return 0;
+}
+
+static void expect_fail(weft_coll_t coll, bad_builder fn, bool ordered, const char *needle,
+                        const char *what)
+{
+    check_spec_t sp = {coll, 4, coll == WEFT_COLL_REDUCE ? 1 : 3, 0, false, ordered, false};
+    if (fn == bad_unmatched)
+        sp.count = 4;
+    if (fn == bad_deadlock || fn == bad_race)
+        sp.count = 2;
+    char msg[1024];
+    int rc = sched_check(&sp, build_bad, (void *)fn, msg, sizeof msg, NULL);
+    CHECK(rc != 0 && strstr(msg, needle), "checker on %s: rc=%d msg='%s' (wanted '%s')", what, rc,
+          msg, needle);
+}
+
+static void test_checker(void)
+{
+    expect_fail(WEFT_COLL_ALLREDUCE, bad_double, false, "twice", "double contribution");
+    expect_fail(WEFT_COLL_ALLREDUCE, bad_unmatched, false, "never matched", "unmatched receive");
+    expect_fail(WEFT_COLL_ALLREDUCE, bad_deadlock, false, "never matched", "deadlock");
+    expect_fail(WEFT_COLL_ALLREDUCE, bad_race, false, "in-flight", "race");
+    expect_fail(WEFT_COLL_REDUCE, bad_order, true, "out of rank order", "order");
+    /* and the order-breaking schedule passes when the op is commutative */
+    check_spec_t sp = {WEFT_COLL_REDUCE, 4, 1, 0, false, false, false};
+    char msg[1024];
+    CHECK(sched_check(&sp, build_bad, (void *)bad_order, msg, sizeof msg, NULL) == 0,
+          "commutative reduce in any order is fine: %s", msg);
+}
+
+int main(void)
+{
+    test_int_kernels();
+    test_float_kernels();
+    test_half_conversions();
+    test_ops();
+    test_params();
+    test_checker();
+    printf("test_unit: %d checks, %d failures\n", checks, failures);
+    printf("%d passed, %d failed\n", checks - failures, failures);
+    return failures ? 1 : 0;
+}

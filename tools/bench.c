@@ -1,0 +1,463 @@
+/* bench.c — `weft bench COLL`: algorithms side by side on shared memory.
+ *
+ * Method (as OSU and nccl-tests): per size and algorithm, warm-up calls,
+ * then timed iterations each preceded by a barrier; an iteration's time is
+ * the slowest rank's (one max-allreduce over all iterations at the end, so
+ * nothing is added inside the timed loop).  Reported: average and median
+ * latency in microseconds, and bus bandwidth as nccl-tests defines it
+ * (allreduce 2(P-1)/P * bytes / time; bcast and reduce bytes / time).
+ * The fastest algorithm of each row (by median) is marked with '*'.
+ * Without WEFT_RANK in the environment the command launches itself as P
+ * ranks (`weft run`) and rank 0 prints. */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "algo/algo.h"
+#include "core/core.h"
+#include "launch/launch.h"
+#include "tool.h"
+#include "weft.h"
+
+typedef struct {
+    weft_coll_t coll;
+    int np;
+    char algos[512];
+    size_t sizes[64];
+    int nsizes;
+    int iters, warmup;
+    int check;
+    const char *csv, *json;
+    weft_dtype_t dtype;
+    weft_op_t op;
+    int root;
+} bench_opts_t;
+
+static void bench_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: weft bench allreduce|bcast|reduce [--np P] [--algo all|A,B,..]\n"
+            "                  [--sizes LO:HI | S1,S2,..] [--iters N] [--warmup N] [--check]\n"
+            "                  [--dtype float32] [--op sum] [--root R] [--csv F] [--json F]\n"
+            "Sizes are in bytes (LO:HI doubles from LO); default 4:67108864, --np 4,\n"
+            "iterations scaled to the size unless --iters is given.\n");
+}
+
+static int parse_sizes(const char *s, bench_opts_t *o)
+{
+    o->nsizes = 0;
+    char *e;
+    if (strchr(s, ':')) {
+        unsigned long long lo = strtoull(s, &e, 10), hi;
+        if (*e != ':')
+            return -1;
+        hi = strtoull(e + 1, &e, 10);
+        if (*e || lo < 1 || hi < lo)
+            return -1;
+        for (unsigned long long v = lo; v <= hi && o->nsizes < 64; v *= 2)
+            o->sizes[o->nsizes++] = (size_t)v;
+        return 0;
+    }
+    const char *p = s;
+    while (*p && o->nsizes < 64) {
+        unsigned long long v = strtoull(p, &e, 10);
+        if (e == p || (*e && *e != ','))
+            return -1;
+        o->sizes[o->nsizes++] = (size_t)v;
+        p = *e ? e + 1 : e;
+    }
+    return o->nsizes ? 0 : -1;
+}
+
+static int dtype_from_name(const char *n)
+{
+    for (int d = 0; d < WEFT_DTYPE_COUNT; d++)
+        if (!strcmp(n, weft_dtype_name((weft_dtype_t)d)))
+            return d;
+    return -1;
+}
+
+static int op_from_name(const char *n)
+{
+    for (int o = 0; o < WEFT_OP_BUILTIN_COUNT; o++)
+        if (!strcmp(n, weft_op_name(o)))
+            return o;
+    return -1;
+}
+
+static int parse(int argc, char **argv, bench_opts_t *o)
+{
+    memset(o, 0, sizeof *o);
+    o->np = 4;
+    strcpy(o->algos, "all");
+    parse_sizes("4:67108864", o);
+    o->iters = -1;
+    o->warmup = -1;
+    o->dtype = WEFT_FLOAT32;
+    o->op = WEFT_SUM;
+    if (argc < 2 || !strcmp(argv[1], "--help")) {
+        bench_usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 1;
+    }
+    o->coll = coll_from_name(argv[1]);
+    if (o->coll != WEFT_COLL_ALLREDUCE && o->coll != WEFT_COLL_BCAST &&
+        o->coll != WEFT_COLL_REDUCE) {
+        fprintf(stderr, "weft bench: collective '%s' is not benchmarked (allreduce, bcast, reduce)\n",
+                argv[1]);
+        return 2;
+    }
+    for (int i = 2; i < argc; i++) {
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        char *e = NULL;
+        if (!strcmp(argv[i], "--check")) {
+            o->check = 1;
+            continue;
+        }
+        if (!v) {
+            fprintf(stderr, "weft bench: option '%s' needs a value (or is unknown)\n", argv[i]);
+            return 2;
+        }
+        i++;
+        if (!strcmp(argv[i - 1], "--np")) {
+            long n = strtol(v, &e, 10);
+            if (*e || n < 1 || n > 4096) {
+                fprintf(stderr, "weft bench: --np %s: want 1..4096\n", v);
+                return 2;
+            }
+            o->np = (int)n;
+        } else if (!strcmp(argv[i - 1], "--algo")) {
+            snprintf(o->algos, sizeof o->algos, "%s", v);
+        } else if (!strcmp(argv[i - 1], "--sizes")) {
+            if (parse_sizes(v, o)) {
+                fprintf(stderr, "weft bench: --sizes %s: want LO:HI or S1,S2,.. in bytes\n", v);
+                return 2;
+            }
+        } else if (!strcmp(argv[i - 1], "--iters") || !strcmp(argv[i - 1], "--warmup")) {
+            long n = strtol(v, &e, 10);
+            if (*e || n < 0 || n > 100000000) {
+                fprintf(stderr, "weft bench: %s %s: want a count\n", argv[i - 1], v);
+                return 2;
+            }
+            if (argv[i - 1][2] == 'i')
+                o->iters = (int)(n ? n : 1);
+            else
+                o->warmup = (int)n;
+        } else if (!strcmp(argv[i - 1], "--dtype")) {
+            int d = dtype_from_name(v);
+            if (d < 0) {
+                fprintf(stderr, "weft bench: unknown datatype '%s'\n", v);
+                return 2;
+            }
+            o->dtype = (weft_dtype_t)d;
+        } else if (!strcmp(argv[i - 1], "--op")) {
+            int op = op_from_name(v);
+            if (op < 0) {
+                fprintf(stderr, "weft bench: unknown op '%s'\n", v);
+                return 2;
+            }
+            o->op = op;
+        } else if (!strcmp(argv[i - 1], "--root")) {
+            o->root = atoi(v);
+        } else if (!strcmp(argv[i - 1], "--csv")) {
+            o->csv = v;
+        } else if (!strcmp(argv[i - 1], "--json")) {
+            o->json = v;
+        } else {
+            fprintf(stderr, "weft bench: unknown option '%s'\n", argv[i - 1]);
+            return 2;
+        }
+    }
+    if (o->root < 0 || o->root >= o->np) {
+        fprintf(stderr, "weft bench: --root %d out of range for --np %d\n", o->root, o->np);
+        return 2;
+    }
+    return 0;
+}
+
+typedef struct {
+    const algo_t *al;
+    double avg, med, min;
+    int iters;
+    int bad; /* --check failures */
+    const char *skipped; /* why it could not run */
+} result_t;
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Fills the input with small integers so float sums are exact. */
+static void fill(void *buf, size_t count, weft_dtype_t dt, int rank, unsigned salt)
+{
+    for (size_t i = 0; i < count; i++) {
+        int v = (int)((i * 7 + (size_t)rank * 13 + salt) % 17) + 1;
+        switch (dt) {
+        case WEFT_FLOAT32: ((float *)buf)[i] = (float)v; break;
+        case WEFT_FLOAT64: ((double *)buf)[i] = v; break;
+        case WEFT_INT32: ((int32_t *)buf)[i] = v; break;
+        case WEFT_INT64: ((int64_t *)buf)[i] = v; break;
+        case WEFT_UINT8: case WEFT_INT8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
+        default: memset((char *)buf + i * weft_dtype_size(dt), 0, weft_dtype_size(dt)); break;
+        }
+    }
+}
+
+static double expect_elem(size_t i, int P, weft_coll_t coll, int root, weft_op_t op, unsigned salt)
+{
+    if (coll == WEFT_COLL_BCAST)
+        return (double)((i * 7 + (size_t)root * 13 + salt) % 17 + 1);
+    double acc = 0;
+    for (int r = 0; r < P; r++) {
+        double v = (double)((i * 7 + (size_t)r * 13 + salt) % 17 + 1);
+        if (r == 0)
+            acc = v;
+        else if (op == WEFT_SUM)
+            acc += v;
+        else if (op == WEFT_MAX)
+            acc = v > acc ? v : acc;
+        else if (op == WEFT_MIN)
+            acc = v < acc ? v : acc;
+        else if (op == WEFT_PROD)
+            acc *= v;
+    }
+    return acc;
+}
+
+static double get_elem(const void *buf, size_t i, weft_dtype_t dt)
+{
+    switch (dt) {
+    case WEFT_FLOAT32: return ((const float *)buf)[i];
+    case WEFT_FLOAT64: return ((const double *)buf)[i];
+    case WEFT_INT32: return ((const int32_t *)buf)[i];
+    case WEFT_INT64: return (double)((const int64_t *)buf)[i];
+    default: return NAN;
+    }
+}
+
+static int run_one(weft_comm_t comm, const bench_opts_t *o, size_t count, void *in, void *out)
+{
+    switch (o->coll) {
+    case WEFT_COLL_ALLREDUCE: return weft_allreduce(in, out, count, o->dtype, o->op, comm);
+    case WEFT_COLL_BCAST: return weft_bcast(out, count, o->dtype, o->root, comm);
+    default: return weft_reduce(in, out, count, o->dtype, o->op, o->root, comm);
+    }
+}
+
+static int bench_rank(const bench_opts_t *o)
+{
+    int rc = weft_init(NULL, NULL);
+    if (rc) {
+        fprintf(stderr, "weft bench: weft_init: %s\n", weft_last_error());
+        return 1;
+    }
+    weft_comm_t comm = weft_comm_world();
+    int rank = weft_comm_rank(comm), P = weft_comm_size(comm);
+    size_t n, na = 0;
+    const algo_t *t = algo_table(&n);
+    const algo_t *algos[64];
+    for (size_t i = 0; i < n && na < 64; i++) {
+        if (t[i].coll != o->coll)
+            continue;
+        bool all = !strcmp(o->algos, "all");
+        /* compositions duplicate their default parts: only by name */
+        if ((all && t[i].build != algo_reduce_bcast_allreduce) || name_in_list(o->algos, t[i].name))
+            algos[na++] = &t[i];
+    }
+    if (!na) {
+        if (!rank)
+            fprintf(stderr, "weft bench: no %s algorithm matches '%s' (see `weft algorithms`)\n",
+                    weft_coll_name(o->coll), o->algos);
+        weft_finalize();
+        return 2;
+    }
+    size_t es = weft_dtype_size(o->dtype);
+    size_t maxbytes = 0;
+    for (int s = 0; s < o->nsizes; s++)
+        maxbytes = o->sizes[s] > maxbytes ? o->sizes[s] : maxbytes;
+    size_t maxcount = maxbytes / es ? maxbytes / es : 1;
+    void *in = malloc(maxcount * es), *out = malloc(maxcount * es);
+    int maxiters = o->iters > 0 ? o->iters : 1000;
+    double *times = malloc((size_t)maxiters * sizeof *times);
+    result_t *res = calloc((size_t)o->nsizes * na, sizeof *res);
+    if (!in || !out || !times || !res) {
+        fprintf(stderr, "weft bench: out of memory for %zu-byte buffers\n", maxbytes);
+        weft_finalize();
+        return 1;
+    }
+    memset(in, 0, maxcount * es);
+    memset(out, 0, maxcount * es);
+    FILE *csv = NULL;
+    if (!rank && o->csv && !(csv = fopen(o->csv, "w")))
+        fprintf(stderr, "weft bench: cannot write %s: %s\n", o->csv, strerror(errno));
+    if (csv)
+        fprintf(csv, "collective,np,dtype,bytes,algorithm,avg_us,median_us,min_us,busbw_gbs,iters\n");
+    if (!rank) {
+        printf("# weft bench %s: P=%d, %s %s, shared memory; latency in us, busbw in GB/s; "
+               "* = fastest (median)\n", weft_coll_name(o->coll), P, weft_dtype_name(o->dtype),
+               o->coll == WEFT_COLL_BCAST ? "" : weft_op_name(o->op));
+        printf("%12s", "bytes");
+        for (size_t a = 0; a < na; a++)
+            printf(" | %-22.22s", algos[a]->name);
+        printf("\n%12s", "");
+        for (size_t a = 0; a < na; a++)
+            printf(" | %9s %6s %5s", "avg", "median", "busbw");
+        printf("\n");
+        fflush(stdout);
+    }
+    int failures = 0;
+    for (int s = 0; s < o->nsizes; s++) {
+        size_t count = o->sizes[s] / es, bytes = count * es;
+        int iters = o->iters > 0 ? o->iters
+                                 : (int)fmax(5, fmin(1000, (double)(1u << 27) / fmax(bytes, 4096) / P));
+        int warm = o->warmup >= 0 ? o->warmup : (iters / 10 > 2 ? iters / 10 : 2);
+        for (size_t a = 0; a < na; a++) {
+            result_t *r = &res[(size_t)s * na + a];
+            r->al = algos[a];
+            weft_set_algorithm(comm, o->coll, algos[a]->name, NULL);
+            fill(in, count, o->dtype, rank, 0);
+            if (o->coll == WEFT_COLL_BCAST)
+                fill(out, count, o->dtype, rank, 0);
+            rc = WEFT_OK;
+            for (int i = 0; i < warm && !rc; i++)
+                rc = run_one(comm, o, count, in, out);
+            for (int i = 0; i < iters && !rc; i++) {
+                weft_barrier(comm);
+                double t0 = weft_now();
+                rc = run_one(comm, o, count, in, out);
+                times[i] = weft_now() - t0;
+            }
+            if (rc) {
+                /* an algorithm that cannot serve this call (e.g. needs a
+                 * commutative op) fails on every rank alike */
+                r->skipped = "n/a";
+                if (!rank)
+                    fprintf(stderr, "weft bench: %s: %s\n", algos[a]->name, weft_last_error());
+                continue;
+            }
+            weft_allreduce(WEFT_IN_PLACE, times, (size_t)iters, WEFT_FLOAT64, WEFT_MAX, comm);
+            double sum = 0;
+            for (int i = 0; i < iters; i++)
+                sum += times[i];
+            qsort(times, (size_t)iters, sizeof *times, cmp_double);
+            r->avg = sum / iters * 1e6;
+            r->med = (iters % 2 ? times[iters / 2] : 0.5 * (times[iters / 2 - 1] + times[iters / 2])) * 1e6;
+            r->min = times[0] * 1e6;
+            r->iters = iters;
+            if (o->check) {
+                unsigned salt = (unsigned)(s * 31 + (int)a);
+                fill(in, count, o->dtype, rank, salt);
+                if (o->coll == WEFT_COLL_BCAST)
+                    fill(out, count, o->dtype, rank, salt);
+                rc = run_one(comm, o, count, in, out);
+                int bad = rc != 0;
+                bool holds = o->coll != WEFT_COLL_REDUCE || rank == o->root;
+                for (size_t i = 0; holds && !bad && i < count; i++) {
+                    double want = expect_elem(i, P, o->coll, o->root, o->op, salt);
+                    double got = get_elem(out, i, o->dtype);
+                    if (!isnan(got) && fabs(got - want) > 1e-6 * fabs(want))
+                        bad = 1;
+                }
+                weft_allreduce(WEFT_IN_PLACE, &bad, 1, WEFT_INT32, WEFT_SUM, comm);
+                r->bad = bad;
+                failures += bad != 0;
+            }
+        }
+        if (rank)
+            continue;
+        double best = INFINITY;
+        for (size_t a = 0; a < na; a++) {
+            result_t *r = &res[(size_t)s * na + a];
+            if (!r->skipped && r->med < best)
+                best = r->med;
+        }
+        printf("%12zu", bytes);
+        for (size_t a = 0; a < na; a++) {
+            result_t *r = &res[(size_t)s * na + a];
+            if (r->skipped) {
+                printf(" | %22s", r->skipped);
+                continue;
+            }
+            double algbw = r->med > 0 ? (double)bytes / (r->med * 1e-6) / 1e9 : 0;
+            double busbw = o->coll == WEFT_COLL_ALLREDUCE ? algbw * 2.0 * (P - 1) / P : algbw;
+            printf(" | %9.2f %6.1f%s%5.2f", r->avg, r->med, r->med == best ? "*" : " ", busbw);
+            if (r->bad)
+                printf(" CHECK FAILED");
+            if (csv)
+                fprintf(csv, "%s,%d,%s,%zu,%s,%.3f,%.3f,%.3f,%.4f,%d\n", weft_coll_name(o->coll), P,
+                        weft_dtype_name(o->dtype), bytes, r->al->name, r->avg, r->med, r->min,
+                        busbw, r->iters);
+        }
+        printf("\n");
+        fflush(stdout);
+    }
+    if (!rank && o->json) {
+        FILE *j = fopen(o->json, "w");
+        if (!j) {
+            fprintf(stderr, "weft bench: cannot write %s: %s\n", o->json, strerror(errno));
+        } else {
+            fprintf(j, "{\"collective\": \"%s\", \"np\": %d, \"dtype\": \"%s\", \"op\": \"%s\", "
+                       "\"transport\": \"shm\", \"results\": [",
+                    weft_coll_name(o->coll), P, weft_dtype_name(o->dtype), weft_op_name(o->op));
+            int first = 1;
+            for (int s = 0; s < o->nsizes; s++)
+                for (size_t a = 0; a < na; a++) {
+                    result_t *r = &res[(size_t)s * na + a];
+                    size_t bytes = o->sizes[s] / es * es;
+                    if (r->skipped)
+                        continue;
+                    double algbw = r->med > 0 ? (double)bytes / (r->med * 1e-6) / 1e9 : 0;
+                    double busbw = o->coll == WEFT_COLL_ALLREDUCE ? algbw * 2.0 * (P - 1) / P : algbw;
+                    fprintf(j, "%s\n  {\"bytes\": %zu, \"algorithm\": \"%s\", \"avg_us\": %.3f, "
+                               "\"median_us\": %.3f, \"min_us\": %.3f, \"busbw_gbs\": %.4f, "
+                               "\"iters\": %d%s}",
+                            first ? "" : ",", bytes, r->al->name, r->avg, r->med, r->min, busbw,
+                            r->iters, o->check ? (r->bad ? ", \"check\": \"failed\"" : ", \"check\": \"ok\"") : "");
+                    first = 0;
+                }
+            fprintf(j, "\n]}\n");
+            fclose(j);
+        }
+    }
+    if (csv)
+        fclose(csv);
+    if (!rank && o->check)
+        printf("# check: %s\n", failures ? "FAILED" : "every result verified");
+    free(in), free(out), free(times), free(res);
+    rc = weft_finalize();
+    return failures ? 1 : rc ? 1 : 0;
+}
+
+int cmd_bench(int argc, char **argv)
+{
+    bench_opts_t o;
+    int rc = parse(argc, argv, &o);
+    if (rc)
+        return rc == 1 ? 0 : rc;
+    if (getenv("WEFT_RANK"))
+        return bench_rank(&o);
+    /* not a rank yet: start P copies of this very command */
+    char exe[PATH_MAX];
+    ssize_t l = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (l <= 0) {
+        fprintf(stderr, "weft bench: cannot find my own executable: %s\n", strerror(errno));
+        return 1;
+    }
+    exe[l] = '\0';
+    char **args = calloc((size_t)argc + 2, sizeof *args);
+    if (!args)
+        return 1;
+    args[0] = exe;
+    args[1] = "bench";
+    for (int i = 1; i < argc; i++)
+        args[i + 1] = argv[i];
+    rc = launch_job(o.np, args, 0);
+    free(args);
+    return rc;
+}

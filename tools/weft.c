@@ -1,0 +1,90 @@
+/* weft.c — the command line: run, bench, check, algorithms. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "launch/launch.h"
+#include "tool.h"
+
+bool name_in_list(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    const char *p = list;
+    while (p && *p) {
+        const char *e = strchr(p, ',');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        if (l == n && !strncmp(p, name, n))
+            return true;
+        p = e ? e + 1 : NULL;
+    }
+    return false;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: weft COMMAND [ARGS]\n\n"
+               "  run -n P PROG [ARGS]     start PROG as P ranks of a shared-memory job\n"
+               "  bench COLL [OPTIONS]     time algorithms side by side (allreduce, bcast, reduce)\n"
+               "  check COLL [OPTIONS]     prove schedules correct symbolically for a range of P\n"
+               "  algorithms               list every algorithm with its properties\n\n"
+               "`weft COMMAND --help` for the options of each.\n");
+}
+
+static int cmd_run(int argc, char **argv)
+{
+    int np = -1, verbose = 0, i = 1;
+    for (; i < argc; i++) {
+        if ((!strcmp(argv[i], "-n") || !strcmp(argv[i], "-np")) && i + 1 < argc) {
+            char *e;
+            long v = strtol(argv[++i], &e, 10);
+            if (*e || v < -1000000 || v > 1000000) {
+                fprintf(stderr, "weft run: -n wants a number, not '%s'\n", argv[i]);
+                return 2;
+            }
+            np = (int)v;
+        } else if (!strcmp(argv[i], "-v")) {
+            verbose = 1;
+        } else if (!strcmp(argv[i], "--")) {
+            i++;
+            break;
+        } else if (!strcmp(argv[i], "--help")) {
+            printf("usage: weft run -n P [-v] [--] PROG [ARGS]\n");
+            return 0;
+        } else {
+            break;
+        }
+    }
+    if (np == -1) {
+        fprintf(stderr, "weft run: give the number of ranks with -n P\n");
+        return 2;
+    }
+    if (i >= argc) {
+        fprintf(stderr, "weft run: no program given\n");
+        return 2;
+    }
+    return launch_job(np, argv + i, verbose);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *c = argv[1];
+    if (!strcmp(c, "run"))
+        return cmd_run(argc - 1, argv + 1);
+    if (!strcmp(c, "bench"))
+        return cmd_bench(argc - 1, argv + 1);
+    if (!strcmp(c, "check"))
+        return cmd_check(argc - 1, argv + 1);
+    if (!strcmp(c, "algorithms"))
+        return cmd_algorithms(argc - 1, argv + 1);
+    if (!strcmp(c, "--help") || !strcmp(c, "help")) {
+        usage(stdout);
+        return 0;
+    }
+    fprintf(stderr, "weft: unknown command '%s'\n", c);
+    usage(stderr);
+    return 2;
+}
