@@ -304,10 +304,10 @@ static int bench_rank(const bench_opts_t *o)
                o->coll == WEFT_COLL_BCAST ? "" : weft_op_name(o->op));
         printf("%12s", "bytes");
         for (size_t a = 0; a < na; a++)
-            printf(" | %-22.22s", algos[a]->name);
+            printf(" | %-26.26s", algos[a]->name);
         printf("\n%12s", "");
         for (size_t a = 0; a < na; a++)
-            printf(" | %9s %6s %5s", "avg", "median", "busbw");
+            printf(" | %9s %9s  %5s", "avg", "median", "busbw");
         printf("\n");
         fflush(stdout);
     }
@@ -381,12 +381,12 @@ static int bench_rank(const bench_opts_t *o)
         for (size_t a = 0; a < na; a++) {
             result_t *r = &res[(size_t)s * na + a];
             if (r->skipped) {
-                printf(" | %22s", r->skipped);
+                printf(" | %26s", r->skipped);
                 continue;
             }
             double algbw = r->med > 0 ? (double)bytes / (r->med * 1e-6) / 1e9 : 0;
             double busbw = o->coll == WEFT_COLL_ALLREDUCE ? algbw * 2.0 * (P - 1) / P : algbw;
-            printf(" | %9.2f %6.1f%s%5.2f", r->avg, r->med, r->med == best ? "*" : " ", busbw);
+            printf(" | %9.2f %9.2f%s %5.2f", r->avg, r->med, r->med == best ? "*" : " ", busbw);
             if (r->bad)
                 printf(" CHECK FAILED");
             if (csv)

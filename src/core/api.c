@@ -99,6 +99,10 @@ int coll_run(weft_comm_t comm, weft_coll_t coll, const void *in, void *out, size
     int rc = comm_check(comm, cn);
     if (rc)
         return rc;
+    /* A dead job stays dead: never start a call whose messages could meet
+     * the leftovers of a failed one. */
+    if ((rc = comm->x->ops->health(comm->x)))
+        return rc;
     if (!dtype_valid(dt))
         return weft_error(WEFT_EINVAL, "%s: unknown datatype %d", cn, (int)dt);
     size_t es = weft_dtype_size(dt);

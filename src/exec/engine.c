@@ -86,6 +86,12 @@ int exec_start(exec_t *e, const void *in, void *out)
     return WEFT_OK;
 }
 
+/* base + off without the undefined NULL + 0 (empty buffers may be NULL) */
+static inline char *at(char *base, uint64_t off, size_t es)
+{
+    return base ? base + off * es : NULL;
+}
+
 static int run_step(exec_t *e, uint32_t i)
 {
     const step_t *st = &e->s->steps[i];
@@ -94,15 +100,15 @@ static int run_step(exec_t *e, uint32_t i)
     case STEP_NOP:
         break;
     case STEP_COPY: {
-        char *d = e->buf[st->dst_buf] + st->dst_off * es;
-        const char *src = e->buf[st->src_buf] + st->src_off * es;
+        char *d = at(e->buf[st->dst_buf], st->dst_off, es);
+        const char *src = at(e->buf[st->src_buf], st->src_off, es);
         if (d != src && bytes)
             memcpy(d, src, bytes);
         break;
     }
     case STEP_REDUCE:
-        reducer_apply(&e->red, e->buf[st->dst_buf] + st->dst_off * es,
-                      e->buf[st->src_buf] + st->src_off * es, st->len,
+        reducer_apply(&e->red, at(e->buf[st->dst_buf], st->dst_off, es),
+                      at(e->buf[st->src_buf], st->src_off, es), st->len,
                       st->flags & STEP_SRC_LEFT);
         break;
     default: {
@@ -115,10 +121,10 @@ static int run_step(exec_t *e, uint32_t i)
         r->bytes = bytes;
         int rc;
         if (st->kind == STEP_SEND) {
-            r->sbuf = e->buf[st->src_buf] + st->src_off * es;
+            r->sbuf = at(e->buf[st->src_buf], st->src_off, es);
             rc = e->x->ops->isend(e->x, r);
         } else {
-            r->sink.dst = e->buf[st->dst_buf] + st->dst_off * es;
+            r->sink.dst = at(e->buf[st->dst_buf], st->dst_off, es);
             r->sink.red = st->kind == STEP_RECV_REDUCE ? &e->red : NULL;
             r->sink.src_left = st->flags & STEP_SRC_LEFT;
             rc = e->x->ops->irecv(e->x, r);
@@ -176,27 +182,13 @@ int exec_wait(exec_t *e, int timeout_ms)
     int yield_limit = spin_limit + 64;
     uint64_t deadline = timeout_ms >= 0 ? weft_now_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
     int idle = 0, rc;
-    pthread_mutex_lock(&x->lock);
+    /* The lock is held only while progressing, so threads waiting on other
+     * communicators get their turn between polls. */
     for (;;) {
+        pthread_mutex_lock(&x->lock);
         rc = exec_progress(e);
-        if (rc != 0)
-            break;
-        if (timeout_ms >= 0 && weft_now_ns() >= deadline) {
-            rc = WEFT_ETIMEDOUT;
-            break;
-        }
-        idle = e->moved ? 0 : idle + 1;
-        if (idle == 0)
-            continue;
-        if (idle < spin_limit) {
-#if defined(__x86_64__) || defined(__i386__)
-            __builtin_ia32_pause();
-#endif
-        } else if (idle < yield_limit) {
-            pthread_mutex_unlock(&x->lock);
-            sched_yield();
-            pthread_mutex_lock(&x->lock);
-        } else {
+        int moved = e->moved;
+        if (rc == 0 && !moved && idle >= yield_limit) {
             int ms = 100;
             if (timeout_ms >= 0) {
                 uint64_t now = weft_now_ns();
@@ -204,10 +196,24 @@ int exec_wait(exec_t *e, int timeout_ms)
                 if (left < (uint64_t)ms)
                     ms = (int)left;
             }
-            x->ops->block(x, ms);
+            x->ops->block(x, ms); /* releases the lock while asleep */
+        }
+        pthread_mutex_unlock(&x->lock);
+        if (rc != 0)
+            break;
+        if (timeout_ms >= 0 && weft_now_ns() >= deadline) {
+            rc = WEFT_ETIMEDOUT;
+            break;
+        }
+        idle = moved ? 0 : idle + 1;
+        if (idle && idle < spin_limit) {
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause();
+#endif
+        } else if (idle >= spin_limit && idle < yield_limit) {
+            sched_yield();
         }
     }
-    pthread_mutex_unlock(&x->lock);
     if (rc == 1)
         return WEFT_OK;
     if (rc == WEFT_ETIMEDOUT)

@@ -101,7 +101,8 @@ static int push_sends(shm_xport_t *x, int dst)
         c->sig = r->sig;
         c->tag = r->tag;
         c->total = r->bytes;
-        memcpy(c->payload, (const char *)r->sbuf + r->done, len);
+        if (len)
+            memcpy(c->payload, (const char *)r->sbuf + r->done, len);
         atomic_store_explicit(&c->full, 1, memory_order_release);
         ps->widx = ps->widx + 1 == x->ncells ? 0 : ps->widx + 1;
         r->done += len;
@@ -185,7 +186,7 @@ static int poll_from(shm_xport_t *x, int src)
         if (ps->cur) {
             deliver(&ps->cur->sink, ps->cur->done, c->payload, len);
             ps->cur->done += len;
-        } else {
+        } else if (len) {
             memcpy(ps->cur_unexp->data + ps->cur_unexp->done, c->payload, len);
             ps->cur_unexp->done += len;
         }

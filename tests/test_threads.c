@@ -1,0 +1,87 @@
+/* test_threads.c — collectives on different communicators run concurrently
+ * from different threads (the thread-safety contract of weft.h).  Each of
+ * T threads owns a duplicate of the world communicator and runs a stream of
+ * allreduces, broadcasts and split-phase reduces on it, checking every
+ * result. */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "weft.h"
+
+#define THREADS 3
+#define ITERS 60
+
+static int P, me;
+
+typedef struct {
+    weft_comm_t comm;
+    int id, failures;
+} worker_t;
+
+static void *work(void *arg)
+{
+    worker_t *w = arg;
+    size_t n = 1000 + 977 * (size_t)w->id;
+    int64_t *in = malloc(n * 8), *out = malloc(n * 8);
+    for (int it = 0; it < ITERS; it++) {
+        for (size_t i = 0; i < n; i++)
+            in[i] = (int64_t)(i + (size_t)me * 3 + (size_t)it + (size_t)w->id);
+        if (weft_allreduce(in, out, n, WEFT_INT64, WEFT_SUM, w->comm) != WEFT_OK) {
+            fprintf(stderr, "thread %d: %s\n", w->id, weft_last_error());
+            w->failures++;
+            break;
+        }
+        for (size_t i = 0; i < n; i++) {
+            int64_t want = (int64_t)P * (int64_t)(i + (size_t)it + (size_t)w->id) +
+                           3 * (int64_t)P * (P - 1) / 2;
+            if (out[i] != want) {
+                w->failures++;
+                break;
+            }
+        }
+        int root = it % P;
+        int64_t v = me == root ? 1000 * it + w->id : -1;
+        weft_bcast(&v, 1, WEFT_INT64, root, w->comm);
+        w->failures += v != 1000 * it + w->id;
+        weft_request_t req;
+        int64_t mx = me + it, res = -1;
+        weft_ireduce(&mx, &res, 1, WEFT_INT64, WEFT_MAX, root, w->comm, &req);
+        weft_wait(&req);
+        if (me == root)
+            w->failures += res != P - 1 + it;
+    }
+    free(in);
+    free(out);
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    if (weft_init(&argc, &argv))
+        return 1;
+    weft_comm_t world = weft_comm_world();
+    P = weft_comm_size(world), me = weft_comm_rank(world);
+    worker_t w[THREADS];
+    pthread_t th[THREADS];
+    for (int t = 0; t < THREADS; t++) {
+        w[t].id = t, w[t].failures = 0;
+        if (weft_comm_dup(world, &w[t].comm))
+            return 1;
+    }
+    for (int t = 0; t < THREADS; t++)
+        pthread_create(&th[t], NULL, work, &w[t]);
+    int failures = 0;
+    for (int t = 0; t < THREADS; t++) {
+        pthread_join(th[t], NULL);
+        failures += w[t].failures;
+        weft_comm_free(&w[t].comm);
+    }
+    weft_allreduce(WEFT_IN_PLACE, &failures, 1, WEFT_INT32, WEFT_SUM, world);
+    if (me == 0)
+        printf("test_threads P=%d: %d threads x %d iterations, %d failures\n", P, THREADS, ITERS,
+               failures);
+    weft_finalize();
+    return failures ? 1 : 0;
+}
