@@ -42,6 +42,7 @@ static void bench_usage(FILE *f)
 {
     fprintf(f,
             "usage: weft bench allreduce|bcast|reduce [--np P] [--algo all|A,B,..]\n"
+            "       weft bench kernels   (reduction kernel throughput against memcpy)\n"
             "                  [--sizes LO:HI | S1,S2,..] [--iters N] [--warmup N] [--check]\n"
             "                  [--dtype float32] [--op sum] [--root R] [--csv F] [--json F]\n"
             "Sizes are in bytes (LO:HI doubles from LO); default 4:67108864, --np 4,\n"
@@ -434,8 +435,12 @@ static int bench_rank(const bench_opts_t *o)
     return failures ? 1 : rc ? 1 : 0;
 }
 
+int cmd_bench_kernels(int argc, char **argv);
+
 int cmd_bench(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "kernels"))
+        return cmd_bench_kernels(argc - 1, argv + 1);
     bench_opts_t o;
     int rc = parse(argc, argv, &o);
     if (rc)
@@ -460,4 +465,58 @@ int cmd_bench(int argc, char **argv)
     rc = launch_job(o.np, args, 0);
     free(args);
     return rc;
+}
+
+/* `weft bench kernels`: reduction kernel throughput against memcpy, in and
+ * out of cache, one core.  The claim to check: float32 sum runs near memory
+ * bandwidth (a reduce reads two streams and writes one, memcpy reads one
+ * and writes one, so "near" means within the 3:2 traffic ratio). */
+int cmd_bench_kernels(int argc, char **argv)
+{
+    size_t sizes[2] = {256 << 10, 64 << 20};
+    const weft_dtype_t types[] = {WEFT_INT8, WEFT_INT32, WEFT_INT64, WEFT_FLOAT16,
+                                  WEFT_BFLOAT16, WEFT_FLOAT32, WEFT_FLOAT64};
+    printf("# weft bench kernels: GB/s of destination written (median of repeats), one core\n");
+    printf("%-10s %-6s %12s %12s\n", "dtype", "op", "256 KiB", "64 MiB");
+    char *a = malloc(sizes[1]), *b = malloc(sizes[1]);
+    if (!a || !b) {
+        fprintf(stderr, "weft bench kernels: out of memory\n");
+        return 1;
+    }
+    memset(a, 0, sizes[1]);
+    memset(b, 0, sizes[1]);
+    for (int t = -1; t < (int)(sizeof types / sizeof types[0]); t++) {
+        for (int op = WEFT_SUM; op <= WEFT_MAX; op += (WEFT_MAX - WEFT_SUM)) {
+            if (t < 0 && op != WEFT_SUM)
+                continue;
+            double gbs[2];
+            for (int s = 0; s < 2; s++) {
+                size_t bytes = sizes[s];
+                int reps = (int)fmax(3, fmin(2000, (double)(1u << 30) / bytes));
+                double best[64];
+                int nb = 0;
+                reducer_t r;
+                if (t >= 0)
+                    reducer_init(&r, op, types[t]);
+                for (int k = 0; k < 9; k++) {
+                    double t0 = weft_now();
+                    for (int i = 0; i < reps; i++) {
+                        if (t < 0)
+                            memcpy(a, b, bytes);
+                        else
+                            reducer_apply(&r, a, b, bytes / r.esize, false);
+                    }
+                    best[nb++] = (weft_now() - t0) / reps;
+                }
+                qsort(best, (size_t)nb, sizeof *best, cmp_double);
+                gbs[s] = (double)bytes / best[nb / 2] / 1e9;
+            }
+            printf("%-10s %-6s %12.2f %12.2f\n", t < 0 ? "memcpy" : weft_dtype_name(types[t]),
+                   t < 0 ? "" : weft_op_name(op), gbs[0], gbs[1]);
+        }
+    }
+    free(a);
+    free(b);
+    (void)argc, (void)argv;
+    return 0;
 }

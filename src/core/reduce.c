@@ -196,6 +196,29 @@ uint16_t float_to_bf16(float fl)
 
 /* ---- kernels ---- */
 
+/* Branch-free bfloat16 conversions the compiler can vectorise. */
+static inline float bf16_widen(uint16_t h)
+{
+    fbits f = {.u = (uint32_t)h << 16};
+    return f.f;
+}
+
+static inline uint16_t bf16_narrow(float x)
+{
+    fbits f = {.f = x};
+    uint32_t rounded = (f.u + 0x7fff + ((f.u >> 16) & 1)) >> 16;
+    uint32_t quiet = (f.u >> 16) | 0x40;
+    return (uint16_t)((f.u & 0x7fffffffu) > 0x7f800000u ? quiet : rounded);
+}
+
+/* Plain kernels are cloned for AVX2 and picked at load time (ifunc), so
+ * in-cache reductions use the wide registers where the CPU has them. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
+#define KERNEL_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define KERNEL_CLONES
+#endif
+
 #define SUMOP(a, b) ((a) + (b))
 #define PRODOP(a, b) ((a) * (b))
 #define MINOP(a, b) ((b) < (a) ? (b) : (a))
@@ -207,7 +230,7 @@ uint16_t float_to_bf16(float fl)
 #define LOROP(a, b) ((a) || (b))
 
 #define KERNEL(name, T, OP)                                                   \
-    static void name(void *dst_, const void *src_, size_t n)                 \
+    KERNEL_CLONES static void name(void *dst_, const void *src_, size_t n)   \
     {                                                                         \
         T *restrict d = dst_;                                                 \
         const T *restrict s = src_;                                           \
@@ -217,7 +240,7 @@ uint16_t float_to_bf16(float fl)
 
 /* Signed wrap-around arithmetic through the unsigned type of equal width. */
 #define KERNEL_WRAP(name, T, U, OP)                                           \
-    static void name(void *dst_, const void *src_, size_t n)                 \
+    KERNEL_CLONES static void name(void *dst_, const void *src_, size_t n)   \
     {                                                                         \
         T *restrict d = dst_;                                                 \
         const T *restrict s = src_;                                           \
@@ -259,7 +282,7 @@ FLOAT_KERNELS(f64, double)
 /* Half types: widen a block, apply the float32 kernel, round back. */
 #define HALF_BLOCK 256
 #define HALF_KERNEL(name, F32K, TOF, FROMF)                                   \
-    static void name(void *dst_, const void *src_, size_t n)                 \
+    KERNEL_CLONES static void name(void *dst_, const void *src_, size_t n)   \
     {                                                                         \
         uint16_t *d = dst_;                                                   \
         const uint16_t *s = src_;                                             \
@@ -280,10 +303,73 @@ HALF_KERNEL(k_sum_f16, k_sum_f32, half_to_float, float_to_half)
 HALF_KERNEL(k_prod_f16, k_prod_f32, half_to_float, float_to_half)
 HALF_KERNEL(k_min_f16, k_min_f32, half_to_float, float_to_half)
 HALF_KERNEL(k_max_f16, k_max_f32, half_to_float, float_to_half)
-HALF_KERNEL(k_sum_bf16, k_sum_f32, bf16_to_float, float_to_bf16)
-HALF_KERNEL(k_prod_bf16, k_prod_f32, bf16_to_float, float_to_bf16)
-HALF_KERNEL(k_min_bf16, k_min_f32, bf16_to_float, float_to_bf16)
-HALF_KERNEL(k_max_bf16, k_max_f32, bf16_to_float, float_to_bf16)
+HALF_KERNEL(k_sum_bf16, k_sum_f32, bf16_widen, bf16_narrow)
+HALF_KERNEL(k_prod_bf16, k_prod_f32, bf16_widen, bf16_narrow)
+HALF_KERNEL(k_min_bf16, k_min_f32, bf16_widen, bf16_narrow)
+HALF_KERNEL(k_max_bf16, k_max_f32, bf16_widen, bf16_narrow)
+
+/* float16 with the F16C conversion instructions, 8 lanes at a time; the
+ * portable kernels above serve CPUs without them and the tail. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define F16C_KERNEL(name, VOP, portable)                                       \
+    __attribute__((target("avx2,f16c"))) static void name(void *dst_, const void *src_, size_t n) \
+    {                                                                          \
+        uint16_t *d = dst_;                                                    \
+        const uint16_t *s = src_;                                              \
+        size_t i = 0;                                                          \
+        for (; i + 8 <= n; i += 8) {                                           \
+            __m256 a = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(d + i))); \
+            __m256 b = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + i))); \
+            _mm_storeu_si128((__m128i *)(d + i),                               \
+                             _mm256_cvtps_ph(VOP(a, b), _MM_FROUND_TO_NEAREST_INT)); \
+        }                                                                      \
+        if (i < n)                                                             \
+            portable(d + i, s + i, n - i);                                     \
+    }
+F16C_KERNEL(k_sum_f16c, _mm256_add_ps, k_sum_f16)
+F16C_KERNEL(k_prod_f16c, _mm256_mul_ps, k_prod_f16)
+/* min/max as the portable kernels: b < a ? b : a keeps a on ties and NaN */
+#define MINV(a, b) _mm256_blendv_ps(a, b, _mm256_cmp_ps(b, a, _CMP_LT_OQ))
+#define MAXV(a, b) _mm256_blendv_ps(a, b, _mm256_cmp_ps(b, a, _CMP_GT_OQ))
+F16C_KERNEL(k_min_f16c, MINV, k_min_f16)
+F16C_KERNEL(k_max_f16c, MAXV, k_max_f16)
+
+/* bfloat16 on AVX2: widen by shifting, narrow with round-to-nearest-even and
+ * quiet NaNs, exactly as bf16_narrow. */
+#define BF16_KERNEL(name, VOP, portable)                                       \
+    __attribute__((target("avx2"))) static void name(void *dst_, const void *src_, size_t n) \
+    {                                                                          \
+        uint16_t *d = dst_;                                                    \
+        const uint16_t *s = src_;                                              \
+        const __m256i one = _mm256_set1_epi32(1), bias = _mm256_set1_epi32(0x7fff); \
+        const __m256i absm = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000); \
+        const __m256i qbit = _mm256_set1_epi32(0x40);                          \
+        size_t i = 0;                                                          \
+        for (; i + 8 <= n; i += 8) {                                           \
+            __m256 a = _mm256_castsi256_ps(_mm256_slli_epi32(                  \
+                _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(d + i))), 16)); \
+            __m256 b = _mm256_castsi256_ps(_mm256_slli_epi32(                  \
+                _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(s + i))), 16)); \
+            __m256i u = _mm256_castps_si256(VOP(a, b));                        \
+            __m256i hi = _mm256_srli_epi32(u, 16);                             \
+            __m256i r = _mm256_srli_epi32(                                     \
+                _mm256_add_epi32(_mm256_add_epi32(u, bias), _mm256_and_si256(hi, one)), 16); \
+            __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, absm), inf);  \
+            r = _mm256_blendv_epi8(r, _mm256_or_si256(hi, qbit), nan);         \
+            _mm_storeu_si128((__m128i *)(d + i),                               \
+                             _mm_packus_epi32(_mm256_castsi256_si128(r),       \
+                                              _mm256_extracti128_si256(r, 1))); \
+        }                                                                      \
+        if (i < n)                                                             \
+            portable(d + i, s + i, n - i);                                     \
+    }
+BF16_KERNEL(k_sum_bf16v, _mm256_add_ps, k_sum_bf16)
+BF16_KERNEL(k_prod_bf16v, _mm256_mul_ps, k_prod_bf16)
+BF16_KERNEL(k_min_bf16v, MINV, k_min_bf16)
+BF16_KERNEL(k_max_bf16v, MAXV, k_max_bf16)
+#define HAVE_F16C_KERNELS 1
+#endif
 
 #define INT_ROW(tn)                                                           \
     {k_sum_##tn, k_prod_##tn, k_min_##tn, k_max_##tn, k_band_##tn,            \
@@ -303,6 +389,17 @@ reduce_kernel_fn reduce_kernel(int builtin_op, weft_dtype_t dt)
 {
     if (!dtype_valid(dt) || builtin_op < 0 || builtin_op >= WEFT_OP_BUILTIN_COUNT)
         return NULL;
+#ifdef HAVE_F16C_KERNELS
+    if (dt == WEFT_FLOAT16 && builtin_op <= WEFT_MAX && __builtin_cpu_supports("f16c") &&
+        __builtin_cpu_supports("avx2")) {
+        static const reduce_kernel_fn f16c[4] = {k_sum_f16c, k_prod_f16c, k_min_f16c, k_max_f16c};
+        return f16c[builtin_op];
+    }
+    if (dt == WEFT_BFLOAT16 && builtin_op <= WEFT_MAX && __builtin_cpu_supports("avx2")) {
+        static const reduce_kernel_fn bf[4] = {k_sum_bf16v, k_prod_bf16v, k_min_bf16v, k_max_bf16v};
+        return bf[builtin_op];
+    }
+#endif
     return kernels[dt][builtin_op];
 }
 
@@ -316,7 +413,7 @@ int reducer_init(reducer_t *r, weft_op_t op, weft_dtype_t dt)
     r->dtype = dt;
     r->esize = dtypes[dt].size;
     if (info.builtin >= 0)
-        r->kernel = kernels[dt][info.builtin];
+        r->kernel = reduce_kernel(info.builtin, dt);
     r->user = info.fn;
     r->ctx = info.ctx;
     return WEFT_OK;
