@@ -327,10 +327,13 @@ static void test_reduce_scatter(const char *name)
 {
     int noncomm = serves_noncommutative(WEFT_COLL_REDUCE_SCATTER, name);
     weft_set_algorithm(world, WEFT_COLL_REDUCE_SCATTER, name, NULL);
-    size_t counts[3] = {0, 1, 17};
-    for (int ci = 0; ci < 3; ci++)
+    /* per-block counts; the last makes the whole vector about LARGE */
+    size_t counts[4] = {0, 1, P > 1 ? (size_t)P - 1 : 2, LARGE / (size_t)P + 1};
+    for (int ci = 0; ci < 4; ci++)
         for (int k = 0; k < K_COUNT; k++) {
             if (k == K_AFFINE && !noncomm)
+                continue;
+            if (ci == 3 && k != P % K_AFFINE) /* large: one kind, rotating with P */
                 continue;
             size_t c = counts[ci], es = weft_dtype_size(kind_dtype(k));
             char *in = malloc((size_t)P * c * es + 8), *out = malloc((size_t)P * c * es + 8);
@@ -361,14 +364,16 @@ static unsigned char block_byte(int r, size_t i) { return (unsigned char)(i * 13
 static void test_gathers(weft_coll_t coll, const char *name)
 {
     weft_set_algorithm(world, coll, name, NULL);
-    size_t counts[3] = {0, 1, 33};
+    size_t counts[4] = {0, 1, P > 1 ? (size_t)P - 1 : 2, LARGE / (size_t)P + 1};
     const weft_dtype_t dts[2] = {WEFT_INT8, WEFT_FLOAT64};
     int roots[3] = {0, P - 1, P / 2};
     int nroots = coll == WEFT_COLL_ALLGATHER ? 1 : 3;
-    for (int ci = 0; ci < 3; ci++)
+    for (int ci = 0; ci < 4; ci++)
         for (int d = 0; d < 2; d++)
             for (int ri = 0; ri < nroots; ri++)
                 for (int inplace = 0; inplace < 2; inplace++) {
+                    if (ci == 3 && (d != P % 2 || ri != P % nroots || inplace != (P / 2) % 2))
+                        continue; /* large: one sampled case per P */
                     int root = roots[ri];
                     size_t c = counts[ci], es = weft_dtype_size(dts[d]), bb = c * es;
                     size_t all = (size_t)P * bb;
