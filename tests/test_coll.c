@@ -17,6 +17,9 @@
 #include <string.h>
 
 #include "weft.h"
+#ifdef WEFT_HAVE_MPI
+#include "weft_mpi.h"
+#endif
 
 static int P, me, failures, checks;
 static weft_comm_t world;
@@ -481,11 +484,26 @@ static void test_comms(void)
 
 int main(int argc, char **argv)
 {
-    if (weft_init(&argc, &argv) != WEFT_OK) {
-        fprintf(stderr, "weft_init: %s\n", weft_last_error());
+    int use_mpi = argc > 1 && !strcmp(argv[1], "--mpi");
+    if (use_mpi) { /* the same tests over MPI (run under mpirun) */
+#ifdef WEFT_HAVE_MPI
+        MPI_Init(&argc, &argv);
+        if (weft_comm_from_mpi(MPI_COMM_WORLD, &world) != WEFT_OK) {
+            fprintf(stderr, "weft_comm_from_mpi: %s\n", weft_last_error());
+            return 1;
+        }
+        argc--, argv++;
+#else
+        fprintf(stderr, "test_coll: built without MPI\n");
         return 1;
+#endif
+    } else {
+        if (weft_init(&argc, &argv) != WEFT_OK) {
+            fprintf(stderr, "weft_init: %s\n", weft_last_error());
+            return 1;
+        }
+        world = weft_comm_world();
     }
-    world = weft_comm_world();
     P = weft_comm_size(world);
     me = weft_comm_rank(world);
     weft_op_create(affine_fn, NULL, 0, 0, &affine_op);
@@ -515,7 +533,15 @@ int main(int argc, char **argv)
     weft_allreduce(WEFT_IN_PLACE, &total, 1, WEFT_INT32, WEFT_SUM, world);
     weft_op_free(&affine_op);
     if (me == 0)
-        printf("test_coll P=%d: %d checks on rank 0, %d failures on all ranks\n", P, checks, total);
-    int rc = weft_finalize();
+        printf("test_coll P=%d%s: %d checks on rank 0, %d failures on all ranks\n", P,
+               use_mpi ? " (MPI)" : "", checks, total);
+    int rc = WEFT_OK;
+#ifdef WEFT_HAVE_MPI
+    if (use_mpi) {
+        rc = weft_comm_free(&world);
+        MPI_Finalize();
+    } else
+#endif
+        rc = weft_finalize();
     return total || rc ? 1 : 0;
 }

@@ -68,18 +68,31 @@ void comm_destroy(weft_comm_t c)
         sched_free(&e->s);
     }
     request_list_free(c->dead);
+    if (c->owns_x)
+        c->x->ops->close(c->x);
     free(c->world);
     free(c);
+}
+
+int lib_init(void)
+{
+    if (weft_g.initialized)
+        return WEFT_OK;
+    int rc = config_choices_from_env(weft_g.choice);
+    if (rc)
+        return rc;
+    weft_g.next_ctx = 2;
+    weft_g.initialized = 1;
+    return WEFT_OK;
 }
 
 weft_err_t weft_init(int *argc, char ***argv)
 {
     (void)argc, (void)argv;
     weft_error_clear();
-    if (weft_g.initialized)
+    if (weft_g.world)
         return weft_error(WEFT_EINVAL, "weft_init: already initialised");
-    algo_choice_t choice[WEFT_COLL_COUNT];
-    int rc = config_choices_from_env(choice);
+    int rc = lib_init();
     if (rc)
         return rc;
     const char *seg = getenv("WEFT_SHM"), *rs = getenv("WEFT_RANK"), *ss = getenv("WEFT_SIZE");
@@ -104,15 +117,13 @@ weft_err_t weft_init(int *argc, char ***argv)
     }
     for (int i = 0; i < size; i++)
         world[i] = i;
-    rc = comm_create(x, rank, size, world, 1, choice, &weft_g.world);
+    rc = comm_create(x, rank, size, world, 1, weft_g.choice, &weft_g.world);
     free(world);
     if (rc) {
         x->ops->close(x);
         return rc;
     }
     weft_g.x = x;
-    weft_g.next_ctx = 2;
-    weft_g.initialized = 1;
     return WEFT_OK;
 }
 
@@ -120,12 +131,15 @@ weft_err_t weft_finalize(void)
 {
     if (!weft_g.initialized)
         return weft_error(WEFT_ENOTINIT, "weft_finalize: weft is not initialised");
-    /* No rank may leave while a peer still needs it. */
-    int rc = weft_barrier(weft_g.world);
-    comm_destroy(weft_g.world);
-    weft_g.world = NULL;
-    weft_g.x->ops->close(weft_g.x);
-    weft_g.x = NULL;
+    int rc = WEFT_OK;
+    if (weft_g.world) {
+        /* No rank may leave while a peer still needs it. */
+        rc = weft_barrier(weft_g.world);
+        comm_destroy(weft_g.world);
+        weft_g.world = NULL;
+        weft_g.x->ops->close(weft_g.x);
+        weft_g.x = NULL;
+    }
     weft_g.initialized = 0;
     return rc;
 }
@@ -157,6 +171,31 @@ static int agree_ctx(weft_comm_t comm, uint32_t *ctx)
     return WEFT_OK;
 }
 
+/* A communicator over a transport of its own (MPI: a new MPI communicator). */
+static int derive_comm(weft_comm_t comm, int color, int key, weft_comm_t *newcomm)
+{
+    xport_t *nx = NULL;
+    *newcomm = NULL;
+    int rc = comm->x->ops->derive(comm->x, color, key, &nx);
+    if (rc || !nx)
+        return rc;
+    int *ident = malloc((size_t)nx->size * sizeof *ident);
+    if (!ident) {
+        nx->ops->close(nx);
+        return weft_error(WEFT_ENOMEM, "out of memory");
+    }
+    for (int i = 0; i < nx->size; i++)
+        ident[i] = i;
+    rc = comm_create(nx, nx->rank, nx->size, ident, 1, comm->choice, newcomm);
+    free(ident);
+    if (rc) {
+        nx->ops->close(nx);
+        return rc;
+    }
+    (*newcomm)->owns_x = true;
+    return WEFT_OK;
+}
+
 weft_err_t weft_comm_dup(weft_comm_t comm, weft_comm_t *newcomm)
 {
     int rc = comm_check(comm, "weft_comm_dup");
@@ -164,6 +203,8 @@ weft_err_t weft_comm_dup(weft_comm_t comm, weft_comm_t *newcomm)
         return rc;
     if (!newcomm)
         return weft_error(WEFT_EINVAL, "weft_comm_dup: newcomm is NULL");
+    if (comm->x->ops->derive)
+        return derive_comm(comm, 0, comm->rank, newcomm);
     uint32_t ctx;
     if ((rc = agree_ctx(comm, &ctx)))
         return rc;
@@ -184,6 +225,8 @@ weft_err_t weft_comm_split(weft_comm_t comm, int color, int key, weft_comm_t *ne
     if (color < 0 && color != WEFT_UNDEFINED)
         return weft_error(WEFT_EINVAL, "weft_comm_split: color %d must be >= 0 or WEFT_UNDEFINED",
                           color);
+    if (comm->x->ops->derive)
+        return derive_comm(comm, color, key, newcomm);
     int P = comm->size;
     split_entry_t me = {color, key}, *all = malloc((size_t)P * sizeof *all);
     if (!all)
@@ -230,7 +273,7 @@ weft_err_t weft_comm_free(weft_comm_t *comm)
 {
     if (!comm || !*comm)
         return weft_error(WEFT_EINVAL, "weft_comm_free: communicator is NULL");
-    if (*comm == weft_g.world)
+    if (*comm == weft_g.world && weft_g.world)
         return weft_error(WEFT_EINVAL, "weft_comm_free: the world communicator is freed by "
                                        "weft_finalize");
     if ((*comm)->active)

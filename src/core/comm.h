@@ -39,6 +39,7 @@ struct weft_comm {
     algo_choice_t choice[WEFT_COLL_COUNT];
     sched_entry_t cache[SCHED_CACHE_SIZE];
     uint64_t clock;
+    bool owns_x; /* the transport belongs to this communicator (MPI) */
     int active; /* unfinished requests */
     struct weft_request *dead; /* failed requests, freed with the communicator */
 };
@@ -54,15 +55,18 @@ struct weft_request {
 
 /* Process-wide state: the transport and the world communicator. */
 typedef struct weft_state {
-    int initialized;
-    xport_t *x;
+    int initialized; /* the library: configuration read */
+    xport_t *x;       /* the job's transport (weft_init), or NULL */
     weft_comm_t world;
     uint32_t next_ctx;
+    algo_choice_t choice[WEFT_COLL_COUNT]; /* from the environment */
     pthread_mutex_t lock;
 } weft_state_t;
 extern weft_state_t weft_g;
 
 int comm_check(weft_comm_t comm, const char *fn);
+/* Reads the configuration once; weft_init and weft_comm_from_mpi call it. */
+int lib_init(void);
 int comm_create(xport_t *x, int rank, int size, const int *world, uint32_t ctx,
                 const algo_choice_t *choice, weft_comm_t *out);
 void comm_destroy(weft_comm_t comm);

@@ -58,6 +58,11 @@ typedef struct xport_ops {
     /* Mark the whole job failed (a detected mismatch): peers' waits fail. */
     void (*abort_job)(xport_t *x, const char *why);
     void (*close)(xport_t *x);
+    /* Optional: a transport for the ranks of a sub-communicator (collective
+     * over x's ranks; color < 0: this rank is in none, *out = NULL).  NULL
+     * for transports shared by the whole job, whose sub-communicators map
+     * ranks instead. */
+    int (*derive)(xport_t *x, int color, int key, xport_t **out);
 } xport_ops_t;
 
 struct xport {

@@ -1,0 +1,382 @@
+/* interpose.c — libweft-mpi.so, a drop-in for unmodified MPI programs.
+ *
+ * LD_PRELOAD it (or link it before the MPI library) and MPI_Allreduce,
+ * MPI_Bcast, MPI_Reduce, MPI_Reduce_scatter_block and MPI_Allgather run
+ * weft's algorithms.  Everything weft does not handle goes to the MPI
+ * library's own PMPI_ entry point: derived or non-contiguous datatypes,
+ * MINLOC/MAXLOC, long double, intercommunicators, arguments the MPI library
+ * must reject (so errors reach the communicator's error handler exactly as
+ * without the drop-in).  WEFT_VERBOSE=1 prints, at MPI_Finalize, per rank,
+ * how many calls weft served and why the others fell back.
+ *
+ * One weft communicator per MPI communicator is cached as an attribute whose
+ * delete callback frees it, so MPI_Comm_free releases it.  User ops are
+ * recorded at MPI_Op_create (MPI offers no way to get the function back from
+ * an MPI_Op) and wrapped as weft user ops with the op's commutativity. */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mpi.h>
+
+#include "weft.h"
+#include "weft_mpi.h"
+
+/* ---- statistics ---- */
+
+enum { C_ALLREDUCE, C_BCAST, C_REDUCE, C_RSB, C_ALLGATHER, C_N };
+static const char *const cname[C_N] = {"MPI_Allreduce", "MPI_Bcast", "MPI_Reduce",
+                                       "MPI_Reduce_scatter_block", "MPI_Allgather"};
+enum { F_DTYPE, F_OP, F_INTER, F_ARGS, F_ERROR, F_N };
+static const char *const fname[F_N] = {"unsupported datatype", "unsupported op",
+                                       "intercommunicator", "arguments for MPI to check",
+                                       "weft could not build a communicator"};
+static long served[C_N], fallback[C_N][F_N];
+static int verbose = -1;
+
+static int is_verbose(void)
+{
+    if (verbose < 0) {
+        const char *v = getenv("WEFT_VERBOSE");
+        verbose = v && *v && strcmp(v, "0");
+    }
+    return verbose;
+}
+
+/* ---- datatypes ---- */
+
+static int map_dtype(MPI_Datatype dt, weft_dtype_t *out)
+{
+    struct {
+        MPI_Datatype mpi;
+        int is_signed, is_float;
+    } known[] = {
+        {MPI_CHAR, 1, 0},          {MPI_SIGNED_CHAR, 1, 0},      {MPI_UNSIGNED_CHAR, 0, 0},
+        {MPI_BYTE, 0, 0},          {MPI_SHORT, 1, 0},            {MPI_UNSIGNED_SHORT, 0, 0},
+        {MPI_INT, 1, 0},           {MPI_UNSIGNED, 0, 0},         {MPI_LONG, 1, 0},
+        {MPI_UNSIGNED_LONG, 0, 0}, {MPI_LONG_LONG, 1, 0},        {MPI_LONG_LONG_INT, 1, 0},
+        {MPI_UNSIGNED_LONG_LONG, 0, 0},
+        {MPI_INT8_T, 1, 0},        {MPI_INT16_T, 1, 0},          {MPI_INT32_T, 1, 0},
+        {MPI_INT64_T, 1, 0},       {MPI_UINT8_T, 0, 0},          {MPI_UINT16_T, 0, 0},
+        {MPI_UINT32_T, 0, 0},      {MPI_UINT64_T, 0, 0},         {MPI_FLOAT, 1, 1},
+        {MPI_DOUBLE, 1, 1},
+    };
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
+        if (known[i].mpi != dt)
+            continue;
+        int size = 0;
+        PMPI_Type_size(dt, &size);
+        if (known[i].is_float) {
+            *out = size == 4 ? WEFT_FLOAT32 : WEFT_FLOAT64;
+            return size == 4 || size == 8;
+        }
+        switch (size) {
+        case 1: *out = known[i].is_signed ? WEFT_INT8 : WEFT_UINT8; return 1;
+        case 2: *out = known[i].is_signed ? WEFT_INT16 : WEFT_UINT16; return 1;
+        case 4: *out = known[i].is_signed ? WEFT_INT32 : WEFT_UINT32; return 1;
+        case 8: *out = known[i].is_signed ? WEFT_INT64 : WEFT_UINT64; return 1;
+        default: return 0;
+        }
+    }
+    return 0;
+}
+
+/* ---- ops ---- */
+
+typedef struct user_op {
+    MPI_Op mpi;
+    MPI_User_function *fn;
+    int commute;
+    weft_op_t wop; /* -1 until first use */
+    struct user_op *next;
+} user_op_t;
+
+static user_op_t *user_ops;
+static pthread_mutex_t ops_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Thread_local MPI_Datatype current_dtype; /* the call's datatype */
+
+static void trampoline(const void *in, void *inout, size_t count, weft_dtype_t dt, void *ctx)
+{
+    user_op_t *u = ctx;
+    (void)dt;
+    while (count) { /* MPI's length is an int */
+        int len = count > (size_t)INT32_MAX ? INT32_MAX : (int)count;
+        u->fn((void *)in, inout, &len, &current_dtype);
+        int size = 0;
+        PMPI_Type_size(current_dtype, &size);
+        in = (const char *)in + (size_t)len * (size_t)size;
+        inout = (char *)inout + (size_t)len * (size_t)size;
+        count -= (size_t)len;
+    }
+}
+
+int MPI_Op_create(MPI_User_function *fn, int commute, MPI_Op *op)
+{
+    int rc = PMPI_Op_create(fn, commute, op);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    user_op_t *u = calloc(1, sizeof *u);
+    if (u) {
+        u->mpi = *op, u->fn = fn, u->commute = commute, u->wop = -1;
+        pthread_mutex_lock(&ops_lock);
+        u->next = user_ops;
+        user_ops = u;
+        pthread_mutex_unlock(&ops_lock);
+    }
+    return rc;
+}
+
+int MPI_Op_free(MPI_Op *op)
+{
+    pthread_mutex_lock(&ops_lock);
+    for (user_op_t **pp = &user_ops; *pp; pp = &(*pp)->next)
+        if ((*pp)->mpi == *op) {
+            user_op_t *u = *pp;
+            *pp = u->next;
+            if (u->wop >= 0)
+                weft_op_free(&u->wop);
+            free(u);
+            break;
+        }
+    pthread_mutex_unlock(&ops_lock);
+    return PMPI_Op_free(op);
+}
+
+static int map_op(MPI_Op op, weft_op_t *out)
+{
+    static const struct {
+        MPI_Op mpi;
+        weft_op_t w;
+    } builtin[] = {{MPI_SUM, WEFT_SUM},   {MPI_PROD, WEFT_PROD}, {MPI_MIN, WEFT_MIN},
+                   {MPI_MAX, WEFT_MAX},   {MPI_BAND, WEFT_BAND}, {MPI_BOR, WEFT_BOR},
+                   {MPI_BXOR, WEFT_BXOR}, {MPI_LAND, WEFT_LAND}, {MPI_LOR, WEFT_LOR}};
+    for (size_t i = 0; i < sizeof builtin / sizeof builtin[0]; i++)
+        if (builtin[i].mpi == op) {
+            *out = builtin[i].w;
+            return 1;
+        }
+    int found = 0;
+    pthread_mutex_lock(&ops_lock);
+    for (user_op_t *u = user_ops; u; u = u->next)
+        if (u->mpi == op) {
+            if (u->wop < 0 && weft_op_create(trampoline, u, u->commute, 0, &u->wop) != WEFT_OK)
+                break;
+            *out = u->wop;
+            found = 1;
+            break;
+        }
+    pthread_mutex_unlock(&ops_lock);
+    return found;
+}
+
+/* ---- communicators ---- */
+
+static int keyval = MPI_KEYVAL_INVALID;
+
+static int delete_weft_comm(MPI_Comm comm, int key, void *val, void *extra)
+{
+    weft_comm_t wc = val;
+    (void)comm, (void)key, (void)extra;
+    weft_comm_free(&wc);
+    return MPI_SUCCESS;
+}
+
+/* The weft communicator of comm, created on first use (inside a collective
+ * call, so the MPI_Comm_dup it does is collective too); NULL on failure. */
+static weft_comm_t weft_of(MPI_Comm comm)
+{
+    if (keyval == MPI_KEYVAL_INVALID &&
+        PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_weft_comm, &keyval, NULL) != MPI_SUCCESS)
+        return NULL;
+    void *val = NULL;
+    int flag = 0;
+    PMPI_Comm_get_attr(comm, keyval, &val, &flag);
+    if (flag)
+        return val;
+    weft_comm_t wc;
+    if (weft_comm_from_mpi(comm, &wc) != WEFT_OK) {
+        if (is_verbose())
+            fprintf(stderr, "weft-mpi: %s\n", weft_last_error());
+        return NULL;
+    }
+    PMPI_Comm_set_attr(comm, keyval, wc);
+    return wc;
+}
+
+/* Common checks; returns the weft communicator or NULL with *why set. */
+static weft_comm_t usable(MPI_Comm comm, int count, int *why)
+{
+    if (comm == MPI_COMM_NULL || count < 0) {
+        *why = F_ARGS;
+        return NULL;
+    }
+    int inter = 0;
+    if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS) {
+        *why = F_ARGS;
+        return NULL;
+    }
+    if (inter) {
+        *why = F_INTER;
+        return NULL;
+    }
+    weft_comm_t wc = weft_of(comm);
+    if (!wc)
+        *why = F_ERROR;
+    return wc;
+}
+
+/* A weft error after the arguments were accepted: report it through the
+ * communicator's error handler, as MPI would. */
+static int raise_error(MPI_Comm comm, int c)
+{
+    if (is_verbose())
+        fprintf(stderr, "weft-mpi: %s: %s\n", cname[c], weft_last_error());
+    PMPI_Comm_call_errhandler(comm, MPI_ERR_OTHER);
+    return MPI_ERR_OTHER;
+}
+
+#define FALLBACK(c, why, call)                                                              \
+    do {                                                                                    \
+        fallback[c][why]++;                                                                 \
+        return call;                                                                        \
+    } while (0)
+
+static const void *in_place(const void *buf) { return buf == MPI_IN_PLACE ? WEFT_IN_PLACE : buf; }
+
+int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
+                  MPI_Comm comm)
+{
+    weft_dtype_t wdt;
+    weft_op_t wop;
+    int why = 0;
+    if (!map_dtype(dt, &wdt))
+        FALLBACK(C_ALLREDUCE, F_DTYPE, PMPI_Allreduce(sendbuf, recvbuf, count, dt, op, comm));
+    if (!map_op(op, &wop))
+        FALLBACK(C_ALLREDUCE, F_OP, PMPI_Allreduce(sendbuf, recvbuf, count, dt, op, comm));
+    weft_comm_t wc = usable(comm, count, &why);
+    if (!wc)
+        FALLBACK(C_ALLREDUCE, why, PMPI_Allreduce(sendbuf, recvbuf, count, dt, op, comm));
+    current_dtype = dt;
+    if (weft_allreduce(in_place(sendbuf), recvbuf, (size_t)count, wdt, wop, wc) != WEFT_OK)
+        return raise_error(comm, C_ALLREDUCE);
+    served[C_ALLREDUCE]++;
+    return MPI_SUCCESS;
+}
+
+int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
+               int root, MPI_Comm comm)
+{
+    weft_dtype_t wdt;
+    weft_op_t wop;
+    int why = 0, size = 0, rank = 0;
+    if (!map_dtype(dt, &wdt))
+        FALLBACK(C_REDUCE, F_DTYPE, PMPI_Reduce(sendbuf, recvbuf, count, dt, op, root, comm));
+    if (!map_op(op, &wop))
+        FALLBACK(C_REDUCE, F_OP, PMPI_Reduce(sendbuf, recvbuf, count, dt, op, root, comm));
+    weft_comm_t wc = usable(comm, count, &why);
+    if (wc) {
+        PMPI_Comm_size(comm, &size);
+        PMPI_Comm_rank(comm, &rank);
+        if (root < 0 || root >= size || (sendbuf == MPI_IN_PLACE && rank != root))
+            wc = NULL, why = F_ARGS;
+    }
+    if (!wc)
+        FALLBACK(C_REDUCE, why, PMPI_Reduce(sendbuf, recvbuf, count, dt, op, root, comm));
+    current_dtype = dt;
+    if (weft_reduce(in_place(sendbuf), recvbuf, (size_t)count, wdt, wop, root, wc) != WEFT_OK)
+        return raise_error(comm, C_REDUCE);
+    served[C_REDUCE]++;
+    return MPI_SUCCESS;
+}
+
+int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
+{
+    weft_dtype_t wdt;
+    int why = 0, size = 0;
+    if (!map_dtype(dt, &wdt))
+        FALLBACK(C_BCAST, F_DTYPE, PMPI_Bcast(buf, count, dt, root, comm));
+    weft_comm_t wc = usable(comm, count, &why);
+    if (wc) {
+        PMPI_Comm_size(comm, &size);
+        if (root < 0 || root >= size)
+            wc = NULL, why = F_ARGS;
+    }
+    if (!wc)
+        FALLBACK(C_BCAST, why, PMPI_Bcast(buf, count, dt, root, comm));
+    if (weft_bcast(buf, (size_t)count, wdt, root, wc) != WEFT_OK)
+        return raise_error(comm, C_BCAST);
+    served[C_BCAST]++;
+    return MPI_SUCCESS;
+}
+
+int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt,
+                             MPI_Op op, MPI_Comm comm)
+{
+    weft_dtype_t wdt;
+    weft_op_t wop;
+    int why = 0;
+    if (!map_dtype(dt, &wdt))
+        FALLBACK(C_RSB, F_DTYPE, PMPI_Reduce_scatter_block(sendbuf, recvbuf, count, dt, op, comm));
+    if (!map_op(op, &wop))
+        FALLBACK(C_RSB, F_OP, PMPI_Reduce_scatter_block(sendbuf, recvbuf, count, dt, op, comm));
+    weft_comm_t wc = usable(comm, count, &why);
+    if (!wc)
+        FALLBACK(C_RSB, why, PMPI_Reduce_scatter_block(sendbuf, recvbuf, count, dt, op, comm));
+    current_dtype = dt;
+    if (weft_reduce_scatter(in_place(sendbuf), recvbuf, (size_t)count, wdt, wop, wc) != WEFT_OK)
+        return raise_error(comm, C_RSB);
+    served[C_RSB]++;
+    return MPI_SUCCESS;
+}
+
+int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    weft_dtype_t wdt;
+    int why = 0;
+    int same = sendbuf == MPI_IN_PLACE || (sendtype == recvtype && sendcount == recvcount);
+    if (!map_dtype(recvtype, &wdt) || !same)
+        FALLBACK(C_ALLGATHER, same ? F_DTYPE : F_ARGS,
+                 PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm));
+    weft_comm_t wc = usable(comm, recvcount, &why);
+    if (!wc)
+        FALLBACK(C_ALLGATHER, why,
+                 PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm));
+    if (weft_allgather(in_place(sendbuf), recvbuf, (size_t)recvcount, wdt, wc) != WEFT_OK)
+        return raise_error(comm, C_ALLGATHER);
+    served[C_ALLGATHER]++;
+    return MPI_SUCCESS;
+}
+
+int MPI_Finalize(void)
+{
+    if (keyval != MPI_KEYVAL_INVALID) {
+        /* free the cached weft communicators of the predefined communicators
+         * while MPI still works */
+        PMPI_Comm_delete_attr(MPI_COMM_WORLD, keyval);
+        PMPI_Comm_delete_attr(MPI_COMM_SELF, keyval);
+        PMPI_Comm_free_keyval(&keyval);
+    }
+    if (is_verbose()) {
+        int rank = 0;
+        PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        for (int c = 0; c < C_N; c++) {
+            long fb = 0;
+            for (int f = 0; f < F_N; f++)
+                fb += fallback[c][f];
+            if (!served[c] && !fb)
+                continue;
+            char reasons[256] = "";
+            size_t used = 0;
+            for (int f = 0; f < F_N; f++)
+                if (fallback[c][f])
+                    used += (size_t)snprintf(reasons + used, sizeof reasons - used, "%s%ld %s",
+                                             used ? ", " : ": ", fallback[c][f], fname[f]);
+            fprintf(stderr, "weft-mpi[rank %d]: %s: %ld served by weft, %ld by MPI%s\n", rank,
+                    cname[c], served[c], fb, reasons);
+        }
+    }
+    return PMPI_Finalize();
+}

@@ -1,0 +1,22 @@
+#!/bin/bash
+# The drop-in on an unmodified MPI program: same results as the MPI library,
+# and weft really served the calls (WEFT_VERBOSE=1 log), with the derived
+# datatype and MINLOC falling back to MPI.
+set -u
+lib=$1 prog=$2 np=$3; shift 3
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+fail() { echo "FAIL: $*"; exit 1; }
+timeout 300 mpirun -n "$np" "$@" "$prog" || fail "the program fails without the drop-in"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+WEFT_VERBOSE=1 timeout 300 mpirun -n "$np" "$@" -x LD_PRELOAD="$lib" -x WEFT_VERBOSE "$prog" 2>"$log"
+st=$?
+cat "$log"
+[ $st -eq 0 ] || fail "the program fails with the drop-in (exit $st)"
+grep -q "rank 0\]: MPI_Allreduce: [1-9][0-9]* served by weft" "$log" || fail "weft served no MPI_Allreduce"
+for c in MPI_Reduce MPI_Bcast MPI_Reduce_scatter_block MPI_Allgather; do
+    grep -q "rank 0\]: $c: [1-9][0-9]* served by weft" "$log" || fail "weft served no $c"
+done
+grep -q "MPI_Bcast: .*1 unsupported datatype" "$log" || fail "the derived datatype did not fall back"
+grep -q "MPI_Allreduce: .*unsupported datatype" "$log" || fail "MINLOC on MPI_2INT did not fall back"
+echo "1 passed, 0 failed"

@@ -1,0 +1,233 @@
+/* test_pmpi.c — an ordinary MPI program (no weft calls) for the drop-in:
+ * MPI_Allreduce / MPI_Reduce / MPI_Bcast / MPI_Reduce_scatter_block /
+ * MPI_Allgather with every predefined datatype and op weft maps, MPI_IN_PLACE,
+ * user ops (commutative and not), count 0, MPI_COMM_SELF, a split
+ * communicator, and calls that must fall back to MPI (derived datatype,
+ * MINLOC).  It checks every result itself, so it passes with or without
+ * LD_PRELOAD=libweft-mpi.so; pmpi.sh checks that weft served the calls. */
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int rank, size, failures, checks;
+
+#define CHECK(c, ...)                                                    \
+    do {                                                                 \
+        checks++;                                                        \
+        if (!(c)) {                                                      \
+            failures++;                                                  \
+            fprintf(stderr, "rank %d: FAIL line %d: ", rank, __LINE__); \
+            fprintf(stderr, __VA_ARGS__);                                \
+            fprintf(stderr, "\n");                                       \
+        }                                                                \
+    } while (0)
+
+typedef struct {
+    MPI_Datatype t;
+    const char *name;
+    int size, is_float, is_signed;
+} dt_t;
+
+static int64_t val(int r, int i) { return (int64_t)((i * 7 + r * 3) % 11) + (r == 1 ? 0 : 1); }
+
+static void put(void *buf, int i, int64_t v, const dt_t *d)
+{
+    if (d->is_float) {
+        if (d->size == 4)
+            ((float *)buf)[i] = (float)v;
+        else
+            ((double *)buf)[i] = (double)v;
+        return;
+    }
+    memcpy((char *)buf + (size_t)i * (size_t)d->size, &v, (size_t)d->size); /* little endian */
+}
+
+static int64_t get(const void *buf, int i, const dt_t *d)
+{
+    if (d->is_float)
+        return d->size == 4 ? (int64_t)((const float *)buf)[i] : (int64_t)((const double *)buf)[i];
+    int64_t v = 0;
+    memcpy(&v, (const char *)buf + (size_t)i * (size_t)d->size, (size_t)d->size);
+    if (d->is_signed && d->size < 8 && (v >> (8 * d->size - 1)) & 1)
+        v |= -((int64_t)1 << (8 * d->size));
+    return v;
+}
+
+static int64_t reduce_ref(MPI_Op op, int i, const dt_t *d)
+{
+    int64_t acc = val(0, i);
+    for (int r = 1; r < size; r++) {
+        int64_t v = val(r, i);
+        if (op == MPI_SUM) acc += v;
+        else if (op == MPI_PROD) acc *= v;
+        else if (op == MPI_MIN) acc = v < acc ? v : acc;
+        else if (op == MPI_MAX) acc = v > acc ? v : acc;
+        else if (op == MPI_BAND) acc &= v;
+        else if (op == MPI_BOR) acc |= v;
+        else if (op == MPI_BXOR) acc ^= v;
+        else if (op == MPI_LAND) acc = acc && v;
+        else if (op == MPI_LOR) acc = acc || v;
+    }
+    if (!d->is_float && d->size < 8) { /* wrap to the type */
+        int64_t m = (int64_t)1 << (8 * d->size);
+        acc = ((acc % m) + m) % m;
+        if (d->is_signed && acc >= m / 2)
+            acc -= m;
+    }
+    return acc;
+}
+
+/* non-commutative user op on pairs of uint64 (affine maps, see test_coll) */
+static void affine(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+    uint64_t *a = in, *b = inout;
+    for (int i = 0; i < *len; i++) {
+        uint32_t fa = (uint32_t)(a[i] >> 32), fb = (uint32_t)a[i];
+        uint32_t ga = (uint32_t)(b[i] >> 32), gb = (uint32_t)b[i];
+        b[i] = (uint64_t)(fa * ga) << 32 | (uint32_t)(fa * gb + fb);
+    }
+}
+
+static void isum(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+    for (int i = 0; i < *len; i++)
+        ((int *)inout)[i] += ((int *)in)[i];
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    const dt_t dts[] = {
+        {MPI_SIGNED_CHAR, "signed char", 1, 0, 1}, {MPI_UNSIGNED_CHAR, "unsigned char", 1, 0, 0},
+        {MPI_SHORT, "short", 2, 0, 1},             {MPI_UNSIGNED_SHORT, "unsigned short", 2, 0, 0},
+        {MPI_INT, "int", 4, 0, 1},                 {MPI_UNSIGNED, "unsigned", 4, 0, 0},
+        {MPI_LONG, "long", 8, 0, 1},               {MPI_UNSIGNED_LONG, "unsigned long", 8, 0, 0},
+        {MPI_LONG_LONG, "long long", 8, 0, 1},     {MPI_INT8_T, "int8_t", 1, 0, 1},
+        {MPI_INT16_T, "int16_t", 2, 0, 1},         {MPI_INT32_T, "int32_t", 4, 0, 1},
+        {MPI_INT64_T, "int64_t", 8, 0, 1},         {MPI_UINT8_T, "uint8_t", 1, 0, 0},
+        {MPI_UINT16_T, "uint16_t", 2, 0, 0},       {MPI_UINT32_T, "uint32_t", 4, 0, 0},
+        {MPI_UINT64_T, "uint64_t", 8, 0, 0},       {MPI_FLOAT, "float", 4, 1, 1},
+        {MPI_DOUBLE, "double", 8, 1, 1},
+    };
+    const MPI_Op ops[] = {MPI_SUM, MPI_PROD, MPI_MIN, MPI_MAX, MPI_BAND,
+                          MPI_BOR, MPI_BXOR, MPI_LAND, MPI_LOR};
+    const char *opn[] = {"sum", "prod", "min", "max", "band", "bor", "bxor", "land", "lor"};
+    enum { N = 37 };
+    char in[N * 8], out[N * 8 * 16];
+    for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++)
+        for (int o = 0; o < 9; o++) {
+            const dt_t *t = &dts[d];
+            if (t->is_float && o >= 4)
+                continue; /* bitwise/logical ops are for integers */
+            for (int i = 0; i < N; i++)
+                put(in, i, val(rank, i), t);
+            MPI_Allreduce(in, out, N, t->t, ops[o], MPI_COMM_WORLD);
+            int bad = 0;
+            for (int i = 0; i < N; i++)
+                bad += get(out, i, t) != reduce_ref(ops[o], i, t);
+            CHECK(!bad, "allreduce %s %s: %d wrong", t->name, opn[o], bad);
+            /* in place, and reduce to the last rank */
+            memcpy(out, in, sizeof in);
+            MPI_Allreduce(MPI_IN_PLACE, out, N, t->t, ops[o], MPI_COMM_WORLD);
+            bad = 0;
+            for (int i = 0; i < N; i++)
+                bad += get(out, i, t) != reduce_ref(ops[o], i, t);
+            CHECK(!bad, "allreduce in place %s %s", t->name, opn[o]);
+            memset(out, 0, sizeof out);
+            MPI_Reduce(in, out, N, t->t, ops[o], size - 1, MPI_COMM_WORLD);
+            if (rank == size - 1) {
+                bad = 0;
+                for (int i = 0; i < N; i++)
+                    bad += get(out, i, t) != reduce_ref(ops[o], i, t);
+                CHECK(!bad, "reduce %s %s", t->name, opn[o]);
+            }
+        }
+    /* bcast, reduce_scatter_block, allgather (int and double) */
+    int ib[N];
+    for (int i = 0; i < N; i++)
+        ib[i] = rank == 1 % size ? i * 5 + 3 : -1;
+    MPI_Bcast(ib, N, MPI_INT, 1 % size, MPI_COMM_WORLD);
+    int bad = 0;
+    for (int i = 0; i < N; i++)
+        bad += ib[i] != i * 5 + 3;
+    CHECK(!bad, "bcast");
+    int *rs = malloc(sizeof(int) * 3 * (size_t)size), rso[3];
+    for (int i = 0; i < 3 * size; i++)
+        rs[i] = i + rank;
+    MPI_Reduce_scatter_block(rs, rso, 3, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    for (int j = 0; j < 3; j++)
+        CHECK(rso[j] == size * (rank * 3 + j) + size * (size - 1) / 2, "reduce_scatter_block");
+    double *ag = malloc(sizeof(double) * 2 * (size_t)size), mine[2] = {rank * 1.5, rank + 0.25};
+    MPI_Allgather(mine, 2, MPI_DOUBLE, ag, 2, MPI_DOUBLE, MPI_COMM_WORLD);
+    for (int r = 0; r < size; r++)
+        CHECK(ag[2 * r] == r * 1.5 && ag[2 * r + 1] == r + 0.25, "allgather");
+    memset(ag, 0, sizeof(double) * 2 * (size_t)size);
+    ag[2 * rank] = mine[0], ag[2 * rank + 1] = mine[1];
+    MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, ag, 2, MPI_DOUBLE, MPI_COMM_WORLD);
+    for (int r = 0; r < size; r++)
+        CHECK(ag[2 * r] == r * 1.5, "allgather in place");
+    /* user ops */
+    MPI_Op aff, us;
+    MPI_Op_create(affine, 0, &aff);
+    MPI_Op_create(isum, 1, &us);
+    uint64_t a[5], ar[5];
+    for (int i = 0; i < 5; i++)
+        a[i] = (uint64_t)(2 * (rank + i) + 1) << 32 | (uint32_t)(rank * 7 + i);
+    MPI_Allreduce(a, ar, 5, MPI_UINT64_T, aff, MPI_COMM_WORLD);
+    for (int i = 0; i < 5; i++) {
+        uint64_t acc = (uint64_t)(2 * i + 1) << 32 | (uint32_t)i;
+        for (int r = 1; r < size; r++) {
+            uint64_t g = (uint64_t)(2 * (r + i) + 1) << 32 | (uint32_t)(r * 7 + i);
+            int one = 1;
+            MPI_Datatype dd = MPI_UINT64_T;
+            uint64_t tmp = g;
+            affine(&acc, &tmp, &one, &dd);
+            acc = tmp;
+        }
+        CHECK(ar[i] == acc, "non-commutative user op, element %d", i);
+    }
+    int u = rank + 1, ur = 0;
+    MPI_Allreduce(&u, &ur, 1, MPI_INT, us, MPI_COMM_WORLD);
+    CHECK(ur == size * (size + 1) / 2, "commutative user op");
+    MPI_Op_free(&aff);
+    MPI_Op_free(&us);
+    /* count 0, MPI_COMM_SELF, a split communicator */
+    CHECK(MPI_Allreduce(in, out, 0, MPI_INT, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS, "count 0");
+    int s1 = 41, s2 = 0;
+    MPI_Allreduce(&s1, &s2, 1, MPI_INT, MPI_SUM, MPI_COMM_SELF);
+    CHECK(s2 == 41, "COMM_SELF");
+    MPI_Comm half;
+    MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
+    int hv = rank, hs = 0, want = 0;
+    MPI_Allreduce(&hv, &hs, 1, MPI_INT, MPI_SUM, half);
+    for (int r = rank % 2; r < size; r += 2)
+        want += r;
+    CHECK(hs == want, "split comm");
+    MPI_Comm_free(&half);
+    /* fallbacks: a derived datatype and MINLOC */
+    MPI_Datatype vec;
+    MPI_Type_vector(4, 1, 2, MPI_INT, &vec);
+    MPI_Type_commit(&vec);
+    int v8[8];
+    for (int i = 0; i < 8; i++)
+        v8[i] = rank == 0 ? 100 + i : -1;
+    MPI_Bcast(v8, 1, vec, 0, MPI_COMM_WORLD);
+    for (int i = 0; i < 8; i += 2)
+        CHECK(v8[i] == 100 + i, "derived bcast");
+    MPI_Type_free(&vec);
+    struct { int v, r; } ml = {rank * 10 % 7, rank}, mr;
+    MPI_Allreduce(&ml, &mr, 1, MPI_2INT, MPI_MAXLOC, MPI_COMM_WORLD);
+    CHECK(mr.v == 6 || size < 4, "maxloc");
+    int total = 0;
+    MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0)
+        printf("test_pmpi P=%d: %d checks, %d failures\n", size, checks, total);
+    free(rs);
+    free(ag);
+    MPI_Finalize();
+    return total ? 1 : 0;
+}
