@@ -16,7 +16,9 @@ build:
 bench: build
 	$(BUILD)/weft bench allreduce --np 4 --check
 
-test: build
+test:
+	bash tests/deps.sh
+	$(MAKE) build CMAKE_FLAGS="-DWEFT_REQUIRE_MPI=ON $(CMAKE_FLAGS)"
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 install: build
@@ -24,6 +26,7 @@ install: build
 
 # ASan + UBSan (LeakSanitizer included) over the data, error and death tests.
 sanitize:
+	bash tests/deps.sh
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DWEFT_SANITIZE=address,undefined -DWEFT_WERROR=ON
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
@@ -31,6 +34,7 @@ sanitize:
 
 # ThreadSanitizer over the shared-memory transport.
 tsan:
+	bash tests/deps.sh
 	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DWEFT_SANITIZE=thread
 	cmake --build build-tsan -j $(JOBS)
 	cd build-tsan && TSAN_OPTIONS=halt_on_error=1 \

@@ -1,0 +1,17 @@
+#!/bin/bash
+# What the tests need beyond gcc and cmake.  Installed with apt-get when we
+# can (root); otherwise the missing package is named and the tests stop:
+# they never skip silently.
+set -u
+need=()
+command -v mpicc >/dev/null && command -v mpirun >/dev/null || need+=(openmpi-bin libopenmpi-dev)
+command -v pkg-config >/dev/null || need+=(pkg-config)
+[ ${#need[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "tests/deps.sh: installing ${need[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends "${need[@]}" >/dev/null \
+        && exit 0
+fi
+echo "tests/deps.sh: the tests need these Debian packages: ${need[*]} (apt-get install ${need[*]})" >&2
+exit 1
