@@ -196,7 +196,7 @@ static void test_params(void)
     CHECK(algo_parse_params(ring, "chunks=4", &p) == WEFT_EINVAL, "ring takes no chunks");
     CHECK(algo_parse_params(ring, "junk", &p) == WEFT_EINVAL, "not key=value");
     CHECK(algo_find(WEFT_COLL_BCAST, "ring") == NULL, "no bcast ring");
-    coll_args_t a = {WEFT_COLL_ALLREDUCE, 6, 0, 0, 10, 4, false, false, {0}};
+    coll_args_t a = {.coll = WEFT_COLL_ALLREDUCE, .nrank = 6, .count = 10, .esize = 4};
     CHECK(algo_check_usable(ring, &a) == WEFT_EINVAL &&
               strstr(weft_last_error(), "recursive_doubling"),
           "ring refuses non-commutative and names an alternative: %s", weft_last_error());
@@ -217,7 +217,7 @@ static int build_bad(void *ctx, int rank, sched_t *s)
 /* allreduce where rank 0 adds rank 1's data twice */
 static int bad_double(sched_t *s, int r, int P)
 {
-    algo_rd_allreduce(s, &(coll_args_t){WEFT_COLL_ALLREDUCE, P, r, 0, 3, 4, true, false, {0}});
+    algo_rd_allreduce(s, &(coll_args_t){.coll = WEFT_COLL_ALLREDUCE, .nrank = P, .rank = r, .count = 3, .esize = 4, .commutative = true});
     if (r == 0) {
         sched_round(s);
         sched_reduce(s, reg(BUF_IN, 0, 3), reg(BUF_OUT, 0, 3), false);
@@ -228,7 +228,7 @@ static int bad_double(sched_t *s, int r, int P)
 /* a receive nobody sends */
 static int bad_unmatched(sched_t *s, int r, int P)
 {
-    algo_ring_allreduce(s, &(coll_args_t){WEFT_COLL_ALLREDUCE, P, r, 0, 4, 4, true, false, {0}});
+    algo_ring_allreduce(s, &(coll_args_t){.coll = WEFT_COLL_ALLREDUCE, .nrank = P, .rank = r, .count = 4, .esize = 4, .commutative = true});
     if (r == 2)
         sched_recv(s, 1, 999, reg(BUF_OUT, 0, 1));
     return 0;

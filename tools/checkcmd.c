@@ -59,6 +59,10 @@ typedef struct {
     int verbose;
 } check_opts_t;
 
+static int check_cases(const algo_t *al, build_ctx_t *bp, const uint64_t *counts, int nc,
+                       const int *roots, int nr, bool full, int P, check_stats_t *total,
+                       uint64_t *nruns, char *report, size_t rlen);
+
 /* Checks one P (every count/root/variant chosen for it); 0 if all pass,
  * else 1 with the report in fail. */
 static int check_one_p(const algo_t *al, const check_opts_t *o, const algo_params_t *params, int P,
@@ -110,6 +114,42 @@ static int check_one_p(const algo_t *al, const check_opts_t *o, const algo_param
         int pick[3] = {0, P / 2, P - 1};
         roots[nr++] = pick[P % 3];
     }
+    /* node maps for hierarchical algorithms: one node, nodes of k
+     * consecutive ranks, and nodes dealt round-robin (not contiguous) */
+    int ntopo = 1;
+    int *node_of = NULL;
+    if (al->flags & ALGO_TOPOLOGY) {
+        ntopo = 6;
+        node_of = malloc((size_t)P * sizeof *node_of);
+        if (!node_of) {
+            snprintf(report, rlen, "FAIL: out of memory\n");
+            return 1;
+        }
+    }
+    int rc_all = 0;
+    for (int topo = 0; topo < ntopo && !rc_all; topo++) {
+        if (!full && ntopo > 1 && topo != P % ntopo)
+            continue;
+        int nn = 1;
+        if (node_of) {
+            int k = topo == 0 ? P : topo; /* 0: one node; 1..4: k per node; 5: round-robin */
+            for (int r = 0; r < P; r++)
+                node_of[r] = topo == 5 ? r % 3 : r / k;
+            nn = topo == 5 ? (P < 3 ? P : 3) : (P + k - 1) / k;
+        }
+        b.a.node_of = node_of;
+        b.a.nnodes = nn;
+        rc_all = check_cases(al, &b, counts, nc, roots, nr, full, P, total, nruns, report, rlen);
+    }
+    free(node_of);
+    return rc_all;
+}
+
+static int check_cases(const algo_t *al, build_ctx_t *bp, const uint64_t *counts, int nc,
+                       const int *roots, int nr, bool full, int P, check_stats_t *total,
+                       uint64_t *nruns, char *report, size_t rlen)
+{
+    build_ctx_t b = *bp;
     for (int ci = 0; ci < nc; ci++)
         for (int ri = 0; ri < nr; ri++)
             for (int variant = 0; variant < 2; variant++)
@@ -135,9 +175,14 @@ static int check_one_p(const algo_t *al, const check_opts_t *o, const algo_param
                     int rc = sched_check(&sp, build_rank, &b, msg, sizeof msg, &st);
                     (*nruns)++;
                     if (rc) {
-                        snprintf(report, rlen, "FAIL %s %s: count=%" PRIu64 " root=%d%s%s\n  %s\n",
+                        char topo[64] = "";
+                        if (b.a.node_of)
+                            snprintf(topo, sizeof topo, " nodes=%d (node of rank 1: %d)",
+                                     b.a.nnodes, P > 1 ? b.a.node_of[1] : 0);
+                        snprintf(report, rlen, "FAIL %s %s: count=%" PRIu64 " root=%d%s%s%s\n  %s\n",
                                  weft_coll_name(al->coll), al->name, counts[ci], roots[ri],
-                                 ordered ? " non-commutative" : "", inplace ? " in-place" : "", msg);
+                                 ordered ? " non-commutative" : "", inplace ? " in-place" : "",
+                                 topo, msg);
                         return 1;
                     }
                     total->steps += st.steps;

@@ -17,6 +17,7 @@ typedef struct algo_params {
     int chunks; /* pipeline chunk count; 0 = algorithm default */
     int fanout; /* n-way fan-out; 0 = default */
     char reduce[24], bcast[24]; /* parts of a composed allreduce */
+    char inter[24];             /* the algorithm between node leaders */
 } algo_params_t;
 
 typedef struct coll_args {
@@ -27,6 +28,10 @@ typedef struct coll_args {
     bool commutative; /* of the op */
     bool idempotent;
     algo_params_t params;
+    /* node of each rank (0..nnodes-1, numbered by first appearance), or
+     * NULL: one node.  Only hierarchical algorithms read it. */
+    const int *node_of;
+    int nnodes;
 } coll_args_t;
 
 /* property flags */
@@ -34,6 +39,7 @@ typedef struct coll_args {
 #define ALGO_NEEDS_IDEMPOTENT 0x2u  /* op must be idempotent */
 #define ALGO_IDENTICAL 0x4u         /* all ranks get bitwise-identical results */
 #define ALGO_INPLACE_SAFE 0x8u      /* correct with BUF_IN aliased as in layout.h */
+#define ALGO_TOPOLOGY 0x10u         /* reads the node map (hierarchical) */
 
 typedef int (*algo_build_fn)(sched_t *s, const coll_args_t *a);
 
@@ -111,5 +117,8 @@ int algo_bruck_allgather(sched_t *s, const coll_args_t *a);
 int algo_reduce_bcast_allreduce(sched_t *s, const coll_args_t *a);
 int algo_binomial_allreduce(sched_t *s, const coll_args_t *a);
 int algo_dissemination_barrier(sched_t *s, const coll_args_t *a);
+int algo_hier_allreduce(sched_t *s, const coll_args_t *a);
+int algo_hier_bcast(sched_t *s, const coll_args_t *a);
+int algo_hier_reduce(sched_t *s, const coll_args_t *a);
 
 #endif

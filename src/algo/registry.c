@@ -12,6 +12,7 @@
 #define C ALGO_NEEDS_COMMUTATIVE
 #define I ALGO_IDENTICAL
 #define S ALGO_INPLACE_SAFE
+#define T ALGO_TOPOLOGY
 
 static const algo_t table[] = {
     /* allreduce */
@@ -30,6 +31,9 @@ static const algo_t table[] = {
     {"reduce_bcast", WEFT_COLL_ALLREDUCE, I | S, algo_reduce_bcast_allreduce, "reduce,bcast",
      "any reduce to rank 0 (reduce=NAME) + any broadcast (bcast=NAME)",
      "cost(reduce) + cost(bcast)"},
+    {"hier", WEFT_COLL_ALLREDUCE, C | I | S | T, algo_hier_allreduce, "inter",
+     "reduce in each node, allreduce among node leaders (inter=NAME), bcast in each node",
+     "2 ceil(lg k)(a_node + n b_node) + cost_leaders(allreduce, N nodes)"},
     /* bcast */
     {"linear", WEFT_COLL_BCAST, I | S, algo_linear_bcast, "",
      "the root sends the whole buffer to every rank", "(P-1) (alpha + n beta) at the root"},
@@ -38,6 +42,9 @@ static const algo_t table[] = {
     {"scatter_allgather", WEFT_COLL_BCAST, I | S, algo_scatter_allgather_bcast, "",
      "van de Geijn: binomial scatter of P blocks + ring allgather",
      "(lg P + P - 1) alpha + 2 (P-1)/P n beta"},
+    {"hier", WEFT_COLL_BCAST, I | T, algo_hier_bcast, "inter",
+     "to the root's node leader, among leaders (inter=NAME), then in each node",
+     "cost_leaders(bcast, N nodes) + ceil(lg k)(a_node + n b_node)"},
     /* reduce */
     {"linear", WEFT_COLL_REDUCE, S, algo_linear_reduce, "",
      "every rank sends to the root, which combines in rank order",
@@ -48,6 +55,9 @@ static const algo_t table[] = {
     {"rsg", WEFT_COLL_REDUCE, C | S, algo_rsg_reduce, "",
      "Rabenseifner: reduce-scatter by recursive halving + binomial gather",
      "2 lg P alpha + 2 (P-1)/P n beta + (P-1)/P n gamma"},
+    {"hier", WEFT_COLL_REDUCE, C | S | T, algo_hier_reduce, "inter",
+     "reduce in each node, among leaders to the root's leader (inter=NAME), then to the root",
+     "ceil(lg k)(a_node + n b_node + n g) + cost_leaders(reduce, N nodes)"},
     /* reduce_scatter (n = P * count elements in bytes) */
     {"ring", WEFT_COLL_REDUCE_SCATTER, C, algo_ring_reduce_scatter, "",
      "P-1 steps around a ring", "(P-1) alpha + (P-1)/P n (beta + gamma)"},
@@ -86,6 +96,7 @@ static const algo_t table[] = {
 #undef C
 #undef I
 #undef S
+#undef T
 
 const algo_t *algo_table(size_t *n)
 {
@@ -245,6 +256,12 @@ int algo_parse_params(const algo_t *al, const char *text, algo_params_t *p)
             if (!algo_find(WEFT_COLL_REDUCE, val))
                 return weft_error(WEFT_EINVAL, "reduce=%s: no such reduce algorithm", val);
             strcpy(p->reduce, val);
+        } else if (kl == 5 && !strncmp(q, "inter", 5)) {
+            weft_coll_t ic = al->coll;
+            if (!algo_find(ic, val) || !strcmp(val, "hier"))
+                return weft_error(WEFT_EINVAL, "inter=%s: no such %s algorithm for the leaders",
+                                  val, weft_coll_name(ic));
+            strcpy(p->inter, val);
         } else if (kl == 5 && !strncmp(q, "bcast", 5)) {
             if (!algo_find(WEFT_COLL_BCAST, val))
                 return weft_error(WEFT_EINVAL, "bcast=%s: no such bcast algorithm", val);

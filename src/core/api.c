@@ -124,6 +124,8 @@ int coll_run(weft_comm_t comm, weft_coll_t coll, const void *in, void *out, size
     a.root = is_rooted(coll) ? root : 0;
     a.count = count;
     a.esize = es;
+    a.node_of = comm->node_of;
+    a.nnodes = comm->node_of ? comm->nnodes : 1;
     reducer_t red;
     memset(&red, 0, sizeof red);
     if (is_reduction(coll)) {

@@ -58,8 +58,49 @@ void request_list_free(weft_request_t r)
     }
 }
 
+int comm_set_nodes(weft_comm_t c, const int *ids)
+{
+    int P = c->size, n = 0;
+    int *map = malloc((size_t)P * sizeof *map);
+    if (!map)
+        return weft_error(WEFT_ENOMEM, "out of memory");
+    for (int i = 0; i < P; i++) {
+        int j = 0;
+        while (j < i && ids[j] != ids[i])
+            j++;
+        map[i] = j < i ? map[j] : n++;
+    }
+    free(c->node_of);
+    c->node_of = NULL;
+    c->nnodes = n;
+    if (n > 1)
+        c->node_of = map;
+    else
+        free(map);
+    return WEFT_OK;
+}
+
+/* Nodes of a communicator over the job's shared-memory transport: virtual
+ * nodes of WEFT_NODE_SIZE consecutive job ranks, else one node. */
+static int shm_nodes(weft_comm_t c)
+{
+    if (!weft_g.node_size) {
+        c->nnodes = 1;
+        return WEFT_OK;
+    }
+    int *ids = malloc((size_t)c->size * sizeof *ids);
+    if (!ids)
+        return weft_error(WEFT_ENOMEM, "out of memory");
+    for (int i = 0; i < c->size; i++)
+        ids[i] = c->world[i] / weft_g.node_size;
+    int rc = comm_set_nodes(c, ids);
+    free(ids);
+    return rc;
+}
+
 void comm_destroy(weft_comm_t c)
 {
+    free(c->node_of);
     for (int i = 0; i < SCHED_CACHE_SIZE; i++) {
         sched_entry_t *e = &c->cache[i];
         if (!e->used)
@@ -82,6 +123,16 @@ int lib_init(void)
     if (rc)
         return rc;
     weft_g.next_ctx = 2;
+    const char *ns = getenv("WEFT_NODE_SIZE");
+    if (ns && *ns) {
+        char *e;
+        long k = strtol(ns, &e, 10);
+        if (*e || k < 1 || k > 65536)
+            return weft_error(WEFT_EINVAL, "WEFT_NODE_SIZE=%s: want a number of ranks per node", ns);
+        weft_g.node_size = (int)k;
+    } else {
+        weft_g.node_size = 0;
+    }
     weft_g.initialized = 1;
     return WEFT_OK;
 }
@@ -119,6 +170,8 @@ weft_err_t weft_init(int *argc, char ***argv)
         world[i] = i;
     rc = comm_create(x, rank, size, world, 1, weft_g.choice, &weft_g.world);
     free(world);
+    if (!rc && (rc = shm_nodes(weft_g.world)))
+        comm_destroy(weft_g.world), weft_g.world = NULL;
     if (rc) {
         x->ops->close(x);
         return rc;
@@ -208,7 +261,10 @@ weft_err_t weft_comm_dup(weft_comm_t comm, weft_comm_t *newcomm)
     uint32_t ctx;
     if ((rc = agree_ctx(comm, &ctx)))
         return rc;
-    return comm_create(comm->x, comm->rank, comm->size, comm->world, ctx, comm->choice, newcomm);
+    rc = comm_create(comm->x, comm->rank, comm->size, comm->world, ctx, comm->choice, newcomm);
+    if (!rc && (rc = shm_nodes(*newcomm)))
+        comm_destroy(*newcomm), *newcomm = NULL;
+    return rc;
 }
 
 typedef struct {
@@ -264,6 +320,8 @@ weft_err_t weft_comm_split(weft_comm_t comm, int color, int key, weft_comm_t *ne
         order[i] = comm->world[order[i]];
     }
     rc = comm_create(comm->x, newrank, n, order, ctx, comm->choice, newcomm);
+    if (!rc && (rc = shm_nodes(*newcomm)))
+        comm_destroy(*newcomm), *newcomm = NULL;
     free(order);
     free(all);
     return rc;

@@ -40,6 +40,8 @@ struct weft_comm {
     sched_entry_t cache[SCHED_CACHE_SIZE];
     uint64_t clock;
     bool owns_x; /* the transport belongs to this communicator (MPI) */
+    int *node_of; /* node of each rank (canonical numbering), NULL: one node */
+    int nnodes;
     int active; /* unfinished requests */
     struct weft_request *dead; /* failed requests, freed with the communicator */
 };
@@ -60,6 +62,7 @@ typedef struct weft_state {
     weft_comm_t world;
     uint32_t next_ctx;
     algo_choice_t choice[WEFT_COLL_COUNT]; /* from the environment */
+    int node_size; /* WEFT_NODE_SIZE: virtual nodes of k ranks, 0: real nodes */
     pthread_mutex_t lock;
 } weft_state_t;
 extern weft_state_t weft_g;
@@ -70,6 +73,8 @@ int lib_init(void);
 int comm_create(xport_t *x, int rank, int size, const int *world, uint32_t ctx,
                 const algo_choice_t *choice, weft_comm_t *out);
 void comm_destroy(weft_comm_t comm);
+/* Records the node of every rank (any ids; renumbered by first appearance). */
+int comm_set_nodes(weft_comm_t comm, const int *ids);
 void request_list_free(weft_request_t r);
 
 /* Starts a collective; with req == NULL, runs it to completion. */

@@ -12,6 +12,30 @@ void sched_init(sched_t *s, int nrank, int rank)
     s->round_join = SCHED_NONE;
     s->nrank = nrank;
     s->rank = rank;
+    sched_remap_reset(s);
+}
+
+void sched_remap_reset(sched_t *s)
+{
+    for (int b = 0; b < BUF_COUNT; b++)
+        s->remap_buf[b] = (uint8_t)b, s->remap_off[b] = 0;
+}
+
+void sched_remap(sched_t *s, int from, int to, uint64_t off)
+{
+    s->remap_buf[from] = (uint8_t)to;
+    s->remap_off[from] = off;
+}
+
+void sched_part(sched_t *s, unsigned k)
+{
+    s->tag_base = k * SCHED_PART_TAGS;
+}
+
+static region_t map_region(const sched_t *s, region_t r)
+{
+    region_t m = {s->remap_buf[r.buf], s->remap_off[r.buf] + r.off, r.len};
+    return m;
 }
 
 void sched_free(sched_t *s)
@@ -75,8 +99,9 @@ static uint32_t add_comm(sched_t *s, int kind, int peer, uint32_t tag, region_t 
                          uint8_t flags)
 {
     step_t st = {0};
+    r = map_region(s, r);
     st.kind = (uint8_t)kind;
-    st.peer = peer;
+    st.peer = s->peer_map ? s->peer_map[peer] : peer;
     st.tag = s->tag_base + tag;
     st.flags = flags;
     st.len = r.len;
@@ -113,6 +138,8 @@ static uint32_t add_local(sched_t *s, int kind, region_t src, region_t dst,
                           uint8_t flags)
 {
     step_t st = {0};
+    src = map_region(s, src);
+    dst = map_region(s, dst);
     st.kind = (uint8_t)kind;
     st.peer = -1;
     st.src_buf = src.buf;

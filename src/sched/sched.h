@@ -75,6 +75,12 @@ typedef struct sched {
     uint32_t tag_base;    /* added to tags (for composed schedules) */
     uint32_t max_tag;     /* largest tag used + 1 */
     int nrank, rank;      /* who this schedule is for */
+    /* Build-time translation for composing algorithms on sub-groups: peers
+     * a builder names are indices into peer_map, and its regions of buffer
+     * b land in remap_buf[b] at remap_off[b] + offset. */
+    const int *peer_map;
+    uint8_t remap_buf[BUF_COUNT];
+    uint64_t remap_off[BUF_COUNT];
     int err;              /* first build error (WEFT_ENOMEM...) */
     bool committed;
 } sched_t;
@@ -100,8 +106,16 @@ void sched_depend(sched_t *s, uint32_t step, uint32_t on);
 void sched_round(sched_t *s);
 /* Reserve n scratch elements; returns their offset in BUF_TMP. */
 uint64_t sched_tmp(sched_t *s, uint64_t n);
-/* Start a new tag space for a composed part (tags restart above max_tag). */
+/* Start a new tag space for a composed part (tags restart above max_tag);
+ * only when every rank builds the same parts. */
 void sched_new_tag_space(sched_t *s);
+/* Fixed tag spaces for parts that only some ranks build: part k's tags
+ * start at k * SCHED_PART_TAGS. */
+#define SCHED_PART_TAGS (1u << 16)
+void sched_part(sched_t *s, unsigned k);
+/* Region remapping for composed parts (see remap_buf). */
+void sched_remap(sched_t *s, int from, int to, uint64_t off);
+void sched_remap_reset(sched_t *s);
 
 /* Build the dependency tables; after this the schedule is read-only. */
 int sched_commit(sched_t *s);

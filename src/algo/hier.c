@@ -1,0 +1,172 @@
+/* hier.c — two-level (hierarchical) allreduce, broadcast and reduce: inside
+ * each node over shared memory, between node leaders over the network.
+ *
+ * The node map comes with the call (coll_args.node_of): real nodes under MPI
+ * (MPI_COMM_TYPE_SHARED) or virtual nodes (WEFT_NODE_SIZE=k).  A node's
+ * leader is its lowest rank.  Each phase is an existing algorithm built on a
+ * sub-group through the schedule's peer map, in a fixed tag space of its own
+ * (leaders build phases the other ranks do not).  allreduce: binomial reduce
+ * to the leader, allreduce among leaders (inter=NAME, default rabenseifner),
+ * binomial bcast from the leader.  The op must be commutative: nodes need
+ * not be contiguous rank ranges.  This is the structure of the
+ * arrival-pattern seed's hierarchical allreduce and of MPICH's SMP-aware
+ * collectives. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "algo.h"
+
+typedef struct group {
+    int *members;  /* ranks of my node, ascending */
+    int nmembers, myidx;
+    int *leaders;  /* leader (lowest rank) of each node, by node index */
+    int nnodes, mynode;
+} group_t;
+
+static int group_of(const coll_args_t *a, group_t *g)
+{
+    int P = a->nrank;
+    g->members = malloc((size_t)P * sizeof *g->members);
+    g->leaders = malloc((size_t)P * sizeof *g->leaders);
+    if (!g->members || !g->leaders) {
+        free(g->members), free(g->leaders);
+        return WEFT_ENOMEM;
+    }
+    g->nnodes = a->node_of ? a->nnodes : 1;
+    g->mynode = a->node_of ? a->node_of[a->rank] : 0;
+    for (int n = 0; n < g->nnodes; n++)
+        g->leaders[n] = -1;
+    g->nmembers = 0;
+    for (int r = 0; r < P; r++) {
+        int n = a->node_of ? a->node_of[r] : 0;
+        if (g->leaders[n] < 0)
+            g->leaders[n] = r;
+        if (n == g->mynode) {
+            if (r == a->rank)
+                g->myidx = g->nmembers;
+            g->members[g->nmembers++] = r;
+        }
+    }
+    return WEFT_OK;
+}
+
+static void group_free(group_t *g)
+{
+    free(g->members);
+    free(g->leaders);
+}
+
+/* Builds algorithm `name` of coll on a sub-group (peers through map). */
+static int sub_build(sched_t *s, const coll_args_t *a, weft_coll_t coll, const char *name,
+                     const int *map, int n, int idx, int root, unsigned part)
+{
+    const algo_t *al = algo_find(coll, name);
+    if (!al)
+        return WEFT_EINVAL;
+    coll_args_t sub = *a;
+    sub.coll = coll;
+    sub.nrank = n;
+    sub.rank = idx;
+    sub.root = root;
+    sub.node_of = NULL;
+    sub.nnodes = 1;
+    memset(&sub.params, 0, sizeof sub.params);
+    sched_part(s, part);
+    s->peer_map = map;
+    int rc = al->build(s, &sub);
+    s->peer_map = NULL;
+    sched_round(s);
+    return rc;
+}
+
+static const char *inter_name(const coll_args_t *a, const char *dflt)
+{
+    return a->params.inter[0] ? a->params.inter : dflt;
+}
+
+int algo_hier_allreduce(sched_t *s, const coll_args_t *a)
+{
+    group_t g;
+    int rc = group_of(a, &g);
+    if (rc)
+        return rc;
+    /* 1: reduce to the node leader, whose output then holds the node's sum */
+    rc = sub_build(s, a, WEFT_COLL_REDUCE, "binomial", g.members, g.nmembers, g.myidx, 0, 0);
+    /* 2: leaders allreduce that in place */
+    if (!rc && g.myidx == 0) {
+        sched_remap(s, BUF_IN, BUF_OUT, 0);
+        rc = sub_build(s, a, WEFT_COLL_ALLREDUCE, inter_name(a, "rabenseifner"), g.leaders,
+                       g.nnodes, g.mynode, 0, 1);
+        sched_remap_reset(s);
+    }
+    /* 3: the leader broadcasts inside its node */
+    if (!rc)
+        rc = sub_build(s, a, WEFT_COLL_BCAST, "binomial", g.members, g.nmembers, g.myidx, 0, 2);
+    group_free(&g);
+    return rc;
+}
+
+int algo_hier_bcast(sched_t *s, const coll_args_t *a)
+{
+    group_t g;
+    int rc = group_of(a, &g);
+    if (rc)
+        return rc;
+    int rnode = a->node_of ? a->node_of[a->root] : 0, rleader = g.leaders[rnode];
+    region_t buf = reg(BUF_OUT, 0, a->count);
+    /* 1: a root that is not its node's leader hands the data to it */
+    sched_part(s, 0);
+    if (a->root != rleader) {
+        if (a->rank == a->root)
+            sched_send(s, rleader, 0, buf);
+        else if (a->rank == rleader)
+            sched_recv(s, a->root, 0, buf);
+        sched_round(s);
+    }
+    /* 2: leaders broadcast from the root's leader */
+    if (g.myidx == 0)
+        rc = sub_build(s, a, WEFT_COLL_BCAST, inter_name(a, "binomial"), g.leaders, g.nnodes,
+                       g.mynode, rnode, 1);
+    /* 3: every leader broadcasts inside its node (the root's node too: the
+     * root just gets its own data again) */
+    if (!rc)
+        rc = sub_build(s, a, WEFT_COLL_BCAST, "binomial", g.members, g.nmembers, g.myidx, 0, 2);
+    group_free(&g);
+    return rc;
+}
+
+int algo_hier_reduce(sched_t *s, const coll_args_t *a)
+{
+    group_t g;
+    int rc = group_of(a, &g);
+    if (rc)
+        return rc;
+    int rnode = a->node_of ? a->node_of[a->root] : 0, rleader = g.leaders[rnode];
+    uint64_t n = a->count;
+    /* A leader that is not the root accumulates in scratch: only the root's
+     * output may be written. */
+    bool leader = g.myidx == 0;
+    bool acc_in_tmp = leader && a->rank != a->root;
+    uint64_t t = acc_in_tmp ? sched_tmp(s, n) : 0;
+    if (acc_in_tmp)
+        sched_remap(s, BUF_OUT, BUF_TMP, t);
+    /* 1: reduce to the node leader */
+    rc = sub_build(s, a, WEFT_COLL_REDUCE, "binomial", g.members, g.nmembers, g.myidx, 0, 0);
+    /* 2: leaders reduce to the root's leader, in place */
+    if (!rc && leader) {
+        sched_remap(s, BUF_IN, acc_in_tmp ? BUF_TMP : BUF_OUT, t);
+        rc = sub_build(s, a, WEFT_COLL_REDUCE, inter_name(a, "binomial"), g.leaders, g.nnodes,
+                       g.mynode, rnode, 1);
+    }
+    sched_remap_reset(s);
+    /* 3: the root's leader hands the result to the root */
+    sched_part(s, 2);
+    if (!rc && a->root != rleader) {
+        if (a->rank == rleader)
+            sched_send(s, a->root, 0, reg(BUF_TMP, t, n));
+        else if (a->rank == a->root)
+            sched_recv(s, rleader, 0, reg(BUF_OUT, 0, n));
+    }
+    group_free(&g);
+    return rc;
+}
