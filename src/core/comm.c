@@ -241,6 +241,8 @@ static int derive_comm(weft_comm_t comm, int color, int key, weft_comm_t *newcom
         ident[i] = i;
     rc = comm_create(nx, nx->rank, nx->size, ident, 1, comm->choice, newcomm);
     free(ident);
+    if (!rc && nx->node_ids && (rc = comm_set_nodes(*newcomm, nx->node_ids)))
+        comm_destroy(*newcomm), *newcomm = NULL;
     if (rc) {
         nx->ops->close(nx);
         return rc;

@@ -241,6 +241,7 @@ static void mpi_close(xport_t *xp)
         free(s);
     }
     free(x->mreq), free(x->owner), free(x->idx), free(x->st), free(x->fin);
+    free(x->base.node_ids);
     pthread_mutex_destroy(&x->base.lock);
     free(x);
 }
@@ -292,6 +293,8 @@ static int mpi_open_comm(MPI_Comm dup, xport_t **out)
     *out = &x->base;
     return WEFT_OK;
 }
+
+MPI_Comm xport_mpi_comm(xport_t *x) { return ((mpi_xport_t *)x)->comm; }
 
 int xport_mpi_open(MPI_Comm comm, xport_t **out)
 {

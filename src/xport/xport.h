@@ -69,6 +69,7 @@ struct xport {
     const xport_ops_t *ops;
     int rank, size;
     int local_size; /* ranks sharing this node's cores */
+    int *node_ids;  /* node id of every rank, or NULL (one node); owned */
     pthread_mutex_t lock;
 };
 

@@ -1,0 +1,224 @@
+/* twolevel.c — the transport of a weft communicator built on MPI: messages
+ * between ranks of one node go through weft's shared-memory transport (a
+ * segment created by the node's first rank, its name passed over MPI), all
+ * others through MPI.  Nodes are MPI_COMM_TYPE_SHARED groups, or virtual
+ * nodes of WEFT_NODE_SIZE consecutive MPI_COMM_WORLD ranks.  MPI
+ * collectives used here go through PMPI_ so that weft's own drop-in
+ * (libweft-mpi.so) never sees them. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <mpi.h>
+
+#include "../core/comm.h"
+#include "segment.h"
+#include "xport_mpi.h"
+
+typedef struct twolevel {
+    xport_t base;
+    xport_t *shm, *mpi;
+    int *route; /* rank -> rank in the node's segment, or -1 */
+} twolevel_t;
+
+static xport_t *pick(twolevel_t *t, xreq_t *r, int *peer)
+{
+    int local = t->route[r->peer];
+    *peer = local >= 0 ? local : r->peer;
+    return local >= 0 ? t->shm : t->mpi;
+}
+
+static int tl_isend(xport_t *xp, xreq_t *r)
+{
+    twolevel_t *t = (twolevel_t *)xp;
+    int peer;
+    xport_t *x = pick(t, r, &peer);
+    r->peer = peer;
+    return x->ops->isend(x, r);
+}
+
+static int tl_irecv(xport_t *xp, xreq_t *r)
+{
+    twolevel_t *t = (twolevel_t *)xp;
+    int peer;
+    xport_t *x = pick(t, r, &peer);
+    r->peer = peer;
+    return x->ops->irecv(x, r);
+}
+
+static int tl_progress(xport_t *xp)
+{
+    twolevel_t *t = (twolevel_t *)xp;
+    int a = t->shm->ops->progress(t->shm);
+    if (a < 0)
+        return a;
+    int b = t->mpi->ops->progress(t->mpi);
+    if (b < 0)
+        return b;
+    return a | b;
+}
+
+static void tl_block(xport_t *xp, int timeout_ms)
+{
+    /* MPI cannot wake us: sleep briefly, as the MPI transport does */
+    pthread_mutex_unlock(&xp->lock);
+    struct timespec ts = {0, 20000};
+    nanosleep(&ts, NULL);
+    pthread_mutex_lock(&xp->lock);
+    (void)timeout_ms;
+}
+
+static int tl_health(xport_t *xp)
+{
+    twolevel_t *t = (twolevel_t *)xp;
+    int rc = t->shm->ops->health(t->shm);
+    return rc ? rc : t->mpi->ops->health(t->mpi);
+}
+
+static void tl_abort(xport_t *xp, const char *why)
+{
+    twolevel_t *t = (twolevel_t *)xp;
+    t->shm->ops->abort_job(t->shm, why);
+}
+
+static void tl_close(xport_t *xp)
+{
+    twolevel_t *t = (twolevel_t *)xp;
+    t->shm->ops->close(t->shm);
+    t->mpi->ops->close(t->mpi);
+    free(t->route);
+    free(t->base.node_ids);
+    pthread_mutex_destroy(&t->base.lock);
+    free(t);
+}
+
+static int tl_derive(xport_t *xp, int color, int key, xport_t **out);
+
+static const xport_ops_t twolevel_ops = {
+    "shm+mpi", tl_isend, tl_irecv, tl_progress, tl_block, tl_health, tl_abort, tl_close, tl_derive,
+};
+
+/* Node id of every rank of the transport's MPI communicator. */
+static int node_ids(MPI_Comm comm, int node_size, int *ids)
+{
+    int me;
+    if (node_size > 0) {
+        int wr;
+        PMPI_Comm_rank(MPI_COMM_WORLD, &wr);
+        me = wr / node_size;
+    } else {
+        MPI_Comm node;
+        int rank, wr;
+        PMPI_Comm_rank(comm, &rank);
+        PMPI_Comm_rank(MPI_COMM_WORLD, &wr);
+        if (PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node) !=
+            MPI_SUCCESS)
+            return weft_error(WEFT_EINVAL, "MPI_Comm_split_type failed");
+        PMPI_Allreduce(&wr, &me, 1, MPI_INT, MPI_MIN, node); /* the node's lowest world rank */
+        PMPI_Comm_free(&node);
+    }
+    if (PMPI_Allgather(&me, 1, MPI_INT, ids, 1, MPI_INT, comm) != MPI_SUCCESS)
+        return weft_error(WEFT_EINVAL, "MPI_Allgather of node ids failed");
+    return WEFT_OK;
+}
+
+/* Wraps the MPI transport mx; *out is mx itself when every node has one rank. */
+int xport_twolevel_open(xport_t *mx, int node_size, int **ids_out, xport_t **out)
+{
+    MPI_Comm comm = xport_mpi_comm(mx);
+    int P = mx->size, me = mx->rank;
+    int *ids = malloc((size_t)P * sizeof *ids);
+    if (!ids)
+        return weft_error(WEFT_ENOMEM, "out of memory");
+    int rc = node_ids(comm, node_size, ids);
+    if (rc) {
+        free(ids);
+        return rc;
+    }
+    *ids_out = ids;
+    int local = 0, lrank = 0;
+    for (int r = 0; r < P; r++)
+        if (ids[r] == ids[me]) {
+            if (r == me)
+                lrank = local;
+            local++;
+        }
+    int shared = 0; /* does any node have more than one rank? */
+    for (int r = 1; r < P && !shared; r++)
+        for (int q = 0; q < r && !shared; q++)
+            shared = ids[q] == ids[r];
+    if (!shared) {
+        free(mx->node_ids);
+        mx->node_ids = malloc((size_t)P * sizeof *ids);
+        if (mx->node_ids)
+            memcpy(mx->node_ids, ids, (size_t)P * sizeof *ids);
+        *out = mx;
+        return WEFT_OK;
+    }
+    /* the node's first rank creates the segment and passes its name */
+    MPI_Comm node;
+    PMPI_Comm_split(comm, ids[me], me, &node);
+    char name[64] = "";
+    seg_t seg = {0};
+    if (lrank == 0 && local > 1 && seg_create(local, &seg, name, sizeof name) != WEFT_OK)
+        name[0] = '\0';
+    PMPI_Bcast(name, sizeof name, MPI_CHAR, 0, node);
+    xport_t *shm = NULL;
+    if (local == 1)
+        rc = xport_self_open(&shm);
+    else if (!name[0])
+        rc = weft_error(WEFT_ESYS, "the node's shared-memory segment could not be created");
+    else
+        rc = xport_shm_open(name, lrank, local, &shm);
+    if (seg.hdr)
+        seg_detach(&seg); /* the creator's own mapping; it attached again */
+    int ok = rc == WEFT_OK, all_ok = 0;
+    PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm);
+    PMPI_Comm_free(&node);
+    if (!all_ok) {
+        if (shm)
+            shm->ops->close(shm);
+        if (name[0] && lrank == 0)
+            seg_unlink(name);
+        return rc ? rc : weft_error(WEFT_ESYS, "another rank could not join its node's segment");
+    }
+    twolevel_t *t = calloc(1, sizeof *t);
+    int *route = malloc((size_t)P * sizeof *route);
+    if (!t || !route) {
+        free(t), free(route);
+        shm->ops->close(shm);
+        return weft_error(WEFT_ENOMEM, "out of memory");
+    }
+    for (int r = 0, l = 0; r < P; r++)
+        route[r] = ids[r] == ids[me] ? l++ : -1;
+    t->shm = shm;
+    t->mpi = mx;
+    t->route = route;
+    t->base.ops = &twolevel_ops;
+    t->base.rank = me;
+    t->base.size = P;
+    t->base.local_size = local;
+    t->base.node_ids = malloc((size_t)P * sizeof *ids);
+    if (t->base.node_ids)
+        memcpy(t->base.node_ids, ids, (size_t)P * sizeof *ids);
+    pthread_mutex_init(&t->base.lock, NULL);
+    *out = &t->base;
+    return WEFT_OK;
+}
+
+static int tl_derive(xport_t *xp, int color, int key, xport_t **out)
+{
+    twolevel_t *t = (twolevel_t *)xp;
+    xport_t *nm = NULL;
+    *out = NULL;
+    int rc = t->mpi->ops->derive(t->mpi, color, key, &nm);
+    if (rc || !nm)
+        return rc;
+    int *ids = NULL;
+    rc = xport_twolevel_open(nm, weft_g.node_size, &ids, out);
+    free(ids);
+    if (rc)
+        nm->ops->close(nm);
+    return rc;
+}
