@@ -20,6 +20,11 @@
 
 #include "algo/algo.h"
 #include "core/core.h"
+#ifdef WEFT_HAVE_MPI
+#include <mpi.h>
+
+#include "weft_mpi.h"
+#endif
 #include "launch/launch.h"
 #include "tool.h"
 #include "weft.h"
@@ -36,6 +41,7 @@ typedef struct {
     weft_dtype_t dtype;
     weft_op_t op;
     int root;
+    const char *transport; /* NULL: a weft job of its own; "mpi"/"shm": under mpirun */
 } bench_opts_t;
 
 static void bench_usage(FILE *f)
@@ -45,6 +51,8 @@ static void bench_usage(FILE *f)
             "       weft bench kernels   (reduction kernel throughput against memcpy)\n"
             "                  [--sizes LO:HI | S1,S2,..] [--iters N] [--warmup N] [--check]\n"
             "                  [--dtype float32] [--op sum] [--root R] [--csv F] [--json F]\n"
+            "                  [--transport mpi|shm]  (under mpirun; algorithm 'native' is the\n"
+            "                  MPI library's own collective, and ratios against it are shown)\n"
             "Sizes are in bytes (LO:HI doubles from LO); default 4:67108864, --np 4,\n"
             "iterations scaled to the size unless --iters is given.\n");
 }
@@ -164,6 +172,12 @@ static int parse(int argc, char **argv, bench_opts_t *o)
             o->op = op;
         } else if (!strcmp(argv[i - 1], "--root")) {
             o->root = atoi(v);
+        } else if (!strcmp(argv[i - 1], "--transport")) {
+            if (strcmp(v, "mpi") && strcmp(v, "shm")) {
+                fprintf(stderr, "weft bench: --transport %s: want mpi or shm\n", v);
+                return 2;
+            }
+            o->transport = v;
         } else if (!strcmp(argv[i - 1], "--csv")) {
             o->csv = v;
         } else if (!strcmp(argv[i - 1], "--json")) {
@@ -242,8 +256,35 @@ static double get_elem(const void *buf, size_t i, weft_dtype_t dt)
     }
 }
 
-static int run_one(weft_comm_t comm, const bench_opts_t *o, size_t count, void *in, void *out)
+/* The MPI library's own collective, as a pseudo-algorithm. */
+static const algo_t native_algo = {"native", WEFT_COLL_COUNT, 0, NULL, "", "", ""};
+
+static int run_one(weft_comm_t comm, const bench_opts_t *o, const algo_t *al, size_t count,
+                   void *in, void *out)
 {
+#ifdef WEFT_HAVE_MPI
+    if (al == &native_algo) {
+        static const MPI_Datatype mdt[WEFT_DTYPE_COUNT] = {
+            [WEFT_INT8] = MPI_INT8_T,     [WEFT_INT16] = MPI_INT16_T,   [WEFT_INT32] = MPI_INT32_T,
+            [WEFT_INT64] = MPI_INT64_T,   [WEFT_UINT8] = MPI_UINT8_T,   [WEFT_UINT16] = MPI_UINT16_T,
+            [WEFT_UINT32] = MPI_UINT32_T, [WEFT_UINT64] = MPI_UINT64_T, [WEFT_FLOAT32] = MPI_FLOAT,
+            [WEFT_FLOAT64] = MPI_DOUBLE};
+        static const MPI_Op mop[] = {MPI_SUM, MPI_PROD, MPI_MIN, MPI_MAX, MPI_BAND,
+                                     MPI_BOR, MPI_BXOR, MPI_LAND, MPI_LOR};
+        MPI_Datatype dt = mdt[o->dtype];
+        if (o->dtype == WEFT_FLOAT16 || o->dtype == WEFT_BFLOAT16)
+            return weft_error(WEFT_ENOTSUP, "MPI has no %s", weft_dtype_name(o->dtype));
+        int n = (int)count, rc;
+        if (o->coll == WEFT_COLL_ALLREDUCE)
+            rc = PMPI_Allreduce(in, out, n, dt, mop[o->op], MPI_COMM_WORLD);
+        else if (o->coll == WEFT_COLL_BCAST)
+            rc = PMPI_Bcast(out, n, dt, o->root, MPI_COMM_WORLD);
+        else
+            rc = PMPI_Reduce(in, out, n, dt, mop[o->op], o->root, MPI_COMM_WORLD);
+        return rc == MPI_SUCCESS ? WEFT_OK : weft_error(WEFT_EINTERNAL, "MPI error %d", rc);
+    }
+#endif
+    (void)al;
     switch (o->coll) {
     case WEFT_COLL_ALLREDUCE: return weft_allreduce(in, out, count, o->dtype, o->op, comm);
     case WEFT_COLL_BCAST: return weft_bcast(out, count, o->dtype, o->root, comm);
@@ -251,14 +292,21 @@ static int run_one(weft_comm_t comm, const bench_opts_t *o, size_t count, void *
     }
 }
 
-static int bench_rank(const bench_opts_t *o)
+static void bench_barrier(weft_comm_t comm, const bench_opts_t *o)
 {
-    int rc = weft_init(NULL, NULL);
-    if (rc) {
-        fprintf(stderr, "weft bench: weft_init: %s\n", weft_last_error());
-        return 1;
+#ifdef WEFT_HAVE_MPI
+    if (o->transport) { /* one barrier for weft and native alike */
+        PMPI_Barrier(MPI_COMM_WORLD);
+        return;
     }
-    weft_comm_t comm = weft_comm_world();
+#endif
+    (void)o;
+    weft_barrier(comm);
+}
+
+static int bench_rank(const bench_opts_t *o, weft_comm_t comm)
+{
+    int rc;
     int rank = weft_comm_rank(comm), P = weft_comm_size(comm);
     size_t n, na = 0;
     const algo_t *t = algo_table(&n);
@@ -271,11 +319,16 @@ static int bench_rank(const bench_opts_t *o)
         if ((all && t[i].build != algo_reduce_bcast_allreduce) || name_in_list(o->algos, t[i].name))
             algos[na++] = &t[i];
     }
+    bool with_native = o->transport && (!strcmp(o->algos, "all") || name_in_list(o->algos, "native"));
+    if (with_native && na < 64) { /* first, so the ratios read against it */
+        memmove(algos + 1, algos, na * sizeof *algos);
+        algos[0] = &native_algo;
+        na++;
+    }
     if (!na) {
         if (!rank)
             fprintf(stderr, "weft bench: no %s algorithm matches '%s' (see `weft algorithms`)\n",
                     weft_coll_name(o->coll), o->algos);
-        weft_finalize();
         return 2;
     }
     size_t es = weft_dtype_size(o->dtype);
@@ -289,7 +342,6 @@ static int bench_rank(const bench_opts_t *o)
     result_t *res = calloc((size_t)o->nsizes * na, sizeof *res);
     if (!in || !out || !times || !res) {
         fprintf(stderr, "weft bench: out of memory for %zu-byte buffers\n", maxbytes);
-        weft_finalize();
         return 1;
     }
     memset(in, 0, maxcount * es);
@@ -300,9 +352,13 @@ static int bench_rank(const bench_opts_t *o)
     if (csv)
         fprintf(csv, "collective,np,dtype,bytes,algorithm,avg_us,median_us,min_us,busbw_gbs,iters\n");
     if (!rank) {
-        printf("# weft bench %s: P=%d, %s %s, shared memory; latency in us, busbw in GB/s; "
-               "* = fastest (median)\n", weft_coll_name(o->coll), P, weft_dtype_name(o->dtype),
-               o->coll == WEFT_COLL_BCAST ? "" : weft_op_name(o->op));
+        printf("# weft bench %s: P=%d, %s %s, %s; latency in us, busbw in GB/s; "
+               "* = fastest (median)%s\n", weft_coll_name(o->coll), P, weft_dtype_name(o->dtype),
+               o->coll == WEFT_COLL_BCAST ? "" : weft_op_name(o->op),
+               !o->transport ? "shared memory (weft run)"
+               : !strcmp(o->transport, "mpi") ? "weft over MPI point-to-point, under mpirun"
+                                              : "weft shared memory, under mpirun",
+               with_native ? "; xN = native median / this median (>1: faster than native)" : "");
         printf("%12s", "bytes");
         for (size_t a = 0; a < na; a++)
             printf(" | %-26.26s", algos[a]->name);
@@ -321,17 +377,18 @@ static int bench_rank(const bench_opts_t *o)
         for (size_t a = 0; a < na; a++) {
             result_t *r = &res[(size_t)s * na + a];
             r->al = algos[a];
-            weft_set_algorithm(comm, o->coll, algos[a]->name, NULL);
+            if (algos[a] != &native_algo)
+                weft_set_algorithm(comm, o->coll, algos[a]->name, NULL);
             fill(in, count, o->dtype, rank, 0);
             if (o->coll == WEFT_COLL_BCAST)
                 fill(out, count, o->dtype, rank, 0);
             rc = WEFT_OK;
             for (int i = 0; i < warm && !rc; i++)
-                rc = run_one(comm, o, count, in, out);
+                rc = run_one(comm, o, algos[a], count, in, out);
             for (int i = 0; i < iters && !rc; i++) {
-                weft_barrier(comm);
+                bench_barrier(comm, o);
                 double t0 = weft_now();
-                rc = run_one(comm, o, count, in, out);
+                rc = run_one(comm, o, algos[a], count, in, out);
                 times[i] = weft_now() - t0;
             }
             if (rc) {
@@ -356,7 +413,7 @@ static int bench_rank(const bench_opts_t *o)
                 fill(in, count, o->dtype, rank, salt);
                 if (o->coll == WEFT_COLL_BCAST)
                     fill(out, count, o->dtype, rank, salt);
-                rc = run_one(comm, o, count, in, out);
+                rc = run_one(comm, o, algos[a], count, in, out);
                 int bad = rc != 0;
                 bool holds = o->coll != WEFT_COLL_REDUCE || rank == o->root;
                 for (size_t i = 0; holds && !bad && i < count; i++) {
@@ -388,6 +445,8 @@ static int bench_rank(const bench_opts_t *o)
             double algbw = r->med > 0 ? (double)bytes / (r->med * 1e-6) / 1e9 : 0;
             double busbw = o->coll == WEFT_COLL_ALLREDUCE ? algbw * 2.0 * (P - 1) / P : algbw;
             printf(" | %9.2f %9.2f%s %5.2f", r->avg, r->med, r->med == best ? "*" : " ", busbw);
+            if (with_native && a > 0 && !res[(size_t)s * na].skipped)
+                printf(" x%.2f", res[(size_t)s * na].med / r->med);
             if (r->bad)
                 printf(" CHECK FAILED");
             if (csv)
@@ -431,8 +490,7 @@ static int bench_rank(const bench_opts_t *o)
     if (!rank && o->check)
         printf("# check: %s\n", failures ? "FAILED" : "every result verified");
     free(in), free(out), free(times), free(res);
-    rc = weft_finalize();
-    return failures ? 1 : rc ? 1 : 0;
+    return failures ? 1 : 0;
 }
 
 int cmd_bench_kernels(int argc, char **argv);
@@ -445,8 +503,36 @@ int cmd_bench(int argc, char **argv)
     int rc = parse(argc, argv, &o);
     if (rc)
         return rc == 1 ? 0 : rc;
-    if (getenv("WEFT_RANK"))
-        return bench_rank(&o);
+    if (o.transport) {
+#ifdef WEFT_HAVE_MPI
+        /* under mpirun: weft over pure MPI (every rank its own node), or
+         * weft's shared memory (all ranks one node) */
+        setenv("WEFT_NODE_SIZE", !strcmp(o.transport, "mpi") ? "1" : "65536", 1);
+        MPI_Init(&argc, &argv);
+        weft_comm_t comm;
+        if (weft_comm_from_mpi(MPI_COMM_WORLD, &comm) != WEFT_OK) {
+            fprintf(stderr, "weft bench: %s\n", weft_last_error());
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        rc = bench_rank(&o, comm);
+        weft_comm_free(&comm);
+        MPI_Finalize();
+        return rc;
+#else
+        fprintf(stderr, "weft bench: --transport needs weft built with MPI "
+                        "(apt-get install libopenmpi-dev, then rebuild)\n");
+        return 2;
+#endif
+    }
+    if (getenv("WEFT_RANK")) {
+        if (weft_init(NULL, NULL)) {
+            fprintf(stderr, "weft bench: weft_init: %s\n", weft_last_error());
+            return 1;
+        }
+        rc = bench_rank(&o, weft_comm_world());
+        int frc = weft_finalize();
+        return rc ? rc : frc ? 1 : 0;
+    }
     /* not a rank yet: start P copies of this very command */
     char exe[PATH_MAX];
     ssize_t l = readlink("/proc/self/exe", exe, sizeof exe - 1);
