@@ -355,8 +355,14 @@ int MPI_Finalize(void)
     if (keyval != MPI_KEYVAL_INVALID) {
         /* free the cached weft communicators of the predefined communicators
          * while MPI still works */
-        PMPI_Comm_delete_attr(MPI_COMM_WORLD, keyval);
-        PMPI_Comm_delete_attr(MPI_COMM_SELF, keyval);
+        MPI_Comm predefined[2] = {MPI_COMM_WORLD, MPI_COMM_SELF};
+        for (int i = 0; i < 2; i++) {
+            void *val;
+            int flag = 0;
+            PMPI_Comm_get_attr(predefined[i], keyval, &val, &flag);
+            if (flag) /* deleting an absent attribute is an error in Open MPI */
+                PMPI_Comm_delete_attr(predefined[i], keyval);
+        }
         PMPI_Comm_free_keyval(&keyval);
     }
     if (is_verbose()) {
