@@ -222,6 +222,14 @@ int main(int argc, char **argv)
     struct { int v, r; } ml = {rank * 10 % 7, rank}, mr;
     MPI_Allreduce(&ml, &mr, 1, MPI_2INT, MPI_MAXLOC, MPI_COMM_WORLD);
     CHECK(mr.v == 6 || size < 4, "maxloc");
+    /* bad input: errors come back through the error handler, as from MPI */
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    int x = 1, y = 0;
+    CHECK(MPI_Allreduce(&x, &y, 1, MPI_INT, MPI_SUM, MPI_COMM_NULL) != MPI_SUCCESS, "COMM_NULL");
+    CHECK(MPI_Allreduce(&x, &y, -1, MPI_INT, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS, "count -1");
+    CHECK(MPI_Bcast(&x, 1, MPI_INT, size, MPI_COMM_WORLD) != MPI_SUCCESS, "root out of range");
+    CHECK(MPI_Reduce(&x, &y, 1, MPI_INT, MPI_SUM, -1, MPI_COMM_WORLD) != MPI_SUCCESS, "root -1");
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
     int total = 0;
     MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0)
