@@ -30,7 +30,13 @@ sanitize:
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DWEFT_SANITIZE=address,undefined -DWEFT_WERROR=ON
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-	  ctest --output-on-failure -j $(JOBS) -R 'unit|coll_np(1|2|3|4|5|7|8|13|17)$$|errors|run_errors|peer_death|bench_allreduce'
+	  ctest --output-on-failure -j $(JOBS) \
+	  -R '^(unit|coll_np(1|2|3|4|5|7|8|13|17)|coll_np7_nodes3|threads_np3|errors_.*|run_errors|peer_death|bench_allreduce)$$'
+	# Open MPI leaks in its own plugins, unloaded before LeakSanitizer
+	# reports (so no suppression can name them): memory errors only here.
+	# The drop-in test preloads an instrumented library, hence the link order.
+	cd build-asan && ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  ctest --output-on-failure -j $(JOBS) -R '^(mpi_coll_np3|mpi_coll_np6_nodes2|pmpi_np3)$$'
 
 # ThreadSanitizer over the shared-memory transport.
 tsan:
@@ -38,7 +44,7 @@ tsan:
 	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DWEFT_SANITIZE=thread
 	cmake --build build-tsan -j $(JOBS)
 	cd build-tsan && TSAN_OPTIONS=halt_on_error=1 \
-	  ctest --output-on-failure -j $(JOBS) -R 'coll_np(2|3|4|5)$$|errors_np3|threads'
+	  ctest --output-on-failure -j $(JOBS) -R '^(coll_np(2|3|4|5)|errors_np3|threads_np.*)$$'
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan
