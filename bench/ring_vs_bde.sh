@@ -19,7 +19,7 @@
 # Read the absolute times as this machine's, the ratios between algorithms
 # as the point.
 #
-# Environment: NP (16), SIZES (bytes, comma separated), RANKS ("2 4 8 16"),
+# Environment: ONLY_LIMITED=1 (just step 4), NP (16), SIZES (bytes, comma separated), RANKS ("2 4 8 16"),
 # FIXED (10485760), ITERS (3), RATE (100mbit), LIMITED_SIZES (smaller: a
 # 100 Mbit/s link shared by 16 processes makes 100 MB take minutes), SKIP_LIMIT=1.
 set -euo pipefail
@@ -70,11 +70,14 @@ table() { # csv title  (plain awk: Debian's default is mawk)
                t["native"] / t["ring"], t["rabenseifner"], t["native"] / t["rabenseifner"]; delete t }'
 }
 
-limit_on() { tc qdisc add dev lo root tbf rate "$RATE" burst 64kb latency 500ms; }
+# netem queues rather than drops (tbf's drops made Open MPI's TCP connections
+# time out with 16 ranks)
+limit_on() { tc qdisc add dev lo root netem rate "$RATE" limit 1000000; }
 limit_off() { tc qdisc del dev lo root 2>/dev/null || true; }
 
 {
     echo "# ring vs recursive halving/doubling (BDE) allreduce, Open MPI TCP over loopback"
+    if [ "${ONLY_LIMITED:-0}" != 1 ]; then
     echo "# machine: $(nproc) cores; $NP ranks => $(( (NP + $(nproc) - 1) / $(nproc) )) ranks per core"
     run "$NP" "$SIZES" "$OUT/size.csv"
     table "$OUT/size.csv" "time vs size, $NP ranks, no limit"
@@ -87,6 +90,7 @@ limit_off() { tc qdisc del dev lo root 2>/dev/null || true; }
     done
     echo "## time vs ranks at $FIXED bytes, no limit (median us)"
     awk -F, '{ printf "%4s ranks %-14s %12.1f\n", $2, $5, $7 }' "$OUT/ranks.csv"
+    fi
     if [ "${SKIP_LIMIT:-0}" != 1 ] && [ "$(id -u)" = 0 ] && command -v tc >/dev/null; then
         trap limit_off EXIT
         limit_off
@@ -103,16 +107,16 @@ limit_off() { tc qdisc del dev lo root 2>/dev/null || true; }
 
 # plot: time vs size (log-log), both conditions
 for f in size size-limited; do
-    [ -f "$OUT/$f.csv" ] || continue
+      [ -f "$OUT/$f.csv" ] || continue
     for a in native ring rabenseifner; do
         awk -F, -v a="$a" 'NR > 1 && $5 == a { print $4, $7 }' "$OUT/$f.csv" > "$OUT/$f-$a.dat"
     done
 done
 plots=""
 for a in native ring rabenseifner; do
-    plots+="${plots:+, }'$OUT/size-$a.dat' with linespoints title '$a'"
+    [ -f "$OUT/size-$a.dat" ] && plots+="${plots:+, }'$OUT/size-$a.dat' with linespoints title '$a'"
     [ -f "$OUT/size-limited-$a.dat" ] &&
-        plots+=", '$OUT/size-limited-$a.dat' with linespoints dashtype 2 title '$a ($RATE)'"
+        plots+="${plots:+, }'$OUT/size-limited-$a.dat' with linespoints dashtype 2 title '$a ($RATE)'"
 done
 gnuplot <<EOF
 set terminal pngcairo size 900,600

@@ -233,13 +233,13 @@ static void counts_for(size_t *counts, int *nc, int large)
 
 /* ---- allreduce / reduce ---- */
 
-static void test_reduction(weft_coll_t coll, const char *name, int ai)
+static void test_reduction(weft_coll_t coll, const char *name, int ai, const char *params)
 {
     int noncomm = serves_noncommutative(coll, name);
-    weft_set_algorithm(world, coll, name, NULL);
+    weft_set_algorithm(world, coll, name, params);
     size_t counts[6];
     int nc;
-    counts_for(counts, &nc, 1);
+    counts_for(counts, &nc, params == NULL); /* the large count with default params only */
     int roots[3] = {0, P - 1, P / 2}, nroots = coll == WEFT_COLL_REDUCE ? 3 : 1;
     for (int ci = 0; ci < nc; ci++) {
         size_t n = counts[ci];
@@ -294,12 +294,12 @@ static void test_reduction(weft_coll_t coll, const char *name, int ai)
 
 /* ---- bcast ---- */
 
-static void test_bcast(const char *name, int ai)
+static void test_bcast(const char *name, int ai, const char *params)
 {
-    weft_set_algorithm(world, WEFT_COLL_BCAST, name, NULL);
+    weft_set_algorithm(world, WEFT_COLL_BCAST, name, params);
     size_t counts[6];
     int nc;
-    counts_for(counts, &nc, 1);
+    counts_for(counts, &nc, params == NULL);
     const weft_dtype_t dts[3] = {WEFT_INT32, WEFT_FLOAT64, WEFT_INT8};
     int roots[3] = {0, P - 1, P / 2};
     for (int ci = 0; ci < nc; ci++)
@@ -514,14 +514,24 @@ int main(int argc, char **argv)
             continue;
         const char *name;
         for (int ai = 0; (name = weft_algorithm_name(coll, ai)); ai++) {
-            if (coll == WEFT_COLL_ALLREDUCE || coll == WEFT_COLL_REDUCE)
-                test_reduction(coll, name, ai);
-            else if (coll == WEFT_COLL_BCAST)
-                test_bcast(name, ai);
-            else if (coll == WEFT_COLL_REDUCE_SCATTER)
+            if (coll == WEFT_COLL_REDUCE_SCATTER) {
                 test_reduce_scatter(name);
-            else
+                continue;
+            }
+            if (coll != WEFT_COLL_ALLREDUCE && coll != WEFT_COLL_REDUCE && coll != WEFT_COLL_BCAST) {
                 test_gathers(coll, name);
+                continue;
+            }
+            /* pipelined algorithms also with k = 1, 3, 16 chunks (counts below
+             * k included) */
+            const char *variants[4] = {NULL, "chunks=1", "chunks=3", "chunks=16"};
+            int nv = weft_set_algorithm(world, coll, name, "chunks=3") == WEFT_OK ? 4 : 1;
+            for (int vi = 0; vi < nv; vi++) {
+                if (coll == WEFT_COLL_BCAST)
+                    test_bcast(name, ai, variants[vi]);
+                else
+                    test_reduction(coll, name, ai, variants[vi]);
+            }
         }
         weft_set_algorithm(world, coll, "auto", NULL);
     }

@@ -26,6 +26,7 @@ static void usage(FILE *f)
                "  run -n P PROG [ARGS]     start PROG as P ranks of a shared-memory job\n"
                "  bench COLL [OPTIONS]     time algorithms side by side (allreduce, bcast, reduce)\n"
                "  check COLL [OPTIONS]     prove schedules correct symbolically for a range of P\n"
+               "  tree NAME --np P         print the trees of a pipelined algorithm\n"
                "  algorithms               list every algorithm with its properties\n\n"
                "`weft COMMAND --help` for the options of each.\n");
 }
@@ -78,6 +79,8 @@ int main(int argc, char **argv)
         return cmd_bench(argc - 1, argv + 1);
     if (!strcmp(c, "check"))
         return cmd_check(argc - 1, argv + 1);
+    if (!strcmp(c, "tree"))
+        return cmd_tree(argc - 1, argv + 1);
     if (!strcmp(c, "algorithms"))
         return cmd_algorithms(argc - 1, argv + 1);
     if (!strcmp(c, "--help") || !strcmp(c, "help")) {

@@ -118,6 +118,21 @@ int algo_reduce_bcast_allreduce(sched_t *s, const coll_args_t *a);
 int algo_binomial_allreduce(sched_t *s, const coll_args_t *a);
 int algo_dissemination_barrier(sched_t *s, const coll_args_t *a);
 int algo_hier_allreduce(sched_t *s, const coll_args_t *a);
+int algo_pipeline_bcast(sched_t *s, const coll_args_t *a);
+int algo_bintree_bcast(sched_t *s, const coll_args_t *a);
+int algo_twotree_bcast(sched_t *s, const coll_args_t *a);
+int algo_twotree_reordered_bcast(sched_t *s, const coll_args_t *a);
+int algo_pipeline_reduce(sched_t *s, const coll_args_t *a);
+int algo_bintree_reduce(sched_t *s, const coll_args_t *a);
+int algo_twotree_reduce(sched_t *s, const coll_args_t *a);
+int algo_twotree_reordered_reduce(sched_t *s, const coll_args_t *a);
+int algo_pipeline_allreduce(sched_t *s, const coll_args_t *a);
+int algo_bintree_allreduce(sched_t *s, const coll_args_t *a);
+int algo_twotree_allreduce(sched_t *s, const coll_args_t *a);
+int algo_twotree_reordered_allreduce(sched_t *s, const coll_args_t *a);
+int algo_twotree_overlap_allreduce(sched_t *s, const coll_args_t *a);
+/* LogGP default chunk count: set 0 chain, 1 binary tree, 2 two-tree */
+int pipelined_default_chunks(int kind_set, int P, uint64_t bytes);
 int algo_hier_bcast(sched_t *s, const coll_args_t *a);
 int algo_hier_reduce(sched_t *s, const coll_args_t *a);
 

@@ -31,6 +31,21 @@ static const algo_t table[] = {
     {"reduce_bcast", WEFT_COLL_ALLREDUCE, I | S, algo_reduce_bcast_allreduce, "reduce,bcast",
      "any reduce to rank 0 (reduce=NAME) + any broadcast (bcast=NAME)",
      "cost(reduce) + cost(bcast)"},
+    {"pipeline", WEFT_COLL_ALLREDUCE, C | I | S, algo_pipeline_allreduce, "chunks",
+     "pipelined chain reduce to rank 0, then pipelined chain bcast (k chunks)",
+     "2 (P - 2 + k)(alpha + n/k beta) + (P - 2 + k) n/k gamma"},
+    {"bintree", WEFT_COLL_ALLREDUCE, C | I | S, algo_bintree_allreduce, "chunks",
+     "pipelined binary-tree reduce, then pipelined binary-tree bcast (k chunks)",
+     "2 (lg P + 2k)(alpha + n/k beta) + (lg P + 2k) n/k gamma"},
+    {"twotree", WEFT_COLL_ALLREDUCE, C | I | S, algo_twotree_allreduce, "chunks",
+     "TwoTreeC reduce, then TwoTreeC bcast (k chunks, alternate trees)",
+     "2 (lg P + k)(alpha + n/k beta) + (lg P + k) n/k gamma"},
+    {"twotree_reordered", WEFT_COLL_ALLREDUCE, C | I | S, algo_twotree_reordered_allreduce, "chunks",
+     "TwoTreeC reduce, then Reordered TwoTreeC bcast",
+     "as twotree; early finishers of the reduce sit near the root in the bcast"},
+    {"twotree_overlap", WEFT_COLL_ALLREDUCE, C | I | S, algo_twotree_overlap_allreduce, "chunks",
+     "TwoTreeC reduce + Reordered bcast, chunk i's bcast starting once chunk i is reduced",
+     "about (2 lg P + k)(alpha + n/k beta) + ..."},
     {"hier", WEFT_COLL_ALLREDUCE, C | I | S | T, algo_hier_allreduce, "inter",
      "reduce in each node, allreduce among node leaders (inter=NAME), bcast in each node",
      "2 ceil(lg k)(a_node + n b_node) + cost_leaders(allreduce, N nodes)"},
@@ -42,6 +57,15 @@ static const algo_t table[] = {
     {"scatter_allgather", WEFT_COLL_BCAST, I | S, algo_scatter_allgather_bcast, "",
      "van de Geijn: binomial scatter of P blocks + ring allgather",
      "(lg P + P - 1) alpha + 2 (P-1)/P n beta"},
+    {"pipeline", WEFT_COLL_BCAST, I | S, algo_pipeline_bcast, "chunks",
+     "pipelined chain from the root (k chunks)", "(P - 2 + k)(alpha + n/k beta)"},
+    {"bintree", WEFT_COLL_BCAST, I | S, algo_bintree_bcast, "chunks",
+     "pipelined complete binary tree (k chunks)", "(lg P + 2k)(alpha + n/k beta)"},
+    {"twotree", WEFT_COLL_BCAST, I | S, algo_twotree_bcast, "chunks",
+     "TwoTreeC: even chunks down T1, odd chunks down T2",
+     "(lg P + k)(alpha + n/k beta)"},
+    {"twotree_reordered", WEFT_COLL_BCAST, I | S, algo_twotree_reordered_bcast, "chunks",
+     "Reordered TwoTreeC", "(lg P + k)(alpha + n/k beta)"},
     {"hier", WEFT_COLL_BCAST, I | T, algo_hier_bcast, "inter",
      "to the root's node leader, among leaders (inter=NAME), then in each node",
      "cost_leaders(bcast, N nodes) + ceil(lg k)(a_node + n b_node)"},
@@ -55,6 +79,14 @@ static const algo_t table[] = {
     {"rsg", WEFT_COLL_REDUCE, C | S, algo_rsg_reduce, "",
      "Rabenseifner: reduce-scatter by recursive halving + binomial gather",
      "2 lg P alpha + 2 (P-1)/P n beta + (P-1)/P n gamma"},
+    {"pipeline", WEFT_COLL_REDUCE, C | S, algo_pipeline_reduce, "chunks",
+     "pipelined chain to the root (k chunks)", "(P - 2 + k)(alpha + n/k (beta + gamma))"},
+    {"bintree", WEFT_COLL_REDUCE, C | S, algo_bintree_reduce, "chunks",
+     "pipelined complete binary tree (k chunks)", "(lg P + 2k)(alpha + n/k (beta + gamma))"},
+    {"twotree", WEFT_COLL_REDUCE, C | S, algo_twotree_reduce, "chunks",
+     "TwoTreeC: even chunks up T1, odd chunks up T2", "(lg P + k)(alpha + n/k (beta + gamma))"},
+    {"twotree_reordered", WEFT_COLL_REDUCE, C | S, algo_twotree_reordered_reduce, "chunks",
+     "Reordered TwoTreeC", "(lg P + k)(alpha + n/k (beta + gamma))"},
     {"hier", WEFT_COLL_REDUCE, C | S | T, algo_hier_reduce, "inter",
      "reduce in each node, among leaders to the root's leader (inter=NAME), then to the root",
      "ceil(lg k)(a_node + n b_node + n g) + cost_leaders(reduce, N nodes)"},
@@ -244,8 +276,8 @@ int algo_parse_params(const algo_t *al, const char *text, algo_params_t *p)
         char *end;
         if (kl == 6 && !strncmp(q, "chunks", 6)) {
             long v = strtol(val, &end, 10);
-            if (*end || v < 1 || v > 1 << 20)
-                return weft_error(WEFT_EINVAL, "chunks=%s: expected an integer 1..1048576", val);
+            if (*end || v < 1 || v > 16384)
+                return weft_error(WEFT_EINVAL, "chunks=%s: expected an integer 1..16384", val);
             p->chunks = (int)v;
         } else if (kl == 6 && !strncmp(q, "fanout", 6)) {
             long v = strtol(val, &end, 10);

@@ -1,0 +1,229 @@
+/* pipelined_trees.c — pipelined trees for broadcast, reduce and allreduce:
+ * `pipeline` (a chain), `bintree` (a complete binary tree) and the two-tree
+ * family of two-tree-collectives.txt: `twotree` (TwoTreeC) and
+ * `twotree_reordered` (its Reordered TwoTreeC).  The message is cut into k
+ * chunks (parameter chunks=k); chunk c flows down (or up) tree c mod T of the
+ * algorithm's T trees.  There are no rounds: each chunk's steps depend only
+ * on that chunk's own data (a receive, or the reductions of its children),
+ * so chunks of one tree pipeline and the two trees of a two-tree run side by
+ * side, every send and receive non-blocking, as the seed prescribes.
+ *
+ * Allreduce composes a reduce to vrank 0 with a broadcast from it:
+ * `twotree` (TwoTreeC + TwoTreeC), `twotree_reordered` (TwoTreeC reduce +
+ * Reordered broadcast), each with a barrier between the phases, and
+ * `twotree_overlap` (TwoTreeC + Reordered, the broadcast of chunk i starting
+ * as soon as chunk i is reduced at the root).  Reductions need a commutative
+ * op: a tree's subtrees are not contiguous rank ranges.
+ *
+ * Chunk count default (docs/ALGORITHMS.md): with a = L + 2o per message and
+ * b = G n per message of the whole vector, a pipeline of depth d whose nodes
+ * send c messages per chunk takes T(k) = (d - c + c k)(a + b / k); dT/dk = 0
+ * gives k* = sqrt((d - c) b / (c a)).  Until `weft fit` measures L, o, G we
+ * use shared-memory values a = 1 us, G = 0.1 ns/byte. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "algo.h"
+#include "tree_patterns.h"
+
+typedef struct tree_set {
+    int kind[2];
+    int ntrees;
+} tree_set_t;
+
+static const tree_set_t set_chain = {{TREE_CHAIN, TREE_CHAIN}, 1};
+static const tree_set_t set_binary = {{TREE_BINARY, TREE_BINARY}, 1};
+static const tree_set_t set_twotree = {{TREE_TWO_C1, TREE_TWO_C2}, 2};
+static const tree_set_t set_reordered = {{TREE_TWO_R1, TREE_TWO_R2}, 2};
+
+static int depth_of(const tree_set_t *ts, int P)
+{
+    if (ts->kind[0] == TREE_CHAIN)
+        return P - 1;
+    int d = 0;
+    while ((2 << d) <= P)
+        d++;
+    return ts->ntrees == 2 ? d + 1 : d; /* two-trees hang one level lower */
+}
+
+int pipelined_default_chunks(int kind_set, int P, uint64_t bytes)
+{
+    const tree_set_t *ts = kind_set == 0 ? &set_chain : kind_set == 1 ? &set_binary : &set_twotree;
+    const double a = 1e-6, G = 1e-10;
+    double d = depth_of(ts, P), c = ts->kind[0] == TREE_CHAIN ? 1 : 2;
+    if (ts->ntrees == 2)
+        c = 1; /* each tree carries every other chunk, one send per chunk per tree */
+    double k = d > c ? sqrt((d - c) * G * (double)bytes / (c * a)) : 1;
+    return k < 1 ? 1 : k > 4096 ? 4096 : (int)k;
+}
+
+static int chunk_count(const coll_args_t *a, const tree_set_t *ts)
+{
+    int k = a->params.chunks;
+    if (k <= 0) {
+        int set = ts->kind[0] == TREE_CHAIN ? 0 : ts->ntrees == 1 ? 1 : 2;
+        k = pipelined_default_chunks(set, a->nrank, a->count * a->esize);
+    }
+    if ((uint64_t)k > a->count)
+        k = a->count ? (int)a->count : 1; /* chunks smaller than an element make no sense */
+    return k;
+}
+
+static region_t chunk(int buf, uint64_t base, uint64_t n, int k, int c)
+{
+    return reg(buf, base + blk_off(n, (uint64_t)k, (uint64_t)c), blk_len(n, (uint64_t)k, (uint64_t)c));
+}
+
+static int real_rank(int v, int root, int P) { return (v + root) % P; }
+
+/* Per-chunk bookkeeping shared by the reduce and broadcast halves. */
+typedef struct chunk_steps {
+    uint32_t *in_read; /* last step reading the input's chunk c (SCHED_NONE) */
+    uint32_t *ready;   /* step after which chunk c of the result is complete
+                          at the root (SCHED_NONE: no dependency) */
+} chunk_steps_t;
+
+static void tree_reduce(sched_t *s, const coll_args_t *a, const tree_set_t *ts, int k,
+                        uint32_t tag0, chunk_steps_t *cs)
+{
+    int P = a->nrank, v = mod(a->rank - a->root, P);
+    uint64_t n = a->count;
+    bool root = v == 0;
+    uint64_t t = root ? 0 : sched_tmp(s, n);
+    for (int c = 0; c < k; c++) {
+        tree_node_t nd = tree_node(ts->kind[c % ts->ntrees], P, v);
+        region_t in = chunk(BUF_IN, 0, n, k, c);
+        if (nd.nchild == 0 && nd.parent >= 0) { /* a leaf sends its input as is */
+            cs->in_read[c] = sched_send(s, real_rank(nd.parent, a->root, P), tag0 + (uint32_t)c, in);
+            continue;
+        }
+        region_t acc = root ? chunk(BUF_OUT, 0, n, k, c) : chunk(BUF_TMP, t, n, k, c);
+        uint32_t prev = sched_copy(s, in, acc);
+        cs->in_read[c] = prev;
+        for (int i = 0; i < nd.nchild; i++) {
+            uint32_t rr = sched_recv_reduce(s, real_rank(nd.child[i], a->root, P),
+                                            tag0 + (uint32_t)c, acc, false);
+            sched_depend(s, rr, prev);
+            prev = rr;
+        }
+        if (nd.parent >= 0) {
+            uint32_t sd = sched_send(s, real_rank(nd.parent, a->root, P), tag0 + (uint32_t)c, acc);
+            sched_depend(s, sd, prev);
+        } else {
+            cs->ready[c] = prev;
+        }
+    }
+}
+
+static void tree_bcast(sched_t *s, const coll_args_t *a, const tree_set_t *ts, int k,
+                       uint32_t tag0, const chunk_steps_t *cs)
+{
+    int P = a->nrank, v = mod(a->rank - a->root, P);
+    uint64_t n = a->count;
+    for (int c = 0; c < k; c++) {
+        tree_node_t nd = tree_node(ts->kind[c % ts->ntrees], P, v);
+        region_t buf = chunk(BUF_OUT, 0, n, k, c);
+        uint32_t got = SCHED_NONE;
+        if (nd.parent >= 0) {
+            got = sched_recv(s, real_rank(nd.parent, a->root, P), tag0 + (uint32_t)c, buf);
+            /* in place, the output is the input: do not overwrite it before
+             * the reduce has read it */
+            if (cs && cs->in_read[c] != SCHED_NONE)
+                sched_depend(s, got, cs->in_read[c]);
+        } else if (cs) {
+            got = cs->ready[c];
+        }
+        for (int i = 0; i < nd.nchild; i++) {
+            uint32_t sd = sched_send(s, real_rank(nd.child[i], a->root, P), tag0 + (uint32_t)c, buf);
+            if (got != SCHED_NONE)
+                sched_depend(s, sd, got);
+        }
+    }
+}
+
+static int build_bcast(sched_t *s, const coll_args_t *a, const tree_set_t *ts)
+{
+    tree_bcast(s, a, ts, chunk_count(a, ts), 0, NULL);
+    return 0;
+}
+
+static int build_reduce(sched_t *s, const coll_args_t *a, const tree_set_t *ts)
+{
+    int k = chunk_count(a, ts);
+    chunk_steps_t cs;
+    cs.in_read = malloc((size_t)k * sizeof *cs.in_read);
+    cs.ready = malloc((size_t)k * sizeof *cs.ready);
+    if (!cs.in_read || !cs.ready) {
+        free(cs.in_read), free(cs.ready);
+        return WEFT_ENOMEM;
+    }
+    tree_reduce(s, a, ts, k, 0, &cs);
+    free(cs.in_read), free(cs.ready);
+    return 0;
+}
+
+/* Reduce on `rt` to vrank 0, then broadcast on `bt`; with overlap the
+ * broadcast of chunk c waits only for chunk c, else for the whole reduce. */
+static int build_allreduce(sched_t *s, const coll_args_t *a, const tree_set_t *rt,
+                           const tree_set_t *bt, bool overlap)
+{
+    coll_args_t b = *a;
+    b.root = 0;
+    int k = chunk_count(&b, rt);
+    chunk_steps_t cs;
+    cs.in_read = malloc((size_t)k * sizeof *cs.in_read);
+    cs.ready = malloc((size_t)k * sizeof *cs.ready);
+    if (!cs.in_read || !cs.ready) {
+        free(cs.in_read), free(cs.ready);
+        return WEFT_ENOMEM;
+    }
+    for (int c = 0; c < k; c++)
+        cs.in_read[c] = cs.ready[c] = SCHED_NONE;
+    tree_reduce(s, &b, rt, k, 0, &cs);
+    if (!overlap) {
+        sched_round(s);
+        for (int c = 0; c < k; c++)
+            cs.in_read[c] = cs.ready[c] = SCHED_NONE; /* the round orders everything */
+    }
+    tree_bcast(s, &b, bt, k, (uint32_t)k, &cs);
+    free(cs.in_read), free(cs.ready);
+    return 0;
+}
+
+int algo_pipeline_bcast(sched_t *s, const coll_args_t *a) { return build_bcast(s, a, &set_chain); }
+int algo_bintree_bcast(sched_t *s, const coll_args_t *a) { return build_bcast(s, a, &set_binary); }
+int algo_twotree_bcast(sched_t *s, const coll_args_t *a) { return build_bcast(s, a, &set_twotree); }
+int algo_twotree_reordered_bcast(sched_t *s, const coll_args_t *a)
+{
+    return build_bcast(s, a, &set_reordered);
+}
+
+int algo_pipeline_reduce(sched_t *s, const coll_args_t *a) { return build_reduce(s, a, &set_chain); }
+int algo_bintree_reduce(sched_t *s, const coll_args_t *a) { return build_reduce(s, a, &set_binary); }
+int algo_twotree_reduce(sched_t *s, const coll_args_t *a) { return build_reduce(s, a, &set_twotree); }
+int algo_twotree_reordered_reduce(sched_t *s, const coll_args_t *a)
+{
+    return build_reduce(s, a, &set_reordered);
+}
+
+int algo_pipeline_allreduce(sched_t *s, const coll_args_t *a)
+{
+    return build_allreduce(s, a, &set_chain, &set_chain, false);
+}
+int algo_bintree_allreduce(sched_t *s, const coll_args_t *a)
+{
+    return build_allreduce(s, a, &set_binary, &set_binary, false);
+}
+int algo_twotree_allreduce(sched_t *s, const coll_args_t *a)
+{
+    return build_allreduce(s, a, &set_twotree, &set_twotree, false);
+}
+int algo_twotree_reordered_allreduce(sched_t *s, const coll_args_t *a)
+{
+    return build_allreduce(s, a, &set_twotree, &set_reordered, false);
+}
+int algo_twotree_overlap_allreduce(sched_t *s, const coll_args_t *a)
+{
+    return build_allreduce(s, a, &set_twotree, &set_reordered, true);
+}
