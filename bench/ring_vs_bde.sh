@@ -70,9 +70,13 @@ table() { # csv title  (plain awk: Debian's default is mawk)
                t["native"] / t["ring"], t["rabenseifner"], t["native"] / t["rabenseifner"]; delete t }'
 }
 
-# netem queues rather than drops (tbf's drops made Open MPI's TCP connections
-# time out with 16 ranks)
-limit_on() { tc qdisc add dev lo root netem rate "$RATE" limit 1000000; }
+# The queue must be deep: with tbf's default (drop after 500 ms), Open MPI's
+# TCP connections of 16 ranks timed out.  netem where the kernel has it,
+# else tbf with a 256 MB queue.
+limit_on() {
+    tc qdisc add dev lo root netem rate "$RATE" limit 1000000 2>/dev/null ||
+        tc qdisc add dev lo root tbf rate "$RATE" burst 256kb limit 256mb
+}
 limit_off() { tc qdisc del dev lo root 2>/dev/null || true; }
 
 {
