@@ -84,6 +84,19 @@ static inline int pow2_floor(int p)
 }
 static inline int mod(int a, int p) { return ((a % p) + p) % p; }
 
+/* Binomial trees on vranks: v's parent is v - span(v), its children v + 2^j
+ * for 2^j < span(v), where span(v) is v's lowest set bit, and for the root
+ * the power of two >= P. */
+static inline int binomial_span(int v, int P)
+{
+    if (v)
+        return v & -v;
+    int m = 1;
+    while (m < P)
+        m <<= 1;
+    return m;
+}
+
 /* Fold of P = P' + rem ranks onto P' = pow2_floor(P) (MPICH's scheme): rank
  * r < 2*rem pairs with r^1; the odd one stays as newrank r/2, the even one
  * sits out.  Ranks >= 2*rem are newrank r - rem. */

@@ -15,20 +15,9 @@
 
 #include "algo.h"
 
-/* Lowest set bit of v; for the root, the power of two >= P. */
-static int tree_span(int v, int P)
-{
-    if (v)
-        return v & -v;
-    int m = 1;
-    while (m < P)
-        m <<= 1;
-    return m;
-}
-
 static int subtree(int v, int P)
 {
-    int span = tree_span(v, P);
+    int span = binomial_span(v, P);
     return span < P - v ? span : P - v;
 }
 
@@ -38,7 +27,7 @@ int algo_binomial_bcast(sched_t *s, const coll_args_t *a)
 {
     int P = a->nrank, root = a->root, v = mod(a->rank - root, P);
     region_t buf = reg(BUF_OUT, 0, a->count);
-    int span = tree_span(v, P);
+    int span = binomial_span(v, P);
     if (v) {
         sched_recv(s, real_rank(v - span, root, P), 0, buf);
         sched_round(s);
@@ -55,7 +44,7 @@ int algo_binomial_reduce(sched_t *s, const coll_args_t *a)
     uint64_t n = a->count;
     bool rotate = a->commutative || root == 0;
     int troot = rotate ? root : 0;
-    int v = mod(r - troot, P), span = tree_span(v, P);
+    int v = mod(r - troot, P), span = binomial_span(v, P);
     bool has_child = v + 1 < P && span > 1;
     if (!has_child && v != 0) {
         sched_send(s, real_rank(v - span, troot, P), 0, reg(BUF_IN, 0, n));
@@ -108,7 +97,7 @@ int algo_binomial_scatter(sched_t *s, const coll_args_t *a)
 {
     int P = a->nrank, root = a->root, v = mod(a->rank - root, P);
     uint64_t c = a->count;
-    int span = tree_span(v, P), sub = subtree(v, P);
+    int span = binomial_span(v, P), sub = subtree(v, P);
     region_t src;
     if (v == 0) {
         if (root == 0) {
@@ -141,7 +130,7 @@ int algo_binomial_gather(sched_t *s, const coll_args_t *a)
 {
     int P = a->nrank, root = a->root, v = mod(a->rank - root, P);
     uint64_t c = a->count;
-    int span = tree_span(v, P), sub = subtree(v, P);
+    int span = binomial_span(v, P), sub = subtree(v, P);
     if (v != 0 && sub == 1) {
         sched_send(s, real_rank(v - span, root, P), 0, reg(BUF_IN, 0, c));
         return 0;

@@ -29,6 +29,27 @@ static fold_t fold_of(const coll_args_t *a)
     return f;
 }
 
+/* The even rank of a folded pair hands its data to r + 1 and takes the
+ * result back. */
+static void sit_out(sched_t *s, int r, region_t give, region_t take)
+{
+    sched_send(s, r + 1, TAG_FOLD, give);
+    sched_round(s);
+    sched_recv(s, r + 1, TAG_UNFOLD, take);
+}
+
+/* Every other rank starts from its own input; the odd rank of a folded pair
+ * adds its partner's (the lower rank's, so on the left). */
+static void fold_in(sched_t *s, const fold_t *f, int r, region_t in, region_t work)
+{
+    sched_copy(s, in, work);
+    sched_round(s);
+    if (r < 2 * f->rem) {
+        sched_recv_reduce(s, r - 1, TAG_FOLD, work, true);
+        sched_round(s);
+    }
+}
+
 static int lg2(int x)
 {
     int l = 0;
@@ -47,18 +68,11 @@ int algo_rd_allreduce(sched_t *s, const coll_args_t *a)
     uint64_t n = a->count;
     fold_t f = fold_of(a);
     region_t out = reg(BUF_OUT, 0, n);
-    if (f.nr < 0) { /* even rank of a folded pair */
-        sched_send(s, r + 1, TAG_FOLD, reg(BUF_IN, 0, n));
-        sched_round(s);
-        sched_recv(s, r + 1, TAG_UNFOLD, out);
+    if (f.nr < 0) {
+        sit_out(s, r, reg(BUF_IN, 0, n), out);
         return 0;
     }
-    sched_copy(s, reg(BUF_IN, 0, n), out);
-    sched_round(s);
-    if (r < 2 * f.rem) {
-        sched_recv_reduce(s, r - 1, TAG_FOLD, out, true);
-        sched_round(s);
-    }
+    fold_in(s, &f, r, reg(BUF_IN, 0, n), out);
     uint64_t tmp = sched_tmp(s, n);
     for (int mask = 1, k = 0; mask < f.P2; mask <<= 1, k++) {
         int pn = f.nr ^ mask, peer = fold_oldrank(pn, f.rem);
@@ -143,17 +157,10 @@ int algo_rabenseifner_allreduce(sched_t *s, const coll_args_t *a)
     fold_t f = fold_of(a);
     region_t out = reg(BUF_OUT, 0, n);
     if (f.nr < 0) {
-        sched_send(s, r + 1, TAG_FOLD, reg(BUF_IN, 0, n));
-        sched_round(s);
-        sched_recv(s, r + 1, TAG_UNFOLD, out);
+        sit_out(s, r, reg(BUF_IN, 0, n), out);
         return 0;
     }
-    sched_copy(s, reg(BUF_IN, 0, n), out);
-    sched_round(s);
-    if (r < 2 * f.rem) {
-        sched_recv_reduce(s, r - 1, TAG_FOLD, out, true);
-        sched_round(s);
-    }
+    fold_in(s, &f, r, reg(BUF_IN, 0, n), out);
     even_groups_t g = {n, f.P2};
     halving(s, &f, BUF_OUT, 0, even_goff, &g, TAG_STEP);
     doubling(s, &f, BUF_OUT, 0, even_goff, &g, TAG_STEP + (uint32_t)lg2(f.P2));
@@ -168,18 +175,11 @@ int algo_rhalving_reduce_scatter(sched_t *s, const coll_args_t *a)
     uint64_t c = a->count, all = (uint64_t)P * c;
     fold_t f = fold_of(a);
     if (f.nr < 0) {
-        sched_send(s, r + 1, TAG_FOLD, reg(BUF_IN, 0, all));
-        sched_round(s);
-        sched_recv(s, r + 1, TAG_UNFOLD, reg(BUF_OUT, 0, c));
+        sit_out(s, r, reg(BUF_IN, 0, all), reg(BUF_OUT, 0, c));
         return 0;
     }
     uint64_t w = sched_tmp(s, all);
-    sched_copy(s, reg(BUF_IN, 0, all), reg(BUF_TMP, w, all));
-    sched_round(s);
-    if (r < 2 * f.rem) {
-        sched_recv_reduce(s, r - 1, TAG_FOLD, reg(BUF_TMP, w, all), true);
-        sched_round(s);
-    }
+    fold_in(s, &f, r, reg(BUF_IN, 0, all), reg(BUF_TMP, w, all));
     rank_groups_t g = {c, f.rem};
     halving(s, &f, BUF_TMP, w, rank_goff, &g, TAG_STEP);
     if (r < 2 * f.rem)
@@ -194,9 +194,7 @@ int algo_rd_allgather(sched_t *s, const coll_args_t *a)
     uint64_t c = a->count, all = (uint64_t)P * c;
     fold_t f = fold_of(a);
     if (f.nr < 0) {
-        sched_send(s, r + 1, TAG_FOLD, reg(BUF_IN, 0, c));
-        sched_round(s);
-        sched_recv(s, r + 1, TAG_UNFOLD, reg(BUF_OUT, 0, all));
+        sit_out(s, r, reg(BUF_IN, 0, c), reg(BUF_OUT, 0, all));
         return 0;
     }
     sched_copy(s, reg(BUF_IN, 0, c), reg(BUF_OUT, (uint64_t)r * c, c));
@@ -231,12 +229,7 @@ int algo_rsg_reduce(sched_t *s, const coll_args_t *a)
     }
     int work = r == root ? BUF_OUT : BUF_TMP;
     uint64_t w = work == BUF_TMP ? sched_tmp(s, n) : 0;
-    sched_copy(s, reg(BUF_IN, 0, n), reg(work, w, n));
-    sched_round(s);
-    if (r < 2 * f.rem) {
-        sched_recv_reduce(s, r - 1, TAG_FOLD, reg(work, w, n), true);
-        sched_round(s);
-    }
+    fold_in(s, &f, r, reg(BUF_IN, 0, n), reg(work, w, n));
     even_groups_t g = {n, f.P2};
     halving(s, &f, work, w, even_goff, &g, TAG_STEP);
     int root_nr = fold_newrank(root, f.rem);

@@ -84,6 +84,21 @@ typedef struct chunk_steps {
                           at the root (SCHED_NONE: no dependency) */
 } chunk_steps_t;
 
+static int steps_alloc(chunk_steps_t *cs, int k)
+{
+    cs->in_read = malloc((size_t)k * sizeof *cs->in_read);
+    cs->ready = malloc((size_t)k * sizeof *cs->ready);
+    if (!cs->in_read || !cs->ready) {
+        free(cs->in_read), free(cs->ready);
+        return WEFT_ENOMEM;
+    }
+    for (int c = 0; c < k; c++)
+        cs->in_read[c] = cs->ready[c] = SCHED_NONE;
+    return 0;
+}
+
+static void steps_free(chunk_steps_t *cs) { free(cs->in_read), free(cs->ready); }
+
 static void tree_reduce(sched_t *s, const coll_args_t *a, const tree_set_t *ts, int k,
                         uint32_t tag0, chunk_steps_t *cs)
 {
@@ -152,14 +167,10 @@ static int build_reduce(sched_t *s, const coll_args_t *a, const tree_set_t *ts)
 {
     int k = chunk_count(a, ts);
     chunk_steps_t cs;
-    cs.in_read = malloc((size_t)k * sizeof *cs.in_read);
-    cs.ready = malloc((size_t)k * sizeof *cs.ready);
-    if (!cs.in_read || !cs.ready) {
-        free(cs.in_read), free(cs.ready);
+    if (steps_alloc(&cs, k))
         return WEFT_ENOMEM;
-    }
     tree_reduce(s, a, ts, k, 0, &cs);
-    free(cs.in_read), free(cs.ready);
+    steps_free(&cs);
     return 0;
 }
 
@@ -172,14 +183,8 @@ static int build_allreduce(sched_t *s, const coll_args_t *a, const tree_set_t *r
     b.root = 0;
     int k = chunk_count(&b, rt);
     chunk_steps_t cs;
-    cs.in_read = malloc((size_t)k * sizeof *cs.in_read);
-    cs.ready = malloc((size_t)k * sizeof *cs.ready);
-    if (!cs.in_read || !cs.ready) {
-        free(cs.in_read), free(cs.ready);
+    if (steps_alloc(&cs, k))
         return WEFT_ENOMEM;
-    }
-    for (int c = 0; c < k; c++)
-        cs.in_read[c] = cs.ready[c] = SCHED_NONE;
     tree_reduce(s, &b, rt, k, 0, &cs);
     if (!overlap) {
         sched_round(s);
@@ -187,7 +192,7 @@ static int build_allreduce(sched_t *s, const coll_args_t *a, const tree_set_t *r
             cs.in_read[c] = cs.ready[c] = SCHED_NONE; /* the round orders everything */
     }
     tree_bcast(s, &b, bt, k, (uint32_t)k, &cs);
-    free(cs.in_read), free(cs.ready);
+    steps_free(&cs);
     return 0;
 }
 

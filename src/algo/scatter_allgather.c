@@ -8,16 +8,6 @@
  * rotated.  Cost: (lg P + P - 1) alpha + 2 (P-1)/P n beta. */
 #include "algo.h"
 
-static int span_of(int v, int P)
-{
-    if (v)
-        return v & -v;
-    int m = 1;
-    while (m < P)
-        m <<= 1;
-    return m;
-}
-
 static region_t blocks(uint64_t n, int P, int first, int cnt)
 {
     uint64_t o = blk_off(n, (uint64_t)P, (uint64_t)first);
@@ -30,7 +20,7 @@ int algo_scatter_allgather_bcast(sched_t *s, const coll_args_t *a)
     uint64_t n = a->count;
     if (P == 1)
         return 0;
-    int span = span_of(v, P);
+    int span = binomial_span(v, P);
     if (v) {
         int sub = span < P - v ? span : P - v;
         sched_recv(s, (v - span + root) % P, 0, blocks(n, P, v, sub));

@@ -88,7 +88,14 @@ static int track(mpi_xport_t *x, MPI_Request m, xreq_t *r)
     return WEFT_OK;
 }
 
-static size_t max_msg(void) { return (size_t)1 << 30; }
+/* A message's MPI count is an int: keep to 1 GiB of MPI_BYTE. */
+static int check_size(const xreq_t *r)
+{
+    if (r->bytes <= ((size_t)1 << 30))
+        return WEFT_OK;
+    return weft_error(WEFT_ENOTSUP, "a single message of %zu bytes exceeds the MPI transport's "
+                                    "1 GiB limit", r->bytes);
+}
 
 static int mpi_isend(xport_t *xp, xreq_t *r)
 {
@@ -96,9 +103,8 @@ static int mpi_isend(xport_t *xp, xreq_t *r)
     int tag = 0, rc = map_tag(x, r->tag, &tag);
     if (rc)
         return rc;
-    if (r->bytes > max_msg())
-        return weft_error(WEFT_ENOTSUP, "a single message of %zu bytes exceeds the MPI "
-                                        "transport's 1 GiB limit", r->bytes);
+    if ((rc = check_size(r)))
+        return rc;
     MPI_Request m;
     static const char dummy;
     int mrc = MPI_Isend(r->bytes ? r->sbuf : &dummy, (int)r->bytes, MPI_BYTE, r->peer, tag,
@@ -135,9 +141,8 @@ static int mpi_irecv(xport_t *xp, xreq_t *r)
     int tag = 0, rc = map_tag(x, r->tag, &tag);
     if (rc)
         return rc;
-    if (r->bytes > max_msg())
-        return weft_error(WEFT_ENOTSUP, "a single message of %zu bytes exceeds the MPI "
-                                        "transport's 1 GiB limit", r->bytes);
+    if ((rc = check_size(r)))
+        return rc;
     void *dst = r->sink.dst;
     r->priv = NULL;
     if (r->sink.red && r->bytes) {
