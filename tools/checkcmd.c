@@ -286,13 +286,13 @@ static int parse_range(const char *s, int *lo, int *hi)
 int cmd_check(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "--help")) {
-        printf("usage: weft check COLL|all [--algo A[,B..]|all] [--np-range LO:HI] [--count N]\n"
-               "                  [--root R] [--params k=v,..] [--verbose]\n"
+        printf("usage: weft check COLL|all [--algo A[,B..]|all] [--skip A[,B..]] [--np-range LO:HI]\n"
+               "                  [--count N] [--root R] [--params k=v,..] [--verbose]\n"
                "Proves every rank ends with every contribution exactly once, with no\n"
                "deadlock, race or unmatched message, for each P in the range.\n");
         return argc < 2 ? 2 : 0;
     }
-    const char *collname = argv[1], *algos = "all";
+    const char *collname = argv[1], *algos = "all", *skip = "";
     check_opts_t o = {1, 64, -1, -1, NULL, 0};
     for (int i = 2; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -310,6 +310,8 @@ int cmd_check(int argc, char **argv)
             o.root = atoi(v), i++;
         else if (!strcmp(argv[i], "--params") && v)
             o.params = v, i++;
+        else if (!strcmp(argv[i], "--skip") && v)
+            skip = v, i++;
         else if (!strcmp(argv[i], "--verbose"))
             o.verbose = 1;
         else {
@@ -335,7 +337,7 @@ int cmd_check(int argc, char **argv)
     for (size_t i = 0; i < n; i++) {
         if (coll != WEFT_COLL_COUNT && t[i].coll != coll)
             continue;
-        if (strcmp(algos, "all") && !name_in_list(algos, t[i].name))
+        if ((strcmp(algos, "all") && !name_in_list(algos, t[i].name)) || name_in_list(skip, t[i].name))
             continue;
         matched++;
         int rc = check_algo(&t[i], &o, &runs);
