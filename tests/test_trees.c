@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "algo/algo.h"
 #include "algo/tree_patterns.h"
 
 static int failures, checks;
@@ -85,6 +86,48 @@ static void check_shape(int kind, int P, const char *edges)
     }
 }
 
+/* A tree over all P ranks from root 0: links agree, every rank reached once. */
+static void check_spanning(int kind, int P)
+{
+    int *seen = calloc((size_t)P, sizeof *seen), *q = malloc((size_t)P * sizeof *q);
+    int h = 0, t = 0, ok = 1;
+    q[t++] = 0;
+    while (h < t && ok) {
+        int v = q[h++];
+        tree_node_t n = tree_node(kind, P, v);
+        ok &= !seen[v];
+        seen[v] = 1;
+        for (int c = 0; c < n.nchild && ok; c++) {
+            ok &= tree_node(kind, P, n.child[c]).parent == v && t < P;
+            if (ok)
+                q[t++] = n.child[c];
+        }
+    }
+    CHECK(ok && t == P, "kind %d P=%d: not a tree over all ranks", kind, P);
+    free(seen), free(q);
+}
+
+/* TwoTreeS's edge colouring: a rank's two in-edges differ, the two edges to
+ * its children in one tree differ, the root's two edges differ. */
+static void check_colouring(int P)
+{
+    signed char *col = malloc((size_t)(2 * P));
+    int rc = twotree_s_colours(P, col), ok = rc == 0;
+    for (int v = 1; v < P && ok; v++) {
+        ok &= col[2 * v] != col[2 * v + 1] && col[2 * v] >= 0;
+        for (int tr = 0; tr < 2; tr++) {
+            tree_node_t n = tree_node(tr ? TREE_TWO_S2 : TREE_TWO_S1, P, v);
+            if (n.nchild == 2)
+                ok &= col[2 * n.child[0] + tr] != col[2 * n.child[1] + tr];
+        }
+    }
+    int c1 = tree_node(TREE_TWO_S1, P, 0).child[0], c2 = tree_node(TREE_TWO_S2, P, 0).child[0];
+    if (P > 2)
+        ok &= col[2 * c1] != col[2 * c2 + 1];
+    CHECK(ok, "P=%d: TwoTreeS edge colouring invalid (rc %d)", P, rc);
+    free(col);
+}
+
 int main(void)
 {
     for (int P = 2; P <= 2000; P++) {
@@ -94,6 +137,10 @@ int main(void)
         check_complete(TREE_TWO_R2, P, 1);
         check_complete(TREE_BINARY, P, 0);
         check_two_tree_split(TREE_TWO_C1, TREE_TWO_C2, P);
+        check_spanning(TREE_TWO_S1, P);
+        check_spanning(TREE_TWO_S2, P);
+        check_two_tree_split(TREE_TWO_S1, TREE_TWO_S2, P);
+        check_colouring(P);
         for (int v = 0; v < P; v++) { /* the chain */
             tree_node_t t = tree_node(TREE_CHAIN, P, v);
             CHECK(t.parent == v - 1 && t.nchild == (v + 1 < P), "chain P=%d v=%d", P, v);
@@ -115,6 +162,11 @@ int main(void)
     /* and P = 21 reordered: T1 from 11, T2 from 10 */
     CHECK(tree_node(TREE_TWO_R1, 21, 0).child[0] == 11 && tree_node(TREE_TWO_R2, 21, 0).child[0] == 10,
           "reordered P=21 roots");
+    /* TwoTreeS for P = 2^4 + 1: one extra top node above a full tree of 15 */
+    CHECK(tree_node(TREE_TWO_S1, 17, 0).child[0] == 1 && tree_node(TREE_TWO_S1, 17, 1).nchild == 1 &&
+              tree_node(TREE_TWO_S1, 17, 1).child[0] == 9,
+          "TwoTreeS P=17 top");
+    check_shape(TREE_TWO_S1, 17, "9:5,13;5:3,7;13:11,15;3:2,4;7:6,8;11:10,12;15:14,16");
     printf("test_trees: %d checks, %d failures\n", checks, failures);
     printf("%d passed, %d failed\n", checks - failures, failures);
     return failures ? 1 : 0;

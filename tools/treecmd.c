@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "algo/algo.h"
 #include "algo/tree_patterns.h"
 #include "tool.h"
 
@@ -47,7 +48,7 @@ static void print_tree(int kind, int P, const char *title)
 int cmd_tree(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "--help")) {
-        printf("usage: weft tree pipeline|bintree|twotree|twotree_reordered --np P\n"
+        printf("usage: weft tree pipeline|bintree|twotree|twotree_reordered|twotree_s --np P\n"
                "Ranks are relative to the root (vrank = rank - root mod P).\n");
         return argc < 2 ? 2 : 0;
     }
@@ -70,6 +71,24 @@ int cmd_tree(int argc, char **argv)
     } else if (!strcmp(n, "twotree_reordered")) {
         print_tree(TREE_TWO_R1, P, "Reordered TwoTreeC T1 (even chunks):");
         print_tree(TREE_TWO_R2, P, "Reordered TwoTreeC T2 (odd chunks):");
+    } else if (!strcmp(n, "twotree_s")) {
+        print_tree(TREE_TWO_S1, P, "TwoTreeS T1 (even chunks):");
+        print_tree(TREE_TWO_S2, P, "TwoTreeS T2 (odd chunks):");
+        signed char *col = malloc((size_t)(2 * P));
+        if (col && twotree_s_colours(P, col) == 0) {
+            printf("edge colours (parent->child:colour):\n  T1:");
+            for (int t = 0; t < 2; t++) {
+                if (t)
+                    printf("\n  T2:");
+                for (int v = 1; v < P; v++)
+                    printf(" %d->%d:%d", tree_node(t ? TREE_TWO_S2 : TREE_TWO_S1, P, v).parent, v,
+                           col[2 * v + t]);
+            }
+            printf("\n");
+        } else {
+            printf("no 2-colouring of the edges for P=%d\n", P);
+        }
+        free(col);
     } else {
         fprintf(stderr, "weft tree: unknown tree '%s'\n", n);
         return 2;

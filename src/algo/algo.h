@@ -18,6 +18,7 @@ typedef struct algo_params {
     int fanout; /* n-way fan-out; 0 = default */
     char reduce[24], bcast[24]; /* parts of a composed allreduce */
     char inter[24];             /* the algorithm between node leaders */
+    int sync;                   /* twotree_s: 0 data-driven (colouring: not yet) */
 } algo_params_t;
 
 typedef struct coll_args {
@@ -146,6 +147,17 @@ int algo_twotree_reordered_allreduce(sched_t *s, const coll_args_t *a);
 int algo_twotree_overlap_allreduce(sched_t *s, const coll_args_t *a);
 /* LogGP default chunk count: set 0 chain, 1 binary tree, 2 two-tree */
 int pipelined_default_chunks(int kind_set, int P, uint64_t bytes);
+/* the chunk count a call uses (params or default, clamped to the count) */
+int pipelined_chunks_for(const coll_args_t *a, int kind_set);
+/* data-driven pipelined bcast/reduce over two trees of tree_patterns.h */
+int pipelined_tree_bcast(sched_t *s, const coll_args_t *a, int kind1, int kind2);
+int pipelined_tree_reduce(sched_t *s, const coll_args_t *a, int kind1, int kind2);
+int algo_twotree_s_bcast(sched_t *s, const coll_args_t *a);
+int algo_twotree_s_reduce(sched_t *s, const coll_args_t *a);
+int algo_twotree_sc_allreduce(sched_t *s, const coll_args_t *a);
+/* 2-colouring of TwoTreeS's edges, col[2*child + tree]; WEFT_ENOTSUP if
+ * none exists */
+int twotree_s_colours(int P, signed char *col);
 int algo_hier_bcast(sched_t *s, const coll_args_t *a);
 int algo_hier_reduce(sched_t *s, const coll_args_t *a);
 

@@ -196,6 +196,24 @@ static int build_allreduce(sched_t *s, const coll_args_t *a, const tree_set_t *r
     return 0;
 }
 
+int pipelined_chunks_for(const coll_args_t *a, int kind_set)
+{
+    const tree_set_t *ts = kind_set == 0 ? &set_chain : kind_set == 1 ? &set_binary : &set_twotree;
+    return chunk_count(a, ts);
+}
+
+int pipelined_tree_bcast(sched_t *s, const coll_args_t *a, int kind1, int kind2)
+{
+    tree_set_t ts = {{kind1, kind2}, 2};
+    return build_bcast(s, a, &ts);
+}
+
+int pipelined_tree_reduce(sched_t *s, const coll_args_t *a, int kind1, int kind2)
+{
+    tree_set_t ts = {{kind1, kind2}, 2};
+    return build_reduce(s, a, &ts);
+}
+
 int algo_pipeline_bcast(sched_t *s, const coll_args_t *a) { return build_bcast(s, a, &set_chain); }
 int algo_bintree_bcast(sched_t *s, const coll_args_t *a) { return build_bcast(s, a, &set_binary); }
 int algo_twotree_bcast(sched_t *s, const coll_args_t *a) { return build_bcast(s, a, &set_twotree); }

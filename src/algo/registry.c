@@ -43,6 +43,9 @@ static const algo_t table[] = {
     {"twotree_reordered", WEFT_COLL_ALLREDUCE, C | I | S, algo_twotree_reordered_allreduce, "chunks",
      "TwoTreeC reduce, then Reordered TwoTreeC bcast",
      "as twotree; early finishers of the reduce sit near the root in the bcast"},
+    {"twotree_sc", WEFT_COLL_ALLREDUCE, C | I | S, algo_twotree_sc_allreduce, "chunks,sync",
+     "TwoTreeS reduce (data-driven), then TwoTreeC bcast",
+     "2 (lg P + k)(alpha + n/k beta) + ...; +1 level for P = 2^n + 1"},
     {"twotree_overlap", WEFT_COLL_ALLREDUCE, C | I | S, algo_twotree_overlap_allreduce, "chunks",
      "TwoTreeC reduce + Reordered bcast, chunk i's bcast starting once chunk i is reduced",
      "about (2 lg P + k)(alpha + n/k beta) + ..."},
@@ -66,6 +69,9 @@ static const algo_t table[] = {
      "(lg P + k)(alpha + n/k beta)"},
     {"twotree_reordered", WEFT_COLL_BCAST, I | S, algo_twotree_reordered_bcast, "chunks",
      "Reordered TwoTreeC", "(lg P + k)(alpha + n/k beta)"},
+    {"twotree_s", WEFT_COLL_BCAST, I | S, algo_twotree_s_bcast, "chunks,sync",
+     "Sanders' TwoTreeS, data-driven (sync=none; sync=colouring not yet)",
+     "(lg P + k)(alpha + n/k beta); +1 level for P = 2^n + 1"},
     {"hier", WEFT_COLL_BCAST, I | T, algo_hier_bcast, "inter",
      "to the root's node leader, among leaders (inter=NAME), then in each node",
      "cost_leaders(bcast, N nodes) + ceil(lg k)(a_node + n b_node)"},
@@ -87,6 +93,9 @@ static const algo_t table[] = {
      "TwoTreeC: even chunks up T1, odd chunks up T2", "(lg P + k)(alpha + n/k (beta + gamma))"},
     {"twotree_reordered", WEFT_COLL_REDUCE, C | S, algo_twotree_reordered_reduce, "chunks",
      "Reordered TwoTreeC", "(lg P + k)(alpha + n/k (beta + gamma))"},
+    {"twotree_s", WEFT_COLL_REDUCE, C | S, algo_twotree_s_reduce, "chunks,sync",
+     "Sanders' TwoTreeS, data-driven (sync=none; sync=colouring not yet)",
+     "(lg P + k)(alpha + n/k (beta + gamma))"},
     {"hier", WEFT_COLL_REDUCE, C | S | T, algo_hier_reduce, "inter",
      "reduce in each node, among leaders to the root's leader (inter=NAME), then to the root",
      "ceil(lg k)(a_node + n b_node + n g) + cost_leaders(reduce, N nodes)"},
@@ -288,6 +297,15 @@ int algo_parse_params(const algo_t *al, const char *text, algo_params_t *p)
             if (!algo_find(WEFT_COLL_REDUCE, val))
                 return weft_error(WEFT_EINVAL, "reduce=%s: no such reduce algorithm", val);
             strcpy(p->reduce, val);
+        } else if (kl == 4 && !strncmp(q, "sync", 4)) {
+            if (!strcmp(val, "none"))
+                p->sync = 0;
+            else if (!strcmp(val, "colouring") || !strcmp(val, "coloring"))
+                return weft_error(WEFT_ENOTSUP,
+                                  "sync=colouring is not implemented yet (its rounds need a "
+                                  "timetable aligned across ranks); use sync=none");
+            else
+                return weft_error(WEFT_EINVAL, "sync=%s: expected none or colouring", val);
         } else if (kl == 5 && !strncmp(q, "inter", 5)) {
             weft_coll_t ic = al->coll;
             if (!algo_find(ic, val) || !strcmp(val, "hier"))

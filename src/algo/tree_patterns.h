@@ -24,7 +24,46 @@ typedef struct tree_node {
     int nchild;
 } tree_node_t;
 
-enum { TREE_CHAIN, TREE_BINARY, TREE_TWO_C1, TREE_TWO_C2, TREE_TWO_R1, TREE_TWO_R2 };
+enum { TREE_CHAIN, TREE_BINARY, TREE_TWO_C1, TREE_TWO_C2, TREE_TWO_R1, TREE_TWO_R2,
+       TREE_TWO_S1, TREE_TWO_S2 };
+
+/* TwoTreeS (Sanders, Speck & Traeff 2009, as NCCL's double binary tree):
+ * over the p = P-1 non-root ranks, ids 0..p-1 (id = vrank - 1), T1 is the
+ * in-order "bit" tree: id 0 is a top node whose one child is the largest
+ * power of two below p; id r's parent is found from its lowest set bit b:
+ * (r ^ b) | 2b, or r ^ b when that is out of range; its children are r - b/2
+ * and the largest r + b/2^j < p.  Odd ids are the leaves.  T2 is T1 shifted
+ * by one id (id i of T2 plays T1's id i-1 mod p), which turns T1's leaves
+ * into T2's inner nodes for every p (for odd p all but id 0; mirroring, the
+ * other choice in the paper, keeps the leaves of odd p).  For P = 2^n + 1
+ * this is the shape two-tree-collectives.txt criticises: a full tree of
+ * 2^n - 1 ranks under one extra top node. */
+static inline void bittree_node(int p, int id, int *parent, int child[2], int *nchild)
+{
+    *nchild = 0;
+    if (id == 0) {
+        int top = 1;
+        while (top * 2 < p)
+            top *= 2;
+        *parent = -1;
+        if (p > 1)
+            child[(*nchild)++] = top;
+        return;
+    }
+    int b = id & -id;
+    int up = (id ^ b) | (b << 1);
+    *parent = up < p ? up : (id ^ b);
+    for (int low = b >> 1, first = 1; low; low >>= 1) {
+        if (first) {
+            child[(*nchild)++] = id - low;
+            first = 0;
+        }
+        if (id + low < p) {
+            child[(*nchild)++] = id + low;
+            break;
+        }
+    }
+}
 
 static inline void tree_add_child(tree_node_t *t, int c) { t->child[t->nchild++] = c; }
 
@@ -66,6 +105,22 @@ static inline tree_node_t tree_node(int kind, int P, int v)
         for (int c = 2 * v + 1; c <= 2 * v + 2 && c < P; c++)
             tree_add_child(&t, c);
         return t;
+    case TREE_TWO_S1:
+    case TREE_TWO_S2: {
+        int p = P - 1, shift = kind == TREE_TWO_S2 ? 1 : 0;
+        if (p < 1)
+            return t;
+        if (v == 0) { /* the root feeds each tree's top */
+            tree_add_child(&t, (0 + shift) % p + 1);
+            return t;
+        }
+        int id = ((v - 1) - shift + p) % p, par, ch[2], nch;
+        bittree_node(p, id, &par, ch, &nch);
+        t.parent = par < 0 ? 0 : (par + shift) % p + 1;
+        for (int c = 0; c < nch; c++)
+            tree_add_child(&t, (ch[c] + shift) % p + 1);
+        return t;
+    }
     default: {
         /* both trees hang below root 0 through their heap position 1 */
         if (P < 2)
