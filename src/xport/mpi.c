@@ -211,10 +211,7 @@ static void mpi_block(xport_t *xp, int timeout_ms)
 {
     /* MPI offers no way to sleep until a message arrives without blocking
      * in one request: give the core away briefly and poll again */
-    pthread_mutex_unlock(&xp->lock);
-    struct timespec ts = {0, 20000};
-    nanosleep(&ts, NULL);
-    pthread_mutex_lock(&xp->lock);
+    xport_nap(xp);
     (void)timeout_ms;
 }
 

@@ -61,11 +61,7 @@ static int tl_progress(xport_t *xp)
 
 static void tl_block(xport_t *xp, int timeout_ms)
 {
-    /* MPI cannot wake us: sleep briefly, as the MPI transport does */
-    pthread_mutex_unlock(&xp->lock);
-    struct timespec ts = {0, 20000};
-    nanosleep(&ts, NULL);
-    pthread_mutex_lock(&xp->lock);
+    xport_nap(xp); /* MPI cannot wake us */
     (void)timeout_ms;
 }
 

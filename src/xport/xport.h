@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "../core/core.h"
 
@@ -72,6 +73,16 @@ struct xport {
     int *node_ids;  /* node id of every rank, or NULL (one node); owned */
     pthread_mutex_t lock;
 };
+
+/* For transports that cannot be woken (MPI): give the core away briefly,
+ * with x->lock released, then take it back. */
+static inline void xport_nap(xport_t *x)
+{
+    struct timespec ts = {0, 20000};
+    pthread_mutex_unlock(&x->lock);
+    nanosleep(&ts, NULL);
+    pthread_mutex_lock(&x->lock);
+}
 
 /* Shared-memory transport of a job started by `weft run`. */
 int xport_shm_open(const char *segname, int rank, int size, xport_t **out);
