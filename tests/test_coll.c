@@ -524,8 +524,11 @@ int main(int argc, char **argv)
             }
             /* pipelined algorithms also with k = 1, 3, 16 chunks (counts below
              * k included) */
-            const char *variants[4] = {NULL, "chunks=1", "chunks=3", "chunks=16"};
+            const char *variants[6] = {NULL, "chunks=1", "chunks=3", "chunks=16",
+                                       "sync=colouring", "chunks=3,sync=colouring"};
             int nv = weft_set_algorithm(world, coll, name, "chunks=3") == WEFT_OK ? 4 : 1;
+            if (weft_set_algorithm(world, coll, name, "sync=colouring") == WEFT_OK)
+                nv = 6; /* TwoTreeS in both modes */
             for (int vi = 0; vi < nv; vi++) {
                 if (coll == WEFT_COLL_BCAST)
                     test_bcast(name, ai, variants[vi]);

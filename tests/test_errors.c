@@ -85,8 +85,7 @@ int main(int argc, char **argv)
     EXPECT(weft_set_algorithm(w, WEFT_COLL_ALLREDUCE, "fastest", NULL), WEFT_EINVAL, "ring");
     EXPECT(weft_set_algorithm(w, WEFT_COLL_BCAST, "binomial", "chunks=0"), WEFT_EINVAL, "chunks");
     EXPECT(weft_set_algorithm(w, (weft_coll_t)99, "ring", NULL), WEFT_EINVAL, "collective");
-    EXPECT(weft_set_algorithm(w, WEFT_COLL_BCAST, "twotree_s", "sync=colouring"), WEFT_ENOTSUP,
-           "not implemented yet");
+    EXPECT(weft_set_algorithm(w, WEFT_COLL_BCAST, "twotree_s", "sync=colouring"), WEFT_OK, NULL);
     EXPECT(weft_set_algorithm(w, WEFT_COLL_BCAST, "twotree_s", "sync=sometimes"), WEFT_EINVAL, "sync");
     weft_op_t op;
     weft_op_create(noncomm, NULL, 0, 0, &op);

@@ -18,7 +18,7 @@ typedef struct algo_params {
     int fanout; /* n-way fan-out; 0 = default */
     char reduce[24], bcast[24]; /* parts of a composed allreduce */
     char inter[24];             /* the algorithm between node leaders */
-    int sync;                   /* twotree_s: 0 data-driven (colouring: not yet) */
+    int sync;                   /* twotree_s: 0 data-driven, 1 edge-colouring rounds */
 } algo_params_t;
 
 typedef struct coll_args {

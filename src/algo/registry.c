@@ -44,7 +44,7 @@ static const algo_t table[] = {
      "TwoTreeC reduce, then Reordered TwoTreeC bcast",
      "as twotree; early finishers of the reduce sit near the root in the bcast"},
     {"twotree_sc", WEFT_COLL_ALLREDUCE, C | I | S, algo_twotree_sc_allreduce, "chunks,sync",
-     "TwoTreeS reduce (data-driven), then TwoTreeC bcast",
+     "TwoTreeS reduce (sync=none|colouring), then TwoTreeC bcast",
      "2 (lg P + k)(alpha + n/k beta) + ...; +1 level for P = 2^n + 1"},
     {"twotree_overlap", WEFT_COLL_ALLREDUCE, C | I | S, algo_twotree_overlap_allreduce, "chunks",
      "TwoTreeC reduce + Reordered bcast, chunk i's bcast starting once chunk i is reduced",
@@ -70,7 +70,7 @@ static const algo_t table[] = {
     {"twotree_reordered", WEFT_COLL_BCAST, I | S, algo_twotree_reordered_bcast, "chunks",
      "Reordered TwoTreeC", "(lg P + k)(alpha + n/k beta)"},
     {"twotree_s", WEFT_COLL_BCAST, I | S, algo_twotree_s_bcast, "chunks,sync",
-     "Sanders' TwoTreeS, data-driven (sync=none; sync=colouring not yet)",
+     "Sanders' TwoTreeS: sync=none data-driven, sync=colouring lock-step rounds by edge colour",
      "(lg P + k)(alpha + n/k beta); +1 level for P = 2^n + 1"},
     {"hier", WEFT_COLL_BCAST, I | T, algo_hier_bcast, "inter",
      "to the root's node leader, among leaders (inter=NAME), then in each node",
@@ -94,8 +94,7 @@ static const algo_t table[] = {
     {"twotree_reordered", WEFT_COLL_REDUCE, C | S, algo_twotree_reordered_reduce, "chunks",
      "Reordered TwoTreeC", "(lg P + k)(alpha + n/k (beta + gamma))"},
     {"twotree_s", WEFT_COLL_REDUCE, C | S, algo_twotree_s_reduce, "chunks,sync",
-     "Sanders' TwoTreeS, data-driven (sync=none; sync=colouring not yet)",
-     "(lg P + k)(alpha + n/k (beta + gamma))"},
+     "Sanders' TwoTreeS: sync=none or sync=colouring", "(lg P + k)(alpha + n/k (beta + gamma))"},
     {"hier", WEFT_COLL_REDUCE, C | S | T, algo_hier_reduce, "inter",
      "reduce in each node, among leaders to the root's leader (inter=NAME), then to the root",
      "ceil(lg k)(a_node + n b_node + n g) + cost_leaders(reduce, N nodes)"},
@@ -301,9 +300,7 @@ int algo_parse_params(const algo_t *al, const char *text, algo_params_t *p)
             if (!strcmp(val, "none"))
                 p->sync = 0;
             else if (!strcmp(val, "colouring") || !strcmp(val, "coloring"))
-                return weft_error(WEFT_ENOTSUP,
-                                  "sync=colouring is not implemented yet (its rounds need a "
-                                  "timetable aligned across ranks); use sync=none");
+                p->sync = 1;
             else
                 return weft_error(WEFT_EINVAL, "sync=%s: expected none or colouring", val);
         } else if (kl == 5 && !strncmp(q, "inter", 5)) {

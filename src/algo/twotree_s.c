@@ -20,6 +20,7 @@
  * the builder then fails and `weft check` reports it (none occurs for P up
  * to 2000; tests/test_trees.c checks).  The one rank that can be inner in
  * both trees (see tree_patterns.h) may send in both in one round. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,13 +81,197 @@ int twotree_s_colours(int P, signed char *col)
     return rc;
 }
 
+/* ---- sync=colouring: the synchronous timetable ----
+ *
+ * Rounds are global: in round t every edge of colour t mod 2 may carry the
+ * next chunk of its tree, if its sender already had that chunk before round
+ * t (broadcast: received it; reduce: heard from all its children).  The
+ * colouring makes every rank receive at most once per round and send at most
+ * once per tree per round.  Simulating this once per (P, k, direction) gives
+ * each transfer a round; a rank then runs its transfers round by round.  A
+ * send and its receive share a round, and a rank's round t waits only for
+ * its own round t-1, so the waits form no cycle (the checker proves it). */
+
+typedef struct tt_op {
+    int round, peer, chunk, send; /* from this rank's point of view */
+} tt_op_t;
+
+typedef struct timetable {
+    int P, k, reduce;
+    int *first; /* ops of rank v: ops[first[v] .. first[v+1]) by round */
+    tt_op_t *ops;
+} timetable_t;
+
+static int cmp_op(const void *x, const void *y)
+{
+    const tt_op_t *a = x, *b = y;
+    return a->round != b->round ? (a->round > b->round) - (a->round < b->round)
+                                : (a->send > b->send) - (a->send < b->send);
+}
+
+static void tt_free(timetable_t *t)
+{
+    free(t->first), free(t->ops);
+    memset(t, 0, sizeof *t);
+}
+
+static int tt_build(timetable_t *t, int P, int k, int reduce)
+{
+    signed char *col = malloc((size_t)(2 * P));
+    int *next = calloc((size_t)(2 * P), sizeof *next);     /* per edge: chunks moved */
+    int *have = malloc((size_t)P * (size_t)k * sizeof *have); /* round a rank had chunk c */
+    int *left = malloc((size_t)P * (size_t)k * sizeof *left); /* reduce: children to hear */
+    int nops = 0, cap = 2 * P * (k / 2 + 1) + 16, rc = WEFT_OK;
+    struct { int round, from, to, chunk; } *moves = malloc((size_t)cap * sizeof *moves);
+    if (!col || !next || !have || !left || !moves) {
+        rc = WEFT_ENOMEM;
+        goto out;
+    }
+    if ((rc = twotree_s_colours(P, col)))
+        goto out;
+    for (int v = 0; v < P; v++)
+        for (int c = 0; c < k; c++) {
+            tree_node_t n = tree_node(c % 2 ? TREE_TWO_S2 : TREE_TWO_S1, P, v);
+            left[(size_t)v * k + c] = n.nchild;
+            /* broadcast: only the root has the data; reduce: leaves are ready */
+            have[(size_t)v * k + c] = reduce ? (n.nchild ? INT32_MAX : -1) : (v ? INT32_MAX : -1);
+        }
+    int remaining = 0;
+    for (int v = 1; v < P; v++)
+        for (int tr = 0; tr < 2; tr++)
+            remaining += (k - tr + 1) / 2; /* chunks of tree tr */
+    for (int round = 0; remaining > 0; round++) {
+        if (round > 4 * (k + 2 * P) + 16) {
+            rc = WEFT_EINTERNAL; /* a valid colouring always progresses */
+            goto out;
+        }
+        for (int v = 1; v < P; v++)
+            for (int tr = 0; tr < 2; tr++) {
+                int e = 2 * v + tr;
+                if (col[e] != round % 2)
+                    continue;
+                int c = tr + 2 * next[e];
+                if (c >= k)
+                    continue;
+                int u = tree_node(tr ? TREE_TWO_S2 : TREE_TWO_S1, P, v).parent;
+                int from = reduce ? v : u, to = reduce ? u : v;
+                if (have[(size_t)from * k + c] >= round)
+                    continue; /* the sender does not have it yet */
+                moves[nops].round = round, moves[nops].from = from;
+                moves[nops].to = to, moves[nops].chunk = c;
+                nops++;
+                next[e]++;
+                remaining--;
+                if (!reduce)
+                    have[(size_t)to * k + c] = round;
+                else if (--left[(size_t)to * k + c] == 0)
+                    have[(size_t)to * k + c] = round;
+            }
+    }
+    t->P = P, t->k = k, t->reduce = reduce;
+    t->first = calloc((size_t)P + 1, sizeof *t->first);
+    t->ops = malloc((size_t)(2 * nops + 1) * sizeof *t->ops);
+    if (!t->first || !t->ops) {
+        tt_free(t);
+        rc = WEFT_ENOMEM;
+        goto out;
+    }
+    for (int i = 0; i < nops; i++)
+        t->first[moves[i].from + 1]++, t->first[moves[i].to + 1]++;
+    for (int v = 0; v < P; v++)
+        t->first[v + 1] += t->first[v];
+    int *fill = calloc((size_t)P, sizeof *fill);
+    if (!fill) {
+        tt_free(t);
+        rc = WEFT_ENOMEM;
+        goto out;
+    }
+    for (int i = 0; i < nops; i++) {
+        int f = moves[i].from, d = moves[i].to;
+        t->ops[t->first[f] + fill[f]++] = (tt_op_t){moves[i].round, d, moves[i].chunk, 1};
+        t->ops[t->first[d] + fill[d]++] = (tt_op_t){moves[i].round, f, moves[i].chunk, 0};
+    }
+    free(fill);
+    for (int v = 0; v < P; v++)
+        qsort(t->ops + t->first[v], (size_t)(t->first[v + 1] - t->first[v]), sizeof *t->ops, cmp_op);
+out:
+    free(col), free(next), free(have), free(left), free(moves);
+    return rc;
+}
+
+/* The last timetable, kept while P, k and the direction stay (all ranks of
+ * a check, repeated calls).  Callers hold tt_lock while they use it. */
+static timetable_t tt_cache;
+static pthread_mutex_t tt_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int tt_get(int P, int k, int reduce, const timetable_t **out)
+{
+    if (!tt_cache.ops || tt_cache.P != P || tt_cache.k != k || tt_cache.reduce != reduce) {
+        tt_free(&tt_cache);
+        int rc = tt_build(&tt_cache, P, k, reduce);
+        if (rc)
+            return rc;
+    }
+    *out = &tt_cache;
+    return WEFT_OK;
+}
+
+static region_t chunk_of(int buf, uint64_t base, uint64_t n, int k, int c)
+{
+    return reg(buf, base + blk_off(n, (uint64_t)k, (uint64_t)c), blk_len(n, (uint64_t)k, (uint64_t)c));
+}
+
+static int colouring_build(sched_t *s, const coll_args_t *a, int reduce)
+{
+    int P = a->nrank, v = mod(a->rank - a->root, P), k = pipelined_chunks_for(a, 2);
+    uint64_t n = a->count;
+    const timetable_t *t;
+    pthread_mutex_lock(&tt_lock);
+    int rc = tt_get(P, k, reduce, &t);
+    if (rc) {
+        pthread_mutex_unlock(&tt_lock);
+        return rc;
+    }
+    bool root = v == 0;
+    uint64_t tmp = 0;
+    if (reduce) { /* every chunk starts as this rank's own contribution */
+        if (!root)
+            tmp = sched_tmp(s, n);
+        sched_copy(s, reg(BUF_IN, 0, n), root ? reg(BUF_OUT, 0, n) : reg(BUF_TMP, tmp, n));
+        sched_round(s);
+    }
+    int cur = -1;
+    for (int i = t->first[v]; i < t->first[v + 1]; i++) {
+        const tt_op_t *op = &t->ops[i];
+        if (op->round != cur && cur >= 0)
+            sched_round(s);
+        cur = op->round;
+        int peer = (op->peer + a->root) % P;
+        region_t r = reduce ? (root ? chunk_of(BUF_OUT, 0, n, k, op->chunk)
+                                    : chunk_of(BUF_TMP, tmp, n, k, op->chunk))
+                            : chunk_of(BUF_OUT, 0, n, k, op->chunk);
+        if (op->send)
+            sched_send(s, peer, (uint32_t)op->chunk, r);
+        else if (reduce)
+            sched_recv_reduce(s, peer, (uint32_t)op->chunk, r, false);
+        else
+            sched_recv(s, peer, (uint32_t)op->chunk, r);
+    }
+    pthread_mutex_unlock(&tt_lock);
+    return 0;
+}
+
 int algo_twotree_s_bcast(sched_t *s, const coll_args_t *a)
 {
+    if (a->params.sync == 1 && a->nrank > 2)
+        return colouring_build(s, a, 0);
     return pipelined_tree_bcast(s, a, TREE_TWO_S1, TREE_TWO_S2);
 }
 
 int algo_twotree_s_reduce(sched_t *s, const coll_args_t *a)
 {
+    if (a->params.sync == 1 && a->nrank > 2)
+        return colouring_build(s, a, 1);
     return pipelined_tree_reduce(s, a, TREE_TWO_S1, TREE_TWO_S2);
 }
 
