@@ -47,7 +47,7 @@ typedef struct {
 static void bench_usage(FILE *f)
 {
     fprintf(f,
-            "usage: weft bench allreduce|bcast|reduce [--np P] [--algo all|A,B,..]\n"
+            "usage: weft bench allreduce|bcast|reduce [--np P] [--algo all|A,B/k=v;k=v,..]\n"
             "       weft bench kernels   (reduction kernel throughput against memcpy)\n"
             "                  [--sizes LO:HI | S1,S2,..] [--iters N] [--warmup N] [--check]\n"
             "                  [--dtype float32] [--op sum] [--root R] [--csv F] [--json F]\n"
@@ -196,6 +196,7 @@ static int parse(int argc, char **argv, bench_opts_t *o)
 
 typedef struct {
     const algo_t *al;
+    const char *params; /* "k=v,..." or NULL */
     double avg, med, min;
     int iters;
     int bad; /* --check failures */
@@ -311,19 +312,60 @@ static int bench_rank(const bench_opts_t *o, weft_comm_t comm)
     size_t n, na = 0;
     const algo_t *t = algo_table(&n);
     const algo_t *algos[64];
-    for (size_t i = 0; i < n && na < 64; i++) {
-        if (t[i].coll != o->coll)
-            continue;
-        bool all = !strcmp(o->algos, "all");
-        /* compositions duplicate their default parts: only by name */
-        if ((all && t[i].build != algo_reduce_bcast_allreduce) || name_in_list(o->algos, t[i].name))
-            algos[na++] = &t[i];
+    char *aparams[64] = {0}; /* per entry: NAME/k=v;k=v in --algo */
+    char labels[64][48];
+    if (!strcmp(o->algos, "all")) {
+        for (size_t i = 0; i < n && na < 64; i++)
+            /* compositions duplicate their default parts: only by name */
+            if (t[i].coll == o->coll && t[i].build != algo_reduce_bcast_allreduce)
+                algos[na++] = &t[i];
+    } else {
+        char list[512];
+        snprintf(list, sizeof list, "%s", o->algos);
+        for (char *save = NULL, *e = strtok_r(list, ",", &save); e && na < 64;
+             e = strtok_r(NULL, ",", &save)) {
+            char *slash = strchr(e, '/');
+            if (slash)
+                *slash = '\0';
+            if (!strcmp(e, "native"))
+                continue;
+            const algo_t *al = algo_find(o->coll, e);
+            if (!al) {
+                if (!rank)
+                    fprintf(stderr, "weft bench: no %s algorithm '%s' (see `weft algorithms`)\n",
+                            weft_coll_name(o->coll), e);
+                for (size_t i = 0; i < na; i++)
+                    free(aparams[i]);
+                return 2;
+            }
+            if (slash) {
+                aparams[na] = strdup(slash + 1);
+                for (char *c = aparams[na]; c && *c; c++)
+                    if (*c == ';')
+                        *c = ','; /* NAME/chunks=8;sync=colouring */
+            }
+            algos[na++] = al;
+        }
     }
     bool with_native = o->transport && (!strcmp(o->algos, "all") || name_in_list(o->algos, "native"));
     if (with_native && na < 64) { /* first, so the ratios read against it */
         memmove(algos + 1, algos, na * sizeof *algos);
+        memmove(aparams + 1, aparams, na * sizeof *aparams);
         algos[0] = &native_algo;
+        aparams[0] = NULL;
         na++;
+    }
+    for (size_t a = 0; a < na; a++) {
+        snprintf(labels[a], sizeof labels[a], "%s%s%s", algos[a]->name, aparams[a] ? "/" : "",
+                 aparams[a] ? aparams[a] : "");
+        if (algos[a] != &native_algo &&
+            weft_set_algorithm(comm, o->coll, algos[a]->name, aparams[a]) != WEFT_OK) {
+            if (!rank)
+                fprintf(stderr, "weft bench: %s: %s\n", labels[a], weft_last_error());
+            for (size_t i = 0; i < na; i++)
+                free(aparams[i]);
+            return 2;
+        }
     }
     if (!na) {
         if (!rank)
@@ -361,7 +403,7 @@ static int bench_rank(const bench_opts_t *o, weft_comm_t comm)
                with_native ? "; xN = native median / this median (>1: faster than native)" : "");
         printf("%12s", "bytes");
         for (size_t a = 0; a < na; a++)
-            printf(" | %-26.26s", algos[a]->name);
+            printf(" | %-26.26s", labels[a]);
         printf("\n%12s", "");
         for (size_t a = 0; a < na; a++)
             printf(" | %9s %9s  %5s", "avg", "median", "busbw");
@@ -377,8 +419,9 @@ static int bench_rank(const bench_opts_t *o, weft_comm_t comm)
         for (size_t a = 0; a < na; a++) {
             result_t *r = &res[(size_t)s * na + a];
             r->al = algos[a];
+            r->params = aparams[a];
             if (algos[a] != &native_algo)
-                weft_set_algorithm(comm, o->coll, algos[a]->name, NULL);
+                weft_set_algorithm(comm, o->coll, algos[a]->name, aparams[a]);
             fill(in, count, o->dtype, rank, 0);
             if (o->coll == WEFT_COLL_BCAST)
                 fill(out, count, o->dtype, rank, 0);
@@ -451,7 +494,7 @@ static int bench_rank(const bench_opts_t *o, weft_comm_t comm)
                 printf(" CHECK FAILED");
             if (csv)
                 fprintf(csv, "%s,%d,%s,%zu,%s,%.3f,%.3f,%.3f,%.4f,%d\n", weft_coll_name(o->coll), P,
-                        weft_dtype_name(o->dtype), bytes, r->al->name, r->avg, r->med, r->min,
+                        weft_dtype_name(o->dtype), bytes, labels[a], r->avg, r->med, r->min,
                         busbw, r->iters);
         }
         printf("\n");
@@ -477,7 +520,7 @@ static int bench_rank(const bench_opts_t *o, weft_comm_t comm)
                     fprintf(j, "%s\n  {\"bytes\": %zu, \"algorithm\": \"%s\", \"avg_us\": %.3f, "
                                "\"median_us\": %.3f, \"min_us\": %.3f, \"busbw_gbs\": %.4f, "
                                "\"iters\": %d%s}",
-                            first ? "" : ",", bytes, r->al->name, r->avg, r->med, r->min, busbw,
+                            first ? "" : ",", bytes, labels[a], r->avg, r->med, r->min, busbw,
                             r->iters, o->check ? (r->bad ? ", \"check\": \"failed\"" : ", \"check\": \"ok\"") : "");
                     first = 0;
                 }
@@ -490,6 +533,8 @@ static int bench_rank(const bench_opts_t *o, weft_comm_t comm)
     if (!rank && o->check)
         printf("# check: %s\n", failures ? "FAILED" : "every result verified");
     free(in), free(out), free(times), free(res);
+    for (size_t a = 0; a < na; a++)
+        free(aparams[a]);
     return failures ? 1 : 0;
 }
 
