@@ -143,6 +143,24 @@ WEFT_API weft_err_t weft_ireduce(const void *sendbuf, void *recvbuf, size_t coun
 WEFT_API weft_err_t weft_test(weft_request_t *req, int *done);
 WEFT_API weft_err_t weft_wait(weft_request_t *req);
 
+/* ---- GASPI-style split-phase collectives ----
+ * Progress the collective for at most timeout_ms and return WEFT_OK when it
+ * is done, or WEFT_ETIMEDOUT when it is not: then call again with the same
+ * arguments to continue (ranks may use different timeouts).  WEFT_BLOCK
+ * waits until done, WEFT_TEST only progresses.  While one is unfinished on
+ * a communicator, any other collective call on it returns WEFT_EBUSY, and a
+ * continuing call with different arguments WEFT_EINVAL. */
+#define WEFT_BLOCK (-1)
+#define WEFT_TEST 0
+WEFT_API weft_err_t weft_allreduce_timeout(const void *sendbuf, void *recvbuf, size_t count,
+                                  weft_dtype_t dtype, weft_op_t op, weft_comm_t comm,
+                                  int timeout_ms);
+WEFT_API weft_err_t weft_bcast_timeout(void *buf, size_t count, weft_dtype_t dtype, int root,
+                              weft_comm_t comm, int timeout_ms);
+WEFT_API weft_err_t weft_reduce_timeout(const void *sendbuf, void *recvbuf, size_t count,
+                               weft_dtype_t dtype, weft_op_t op, int root, weft_comm_t comm,
+                               int timeout_ms);
+
 /* ---- datatypes and ops ---- */
 
 WEFT_API size_t weft_dtype_size(weft_dtype_t dtype);

@@ -103,6 +103,10 @@ int coll_run(weft_comm_t comm, weft_coll_t coll, const void *in, void *out, size
      * the leftovers of a failed one. */
     if ((rc = comm->x->ops->health(comm->x)))
         return rc;
+    if (comm->pending.req)
+        return weft_error(WEFT_EBUSY, "%s: a %s_timeout call is unfinished on this communicator; "
+                                      "call it again until it returns WEFT_OK",
+                          cn, weft_coll_name(comm->pending.coll));
     if (!dtype_valid(dt))
         return weft_error(WEFT_EINVAL, "%s: unknown datatype %d", cn, (int)dt);
     size_t es = weft_dtype_size(dt);
@@ -371,4 +375,70 @@ weft_err_t weft_wait(weft_request_t *req)
     request_finish(r, rc);
     *req = NULL;
     return rc;
+}
+
+/* ---- GASPI-style: progress for at most timeout_ms, call again to continue ---- */
+
+static int timeout_call(weft_comm_t comm, weft_coll_t coll, const void *in, void *out,
+                        size_t count, weft_dtype_t dt, weft_op_t op, int root, bool inplace,
+                        int timeout_ms)
+{
+    const char *cn = weft_coll_name(coll);
+    int rc = comm_check(comm, cn);
+    if (rc)
+        return rc;
+    if (timeout_ms < WEFT_BLOCK)
+        return weft_error(WEFT_EINVAL, "%s_timeout: timeout %d ms (want >= 0, or WEFT_BLOCK)", cn,
+                          timeout_ms);
+    if (comm->pending.req) {
+        if (comm->pending.coll != coll)
+            return weft_error(WEFT_EBUSY, "%s_timeout: a %s_timeout call is unfinished on this "
+                                          "communicator", cn, weft_coll_name(comm->pending.coll));
+        if (comm->pending.in != in || comm->pending.out != out || comm->pending.count != count ||
+            comm->pending.dtype != dt || comm->pending.op != op || comm->pending.root != root)
+            return weft_error(WEFT_EINVAL, "%s_timeout: continuing call with different arguments "
+                                           "(the unfinished one has count %zu)",
+                              cn, comm->pending.count);
+    } else {
+        weft_request_t req;
+        if ((rc = coll_run(comm, coll, inplace ? NULL : in, out, count, dt, op, root, inplace, &req)))
+            return rc;
+        comm->pending.req = req;
+        comm->pending.coll = coll;
+        comm->pending.in = in, comm->pending.out = out;
+        comm->pending.count = count, comm->pending.dtype = dt;
+        comm->pending.op = op, comm->pending.root = root;
+    }
+    weft_request_t r = comm->pending.req;
+    rc = exec_wait(&r->e, timeout_ms);
+    if (rc == WEFT_ETIMEDOUT)
+        return weft_error(WEFT_ETIMEDOUT, "%s_timeout: not finished yet: call again", cn);
+    comm->pending.req = NULL;
+    request_finish(r, rc);
+    return rc;
+}
+
+weft_err_t weft_allreduce_timeout(const void *sendbuf, void *recvbuf, size_t count,
+                                  weft_dtype_t dtype, weft_op_t op, weft_comm_t comm, int timeout_ms)
+{
+    return timeout_call(comm, WEFT_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, 0,
+                        sendbuf == WEFT_IN_PLACE, timeout_ms);
+}
+
+weft_err_t weft_bcast_timeout(void *buf, size_t count, weft_dtype_t dtype, int root,
+                              weft_comm_t comm, int timeout_ms)
+{
+    return timeout_call(comm, WEFT_COLL_BCAST, NULL, buf, count, dtype, WEFT_SUM, root, false,
+                        timeout_ms);
+}
+
+weft_err_t weft_reduce_timeout(const void *sendbuf, void *recvbuf, size_t count,
+                               weft_dtype_t dtype, weft_op_t op, int root, weft_comm_t comm,
+                               int timeout_ms)
+{
+    bool ip = sendbuf == WEFT_IN_PLACE;
+    if (ip && comm && !at_root(comm, root))
+        return weft_error(WEFT_EINVAL, "reduce_timeout: WEFT_IN_PLACE is allowed at the root only");
+    return timeout_call(comm, WEFT_COLL_REDUCE, sendbuf, recvbuf, count, dtype, op, root, ip,
+                        timeout_ms);
 }

@@ -108,6 +108,10 @@ void comm_destroy(weft_comm_t c)
         request_list_free(e->spare);
         sched_free(&e->s);
     }
+    if (c->pending.req) { /* an abandoned *_timeout call */
+        c->pending.req->next = c->dead;
+        c->dead = c->pending.req;
+    }
     request_list_free(c->dead);
     if (c->owns_x)
         c->x->ops->close(c->x);

@@ -44,6 +44,16 @@ struct weft_comm {
     int nnodes;
     int active; /* unfinished requests */
     struct weft_request *dead; /* failed requests, freed with the communicator */
+    struct {                   /* the unfinished GASPI-style call, if any */
+        weft_request_t req;
+        weft_coll_t coll;
+        const void *in;
+        void *out;
+        size_t count;
+        weft_dtype_t dtype;
+        weft_op_t op;
+        int root;
+    } pending;
 };
 
 struct weft_request {
