@@ -180,6 +180,11 @@ WEFT_API weft_err_t weft_op_free(weft_op_t *op);
  * communicator.  Every rank of comm must make the same choice. */
 WEFT_API weft_err_t weft_set_algorithm(weft_comm_t comm, weft_coll_t coll,
                               const char *name, const char *params);
+/* Properties of an algorithm (bit mask), or -1 if there is none by that name. */
+#define WEFT_ALGO_NEEDS_COMMUTATIVE 0x1 /* the op must be commutative */
+#define WEFT_ALGO_NEEDS_IDEMPOTENT 0x2  /* the op must be idempotent */
+#define WEFT_ALGO_IDENTICAL 0x4         /* every rank gets bitwise-identical results */
+WEFT_API int weft_algorithm_properties(weft_coll_t coll, const char *name);
 /* The i-th algorithm of coll (i = 0, 1, ...), NULL past the last. */
 WEFT_API const char *weft_algorithm_name(weft_coll_t coll, int i);
 /* "allreduce", "bcast", ... */

@@ -93,6 +93,16 @@ int main(int argc, char **argv)
     EXPECT(weft_allreduce(a, b, 8, WEFT_INT32, op, w), WEFT_EINVAL, "commutative");
     EXPECT(weft_set_algorithm(w, WEFT_COLL_ALLREDUCE, "auto", NULL), WEFT_OK, NULL);
     EXPECT(weft_allreduce(a, b, 8, WEFT_INT32, op, w), WEFT_OK, NULL); /* AUTO serves it */
+    EXPECT(weft_set_algorithm(w, WEFT_COLL_ALLREDUCE, "butterfly", NULL), WEFT_OK, NULL);
+    EXPECT(weft_allreduce(a, b, 8, WEFT_INT32, WEFT_SUM, w), WEFT_EINVAL, "idempotent");
+    EXPECT(weft_allreduce(a, b, 8, WEFT_INT32, WEFT_MAX, w), WEFT_OK, NULL);
+    if (P == 3) { /* 3 is not a power of 2 or 3 = (2+1)^1: fanout 1 refuses a sum */
+        EXPECT(weft_set_algorithm(w, WEFT_COLL_ALLREDUCE, "dissem", "fanout=1"), WEFT_OK, NULL);
+        EXPECT(weft_allreduce(a, b, 8, WEFT_INT32, WEFT_SUM, w), WEFT_EINVAL, "dissem_adapted");
+        EXPECT(weft_set_algorithm(w, WEFT_COLL_ALLREDUCE, "dissem", "fanout=2"), WEFT_OK, NULL);
+        EXPECT(weft_allreduce(a, b, 8, WEFT_INT32, WEFT_SUM, w), WEFT_OK, NULL);
+    }
+    EXPECT(weft_set_algorithm(w, WEFT_COLL_ALLREDUCE, "auto", NULL), WEFT_OK, NULL);
     weft_op_free(&op);
     if (P > 1 && me != 0)
         EXPECT(weft_reduce(WEFT_IN_PLACE, b, 1, WEFT_INT32, WEFT_SUM, 0, w), WEFT_EINVAL, "root only");

@@ -258,7 +258,7 @@ static double get_elem(const void *buf, size_t i, weft_dtype_t dt)
 }
 
 /* The MPI library's own collective, as a pseudo-algorithm. */
-static const algo_t native_algo = {"native", WEFT_COLL_COUNT, 0, NULL, "", "", ""};
+static const algo_t native_algo = {"native", WEFT_COLL_COUNT, 0, NULL, "", "", "", NULL};
 
 static int run_one(weft_comm_t comm, const bench_opts_t *o, const algo_t *al, size_t count,
                    void *in, void *out)

@@ -155,8 +155,9 @@ static int check_cases(const algo_t *al, build_ctx_t *bp, const uint64_t *counts
             for (int variant = 0; variant < 2; variant++)
                 for (int inplace = 0; inplace < 2; inplace++) {
                     /* variant 0: commutative op; 1: rank order demanded */
-                    bool ordered = variant == 1;
-                    if (ordered && (!reduction(al->coll) || (al->flags & ALGO_NEEDS_COMMUTATIVE)))
+                    bool ordered = variant == 1 && !al->usable;
+                    if (variant == 1 && !al->usable &&
+                        (!reduction(al->coll) || (al->flags & ALGO_NEEDS_COMMUTATIVE)))
                         continue;
                     if (inplace && (!(al->flags & ALGO_INPLACE_SAFE) || al->coll == WEFT_COLL_BCAST ||
                                     (!full && P % 4)))
@@ -165,7 +166,10 @@ static int check_cases(const algo_t *al, build_ctx_t *bp, const uint64_t *counts
                     b.a.count = counts[ci];
                     b.a.root = roots[ri];
                     b.a.commutative = !ordered;
-                    b.a.idempotent = (al->flags & ALGO_NEEDS_IDEMPOTENT) != 0;
+                    /* algorithms with a per-call condition (dissem) are also
+                     * checked with an idempotent op, where they hold for all P */
+                    b.a.idempotent = (al->flags & ALGO_NEEDS_IDEMPOTENT) != 0 ||
+                                     (al->usable && variant == 1);
                     if (algo_check_usable(al, &b.a))
                         continue;
                     check_spec_t sp = {al->coll, P, counts[ci], roots[ri],

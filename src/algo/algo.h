@@ -35,7 +35,7 @@ typedef struct coll_args {
     int nnodes;
 } coll_args_t;
 
-/* property flags */
+/* property flags (the first three are also public: WEFT_ALGO_*) */
 #define ALGO_NEEDS_COMMUTATIVE 0x1u /* op must be commutative */
 #define ALGO_NEEDS_IDEMPOTENT 0x2u  /* op must be idempotent */
 #define ALGO_IDENTICAL 0x4u         /* all ranks get bitwise-identical results */
@@ -52,6 +52,9 @@ typedef struct algo {
     const char *params;  /* accepted parameter keys, "" if none */
     const char *summary; /* one line */
     const char *cost;    /* alpha-beta-gamma cost, n bytes, P ranks */
+    /* optional: 0 if it can serve this call, else -1 and why (for
+     * conditions the flags cannot say, such as "P a power of n+1") */
+    int (*usable)(const coll_args_t *a, char *why, size_t len);
 } algo_t;
 
 const algo_t *algo_table(size_t *n);
@@ -153,6 +156,10 @@ int pipelined_chunks_for(const coll_args_t *a, int kind_set);
 int pipelined_tree_bcast(sched_t *s, const coll_args_t *a, int kind1, int kind2);
 int pipelined_tree_reduce(sched_t *s, const coll_args_t *a, int kind1, int kind2);
 int algo_twotree_s_bcast(sched_t *s, const coll_args_t *a);
+int algo_butterfly_allreduce(sched_t *s, const coll_args_t *a);
+int algo_pairwise_allreduce(sched_t *s, const coll_args_t *a);
+int algo_dissem_allreduce(sched_t *s, const coll_args_t *a);
+int algo_dissem_usable(const coll_args_t *a, char *why, size_t len);
 int algo_twotree_s_reduce(sched_t *s, const coll_args_t *a);
 int algo_twotree_sc_allreduce(sched_t *s, const coll_args_t *a);
 /* 2-colouring of TwoTreeS's edges, col[2*child + tree]; WEFT_ENOTSUP if

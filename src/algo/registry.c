@@ -9,6 +9,9 @@
 #include "../core/core.h"
 #include "algo.h"
 
+/* most rows leave the optional `usable` callback out */
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
 #define C ALGO_NEEDS_COMMUTATIVE
 #define I ALGO_IDENTICAL
 #define S ALGO_INPLACE_SAFE
@@ -49,6 +52,18 @@ static const algo_t table[] = {
     {"twotree_overlap", WEFT_COLL_ALLREDUCE, C | I | S, algo_twotree_overlap_allreduce, "chunks",
      "TwoTreeC reduce + Reordered bcast, chunk i's bcast starting once chunk i is reduced",
      "about (2 lg P + k)(alpha + n/k beta) + ..."},
+    {"butterfly", WEFT_COLL_ALLREDUCE, ALGO_NEEDS_IDEMPOTENT | C | S, algo_butterfly_allreduce, "",
+     "Brooks' butterfly with virtual processes (idempotent ops)",
+     "ceil(lg P)(alpha + n beta + n gamma), more on ranks that play two virtual processes"},
+    {"pairwise", WEFT_COLL_ALLREDUCE, C | I | S, algo_pairwise_allreduce, "",
+     "pairwise exchange: leftovers fold into the first q, butterfly on 2^k, results back",
+     "(lg P + 2)(alpha + n beta) + (lg P + 1) n gamma"},
+    {"dissem", WEFT_COLL_ALLREDUCE, C | S, algo_dissem_allreduce, "fanout",
+     "n-way dissemination (fanout=n): exact for idempotent ops or P = (n+1)^k",
+     "ceil(log_{n+1} P)(alpha + n n_bytes beta + n n_bytes gamma)", algo_dissem_usable},
+    {"bst", WEFT_COLL_ALLREDUCE, I | S, algo_binomial_allreduce, "",
+     "binomial spanning tree reduce + broadcast (the seed's tree baseline)",
+     "2 ceil(lg P) (alpha + n beta) + ceil(lg P) n gamma"},
     {"hier", WEFT_COLL_ALLREDUCE, C | I | S | T, algo_hier_allreduce, "inter",
      "reduce in each node, allreduce among node leaders (inter=NAME), bcast in each node",
      "2 ceil(lg k)(a_node + n b_node) + cost_leaders(allreduce, N nodes)"},
@@ -162,6 +177,15 @@ const char *weft_algorithm_name(weft_coll_t coll, int i)
     return NULL;
 }
 
+int weft_algorithm_properties(weft_coll_t coll, const char *name)
+{
+    const algo_t *al = algo_find(coll, name);
+    if (!al)
+        return -1;
+    /* the public bits equal the registry's */
+    return (int)(al->flags & (ALGO_NEEDS_COMMUTATIVE | ALGO_NEEDS_IDEMPOTENT | ALGO_IDENTICAL));
+}
+
 weft_coll_t coll_from_name(const char *name)
 {
     for (int i = 0; i < WEFT_COLL_COUNT; i++)
@@ -211,6 +235,8 @@ int algo_check_usable(const algo_t *al, const coll_args_t *a)
     }
     unsigned f = effective_flags(al, a);
     char alt[256];
+    if (al->usable && al->usable(a, alt, sizeof alt))
+        return weft_error(WEFT_EINVAL, "%s", alt);
     if ((f & ALGO_NEEDS_COMMUTATIVE) && !a->commutative) {
         alternatives(al->coll, ALGO_NEEDS_COMMUTATIVE | ALGO_NEEDS_IDEMPOTENT, alt, sizeof alt);
         return weft_error(WEFT_EINVAL,
