@@ -302,6 +302,33 @@ static void test_checker(void)
           "commutative reduce in any order is fine: %s", msg);
 }
 
+/* The seed's worked example of Bruck's algorithm, P = 8, n = 2, rank 0:
+ * round 1 sends x0 to 7 and 6 and receives from 1 and 2; round 2 sends
+ * S[1] to 5 and S[0] to 3 and receives from 3 and 5. */
+static void test_bruck_example(void)
+{
+    const algo_t *al = algo_find(WEFT_COLL_ALLREDUCE, "bruck");
+    coll_args_t a = {.coll = WEFT_COLL_ALLREDUCE, .nrank = 8, .rank = 0, .count = 4, .esize = 4,
+                     .commutative = true};
+    a.params.fanout = 2;
+    sched_t s;
+    CHECK(al && algo_build(al, &a, &s) == 0, "build bruck");
+    int sends[8], nsend = 0, recvs[8], nrecv = 0, sbuf[8];
+    for (uint32_t i = 0; i < s.nsteps; i++) {
+        const step_t *st = &s.steps[i];
+        if (st->kind == STEP_SEND && nsend < 8)
+            sbuf[nsend] = st->src_buf, sends[nsend++] = st->peer;
+        else if (st->kind == STEP_RECV && nrecv < 8)
+            recvs[nrecv++] = st->peer;
+    }
+    CHECK(nsend == 4 && sends[0] == 7 && sends[1] == 6 && sends[2] == 5 && sends[3] == 3,
+          "bruck sends %d: %d %d %d %d", nsend, sends[0], sends[1], sends[2], sends[3]);
+    CHECK(nsend == 4 && sbuf[2] == BUF_OUT && sbuf[3] == BUF_TMP, "S[1] to 5, S[0] to 3");
+    CHECK(nrecv == 4 && recvs[0] == 1 && recvs[1] == 2 && recvs[2] == 3 && recvs[3] == 5,
+          "bruck receives %d: %d %d %d %d", nrecv, recvs[0], recvs[1], recvs[2], recvs[3]);
+    sched_free(&s);
+}
+
 int main(void)
 {
     test_int_kernels();
@@ -310,6 +337,7 @@ int main(void)
     test_ops();
     test_params();
     test_checker();
+    test_bruck_example();
     printf("test_unit: %d checks, %d failures\n", checks, failures);
     printf("%d passed, %d failed\n", checks - failures, failures);
     return failures ? 1 : 0;

@@ -160,6 +160,7 @@ int algo_butterfly_allreduce(sched_t *s, const coll_args_t *a);
 int algo_pairwise_allreduce(sched_t *s, const coll_args_t *a);
 int algo_dissem_allreduce(sched_t *s, const coll_args_t *a);
 int algo_dissem_usable(const coll_args_t *a, char *why, size_t len);
+int algo_bruck_allreduce(sched_t *s, const coll_args_t *a);
 int algo_twotree_s_reduce(sched_t *s, const coll_args_t *a);
 int algo_twotree_sc_allreduce(sched_t *s, const coll_args_t *a);
 /* 2-colouring of TwoTreeS's edges, col[2*child + tree]; WEFT_ENOTSUP if

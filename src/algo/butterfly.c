@@ -163,3 +163,59 @@ int algo_dissem_usable(const coll_args_t *a, char *why, size_t len)
              "of n+1); use dissem_adapted, bruck or pairwise", a->nrank, nf);
     return -1;
 }
+
+/* Bruck & Ho's global combine for n ports (fanout=n), as the seed presents
+ * it: with P - 1 = (a_{k-1} ... a_0) in base n+1, round l (digit a, most
+ * significant first) keeps S[1], the combination of ranks p .. p+c (c+1 of
+ * them), and S[0], that of p+1 .. p+c.  It sends S[1] to p - i(c+1) for
+ * i = 1..a and S[0] to p - c - a(c+1) - (j-1)c for j = 1..n-a, receives the
+ * same from p + i(c+1) and p + c + a(c+1) + (j-1)c, and adds everything
+ * received to both; then c grows to c + a(c+1) + (n-a)c.  After
+ * ceil(log_{n+1} P) rounds S[1] covers exactly P ranks: any (n, P), any
+ * commutative op, each contribution once.  Empty S[0] (c = 0) is not sent. */
+int algo_bruck_allreduce(sched_t *s, const coll_args_t *a)
+{
+    int P = a->nrank, p = a->rank, nf = fanout_of(a);
+    uint64_t n = a->count;
+    int digits[64], k = 0;
+    for (int x = P - 1; x > 0; x /= nf + 1)
+        digits[k++] = x % (nf + 1);
+    region_t s1 = reg(BUF_OUT, 0, n), s0 = reg(BUF_TMP, sched_tmp(s, n), n);
+    uint64_t t = sched_tmp(s, (uint64_t)nf * n);
+    sched_copy(s, reg(BUF_IN, 0, n), s1);
+    sched_round(s);
+    long c = 0;
+    bool s0_set = false;
+    for (int l = 0; l < k; l++) {
+        int dg = digits[k - 1 - l], nrecv = 0;
+        for (int i = 1; i <= nf; i++) {
+            bool full = i <= dg;
+            if (!full && c == 0)
+                continue; /* S[0] is still empty */
+            long off = full ? (long)i * (c + 1) : c + (long)dg * (c + 1) + (long)(i - dg - 1) * c;
+            uint32_t tag = (uint32_t)(l * (nf + 1) + i);
+            sched_send(s, (int)(((long)p - off % P + P) % P), tag, full ? s1 : s0);
+            sched_recv(s, (int)(((long)p + off) % P), tag, reg(BUF_TMP, t + (uint64_t)nrecv * n, n));
+            nrecv++;
+        }
+        sched_round(s);
+        /* add what arrived to both partial results (S[0] first, while S[1] is
+         * still the old one: S[0] may start as a copy) */
+        uint32_t prev0 = SCHED_NONE, prev1 = SCHED_NONE;
+        for (int g = 0; g < nrecv; g++) {
+            region_t in = reg(BUF_TMP, t + (uint64_t)g * n, n);
+            uint32_t x = s0_set ? sched_reduce(s, in, s0, false) : sched_copy(s, in, s0);
+            s0_set = true;
+            if (prev0 != SCHED_NONE)
+                sched_depend(s, x, prev0);
+            prev0 = x;
+            uint32_t y = sched_reduce(s, in, s1, false);
+            if (prev1 != SCHED_NONE)
+                sched_depend(s, y, prev1);
+            prev1 = y;
+        }
+        sched_round(s);
+        c = c + (long)dg * (c + 1) + (long)(nf - dg) * c;
+    }
+    return 0;
+}
