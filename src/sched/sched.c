@@ -48,13 +48,6 @@ void sched_free(sched_t *s)
     memset(s, 0, sizeof *s);
 }
 
-void sched_reset(sched_t *s)
-{
-    int n = s->nrank, r = s->rank;
-    sched_free(s);
-    sched_init(s, n, r);
-}
-
 static void add_edge(sched_t *s, uint32_t step, uint32_t on)
 {
     if (s->err)

@@ -89,7 +89,6 @@ typedef struct sched {
 
 void sched_init(sched_t *s, int nrank, int rank);
 void sched_free(sched_t *s);
-void sched_reset(sched_t *s);
 
 /* Builders append steps; each returns the new step's index.  Every step
  * depends on the current round's join (see sched_round). */

@@ -97,13 +97,18 @@ static int check_size(const xreq_t *r)
                                     "1 GiB limit", r->bytes);
 }
 
+/* What every send and receive checks first: the tag fits, the size fits. */
+static int prepare(mpi_xport_t *x, const xreq_t *r, int *tag)
+{
+    int rc = map_tag(x, r->tag, tag);
+    return rc ? rc : check_size(r);
+}
+
 static int mpi_isend(xport_t *xp, xreq_t *r)
 {
     mpi_xport_t *x = (mpi_xport_t *)xp;
-    int tag = 0, rc = map_tag(x, r->tag, &tag);
+    int tag = 0, rc = prepare(x, r, &tag);
     if (rc)
-        return rc;
-    if ((rc = check_size(r)))
         return rc;
     MPI_Request m;
     static const char dummy;
@@ -138,10 +143,8 @@ static stage_t *stage_get(mpi_xport_t *x, size_t bytes)
 static int mpi_irecv(xport_t *xp, xreq_t *r)
 {
     mpi_xport_t *x = (mpi_xport_t *)xp;
-    int tag = 0, rc = map_tag(x, r->tag, &tag);
+    int tag = 0, rc = prepare(x, r, &tag);
     if (rc)
-        return rc;
-    if ((rc = check_size(r)))
         return rc;
     void *dst = r->sink.dst;
     r->priv = NULL;
@@ -222,8 +225,6 @@ static int mpi_health(xport_t *xp)
                   : WEFT_OK;
 }
 
-static void mpi_abort_job(xport_t *xp, const char *why) { (void)xp, (void)why; }
-
 static void mpi_close(xport_t *xp)
 {
     mpi_xport_t *x = (mpi_xport_t *)xp;
@@ -266,7 +267,7 @@ static int mpi_derive(xport_t *xp, int color, int key, xport_t **out)
 }
 
 static const xport_ops_t mpi_ops = {
-    "mpi", mpi_isend, mpi_irecv, mpi_progress, mpi_block, mpi_health, mpi_abort_job, mpi_close,
+    "mpi", mpi_isend, mpi_irecv, mpi_progress, mpi_block, mpi_health, mpi_close,
     mpi_derive,
 };
 

@@ -327,12 +327,6 @@ static void shm_block(xport_t *xp, int timeout_ms)
     atomic_store(&me->sleeping, 0);
 }
 
-static void shm_abort_job(xport_t *xp, const char *why)
-{
-    shm_xport_t *x = (shm_xport_t *)xp;
-    seg_abort(&x->seg, x->base.rank, ABORT_ERROR, why);
-}
-
 static void shm_close(xport_t *xp)
 {
     shm_xport_t *x = (shm_xport_t *)xp;
@@ -355,7 +349,7 @@ static void shm_close(xport_t *xp)
 }
 
 static const xport_ops_t shm_ops = {
-    "shm", shm_isend, shm_irecv, shm_progress, shm_block, shm_health, shm_abort_job, shm_close,
+    "shm", shm_isend, shm_irecv, shm_progress, shm_block, shm_health, shm_close,
     NULL,
 };
 
@@ -394,7 +388,6 @@ static int self_comm(xport_t *x, xreq_t *r)
 static int self_progress(xport_t *x) { return 0; }
 static void self_block(xport_t *x, int t) {}
 static int self_health(xport_t *x) { return WEFT_OK; }
-static void self_abort(xport_t *x, const char *why) {}
 static void self_close(xport_t *x)
 {
     pthread_mutex_destroy(&x->lock);
@@ -402,7 +395,7 @@ static void self_close(xport_t *x)
 }
 
 static const xport_ops_t self_ops = {
-    "self", self_comm, self_comm, self_progress, self_block, self_health, self_abort, self_close,
+    "self", self_comm, self_comm, self_progress, self_block, self_health, self_close,
     NULL,
 };
 

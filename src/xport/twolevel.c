@@ -22,28 +22,26 @@ typedef struct twolevel {
     int *route; /* rank -> rank in the node's segment, or -1 */
 } twolevel_t;
 
-static xport_t *pick(twolevel_t *t, xreq_t *r, int *peer)
+/* The transport that reaches r's peer, with r->peer renumbered for it. */
+static xport_t *route(xport_t *xp, xreq_t *r)
 {
+    twolevel_t *t = (twolevel_t *)xp;
     int local = t->route[r->peer];
-    *peer = local >= 0 ? local : r->peer;
-    return local >= 0 ? t->shm : t->mpi;
+    if (local < 0)
+        return t->mpi;
+    r->peer = local;
+    return t->shm;
 }
 
 static int tl_isend(xport_t *xp, xreq_t *r)
 {
-    twolevel_t *t = (twolevel_t *)xp;
-    int peer;
-    xport_t *x = pick(t, r, &peer);
-    r->peer = peer;
+    xport_t *x = route(xp, r);
     return x->ops->isend(x, r);
 }
 
 static int tl_irecv(xport_t *xp, xreq_t *r)
 {
-    twolevel_t *t = (twolevel_t *)xp;
-    int peer;
-    xport_t *x = pick(t, r, &peer);
-    r->peer = peer;
+    xport_t *x = route(xp, r);
     return x->ops->irecv(x, r);
 }
 
@@ -72,12 +70,6 @@ static int tl_health(xport_t *xp)
     return rc ? rc : t->mpi->ops->health(t->mpi);
 }
 
-static void tl_abort(xport_t *xp, const char *why)
-{
-    twolevel_t *t = (twolevel_t *)xp;
-    t->shm->ops->abort_job(t->shm, why);
-}
-
 static void tl_close(xport_t *xp)
 {
     twolevel_t *t = (twolevel_t *)xp;
@@ -92,7 +84,7 @@ static void tl_close(xport_t *xp)
 static int tl_derive(xport_t *xp, int color, int key, xport_t **out);
 
 static const xport_ops_t twolevel_ops = {
-    "shm+mpi", tl_isend, tl_irecv, tl_progress, tl_block, tl_health, tl_abort, tl_close, tl_derive,
+    "shm+mpi", tl_isend, tl_irecv, tl_progress, tl_block, tl_health, tl_close, tl_derive,
 };
 
 /* Node id of every rank of the transport's MPI communicator. */

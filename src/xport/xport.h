@@ -56,8 +56,6 @@ typedef struct xport_ops {
     void (*block)(xport_t *x, int timeout_ms);
     /* WEFT_OK, or WEFT_EPEER with the message set when the job is dead */
     int (*health)(xport_t *x);
-    /* Mark the whole job failed (a detected mismatch): peers' waits fail. */
-    void (*abort_job)(xport_t *x, const char *why);
     void (*close)(xport_t *x);
     /* Optional: a transport for the ranks of a sub-communicator (collective
      * over x's ranks; color < 0: this rank is in none, *out = NULL).  NULL
