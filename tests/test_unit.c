@@ -277,7 +277,7 @@ static int bad_order(sched_t *s, int r, int P)
 static void expect_fail(weft_coll_t coll, bad_builder fn, bool ordered, const char *needle,
                         const char *what)
 {
-    check_spec_t sp = {coll, 4, coll == WEFT_COLL_REDUCE ? 1 : 3, 0, false, ordered, false};
+    check_spec_t sp = {.coll = coll, .nrank = 4, .count = coll == WEFT_COLL_REDUCE ? 1 : 3, .ordered = ordered};
     if (fn == bad_unmatched)
         sp.count = 4;
     if (fn == bad_deadlock || fn == bad_race)
@@ -296,7 +296,7 @@ static void test_checker(void)
     expect_fail(WEFT_COLL_ALLREDUCE, bad_race, false, "in-flight", "race");
     expect_fail(WEFT_COLL_REDUCE, bad_order, true, "out of rank order", "order");
     /* and the order-breaking schedule passes when the op is commutative */
-    check_spec_t sp = {WEFT_COLL_REDUCE, 4, 1, 0, false, false, false};
+    check_spec_t sp = {.coll = WEFT_COLL_REDUCE, .nrank = 4, .count = 1};
     char msg[1024];
     CHECK(sched_check(&sp, build_bad, (void *)bad_order, msg, sizeof msg, NULL) == 0,
           "commutative reduce in any order is fine: %s", msg);

@@ -152,12 +152,17 @@ static int check_cases(const algo_t *al, build_ctx_t *bp, const uint64_t *counts
     build_ctx_t b = *bp;
     for (int ci = 0; ci < nc; ci++)
         for (int ri = 0; ri < nr; ri++)
-            for (int variant = 0; variant < 2; variant++)
+            for (int variant = 0; variant < 3; variant++)
                 for (int inplace = 0; inplace < 2; inplace++) {
-                    /* variant 0: commutative op; 1: rank order demanded */
+                    /* variant 0: commutative op; 1: rank order demanded (or,
+                     * for algorithms with a per-call condition, an idempotent
+                     * op); 2: an op with an exact inverse, for algorithms
+                     * whose schedule then differs */
                     bool ordered = variant == 1 && !al->usable;
                     if (variant == 1 && !al->usable &&
                         (!reduction(al->coll) || (al->flags & ALGO_NEEDS_COMMUTATIVE)))
+                        continue;
+                    if (variant == 2 && !(al->flags & ALGO_USES_INVERSE))
                         continue;
                     if (inplace && (!(al->flags & ALGO_INPLACE_SAFE) || al->coll == WEFT_COLL_BCAST ||
                                     (!full && P % 4)))
@@ -172,8 +177,10 @@ static int check_cases(const algo_t *al, build_ctx_t *bp, const uint64_t *counts
                                      (al->usable && variant == 1);
                     if (algo_check_usable(al, &b.a))
                         continue;
+                    b.a.invertible = variant == 2;
                     check_spec_t sp = {al->coll, P, counts[ci], roots[ri],
-                                       b.a.idempotent, ordered, inplace != 0};
+                                       b.a.idempotent, ordered, inplace != 0, variant == 2,
+                                       NULL, NULL};
                     char msg[1024];
                     check_stats_t st;
                     int rc = sched_check(&sp, build_rank, &b, msg, sizeof msg, &st);
@@ -183,9 +190,10 @@ static int check_cases(const algo_t *al, build_ctx_t *bp, const uint64_t *counts
                         if (b.a.node_of)
                             snprintf(topo, sizeof topo, " nodes=%d (node of rank 1: %d)",
                                      b.a.nnodes, P > 1 ? b.a.node_of[1] : 0);
-                        snprintf(report, rlen, "FAIL %s %s: count=%" PRIu64 " root=%d%s%s%s\n  %s\n",
+                        snprintf(report, rlen, "FAIL %s %s: count=%" PRIu64 " root=%d%s%s%s%s%s\n  %s\n",
                                  weft_coll_name(al->coll), al->name, counts[ci], roots[ri],
-                                 ordered ? " non-commutative" : "", inplace ? " in-place" : "",
+                                 ordered ? " non-commutative" : "", b.a.idempotent && al->usable ? " idempotent" : "",
+                                 variant == 2 ? " invertible" : "", inplace ? " in-place" : "",
                                  topo, msg);
                         return 1;
                     }

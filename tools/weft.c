@@ -1,4 +1,4 @@
-/* weft.c — the command line: run, bench, check, algorithms. */
+/* weft.c — the command line: run, bench, check, tree, dissem-tuple, algorithms. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +27,7 @@ static void usage(FILE *f)
                "  bench COLL [OPTIONS]     time algorithms side by side (allreduce, bcast, reduce)\n"
                "  check COLL [OPTIONS]     prove schedules correct symbolically for a range of P\n"
                "  tree NAME --np P         print the trees of a pipelined algorithm\n"
+               "  dissem-tuple --np P      the 5-tuple adapting n-way dissemination to P ranks\n"
                "  algorithms               list every algorithm with its properties\n\n"
                "`weft COMMAND --help` for the options of each.\n");
 }
@@ -81,6 +82,8 @@ int main(int argc, char **argv)
         return cmd_check(argc - 1, argv + 1);
     if (!strcmp(c, "tree"))
         return cmd_tree(argc - 1, argv + 1);
+    if (!strcmp(c, "dissem-tuple"))
+        return cmd_dissem_tuple(argc - 1, argv + 1);
     if (!strcmp(c, "algorithms"))
         return cmd_algorithms(argc - 1, argv + 1);
     if (!strcmp(c, "--help") || !strcmp(c, "help")) {

@@ -28,6 +28,7 @@ typedef struct coll_args {
     size_t esize;
     bool commutative; /* of the op */
     bool idempotent;
+    bool invertible;  /* the op has an exact inverse (ALGO_USES_INVERSE) */
     algo_params_t params;
     /* node of each rank (0..nnodes-1, numbered by first appearance), or
      * NULL: one node.  Only hierarchical algorithms read it. */
@@ -41,6 +42,8 @@ typedef struct coll_args {
 #define ALGO_IDENTICAL 0x4u         /* all ranks get bitwise-identical results */
 #define ALGO_INPLACE_SAFE 0x8u      /* correct with BUF_IN aliased as in layout.h */
 #define ALGO_TOPOLOGY 0x10u         /* reads the node map (hierarchical) */
+#define ALGO_USES_INVERSE 0x20u     /* takes contributions out with the op's
+                                     * inverse where it has one (schedule differs) */
 
 typedef int (*algo_build_fn)(sched_t *s, const coll_args_t *a);
 
@@ -161,6 +164,27 @@ int algo_pairwise_allreduce(sched_t *s, const coll_args_t *a);
 int algo_dissem_allreduce(sched_t *s, const coll_args_t *a);
 int algo_dissem_usable(const coll_args_t *a, char *why, size_t len);
 int algo_bruck_allreduce(sched_t *s, const coll_args_t *a);
+
+/* The adaptation of n-way dissemination for P ranks (dissem_adapted.c). */
+typedef struct dissem_tuple {
+    int P, n, k;  /* ranks, fan-out, rounds = ceil(log_{n+1} P) */
+    long m;       /* (n+1)^(k-1): the window each rank holds before round k */
+    /* the seed's 5-tuple; l_rcv = -1 is the base border g_B */
+    int s, l_snd, l_rcv, j_snd, j_rcv;
+    int kase;     /* Theorem 1's case 1..5; 0: P = (n+1)^k, nothing to adapt;
+                   * 6: base border (the note after the theorem's proof) */
+    /* the same as a schedule: in round k rank p sends to p + i m for
+     * i = 1..nsend, its whole window except to the last, which gets its
+     * first len_snd ranks; it takes its own first len_rcv ranks out (0: none) */
+    int nsend;
+    long len_snd, len_rcv;
+} dissem_tuple_t;
+/* 0 and *t if (P, n) is adaptable, else -1. */
+int dissem_tuple(int P, int n, dissem_tuple_t *t);
+/* The smallest n with a tuple (n = P - 1 always has one). */
+int dissem_auto_fanout(int P);
+int algo_dissem_adapted_allreduce(sched_t *s, const coll_args_t *a);
+int algo_dissem_adapted_usable(const coll_args_t *a, char *why, size_t len);
 int algo_twotree_s_reduce(sched_t *s, const coll_args_t *a);
 int algo_twotree_sc_allreduce(sched_t *s, const coll_args_t *a);
 /* 2-colouring of TwoTreeS's edges, col[2*child + tree]; WEFT_ENOTSUP if

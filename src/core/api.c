@@ -37,7 +37,8 @@ static sched_entry_t *cache_get(weft_comm_t c, const algo_t *al, const coll_args
         sched_entry_t *e = &c->cache[i];
         if (e->used && e->al == al && e->coll == a->coll && e->count == a->count &&
             e->esize == a->esize && e->root == a->root && e->commutative == a->commutative &&
-            e->idempotent == a->idempotent && params_equal(&e->params, &a->params)) {
+            e->idempotent == a->idempotent && e->invertible == a->invertible &&
+            params_equal(&e->params, &a->params)) {
             e->last_use = c->clock;
             return e;
         }
@@ -74,6 +75,7 @@ static sched_entry_t *cache_get(weft_comm_t c, const algo_t *al, const coll_args
     victim->root = a->root;
     victim->commutative = a->commutative;
     victim->idempotent = a->idempotent;
+    victim->invertible = a->invertible;
     victim->params = a->params;
     victim->s = s;
     victim->last_use = c->clock;
@@ -139,6 +141,7 @@ int coll_run(weft_comm_t comm, weft_coll_t coll, const void *in, void *out, size
         reducer_init(&red, op, dt);
         a.commutative = info.commutative;
         a.idempotent = info.idempotent;
+        a.invertible = info.invertible;
     } else {
         a.commutative = a.idempotent = true;
     }

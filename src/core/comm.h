@@ -17,7 +17,7 @@ typedef struct sched_entry {
     uint64_t count;
     size_t esize;
     int root;
-    bool commutative, idempotent;
+    bool commutative, idempotent, invertible;
     algo_params_t params;
     /* value */
     sched_t s;

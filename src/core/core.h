@@ -28,6 +28,7 @@ typedef struct op_info {
     int builtin;     /* WEFT_SUM.. or -1 */
     bool commutative;
     bool idempotent;
+    bool invertible; /* has an exact inverse: integer sum (modular), bxor */
 } op_info_t;
 
 /* Looks the op up and checks it applies to dt; WEFT_EINVAL with a message
@@ -39,6 +40,7 @@ int op_lookup(weft_op_t op, weft_dtype_t dt, op_info_t *out);
 typedef void (*reduce_kernel_fn)(void *dst, const void *src, size_t n);
 typedef struct reducer {
     reduce_kernel_fn kernel; /* builtin */
+    reduce_kernel_fn inverse; /* dst = dst (op^-1) src, where the op is invertible */
     weft_user_fn user;
     void *ctx;
     weft_dtype_t dtype;
@@ -48,7 +50,12 @@ typedef struct reducer {
 int reducer_init(reducer_t *r, weft_op_t op, weft_dtype_t dt);
 void reducer_apply(const reducer_t *r, void *dst, const void *src, size_t n,
                    bool src_left);
+/* dst = dst (op^-1) src: takes src's contributions out of dst; only for
+ * ops op_info_t.invertible says have an exact inverse. */
+void reducer_apply_inverse(const reducer_t *r, void *dst, const void *src, size_t n);
 reduce_kernel_fn reduce_kernel(int builtin_op, weft_dtype_t dt);
+/* The exact inverse of a builtin op on dt, or NULL if it has none. */
+reduce_kernel_fn inverse_kernel(int builtin_op, weft_dtype_t dt);
 
 /* float16 / bfloat16 conversions (round to nearest even). */
 float half_to_float(uint16_t h);

@@ -111,6 +111,7 @@ int op_lookup(weft_op_t op, weft_dtype_t dt, op_info_t *out)
         out->commutative = true;
         out->idempotent = op == WEFT_MIN || op == WEFT_MAX || op == WEFT_BAND ||
                           op == WEFT_BOR || op == WEFT_LAND || op == WEFT_LOR;
+        out->invertible = inverse_kernel(op, dt) != NULL;
         return WEFT_OK;
     }
     int i = op - USER_OP_BASE;
@@ -122,6 +123,7 @@ int op_lookup(weft_op_t op, weft_dtype_t dt, op_info_t *out)
         out->builtin = -1;
         out->commutative = user_ops[i].commutative;
         out->idempotent = user_ops[i].idempotent;
+        out->invertible = false;
         ok = true;
     }
     pthread_mutex_unlock(&user_ops_lock);
@@ -220,6 +222,7 @@ static inline uint16_t bf16_narrow(float x)
 #endif
 
 #define SUMOP(a, b) ((a) + (b))
+#define SUBOP(a, b) ((a) - (b))
 #define PRODOP(a, b) ((a) * (b))
 #define MINOP(a, b) ((b) < (a) ? (b) : (a))
 #define MAXOP(a, b) ((b) > (a) ? (b) : (a))
@@ -250,6 +253,7 @@ static inline uint16_t bf16_narrow(float x)
 
 #define INT_KERNELS(tn, T, U)                                                 \
     KERNEL_WRAP(k_sum_##tn, T, U, SUMOP)                                      \
+    KERNEL_WRAP(k_sub_##tn, T, U, SUBOP)                                      \
     KERNEL_WRAP(k_prod_##tn, T, U, PRODOP)                                    \
     KERNEL(k_min_##tn, T, MINOP)                                              \
     KERNEL(k_max_##tn, T, MAXOP)                                              \
@@ -403,6 +407,26 @@ reduce_kernel_fn reduce_kernel(int builtin_op, weft_dtype_t dt)
     return kernels[dt][builtin_op];
 }
 
+/* Integer sum is modular arithmetic, so subtraction undoes it exactly, and
+ * xor is its own inverse.  Floating-point sum is deliberately not here:
+ * (a + b) - b is not a, and when the part taken out dominates the rest the
+ * difference can lose every digit; algorithms recompute without it instead. */
+reduce_kernel_fn inverse_kernel(int builtin_op, weft_dtype_t dt)
+{
+    static const reduce_kernel_fn sub[WEFT_DTYPE_COUNT] = {
+        [WEFT_INT8] = k_sub_i8,   [WEFT_INT16] = k_sub_i16, [WEFT_INT32] = k_sub_i32,
+        [WEFT_INT64] = k_sub_i64, [WEFT_UINT8] = k_sub_u8,  [WEFT_UINT16] = k_sub_u16,
+        [WEFT_UINT32] = k_sub_u32, [WEFT_UINT64] = k_sub_u64,
+    };
+    if (!dtype_valid(dt) || dtype_is_float(dt))
+        return NULL;
+    if (builtin_op == WEFT_SUM)
+        return sub[dt];
+    if (builtin_op == WEFT_BXOR)
+        return kernels[dt][WEFT_BXOR];
+    return NULL;
+}
+
 int reducer_init(reducer_t *r, weft_op_t op, weft_dtype_t dt)
 {
     op_info_t info = {0};
@@ -412,11 +436,19 @@ int reducer_init(reducer_t *r, weft_op_t op, weft_dtype_t dt)
     memset(r, 0, sizeof *r);
     r->dtype = dt;
     r->esize = dtypes[dt].size;
-    if (info.builtin >= 0)
+    if (info.builtin >= 0) {
         r->kernel = reduce_kernel(info.builtin, dt);
+        r->inverse = inverse_kernel(info.builtin, dt);
+    }
     r->user = info.fn;
     r->ctx = info.ctx;
     return WEFT_OK;
+}
+
+void reducer_apply_inverse(const reducer_t *r, void *dst, const void *src, size_t n)
+{
+    if (n)
+        r->inverse(dst, src, n); /* schedules ask for it only where it exists */
 }
 
 void reducer_apply(const reducer_t *r, void *dst, const void *src, size_t n,

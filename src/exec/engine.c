@@ -107,9 +107,13 @@ static int run_step(exec_t *e, uint32_t i)
         break;
     }
     case STEP_REDUCE:
-        reducer_apply(&e->red, at(e->buf[st->dst_buf], st->dst_off, es),
-                      at(e->buf[st->src_buf], st->src_off, es), st->len,
-                      st->flags & STEP_SRC_LEFT);
+        if (st->flags & STEP_INVERSE)
+            reducer_apply_inverse(&e->red, at(e->buf[st->dst_buf], st->dst_off, es),
+                                  at(e->buf[st->src_buf], st->src_off, es), st->len);
+        else
+            reducer_apply(&e->red, at(e->buf[st->dst_buf], st->dst_off, es),
+                          at(e->buf[st->src_buf], st->src_off, es), st->len,
+                          st->flags & STEP_SRC_LEFT);
         break;
     default: {
         xreq_t *r = &e->reqs[i];

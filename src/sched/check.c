@@ -19,7 +19,7 @@ typedef struct {
     uint32_t set; /* interned contributor set */
 } elem_t;
 
-enum { SET_OVERLAP = UINT32_MAX, SET_ORDER = UINT32_MAX - 1 };
+enum { SET_OVERLAP = UINT32_MAX, SET_ORDER = UINT32_MAX - 1, SET_NOTSUB = UINT32_MAX - 3 };
 
 typedef struct {
     int nrank, words;
@@ -28,6 +28,8 @@ typedef struct {
     uint32_t n, cap;
     uint64_t last_key; /* one-entry memo: consecutive elements of a block */
     uint32_t last_val; /* almost always combine the same two sets */
+    uint64_t last_dkey; /* the same for set differences */
+    uint32_t last_dval;
     bool idempotent, ordered;
 } setab_t;
 
@@ -83,7 +85,7 @@ static int setab_init(setab_t *t, int nrank, bool idempotent, bool ordered)
     t->words = (nrank + 63) / 64;
     t->idempotent = idempotent;
     t->ordered = ordered;
-    t->last_key = UINT64_MAX;
+    t->last_key = t->last_dkey = UINT64_MAX;
     uint64_t *w = calloc((size_t)t->words, 8);
     if (!w)
         return -1;
@@ -129,6 +131,31 @@ static uint32_t setab_union(setab_t *t, uint32_t left, uint32_t right)
         t->last_key = key;
     }
     return t->last_val;
+}
+
+/* a without b (an inverse op taking b's contributions out of a); SET_NOTSUB
+ * unless b is part of a. */
+static uint32_t setab_diff(setab_t *t, uint32_t a, uint32_t b)
+{
+    uint64_t key = (uint64_t)a << 32 | b;
+    if (key == t->last_dkey)
+        return t->last_dval;
+    uint64_t buf[64], *w = t->words <= 64 ? buf : malloc((size_t)t->words * 8);
+    if (!w)
+        return UINT32_MAX - 2;
+    const uint64_t *x = t->bits + (size_t)a * t->words;
+    const uint64_t *y = t->bits + (size_t)b * t->words;
+    bool sub = true;
+    for (int k = 0; k < t->words; k++) {
+        sub &= (y[k] & ~x[k]) == 0;
+        w[k] = x[k] & ~y[k];
+    }
+    uint32_t r = sub ? setab_add(t, w) : SET_NOTSUB;
+    if (w != buf)
+        free(w);
+    t->last_dkey = key;
+    t->last_dval = r;
+    return r;
 }
 
 /* Prints a set as {a,b,c-d} into out. */
@@ -219,7 +246,8 @@ static void step_describe(const checker_t *c, int rank, uint32_t i, char *out, s
     case STEP_COPY:
     case STEP_REDUCE:
         snprintf(out, n, "%s %s[%" PRIu64 "..%" PRIu64 ") into %s[%" PRIu64 "..%" PRIu64 ")",
-                 step_kind_name(st->kind), buf_name(st->src_buf), st->src_off,
+                 st->flags & STEP_INVERSE ? "reduce-inverse" : step_kind_name(st->kind),
+                 buf_name(st->src_buf), st->src_off,
                  st->src_off + st->len, buf_name(st->dst_buf), st->dst_off,
                  st->dst_off + st->len);
         break;
@@ -366,6 +394,27 @@ static int combine(checker_t *c, int rank, uint32_t step, elem_t *dst, elem_t sr
     return 0;
 }
 
+/* dst = dst (op^-1) src for one element. */
+static int take_out(checker_t *c, int rank, uint32_t step, elem_t *dst, elem_t src)
+{
+    if (src.idx < 0 || dst->idx < 0)
+        return fail(c, rank, step, "reduces uninitialised data");
+    if (src.idx != dst->idx)
+        return fail(c, rank, step, "takes element %d out of element %d", src.idx, dst->idx);
+    uint32_t d = setab_diff(&c->sets, dst->set, src.set);
+    if (d == SET_NOTSUB) {
+        char a[96], b[96];
+        set_format(&c->sets, dst->set, a, sizeof a);
+        set_format(&c->sets, src.set, b, sizeof b);
+        return fail(c, rank, step, "element %d: takes %s out of %s, which lacks some of them",
+                    dst->idx, b, a);
+    }
+    if (d == UINT32_MAX - 2)
+        return fail(c, rank, step, "out of memory");
+    dst->set = d;
+    return 0;
+}
+
 static int run_local(checker_t *c, int rank, uint32_t i)
 {
     rstate_t *r = &c->r[rank];
@@ -395,9 +444,17 @@ static int run_local(checker_t *c, int rank, uint32_t i)
         if (overlaps(ss, so, st->len, ds, dso, st->len))
             return fail(c, rank, i, "reduces a region into itself");
         bool src_left = st->flags & STEP_SRC_LEFT;
-        for (uint64_t k = 0; k < st->len; k++)
-            if (combine(c, rank, i, &dst[k], src[k], src_left))
-                return -1;
+        if (st->flags & STEP_INVERSE) {
+            if (!c->spec->invertible)
+                return fail(c, rank, i, "uses an inverse the op does not have");
+            for (uint64_t k = 0; k < st->len; k++)
+                if (take_out(c, rank, i, &dst[k], src[k]))
+                    return -1;
+        } else {
+            for (uint64_t k = 0; k < st->len; k++)
+                if (combine(c, rank, i, &dst[k], src[k], src_left))
+                    return -1;
+        }
     }
     return complete(c, rank, i);
 }
@@ -452,6 +509,12 @@ static int transfer(checker_t *c, const mnode_t *sn, const mnode_t *rn)
         if (u == UINT32_MAX - 2)
             return fail(c, -1, NIL, "out of memory");
         rr->know = u;
+    }
+    if (c->spec->on_transfer && ss->len) {
+        const setab_t *t = &c->sets;
+        uint32_t set = src[0].set;
+        c->spec->on_transfer(c->spec->trace_ctx, sn->rank, rn->rank, rn->step, ss->len,
+                             t->bits + (size_t)set * t->words);
     }
     c->stats.messages++;
     c->stats.elements_moved += ss->len;

@@ -6,7 +6,8 @@
  * is modelled synchronously (a send completes only when its receive has
  * been posted and matched), the strictest model, so a schedule that passes
  * cannot deadlock on any transport.  It fails with the first wrong step:
- * a contribution combined twice (unless the op may be idempotent), ranks
+ * a contribution combined twice (unless the op may be idempotent), one
+ * taken out that is not there (or with an inverse the op lacks), ranks
  * combined out of order (when the algorithm claims non-commutative ops),
  * elements of different positions combined, uninitialised data sent or
  * used, a region out of bounds or a write to the input, a data race with an
@@ -30,6 +31,12 @@ typedef struct check_spec {
     bool idempotent; /* the op may be applied to a contribution twice */
     bool ordered;    /* contributions must combine in rank order */
     bool inplace;    /* every rank runs with WEFT_IN_PLACE */
+    bool invertible; /* the op has an exact inverse (STEP_INVERSE allowed) */
+    /* optional: called for every message delivered, with the contributor
+     * set of its first element (bit r of bits[r / 64] for rank r) */
+    void (*on_transfer)(void *ctx, int from, int to, uint32_t to_step, uint64_t len,
+                        const uint64_t *bits);
+    void *trace_ctx;
 } check_spec_t;
 
 /* Builds rank's schedule into *out (initialised and committed); returns a

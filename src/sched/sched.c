@@ -151,6 +151,11 @@ uint32_t sched_reduce(sched_t *s, region_t src, region_t dst, bool src_left)
     return add_local(s, STEP_REDUCE, src, dst, src_left ? STEP_SRC_LEFT : 0);
 }
 
+uint32_t sched_reduce_inverse(sched_t *s, region_t src, region_t dst)
+{
+    return add_local(s, STEP_REDUCE, src, dst, STEP_INVERSE);
+}
+
 uint32_t sched_copy(sched_t *s, region_t src, region_t dst)
 {
     return add_local(s, STEP_COPY, src, dst, 0);

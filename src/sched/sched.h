@@ -28,7 +28,7 @@ enum step_kind {
     STEP_SEND,        /* src region -> peer */
     STEP_RECV,        /* peer -> dst region */
     STEP_RECV_REDUCE, /* dst = dst (op) incoming, or incoming (op) dst */
-    STEP_REDUCE,      /* dst = dst (op) src, or src (op) dst */
+    STEP_REDUCE,      /* dst = dst (op) src, or src (op) dst, or dst (op^-1) src */
     STEP_COPY,        /* dst = src */
 };
 
@@ -36,6 +36,8 @@ enum buf_id { BUF_IN = 0, BUF_OUT = 1, BUF_TMP = 2, BUF_COUNT = 3 };
 
 /* flags */
 #define STEP_SRC_LEFT 1u /* reduce with the incoming/src operand on the left */
+#define STEP_INVERSE 2u  /* local reduce: take src's contributions out of dst
+                          * with the op's exact inverse (coll_args.invertible) */
 
 typedef struct step {
     uint8_t kind;
@@ -97,6 +99,8 @@ uint32_t sched_recv(sched_t *s, int peer, uint32_t tag, region_t dst);
 uint32_t sched_recv_reduce(sched_t *s, int peer, uint32_t tag, region_t dst,
                            bool incoming_left);
 uint32_t sched_reduce(sched_t *s, region_t src, region_t dst, bool src_left);
+/* dst = dst (op^-1) src; src's contributors must all be in dst. */
+uint32_t sched_reduce_inverse(sched_t *s, region_t src, region_t dst);
 uint32_t sched_copy(sched_t *s, region_t src, region_t dst);
 uint32_t sched_nop(sched_t *s);
 /* step waits for `on` as well (on < step). */
