@@ -87,12 +87,36 @@ static void test_int_kernels(void)
                 bad += got != (want & mask);
             }
             CHECK(!bad, "%s %s: %zu wrong", weft_dtype_name(dt), weft_op_name(op), bad);
+            /* the inverse, where the op has one, takes b back out exactly
+             * (through wrap-around, since a + b above wrapped) */
+            bool invertible = op == WEFT_SUM || op == WEFT_BXOR;
+            CHECK((r.inverse != NULL) == invertible, "%s %s: inverse %s", weft_dtype_name(dt),
+                  weft_op_name(op), r.inverse ? "present" : "missing");
+            if (r.inverse) {
+                reducer_apply_inverse(&r, a, b, n);
+                size_t wrong = 0;
+                uint64_t mask = es == 8 ? ~0ull : (1ull << (8 * es)) - 1;
+                for (size_t i = 0; i < n; i++) {
+                    uint64_t got = 0;
+                    for (size_t k = 0; k < es; k++)
+                        got |= (uint64_t)a[i * es + k] << (8 * k);
+                    wrong += got != ((uint64_t)x[i] & mask);
+                }
+                CHECK(!wrong, "%s %s inverse: %zu wrong", weft_dtype_name(dt), weft_op_name(op),
+                      wrong);
+            }
             free(a), free(b), free(x), free(y);
         }
 }
 
 static void test_float_kernels(void)
 {
+    /* no inverse for floating point: (a + b) - b is not a */
+    const weft_dtype_t fl[4] = {WEFT_FLOAT16, WEFT_BFLOAT16, WEFT_FLOAT32, WEFT_FLOAT64};
+    for (int t = 0; t < 4; t++)
+        for (int op = 0; op <= WEFT_MAX; op++)
+            CHECK(inverse_kernel(op, fl[t]) == NULL, "%s %s has no exact inverse",
+                  weft_dtype_name(fl[t]), weft_op_name(op));
     for (int op = 0; op <= WEFT_MAX; op++) {
         size_t n = 1037;
         float *f = malloc(n * 4), *g = malloc(n * 4);

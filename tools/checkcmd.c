@@ -5,8 +5,10 @@
  * For each P it checks several counts (0, 1, P-1, 2P+1 for vector
  * collectives; 0, 1, 2 elements per block for the others), roots (0, the
  * middle, P-1), op classes (commutative; and rank-ordered, when the
- * algorithm claims non-commutative ops; idempotent only where required) and,
- * when the algorithm claims it, in-place operation. */
+ * algorithm claims non-commutative ops; idempotent only where required, or
+ * as a second class for algorithms with a per-call condition; one with an
+ * exact inverse for algorithms that use it) and, when the algorithm claims
+ * it, in-place operation. */
 #include <inttypes.h>
 #include <limits.h>
 #include <malloc.h>
