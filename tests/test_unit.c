@@ -224,6 +224,19 @@ static void test_params(void)
     CHECK(algo_check_usable(ring, &a) == WEFT_EINVAL &&
               strstr(weft_last_error(), "recursive_doubling"),
           "ring refuses non-commutative and names an alternative: %s", weft_last_error());
+    const algo_t *da = algo_find(WEFT_COLL_ALLREDUCE, "dissem_adapted");
+    CHECK(da && algo_parse_params(da, "fanout=auto", &p) == 0 && p.fanout == 0, "fanout=auto");
+    CHECK(da && algo_parse_params(da, "fanout=0", &p) == WEFT_EINVAL, "fanout=0 refused");
+    /* P = 1000 has no tuple for n = 3 (weft dissem-tuple --np 1000 --fanout 3) */
+    coll_args_t d = {.coll = WEFT_COLL_ALLREDUCE, .nrank = 1000, .count = 1, .esize = 4,
+                     .commutative = true};
+    d.params.fanout = 3;
+    CHECK(da && algo_check_usable(da, &d) == WEFT_EINVAL &&
+              strstr(weft_last_error(), "not adaptable") && strstr(weft_last_error(), "bruck"),
+          "dissem_adapted n=3 P=1000 refused: %s", weft_last_error());
+    d.params.fanout = 0;
+    CHECK(da && algo_check_usable(da, &d) == 0 && dissem_auto_fanout(1000) == 4,
+          "dissem_adapted with fanout unset serves P=1000 with n=4");
 }
 
 /* ---- the checker must catch broken schedules ---- */

@@ -323,9 +323,12 @@ int algo_parse_params(const algo_t *al, const char *text, algo_params_t *p)
                 return weft_error(WEFT_EINVAL, "chunks=%s: expected an integer 1..16384", val);
             p->chunks = (int)v;
         } else if (kl == 6 && !strncmp(q, "fanout", 6)) {
-            long v = strtol(val, &end, 10);
-            if (*end || v < 1 || v > 1024)
-                return weft_error(WEFT_EINVAL, "fanout=%s: expected an integer 1..1024", val);
+            /* auto: the algorithm's default (dissem_adapted: the smallest
+             * n with a tuple; dissem, bruck: 1) */
+            long v = strcmp(val, "auto") ? strtol(val, &end, 10) : (end = (char *)"", 0);
+            if (*end || v < 0 || v > 1024 || (v == 0 && strcmp(val, "auto")))
+                return weft_error(WEFT_EINVAL, "fanout=%s: expected an integer 1..1024 or auto",
+                                  val);
             p->fanout = (int)v;
         } else if (kl == 6 && !strncmp(q, "reduce", 6)) {
             if (!algo_find(WEFT_COLL_REDUCE, val))
