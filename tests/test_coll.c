@@ -21,24 +21,13 @@
 #include "weft_mpi.h"
 #endif
 
-static int P, me, failures, checks;
+static int P, me;
+#define CHECK_WHO() fprintf(stderr, "rank %d/%d: ", me, P)
+#include "testing.h"
 static weft_comm_t world;
 static weft_op_t affine_op;
 
 #define LARGE 1000003u
-
-#define CHECK(cond, ...)                                                                 \
-    do {                                                                                 \
-        checks++;                                                                        \
-        if (!(cond)) {                                                                   \
-            failures++;                                                                  \
-            if (failures < 20) {                                                         \
-                fprintf(stderr, "rank %d/%d: FAIL %s:%d: ", me, P, __FILE__, __LINE__); \
-                fprintf(stderr, __VA_ARGS__);                                            \
-                fprintf(stderr, "\n");                                                   \
-            }                                                                            \
-        }                                                                                \
-    } while (0)
 
 /* ---- the non-commutative op: x -> a x + b (mod 2^32), a odd; elements are
  * uint64 (a << 32 | b); f o g means "apply g first, then f"; the result in

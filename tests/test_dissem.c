@@ -18,18 +18,7 @@
 #include "algo/algo.h"
 #include "sched/check.h"
 
-static int failures, checks;
-
-#define CHECK(cond, ...)                                                  \
-    do {                                                                  \
-        checks++;                                                         \
-        if (!(cond)) {                                                    \
-            failures++;                                                   \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);          \
-            fprintf(stderr, __VA_ARGS__);                                 \
-            fprintf(stderr, "\n");                                        \
-        }                                                                 \
-    } while (0)
+#include "testing.h"
 
 /* ---- tracing the checker ---- */
 

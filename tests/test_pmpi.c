@@ -11,18 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int rank, size, failures, checks;
-
-#define CHECK(c, ...)                                                    \
-    do {                                                                 \
-        checks++;                                                        \
-        if (!(c)) {                                                      \
-            failures++;                                                  \
-            fprintf(stderr, "rank %d: FAIL line %d: ", rank, __LINE__); \
-            fprintf(stderr, __VA_ARGS__);                                \
-            fprintf(stderr, "\n");                                       \
-        }                                                                \
-    } while (0)
+static int rank, size;
+#define CHECK_WHO() fprintf(stderr, "rank %d: ", rank)
+#include "testing.h"
 
 typedef struct {
     MPI_Datatype t;

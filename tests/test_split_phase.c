@@ -13,17 +13,9 @@
 
 #include "weft.h"
 
-static int me, P, failures;
-
-#define CHECK(c, ...)                                                    \
-    do {                                                                 \
-        if (!(c)) {                                                      \
-            failures++;                                                  \
-            fprintf(stderr, "rank %d: FAIL line %d: ", me, __LINE__);   \
-            fprintf(stderr, __VA_ARGS__);                                \
-            fprintf(stderr, "\n");                                       \
-        }                                                                \
-    } while (0)
+static int me, P;
+#define CHECK_WHO() fprintf(stderr, "rank %d: ", me)
+#include "testing.h"
 
 static void slow_sum(const void *in, void *inout, size_t n, weft_dtype_t dt, void *ctx)
 {

@@ -8,19 +8,7 @@
 #include "algo/algo.h"
 #include "algo/tree_patterns.h"
 
-static int failures, checks;
-
-#define CHECK(c, ...)                                            \
-    do {                                                         \
-        checks++;                                                \
-        if (!(c)) {                                              \
-            if (failures++ < 20) {                               \
-                fprintf(stderr, "FAIL line %d: ", __LINE__);     \
-                fprintf(stderr, __VA_ARGS__);                    \
-                fprintf(stderr, "\n");                           \
-            }                                                    \
-        }                                                        \
-    } while (0)
+#include "testing.h"
 
 /* Checks that `kind` over P ranks is a complete binary tree of ranks
  * 1..P-1 hanging from root 0 (a two-tree half) or of 0..P-1 (bintree):

@@ -11,18 +11,7 @@
 #include "core/core.h"
 #include "sched/check.h"
 
-static int failures, checks;
-
-#define CHECK(cond, ...)                                                  \
-    do {                                                                  \
-        checks++;                                                         \
-        if (!(cond)) {                                                    \
-            failures++;                                                   \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);          \
-            fprintf(stderr, __VA_ARGS__);                                 \
-            fprintf(stderr, "\n");                                        \
-        }                                                                 \
-    } while (0)
+#include "testing.h"
 
 /* ---- kernels ---- */
 
