@@ -63,7 +63,7 @@ static const algo_t table[] = {
      "ceil(log_{n+1} P)(alpha + n n_bytes beta + n n_bytes gamma)", algo_dissem_usable},
     {"dissem_adapted", WEFT_COLL_ALLREDUCE, C | S | ALGO_USES_INVERSE,
      algo_dissem_adapted_allreduce, "fanout",
-     "n-way dissemination adapted to any op (equation (8), Theorem 1); fanout unset: smallest n that works",
+     "n-way dissemination adapted to non-idempotent ops (equation (8), Theorem 1); fanout unset: smallest n that works",
      "(k-1)(alpha + n n_bytes beta + n n_bytes gamma) + alpha + s n_bytes beta + (s+1) n_bytes gamma, "
      "k = ceil(log_{n+1} P), s <= n from the 5-tuple",
      algo_dissem_adapted_usable},
