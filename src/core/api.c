@@ -162,6 +162,8 @@ int coll_run(weft_comm_t comm, weft_coll_t coll, const void *in, void *out, size
         if (!al || algo_check_usable(al, &a))
             return weft_error(WEFT_EINTERNAL, "%s: no algorithm serves this call", cn);
     }
+    if (!(al->flags & ALGO_USES_INVERSE))
+        a.invertible = false; /* one cached schedule for int and float sums alike */
     sched_entry_t *ent = cache_get(comm, al, &a, &rc);
     if (!ent)
         return rc;
