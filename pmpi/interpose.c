@@ -245,17 +245,29 @@ static int raise_error(MPI_Comm comm, int c)
 
 static const void *in_place(const void *buf) { return buf == MPI_IN_PLACE ? WEFT_IN_PLACE : buf; }
 
+/* The weft communicator for a reduction weft can serve, with the type and
+ * op mapped; NULL and why otherwise. */
+static weft_comm_t reduction_comm(MPI_Comm comm, int count, MPI_Datatype dt, MPI_Op op,
+                                  weft_dtype_t *wdt, weft_op_t *wop, int *why)
+{
+    if (!map_dtype(dt, wdt)) {
+        *why = F_DTYPE;
+        return NULL;
+    }
+    if (!map_op(op, wop)) {
+        *why = F_OP;
+        return NULL;
+    }
+    return usable(comm, count, why);
+}
+
 int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
                   MPI_Comm comm)
 {
     weft_dtype_t wdt;
     weft_op_t wop;
     int why = 0;
-    if (!map_dtype(dt, &wdt))
-        FALLBACK(C_ALLREDUCE, F_DTYPE, PMPI_Allreduce(sendbuf, recvbuf, count, dt, op, comm));
-    if (!map_op(op, &wop))
-        FALLBACK(C_ALLREDUCE, F_OP, PMPI_Allreduce(sendbuf, recvbuf, count, dt, op, comm));
-    weft_comm_t wc = usable(comm, count, &why);
+    weft_comm_t wc = reduction_comm(comm, count, dt, op, &wdt, &wop, &why);
     if (!wc)
         FALLBACK(C_ALLREDUCE, why, PMPI_Allreduce(sendbuf, recvbuf, count, dt, op, comm));
     current_dtype = dt;
@@ -271,11 +283,7 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, M
     weft_dtype_t wdt;
     weft_op_t wop;
     int why = 0, size = 0, rank = 0;
-    if (!map_dtype(dt, &wdt))
-        FALLBACK(C_REDUCE, F_DTYPE, PMPI_Reduce(sendbuf, recvbuf, count, dt, op, root, comm));
-    if (!map_op(op, &wop))
-        FALLBACK(C_REDUCE, F_OP, PMPI_Reduce(sendbuf, recvbuf, count, dt, op, root, comm));
-    weft_comm_t wc = usable(comm, count, &why);
+    weft_comm_t wc = reduction_comm(comm, count, dt, op, &wdt, &wop, &why);
     if (wc) {
         PMPI_Comm_size(comm, &size);
         PMPI_Comm_rank(comm, &rank);
@@ -317,11 +325,7 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int count, MPI_
     weft_dtype_t wdt;
     weft_op_t wop;
     int why = 0;
-    if (!map_dtype(dt, &wdt))
-        FALLBACK(C_RSB, F_DTYPE, PMPI_Reduce_scatter_block(sendbuf, recvbuf, count, dt, op, comm));
-    if (!map_op(op, &wop))
-        FALLBACK(C_RSB, F_OP, PMPI_Reduce_scatter_block(sendbuf, recvbuf, count, dt, op, comm));
-    weft_comm_t wc = usable(comm, count, &why);
+    weft_comm_t wc = reduction_comm(comm, count, dt, op, &wdt, &wop, &why);
     if (!wc)
         FALLBACK(C_RSB, why, PMPI_Reduce_scatter_block(sendbuf, recvbuf, count, dt, op, comm));
     current_dtype = dt;
