@@ -26,6 +26,7 @@
  * which of Theorem 1's five cases (or the base-border note after its proof)
  * a tuple is.  Among the solutions it takes the fewest last-round messages,
  * then the smallest part to take out (none if possible). */
+#include <stdatomic.h>
 #include <stdio.h>
 
 #include "algo.h"
@@ -114,13 +115,25 @@ int dissem_tuple(int P, int n, dissem_tuple_t *t)
     return -1;
 }
 
+/* The search runs on every call's usable() check, and for P in the
+ * hundreds of thousands it takes tens of microseconds: the last answer is
+ * kept (P << 32 | n, one atomic word, so threads need no lock). */
 int dissem_auto_fanout(int P)
 {
+    static _Atomic uint64_t memo;
+    uint64_t m = atomic_load_explicit(&memo, memory_order_relaxed);
+    if (P > 0 && (int)(m >> 32) == P)
+        return (int)(uint32_t)m;
+    int found = 1;
     dissem_tuple_t t;
     for (int n = 1; n < P; n++)
-        if (dissem_tuple(P, n, &t) == 0)
-            return n;
-    return 1;
+        if (dissem_tuple(P, n, &t) == 0) {
+            found = n;
+            break;
+        }
+    if (P > 0)
+        atomic_store_explicit(&memo, (uint64_t)P << 32 | (uint32_t)found, memory_order_relaxed);
+    return found;
 }
 
 static int fanout_for(const coll_args_t *a)
