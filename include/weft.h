@@ -3,7 +3,10 @@
  * Every entry point validates its arguments and returns a weft_err_t; on
  * failure weft_last_error() gives a message for the calling thread.  Nothing
  * aborts the process, and a wait fails with WEFT_EPEER instead of hanging
- * when a peer process dies.
+ * when a peer process dies.  Ranks that call different collectives (or the
+ * same one with different arguments or algorithms) fail with
+ * WEFT_EMISMATCH naming what differed; a peer that stops is named when the
+ * communicator's timeout (weft_comm_set_timeout) expires.
  *
  * Thread safety: weft_init/weft_finalize must be called by one thread.  All
  * other calls are thread-safe provided that no two threads use the same
@@ -41,6 +44,7 @@ typedef enum {
     WEFT_EMISMATCH = 8,  /* ranks disagree on a collective's arguments */
     WEFT_ESYS = 9,       /* an operating-system call failed */
     WEFT_EINTERNAL = 10, /* a bug in weft: please report it */
+    WEFT_EREVOKED = 11,  /* the communicator was revoked (timeout, weft_comm_revoke) */
 } weft_err_t;
 
 /* Element types.  float16 is IEEE binary16, bfloat16 the upper half of a
@@ -97,6 +101,24 @@ WEFT_API weft_err_t weft_comm_dup(weft_comm_t comm, weft_comm_t *newcomm);
 WEFT_API weft_err_t weft_comm_split(weft_comm_t comm, int color, int key,
                            weft_comm_t *newcomm);
 WEFT_API weft_err_t weft_comm_free(weft_comm_t *comm);
+
+/* ---- stopped peers: timeouts and revocation ----
+ * A blocking call (or weft_wait, or a *_timeout call, counted from its
+ * first call) that has not finished timeout_ms after it started returns
+ * WEFT_ETIMEDOUT with a message naming the ranks it waits for and where
+ * each is, and revokes the communicator.  0: no timeout (the default, or
+ * WEFT_TIMEOUT_MS from the environment for every new communicator).  The
+ * setting is local: ranks may differ. */
+WEFT_API weft_err_t weft_comm_set_timeout(weft_comm_t comm, int timeout_ms);
+/* Abandons the communicator on this rank: its unfinished *_timeout call
+ * ends, its split-phase requests' weft_test/weft_wait return WEFT_EREVOKED
+ * at once (and must still be called to free them), and every later call
+ * on it fails with WEFT_EREVOKED naming the reason.  Peers waiting for this
+ * rank in an abandoned call fail with WEFT_EPEER.  A revoked communicator
+ * cannot be repaired: free it and work on another (weft_comm_dup of a
+ * healthy one), or end the job.  Revoking the world communicator lets
+ * weft_finalize end without its closing barrier. */
+WEFT_API weft_err_t weft_comm_revoke(weft_comm_t comm);
 
 /* ---- blocking collectives ---- */
 
@@ -171,6 +193,13 @@ WEFT_API const char *weft_op_name(weft_op_t op);
 WEFT_API weft_err_t weft_op_create(weft_user_fn fn, void *ctx, int commutative,
                           int idempotent, weft_op_t *op);
 WEFT_API weft_err_t weft_op_free(weft_op_t *op);
+/* Ranks must pass the same op to a collective; ranks that do not fail with
+ * WEFT_EMISMATCH.  A user op is known across processes by where its
+ * function lives (object file and offset, which ASLR does not change) and
+ * its two flags.  Ops that share one function (a wrapper taking the real
+ * function through ctx, as an MPI binding does) say here what tells them
+ * apart: the address of a function or static object, read the same way. */
+WEFT_API weft_err_t weft_op_set_origin(weft_op_t op, const void *origin);
 
 /* ---- algorithm selection ----
  * name: an algorithm of that collective (see `weft algorithms` and
@@ -185,6 +214,11 @@ WEFT_API weft_err_t weft_set_algorithm(weft_comm_t comm, weft_coll_t coll,
 #define WEFT_ALGO_NEEDS_IDEMPOTENT 0x2  /* the op must be idempotent */
 #define WEFT_ALGO_IDENTICAL 0x4         /* every rank gets bitwise-identical results */
 WEFT_API int weft_algorithm_properties(weft_coll_t coll, const char *name);
+/* The same with parameters: a composition's properties follow from its
+ * parts (hier's inter=, reduce_bcast's reduce=); -1 if the name or the
+ * parameters are not valid. */
+WEFT_API int weft_algorithm_properties_with(weft_coll_t coll, const char *name,
+                                           const char *params);
 /* The i-th algorithm of coll (i = 0, 1, ...), NULL past the last. */
 WEFT_API const char *weft_algorithm_name(weft_coll_t coll, int i);
 /* "allreduce", "bcast", ... */

@@ -161,8 +161,13 @@ static int map_op(MPI_Op op, weft_op_t *out)
     pthread_mutex_lock(&ops_lock);
     for (user_op_t *u = user_ops; u; u = u->next)
         if (u->mpi == op) {
-            if (u->wop < 0 && weft_op_create(trampoline, u, u->commute, 0, &u->wop) != WEFT_OK)
-                break;
+            if (u->wop < 0) {
+                if (weft_op_create(trampoline, u, u->commute, 0, &u->wop) != WEFT_OK)
+                    break;
+                /* every MPI op shares the trampoline: the user's function
+                 * is what ranks must agree on */
+                weft_op_set_origin(u->wop, (const void *)u->fn);
+            }
             *out = u->wop;
             found = 1;
             break;

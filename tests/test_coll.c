@@ -310,7 +310,7 @@ static void test_reduction(weft_coll_t coll, const char *name, int ai, const cha
                               ip ? " in place" : "", bad, first);
                     }
                     if (coll == WEFT_COLL_ALLREDUCE &&
-                        (weft_algorithm_properties(coll, name) & WEFT_ALGO_IDENTICAL))
+                        (weft_algorithm_properties_with(coll, name, params) & WEFT_ALGO_IDENTICAL))
                         CHECK(all_identical(out, n * es), "allreduce %s %s n=%zu: results differ "
                               "between ranks", name, kind_name[k], n);
                 }

@@ -355,8 +355,46 @@ static void test_bruck_example(void)
     sched_free(&s);
 }
 
+/* A composition's properties and refusals follow from its parts (issue 9,
+ * item 4: hier inter=butterfly took a sum and counted contributions twice). */
+static void test_composed_properties(void)
+{
+    int id = WEFT_ALGO_IDENTICAL, idem = WEFT_ALGO_NEEDS_IDEMPOTENT;
+    CHECK(weft_algorithm_properties_with(WEFT_COLL_ALLREDUCE, "hier", NULL) & id,
+          "hier (inter=rabenseifner) is identical");
+    CHECK(weft_algorithm_properties_with(WEFT_COLL_ALLREDUCE, "hier", "inter=ring") & id,
+          "hier inter=ring is identical");
+    CHECK(!(weft_algorithm_properties_with(WEFT_COLL_ALLREDUCE, "hier", "inter=bruck") & id),
+          "hier inter=bruck is not identical");
+    CHECK(!(weft_algorithm_properties_with(WEFT_COLL_ALLREDUCE, "hier", "inter=dissem_adapted") & id),
+          "hier inter=dissem_adapted is not identical");
+    CHECK(weft_algorithm_properties_with(WEFT_COLL_ALLREDUCE, "hier", "inter=butterfly") & idem,
+          "hier inter=butterfly needs an idempotent op");
+    CHECK(weft_algorithm_properties_with(WEFT_COLL_ALLREDUCE, "hier", "inter=bogus") == -1,
+          "a bad inter= is -1");
+    CHECK(weft_algorithm_properties_with(WEFT_COLL_ALLREDUCE, "reduce_bcast", "reduce=rsg") &
+              WEFT_ALGO_NEEDS_COMMUTATIVE, "reduce_bcast reduce=rsg needs a commutative op");
+    /* the refusal, as a call over three nodes of one rank would get it */
+    const algo_t *hier = algo_find(WEFT_COLL_ALLREDUCE, "hier");
+    int nodes[3] = {0, 1, 2};
+    coll_args_t a;
+    memset(&a, 0, sizeof a);
+    a.coll = WEFT_COLL_ALLREDUCE, a.nrank = 3, a.rank = 1, a.count = 1, a.esize = 4;
+    a.commutative = true, a.node_of = nodes, a.nnodes = 3;
+    CHECK(algo_parse_params(hier, "inter=butterfly", &a.params) == 0, "parse");
+    CHECK(algo_check_usable(hier, &a) == WEFT_EINVAL && strstr(weft_last_error(), "idempotent"),
+          "hier inter=butterfly refuses a sum over 3 nodes: %s", weft_last_error());
+    CHECK(algo_parse_params(hier, "inter=dissem", &a.params) == 0, "parse");
+    CHECK(algo_check_usable(hier, &a) == WEFT_EINVAL, "hier inter=dissem refuses a sum over 3 "
+          "nodes: %s", weft_last_error());
+    a.idempotent = true;
+    CHECK(algo_check_usable(hier, &a) == WEFT_OK, "hier inter=dissem takes max: %s",
+          weft_last_error());
+}
+
 int main(void)
 {
+    test_composed_properties();
     test_int_kernels();
     test_float_kernels();
     test_half_conversions();

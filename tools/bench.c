@@ -32,7 +32,7 @@
 typedef struct {
     weft_coll_t coll;
     int np;
-    char algos[512];
+    char algos[4096];
     size_t sizes[64];
     int nsizes;
     int iters, warmup;
@@ -57,25 +57,37 @@ static void bench_usage(FILE *f)
             "iterations scaled to the size unless --iters is given.\n");
 }
 
+/* A size in bytes: digits only (strtoull would take "-5" as 2^64 - 5),
+ * at most 2^40. */
+#define SIZE_MAX_BYTES (1ull << 40)
+static int parse_bytes(const char *p, char **end, unsigned long long *v)
+{
+    if (*p < '0' || *p > '9')
+        return -1;
+    errno = 0;
+    *v = strtoull(p, end, 10);
+    return errno || *v > SIZE_MAX_BYTES ? -1 : 0;
+}
+
 static int parse_sizes(const char *s, bench_opts_t *o)
 {
     o->nsizes = 0;
     char *e;
+    unsigned long long lo, hi, v;
     if (strchr(s, ':')) {
-        unsigned long long lo = strtoull(s, &e, 10), hi;
-        if (*e != ':')
+        if (parse_bytes(s, &e, &lo) || *e != ':' || parse_bytes(e + 1, &e, &hi) || *e || lo < 1 ||
+            hi < lo)
             return -1;
-        hi = strtoull(e + 1, &e, 10);
-        if (*e || lo < 1 || hi < lo)
-            return -1;
-        for (unsigned long long v = lo; v <= hi && o->nsizes < 64; v *= 2)
+        for (v = lo; v <= hi; v *= 2) {
+            if (o->nsizes == 64)
+                return -1;
             o->sizes[o->nsizes++] = (size_t)v;
+        }
         return 0;
     }
     const char *p = s;
-    while (*p && o->nsizes < 64) {
-        unsigned long long v = strtoull(p, &e, 10);
-        if (e == p || (*e && *e != ','))
+    while (*p) {
+        if (o->nsizes == 64 || parse_bytes(p, &e, &v) || (*e && *e != ',') || (*e && !e[1]))
             return -1;
         o->sizes[o->nsizes++] = (size_t)v;
         p = *e ? e + 1 : e;
@@ -140,20 +152,28 @@ static int parse(int argc, char **argv, bench_opts_t *o)
             }
             o->np = (int)n;
         } else if (!strcmp(argv[i - 1], "--algo")) {
+            if (strlen(v) >= sizeof o->algos) {
+                fprintf(stderr, "weft bench: --algo: the list is longer than %zu bytes\n",
+                        sizeof o->algos - 1);
+                return 2;
+            }
             snprintf(o->algos, sizeof o->algos, "%s", v);
         } else if (!strcmp(argv[i - 1], "--sizes")) {
             if (parse_sizes(v, o)) {
-                fprintf(stderr, "weft bench: --sizes %s: want LO:HI or S1,S2,.. in bytes\n", v);
+                fprintf(stderr, "weft bench: --sizes %s: want LO:HI (1 <= LO <= HI) or "
+                                "S1,S2,.. in bytes, at most 64 sizes of at most 2^40\n", v);
                 return 2;
             }
         } else if (!strcmp(argv[i - 1], "--iters") || !strcmp(argv[i - 1], "--warmup")) {
+            bool iters = argv[i - 1][2] == 'i';
             long n = strtol(v, &e, 10);
-            if (*e || n < 0 || n > 100000000) {
-                fprintf(stderr, "weft bench: %s %s: want a count\n", argv[i - 1], v);
+            if (*e || e == v || n < (iters ? 1 : 0) || n > 100000000) {
+                fprintf(stderr, "weft bench: %s %s: want a count %d..100000000\n", argv[i - 1], v,
+                        iters ? 1 : 0);
                 return 2;
             }
-            if (argv[i - 1][2] == 'i')
-                o->iters = (int)(n ? n : 1);
+            if (iters)
+                o->iters = (int)n;
             else
                 o->warmup = (int)n;
         } else if (!strcmp(argv[i - 1], "--dtype")) {
@@ -171,7 +191,12 @@ static int parse(int argc, char **argv, bench_opts_t *o)
             }
             o->op = op;
         } else if (!strcmp(argv[i - 1], "--root")) {
-            o->root = atoi(v);
+            long r = strtol(v, &e, 10);
+            if (*e || e == v || r < 0 || r > 65535) {
+                fprintf(stderr, "weft bench: --root %s: want a rank number\n", v);
+                return 2;
+            }
+            o->root = (int)r;
         } else if (!strcmp(argv[i - 1], "--transport")) {
             if (strcmp(v, "mpi") && strcmp(v, "shm")) {
                 fprintf(stderr, "weft bench: --transport %s: want mpi or shm\n", v);
@@ -187,8 +212,15 @@ static int parse(int argc, char **argv, bench_opts_t *o)
             return 2;
         }
     }
-    if (o->root < 0 || o->root >= o->np) {
+    if (o->root < 0 || (!o->transport && o->root >= o->np)) {
         fprintf(stderr, "weft bench: --root %d out of range for --np %d\n", o->root, o->np);
+        return 2;
+    }
+    if (o->coll != WEFT_COLL_BCAST && o->op >= WEFT_BAND &&
+        (o->dtype == WEFT_FLOAT16 || o->dtype == WEFT_BFLOAT16 || o->dtype == WEFT_FLOAT32 ||
+         o->dtype == WEFT_FLOAT64)) {
+        fprintf(stderr, "weft bench: --op %s is defined for integer datatypes only, not %s\n",
+                weft_op_name(o->op), weft_dtype_name(o->dtype));
         return 2;
     }
     return 0;
@@ -209,52 +241,126 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Fills the input with small integers so float sums are exact. */
-static void fill(void *buf, size_t count, weft_dtype_t dt, int rank, unsigned salt)
+/* --check's data: small integers, so that every datatype represents them
+ * and every combining order gives the same result (sums of 1..17, or of
+ * 1..2 in the half-precision types, stay exact up to 128 ranks for
+ * bfloat16 and 1024 for float16; products of +-1 are exact everywhere,
+ * wrapping as the op does on unsigned types). */
+static int64_t gen(size_t i, int rank, unsigned salt, weft_op_t op, weft_dtype_t dt)
 {
-    for (size_t i = 0; i < count; i++) {
-        int v = (int)((i * 7 + (size_t)rank * 13 + salt) % 17) + 1;
-        switch (dt) {
-        case WEFT_FLOAT32: ((float *)buf)[i] = (float)v; break;
-        case WEFT_FLOAT64: ((double *)buf)[i] = v; break;
-        case WEFT_INT32: ((int32_t *)buf)[i] = v; break;
-        case WEFT_INT64: ((int64_t *)buf)[i] = v; break;
-        case WEFT_UINT8: case WEFT_INT8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
-        default: memset((char *)buf + i * weft_dtype_size(dt), 0, weft_dtype_size(dt)); break;
-        }
-    }
+    size_t h = i * 7 + (size_t)rank * 13 + salt;
+    if (op == WEFT_PROD)
+        return h % 3 == 0 ? -1 : 1;
+    if ((op == WEFT_LAND || op == WEFT_LOR) && h % 3 == 0)
+        return 0;
+    if (dt == WEFT_FLOAT16 || dt == WEFT_BFLOAT16)
+        return (int64_t)(h % 2) + 1;
+    return (int64_t)(h % 17) + 1;
 }
 
-static double expect_elem(size_t i, int P, weft_coll_t coll, int root, weft_op_t op, unsigned salt)
+static bool is_float(weft_dtype_t dt)
 {
-    if (coll == WEFT_COLL_BCAST)
-        return (double)((i * 7 + (size_t)root * 13 + salt) % 17 + 1);
-    double acc = 0;
-    for (int r = 0; r < P; r++) {
-        double v = (double)((i * 7 + (size_t)r * 13 + salt) % 17 + 1);
-        if (r == 0)
-            acc = v;
-        else if (op == WEFT_SUM)
-            acc += v;
-        else if (op == WEFT_MAX)
-            acc = v > acc ? v : acc;
-        else if (op == WEFT_MIN)
-            acc = v < acc ? v : acc;
-        else if (op == WEFT_PROD)
-            acc *= v;
-    }
-    return acc;
+    return dt == WEFT_FLOAT16 || dt == WEFT_BFLOAT16 || dt == WEFT_FLOAT32 || dt == WEFT_FLOAT64;
 }
 
-static double get_elem(const void *buf, size_t i, weft_dtype_t dt)
+/* v as the integer type dt holds it, sign- or zero-extended to 64 bits. */
+static int64_t wrap(int64_t v, weft_dtype_t dt)
 {
     switch (dt) {
-    case WEFT_FLOAT32: return ((const float *)buf)[i];
-    case WEFT_FLOAT64: return ((const double *)buf)[i];
-    case WEFT_INT32: return ((const int32_t *)buf)[i];
-    case WEFT_INT64: return (double)((const int64_t *)buf)[i];
-    default: return NAN;
+    case WEFT_INT8: return (int8_t)v;
+    case WEFT_INT16: return (int16_t)v;
+    case WEFT_INT32: return (int32_t)v;
+    case WEFT_UINT8: return (uint8_t)v;
+    case WEFT_UINT16: return (uint16_t)v;
+    case WEFT_UINT32: return (uint32_t)v;
+    default: return v;
     }
+}
+
+static void put_elem(void *buf, size_t i, weft_dtype_t dt, int64_t v)
+{
+    switch (dt) {
+    case WEFT_INT8: case WEFT_UINT8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
+    case WEFT_INT16: case WEFT_UINT16: ((uint16_t *)buf)[i] = (uint16_t)v; break;
+    case WEFT_INT32: case WEFT_UINT32: ((uint32_t *)buf)[i] = (uint32_t)v; break;
+    case WEFT_INT64: case WEFT_UINT64: ((uint64_t *)buf)[i] = (uint64_t)v; break;
+    case WEFT_FLOAT16: ((uint16_t *)buf)[i] = float_to_half((float)v); break;
+    case WEFT_BFLOAT16: ((uint16_t *)buf)[i] = float_to_bf16((float)v); break;
+    case WEFT_FLOAT32: ((float *)buf)[i] = (float)v; break;
+    default: ((double *)buf)[i] = (double)v; break;
+    }
+}
+
+/* Element i: integers as wrap() gives them, floats as a double. */
+static double get_float(const void *buf, size_t i, weft_dtype_t dt)
+{
+    switch (dt) {
+    case WEFT_FLOAT16: return half_to_float(((const uint16_t *)buf)[i]);
+    case WEFT_BFLOAT16: return bf16_to_float(((const uint16_t *)buf)[i]);
+    case WEFT_FLOAT32: return ((const float *)buf)[i];
+    default: return ((const double *)buf)[i];
+    }
+}
+
+static int64_t get_int(const void *buf, size_t i, weft_dtype_t dt)
+{
+    switch (dt) {
+    case WEFT_INT8: case WEFT_UINT8: return wrap(((const uint8_t *)buf)[i], dt);
+    case WEFT_INT16: case WEFT_UINT16: return wrap(((const uint16_t *)buf)[i], dt);
+    case WEFT_INT32: case WEFT_UINT32: return wrap(((const uint32_t *)buf)[i], dt);
+    default: return (int64_t)((const uint64_t *)buf)[i];
+    }
+}
+
+static void fill(void *buf, size_t count, weft_dtype_t dt, weft_op_t op, int rank,
+                 unsigned salt)
+{
+    for (size_t i = 0; i < count; i++)
+        put_elem(buf, i, dt, gen(i, rank, salt, op, dt));
+}
+
+/* The reference for element i, combined in the op's own arithmetic: integer
+ * sums and products wrap (done in uint64, then cut to the width), bitwise
+ * ops act on the stored bits, comparisons on the stored values. */
+static bool check_elem(const void *out, size_t i, int P, const bench_opts_t *o, unsigned salt)
+{
+    weft_dtype_t dt = o->dtype;
+    weft_op_t op = o->op;
+    int first = o->coll == WEFT_COLL_BCAST ? o->root : 0;
+    int last = o->coll == WEFT_COLL_BCAST ? o->root : P - 1;
+    if (is_float(dt)) {
+        double acc = 0;
+        for (int r = first; r <= last; r++) {
+            double v = (double)gen(i, r, salt, op, dt);
+            acc = r == first ? v : op == WEFT_SUM ? acc + v : op == WEFT_PROD ? acc * v
+                                 : op == WEFT_MIN ? (v < acc ? v : acc) : (v > acc ? v : acc);
+        }
+        double got = get_float(out, i, dt);
+        /* beyond the exact range of the half types' sums (see gen) */
+        bool inexact = (dt == WEFT_BFLOAT16 && P > 128) || (dt == WEFT_FLOAT16 && P > 1024);
+        return inexact ? fabs(got - acc) <= fabs(acc) / 64 : got == acc;
+    }
+    uint64_t acc = 0;
+    for (int r = first; r <= last; r++) {
+        uint64_t v = (uint64_t)wrap(gen(i, r, salt, op, dt), dt);
+        if (r == first) {
+            acc = op == WEFT_LAND || op == WEFT_LOR ? v != 0 : v;
+            continue;
+        }
+        switch (op) {
+        case WEFT_SUM: acc += v; break;
+        case WEFT_PROD: acc *= v; break;
+        case WEFT_MIN: acc = (int64_t)v < (int64_t)acc ? v : acc; break;
+        case WEFT_MAX: acc = (int64_t)v > (int64_t)acc ? v : acc; break;
+        case WEFT_BAND: acc &= v; break;
+        case WEFT_BOR: acc |= v; break;
+        case WEFT_BXOR: acc ^= v; break;
+        case WEFT_LAND: acc = acc && v; break;
+        default: acc = acc || v; break;
+        }
+    }
+    /* min/max compare wrapped values; uint64 never holds a value >= 2^63 here */
+    return get_int(out, i, dt) == wrap((int64_t)acc, dt);
 }
 
 /* The MPI library's own collective, as a pseudo-algorithm. */
@@ -320,7 +426,7 @@ static int bench_rank(const bench_opts_t *o, weft_comm_t comm)
             if (t[i].coll == o->coll && t[i].build != algo_reduce_bcast_allreduce)
                 algos[na++] = &t[i];
     } else {
-        char list[512];
+        char list[sizeof o->algos];
         snprintf(list, sizeof list, "%s", o->algos);
         for (char *save = NULL, *e = strtok_r(list, ",", &save); e && na < 64;
              e = strtok_r(NULL, ",", &save)) {
@@ -422,9 +528,9 @@ static int bench_rank(const bench_opts_t *o, weft_comm_t comm)
             r->params = aparams[a];
             if (algos[a] != &native_algo)
                 weft_set_algorithm(comm, o->coll, algos[a]->name, aparams[a]);
-            fill(in, count, o->dtype, rank, 0);
+            fill(in, count, o->dtype, o->op, rank, 0);
             if (o->coll == WEFT_COLL_BCAST)
-                fill(out, count, o->dtype, rank, 0);
+                fill(out, count, o->dtype, o->op, rank, 0);
             rc = WEFT_OK;
             for (int i = 0; i < warm && !rc; i++)
                 rc = run_one(comm, o, algos[a], count, in, out);
@@ -453,18 +559,14 @@ static int bench_rank(const bench_opts_t *o, weft_comm_t comm)
             r->iters = iters;
             if (o->check) {
                 unsigned salt = (unsigned)(s * 31 + (int)a);
-                fill(in, count, o->dtype, rank, salt);
+                fill(in, count, o->dtype, o->op, rank, salt);
                 if (o->coll == WEFT_COLL_BCAST)
-                    fill(out, count, o->dtype, rank, salt);
+                    fill(out, count, o->dtype, o->op, rank, salt);
                 rc = run_one(comm, o, algos[a], count, in, out);
                 int bad = rc != 0;
                 bool holds = o->coll != WEFT_COLL_REDUCE || rank == o->root;
-                for (size_t i = 0; holds && !bad && i < count; i++) {
-                    double want = expect_elem(i, P, o->coll, o->root, o->op, salt);
-                    double got = get_elem(out, i, o->dtype);
-                    if (!isnan(got) && fabs(got - want) > 1e-6 * fabs(want))
-                        bad = 1;
-                }
+                for (size_t i = 0; holds && !bad && i < count; i++)
+                    bad = !check_elem(out, i, P, o, salt);
                 weft_allreduce(WEFT_IN_PLACE, &bad, 1, WEFT_INT32, WEFT_SUM, comm);
                 r->bad = bad;
                 failures += bad != 0;

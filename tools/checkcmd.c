@@ -120,7 +120,9 @@ static int check_one_p(const algo_t *al, const check_opts_t *o, const algo_param
      * consecutive ranks, and nodes dealt round-robin (not contiguous) */
     int ntopo = 1;
     int *node_of = NULL;
-    if (al->flags & ALGO_TOPOLOGY) {
+    /* a composition with a hierarchical part reads the node map too */
+    if ((al->flags & ALGO_TOPOLOGY) || !strcmp(params->reduce, "hier") ||
+        !strcmp(params->bcast, "hier")) {
         ntopo = 6;
         node_of = malloc((size_t)P * sizeof *node_of);
         if (!node_of) {

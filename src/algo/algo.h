@@ -66,6 +66,9 @@ weft_coll_t coll_from_name(const char *name); /* WEFT_COLL_COUNT if unknown */
 /* WEFT_EINVAL with a message saying why and what to use instead when the
  * algorithm cannot serve the call. */
 int algo_check_usable(const algo_t *al, const coll_args_t *a);
+/* The properties of al for this call: a composition's follow from its parts
+ * (reduce_bcast's reduce, hier's algorithm among leaders). */
+unsigned algo_effective_flags(const algo_t *al, const coll_args_t *a);
 /* Initialises *s for a->rank, builds and commits. */
 int algo_build(const algo_t *al, const coll_args_t *a, sched_t *s);
 /* Parses "key=value,..." into p (keys must be in al->params). */

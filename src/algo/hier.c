@@ -4,8 +4,8 @@
  * The node map comes with the call (coll_args.node_of): real nodes under MPI
  * (MPI_COMM_TYPE_SHARED) or virtual nodes (WEFT_NODE_SIZE=k).  A node's
  * leader is its lowest rank.  Each phase is an existing algorithm built on a
- * sub-group through the schedule's peer map, in a fixed tag space of its own
- * (leaders build phases the other ranks do not).  allreduce: binomial reduce
+ * sub-group through the schedule's peer map, in a tag space of its own
+ * (sched_part: leaders build phases the other ranks do not).  allreduce: binomial reduce
  * to the leader, allreduce among leaders (inter=NAME, default rabenseifner),
  * binomial bcast from the leader.  The op must be commutative: nodes need
  * not be contiguous rank ranges.  This is the structure of the
@@ -58,7 +58,7 @@ static void group_free(group_t *g)
 
 /* Builds algorithm `name` of coll on a sub-group (peers through map). */
 static int sub_build(sched_t *s, const coll_args_t *a, weft_coll_t coll, const char *name,
-                     const int *map, int n, int idx, int root, unsigned part)
+                     const int *map, int n, int idx, int root, tagspace_t outer, unsigned part)
 {
     const algo_t *al = algo_find(coll, name);
     if (!al)
@@ -71,7 +71,7 @@ static int sub_build(sched_t *s, const coll_args_t *a, weft_coll_t coll, const c
     sub.node_of = NULL;
     sub.nnodes = 1;
     memset(&sub.params, 0, sizeof sub.params);
-    sched_part(s, part);
+    sched_part(s, outer, part, 3);
     s->peer_map = map;
     int rc = al->build(s, &sub);
     s->peer_map = NULL;
@@ -86,28 +86,31 @@ static const char *inter_name(const coll_args_t *a, const char *dflt)
 
 int algo_hier_allreduce(sched_t *s, const coll_args_t *a)
 {
+    tagspace_t o = sched_space(s);
     group_t g;
     int rc = group_of(a, &g);
     if (rc)
         return rc;
     /* 1: reduce to the node leader, whose output then holds the node's sum */
-    rc = sub_build(s, a, WEFT_COLL_REDUCE, "binomial", g.members, g.nmembers, g.myidx, 0, 0);
+    rc = sub_build(s, a, WEFT_COLL_REDUCE, "binomial", g.members, g.nmembers, g.myidx, 0, o, 0);
     /* 2: leaders allreduce that in place */
     if (!rc && g.myidx == 0) {
         sched_remap(s, BUF_IN, BUF_OUT, 0);
         rc = sub_build(s, a, WEFT_COLL_ALLREDUCE, inter_name(a, "rabenseifner"), g.leaders,
-                       g.nnodes, g.mynode, 0, 1);
+                       g.nnodes, g.mynode, 0, o, 1);
         sched_remap_reset(s);
     }
     /* 3: the leader broadcasts inside its node */
     if (!rc)
-        rc = sub_build(s, a, WEFT_COLL_BCAST, "binomial", g.members, g.nmembers, g.myidx, 0, 2);
+        rc = sub_build(s, a, WEFT_COLL_BCAST, "binomial", g.members, g.nmembers, g.myidx, 0, o, 2);
     group_free(&g);
+    sched_space_restore(s, o);
     return rc;
 }
 
 int algo_hier_bcast(sched_t *s, const coll_args_t *a)
 {
+    tagspace_t o = sched_space(s);
     group_t g;
     int rc = group_of(a, &g);
     if (rc)
@@ -115,7 +118,7 @@ int algo_hier_bcast(sched_t *s, const coll_args_t *a)
     int rnode = a->node_of ? a->node_of[a->root] : 0, rleader = g.leaders[rnode];
     region_t buf = reg(BUF_OUT, 0, a->count);
     /* 1: a root that is not its node's leader hands the data to it */
-    sched_part(s, 0);
+    sched_part(s, o, 0, 3);
     if (a->root != rleader) {
         if (a->rank == a->root)
             sched_send(s, rleader, 0, buf);
@@ -126,17 +129,19 @@ int algo_hier_bcast(sched_t *s, const coll_args_t *a)
     /* 2: leaders broadcast from the root's leader */
     if (g.myidx == 0)
         rc = sub_build(s, a, WEFT_COLL_BCAST, inter_name(a, "binomial"), g.leaders, g.nnodes,
-                       g.mynode, rnode, 1);
+                       g.mynode, rnode, o, 1);
     /* 3: every leader broadcasts inside its node (the root's node too: the
      * root just gets its own data again) */
     if (!rc)
-        rc = sub_build(s, a, WEFT_COLL_BCAST, "binomial", g.members, g.nmembers, g.myidx, 0, 2);
+        rc = sub_build(s, a, WEFT_COLL_BCAST, "binomial", g.members, g.nmembers, g.myidx, 0, o, 2);
     group_free(&g);
+    sched_space_restore(s, o);
     return rc;
 }
 
 int algo_hier_reduce(sched_t *s, const coll_args_t *a)
 {
+    tagspace_t o = sched_space(s);
     group_t g;
     int rc = group_of(a, &g);
     if (rc)
@@ -151,16 +156,16 @@ int algo_hier_reduce(sched_t *s, const coll_args_t *a)
     if (acc_in_tmp)
         sched_remap(s, BUF_OUT, BUF_TMP, t);
     /* 1: reduce to the node leader */
-    rc = sub_build(s, a, WEFT_COLL_REDUCE, "binomial", g.members, g.nmembers, g.myidx, 0, 0);
+    rc = sub_build(s, a, WEFT_COLL_REDUCE, "binomial", g.members, g.nmembers, g.myidx, 0, o, 0);
     /* 2: leaders reduce to the root's leader, in place */
     if (!rc && leader) {
         sched_remap(s, BUF_IN, acc_in_tmp ? BUF_TMP : BUF_OUT, t);
         rc = sub_build(s, a, WEFT_COLL_REDUCE, inter_name(a, "binomial"), g.leaders, g.nnodes,
-                       g.mynode, rnode, 1);
+                       g.mynode, rnode, o, 1);
     }
     sched_remap_reset(s);
     /* 3: the root's leader hands the result to the root */
-    sched_part(s, 2);
+    sched_part(s, o, 2, 3);
     if (!rc && a->root != rleader) {
         if (a->rank == rleader)
             sched_send(s, a->root, 0, reg(BUF_TMP, t, n));
@@ -168,5 +173,6 @@ int algo_hier_reduce(sched_t *s, const coll_args_t *a)
             sched_recv(s, rleader, 0, reg(BUF_OUT, 0, n));
     }
     group_free(&g);
+    sched_space_restore(s, o);
     return rc;
 }

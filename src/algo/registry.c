@@ -213,23 +213,95 @@ const algo_t *algo_find(weft_coll_t coll, const char *name)
     return NULL;
 }
 
-/* Names of the algorithms of coll that need nothing of the op, for advice. */
-static void alternatives(weft_coll_t coll, unsigned forbidden, char *out, size_t n)
+/* Where an algorithm is made of others (reduce_bcast's reduce and bcast,
+ * hier's algorithm among node leaders), the part that decides a property. */
+static const algo_t *part_of(const algo_t *al, const coll_args_t *a)
+{
+    if (al->build == algo_reduce_bcast_allreduce)
+        return algo_find(WEFT_COLL_REDUCE, a->params.reduce[0] ? a->params.reduce : "binomial");
+    if (al->flags & ALGO_TOPOLOGY) {
+        static const char *const dflt[WEFT_COLL_COUNT] = {
+            [WEFT_COLL_ALLREDUCE] = "rabenseifner", [WEFT_COLL_BCAST] = "binomial",
+            [WEFT_COLL_REDUCE] = "binomial"};
+        return algo_find(al->coll, a->params.inter[0] ? a->params.inter : dflt[al->coll]);
+    }
+    return NULL;
+}
+
+unsigned algo_effective_flags(const algo_t *al, const coll_args_t *a)
+{
+    const algo_t *part = part_of(al, a);
+    unsigned f = al->flags;
+    if (!part)
+        return f;
+    f |= part->flags & (ALGO_NEEDS_COMMUTATIVE | ALGO_NEEDS_IDEMPOTENT);
+    /* hier allreduce: every node broadcasts its leader's result, so ranks
+     * agree bitwise exactly when the leaders do */
+    if ((al->flags & ALGO_TOPOLOGY) && al->coll == WEFT_COLL_ALLREDUCE &&
+        !(part->flags & ALGO_IDENTICAL))
+        f &= ~ALGO_IDENTICAL;
+    return f;
+}
+
+/* The call as the leaders of a hierarchical algorithm see it. */
+static coll_args_t leaders_args(const coll_args_t *a)
+{
+    coll_args_t sub = *a;
+    int nn = a->node_of ? a->nnodes : 1;
+    sub.nrank = nn;
+    sub.rank = a->node_of ? a->node_of[a->rank] : 0;
+    sub.root = a->node_of ? a->node_of[a->root] : 0;
+    sub.node_of = NULL;
+    sub.nnodes = 1;
+    memset(&sub.params, 0, sizeof sub.params);
+    return sub;
+}
+
+/* 0 if al can serve the call, else -1 with the reason in why. */
+static int usable_why(const algo_t *al, const coll_args_t *a, char *why, size_t n)
+{
+    if (al->usable && al->usable(a, why, n))
+        return -1;
+    if ((al->flags & ALGO_TOPOLOGY) && part_of(al, a)) {
+        const algo_t *inter = part_of(al, a);
+        coll_args_t sub = leaders_args(a);
+        char sw[200];
+        if (usable_why(inter, &sub, sw, sizeof sw)) {
+            snprintf(why, n, "%s hier: among its %d node leaders, %s", weft_coll_name(al->coll),
+                     sub.nrank, sw);
+            return -1;
+        }
+    }
+    unsigned f = algo_effective_flags(al, a);
+    const char *via = al->build == algo_reduce_bcast_allreduce || (al->flags & ALGO_TOPOLOGY)
+                          ? " (through its part)" : "";
+    if ((f & ALGO_NEEDS_COMMUTATIVE) && !a->commutative) {
+        snprintf(why, n, "%s %s needs a commutative op%s (it combines contributions out of "
+                 "rank order)", weft_coll_name(al->coll), al->name, via);
+        return -1;
+    }
+    if ((f & ALGO_NEEDS_IDEMPOTENT) && !a->idempotent) {
+        snprintf(why, n, "%s %s needs an idempotent op%s (min, max, band, bor, land, lor or a "
+                 "user op declared idempotent) for P=%d", weft_coll_name(al->coll), al->name,
+                 via, a->nrank);
+        return -1;
+    }
+    return 0;
+}
+
+/* Names of the algorithms of coll that can serve this very call, for advice. */
+static void alternatives(const coll_args_t *a, char *out, size_t n)
 {
     size_t cnt, used = 0;
     const algo_t *t = algo_table(&cnt);
+    char why[256];
     out[0] = '\0';
-    for (size_t i = 0; i < cnt && used + 32 < n; i++)
-        if (t[i].coll == coll && !(t[i].flags & forbidden) && t[i].build != algo_reduce_bcast_allreduce)
+    for (size_t i = 0; i < cnt && used + 32 < n; i++) {
+        coll_args_t plain = *a;
+        memset(&plain.params, 0, sizeof plain.params);
+        if (t[i].coll == a->coll && !usable_why(&t[i], &plain, why, sizeof why))
             used += (size_t)snprintf(out + used, n - used, "%s%s", used ? ", " : "", t[i].name);
-}
-
-static unsigned effective_flags(const algo_t *al, const coll_args_t *a)
-{
-    if (al->build != algo_reduce_bcast_allreduce)
-        return al->flags;
-    const algo_t *r = algo_find(WEFT_COLL_REDUCE, a->params.reduce[0] ? a->params.reduce : "binomial");
-    return al->flags | (r ? r->flags & (ALGO_NEEDS_COMMUTATIVE | ALGO_NEEDS_IDEMPOTENT) : 0);
+    }
 }
 
 int algo_check_usable(const algo_t *al, const coll_args_t *a)
@@ -242,25 +314,12 @@ int algo_check_usable(const algo_t *al, const coll_args_t *a)
         if (!algo_find(WEFT_COLL_BCAST, bn))
             return weft_error(WEFT_EINVAL, "reduce_bcast: unknown bcast algorithm '%s'", bn);
     }
-    unsigned f = effective_flags(al, a);
-    char alt[256];
-    if (al->usable && al->usable(a, alt, sizeof alt))
-        return weft_error(WEFT_EINVAL, "%s", alt);
-    if ((f & ALGO_NEEDS_COMMUTATIVE) && !a->commutative) {
-        alternatives(al->coll, ALGO_NEEDS_COMMUTATIVE | ALGO_NEEDS_IDEMPOTENT, alt, sizeof alt);
-        return weft_error(WEFT_EINVAL,
-                          "%s %s needs a commutative op (it combines contributions out of "
-                          "rank order); use %s",
-                          weft_coll_name(al->coll), al->name, alt[0] ? alt : "another collective");
-    }
-    if ((f & ALGO_NEEDS_IDEMPOTENT) && !a->idempotent) {
-        alternatives(al->coll, ALGO_NEEDS_IDEMPOTENT, alt, sizeof alt);
-        return weft_error(WEFT_EINVAL,
-                          "%s %s needs an idempotent op (min, max, band, bor, land, lor or a "
-                          "user op declared idempotent) for P=%d; use %s",
-                          weft_coll_name(al->coll), al->name, a->nrank, alt);
-    }
-    return WEFT_OK;
+    char why[256], alt[256];
+    if (!usable_why(al, a, why, sizeof why))
+        return WEFT_OK;
+    alternatives(a, alt, sizeof alt);
+    return weft_error(WEFT_EINVAL, "%s; algorithms that serve this call: %s", why,
+                      alt[0] ? alt : "none (use another collective)");
 }
 
 int algo_build(const algo_t *al, const coll_args_t *a, sched_t *s)

@@ -281,11 +281,15 @@ int algo_twotree_sc_allreduce(sched_t *s, const coll_args_t *a)
     coll_args_t b = *a;
     b.root = 0;
     b.coll = WEFT_COLL_REDUCE;
+    tagspace_t outer = sched_space(s);
+    sched_part(s, outer, 0, 2);
     int rc = algo_twotree_s_reduce(s, &b);
     if (rc)
         return rc;
     sched_round(s);
-    sched_new_tag_space(s);
+    sched_part(s, outer, 1, 2);
     b.coll = WEFT_COLL_BCAST;
-    return pipelined_tree_bcast(s, &b, TREE_TWO_C1, TREE_TWO_C2);
+    rc = pipelined_tree_bcast(s, &b, TREE_TWO_C1, TREE_TWO_C2);
+    sched_space_restore(s, outer);
+    return rc;
 }

@@ -7,6 +7,7 @@
  * carries a 32-bit signature of the call (collective, algorithm, count,
  * datatype, op, root); a receiver that sees a different one fails with
  * WEFT_EMISMATCH and aborts the job so that no peer hangs. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,9 +79,19 @@ static sched_entry_t *cache_get(weft_comm_t c, const algo_t *al, const coll_args
     victim->invertible = a->invertible;
     victim->params = a->params;
     victim->s = s;
+    bool sends = false, recvs = false;
+    for (uint32_t i = 0; i < s.nsteps; i++) {
+        sends |= s.steps[i].kind == STEP_SEND;
+        recvs |= s.steps[i].kind == STEP_RECV || s.steps[i].kind == STEP_RECV_REDUCE;
+    }
+    victim->send_only = sends && !recvs;
     victim->last_use = c->clock;
     return victim;
 }
+
+static void describe_call(weft_comm_t comm, const algo_t *al, const coll_args_t *a,
+                          weft_dtype_t dt, uint64_t op_ident, call_desc_t *d);
+static int wait_and_finish(weft_request_t r, int timeout_ms);
 
 static bool is_rooted(weft_coll_t coll)
 {
@@ -101,6 +112,9 @@ int coll_run(weft_comm_t comm, weft_coll_t coll, const void *in, void *out, size
     int rc = comm_check(comm, cn);
     if (rc)
         return rc;
+    if (comm->revoked[0])
+        return weft_error(WEFT_EREVOKED, "%s: the communicator was revoked: %s", cn,
+                          comm->revoked);
     /* A dead job stays dead: never start a call whose messages could meet
      * the leftovers of a failed one. */
     if ((rc = comm->x->ops->health(comm->x)))
@@ -134,10 +148,12 @@ int coll_run(weft_comm_t comm, weft_coll_t coll, const void *in, void *out, size
     a.nnodes = comm->node_of ? comm->nnodes : 1;
     reducer_t red;
     memset(&red, 0, sizeof red);
+    uint64_t op_ident = 0;
     if (is_reduction(coll)) {
         op_info_t info;
         if ((rc = op_lookup(op, dt, &info)))
             return weft_error(rc, "%s: %s", cn, weft_last_error());
+        op_ident = info.ident;
         reducer_init(&red, op, dt);
         a.commutative = info.commutative;
         a.idempotent = info.idempotent;
@@ -212,31 +228,86 @@ int coll_run(weft_comm_t comm, weft_coll_t coll, const void *in, void *out, size
     r->e.world = comm->world;
     r->e.red = red;
     r->e.tagbase = (uint64_t)comm->ctx << 48 | (uint64_t)(comm->seq & 0xffffffu) << 24;
+    describe_call(comm, al, &a, dt, op_ident, &r->desc);
     comm->seq++;
-    uint32_t sig = 2166136261u;
-    sig = fnv(sig, (uint64_t)coll);
-    sig = fnv(sig, (uint64_t)(al - algo_table(&(size_t){0})));
-    sig = fnv(sig, count);
-    sig = fnv(sig, (uint64_t)dt);
-    sig = fnv(sig, is_reduction(coll) ? (uint64_t)(op < WEFT_OP_BUILTIN_COUNT ? op : 99) : 0);
-    sig = fnv(sig, (uint64_t)a.root);
-    r->e.sig = sig;
+    r->e.sig = r->desc.sig;
+    r->e.desc = &r->desc;
+    r->e.send_only = ent->send_only;
+    r->e.limit_ns = comm->timeout_ns;
     ent->refs++;
     comm->active++;
+    r->counted = true;
+    __atomic_add_fetch(&weft_g.unfinished, 1, __ATOMIC_RELAXED);
     exec_start(&r->e, inp, outp);
     if (reqp) {
         *reqp = r;
         return WEFT_OK;
     }
-    rc = exec_wait(&r->e, -1);
-    request_finish(r, rc);
+    return wait_and_finish(r, -1);
+}
+
+/* The call as its peers will compare it: every argument that must agree,
+ * and the signature every message carries. */
+static void describe_call(weft_comm_t comm, const algo_t *al, const coll_args_t *a,
+                          weft_dtype_t dt, uint64_t op_ident, call_desc_t *d)
+{
+    memset(d, 0, sizeof *d);
+    d->key = (uint64_t)comm->ctx << 32 | (comm->seq & 0xffffffu); /* as in the tags */
+    d->coll = (uint16_t)a->coll;
+    d->algo = (uint16_t)(al - algo_table(&(size_t){0}));
+    d->count = a->count;
+    d->op = op_ident;
+    d->root = a->root;
+    d->dtype = (uint32_t)dt;
+    uint32_t ph = 2166136261u;
+    const unsigned char *pb = (const unsigned char *)&a->params;
+    for (size_t i = 0; i < sizeof a->params; i++)
+        ph = (ph ^ pb[i]) * 16777619u;
+    d->params = ph;
+    d->flags = comm->call_flags;
+    comm->call_flags = 0;
+    uint32_t sig = 2166136261u;
+    sig = fnv(sig, d->coll);
+    sig = fnv(sig, d->algo);
+    sig = fnv(sig, d->count);
+    sig = fnv(sig, d->dtype);
+    sig = fnv(sig, d->op);
+    sig = fnv(sig, (uint64_t)(uint32_t)d->root);
+    sig = fnv(sig, d->params);
+    d->sig = sig;
+}
+
+/* Waits for r (timeout_ms as exec_wait) and finishes it, unless it is a
+ * split-phase call that is merely not done yet.  A wait past the
+ * communicator's timeout revokes the communicator. */
+static int wait_and_finish(weft_request_t r, int timeout_ms)
+{
+    weft_comm_t c = r->comm;
+    int rc = exec_wait(&r->e, timeout_ms);
+    if (rc == WEFT_ETIMEDOUT && !r->e.expired)
+        return weft_error(WEFT_ETIMEDOUT, "%s_timeout: not finished yet: call again",
+                          weft_coll_name(r->ent->coll));
+    if (c->pending.req == r)
+        c->pending.req = NULL;
+    char why[400];
+    snprintf(why, sizeof why, "%s", weft_last_error());
+    rc = request_finish(r, rc);
+    if (rc == WEFT_ETIMEDOUT) {
+        comm_revoke(c, why);
+        return weft_error(WEFT_ETIMEDOUT, "%s; the communicator is now revoked", why);
+    }
     return rc;
 }
 
-void request_finish(weft_request_t r, int rc)
+int request_finish(weft_request_t r, int rc)
 {
     sched_entry_t *ent = r->ent;
     weft_comm_t c = r->comm;
+    rc = exec_finish(&r->e, rc);
+    if (r->counted) {
+        r->counted = false;
+        __atomic_sub_fetch(&weft_g.unfinished, 1, __ATOMIC_RELAXED);
+    }
     c->active--;
     ent->refs--;
     if (rc) {
@@ -244,10 +315,60 @@ void request_finish(weft_request_t r, int rc)
          * it; the communicator frees it when it is destroyed. */
         r->next = c->dead;
         c->dead = r;
-        return;
+        return rc;
     }
     r->next = ent->spare;
     ent->spare = r;
+    return rc;
+}
+
+void comm_revoke(weft_comm_t c, const char *why)
+{
+    if (!c->revoked[0])
+        snprintf(c->revoked, sizeof c->revoked, "%s", why && *why ? why : "revoked");
+    if (c->pending.req) {
+        weft_request_t r = c->pending.req;
+        c->pending.req = NULL;
+        request_finish(r, WEFT_EREVOKED);
+    }
+    /* split-phase requests stay the caller's (their wait says revoked at
+     * once) but no longer hold up weft_finalize, and peers learn they are
+     * abandoned */
+    xport_t *x = c->x;
+    pthread_mutex_lock(&x->lock);
+    for (exec_t *e = x->active; e; e = e->anext) {
+        weft_request_t r = (weft_request_t)((char *)e - offsetof(struct weft_request, e));
+        if (r->comm != c)
+            continue;
+        if (r->counted) {
+            r->counted = false;
+            __atomic_sub_fetch(&weft_g.unfinished, 1, __ATOMIC_RELAXED);
+        }
+        if (x->ops->call_note)
+            x->ops->call_note(x, &r->desc, CALL_ABANDONED);
+    }
+    pthread_mutex_unlock(&x->lock);
+}
+
+weft_err_t weft_comm_revoke(weft_comm_t comm)
+{
+    int rc = comm_check(comm, "weft_comm_revoke");
+    if (rc)
+        return rc;
+    comm_revoke(comm, "weft_comm_revoke was called on this rank");
+    return WEFT_OK;
+}
+
+weft_err_t weft_comm_set_timeout(weft_comm_t comm, int timeout_ms)
+{
+    int rc = comm_check(comm, "weft_comm_set_timeout");
+    if (rc)
+        return rc;
+    if (timeout_ms < 0)
+        return weft_error(WEFT_EINVAL, "weft_comm_set_timeout: timeout %d ms (want >= 0; 0: "
+                                       "no timeout)", timeout_ms);
+    comm->timeout_ns = (uint64_t)timeout_ms * 1000000ull;
+    return WEFT_OK;
 }
 
 /* ---- public collectives ---- */
@@ -357,16 +478,22 @@ weft_err_t weft_test(weft_request_t *req, int *done)
         return weft_error(WEFT_EINVAL, "weft_test: NULL request or done pointer");
     weft_request_t r = *req;
     xport_t *x = r->e.x;
-    pthread_mutex_lock(&x->lock);
-    int rc = exec_progress(&r->e);
-    pthread_mutex_unlock(&x->lock);
-    if (rc == 0) {
-        *done = 0;
-        return WEFT_OK;
+    int rc;
+    if (r->comm->revoked[0]) {
+        rc = weft_error(WEFT_EREVOKED, "weft_test: the communicator was revoked: %s",
+                        r->comm->revoked);
+    } else {
+        pthread_mutex_lock(&x->lock);
+        rc = exec_progress(&r->e);
+        pthread_mutex_unlock(&x->lock);
+        if (rc == 0) {
+            *done = 0;
+            return WEFT_OK;
+        }
+        rc = rc == 1 ? WEFT_OK : -rc;
     }
     *done = 1;
-    rc = rc == 1 ? WEFT_OK : -rc;
-    request_finish(r, rc);
+    rc = request_finish(r, rc);
     *req = NULL;
     return rc;
 }
@@ -376,10 +503,11 @@ weft_err_t weft_wait(weft_request_t *req)
     if (!req || !*req)
         return weft_error(WEFT_EINVAL, "weft_wait: NULL request");
     weft_request_t r = *req;
-    int rc = exec_wait(&r->e, -1);
-    request_finish(r, rc);
     *req = NULL;
-    return rc;
+    if (r->comm->revoked[0])
+        return request_finish(r, weft_error(WEFT_EREVOKED, "weft_wait: the communicator was "
+                                            "revoked: %s", r->comm->revoked));
+    return wait_and_finish(r, -1);
 }
 
 /* ---- GASPI-style: progress for at most timeout_ms, call again to continue ---- */
@@ -392,6 +520,9 @@ static int timeout_call(weft_comm_t comm, weft_coll_t coll, const void *in, void
     int rc = comm_check(comm, cn);
     if (rc)
         return rc;
+    if (comm->revoked[0])
+        return weft_error(WEFT_EREVOKED, "%s_timeout: the communicator was revoked: %s", cn,
+                          comm->revoked);
     if (timeout_ms < WEFT_BLOCK)
         return weft_error(WEFT_EINVAL, "%s_timeout: timeout %d ms (want >= 0, or WEFT_BLOCK)", cn,
                           timeout_ms);
@@ -414,13 +545,7 @@ static int timeout_call(weft_comm_t comm, weft_coll_t coll, const void *in, void
         comm->pending.count = count, comm->pending.dtype = dt;
         comm->pending.op = op, comm->pending.root = root;
     }
-    weft_request_t r = comm->pending.req;
-    rc = exec_wait(&r->e, timeout_ms);
-    if (rc == WEFT_ETIMEDOUT)
-        return weft_error(WEFT_ETIMEDOUT, "%s_timeout: not finished yet: call again", cn);
-    comm->pending.req = NULL;
-    request_finish(r, rc);
-    return rc;
+    return wait_and_finish(comm->pending.req, timeout_ms);
 }
 
 weft_err_t weft_allreduce_timeout(const void *sendbuf, void *recvbuf, size_t count,

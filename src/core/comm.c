@@ -41,6 +41,7 @@ int comm_create(xport_t *x, int rank, int size, const int *world, uint32_t ctx,
     c->size = size;
     c->ctx = ctx;
     c->x = x;
+    c->timeout_ns = weft_g.timeout_ns;
     if (choice)
         memcpy(c->choice, choice, sizeof c->choice);
     *out = c;
@@ -137,6 +138,16 @@ int lib_init(void)
     } else {
         weft_g.node_size = 0;
     }
+    const char *to = getenv("WEFT_TIMEOUT_MS");
+    weft_g.timeout_ns = 0;
+    if (to && *to) {
+        char *e;
+        long ms = strtol(to, &e, 10);
+        if (*e || e == to || ms < 0 || ms > 86400000L)
+            return weft_error(WEFT_EINVAL, "WEFT_TIMEOUT_MS=%s: want milliseconds 0..86400000 "
+                                           "(0: no timeout)", to);
+        weft_g.timeout_ns = (uint64_t)ms * 1000000ull;
+    }
     weft_g.initialized = 1;
     return WEFT_OK;
 }
@@ -147,6 +158,9 @@ weft_err_t weft_init(int *argc, char ***argv)
     weft_error_clear();
     if (weft_g.world)
         return weft_error(WEFT_EINVAL, "weft_init: already initialised");
+    if (weft_g.finalized)
+        return weft_error(WEFT_EINVAL, "weft_init: weft_finalize has run in this process; weft "
+                                       "cannot be initialised again (as MPI)");
     int rc = lib_init();
     if (rc)
         return rc;
@@ -189,15 +203,29 @@ weft_err_t weft_finalize(void)
     if (!weft_g.initialized)
         return weft_error(WEFT_ENOTINIT, "weft_finalize: weft is not initialised");
     int rc = WEFT_OK;
+    int left = __atomic_load_n(&weft_g.unfinished, __ATOMIC_RELAXED);
+    if (left > 0)
+        return weft_error(WEFT_EBUSY, "weft_finalize: %d collective%s unfinished (split-phase "
+                                      "requests or *_timeout calls): finish them, or "
+                                      "weft_comm_revoke their communicators; weft stays "
+                                      "initialised", left, left == 1 ? " is" : "s are");
     if (weft_g.world) {
-        /* No rank may leave while a peer still needs it. */
-        rc = weft_barrier(weft_g.world);
+        xport_t *x = weft_g.x;
+        if (x->ops->note_finalize)
+            x->ops->note_finalize(x, 1);
+        /* No rank may leave while a peer still needs it (unless this rank
+         * gave the world up: then it leaves, and peers see it gone). */
+        if (!weft_g.world->revoked[0]) {
+            weft_g.world->call_flags = CALL_FINALIZE;
+            rc = weft_barrier(weft_g.world);
+        }
         comm_destroy(weft_g.world);
         weft_g.world = NULL;
         weft_g.x->ops->close(weft_g.x);
         weft_g.x = NULL;
     }
     weft_g.initialized = 0;
+    weft_g.finalized = 1;
     return rc;
 }
 

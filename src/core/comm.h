@@ -21,6 +21,7 @@ typedef struct sched_entry {
     algo_params_t params;
     /* value */
     sched_t s;
+    bool send_only; /* the schedule receives nothing */
     uint64_t last_use;
     int refs;                     /* requests running it */
     struct weft_request *spare;   /* finished requests kept for reuse */
@@ -43,6 +44,9 @@ struct weft_comm {
     int *node_of; /* node of each rank (canonical numbering), NULL: one node */
     int nnodes;
     int active; /* unfinished requests */
+    uint64_t timeout_ns; /* a blocking call gives up after this long, 0: never */
+    char revoked[240];   /* why the communicator was revoked, "" if it is not */
+    uint32_t call_flags; /* CALL_* flags of the next call (weft_finalize's barrier) */
     struct weft_request *dead; /* failed requests, freed with the communicator */
     struct {                   /* the unfinished GASPI-style call, if any */
         weft_request_t req;
@@ -60,6 +64,8 @@ struct weft_request {
     weft_comm_t comm;
     sched_entry_t *ent;
     exec_t e;
+    call_desc_t desc; /* published in the call log */
+    bool counted;     /* in weft_g.unfinished */
     void *stage; /* private copy of an in-place input */
     size_t stage_bytes;
     struct weft_request *next;
@@ -73,6 +79,9 @@ typedef struct weft_state {
     uint32_t next_ctx;
     algo_choice_t choice[WEFT_COLL_COUNT]; /* from the environment */
     int node_size; /* WEFT_NODE_SIZE: virtual nodes of k ranks, 0: real nodes */
+    uint64_t timeout_ns; /* WEFT_TIMEOUT_MS: every new communicator's timeout */
+    int unfinished; /* requests started and not finished, on communicators not revoked */
+    int finalized;  /* weft_finalize has run: weft_init may not run again */
     pthread_mutex_t lock;
 } weft_state_t;
 extern weft_state_t weft_g;
@@ -90,7 +99,11 @@ void request_list_free(weft_request_t r);
 /* Starts a collective; with req == NULL, runs it to completion. */
 int coll_run(weft_comm_t comm, weft_coll_t coll, const void *in, void *out, size_t count,
              weft_dtype_t dt, weft_op_t op, int root, bool inplace, weft_request_t *req);
-void request_finish(weft_request_t r, int rc);
+/* Ends r with rc (may turn OK into a mismatch found at the end); returns
+ * the call's result. */
+int request_finish(weft_request_t r, int rc);
+/* Marks comm revoked (why) and abandons its unfinished calls. */
+void comm_revoke(weft_comm_t comm, const char *why);
 
 /* config.c: WEFT_<COLL>_ALGO / WEFT_<COLL>_PARAMS */
 int config_choices_from_env(algo_choice_t *choice);

@@ -65,3 +65,17 @@ int config_choices_from_env(algo_choice_t *choice)
     }
     return WEFT_OK;
 }
+
+int weft_algorithm_properties_with(weft_coll_t coll, const char *name, const char *params)
+{
+    algo_choice_t ch;
+    if ((unsigned)coll >= WEFT_COLL_COUNT || !name || config_choice(coll, name, params, &ch) ||
+        !ch.al)
+        return -1;
+    coll_args_t a;
+    memset(&a, 0, sizeof a);
+    a.coll = coll;
+    a.params = ch.params;
+    return (int)(algo_effective_flags(ch.al, &a) &
+                 (ALGO_NEEDS_COMMUTATIVE | ALGO_NEEDS_IDEMPOTENT | ALGO_IDENTICAL));
+}

@@ -29,6 +29,9 @@ typedef struct op_info {
     bool commutative;
     bool idempotent;
     bool invertible; /* has an exact inverse: integer sum (modular), bxor */
+    /* The op's identity across processes, for the call signature: builtin
+     * op + 1; a user op's function's place (module, offset) and flags. */
+    uint64_t ident;
 } op_info_t;
 
 /* Looks the op up and checks it applies to dt; WEFT_EINVAL with a message

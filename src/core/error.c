@@ -38,6 +38,7 @@ const char *weft_strerror(weft_err_t err)
     case WEFT_EMISMATCH: return "ranks disagree on a collective's arguments";
     case WEFT_ESYS: return "operating-system call failed";
     case WEFT_EINTERNAL: return "internal error";
+    case WEFT_EREVOKED: return "the communicator was revoked";
     }
     return "unknown error code";
 }

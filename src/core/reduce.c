@@ -7,6 +7,8 @@
  * overflow is defined.  min/max on floats follow `b < a ? b : a`: with a NaN
  * the result is whichever operand the comparison keeps (as MPI leaves it
  * undefined).  User ops are kept in a small table guarded by a mutex. */
+#define _GNU_SOURCE /* dladdr */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -45,8 +47,35 @@ static struct {
     weft_user_fn fn;
     void *ctx;
     bool commutative, idempotent;
+    uint64_t ident; /* op_info_t.ident */
 } user_ops[USER_OP_MAX];
 static pthread_mutex_t user_ops_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Where an address lives, the same in every process running the same
+ * programs: its object file's name and its offset in it (ASLR moves the
+ * base, not the offset).  0 for an address outside every loaded object
+ * (the heap, the stack). */
+static uint64_t place_of(const void *addr)
+{
+    Dl_info di;
+    if (!addr || !dladdr(addr, &di) || !di.dli_fbase)
+        return 0;
+    uint64_t h = 1469598103934665603ull;
+    const char *name = di.dli_fname ? strrchr(di.dli_fname, '/') : NULL;
+    name = name ? name + 1 : di.dli_fname ? di.dli_fname : "";
+    for (const char *c = name; *c; c++)
+        h = (h ^ (unsigned char)*c) * 1099511628211ull;
+    uint64_t off = (uint64_t)((const char *)addr - (const char *)di.dli_fbase);
+    for (int i = 0; i < 8; i++)
+        h = (h ^ ((off >> (8 * i)) & 0xff)) * 1099511628211ull;
+    return h;
+}
+
+static uint64_t user_ident(const void *origin, bool commutative, bool idempotent)
+{
+    uint64_t h = place_of(origin);
+    return (h ? h : 0x5eed) << 2 | (uint64_t)commutative << 1 | (uint64_t)idempotent;
+}
 
 weft_err_t weft_op_create(weft_user_fn fn, void *ctx, int commutative,
                           int idempotent, weft_op_t *op)
@@ -61,6 +90,7 @@ weft_err_t weft_op_create(weft_user_fn fn, void *ctx, int commutative,
             user_ops[i].ctx = ctx;
             user_ops[i].commutative = commutative != 0;
             user_ops[i].idempotent = idempotent != 0;
+            user_ops[i].ident = user_ident((const void *)fn, commutative, idempotent);
             pthread_mutex_unlock(&user_ops_lock);
             *op = USER_OP_BASE + i;
             return WEFT_OK;
@@ -84,6 +114,19 @@ weft_err_t weft_op_free(weft_op_t *op)
     user_ops[i].used = false;
     pthread_mutex_unlock(&user_ops_lock);
     *op = -1;
+    return WEFT_OK;
+}
+
+weft_err_t weft_op_set_origin(weft_op_t op, const void *origin)
+{
+    int i = op - USER_OP_BASE;
+    pthread_mutex_lock(&user_ops_lock);
+    if (i < 0 || i >= USER_OP_MAX || !user_ops[i].used) {
+        pthread_mutex_unlock(&user_ops_lock);
+        return weft_error(WEFT_EINVAL, "weft_op_set_origin: %d is not a user-defined op", op);
+    }
+    user_ops[i].ident = user_ident(origin, user_ops[i].commutative, user_ops[i].idempotent);
+    pthread_mutex_unlock(&user_ops_lock);
     return WEFT_OK;
 }
 
@@ -112,6 +155,7 @@ int op_lookup(weft_op_t op, weft_dtype_t dt, op_info_t *out)
         out->idempotent = op == WEFT_MIN || op == WEFT_MAX || op == WEFT_BAND ||
                           op == WEFT_BOR || op == WEFT_LAND || op == WEFT_LOR;
         out->invertible = inverse_kernel(op, dt) != NULL;
+        out->ident = (uint64_t)op + 1;
         return WEFT_OK;
     }
     int i = op - USER_OP_BASE;
@@ -124,6 +168,7 @@ int op_lookup(weft_op_t op, weft_dtype_t dt, op_info_t *out)
         out->commutative = user_ops[i].commutative;
         out->idempotent = user_ops[i].idempotent;
         out->invertible = false;
+        out->ident = user_ops[i].ident;
         ok = true;
     }
     pthread_mutex_unlock(&user_ops_lock);

@@ -42,18 +42,40 @@ int exec_prepare(exec_t *e, const sched_t *s, size_t esize)
     return WEFT_OK;
 }
 
+static void unlist(exec_t *e)
+{
+    if (!e->listed)
+        return;
+    if (e->aprev)
+        e->aprev->anext = e->anext;
+    else
+        e->x->active = e->anext;
+    if (e->anext)
+        e->anext->aprev = e->aprev;
+    e->anext = e->aprev = NULL;
+    e->listed = false;
+}
+
 void exec_release(exec_t *e)
 {
+    if (e->listed) {
+        pthread_mutex_lock(&e->x->lock);
+        unlist(e);
+        pthread_mutex_unlock(&e->x->lock);
+    }
     free(e->pending), free(e->ready), free(e->reqs), free(e->tmp);
     memset(e, 0, sizeof *e);
 }
 
 static inline void enqueue(exec_t *e, uint32_t i) { e->ready[e->rtail++] = i; }
 
+#define STEP_DONE UINT32_MAX /* pending[i] of a completed step */
+
 static void complete(exec_t *e, uint32_t i)
 {
     const sched_t *s = e->s;
     e->ndone++;
+    e->pending[i] = STEP_DONE;
     for (uint32_t k = s->succ_first[i]; k < s->succ_first[i + 1]; k++) {
         uint32_t j = s->succ[k];
         if (--e->pending[j] == 0)
@@ -72,6 +94,18 @@ static void on_comm_done(xreq_t *r, int err)
 int exec_start(exec_t *e, const void *in, void *out)
 {
     const sched_t *s = e->s;
+    xport_t *x = e->x;
+    pthread_mutex_lock(&x->lock);
+    if (e->desc && x->ops->call_note)
+        x->ops->call_note(x, e->desc, CALL_STARTED);
+    e->aprev = NULL;
+    e->anext = x->active;
+    if (x->active)
+        x->active->aprev = e;
+    x->active = e;
+    e->listed = true;
+    e->expired = false;
+    e->t_start = weft_now_ns();
     e->buf[BUF_IN] = (char *)in;
     e->buf[BUF_OUT] = out;
     e->buf[BUF_TMP] = e->tmp;
@@ -83,7 +117,21 @@ int exec_start(exec_t *e, const void *in, void *out)
         if (!e->pending[i])
             enqueue(e, i);
     }
+    pthread_mutex_unlock(&x->lock);
     return WEFT_OK;
+}
+
+int exec_finish(exec_t *e, int rc)
+{
+    xport_t *x = e->x;
+    pthread_mutex_lock(&x->lock);
+    unlist(e);
+    if (!rc && e->send_only)
+        rc = watch_sent(e);
+    if (e->desc && x->ops->call_note)
+        x->ops->call_note(x, e->desc, rc ? CALL_ABANDONED : CALL_FINISHED);
+    pthread_mutex_unlock(&x->lock);
+    return rc;
 }
 
 /* base + off without the undefined NULL + 0 (empty buffers may be NULL) */
@@ -167,6 +215,12 @@ int exec_progress(exec_t *e)
     }
 }
 
+/* A wait that has not moved for this long asks who it waits for, and then
+ * again at this interval: cheap (a few records per peer), and only when
+ * nothing moves. */
+#define WATCH_FIRST_NS 20000000ull
+#define WATCH_EVERY_NS 100000000ull
+
 static int cpu_count(void)
 {
     static int n;
@@ -188,14 +242,39 @@ int exec_wait(exec_t *e, int timeout_ms)
     int idle = 0, rc;
     /* The lock is held only while progressing, so threads waiting on other
      * communicators get their turn between polls. */
+    uint64_t next_watch = 0;
     for (;;) {
         pthread_mutex_lock(&x->lock);
         rc = exec_progress(e);
         int moved = e->moved;
+        /* MPI's progress rule: waiting on one request moves every other
+         * one too (two ranks may wait on two calls in opposite orders) */
+        for (exec_t *o = x->active; o && rc == 0; o = o->anext)
+            if (o != e && o->rhead < o->rtail && exec_progress(o) == 0 && o->moved)
+                moved = 1;
+        if (moved)
+            next_watch = 0;
         if (rc == 0 && !moved && idle >= yield_limit) {
-            int ms = 100;
+            uint64_t now = weft_now_ns();
+            if (!next_watch) {
+                next_watch = now + WATCH_FIRST_NS;
+            } else if (now >= next_watch) {
+                next_watch = now + WATCH_EVERY_NS;
+                int w = watch_stalled(e);
+                if (w) {
+                    pthread_mutex_unlock(&x->lock);
+                    return w;
+                }
+            }
+            if (e->limit_ns && now - e->t_start >= e->limit_ns) {
+                char msg[400];
+                watch_expired(e, msg, sizeof msg);
+                e->expired = true;
+                pthread_mutex_unlock(&x->lock);
+                return weft_error(WEFT_ETIMEDOUT, "%s", msg);
+            }
+            int ms = 20;
             if (timeout_ms >= 0) {
-                uint64_t now = weft_now_ns();
                 uint64_t left = deadline > now ? (deadline - now) / 1000000ull + 1 : 1;
                 if (left < (uint64_t)ms)
                     ms = (int)left;

@@ -3,10 +3,14 @@
  * watches them.  When a rank dies (signal, non-zero exit, or exit without
  * weft_finalize) it marks the job aborted in the segment and wakes every
  * rank, so their waits fail with WEFT_EPEER at once; ranks still alive after
- * a grace period are killed.  The segment is unlinked by the last rank to
- * attach, and again here at the end in case some rank never attached.
- * Ranks die with the launcher (PR_SET_PDEATHSIG). */
+ * a grace period are killed.  A rank that exits without ever joining while
+ * others joined ends the job the same way.  The segment reaches the ranks
+ * as an inherited descriptor and its name is unlinked before any rank
+ * starts, so nothing is left in /dev/shm however the launcher ends.  Ranks
+ * die with the launcher (PR_SET_PDEATHSIG), and a rank started through a
+ * wrapper that forks gives up when it finds the launcher gone. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,7 +89,8 @@ int launch_job(int np, char *const argv[], int verbose)
     }
     seg_t seg;
     char name[64];
-    if (seg_create(np, &seg, name, sizeof name)) {
+    int segfd = -1;
+    if (seg_create(np, &seg, name, sizeof name, &segfd)) {
         fprintf(stderr, "weft run: %s\n", weft_last_error());
         return 1;
     }
@@ -101,12 +106,12 @@ int launch_job(int np, char *const argv[], int verbose)
     if (!pids || !status) {
         fprintf(stderr, "weft run: out of memory\n");
         free(pids), free(status);
-        seg_unlink(name);
+        close(segfd);
         seg_detach(&seg);
         return 1;
     }
     pid_t parent = getpid();
-    int alive = 0, failed_rank = -1, failed_status = 0, failed_nofinal = 0;
+    int alive = 0, failed_rank = -1, failed_status = 0, failed_nofinal = 0, unjoined = -1;
     double grace_end = 0;
     for (int r = 0; r < np; r++) {
         pid_t pid = fork();
@@ -122,6 +127,7 @@ int launch_job(int np, char *const argv[], int verbose)
             prctl(PR_SET_PDEATHSIG, SIGKILL);
             if (getppid() != parent)
                 _exit(1);
+            fcntl(segfd, F_SETFD, 0); /* the rank inherits the segment */
             setenv("WEFT_SHM", name, 1);
             snprintf(buf, sizeof buf, "%d", r);
             setenv("WEFT_RANK", buf, 1);
@@ -150,8 +156,11 @@ int launch_job(int np, char *const argv[], int verbose)
             status[r] = st;
             pids[r] = 0;
             uint32_t state = atomic_load(&seg_rank(&seg, r)->state);
-            bool bad = !WIFEXITED(st) || WEXITSTATUS(st) != 0 || state == RANK_ATTACHED;
-            if (bad && failed_rank < 0) {
+            bool bad = !WIFEXITED(st) || WEXITSTATUS(st) != 0 || state == RANK_ATTACHED ||
+                       state == RANK_FINALIZING;
+            if (!bad && state == RANK_NEW && unjoined < 0)
+                unjoined = r; /* fine unless other ranks joined: see below */
+            if (bad && failed_rank == -1) {
                 char what[128], msg[200];
                 describe(st, what, sizeof what);
                 failed_rank = r, failed_status = st;
@@ -161,6 +170,17 @@ int launch_job(int np, char *const argv[], int verbose)
                 seg_abort(&seg, r, ABORT_DIED, msg);
                 grace_end = weft_now() + GRACE_SECONDS;
             }
+        }
+        /* A rank that left without ever joining (no weft_init, a failed
+         * one, WEFT_SHM lost) while others joined: they would wait for it
+         * for ever. */
+        if (unjoined >= 0 && failed_rank == -1 && atomic_load(&seg.hdr->attached) > 0) {
+            char msg[200];
+            snprintf(msg, sizeof msg, "rank %d exited without joining the job (no weft_init, or "
+                     "a failed one) while other ranks joined it", unjoined);
+            seg_abort(&seg, unjoined, ABORT_DIED, msg);
+            failed_rank = unjoined, failed_status = 0, failed_nofinal = 2;
+            grace_end = weft_now() + GRACE_SECONDS;
         }
         if (alive == 0)
             break;
@@ -176,7 +196,7 @@ int launch_job(int np, char *const argv[], int verbose)
             for (int r = 0; r < np; r++)
                 if (pids[r])
                     kill(pids[r], SIGTERM);
-            if (failed_rank < 0) {
+            if (failed_rank == -1) {
                 seg_abort(&seg, -1, ABORT_DIED, "the launcher was interrupted");
                 failed_rank = -2, exit_code = 128 + sig;
                 grace_end = weft_now() + GRACE_SECONDS;
@@ -188,17 +208,23 @@ int launch_job(int np, char *const argv[], int verbose)
         char what[128];
         describe(failed_status, what, sizeof what);
         fprintf(stderr, "weft run: rank %d %s%s; the job was aborted\n", failed_rank, what,
-                failed_nofinal ? " without calling weft_finalize" : "");
+                failed_nofinal == 2   ? " without joining the job while others did"
+                : failed_nofinal == 1 ? " without calling weft_finalize"
+                                      : "");
         if (WIFSIGNALED(failed_status))
             exit_code = 128 + WTERMSIG(failed_status);
         else
             exit_code = WEXITSTATUS(failed_status) ? WEXITSTATUS(failed_status) : 1;
     } else if (failed_rank == -2) {
         fprintf(stderr, "weft run: interrupted; the job was stopped\n");
+    } else if (atomic_load(&seg.hdr->abort_code) == ABORT_ERROR) {
+        /* every rank exited 0, but a rank ended the job (a mismatch) */
+        fprintf(stderr, "weft run: the job was aborted: %s\n", seg.hdr->abort_msg);
+        exit_code = 1;
     }
     if (verbose)
         fprintf(stderr, "weft run: %d ranks done, exit %d\n", np, exit_code);
-    seg_unlink(name);
+    close(segfd);
     seg_detach(&seg);
     free(pids);
     free(status);

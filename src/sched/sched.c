@@ -12,6 +12,7 @@ void sched_init(sched_t *s, int nrank, int rank)
     s->round_join = SCHED_NONE;
     s->nrank = nrank;
     s->rank = rank;
+    s->tag_mul = 1;
     sched_remap_reset(s);
 }
 
@@ -27,9 +28,21 @@ void sched_remap(sched_t *s, int from, int to, uint64_t off)
     s->remap_off[from] = off;
 }
 
-void sched_part(sched_t *s, unsigned k)
+void sched_part(sched_t *s, tagspace_t outer, unsigned k, unsigned n)
 {
-    s->tag_base = k * SCHED_PART_TAGS;
+    uint64_t mul = (uint64_t)outer.mul * n, add = (uint64_t)outer.add + (uint64_t)k * outer.mul;
+    if (mul >= (1u << 24) || add >= (1u << 24)) {
+        s->err = s->err ? s->err : WEFT_ENOTSUP;
+        return;
+    }
+    s->tag_mul = (uint32_t)mul;
+    s->tag_add = (uint32_t)add;
+}
+
+void sched_space_restore(sched_t *s, tagspace_t t)
+{
+    s->tag_mul = t.mul;
+    s->tag_add = t.add;
 }
 
 static region_t map_region(const sched_t *s, region_t r)
@@ -95,7 +108,8 @@ static uint32_t add_comm(sched_t *s, int kind, int peer, uint32_t tag, region_t 
     r = map_region(s, r);
     st.kind = (uint8_t)kind;
     st.peer = s->peer_map ? s->peer_map[peer] : peer;
-    st.tag = s->tag_base + tag;
+    uint64_t t = (uint64_t)tag * s->tag_mul + s->tag_add;
+    st.tag = t < UINT32_MAX ? (uint32_t)t : UINT32_MAX - 1;
     st.flags = flags;
     st.len = r.len;
     if (kind == STEP_SEND) {
@@ -200,8 +214,6 @@ uint64_t sched_tmp(sched_t *s, uint64_t n)
     s->tmp_len += n;
     return off;
 }
-
-void sched_new_tag_space(sched_t *s) { s->tag_base = s->max_tag; }
 
 /* Builds the dependency CSR and its reverse with counting sorts: O(steps +
  * edges), no comparison sort (schedules have millions of edges at large P). */

@@ -74,7 +74,7 @@ typedef struct sched {
     uint32_t round_join;  /* steps added now depend on this; UINT32_MAX none */
     uint32_t round_start; /* first step of the current round */
     uint64_t tmp_len;     /* scratch elements */
-    uint32_t tag_base;    /* added to tags (for composed schedules) */
+    uint32_t tag_mul, tag_add; /* a builder's tag t becomes t * tag_mul + tag_add */
     uint32_t max_tag;     /* largest tag used + 1 */
     int nrank, rank;      /* who this schedule is for */
     /* Build-time translation for composing algorithms on sub-groups: peers
@@ -109,13 +109,23 @@ void sched_depend(sched_t *s, uint32_t step, uint32_t on);
 void sched_round(sched_t *s);
 /* Reserve n scratch elements; returns their offset in BUF_TMP. */
 uint64_t sched_tmp(sched_t *s, uint64_t n);
-/* Start a new tag space for a composed part (tags restart above max_tag);
- * only when every rank builds the same parts. */
-void sched_new_tag_space(sched_t *s);
-/* Fixed tag spaces for parts that only some ranks build: part k's tags
- * start at k * SCHED_PART_TAGS. */
-#define SCHED_PART_TAGS (1u << 16)
-void sched_part(sched_t *s, unsigned k);
+/* Tag spaces for the parts of a composed schedule.  Part k of n gets the
+ * tags t * n + k of the space it sits in (outer: the space the composing
+ * builder started in, sched_space(s)), so the spaces interleave: the same
+ * on every rank whatever each rank builds in them (a space starting at a
+ * per-rank value, such as the first part's largest tag, would let ranks
+ * disagree), nesting without collisions, and growing the largest tag only
+ * n-fold. */
+typedef struct tagspace {
+    uint32_t mul, add;
+} tagspace_t;
+static inline tagspace_t sched_space(const sched_t *s)
+{
+    tagspace_t t = {s->tag_mul, s->tag_add};
+    return t;
+}
+void sched_part(sched_t *s, tagspace_t outer, unsigned k, unsigned n);
+void sched_space_restore(sched_t *s, tagspace_t t);
 /* Region remapping for composed parts (see remap_buf). */
 void sched_remap(sched_t *s, int from, int to, uint64_t off);
 void sched_remap_reset(sched_t *s);

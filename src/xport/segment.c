@@ -1,6 +1,8 @@
 /* segment.c — creating, attaching and aborting the job segment (segment.h). */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
+#include <stdlib.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <stdio.h>
@@ -27,7 +29,7 @@ static uint32_t cells_for(int nrank)
 
 static size_t align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 
-int seg_create(int nrank, seg_t *s, char *name, size_t namelen)
+int seg_create(int nrank, seg_t *s, char *name, size_t namelen, int *keep_fd)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -36,7 +38,8 @@ int seg_create(int nrank, seg_t *s, char *name, size_t namelen)
     uint32_t ncells = cells_for(nrank);
     size_t ranks_off = align_up(sizeof(seg_hdr_t), 4096);
     size_t board_off = align_up(ranks_off + (size_t)nrank * sizeof(seg_rank_t), 4096);
-    size_t chans_off = align_up(board_off + (size_t)nrank * SEG_BOARD_BYTES_PER_RANK, 4096);
+    size_t log_off = align_up(board_off + (size_t)nrank * SEG_BOARD_BYTES_PER_RANK, 4096);
+    size_t chans_off = align_up(log_off + (size_t)nrank * SEG_CALLLOG * sizeof(call_rec_t), 4096);
     size_t stride = (size_t)ncells * sizeof(cell_t);
     size_t size = chans_off + (size_t)nrank * (size_t)nrank * stride;
     int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
@@ -50,10 +53,19 @@ int seg_create(int nrank, seg_t *s, char *name, size_t namelen)
                           strerror(e));
     }
     void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
     if (p == MAP_FAILED) {
+        close(fd);
         shm_unlink(name);
         return weft_error(WEFT_ENOMEM, "mmap of the job segment failed: %s", strerror(errno));
+    }
+    if (keep_fd) {
+        /* the ranks inherit the descriptor: the name can go at once, so
+         * nothing is left in /dev/shm however the launcher ends */
+        shm_unlink(name);
+        *keep_fd = fd;
+        snprintf(name, namelen, "fd:%d", fd);
+    } else {
+        close(fd);
     }
     seg_hdr_t *h = p;
     h->nrank = (uint32_t)nrank;
@@ -62,6 +74,8 @@ int seg_create(int nrank, seg_t *s, char *name, size_t namelen)
     h->ranks_off = ranks_off;
     h->board_off = board_off;
     h->chans_off = chans_off;
+    h->log_off = log_off;
+    h->launcher = (int32_t)getpid();
     h->chan_stride = stride;
     atomic_store(&h->abort_rank, -1);
     snprintf(h->name, sizeof h->name, "%s", name);
@@ -74,17 +88,27 @@ int seg_create(int nrank, seg_t *s, char *name, size_t namelen)
 
 int seg_attach(const char *name, int rank, int nrank, seg_t *s)
 {
-    int fd = shm_open(name, O_RDWR, 0);
-    if (fd < 0)
+    int fd = -1;
+    bool inherited = !strncmp(name, "fd:", 3);
+    if (inherited) {
+        char *e;
+        long v = strtol(name + 3, &e, 10);
+        fd = *e || v < 0 || v > INT_MAX ? -1 : (int)v;
+        if (fd < 0 || fcntl(fd, F_GETFD) < 0)
+            return weft_error(WEFT_ESYS, "WEFT_SHM=%s: the job segment's descriptor is not open in "
+                                         "this process (was it started by `weft run`, through "
+                                         "a program that closes descriptors?)", name);
+    } else if ((fd = shm_open(name, O_RDWR, 0)) < 0) {
         return weft_error(WEFT_ESYS, "cannot open the job segment %s: %s (was this process "
                                      "started by `weft run`?)", name, strerror(errno));
+    }
     struct stat st;
     if (fstat(fd, &st) != 0 || (size_t)st.st_size < sizeof(seg_hdr_t)) {
         close(fd);
         return weft_error(WEFT_ESYS, "job segment %s is unusable", name);
     }
     void *p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
+    close(fd); /* the mapping stays; the rank's own children need not inherit it */
     if (p == MAP_FAILED)
         return weft_error(WEFT_ENOMEM, "mmap of the job segment failed: %s", strerror(errno));
     seg_hdr_t *h = p;
@@ -94,12 +118,18 @@ int seg_attach(const char *name, int rank, int nrank, seg_t *s)
         return weft_error(WEFT_EINVAL, "job segment %s does not match rank %d of %d", name, rank,
                           nrank);
     }
+    seg_rank_t *me = seg_rank(&(seg_t){h, (size_t)st.st_size}, rank);
+    uint32_t fresh = RANK_NEW;
+    if (!atomic_compare_exchange_strong(&me->state, &fresh, RANK_ATTACHED)) {
+        int32_t other = me->pid;
+        munmap(p, (size_t)st.st_size);
+        return weft_error(WEFT_EINVAL, "rank %d of this job has already joined it (process %d): "
+                                       "two processes cannot be one rank", rank, (int)other);
+    }
     s->hdr = h;
     s->size = (size_t)st.st_size;
-    seg_rank_t *me = seg_rank(s, rank);
     me->pid = (int32_t)getpid();
-    atomic_store(&me->state, RANK_ATTACHED);
-    if (atomic_fetch_add(&h->attached, 1) + 1 == (uint32_t)nrank)
+    if (atomic_fetch_add(&h->attached, 1) + 1 == (uint32_t)nrank && !inherited)
         shm_unlink(name); /* everyone is in: a crash can no longer leak it */
     return WEFT_OK;
 }

@@ -15,16 +15,18 @@
 #define CELL_PAYLOAD 16384u
 #define SEG_BOARD_BYTES_PER_RANK 256u
 
-enum { RANK_NEW = 0, RANK_ATTACHED = 1, RANK_FINALIZED = 2 };
+enum { RANK_NEW = 0, RANK_ATTACHED = 1, RANK_FINALIZED = 2, RANK_FINALIZING = 3 };
 enum { ABORT_NONE = 0, ABORT_DIED = 1, ABORT_ERROR = 2 };
 
 typedef struct seg_hdr {
     uint64_t magic;
     uint32_t nrank, ncells;
     uint64_t size, ranks_off, board_off, chans_off, chan_stride;
+    uint64_t log_off; /* the call logs: SEG_CALLLOG records per rank */
     _Atomic uint32_t attached;
     _Atomic int32_t abort_rank;
     _Atomic uint32_t abort_code;
+    int32_t launcher; /* pid of `weft run` (ranks give up when it is gone) */
     char abort_msg[256];
     char name[64];
 } seg_hdr_t;
@@ -36,6 +38,18 @@ typedef struct seg_rank {
     int32_t pid;
     char pad[48];
 } __attribute__((aligned(64))) seg_rank_t;
+
+/* One record of a rank's call log (SEG_CALLLOG slots, the slot chosen by
+ * the call's key): a call_desc_t (xport.h) as six words under a sequence
+ * lock (ver odd while the owner rewrites it), and the call's state, which
+ * the owner updates in place. */
+#define SEG_CALLLOG 16
+typedef struct call_rec {
+    _Atomic uint64_t ver;
+    _Atomic uint64_t w[6];
+    _Atomic uint32_t state;
+    uint32_t pad;
+} __attribute__((aligned(64))) call_rec_t;
 
 typedef struct cell {
     _Atomic uint32_t full;
@@ -58,14 +72,21 @@ static inline seg_rank_t *seg_rank(const seg_t *s, int r)
     return (seg_rank_t *)((char *)s->hdr + s->hdr->ranks_off) + r;
 }
 
+static inline call_rec_t *seg_calllog(const seg_t *s, int r)
+{
+    return (call_rec_t *)((char *)s->hdr + s->hdr->log_off) + (size_t)r * SEG_CALLLOG;
+}
+
 static inline cell_t *seg_chan(const seg_t *s, int src, int dst)
 {
     return (cell_t *)((char *)s->hdr + s->hdr->chans_off +
                       ((size_t)src * s->hdr->nrank + (size_t)dst) * s->hdr->chan_stride);
 }
 
-/* Creates a segment for nrank ranks (name written to name[64]). */
-int seg_create(int nrank, seg_t *s, char *name, size_t namelen);
+/* Creates a segment for nrank ranks (name written to name[64]).  With
+ * keep_fd, the name is unlinked at once and the open descriptor returned
+ * for children to inherit; name becomes "fd:N", which seg_attach takes. */
+int seg_create(int nrank, seg_t *s, char *name, size_t namelen, int *keep_fd);
 /* Attaches rank to an existing segment; the last rank to attach unlinks it. */
 int seg_attach(const char *name, int rank, int nrank, seg_t *s);
 void seg_detach(seg_t *s);

@@ -17,6 +17,7 @@
  * set (Dekker-style fences on both sides), so the fast path costs no system
  * call.  The launcher bumps every doorbell when a rank dies. */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,14 +71,28 @@ static void notify(shm_xport_t *x, int peer)
         seg_wake(&x->seg, peer);
 }
 
-static int mismatch(shm_xport_t *x, int src, const char *what, unsigned long long a,
-                    unsigned long long b)
+static bool rec_read(call_rec_t *rec, call_desc_t *d, int *state);
+static call_rec_t *rec_of(shm_xport_t *x, int rank, uint64_t key);
+
+/* A message from src that does not fit the receive of tag: says what each
+ * rank calls (from the call log) where it can, and ends the job.  Ranks
+ * are job ranks here. */
+static int mismatch(shm_xport_t *x, int src, uint64_t tag, const char *what,
+                    unsigned long long a, unsigned long long b)
 {
-    char msg[200];
-    snprintf(msg, sizeof msg,
-             "rank %d and rank %d disagree on a collective (%s %llu vs %llu): do all ranks "
-             "pass the same count, datatype, op, root and algorithm?",
-             x->base.rank, src, what, a, b);
+    char msg[512];
+    uint64_t key = call_key_of_tag(tag);
+    call_desc_t mine, theirs;
+    int st;
+    if (rec_read(rec_of(x, x->base.rank, key), &mine, &st) && mine.key == key &&
+        rec_read(rec_of(x, src, key), &theirs, &st) && theirs.key == key &&
+        mine.sig != theirs.sig)
+        call_disagreement(&mine, x->base.rank, &theirs, src, msg, sizeof msg);
+    else
+        snprintf(msg, sizeof msg,
+                 "rank %d and rank %d disagree on a collective (%s %llu vs %llu): do all ranks "
+                 "pass the same count, datatype, op, root and algorithm?",
+                 x->base.rank, src, what, a, b);
     seg_abort(&x->seg, x->base.rank, ABORT_ERROR, msg);
     x->err = WEFT_EMISMATCH;
     return weft_error(WEFT_EMISMATCH, "%s", msg);
@@ -160,9 +175,9 @@ static int poll_from(shm_xport_t *x, int src)
             xreq_t *r = take_posted(ps, c->tag);
             if (r) {
                 if (c->sig != r->sig)
-                    return mismatch(x, src, "signature", c->sig, r->sig);
+                    return mismatch(x, src, r->tag, "signature", c->sig, r->sig);
                 if (c->total != r->bytes)
-                    return mismatch(x, src, "message bytes", c->total, r->bytes);
+                    return mismatch(x, src, r->tag, "message bytes", c->total, r->bytes);
                 r->done = 0;
                 ps->cur = r;
             } else if (ps->rq_head) {
@@ -273,9 +288,9 @@ static int shm_irecv(xport_t *xp, xreq_t *r)
         if (u->tag != r->tag || u->waiting)
             continue;
         if (u->sig != r->sig)
-            return mismatch(x, r->peer, "signature", u->sig, r->sig);
+            return mismatch(x, r->peer, r->tag, "signature", u->sig, r->sig);
         if (u->total != r->bytes)
-            return mismatch(x, r->peer, "message bytes", u->total, r->bytes);
+            return mismatch(x, r->peer, r->tag, "message bytes", u->total, r->bytes);
         if (u->done == u->total) {
             *pp = u->next;
             unexp_deliver(r, u);
@@ -323,8 +338,109 @@ static void shm_block(xport_t *xp, int timeout_ms)
         pthread_mutex_unlock(&x->base.lock);
         futex_wait_u32(&me->doorbell, v, timeout_ms);
         pthread_mutex_lock(&x->base.lock);
+        /* PR_SET_PDEATHSIG reaches the launcher's children only: a rank
+         * behind a forking wrapper looks for itself */
+        pid_t l = x->seg.hdr->launcher;
+        if (l > 0 && kill(l, 0) != 0 && errno == ESRCH) {
+            char msg[96];
+            snprintf(msg, sizeof msg, "the launcher (weft run, process %d) is gone", (int)l);
+            seg_abort(&x->seg, x->base.rank, ABORT_DIED, msg);
+        }
     }
     atomic_store(&me->sleeping, 0);
+}
+
+/* ---- the call log (segment.h): what each rank is calling ---- */
+
+/* A call's record sits at a slot given by its key, so a peer finds it with
+ * one read; the log keeps the newest call of each slot. */
+static call_rec_t *rec_of(shm_xport_t *x, int rank, uint64_t key)
+{
+    uint64_t h = (key >> 32) * 0x9e3779b1u + (uint32_t)key;
+    return seg_calllog(&x->seg, rank) + h % SEG_CALLLOG;
+}
+
+static void shm_call_note(xport_t *xp, const call_desc_t *d, int state)
+{
+    shm_xport_t *x = (shm_xport_t *)xp;
+    call_rec_t *rec = rec_of(x, x->base.rank, d->key);
+    if (state != CALL_STARTED) {
+        if (atomic_load_explicit(&rec->w[0], memory_order_relaxed) == d->key)
+            atomic_store_explicit(&rec->state, (uint32_t)state, memory_order_release);
+        return;
+    }
+    uint64_t w[6], v = atomic_load_explicit(&rec->ver, memory_order_relaxed);
+    _Static_assert(sizeof(call_desc_t) == sizeof w, "call_desc_t is six words");
+    memcpy(w, d, sizeof w);
+    atomic_store_explicit(&rec->ver, v + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    for (int i = 0; i < 6; i++)
+        atomic_store_explicit(&rec->w[i], w[i], memory_order_relaxed);
+    atomic_store_explicit(&rec->state, CALL_STARTED, memory_order_relaxed);
+    atomic_store_explicit(&rec->ver, v + 2, memory_order_release);
+}
+
+/* A consistent copy of a record; false if it is empty or being rewritten. */
+static bool rec_read(call_rec_t *rec, call_desc_t *d, int *state)
+{
+    for (int tries = 0; tries < 4; tries++) {
+        uint64_t v1 = atomic_load_explicit(&rec->ver, memory_order_acquire), w[6];
+        if (v1 & 1)
+            continue;
+        for (int i = 0; i < 6; i++)
+            w[i] = atomic_load_explicit(&rec->w[i], memory_order_relaxed);
+        *state = (int)atomic_load_explicit(&rec->state, memory_order_acquire);
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(&rec->ver, memory_order_relaxed) != v1)
+            continue;
+        memcpy(d, w, sizeof w);
+        return v1 != 0;
+    }
+    return false;
+}
+
+static int shm_peer_view(xport_t *xp, int peer, uint64_t key, bool quick, peer_view_t *out)
+{
+    shm_xport_t *x = (shm_xport_t *)xp;
+    memset(out, 0, sizeof *out);
+    call_desc_t d;
+    int state;
+    if (rec_read(rec_of(x, peer, key), &d, &state) && d.key == key) {
+        out->found = true;
+        out->state = state;
+        out->call = d;
+    }
+    if (quick)
+        return WEFT_OK;
+    switch (atomic_load(&seg_rank(&x->seg, peer)->state)) {
+    case RANK_NEW: out->rank_state = PEER_NEW; break;
+    case RANK_ATTACHED: out->rank_state = PEER_ATTACHED; break;
+    case RANK_FINALIZING: out->rank_state = PEER_FINALIZING; break;
+    default: out->rank_state = PEER_FINALIZED; break;
+    }
+    call_rec_t *log = seg_calllog(&x->seg, peer);
+    for (int i = 0; i < SEG_CALLLOG; i++) {
+        if (!rec_read(&log[i], &d, &state) || d.key >> 32 != key >> 32)
+            continue;
+        if (!out->any_on_ctx || (uint32_t)d.key > out->latest_seq)
+            out->latest_seq = (uint32_t)d.key;
+        out->any_on_ctx = true;
+    }
+    return WEFT_OK;
+}
+
+static void shm_note_finalize(xport_t *xp, int entering)
+{
+    shm_xport_t *x = (shm_xport_t *)xp;
+    atomic_store(&seg_rank(&x->seg, x->base.rank)->state,
+                 entering ? RANK_FINALIZING : RANK_ATTACHED);
+}
+
+static void shm_fail_job(xport_t *xp, const char *msg)
+{
+    shm_xport_t *x = (shm_xport_t *)xp;
+    seg_abort(&x->seg, x->base.rank, ABORT_ERROR, msg);
+    x->err = WEFT_EMISMATCH;
 }
 
 static void shm_close(xport_t *xp)
@@ -350,7 +466,7 @@ static void shm_close(xport_t *xp)
 
 static const xport_ops_t shm_ops = {
     "shm", shm_isend, shm_irecv, shm_progress, shm_block, shm_health, shm_close,
-    NULL,
+    NULL, shm_call_note, shm_peer_view, shm_note_finalize, shm_fail_job,
 };
 
 int xport_shm_open(const char *segname, int rank, int size, xport_t **out)
@@ -396,7 +512,7 @@ static void self_close(xport_t *x)
 
 static const xport_ops_t self_ops = {
     "self", self_comm, self_comm, self_progress, self_block, self_health, self_close,
-    NULL,
+    NULL, NULL, NULL, NULL, NULL,
 };
 
 int xport_self_open(xport_t **out)

@@ -84,7 +84,7 @@ static void tl_close(xport_t *xp)
 static int tl_derive(xport_t *xp, int color, int key, xport_t **out);
 
 static const xport_ops_t twolevel_ops = {
-    "shm+mpi", tl_isend, tl_irecv, tl_progress, tl_block, tl_health, tl_close, tl_derive,
+    "shm+mpi", tl_isend, tl_irecv, tl_progress, tl_block, tl_health, tl_close, tl_derive, NULL, NULL, NULL, NULL,
 };
 
 /* Node id of every rank of the transport's MPI communicator. */
@@ -149,7 +149,7 @@ int xport_twolevel_open(xport_t *mx, int node_size, int **ids_out, xport_t **out
     PMPI_Comm_split(comm, ids[me], me, &node);
     char name[64] = "";
     seg_t seg = {0};
-    if (lrank == 0 && local > 1 && seg_create(local, &seg, name, sizeof name) != WEFT_OK)
+    if (lrank == 0 && local > 1 && seg_create(local, &seg, name, sizeof name, NULL) != WEFT_OK)
         name[0] = '\0';
     PMPI_Bcast(name, sizeof name, MPI_CHAR, 0, node);
     xport_t *shm = NULL;

@@ -24,6 +24,46 @@
 typedef struct xport xport_t;
 typedef struct xreq xreq_t;
 
+/* What a rank is calling, published in the call log so that peers can tell
+ * a slow rank from one that called something else.  key = context << 32 |
+ * call sequence number on that communicator. */
+typedef struct call_desc {
+    uint64_t key;
+    uint32_t sig;          /* hash of everything below */
+    uint16_t coll, algo;   /* algo: index in the registry's table */
+    uint64_t count;
+    uint64_t op;           /* op identity (op_identity), 0 if no reduction */
+    int32_t root;
+    uint32_t dtype;
+    uint32_t params;       /* hash of the algorithm's parameters */
+    uint32_t flags;        /* CALL_FINALIZE */
+} call_desc_t;
+#define CALL_FINALIZE 0x1u /* the barrier inside weft_finalize */
+
+enum { CALL_STARTED = 1, CALL_FINISHED = 2, CALL_ABANDONED = 3 };
+enum { PEER_UNKNOWN = -1, PEER_NEW = 0, PEER_ATTACHED = 1, PEER_FINALIZED = 2,
+       PEER_FINALIZING = 3 };
+
+/* The call a message tag belongs to (api.c's tag layout). */
+static inline uint64_t call_key_of_tag(uint64_t tag)
+{
+    return (tag >> 48) << 32 | ((tag >> 24) & 0xffffffu);
+}
+/* watch.c: "ranks 0 and 2 disagree on a collective (root differ): rank 0
+ * calls ...; rank 2 calls ..." */
+void call_disagreement(const call_desc_t *mine, int me, const call_desc_t *theirs, int peer,
+                       char *buf, size_t n);
+
+/* What this rank can see of a peer's calls (xport_ops.peer_view). */
+typedef struct peer_view {
+    int rank_state;    /* PEER_* */
+    bool found;        /* the peer's record of the call asked about */
+    int state;         /* CALL_* of that record */
+    call_desc_t call;  /* that record */
+    bool any_on_ctx;   /* the log holds a call of this context */
+    uint32_t latest_seq; /* the newest such call's sequence number */
+} peer_view_t;
+
 typedef struct xsink {
     void *dst;
     const reducer_t *red; /* NULL: plain copy */
@@ -62,6 +102,16 @@ typedef struct xport_ops {
      * for transports shared by the whole job, whose sub-communicators map
      * ranks instead. */
     int (*derive)(xport_t *x, int color, int key, xport_t **out);
+    /* Optional (NULL where peers' memory cannot be read): the call log.
+     * call_note records this rank's call d in state CALL_*; peer_view
+     * reads what peer has recorded of call `key` (quick: only that, one
+     * read) and of its context and state. */
+    void (*call_note)(xport_t *x, const call_desc_t *d, int state);
+    int (*peer_view)(xport_t *x, int peer, uint64_t key, bool quick, peer_view_t *out);
+    /* Optional: this rank enters (1) or leaves (0) weft_finalize. */
+    void (*note_finalize)(xport_t *x, int entering);
+    /* Ends the job: every peer's waits fail with WEFT_EPEER and msg. */
+    void (*fail_job)(xport_t *x, const char *msg);
 } xport_ops_t;
 
 struct xport {
@@ -70,6 +120,7 @@ struct xport {
     int local_size; /* ranks sharing this node's cores */
     int *node_ids;  /* node id of every rank, or NULL (one node); owned */
     pthread_mutex_t lock;
+    struct exec *active; /* unfinished schedules over this transport (engine.c) */
 };
 
 /* For transports that cannot be woken (MPI): give the core away briefly,

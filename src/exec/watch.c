@@ -1,0 +1,217 @@
+/* watch.c — what a schedule that does not move is waiting for.
+ *
+ * Every call is published in the transport's call log (xport.h: its key,
+ * collective, algorithm, count, datatype, op, root, parameters) before its
+ * first message.  A wait that has not moved for a while reads the records
+ * of the peers its unfinished sends and receives name, and fails only on
+ * what is proven, never on a guess about a slow peer:
+ *   - the peer's record of this very call differs      -> WEFT_EMISMATCH
+ *   - the peer finished this call, and what this rank
+ *     expects of it has still not come                  -> WEFT_EMISMATCH
+ *   - the peer abandoned it (timeout, revoke)           -> WEFT_EPEER
+ *   - the peer is in weft_finalize, not in this call    -> WEFT_EMISMATCH
+ * A mismatch ends the job (xport fail_job), so the other ranks' waits fail
+ * with WEFT_EPEER instead of hanging.  A schedule that receives nothing (a
+ * broadcast's root) cannot stall; at its end it compares its call with the
+ * records of the peers it sent to (one read each).  A peer that has not
+ * arrived is only named, when the communicator's timeout expires. */
+#include <stdio.h>
+#include <string.h>
+
+#include "../algo/algo.h"
+#include "engine.h"
+
+static bool is_rooted(int coll)
+{
+    return coll == WEFT_COLL_BCAST || coll == WEFT_COLL_REDUCE || coll == WEFT_COLL_SCATTER ||
+           coll == WEFT_COLL_GATHER;
+}
+
+void call_describe(const call_desc_t *d, char *buf, size_t n)
+{
+    size_t cnt;
+    const algo_t *t = algo_table(&cnt);
+    const char *an = d->algo < cnt ? t[d->algo].name : "?";
+    if (d->flags & CALL_FINALIZE) {
+        snprintf(buf, n, "the barrier of weft_finalize (call #%u on communicator %u)",
+                 (unsigned)d->key, (unsigned)(d->key >> 32));
+        return;
+    }
+    char op[32] = "";
+    if (d->op)
+        snprintf(op, sizeof op, " %s",
+                 d->op <= WEFT_OP_BUILTIN_COUNT ? weft_op_name((weft_op_t)(d->op - 1)) : "user-op");
+    char root[24] = "";
+    if (is_rooted(d->coll))
+        snprintf(root, sizeof root, ", root %d", d->root);
+    snprintf(buf, n, "%s %s, %llu x %s%s%s (call #%u on communicator %u)",
+             weft_coll_name((weft_coll_t)d->coll), an, (unsigned long long)d->count,
+             weft_dtype_name((weft_dtype_t)d->dtype), op, root, (unsigned)d->key,
+             (unsigned)(d->key >> 32));
+}
+
+static void call_diff(const call_desc_t *a, const call_desc_t *b, char *buf, size_t n)
+{
+    const char *what[7] = {"collective", "algorithm", "count", "datatype", "op", "root",
+                           "algorithm parameters"};
+    bool differs[7] = {a->coll != b->coll, a->algo != b->algo, a->count != b->count,
+                       a->dtype != b->dtype, a->op != b->op, a->root != b->root,
+                       a->params != b->params};
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < 7 && used < n; i++)
+        if (differs[i])
+            used += (size_t)snprintf(buf + used, n - used, "%s%s", used ? ", " : "", what[i]);
+    if (!used)
+        snprintf(buf, n, "user op");
+}
+
+/* Ends the job with the message, returning code. */
+static int fail(exec_t *e, int code, const char *msg)
+{
+    if (code == WEFT_EMISMATCH && e->x->ops->fail_job)
+        e->x->ops->fail_job(e->x, msg);
+    return weft_error(code, "%s", msg);
+}
+
+void call_disagreement(const call_desc_t *mine, int me, const call_desc_t *theirs, int peer,
+                       char *buf, size_t n)
+{
+    char mine_s[160], their_s[160], diff[96];
+    call_describe(mine, mine_s, sizeof mine_s);
+    call_describe(theirs, their_s, sizeof their_s);
+    call_diff(mine, theirs, diff, sizeof diff);
+    snprintf(buf, n, "ranks %d and %d disagree on a collective (%s differ): rank %d calls %s; "
+             "rank %d calls %s", me, peer, diff, me, mine_s, peer, their_s);
+}
+
+static int differs(exec_t *e, int me, int peer, const call_desc_t *theirs)
+{
+    char msg[512];
+    call_disagreement(e->desc, me, theirs, peer, msg, sizeof msg);
+    return fail(e, WEFT_EMISMATCH, msg);
+}
+
+static bool in_flight(const exec_t *e, uint32_t i)
+{
+    uint8_t k = e->s->steps[i].kind;
+    return (k == STEP_SEND || k == STEP_RECV || k == STEP_RECV_REDUCE) && e->pending[i] == 0;
+}
+
+/* Checks the peer of in-flight step i (comm rank); OK when nothing is
+ * proven wrong. */
+static int check_peer(exec_t *e, uint32_t i)
+{
+    xport_t *x = e->x;
+    const call_desc_t *d = e->desc;
+    int peer = e->s->steps[i].peer, me = e->s->rank;
+    peer_view_t v;
+    if (x->ops->peer_view(x, e->world[peer], d->key, false, &v))
+        return WEFT_OK;
+    char mine_s[160], msg[512];
+    call_describe(d, mine_s, sizeof mine_s);
+    if (v.found && v.call.sig != d->sig)
+        return differs(e, me, peer, &v.call);
+    if (v.found && v.state == CALL_ABANDONED) {
+        snprintf(msg, sizeof msg, "rank %d abandoned %s (its timeout expired, or it revoked the "
+                 "communicator) while rank %d waits for it", peer, mine_s, me);
+        return fail(e, WEFT_EPEER, msg);
+    }
+    if (v.found && v.state == CALL_FINISHED) {
+        /* everything it sent is in the transport by now: look once more */
+        int m = x->ops->progress(x);
+        if (m < 0)
+            return -m;
+        if (exec_progress(e) != 0 || !in_flight(e, i))
+            return WEFT_OK;
+        snprintf(msg, sizeof msg, "rank %d finished %s without the message rank %d expects from "
+                 "it (step tag %u): do the ranks pass the same arguments and algorithm?",
+                 peer, mine_s, me, e->s->steps[i].tag);
+        return fail(e, WEFT_EMISMATCH, msg);
+    }
+    if (!v.found && (v.rank_state == PEER_FINALIZING || v.rank_state == PEER_FINALIZED)) {
+        snprintf(msg, sizeof msg, "rank %d %s weft_finalize while rank %d waits for it in %s "
+                 "(did it skip this collective?)", peer,
+                 v.rank_state == PEER_FINALIZING ? "is in" : "has called", me, mine_s);
+        return fail(e, WEFT_EMISMATCH, msg);
+    }
+    return WEFT_OK;
+}
+
+int watch_stalled(exec_t *e)
+{
+    if (!e->desc || !e->x->ops->peer_view)
+        return WEFT_OK;
+    int last = -1;
+    for (uint32_t i = 0; i < e->s->nsteps; i++) {
+        if (!in_flight(e, i) || e->s->steps[i].peer == last)
+            continue;
+        last = e->s->steps[i].peer;
+        int rc = check_peer(e, i);
+        if (rc || e->ndone == e->s->nsteps)
+            return rc;
+    }
+    return WEFT_OK;
+}
+
+int watch_sent(exec_t *e)
+{
+    xport_t *x = e->x;
+    if (!e->desc || !x->ops->peer_view)
+        return WEFT_OK;
+    /* the first and the last peer: a root that is one in its own eyes only
+     * differs from all of them */
+    const sched_t *s = e->s;
+    int first = -1, lastp = -1;
+    for (uint32_t i = 0; i < s->nsteps; i++)
+        if (s->steps[i].kind == STEP_SEND) {
+            if (first < 0)
+                first = s->steps[i].peer;
+            lastp = s->steps[i].peer;
+        }
+    int peers[2] = {first, lastp};
+    for (int k = 0; k < 2; k++) {
+        if (peers[k] < 0 || (k && peers[1] == peers[0]))
+            continue;
+        peer_view_t v;
+        if (!x->ops->peer_view(x, e->world[peers[k]], e->desc->key, true, &v) && v.found &&
+            v.call.sig != e->desc->sig)
+            return differs(e, s->rank, peers[k], &v.call);
+    }
+    return WEFT_OK;
+}
+
+void watch_expired(exec_t *e, char *msg, size_t n)
+{
+    xport_t *x = e->x;
+    char mine_s[160];
+    const char *sep = "";
+    call_describe(e->desc ? e->desc : &(call_desc_t){0}, mine_s, sizeof mine_s);
+    size_t used = (size_t)snprintf(msg, n, "%s did not finish within %llu ms; waiting for",
+                                   mine_s, (unsigned long long)(e->limit_ns / 1000000ull));
+    int last = -1, named = 0;
+    for (uint32_t i = 0; i < e->s->nsteps && used < n; i++) {
+        if (!in_flight(e, i) || e->s->steps[i].peer == last)
+            continue;
+        int peer = last = e->s->steps[i].peer;
+        if (named++ == 8) {
+            used += (size_t)snprintf(msg + used, n - used, ", ...");
+            break;
+        }
+        peer_view_t v;
+        const char *where = "";
+        char buf[64] = "";
+        if (e->desc && x->ops->peer_view && !x->ops->peer_view(x, e->world[peer], e->desc->key,
+                                                                 false, &v)) {
+            if (v.found)
+                where = " (in this call)";
+            else if (v.any_on_ctx)
+                snprintf(buf, sizeof buf, " (has not arrived: its last call here is #%u)",
+                         v.latest_seq);
+            else
+                where = " (has not arrived)";
+        }
+        used += (size_t)snprintf(msg + used, n - used, "%s rank %d%s%s", sep, peer, where, buf);
+        sep = ",";
+    }
+}

@@ -1,0 +1,68 @@
+#!/bin/bash
+# Ranks that disagree, skip a call, stop, leave early or never join, and the
+# launcher's edges: every case must end (never hang), every rank must report
+# what test_mismatch allows, `weft run` must exit as documented, and nothing
+# may be left in /dev/shm.
+set -u
+weft=$1 prog=$2
+fails=0 passes=0
+before=$(ls /dev/shm 2>/dev/null | grep -c '^weft-')
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+# scenario np want-exit(0 | nonzero)
+scenario() {
+    local sc=$1 np=$2 want=$3 out st n
+    out=$(timeout 60 "$weft" run -n "$np" "$prog" "$sc" 2>&1)
+    st=$?
+    if [ "$st" -eq 124 ]; then fail "$sc at P=$np hung"; echo "$out"; return; fi
+    n=$(grep -c "^rank [0-9]*: $sc: ok$" <<<"$out")
+    if [ "$n" -ne "$np" ]; then
+        fail "$sc at P=$np: $n of $np ranks ok"; echo "$out" | head -20; return
+    fi
+    if [ "$want" = 0 ] && [ "$st" -ne 0 ]; then fail "$sc at P=$np: weft run exited $st"; echo "$out" | tail -3; return; fi
+    if [ "$want" = nonzero ] && [ "$st" -eq 0 ]; then fail "$sc at P=$np: weft run exited 0 after the job was aborted"; return; fi
+    passes=$((passes + 1))
+}
+
+for np in 2 3 5; do
+    for sc in bcast_roots reduce_roots user_ops algorithms fanouts colls skip finalize_early dup_split; do
+        scenario "$sc" "$np" nonzero
+    done
+    scenario wait_order "$np" 0
+    scenario finalize_busy "$np" 0
+    scenario revoke "$np" any
+    scenario stopped "$np" any
+done
+
+# the launcher's edges
+expect() { # want-status needle command...
+    local want=$1 needle=$2; shift 2
+    local err st
+    err=$(timeout 60 "$@" 2>&1 >/dev/null); st=$?
+    if [ "$st" -ne "$want" ] || ! grep -q -- "$needle" <<<"$err"; then
+        fail "'$*' exited $st (want $want), said: $err (want '$needle')"
+    else passes=$((passes + 1)); fi
+}
+# a rank that exits 0 without weft_init while the others joined
+expect 1 "rank 0 exited with status 0 without joining" \
+    "$weft" run -n 3 /bin/sh -c 'if [ $WEFT_RANK = 0 ]; then exit 0; fi; exec '"$prog"' wait_order'
+# two processes claiming rank 0 (the second is told, and the job ends)
+expect 1 "already joined" \
+    "$weft" run -n 2 /bin/sh -c 'if [ $WEFT_RANK = 1 ]; then WEFT_RANK=0 exec '"$prog"' wait_order; fi; exec '"$prog"' wait_order'
+# interrupted: said so, exit 128 + signal
+sig_out=$(mktemp)
+timeout 60 "$weft" run -n 2 /bin/sleep 30 2>"$sig_out" &
+pid=$!
+sleep 0.5
+kill -TERM "$(pgrep -P $pid -x weft || echo $pid)" 2>/dev/null
+wait $pid
+st=$?
+if [ "$st" -ne 143 ] || ! grep -q "interrupted" "$sig_out"; then
+    fail "SIGTERM to weft run: exit $st, said: $(cat "$sig_out")"
+else passes=$((passes + 1)); fi
+rm -f "$sig_out"
+
+after=$(ls /dev/shm 2>/dev/null | grep -c '^weft-')
+[ "$after" -le "$before" ] || fail "segments left in /dev/shm: $(ls /dev/shm | grep '^weft-')"
+echo "$passes passed, $fails failed"
+[ "$fails" -eq 0 ]

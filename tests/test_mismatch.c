@@ -1,0 +1,290 @@
+/* test_mismatch.c — ranks that disagree, skip, stop or leave early: every
+ * scenario must end on every rank with the error it names, never with a
+ * wrong result and never in a hang (run as `weft run -n P test_mismatch
+ * SCENARIO`; tests/mismatch.sh runs them all with a time limit).
+ *
+ * Each rank prints "rank R: SCENARIO: ok" when what it got is allowed:
+ * WEFT_EMISMATCH where this rank can see the disagreement, WEFT_EPEER where
+ * it learns of it from the rank that saw it first; nothing else. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "weft.h"
+
+static int P, me;
+#define CHECK_WHO() fprintf(stderr, "rank %d/%d: ", me, P)
+#include "testing.h"
+static weft_comm_t world;
+
+static void sum_a(const void *in, void *inout, size_t n, weft_dtype_t dt, void *ctx)
+{
+    for (size_t i = 0; i < n; i++)
+        ((int32_t *)inout)[i] += ((const int32_t *)in)[i];
+}
+static void sum_b(const void *in, void *inout, size_t n, weft_dtype_t dt, void *ctx)
+{
+    for (size_t i = 0; i < n; i++)
+        ((int32_t *)inout)[i] = ((const int32_t *)in)[i] + ((int32_t *)inout)[i];
+}
+
+/* a disagreement: this rank must fail with EMISMATCH or EPEER */
+static void expect_mismatch(const char *what, int rc)
+{
+    CHECK(rc == WEFT_EMISMATCH || rc == WEFT_EPEER, "%s: got %d (%s): %s", what, rc,
+          weft_strerror(rc), weft_last_error());
+    if (rc == WEFT_EMISMATCH)
+        CHECK(strstr(weft_last_error(), "rank"), "%s: the message names no rank: %s", what,
+              weft_last_error());
+    fprintf(stderr, "rank %d: %s -> %s: %s\n", me, what, weft_strerror(rc), weft_last_error());
+}
+
+/* After a failed call the job is aborted: the next call must fail fast too. */
+static void then_dead(void)
+{
+    int x = 1;
+    int rc = weft_allreduce(WEFT_IN_PLACE, &x, 1, WEFT_INT32, WEFT_SUM, world);
+    CHECK(rc != WEFT_OK, "a call after the job failed returned OK");
+}
+
+static int bcast_roots(void)
+{
+    int32_t v[4] = {me, me, me, me};
+    int rc = weft_bcast(v, 4, WEFT_INT32, me % 2, world);
+    if (rc == WEFT_OK) /* a root that left first: the job must be dead by its next call */
+        rc = weft_barrier(world);
+    expect_mismatch("bcast with root = rank % 2", rc);
+    return 0;
+}
+
+static int reduce_roots(void)
+{
+    int32_t v = me, out = 0;
+    int rc = weft_reduce(&v, &out, 1, WEFT_INT32, WEFT_SUM, me % 2, world);
+    if (rc == WEFT_OK)
+        rc = weft_barrier(world);
+    expect_mismatch("reduce with root = rank % 2", rc);
+    return 0;
+}
+
+static int user_ops(void)
+{
+    weft_op_t a, b;
+    weft_op_create(sum_a, NULL, 1, 0, &a);
+    weft_op_create(sum_b, NULL, 1, 0, &b);
+    int32_t v[8] = {1, 2, 3, 4, 5, 6, 7, 8}, out[8];
+    int rc = weft_allreduce(v, out, 8, WEFT_INT32, me == 0 ? a : b, world);
+    if (rc == WEFT_OK)
+        rc = weft_barrier(world);
+    expect_mismatch("different user ops", rc);
+    return 0;
+}
+
+static int algorithms(void)
+{
+    weft_set_algorithm(world, WEFT_COLL_ALLREDUCE, me == 0 ? "ring" : "recursive_doubling", NULL);
+    int32_t v[64] = {0};
+    int rc = weft_allreduce(WEFT_IN_PLACE, v, 64, WEFT_INT32, WEFT_SUM, world);
+    expect_mismatch("ring against recursive_doubling", rc);
+    return 0;
+}
+
+static int fanouts(void)
+{
+    weft_set_algorithm(world, WEFT_COLL_ALLREDUCE, "dissem", me == 0 ? "fanout=1" : "fanout=2");
+    int32_t v[16] = {0};
+    int rc = weft_allreduce(WEFT_IN_PLACE, v, 16, WEFT_INT32, WEFT_MAX, world);
+    expect_mismatch("dissem fanout=1 against fanout=2", rc);
+    return 0;
+}
+
+static int colls(void)
+{
+    int32_t v[4] = {me, 0, 0, 0};
+    int rc = me == 0 ? weft_allreduce(WEFT_IN_PLACE, v, 4, WEFT_INT32, WEFT_SUM, world)
+                     : weft_bcast(v, 4, WEFT_INT32, 0, world);
+    if (rc == WEFT_OK)
+        rc = weft_barrier(world);
+    expect_mismatch("allreduce against bcast", rc);
+    return 0;
+}
+
+static int skip(void)
+{
+    int32_t v[4] = {me, 0, 0, 0};
+    int rc = WEFT_OK;
+    if (me != P - 1)
+        rc = weft_bcast(v, 4, WEFT_INT32, 0, world);
+    if (rc == WEFT_OK)
+        rc = weft_allreduce(WEFT_IN_PLACE, v, 4, WEFT_INT32, WEFT_SUM, world);
+    if (rc == WEFT_OK)
+        rc = weft_barrier(world);
+    expect_mismatch("the last rank skips a bcast", rc);
+    return 0;
+}
+
+static int finalize_early(void)
+{
+    int32_t v[4] = {me, 0, 0, 0};
+    int rc = me == P - 1 ? weft_finalize()
+                         : weft_allreduce(WEFT_IN_PLACE, v, 4, WEFT_INT32, WEFT_SUM, world);
+    expect_mismatch("the last rank finalizes during an allreduce", rc);
+    return me == P - 1 ? 1 : 0; /* already finalized */
+}
+
+static int dup_split(void)
+{
+    weft_comm_t c = NULL;
+    int rc = me == 0 ? weft_comm_dup(world, &c) : weft_comm_split(world, 0, me, &c);
+    if (rc == WEFT_OK)
+        rc = weft_barrier(world);
+    expect_mismatch("comm_dup against comm_split", rc);
+    return 0;
+}
+
+/* MPI's progress rule: two split-phase calls waited in opposite orders. */
+static int wait_order(void)
+{
+    weft_comm_t a, b;
+    CHECK(weft_comm_dup(world, &a) == WEFT_OK, "dup a: %s", weft_last_error());
+    CHECK(weft_comm_dup(world, &b) == WEFT_OK, "dup b: %s", weft_last_error());
+    int32_t x[1000], y[1000], rx[1000], ry[1000];
+    for (int i = 0; i < 1000; i++)
+        x[i] = me + i, y[i] = 2 * me - i;
+    weft_request_t ra, rb;
+    CHECK(weft_iallreduce(x, rx, 1000, WEFT_INT32, WEFT_SUM, a, &ra) == WEFT_OK, "start a");
+    CHECK(weft_iallreduce(y, ry, 1000, WEFT_INT32, WEFT_SUM, b, &rb) == WEFT_OK, "start b");
+    weft_request_t *first = me % 2 ? &rb : &ra, *second = me % 2 ? &ra : &rb;
+    CHECK(weft_wait(first) == WEFT_OK, "first wait: %s", weft_last_error());
+    CHECK(weft_wait(second) == WEFT_OK, "second wait: %s", weft_last_error());
+    long s = (long)P * (P - 1) / 2;
+    for (int i = 0; i < 1000; i++) {
+        CHECK(rx[i] == s + (long)P * i, "a[%d] = %d", i, rx[i]);
+        CHECK(ry[i] == 2 * s - (long)P * i, "b[%d] = %d", i, ry[i]);
+    }
+    weft_comm_free(&a);
+    weft_comm_free(&b);
+    fprintf(stderr, "rank %d: opposite wait orders finished\n", me);
+    return 0;
+}
+
+/* A stopped peer: the others give up after the communicator's timeout,
+ * naming it; the late one then finds the call abandoned. */
+static int stopped(void)
+{
+    weft_comm_set_timeout(world, 300);
+    if (me == P - 1)
+        sleep(2);
+    int32_t v = 1;
+    double t0 = (double)clock() / CLOCKS_PER_SEC;
+    (void)t0;
+    int rc = weft_allreduce(WEFT_IN_PLACE, &v, 1, WEFT_INT32, WEFT_SUM, world);
+    if (me == P - 1) {
+        /* its peers' data is already there, so it may even finish */
+        CHECK(rc == WEFT_OK || rc == WEFT_EPEER || rc == WEFT_EMISMATCH, "the late rank got %d: %s",
+              rc, weft_last_error());
+    } else {
+        char want[32];
+        snprintf(want, sizeof want, "rank %d", P - 1);
+        CHECK(rc == WEFT_ETIMEDOUT, "got %d, want WEFT_ETIMEDOUT: %s", rc, weft_last_error());
+        CHECK(rc != WEFT_ETIMEDOUT || strstr(weft_last_error(), "revoked"),
+              "the message does not say the communicator is revoked: %s", weft_last_error());
+        rc = weft_barrier(world);
+        CHECK(rc == WEFT_EREVOKED, "a call on the revoked world got %d", rc);
+    }
+    fprintf(stderr, "rank %d: stopped peer -> %s\n", me, weft_last_error());
+    return 0;
+}
+
+/* weft_finalize with an unfinished *_timeout call: EBUSY, and weft stays
+ * usable until the call is finished. */
+static int finalize_busy(void)
+{
+    int32_t v = me, out = 0;
+    if (me == 1)
+        usleep(300000);
+    int rc = weft_allreduce_timeout(&v, &out, 1, WEFT_INT32, WEFT_SUM, world, WEFT_TEST);
+    if (me == 0) {
+        CHECK(rc == WEFT_ETIMEDOUT, "the first try finished early (%d)", rc);
+        CHECK(weft_finalize() == WEFT_EBUSY, "finalize with an unfinished call: %s",
+              weft_last_error());
+        CHECK(weft_initialized(), "weft_finalize de-initialised while refusing");
+    }
+    while (rc == WEFT_ETIMEDOUT)
+        rc = weft_allreduce_timeout(&v, &out, 1, WEFT_INT32, WEFT_SUM, world, 10);
+    CHECK(rc == WEFT_OK && out == P * (P - 1) / 2, "finishing the call: %d, %d", rc, out);
+    fprintf(stderr, "rank %d: finalize refused while busy\n", me);
+    return 0;
+}
+
+/* weft_comm_revoke abandons an unfinished *_timeout call; the peers that
+ * wait for it learn so. */
+static int revoke_call(void)
+{
+    int32_t v = me, out = 0;
+    int rc;
+    if (me == 0) {
+        weft_comm_t c;
+        CHECK(weft_comm_dup(world, &c) == WEFT_OK, "dup");
+        weft_comm_free(&c);
+        /* rank 0 starts, then gives up before the others can finish */
+        rc = weft_allreduce_timeout(&v, &out, 1, WEFT_INT32, WEFT_SUM, world, WEFT_TEST);
+        CHECK(rc == WEFT_ETIMEDOUT || rc == WEFT_OK, "start: %d", rc);
+        CHECK(weft_comm_revoke(world) == WEFT_OK, "revoke");
+        CHECK(weft_barrier(world) == WEFT_EREVOKED, "a call after revoke");
+        fprintf(stderr, "rank 0: revoked\n");
+        return 0;
+    }
+    weft_comm_t c;
+    CHECK(weft_comm_dup(world, &c) == WEFT_OK, "dup");
+    weft_comm_free(&c);
+    usleep(200000);
+    rc = weft_allreduce(&v, &out, 1, WEFT_INT32, WEFT_SUM, world);
+    CHECK(rc == WEFT_EPEER || rc == WEFT_OK, "waiting for a revoked call: %d: %s", rc,
+          weft_last_error());
+    fprintf(stderr, "rank %d: after the revoke -> %s\n", me, weft_last_error());
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (weft_init(&argc, &argv) != WEFT_OK) {
+        fprintf(stderr, "init: %s\n", weft_last_error());
+        return 1;
+    }
+    world = weft_comm_world();
+    P = weft_comm_size(world);
+    me = weft_comm_rank(world);
+    const char *sc = argc > 1 ? argv[1] : "";
+    static const struct {
+        const char *name;
+        int (*fn)(void);
+        int dead; /* the job is aborted afterwards */
+    } tab[] = {{"bcast_roots", bcast_roots, 1}, {"reduce_roots", reduce_roots, 1},
+               {"user_ops", user_ops, 1},       {"algorithms", algorithms, 1},
+               {"fanouts", fanouts, 1},         {"colls", colls, 1},
+               {"skip", skip, 1},               {"finalize_early", finalize_early, 1},
+               {"dup_split", dup_split, 1},     {"wait_order", wait_order, 0},
+               {"stopped", stopped, 0},         {"finalize_busy", finalize_busy, 0},
+               {"revoke", revoke_call, 0}};
+    int finalized = 0, found = 0;
+    for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
+        if (!strcmp(sc, tab[i].name)) {
+            found = 1;
+            finalized = tab[i].fn();
+            if (tab[i].dead && !finalized)
+                then_dead();
+        }
+    CHECK(found, "unknown scenario '%s'", sc);
+    if (!finalized) {
+        int rc = weft_finalize();
+        (void)rc; /* after an aborted job or a revoked world, finalize may fail */
+    }
+    if (failures)
+        fprintf(stderr, "rank %d: %s: %d of %d checks failed\n", me, sc, failures, checks);
+    else
+        printf("rank %d: %s: ok\n", me, sc);
+    return failures ? 1 : 0;
+}
