@@ -5,7 +5,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all build bench test install sanitize tsan clean
+.PHONY: all build bench test install sanitize tsan clang clean
 
 all: build
 
@@ -46,5 +46,15 @@ tsan:
 	cd build-tsan && TSAN_OPTIONS=halt_on_error=1 \
 	  ctest --output-on-failure -j $(JOBS) -R '^(coll_np(2|3|4|5)|errors_np3|threads_np.*)$$'
 
+# The build with clang (Debian's), warnings as errors, and the unit, error
+# and data tests it must pass.
+clang:
+	bash tests/deps.sh
+	command -v clang >/dev/null || { echo "missing clang: apt-get install clang"; exit 1; }
+	CC=clang cmake -S . -B build-clang -DCMAKE_BUILD_TYPE=Release -DWEFT_WERROR=ON
+	cmake --build build-clang -j $(JOBS)
+	cd build-clang && ctest --output-on-failure -j $(JOBS) -L '^(unit|errors)$$'
+	cd build-clang && ctest --output-on-failure -j $(JOBS) -R '^coll_np(3|8)$$'
+
 clean:
-	rm -rf $(BUILD) build-asan build-tsan
+	rm -rf $(BUILD) build-asan build-tsan build-clang

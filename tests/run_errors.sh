@@ -25,5 +25,14 @@ expect 2 "np" "$weft" bench allreduce --np 0
 expect 2 "sizes" "$weft" bench allreduce --sizes 10:2
 expect 2 "np-range" "$weft" check allreduce --np-range 0:5
 expect 2 "unknown collective" "$weft" check frob
+expect 2 "must be 1..65536" "$weft" run -n -1 /bin/true
+expect 2 "must be 1..65536" "$weft" run -n abc /bin/true
+expect 2 "want a count" "$weft" check allreduce --count abc
+expect 2 "want a rank" "$weft" check bcast --root abc
+expect 2 "sizes" "$weft" bench allreduce --sizes -5
+expect 2 "sizes" "$weft" bench allreduce --sizes 4:-1
+expect 2 "want a rank" "$weft" bench bcast --root abc
+expect 2 "want a count 1" "$weft" bench allreduce --iters 0
+expect 2 "integer datatypes only" "$weft" bench allreduce --op band --dtype float32
 echo "$passes passed, $fails failed"
 [ "$fails" -eq 0 ]

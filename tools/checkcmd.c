@@ -105,7 +105,7 @@ static int check_one_p(const algo_t *al, const check_opts_t *o, const algo_param
     if (!rooted(al->coll))
         roots[nr++] = 0;
     else if (o->root >= 0)
-        roots[nr++] = o->root < P ? o->root : P - 1;
+        roots[nr++] = o->root < P ? o->root : P - 1; /* --root beyond P: the last rank */
     else if (full) {
         roots[nr++] = 0;
         if (P > 2)
@@ -320,10 +320,24 @@ int cmd_check(int argc, char **argv)
                 return 2;
             }
             i++;
-        } else if (!strcmp(argv[i], "--count") && v)
-            o.count = atol(v), i++;
-        else if (!strcmp(argv[i], "--root") && v)
-            o.root = atoi(v), i++;
+        } else if (!strcmp(argv[i], "--count") && v) {
+            char *e;
+            long long c = strtoll(v, &e, 10);
+            if (*e || e == v || c < 0 || c > (1ll << 40)) {
+                fprintf(stderr, "weft check: --count %s: want a count 0..2^40\n", v);
+                return 2;
+            }
+            o.count = (long)c, i++;
+        } else if (!strcmp(argv[i], "--root") && v) {
+            char *e;
+            long r = strtol(v, &e, 10);
+            if (*e || e == v || r < 0 || r > 65535) {
+                fprintf(stderr, "weft check: --root %s: want a rank 0..65535 (roots past P-1 "
+                                "are refused per P)\n", v);
+                return 2;
+            }
+            o.root = (int)r, i++;
+        }
         else if (!strcmp(argv[i], "--params") && v)
             o.params = v, i++;
         else if (!strcmp(argv[i], "--skip") && v)

@@ -34,16 +34,17 @@ static void usage(FILE *f)
 
 static int cmd_run(int argc, char **argv)
 {
-    int np = -1, verbose = 0, i = 1;
+    int np = 0, have_np = 0, verbose = 0, i = 1;
     for (; i < argc; i++) {
         if ((!strcmp(argv[i], "-n") || !strcmp(argv[i], "-np")) && i + 1 < argc) {
             char *e;
             long v = strtol(argv[++i], &e, 10);
-            if (*e || v < -1000000 || v > 1000000) {
-                fprintf(stderr, "weft run: -n wants a number, not '%s'\n", argv[i]);
+            if (*e || e == argv[i] || v < 1 || v > 65536) {
+                fprintf(stderr, "weft run: -n %s: the number of ranks must be 1..65536\n",
+                        argv[i]);
                 return 2;
             }
-            np = (int)v;
+            np = (int)v, have_np = 1;
         } else if (!strcmp(argv[i], "-v")) {
             verbose = 1;
         } else if (!strcmp(argv[i], "--")) {
@@ -56,7 +57,7 @@ static int cmd_run(int argc, char **argv)
             break;
         }
     }
-    if (np == -1) {
+    if (!have_np) {
         fprintf(stderr, "weft run: give the number of ranks with -n P\n");
         return 2;
     }

@@ -57,10 +57,14 @@ int config_choices_from_env(algo_choice_t *choice)
         const char *name = getenv(var), *params = getenv(pvar);
         int rc = config_choice((weft_coll_t)c, name, params, &choice[c]);
         if (rc) {
+            /* blame the variable at fault: the name when it names nothing,
+             * else the parameters */
+            bool name_bad = name && *name && strcmp(name, "auto") &&
+                            !algo_find((weft_coll_t)c, name);
             char msg[512];
             snprintf(msg, sizeof msg, "%s", weft_last_error());
-            return weft_error(rc, "%s=%s: %s", name && *name ? var : pvar,
-                              name && *name ? name : params, msg);
+            return weft_error(rc, "%s=%s: %s", name_bad ? var : pvar, name_bad ? name : params,
+                              msg);
         }
     }
     return WEFT_OK;

@@ -105,7 +105,7 @@ weft_err_t weft_op_free(weft_op_t *op)
 {
     if (!op)
         return weft_error(WEFT_EINVAL, "weft_op_free: op must not be NULL");
-    int i = *op - USER_OP_BASE;
+    long i = (long)*op - USER_OP_BASE; /* no overflow for INT_MIN */
     pthread_mutex_lock(&user_ops_lock);
     if (i < 0 || i >= USER_OP_MAX || !user_ops[i].used) {
         pthread_mutex_unlock(&user_ops_lock);
@@ -119,7 +119,7 @@ weft_err_t weft_op_free(weft_op_t *op)
 
 weft_err_t weft_op_set_origin(weft_op_t op, const void *origin)
 {
-    int i = op - USER_OP_BASE;
+    long i = (long)op - USER_OP_BASE; /* no overflow for INT_MIN */
     pthread_mutex_lock(&user_ops_lock);
     if (i < 0 || i >= USER_OP_MAX || !user_ops[i].used) {
         pthread_mutex_unlock(&user_ops_lock);
@@ -158,7 +158,7 @@ int op_lookup(weft_op_t op, weft_dtype_t dt, op_info_t *out)
         out->ident = (uint64_t)op + 1;
         return WEFT_OK;
     }
-    int i = op - USER_OP_BASE;
+    long i = (long)op - USER_OP_BASE; /* no overflow for INT_MIN */
     bool ok = false;
     pthread_mutex_lock(&user_ops_lock);
     if (i >= 0 && i < USER_OP_MAX && user_ops[i].used) {
@@ -434,12 +434,27 @@ static const reduce_kernel_fn kernels[WEFT_DTYPE_COUNT][WEFT_OP_BUILTIN_COUNT] =
     [WEFT_FLOAT32] = FLOAT_ROW(f32), [WEFT_FLOAT64] = FLOAT_ROW(f64),
 };
 
+#ifdef HAVE_F16C_KERNELS
+#include <cpuid.h>
+/* F16C from CPUID itself: clang 14 (Debian's) has no "f16c" for
+ * __builtin_cpu_supports. */
+static bool cpu_has_f16c(void)
+{
+    static int has = -1; /* CPUID traps under some hypervisors: ask once */
+    if (has < 0) {
+        unsigned a, b, c, d;
+        has = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+    }
+    return has;
+}
+#endif
+
 reduce_kernel_fn reduce_kernel(int builtin_op, weft_dtype_t dt)
 {
     if (!dtype_valid(dt) || builtin_op < 0 || builtin_op >= WEFT_OP_BUILTIN_COUNT)
         return NULL;
 #ifdef HAVE_F16C_KERNELS
-    if (dt == WEFT_FLOAT16 && builtin_op <= WEFT_MAX && __builtin_cpu_supports("f16c") &&
+    if (dt == WEFT_FLOAT16 && builtin_op <= WEFT_MAX && cpu_has_f16c() &&
         __builtin_cpu_supports("avx2")) {
         static const reduce_kernel_fn f16c[4] = {k_sum_f16c, k_prod_f16c, k_min_f16c, k_max_f16c};
         return f16c[builtin_op];
