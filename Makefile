@@ -49,8 +49,7 @@ tsan:
 # The build with clang (Debian's), warnings as errors, and the unit, error
 # and data tests it must pass.
 clang:
-	bash tests/deps.sh
-	command -v clang >/dev/null || { echo "missing clang: apt-get install clang"; exit 1; }
+	bash tests/deps.sh clang
 	CC=clang cmake -S . -B build-clang -DCMAKE_BUILD_TYPE=Release -DWEFT_WERROR=ON
 	cmake --build build-clang -j $(JOBS)
 	cd build-clang && ctest --output-on-failure -j $(JOBS) -L '^(unit|errors)$$'

@@ -104,7 +104,7 @@ WEFT_API weft_err_t weft_comm_free(weft_comm_t *comm);
 
 /* ---- stopped peers: timeouts and revocation ----
  * A blocking call (or weft_wait, or a *_timeout call, counted from its
- * first call) that has not finished timeout_ms after it started returns
+ * first call) that has waited timeout_ms without finishing returns
  * WEFT_ETIMEDOUT with a message naming the ranks it waits for and where
  * each is, and revokes the communicator.  0: no timeout (the default, or
  * WEFT_TIMEOUT_MS from the environment for every new communicator).  The

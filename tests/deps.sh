@@ -1,9 +1,15 @@
 #!/bin/bash
 # What the tests need beyond gcc and cmake.  Installed with apt-get when we
 # can (root); otherwise the missing package is named and the tests stop:
-# they never skip silently.
+# they never skip silently.  Extra needs by argument: `deps.sh clang`.
 set -u
 need=()
+for extra in "$@"; do
+    case $extra in
+        clang) command -v clang >/dev/null || need+=(clang) ;;
+        *) echo "tests/deps.sh: unknown need '$extra'" >&2; exit 2 ;;
+    esac
+done
 command -v mpicc >/dev/null && command -v mpirun >/dev/null || need+=(openmpi-bin libopenmpi-dev)
 command -v pkg-config >/dev/null || need+=(pkg-config)
 [ ${#need[@]} -eq 0 ] && exit 0

@@ -51,11 +51,13 @@ expect 1 "already joined" \
     "$weft" run -n 2 /bin/sh -c 'if [ $WEFT_RANK = 1 ]; then WEFT_RANK=0 exec '"$prog"' wait_order; fi; exec '"$prog"' wait_order'
 # interrupted: said so, exit 128 + signal
 sig_out=$(mktemp)
-timeout 60 "$weft" run -n 2 /bin/sleep 30 2>"$sig_out" &
+"$weft" run -n 2 /bin/sleep 30 2>"$sig_out" &
 pid=$!
 sleep 0.5
-kill -TERM "$(pgrep -P $pid -x weft || echo $pid)" 2>/dev/null
-wait $pid
+kill -TERM "$pid"
+for _ in $(seq 600); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+kill -KILL "$pid" 2>/dev/null && fail "weft run outlived SIGTERM by a minute"
+wait "$pid"
 st=$?
 if [ "$st" -ne 143 ] || ! grep -q "interrupted" "$sig_out"; then
     fail "SIGTERM to weft run: exit $st, said: $(cat "$sig_out")"

@@ -37,17 +37,6 @@ static int build_rank(void *ctx, int rank, sched_t *out)
     return algo_build(b->al, &a, out);
 }
 
-static bool rooted(weft_coll_t c)
-{
-    return c == WEFT_COLL_BCAST || c == WEFT_COLL_REDUCE || c == WEFT_COLL_SCATTER ||
-           c == WEFT_COLL_GATHER;
-}
-
-static bool reduction(weft_coll_t c)
-{
-    return c == WEFT_COLL_ALLREDUCE || c == WEFT_COLL_REDUCE || c == WEFT_COLL_REDUCE_SCATTER;
-}
-
 static bool vector_coll(weft_coll_t c)
 {
     return c == WEFT_COLL_ALLREDUCE || c == WEFT_COLL_REDUCE || c == WEFT_COLL_BCAST;
@@ -102,7 +91,7 @@ static int check_one_p(const algo_t *al, const check_opts_t *o, const algo_param
         counts[nc++] = 0;
     }
     int roots[3], nr = 0;
-    if (!rooted(al->coll))
+    if (!coll_is_rooted(al->coll))
         roots[nr++] = 0;
     else if (o->root >= 0)
         roots[nr++] = o->root < P ? o->root : P - 1; /* --root beyond P: the last rank */
@@ -164,7 +153,7 @@ static int check_cases(const algo_t *al, build_ctx_t *bp, const uint64_t *counts
                      * whose schedule then differs */
                     bool ordered = variant == 1 && !al->usable;
                     if (variant == 1 && !al->usable &&
-                        (!reduction(al->coll) || (al->flags & ALGO_NEEDS_COMMUTATIVE)))
+                        (!coll_is_reduction(al->coll) || (al->flags & ALGO_NEEDS_COMMUTATIVE)))
                         continue;
                     if (variant == 2 && !(al->flags & ALGO_USES_INVERSE))
                         continue;

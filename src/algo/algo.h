@@ -74,6 +74,17 @@ int algo_build(const algo_t *al, const coll_args_t *a, sched_t *s);
 /* Parses "key=value,..." into p (keys must be in al->params). */
 int algo_parse_params(const algo_t *al, const char *text, algo_params_t *p);
 
+/* Collectives with a root, and those that reduce. */
+static inline bool coll_is_rooted(weft_coll_t c)
+{
+    return c == WEFT_COLL_BCAST || c == WEFT_COLL_REDUCE || c == WEFT_COLL_SCATTER ||
+           c == WEFT_COLL_GATHER;
+}
+static inline bool coll_is_reduction(weft_coll_t c)
+{
+    return c == WEFT_COLL_ALLREDUCE || c == WEFT_COLL_REDUCE || c == WEFT_COLL_REDUCE_SCATTER;
+}
+
 /* ---- helpers shared by the families (pattern arithmetic) ---- */
 
 /* Block i of n elements cut into p nearly equal blocks. */
@@ -194,6 +205,11 @@ int algo_twotree_sc_allreduce(sched_t *s, const coll_args_t *a);
  * none exists */
 int twotree_s_colours(int P, signed char *col);
 int algo_hier_bcast(sched_t *s, const coll_args_t *a);
+/* The parts of the compositions: hier's algorithm among node leaders
+ * (inter=, default rabenseifner for allreduce, binomial otherwise), and
+ * reduce_bcast's reduce or bcast (default binomial). */
+const char *hier_inter_name(const coll_args_t *a);
+const char *reduce_bcast_part_name(const coll_args_t *a, weft_coll_t part);
 int algo_hier_reduce(sched_t *s, const coll_args_t *a);
 
 #endif

@@ -9,12 +9,16 @@
 
 #include "algo.h"
 
+const char *reduce_bcast_part_name(const coll_args_t *a, weft_coll_t part)
+{
+    const char *n = part == WEFT_COLL_REDUCE ? a->params.reduce : a->params.bcast;
+    return n[0] ? n : "binomial";
+}
+
 int algo_reduce_bcast_allreduce(sched_t *s, const coll_args_t *a)
 {
-    const char *rn = a->params.reduce[0] ? a->params.reduce : "binomial";
-    const char *bn = a->params.bcast[0] ? a->params.bcast : "binomial";
-    const algo_t *ra = algo_find(WEFT_COLL_REDUCE, rn);
-    const algo_t *ba = algo_find(WEFT_COLL_BCAST, bn);
+    const algo_t *ra = algo_find(WEFT_COLL_REDUCE, reduce_bcast_part_name(a, WEFT_COLL_REDUCE));
+    const algo_t *ba = algo_find(WEFT_COLL_BCAST, reduce_bcast_part_name(a, WEFT_COLL_BCAST));
     if (!ra || !ba)
         return WEFT_EINVAL;
     coll_args_t sub = *a;

@@ -79,9 +79,11 @@ static int sub_build(sched_t *s, const coll_args_t *a, weft_coll_t coll, const c
     return rc;
 }
 
-static const char *inter_name(const coll_args_t *a, const char *dflt)
+const char *hier_inter_name(const coll_args_t *a)
 {
-    return a->params.inter[0] ? a->params.inter : dflt;
+    if (a->params.inter[0])
+        return a->params.inter;
+    return a->coll == WEFT_COLL_ALLREDUCE ? "rabenseifner" : "binomial";
 }
 
 int algo_hier_allreduce(sched_t *s, const coll_args_t *a)
@@ -96,7 +98,7 @@ int algo_hier_allreduce(sched_t *s, const coll_args_t *a)
     /* 2: leaders allreduce that in place */
     if (!rc && g.myidx == 0) {
         sched_remap(s, BUF_IN, BUF_OUT, 0);
-        rc = sub_build(s, a, WEFT_COLL_ALLREDUCE, inter_name(a, "rabenseifner"), g.leaders,
+        rc = sub_build(s, a, WEFT_COLL_ALLREDUCE, hier_inter_name(a), g.leaders,
                        g.nnodes, g.mynode, 0, o, 1);
         sched_remap_reset(s);
     }
@@ -128,7 +130,7 @@ int algo_hier_bcast(sched_t *s, const coll_args_t *a)
     }
     /* 2: leaders broadcast from the root's leader */
     if (g.myidx == 0)
-        rc = sub_build(s, a, WEFT_COLL_BCAST, inter_name(a, "binomial"), g.leaders, g.nnodes,
+        rc = sub_build(s, a, WEFT_COLL_BCAST, hier_inter_name(a), g.leaders, g.nnodes,
                        g.mynode, rnode, o, 1);
     /* 3: every leader broadcasts inside its node (the root's node too: the
      * root just gets its own data again) */
@@ -160,7 +162,7 @@ int algo_hier_reduce(sched_t *s, const coll_args_t *a)
     /* 2: leaders reduce to the root's leader, in place */
     if (!rc && leader) {
         sched_remap(s, BUF_IN, acc_in_tmp ? BUF_TMP : BUF_OUT, t);
-        rc = sub_build(s, a, WEFT_COLL_REDUCE, inter_name(a, "binomial"), g.leaders, g.nnodes,
+        rc = sub_build(s, a, WEFT_COLL_REDUCE, hier_inter_name(a), g.leaders, g.nnodes,
                        g.mynode, rnode, o, 1);
     }
     sched_remap_reset(s);

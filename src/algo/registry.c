@@ -218,12 +218,11 @@ const algo_t *algo_find(weft_coll_t coll, const char *name)
 static const algo_t *part_of(const algo_t *al, const coll_args_t *a)
 {
     if (al->build == algo_reduce_bcast_allreduce)
-        return algo_find(WEFT_COLL_REDUCE, a->params.reduce[0] ? a->params.reduce : "binomial");
+        return algo_find(WEFT_COLL_REDUCE, reduce_bcast_part_name(a, WEFT_COLL_REDUCE));
     if (al->flags & ALGO_TOPOLOGY) {
-        static const char *const dflt[WEFT_COLL_COUNT] = {
-            [WEFT_COLL_ALLREDUCE] = "rabenseifner", [WEFT_COLL_BCAST] = "binomial",
-            [WEFT_COLL_REDUCE] = "binomial"};
-        return algo_find(al->coll, a->params.inter[0] ? a->params.inter : dflt[al->coll]);
+        coll_args_t own = *a;
+        own.coll = al->coll;
+        return algo_find(al->coll, hier_inter_name(&own));
     }
     return NULL;
 }
@@ -262,8 +261,8 @@ static int usable_why(const algo_t *al, const coll_args_t *a, char *why, size_t 
 {
     if (al->usable && al->usable(a, why, n))
         return -1;
-    if ((al->flags & ALGO_TOPOLOGY) && part_of(al, a)) {
-        const algo_t *inter = part_of(al, a);
+    const algo_t *inter = al->flags & ALGO_TOPOLOGY ? part_of(al, a) : NULL;
+    if (inter) {
         coll_args_t sub = leaders_args(a);
         char sw[200];
         if (usable_why(inter, &sub, sw, sizeof sw)) {
@@ -307,8 +306,8 @@ static void alternatives(const coll_args_t *a, char *out, size_t n)
 int algo_check_usable(const algo_t *al, const coll_args_t *a)
 {
     if (al->build == algo_reduce_bcast_allreduce) {
-        const char *rn = a->params.reduce[0] ? a->params.reduce : "binomial";
-        const char *bn = a->params.bcast[0] ? a->params.bcast : "binomial";
+        const char *rn = reduce_bcast_part_name(a, WEFT_COLL_REDUCE);
+        const char *bn = reduce_bcast_part_name(a, WEFT_COLL_BCAST);
         if (!algo_find(WEFT_COLL_REDUCE, rn))
             return weft_error(WEFT_EINVAL, "reduce_bcast: unknown reduce algorithm '%s'", rn);
         if (!algo_find(WEFT_COLL_BCAST, bn))

@@ -79,31 +79,38 @@ static sched_entry_t *cache_get(weft_comm_t c, const algo_t *al, const coll_args
     victim->invertible = a->invertible;
     victim->params = a->params;
     victim->s = s;
-    bool sends = false, recvs = false;
+    /* once per schedule, not per call: what describe_call and watch_sent need */
+    uint32_t ph = 2166136261u;
+    const unsigned char *pb = (const unsigned char *)&a->params;
+    for (size_t i = 0; i < sizeof a->params; i++)
+        ph = (ph ^ pb[i]) * 16777619u;
+    victim->params_hash = ph;
+    uint32_t sig = 2166136261u;
+    sig = fnv(sig, (uint64_t)a->coll);
+    sig = fnv(sig, (uint64_t)(al - algo_table(&(size_t){0})));
+    sig = fnv(sig, a->count);
+    sig = fnv(sig, (uint64_t)(uint32_t)a->root);
+    sig = fnv(sig, ph);
+    victim->sig = sig;
+    victim->sent_to[0] = victim->sent_to[1] = -1;
+    bool recvs = false;
     for (uint32_t i = 0; i < s.nsteps; i++) {
-        sends |= s.steps[i].kind == STEP_SEND;
+        if (s.steps[i].kind == STEP_SEND) {
+            if (victim->sent_to[0] < 0)
+                victim->sent_to[0] = s.steps[i].peer;
+            victim->sent_to[1] = s.steps[i].peer;
+        }
         recvs |= s.steps[i].kind == STEP_RECV || s.steps[i].kind == STEP_RECV_REDUCE;
     }
-    victim->send_only = sends && !recvs;
+    if (recvs)
+        victim->sent_to[0] = victim->sent_to[1] = -1;
     victim->last_use = c->clock;
     return victim;
 }
 
-static void describe_call(weft_comm_t comm, const algo_t *al, const coll_args_t *a,
-                          weft_dtype_t dt, uint64_t op_ident, call_desc_t *d);
+static void describe_call(weft_comm_t comm, const sched_entry_t *ent, weft_dtype_t dt,
+                          uint64_t op_ident, call_desc_t *d);
 static int wait_and_finish(weft_request_t r, int timeout_ms);
-
-static bool is_rooted(weft_coll_t coll)
-{
-    return coll == WEFT_COLL_BCAST || coll == WEFT_COLL_REDUCE || coll == WEFT_COLL_SCATTER ||
-           coll == WEFT_COLL_GATHER;
-}
-
-static bool is_reduction(weft_coll_t coll)
-{
-    return coll == WEFT_COLL_ALLREDUCE || coll == WEFT_COLL_REDUCE ||
-           coll == WEFT_COLL_REDUCE_SCATTER;
-}
 
 int coll_run(weft_comm_t comm, weft_coll_t coll, const void *in, void *out, size_t count,
              weft_dtype_t dt, weft_op_t op, int root, bool inplace, weft_request_t *reqp)
@@ -133,7 +140,7 @@ int coll_run(weft_comm_t comm, weft_coll_t coll, const void *in, void *out, size
     if (count > lim / es / (blocks ? (uint64_t)P : 1))
         return weft_error(WEFT_EINVAL, "%s: count %zu of %s overflows the address space", cn,
                           count, weft_dtype_name(dt));
-    if (is_rooted(coll) && (root < 0 || root >= P))
+    if (coll_is_rooted(coll) && (root < 0 || root >= P))
         return weft_error(WEFT_EINVAL, "%s: root %d out of range (communicator of %d ranks)", cn,
                           root, P);
     coll_args_t a;
@@ -141,7 +148,7 @@ int coll_run(weft_comm_t comm, weft_coll_t coll, const void *in, void *out, size
     a.coll = coll;
     a.nrank = P;
     a.rank = comm->rank;
-    a.root = is_rooted(coll) ? root : 0;
+    a.root = coll_is_rooted(coll) ? root : 0;
     a.count = count;
     a.esize = es;
     a.node_of = comm->node_of;
@@ -149,7 +156,7 @@ int coll_run(weft_comm_t comm, weft_coll_t coll, const void *in, void *out, size
     reducer_t red;
     memset(&red, 0, sizeof red);
     uint64_t op_ident = 0;
-    if (is_reduction(coll)) {
+    if (coll_is_reduction(coll)) {
         op_info_t info;
         if ((rc = op_lookup(op, dt, &info)))
             return weft_error(rc, "%s: %s", cn, weft_last_error());
@@ -228,17 +235,19 @@ int coll_run(weft_comm_t comm, weft_coll_t coll, const void *in, void *out, size
     r->e.world = comm->world;
     r->e.red = red;
     r->e.tagbase = (uint64_t)comm->ctx << 48 | (uint64_t)(comm->seq & 0xffffffu) << 24;
-    describe_call(comm, al, &a, dt, op_ident, &r->desc);
+    describe_call(comm, ent, dt, op_ident, &r->desc);
     comm->seq++;
     r->e.sig = r->desc.sig;
     r->e.desc = &r->desc;
-    r->e.send_only = ent->send_only;
+    r->e.sent_to = ent->sent_to;
     r->e.limit_ns = comm->timeout_ns;
     ent->refs++;
     comm->active++;
-    r->counted = true;
-    __atomic_add_fetch(&weft_g.unfinished, 1, __ATOMIC_RELAXED);
-    exec_start(&r->e, inp, outp);
+    /* only split-phase calls can be unfinished when weft_finalize runs */
+    r->counted = reqp != NULL;
+    if (r->counted)
+        __atomic_add_fetch(&weft_g.unfinished, 1, __ATOMIC_RELAXED);
+    exec_start(&r->e, inp, outp, reqp != NULL);
     if (reqp) {
         *reqp = r;
         return WEFT_OK;
@@ -248,33 +257,24 @@ int coll_run(weft_comm_t comm, weft_coll_t coll, const void *in, void *out, size
 
 /* The call as its peers will compare it: every argument that must agree,
  * and the signature every message carries. */
-static void describe_call(weft_comm_t comm, const algo_t *al, const coll_args_t *a,
-                          weft_dtype_t dt, uint64_t op_ident, call_desc_t *d)
+static void describe_call(weft_comm_t comm, const sched_entry_t *ent, weft_dtype_t dt,
+                          uint64_t op_ident, call_desc_t *d)
 {
     memset(d, 0, sizeof *d);
     d->key = (uint64_t)comm->ctx << 32 | (comm->seq & 0xffffffu); /* as in the tags */
-    d->coll = (uint16_t)a->coll;
-    d->algo = (uint16_t)(al - algo_table(&(size_t){0}));
-    d->count = a->count;
+    d->coll = (uint16_t)ent->coll;
+    d->algo = (uint16_t)(ent->al - algo_table(&(size_t){0}));
+    d->count = ent->count;
     d->op = op_ident;
-    d->root = a->root;
+    d->root = ent->root;
     d->dtype = (uint32_t)dt;
-    uint32_t ph = 2166136261u;
-    const unsigned char *pb = (const unsigned char *)&a->params;
-    for (size_t i = 0; i < sizeof a->params; i++)
-        ph = (ph ^ pb[i]) * 16777619u;
-    d->params = ph;
+    d->params = ent->params_hash;
     d->flags = comm->call_flags;
     comm->call_flags = 0;
-    uint32_t sig = 2166136261u;
-    sig = fnv(sig, d->coll);
-    sig = fnv(sig, d->algo);
-    sig = fnv(sig, d->count);
-    sig = fnv(sig, d->dtype);
-    sig = fnv(sig, d->op);
-    sig = fnv(sig, (uint64_t)(uint32_t)d->root);
-    sig = fnv(sig, d->params);
-    d->sig = sig;
+    /* the schedule's part is hashed once (cache_get); the call's own part
+     * is mixed in with two multiplies */
+    uint64_t mix = (op_ident ^ (uint64_t)dt << 56) * 0x9e3779b97f4a7c15ull;
+    d->sig = (ent->sig ^ (uint32_t)(mix >> 32)) * 16777619u;
 }
 
 /* Waits for r (timeout_ms as exec_wait) and finishes it, unless it is a
@@ -289,14 +289,13 @@ static int wait_and_finish(weft_request_t r, int timeout_ms)
                           weft_coll_name(r->ent->coll));
     if (c->pending.req == r)
         c->pending.req = NULL;
+    if (rc != WEFT_ETIMEDOUT)
+        return request_finish(r, rc);
     char why[400];
     snprintf(why, sizeof why, "%s", weft_last_error());
-    rc = request_finish(r, rc);
-    if (rc == WEFT_ETIMEDOUT) {
-        comm_revoke(c, why);
-        return weft_error(WEFT_ETIMEDOUT, "%s; the communicator is now revoked", why);
-    }
-    return rc;
+    request_finish(r, rc);
+    comm_revoke(c, why);
+    return weft_error(WEFT_ETIMEDOUT, "%s; the communicator is now revoked", why);
 }
 
 int request_finish(weft_request_t r, int rc)

@@ -21,7 +21,10 @@ typedef struct sched_entry {
     algo_params_t params;
     /* value */
     sched_t s;
-    bool send_only; /* the schedule receives nothing */
+    uint32_t params_hash;
+    uint32_t sig;   /* the call signature's part this schedule fixes */
+    int sent_to[2]; /* a schedule that receives nothing: its first and last
+                     * send's peer (checked at its end, watch.c); else -1 */
     uint64_t last_use;
     int refs;                     /* requests running it */
     struct weft_request *spare;   /* finished requests kept for reuse */

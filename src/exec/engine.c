@@ -91,21 +91,24 @@ static void on_comm_done(xreq_t *r, int err)
     complete(e, (uint32_t)(r - e->reqs));
 }
 
-int exec_start(exec_t *e, const void *in, void *out)
+int exec_start(exec_t *e, const void *in, void *out, bool list)
 {
     const sched_t *s = e->s;
     xport_t *x = e->x;
-    pthread_mutex_lock(&x->lock);
     if (e->desc && x->ops->call_note)
         x->ops->call_note(x, e->desc, CALL_STARTED);
-    e->aprev = NULL;
-    e->anext = x->active;
-    if (x->active)
-        x->active->aprev = e;
-    x->active = e;
-    e->listed = true;
+    if (list) {
+        pthread_mutex_lock(&x->lock);
+        e->aprev = NULL;
+        e->anext = x->active;
+        if (x->active)
+            x->active->aprev = e;
+        x->active = e;
+        e->listed = true;
+        pthread_mutex_unlock(&x->lock);
+    }
     e->expired = false;
-    e->t_start = weft_now_ns();
+    e->t_start = 0;
     e->buf[BUF_IN] = (char *)in;
     e->buf[BUF_OUT] = out;
     e->buf[BUF_TMP] = e->tmp;
@@ -117,20 +120,21 @@ int exec_start(exec_t *e, const void *in, void *out)
         if (!e->pending[i])
             enqueue(e, i);
     }
-    pthread_mutex_unlock(&x->lock);
     return WEFT_OK;
 }
 
 int exec_finish(exec_t *e, int rc)
 {
     xport_t *x = e->x;
-    pthread_mutex_lock(&x->lock);
-    unlist(e);
-    if (!rc && e->send_only)
+    if (e->listed) {
+        pthread_mutex_lock(&x->lock);
+        unlist(e);
+        pthread_mutex_unlock(&x->lock);
+    }
+    if (!rc && e->sent_to && e->sent_to[0] >= 0)
         rc = watch_sent(e);
-    if (e->desc && x->ops->call_note)
-        x->ops->call_note(x, e->desc, rc ? CALL_ABANDONED : CALL_FINISHED);
-    pthread_mutex_unlock(&x->lock);
+    if (rc && e->desc && x->ops->call_note)
+        x->ops->call_note(x, e->desc, CALL_ABANDONED);
     return rc;
 }
 
@@ -256,6 +260,8 @@ int exec_wait(exec_t *e, int timeout_ms)
             next_watch = 0;
         if (rc == 0 && !moved && idle >= yield_limit) {
             uint64_t now = weft_now_ns();
+            if (!e->t_start)
+                e->t_start = now; /* no clock read on calls that never idle */
             if (!next_watch) {
                 next_watch = now + WATCH_FIRST_NS;
             } else if (now >= next_watch) {

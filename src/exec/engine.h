@@ -31,10 +31,11 @@ typedef struct exec {
     int err;
     int moved; /* the last exec_progress did something */
     /* watching for peers that will never come (watch.c) */
-    uint64_t t_start;    /* ns */
+    uint64_t t_start;    /* ns, taken when the wait first idles (0: not yet) */
     uint64_t limit_ns;   /* the communicator's timeout, 0: none */
     bool expired;        /* exec_wait gave up at limit_ns */
-    bool send_only;      /* the schedule receives nothing: check peers at the end */
+    const int *sent_to;  /* a schedule that receives nothing: two peers to compare
+                          * with at its end (-1: none), or NULL */
     /* the transport's list of unfinished schedules (any of them progresses all) */
     struct exec *anext, *aprev;
     bool listed;
@@ -43,29 +44,30 @@ typedef struct exec {
 /* Sizes the per-step arrays and scratch for s (reusing earlier memory). */
 int exec_prepare(exec_t *e, const sched_t *s, size_t esize);
 void exec_release(exec_t *e);
-/* Starts the schedule; in/out are the caller's buffers.  Takes the lock,
- * publishes e->desc in the call log and lists e on the transport. */
-int exec_start(exec_t *e, const void *in, void *out);
-/* Ends e (finished with rc, or abandoned): unlists it and records the
- * outcome in the call log; for a send-only schedule that succeeded, checks
- * that the peers it sent to called the same thing.  Returns rc or the
- * mismatch.  Takes the lock. */
+/* Starts the schedule; in/out are the caller's buffers.  Publishes e->desc
+ * in the call log; a split-phase call (list) is also put on the transport's
+ * list, so that any wait progresses it (a blocking call's own wait does). */
+int exec_start(exec_t *e, const void *in, void *out, bool list);
+/* Ends e with rc: unlists it, records an abandoned call in the call log,
+ * and for a send-only schedule that succeeded checks that the peers it
+ * sent to called the same thing.  Returns rc or the mismatch.  Takes the
+ * lock only for a listed schedule. */
 int exec_finish(exec_t *e, int rc);
 /* 1 when finished, 0 when not yet, a negative weft error on failure.
  * Caller holds e->x->lock. */
 int exec_progress(exec_t *e);
 /* Blocks until finished or failed (takes the lock itself), progressing
  * every schedule over the transport.  timeout_ms < 0: no limit; otherwise
- * returns WEFT_ETIMEDOUT when it runs out.  Past e->limit_ns from the
- * start it returns WEFT_ETIMEDOUT with e->expired set and a message naming
+ * returns WEFT_ETIMEDOUT when it runs out.  Past e->limit_ns after it first
+ * had to wait it returns WEFT_ETIMEDOUT with e->expired set and a message naming
  * the ranks it waits for. */
 int exec_wait(exec_t *e, int timeout_ms);
 
 /* watch.c: diagnosis of a schedule that does not move.  Each returns
  * WEFT_OK when nothing is proven wrong, else the error with its message
  * (and, for a mismatch, ends the job so that no peer hangs). */
-int watch_stalled(exec_t *e);
-int watch_sent(exec_t *e);
+int watch_stalled(exec_t *e); /* caller holds e->x->lock */
+int watch_sent(exec_t *e);    /* caller does not */
 /* the message for an expired wait: which ranks, and where each is */
 void watch_expired(exec_t *e, char *msg, size_t n);
 /* "allreduce ring, 4 x int32 sum (call #7 on communicator 1)" */

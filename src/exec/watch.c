@@ -6,8 +6,6 @@
  * of the peers its unfinished sends and receives name, and fails only on
  * what is proven, never on a guess about a slow peer:
  *   - the peer's record of this very call differs      -> WEFT_EMISMATCH
- *   - the peer finished this call, and what this rank
- *     expects of it has still not come                  -> WEFT_EMISMATCH
  *   - the peer abandoned it (timeout, revoke)           -> WEFT_EPEER
  *   - the peer is in weft_finalize, not in this call    -> WEFT_EMISMATCH
  * A mismatch ends the job (xport fail_job), so the other ranks' waits fail
@@ -20,12 +18,6 @@
 
 #include "../algo/algo.h"
 #include "engine.h"
-
-static bool is_rooted(int coll)
-{
-    return coll == WEFT_COLL_BCAST || coll == WEFT_COLL_REDUCE || coll == WEFT_COLL_SCATTER ||
-           coll == WEFT_COLL_GATHER;
-}
 
 void call_describe(const call_desc_t *d, char *buf, size_t n)
 {
@@ -42,7 +34,7 @@ void call_describe(const call_desc_t *d, char *buf, size_t n)
         snprintf(op, sizeof op, " %s",
                  d->op <= WEFT_OP_BUILTIN_COUNT ? weft_op_name((weft_op_t)(d->op - 1)) : "user-op");
     char root[24] = "";
-    if (is_rooted(d->coll))
+    if (coll_is_rooted((weft_coll_t)d->coll))
         snprintf(root, sizeof root, ", root %d", d->root);
     snprintf(buf, n, "%s %s, %llu x %s%s%s (call #%u on communicator %u)",
              weft_coll_name((weft_coll_t)d->coll), an, (unsigned long long)d->count,
@@ -66,11 +58,17 @@ static void call_diff(const call_desc_t *a, const call_desc_t *b, char *buf, siz
         snprintf(buf, n, "user op");
 }
 
-/* Ends the job with the message, returning code. */
-static int fail(exec_t *e, int code, const char *msg)
+/* Ends the job with the message, returning code; locked: the caller holds
+ * e->x->lock (fail_job, like every transport call, needs it). */
+static int fail(exec_t *e, int code, const char *msg, bool locked)
 {
-    if (code == WEFT_EMISMATCH && e->x->ops->fail_job)
+    if (code == WEFT_EMISMATCH && e->x->ops->fail_job) {
+        if (!locked)
+            pthread_mutex_lock(&e->x->lock);
         e->x->ops->fail_job(e->x, msg);
+        if (!locked)
+            pthread_mutex_unlock(&e->x->lock);
+    }
     return weft_error(code, "%s", msg);
 }
 
@@ -85,11 +83,11 @@ void call_disagreement(const call_desc_t *mine, int me, const call_desc_t *their
              "rank %d calls %s", me, peer, diff, me, mine_s, peer, their_s);
 }
 
-static int differs(exec_t *e, int me, int peer, const call_desc_t *theirs)
+static int differs(exec_t *e, int me, int peer, const call_desc_t *theirs, bool locked)
 {
     char msg[512];
     call_disagreement(e->desc, me, theirs, peer, msg, sizeof msg);
-    return fail(e, WEFT_EMISMATCH, msg);
+    return fail(e, WEFT_EMISMATCH, msg, locked);
 }
 
 static bool in_flight(const exec_t *e, uint32_t i)
@@ -111,29 +109,17 @@ static int check_peer(exec_t *e, uint32_t i)
     char mine_s[160], msg[512];
     call_describe(d, mine_s, sizeof mine_s);
     if (v.found && v.call.sig != d->sig)
-        return differs(e, me, peer, &v.call);
+        return differs(e, me, peer, &v.call, true);
     if (v.found && v.state == CALL_ABANDONED) {
         snprintf(msg, sizeof msg, "rank %d abandoned %s (its timeout expired, or it revoked the "
                  "communicator) while rank %d waits for it", peer, mine_s, me);
-        return fail(e, WEFT_EPEER, msg);
-    }
-    if (v.found && v.state == CALL_FINISHED) {
-        /* everything it sent is in the transport by now: look once more */
-        int m = x->ops->progress(x);
-        if (m < 0)
-            return -m;
-        if (exec_progress(e) != 0 || !in_flight(e, i))
-            return WEFT_OK;
-        snprintf(msg, sizeof msg, "rank %d finished %s without the message rank %d expects from "
-                 "it (step tag %u): do the ranks pass the same arguments and algorithm?",
-                 peer, mine_s, me, e->s->steps[i].tag);
-        return fail(e, WEFT_EMISMATCH, msg);
+        return fail(e, WEFT_EPEER, msg, true);
     }
     if (!v.found && (v.rank_state == PEER_FINALIZING || v.rank_state == PEER_FINALIZED)) {
         snprintf(msg, sizeof msg, "rank %d %s weft_finalize while rank %d waits for it in %s "
                  "(did it skip this collective?)", peer,
                  v.rank_state == PEER_FINALIZING ? "is in" : "has called", me, mine_s);
-        return fail(e, WEFT_EMISMATCH, msg);
+        return fail(e, WEFT_EMISMATCH, msg, true);
     }
     return WEFT_OK;
 }
@@ -162,21 +148,14 @@ int watch_sent(exec_t *e)
     /* the first and the last peer: a root that is one in its own eyes only
      * differs from all of them */
     const sched_t *s = e->s;
-    int first = -1, lastp = -1;
-    for (uint32_t i = 0; i < s->nsteps; i++)
-        if (s->steps[i].kind == STEP_SEND) {
-            if (first < 0)
-                first = s->steps[i].peer;
-            lastp = s->steps[i].peer;
-        }
-    int peers[2] = {first, lastp};
+    const int *peers = e->sent_to;
     for (int k = 0; k < 2; k++) {
         if (peers[k] < 0 || (k && peers[1] == peers[0]))
             continue;
         peer_view_t v;
         if (!x->ops->peer_view(x, e->world[peers[k]], e->desc->key, true, &v) && v.found &&
             v.call.sig != e->desc->sig)
-            return differs(e, s->rank, peers[k], &v.call);
+            return differs(e, s->rank, peers[k], &v.call, false);
     }
     return WEFT_OK;
 }

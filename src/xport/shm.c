@@ -360,23 +360,29 @@ static call_rec_t *rec_of(shm_xport_t *x, int rank, uint64_t key)
     return seg_calllog(&x->seg, rank) + h % SEG_CALLLOG;
 }
 
+/* Lock-free: threads on different communicators may publish at once, and a
+ * writer takes a record by making its version odd (a record another thread
+ * holds is skipped: its call goes unpublished, which loses a diagnosis,
+ * never a result). */
 static void shm_call_note(xport_t *xp, const call_desc_t *d, int state)
 {
     shm_xport_t *x = (shm_xport_t *)xp;
     call_rec_t *rec = rec_of(x, x->base.rank, d->key);
-    if (state != CALL_STARTED) {
-        if (atomic_load_explicit(&rec->w[0], memory_order_relaxed) == d->key)
-            atomic_store_explicit(&rec->state, (uint32_t)state, memory_order_release);
+    uint64_t v = atomic_load_explicit(&rec->ver, memory_order_relaxed);
+    if ((v & 1) || !atomic_compare_exchange_strong_explicit(&rec->ver, &v, v + 1,
+                                                            memory_order_acquire,
+                                                            memory_order_relaxed))
         return;
+    if (state == CALL_STARTED) {
+        uint64_t w[6];
+        _Static_assert(sizeof(call_desc_t) == sizeof w, "call_desc_t is six words");
+        memcpy(w, d, sizeof w);
+        for (int i = 0; i < 6; i++)
+            atomic_store_explicit(&rec->w[i], w[i], memory_order_relaxed);
+        atomic_store_explicit(&rec->state, CALL_STARTED, memory_order_relaxed);
+    } else if (atomic_load_explicit(&rec->w[0], memory_order_relaxed) == d->key) {
+        atomic_store_explicit(&rec->state, (uint32_t)state, memory_order_relaxed);
     }
-    uint64_t w[6], v = atomic_load_explicit(&rec->ver, memory_order_relaxed);
-    _Static_assert(sizeof(call_desc_t) == sizeof w, "call_desc_t is six words");
-    memcpy(w, d, sizeof w);
-    atomic_store_explicit(&rec->ver, v + 1, memory_order_relaxed);
-    atomic_thread_fence(memory_order_release);
-    for (int i = 0; i < 6; i++)
-        atomic_store_explicit(&rec->w[i], w[i], memory_order_relaxed);
-    atomic_store_explicit(&rec->state, CALL_STARTED, memory_order_relaxed);
     atomic_store_explicit(&rec->ver, v + 2, memory_order_release);
 }
 

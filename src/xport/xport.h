@@ -40,7 +40,10 @@ typedef struct call_desc {
 } call_desc_t;
 #define CALL_FINALIZE 0x1u /* the barrier inside weft_finalize */
 
-enum { CALL_STARTED = 1, CALL_FINISHED = 2, CALL_ABANDONED = 3 };
+/* A call's state in the log.  Finishing is not recorded: peers whose
+ * records agree run the same schedule, so a finished peer has sent all
+ * they wait for, and one write less per call is worth it. */
+enum { CALL_STARTED = 1, CALL_ABANDONED = 3 };
 enum { PEER_UNKNOWN = -1, PEER_NEW = 0, PEER_ATTACHED = 1, PEER_FINALIZED = 2,
        PEER_FINALIZING = 3 };
 
@@ -103,7 +106,8 @@ typedef struct xport_ops {
      * ranks instead. */
     int (*derive)(xport_t *x, int color, int key, xport_t **out);
     /* Optional (NULL where peers' memory cannot be read): the call log.
-     * call_note records this rank's call d in state CALL_*; peer_view
+     * call_note records this rank's call d in state CALL_* (callers need
+     * not hold x->lock: threads may publish at once); peer_view
      * reads what peer has recorded of call `key` (quick: only that, one
      * read) and of its context and state. */
     void (*call_note)(xport_t *x, const call_desc_t *d, int state);
