@@ -5,7 +5,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all build bench test install sanitize tsan clang clean
+.PHONY: all build bench test install sanitize tsan clang fuzz clean
 
 all: build
 
@@ -55,5 +55,21 @@ clang:
 	cd build-clang && ctest --output-on-failure -j $(JOBS) -L '^(unit|errors)$$'
 	cd build-clang && ctest --output-on-failure -j $(JOBS) -R '^coll_np(3|8)$$'
 
+# libFuzzer (clang) with ASan+UBSan over the parameter parser, the
+# environment and weft bench's options, FUZZ_SECONDS each, starting from
+# fuzz/corpus (new inputs go to build-fuzz/corpus, not into the tree).
+FUZZ_SECONDS ?= 30
+fuzz:
+	bash tests/deps.sh fuzzer
+	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DWEFT_FUZZ=ON \
+	  -DWEFT_SANITIZE=address,undefined -DBUILD_TESTING=OFF
+	cmake --build build-fuzz -j $(JOBS) --target fuzz_params fuzz_env fuzz_bench_opts
+	for f in params env bench_opts; do \
+	  mkdir -p build-fuzz/corpus/$$f && \
+	  UBSAN_OPTIONS=halt_on_error=1 ASAN_OPTIONS=detect_leaks=1 build-fuzz/fuzz_$$f \
+	    -max_total_time=$(FUZZ_SECONDS) -max_len=256 -print_final_stats=1 -close_fd_mask=3 \
+	    build-fuzz/corpus/$$f fuzz/corpus/$$f || exit 1; \
+	done
+
 clean:
-	rm -rf $(BUILD) build-asan build-tsan build-clang
+	rm -rf $(BUILD) build-asan build-tsan build-clang build-fuzz

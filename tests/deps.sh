@@ -1,12 +1,18 @@
 #!/bin/bash
 # What the tests need beyond gcc and cmake.  Installed with apt-get when we
 # can (root); otherwise the missing package is named and the tests stop:
-# they never skip silently.  Extra needs by argument: `deps.sh clang`.
+# they never skip silently.  Extra needs by argument: `deps.sh clang fuzzer`.
 set -u
 need=()
 for extra in "$@"; do
     case $extra in
         clang) command -v clang >/dev/null || need+=(clang) ;;
+        fuzzer) # libFuzzer's runtime ships apart from clang in Debian
+            if ! command -v clang >/dev/null; then need+=(clang libclang-rt-14-dev)
+            else
+                ls "$(clang -print-resource-dir)"/lib/linux/libclang_rt.fuzzer-*.a >/dev/null 2>&1 ||
+                    need+=("libclang-rt-$(clang -dumpversion | cut -d. -f1)-dev")
+            fi ;;
         *) echo "tests/deps.sh: unknown need '$extra'" >&2; exit 2 ;;
     esac
 done

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "algo/algo.h"
+#include "core/comm.h"
 #include "core/core.h"
 #include "sched/check.h"
 
@@ -226,6 +227,34 @@ static void test_params(void)
     d.params.fanout = 0;
     CHECK(da && algo_check_usable(da, &d) == 0 && dissem_auto_fanout(1000) == 4,
           "dissem_adapted with fanout unset serves P=1000 with n=4");
+    /* issue 9, item 21: one spelling only, said when refused */
+    const algo_t *pl = algo_find(WEFT_COLL_ALLREDUCE, "pipeline");
+    const char *bad[] = {"chunks=2,chunks=3", "chunks= 2", "chunks=+2", "chunks=2,", ",chunks=2",
+                         "chunks=2,,chunks=3", " chunks=2", "chunks=0x10", "chunks=99999999999"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        CHECK(algo_parse_params(pl, bad[i], &p) == WEFT_EINVAL && weft_last_error()[0],
+              "'%s' refused", bad[i]);
+    CHECK(algo_parse_params(pl, "chunks=16384", &p) == 0 && p.chunks == 16384, "chunks=16384");
+    /* dissem takes every fan-out the parser does (it refused above 63) */
+    const algo_t *ds = algo_find(WEFT_COLL_ALLREDUCE, "dissem");
+    coll_args_t m = {.coll = WEFT_COLL_ALLREDUCE, .nrank = 100, .count = 1, .esize = 4,
+                     .commutative = true, .idempotent = true};
+    CHECK(algo_parse_params(ds, "fanout=1024", &m.params) == 0 && algo_check_usable(ds, &m) == 0,
+          "dissem fanout=1024 at P=100: %s", weft_last_error());
+    /* the environment's numbers */
+    int ns;
+    uint64_t to;
+    setenv("WEFT_NODE_SIZE", " 4", 1);
+    CHECK(config_numbers_from_env(&ns, &to) == WEFT_EINVAL && strstr(weft_last_error(),
+          "WEFT_NODE_SIZE"), "WEFT_NODE_SIZE=' 4' refused");
+    setenv("WEFT_NODE_SIZE", "4", 1);
+    setenv("WEFT_TIMEOUT_MS", "1500", 1);
+    CHECK(config_numbers_from_env(&ns, &to) == 0 && ns == 4 && to == 1500000000ull, "4, 1500");
+    setenv("WEFT_TIMEOUT_MS", "-1", 1);
+    CHECK(config_numbers_from_env(&ns, &to) == WEFT_EINVAL && strstr(weft_last_error(),
+          "WEFT_TIMEOUT_MS"), "WEFT_TIMEOUT_MS=-1 refused");
+    unsetenv("WEFT_NODE_SIZE");
+    unsetenv("WEFT_TIMEOUT_MS");
 }
 
 /* ---- the checker must catch broken schedules ---- */

@@ -29,20 +29,6 @@
 #include "tool.h"
 #include "weft.h"
 
-typedef struct {
-    weft_coll_t coll;
-    int np;
-    char algos[4096];
-    size_t sizes[64];
-    int nsizes;
-    int iters, warmup;
-    int check;
-    const char *csv, *json;
-    weft_dtype_t dtype;
-    weft_op_t op;
-    int root;
-    const char *transport; /* NULL: a weft job of its own; "mpi"/"shm": under mpirun */
-} bench_opts_t;
 
 static void bench_usage(FILE *f)
 {
@@ -111,7 +97,7 @@ static int op_from_name(const char *n)
     return -1;
 }
 
-static int parse(int argc, char **argv, bench_opts_t *o)
+int bench_parse(int argc, char **argv, bench_opts_t *o)
 {
     memset(o, 0, sizeof *o);
     o->np = 4;
@@ -258,65 +244,11 @@ static int64_t gen(size_t i, int rank, unsigned salt, weft_op_t op, weft_dtype_t
     return (int64_t)(h % 17) + 1;
 }
 
-static bool is_float(weft_dtype_t dt)
-{
-    return dt == WEFT_FLOAT16 || dt == WEFT_BFLOAT16 || dt == WEFT_FLOAT32 || dt == WEFT_FLOAT64;
-}
-
-/* v as the integer type dt holds it, sign- or zero-extended to 64 bits. */
-static int64_t wrap(int64_t v, weft_dtype_t dt)
-{
-    switch (dt) {
-    case WEFT_INT8: return (int8_t)v;
-    case WEFT_INT16: return (int16_t)v;
-    case WEFT_INT32: return (int32_t)v;
-    case WEFT_UINT8: return (uint8_t)v;
-    case WEFT_UINT16: return (uint16_t)v;
-    case WEFT_UINT32: return (uint32_t)v;
-    default: return v;
-    }
-}
-
-static void put_elem(void *buf, size_t i, weft_dtype_t dt, int64_t v)
-{
-    switch (dt) {
-    case WEFT_INT8: case WEFT_UINT8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
-    case WEFT_INT16: case WEFT_UINT16: ((uint16_t *)buf)[i] = (uint16_t)v; break;
-    case WEFT_INT32: case WEFT_UINT32: ((uint32_t *)buf)[i] = (uint32_t)v; break;
-    case WEFT_INT64: case WEFT_UINT64: ((uint64_t *)buf)[i] = (uint64_t)v; break;
-    case WEFT_FLOAT16: ((uint16_t *)buf)[i] = float_to_half((float)v); break;
-    case WEFT_BFLOAT16: ((uint16_t *)buf)[i] = float_to_bf16((float)v); break;
-    case WEFT_FLOAT32: ((float *)buf)[i] = (float)v; break;
-    default: ((double *)buf)[i] = (double)v; break;
-    }
-}
-
-/* Element i: integers as wrap() gives them, floats as a double. */
-static double get_float(const void *buf, size_t i, weft_dtype_t dt)
-{
-    switch (dt) {
-    case WEFT_FLOAT16: return half_to_float(((const uint16_t *)buf)[i]);
-    case WEFT_BFLOAT16: return bf16_to_float(((const uint16_t *)buf)[i]);
-    case WEFT_FLOAT32: return ((const float *)buf)[i];
-    default: return ((const double *)buf)[i];
-    }
-}
-
-static int64_t get_int(const void *buf, size_t i, weft_dtype_t dt)
-{
-    switch (dt) {
-    case WEFT_INT8: case WEFT_UINT8: return wrap(((const uint8_t *)buf)[i], dt);
-    case WEFT_INT16: case WEFT_UINT16: return wrap(((const uint16_t *)buf)[i], dt);
-    case WEFT_INT32: case WEFT_UINT32: return wrap(((const uint32_t *)buf)[i], dt);
-    default: return (int64_t)((const uint64_t *)buf)[i];
-    }
-}
-
 static void fill(void *buf, size_t count, weft_dtype_t dt, weft_op_t op, int rank,
                  unsigned salt)
 {
     for (size_t i = 0; i < count; i++)
-        put_elem(buf, i, dt, gen(i, rank, salt, op, dt));
+        elem_put_int(buf, i, dt, gen(i, rank, salt, op, dt));
 }
 
 /* The reference for element i, combined in the op's own arithmetic: integer
@@ -328,23 +260,23 @@ static bool check_elem(const void *out, size_t i, int P, const bench_opts_t *o, 
     weft_op_t op = o->op;
     int first = o->coll == WEFT_COLL_BCAST ? o->root : 0;
     int last = o->coll == WEFT_COLL_BCAST ? o->root : P - 1;
-    if (is_float(dt)) {
+    if (elem_is_float(dt)) {
         double acc = 0;
         for (int r = first; r <= last; r++) {
             double v = (double)gen(i, r, salt, op, dt);
             acc = r == first ? v : op == WEFT_SUM ? acc + v : op == WEFT_PROD ? acc * v
                                  : op == WEFT_MIN ? (v < acc ? v : acc) : (v > acc ? v : acc);
         }
-        double got = get_float(out, i, dt);
+        double got = elem_get_float(out, i, dt);
         /* beyond the exact range of the half types' sums (see gen) */
         bool inexact = (dt == WEFT_BFLOAT16 && P > 128) || (dt == WEFT_FLOAT16 && P > 1024);
         return inexact ? fabs(got - acc) <= fabs(acc) / 64 : got == acc;
     }
     uint64_t acc = 0;
     for (int r = first; r <= last; r++) {
-        uint64_t v = (uint64_t)wrap(gen(i, r, salt, op, dt), dt);
+        uint64_t v = (uint64_t)elem_wrap(gen(i, r, salt, op, dt), dt);
         if (r == first) {
-            acc = op == WEFT_LAND || op == WEFT_LOR ? v != 0 : v;
+            acc = v; /* one rank's value as it is, even under land/lor (as MPI) */
             continue;
         }
         switch (op) {
@@ -360,7 +292,7 @@ static bool check_elem(const void *out, size_t i, int P, const bench_opts_t *o, 
         }
     }
     /* min/max compare wrapped values; uint64 never holds a value >= 2^63 here */
-    return get_int(out, i, dt) == wrap((int64_t)acc, dt);
+    return elem_get_int(out, i, dt) == elem_wrap((int64_t)acc, dt);
 }
 
 /* The MPI library's own collective, as a pseudo-algorithm. */
@@ -647,7 +579,7 @@ int cmd_bench(int argc, char **argv)
     if (argc > 1 && !strcmp(argv[1], "kernels"))
         return cmd_bench_kernels(argc - 1, argv + 1);
     bench_opts_t o;
-    int rc = parse(argc, argv, &o);
+    int rc = bench_parse(argc, argv, &o);
     if (rc)
         return rc == 1 ? 0 : rc;
     if (o.transport) {
@@ -681,23 +613,7 @@ int cmd_bench(int argc, char **argv)
         return rc ? rc : frc ? 1 : 0;
     }
     /* not a rank yet: start P copies of this very command */
-    char exe[PATH_MAX];
-    ssize_t l = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (l <= 0) {
-        fprintf(stderr, "weft bench: cannot find my own executable: %s\n", strerror(errno));
-        return 1;
-    }
-    exe[l] = '\0';
-    char **args = calloc((size_t)argc + 2, sizeof *args);
-    if (!args)
-        return 1;
-    args[0] = exe;
-    args[1] = "bench";
-    for (int i = 1; i < argc; i++)
-        args[i + 1] = argv[i];
-    rc = launch_job(o.np, args, 0);
-    free(args);
-    return rc;
+    return launch_self(o.np, "bench", argc, argv);
 }
 
 /* `weft bench kernels`: reduction kernel throughput against memcpy, in and

@@ -3,13 +3,48 @@
 #define WEFT_TOOL_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "weft.h"
 
 int cmd_check(int argc, char **argv);
 int cmd_algorithms(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_tree(int argc, char **argv);
 int cmd_dissem_tuple(int argc, char **argv);
+int cmd_stress(int argc, char **argv);
+
+/* `weft bench`'s options (bench.c). */
+typedef struct bench_opts {
+    weft_coll_t coll;
+    int np;
+    char algos[4096];
+    size_t sizes[64];
+    int nsizes;
+    int iters, warmup;
+    int check;
+    const char *csv, *json;
+    weft_dtype_t dtype;
+    weft_op_t op;
+    int root;
+    const char *transport; /* NULL: a weft job of its own; "mpi"/"shm": under mpirun */
+} bench_opts_t;
+/* 0 and *o, or 2 after saying on stderr what was wrong (1: --help). */
+int bench_parse(int argc, char **argv, bench_opts_t *o);
 /* Is name one of the comma-separated items of list? */
 bool name_in_list(const char *list, const char *name);
+/* Starts np ranks of this very executable running `weft CMD ARGS...`
+ * (argv[0] is CMD's name as typed); returns the job's exit status. */
+int launch_self(int np, const char *cmd, int argc, char **argv);
+
+/* elem.c: element i of a buffer of dt, as a number.  Integers are kept
+ * as elem_wrap gives them: cut to the type's width, sign- or zero-extended. */
+bool elem_is_float(weft_dtype_t dt);
+int64_t elem_wrap(int64_t v, weft_dtype_t dt);
+void elem_put_int(void *buf, size_t i, weft_dtype_t dt, int64_t v);
+void elem_put_float(void *buf, size_t i, weft_dtype_t dt, double v);
+int64_t elem_get_int(const void *buf, size_t i, weft_dtype_t dt);
+double elem_get_float(const void *buf, size_t i, weft_dtype_t dt);
 
 #endif

@@ -1,24 +1,13 @@
 /* weft.c — the command line: run, bench, check, tree, dissem-tuple, algorithms. */
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "launch/launch.h"
 #include "tool.h"
-
-bool name_in_list(const char *list, const char *name)
-{
-    size_t n = strlen(name);
-    const char *p = list;
-    while (p && *p) {
-        const char *e = strchr(p, ',');
-        size_t l = e ? (size_t)(e - p) : strlen(p);
-        if (l == n && !strncmp(p, name, n))
-            return true;
-        p = e ? e + 1 : NULL;
-    }
-    return false;
-}
 
 static void usage(FILE *f)
 {
@@ -28,6 +17,7 @@ static void usage(FILE *f)
                "  check COLL [OPTIONS]     prove schedules correct symbolically for a range of P\n"
                "  tree NAME --np P         print the trees of a pipelined algorithm\n"
                "  dissem-tuple --np P      the 5-tuple adapting n-way dissemination to P ranks\n"
+               "  stress --np P --minutes M  random collectives, every result checked\n"
                "  algorithms               list every algorithm with its properties\n\n"
                "`weft COMMAND --help` for the options of each.\n");
 }
@@ -85,6 +75,8 @@ int main(int argc, char **argv)
         return cmd_tree(argc - 1, argv + 1);
     if (!strcmp(c, "dissem-tuple"))
         return cmd_dissem_tuple(argc - 1, argv + 1);
+    if (!strcmp(c, "stress"))
+        return cmd_stress(argc - 1, argv + 1);
     if (!strcmp(c, "algorithms"))
         return cmd_algorithms(argc - 1, argv + 1);
     if (!strcmp(c, "--help") || !strcmp(c, "help")) {

@@ -350,15 +350,34 @@ static bool key_allowed(const char *list, const char *key, size_t klen)
     return false;
 }
 
+/* A decimal number of digits only ("+5", " 5" and "5 " are not numbers
+ * here); -1 if it is not one or is above hi. */
+static long plain_number(const char *v, long hi)
+{
+    long x = 0;
+    if (!*v)
+        return -1;
+    for (; *v; v++) {
+        if (*v < '0' || *v > '9' || x > hi)
+            return -1;
+        x = x * 10 + (*v - '0');
+    }
+    return x > hi ? -1 : x;
+}
+
 int algo_parse_params(const algo_t *al, const char *text, algo_params_t *p)
 {
     memset(p, 0, sizeof *p);
     if (!text || !*text)
         return WEFT_OK;
     const char *q = text;
+    char seen[128] = ","; /* keys given so far, ",k1,k2," */
     while (*q) {
         const char *e = strchr(q, ',');
         size_t l = e ? (size_t)(e - q) : strlen(q);
+        if (l == 0 || (e && !e[1]))
+            return weft_error(WEFT_EINVAL, "parameters '%s' of %s: an empty item (no blanks or "
+                              "stray commas: key=value,key=value)", text, al->name);
         const char *eq = memchr(q, '=', l);
         if (!eq)
             return weft_error(WEFT_EINVAL, "parameter '%.*s' of %s is not key=value", (int)l, q,
@@ -374,17 +393,23 @@ int algo_parse_params(const algo_t *al, const char *text, algo_params_t *p)
             return weft_error(WEFT_EINVAL, "%s %s takes no parameter '%.*s'%s%s",
                               weft_coll_name(al->coll), al->name, (int)kl, q,
                               al->params[0] ? "; it takes: " : "", al->params);
-        char *end;
+        char keyc[24];
+        snprintf(keyc, sizeof keyc, ",%.*s,", (int)kl, q);
+        if (strstr(seen, keyc))
+            return weft_error(WEFT_EINVAL, "parameter '%.*s' of %s given twice", (int)kl, q,
+                              al->name);
+        if (strlen(seen) + kl + 2 < sizeof seen)
+            strcat(seen, keyc + 1);
         if (kl == 6 && !strncmp(q, "chunks", 6)) {
-            long v = strtol(val, &end, 10);
-            if (*end || v < 1 || v > 16384)
+            long v = plain_number(val, 16384);
+            if (v < 1)
                 return weft_error(WEFT_EINVAL, "chunks=%s: expected an integer 1..16384", val);
             p->chunks = (int)v;
         } else if (kl == 6 && !strncmp(q, "fanout", 6)) {
             /* auto: the algorithm's default (dissem_adapted: the smallest
              * n with a tuple; dissem, bruck: 1) */
-            long v = strcmp(val, "auto") ? strtol(val, &end, 10) : (end = (char *)"", 0);
-            if (*end || v < 0 || v > 1024 || (v == 0 && strcmp(val, "auto")))
+            long v = strcmp(val, "auto") ? plain_number(val, 1024) : 0;
+            if (v < 0 || (v == 0 && strcmp(val, "auto")))
                 return weft_error(WEFT_EINVAL, "fanout=%s: expected an integer 1..1024 or auto",
                                   val);
             p->fanout = (int)v;

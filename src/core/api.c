@@ -390,13 +390,18 @@ weft_err_t weft_bcast(void *buf, size_t count, weft_dtype_t dtype, int root, wef
     return coll_run(comm, WEFT_COLL_BCAST, NULL, buf, count, dtype, WEFT_SUM, root, false, NULL);
 }
 
-static bool at_root(weft_comm_t comm, int root) { return comm && comm->rank == root; }
+/* WEFT_IN_PLACE at a rank that is not the root (a root out of range is
+ * left to coll_run, which names it). */
+static bool off_root(weft_comm_t comm, int root)
+{
+    return comm && root >= 0 && root < comm->size && comm->rank != root;
+}
 
 weft_err_t weft_reduce(const void *sendbuf, void *recvbuf, size_t count, weft_dtype_t dtype,
                        weft_op_t op, int root, weft_comm_t comm)
 {
     bool ip = sendbuf == WEFT_IN_PLACE;
-    if (ip && comm && !at_root(comm, root))
+    if (ip && off_root(comm, root))
         return weft_error(WEFT_EINVAL, "reduce: WEFT_IN_PLACE is allowed at the root only");
     return coll_run(comm, WEFT_COLL_REDUCE, ip ? NULL : sendbuf, recvbuf, count, dtype, op, root,
                     ip, NULL);
@@ -423,7 +428,7 @@ weft_err_t weft_scatter(const void *sendbuf, void *recvbuf, size_t count, weft_d
                         int root, weft_comm_t comm)
 {
     bool ip = recvbuf == WEFT_IN_PLACE;
-    if (ip && comm && !at_root(comm, root))
+    if (ip && off_root(comm, root))
         return weft_error(WEFT_EINVAL, "scatter: WEFT_IN_PLACE is allowed at the root only");
     return coll_run(comm, WEFT_COLL_SCATTER, sendbuf, ip ? NULL : recvbuf, count, dtype,
                     WEFT_SUM, root, ip, NULL);
@@ -433,7 +438,7 @@ weft_err_t weft_gather(const void *sendbuf, void *recvbuf, size_t count, weft_dt
                        int root, weft_comm_t comm)
 {
     bool ip = sendbuf == WEFT_IN_PLACE;
-    if (ip && comm && !at_root(comm, root))
+    if (ip && off_root(comm, root))
         return weft_error(WEFT_EINVAL, "gather: WEFT_IN_PLACE is allowed at the root only");
     return coll_run(comm, WEFT_COLL_GATHER, ip ? NULL : sendbuf, recvbuf, count, dtype,
                     WEFT_SUM, root, ip, NULL);
@@ -465,7 +470,7 @@ weft_err_t weft_ireduce(const void *sendbuf, void *recvbuf, size_t count, weft_d
     if (!req)
         return weft_error(WEFT_EINVAL, "ireduce: req is NULL");
     bool ip = sendbuf == WEFT_IN_PLACE;
-    if (ip && comm && !at_root(comm, root))
+    if (ip && off_root(comm, root))
         return weft_error(WEFT_EINVAL, "ireduce: WEFT_IN_PLACE is allowed at the root only");
     return coll_run(comm, WEFT_COLL_REDUCE, ip ? NULL : sendbuf, recvbuf, count, dtype, op, root,
                     ip, req);
@@ -566,7 +571,7 @@ weft_err_t weft_reduce_timeout(const void *sendbuf, void *recvbuf, size_t count,
                                int timeout_ms)
 {
     bool ip = sendbuf == WEFT_IN_PLACE;
-    if (ip && comm && !at_root(comm, root))
+    if (ip && off_root(comm, root))
         return weft_error(WEFT_EINVAL, "reduce_timeout: WEFT_IN_PLACE is allowed at the root only");
     return timeout_call(comm, WEFT_COLL_REDUCE, sendbuf, recvbuf, count, dtype, op, root, ip,
                         timeout_ms);

@@ -128,26 +128,8 @@ int lib_init(void)
     if (rc)
         return rc;
     weft_g.next_ctx = 2;
-    const char *ns = getenv("WEFT_NODE_SIZE");
-    if (ns && *ns) {
-        char *e;
-        long k = strtol(ns, &e, 10);
-        if (*e || k < 1 || k > 65536)
-            return weft_error(WEFT_EINVAL, "WEFT_NODE_SIZE=%s: want a number of ranks per node", ns);
-        weft_g.node_size = (int)k;
-    } else {
-        weft_g.node_size = 0;
-    }
-    const char *to = getenv("WEFT_TIMEOUT_MS");
-    weft_g.timeout_ns = 0;
-    if (to && *to) {
-        char *e;
-        long ms = strtol(to, &e, 10);
-        if (*e || e == to || ms < 0 || ms > 86400000L)
-            return weft_error(WEFT_EINVAL, "WEFT_TIMEOUT_MS=%s: want milliseconds 0..86400000 "
-                                           "(0: no timeout)", to);
-        weft_g.timeout_ns = (uint64_t)ms * 1000000ull;
-    }
+    if ((rc = config_numbers_from_env(&weft_g.node_size, &weft_g.timeout_ns)))
+        return rc;
     weft_g.initialized = 1;
     return WEFT_OK;
 }

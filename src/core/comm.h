@@ -111,6 +111,8 @@ void comm_revoke(weft_comm_t comm, const char *why);
 /* config.c: WEFT_<COLL>_ALGO / WEFT_<COLL>_PARAMS */
 int config_choices_from_env(algo_choice_t *choice);
 int config_choice(weft_coll_t coll, const char *name, const char *params, algo_choice_t *out);
+/* WEFT_NODE_SIZE (0 if unset: real nodes) and WEFT_TIMEOUT_MS (0: none). */
+int config_numbers_from_env(int *node_size, uint64_t *timeout_ns);
 
 /* tune/select.c: AUTO */
 const algo_t *select_algo(const coll_args_t *a);

@@ -70,6 +70,34 @@ int config_choices_from_env(algo_choice_t *choice)
     return WEFT_OK;
 }
 
+/* A variable's value as a number: digits only, lo..hi; -1 otherwise. */
+static long env_number(const char *v, long lo, long hi)
+{
+    long x = 0;
+    for (const char *c = v; *c; c++) {
+        if (*c < '0' || *c > '9' || x > hi)
+            return -1;
+        x = x * 10 + (*c - '0');
+    }
+    return *v && x >= lo && x <= hi ? x : -1;
+}
+
+int config_numbers_from_env(int *node_size, uint64_t *timeout_ns)
+{
+    const char *ns = getenv("WEFT_NODE_SIZE"), *to = getenv("WEFT_TIMEOUT_MS");
+    long k = ns && *ns ? env_number(ns, 1, 65536) : 0;
+    if (k < 0)
+        return weft_error(WEFT_EINVAL, "WEFT_NODE_SIZE=%s: want a number of ranks per node, "
+                                       "1..65536", ns);
+    long ms = to && *to ? env_number(to, 0, 86400000L) : 0;
+    if (ms < 0)
+        return weft_error(WEFT_EINVAL, "WEFT_TIMEOUT_MS=%s: want milliseconds 0..86400000 (0: no "
+                                       "timeout)", to);
+    *node_size = (int)k;
+    *timeout_ns = (uint64_t)ms * 1000000ull;
+    return WEFT_OK;
+}
+
 int weft_algorithm_properties_with(weft_coll_t coll, const char *name, const char *params)
 {
     algo_choice_t ch;

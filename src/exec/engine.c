@@ -97,16 +97,6 @@ int exec_start(exec_t *e, const void *in, void *out, bool list)
     xport_t *x = e->x;
     if (e->desc && x->ops->call_note)
         x->ops->call_note(x, e->desc, CALL_STARTED);
-    if (list) {
-        pthread_mutex_lock(&x->lock);
-        e->aprev = NULL;
-        e->anext = x->active;
-        if (x->active)
-            x->active->aprev = e;
-        x->active = e;
-        e->listed = true;
-        pthread_mutex_unlock(&x->lock);
-    }
     e->expired = false;
     e->t_start = 0;
     e->buf[BUF_IN] = (char *)in;
@@ -119,6 +109,16 @@ int exec_start(exec_t *e, const void *in, void *out, bool list)
         e->pending[i] = s->steps[i].ndeps;
         if (!e->pending[i])
             enqueue(e, i);
+    }
+    if (list) { /* last: from here on other threads' waits may progress it */
+        pthread_mutex_lock(&x->lock);
+        e->aprev = NULL;
+        e->anext = x->active;
+        if (x->active)
+            x->active->aprev = e;
+        x->active = e;
+        e->listed = true;
+        pthread_mutex_unlock(&x->lock);
     }
     return WEFT_OK;
 }

@@ -1,0 +1,783 @@
+/* stress.c — `weft stress`: random collectives, every result checked.
+ *
+ * Every rank draws the same sequence of calls from one seed: collective,
+ * algorithm (or auto) and its parameters, count (0, small, odd, past one
+ * shared-memory cell), datatype, op (every builtin one the type has, a
+ * commutative user op and a non-commutative one), root, in place or not,
+ * communicator (world, a dup, a split by parity) and mode (blocking,
+ * split-phase, *_timeout with random timeouts).  Data are a hash of (seed,
+ * call, rank, element), so each rank computes the reference itself:
+ * integers exactly, wrapping as the op does; floats against a float64
+ * reference; bitwise identity across ranks where the algorithm claims it.
+ * A refusal (an algorithm that cannot serve the op or P) must say why and
+ * happen on every rank alike.
+ *
+ * --faults runs short jobs instead, each with one fault at a random call:
+ * a rank killed, a rank stopped (SIGSTOP), or a rank passing another root;
+ * every survivor must end in the error that fault implies (WEFT_EPEER,
+ * WEFT_ETIMEDOUT, WEFT_EMISMATCH or WEFT_EPEER), in bounded time, and
+ * nothing may be left in /dev/shm. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "algo/algo.h"
+#include "core/core.h"
+#include "launch/launch.h"
+#include "tool.h"
+
+typedef struct stress_opts {
+    int np;
+    double minutes;
+    uint64_t seed;
+    int faults;   /* --faults: number of fault jobs */
+    int verbose;
+    /* inside a fault job */
+    const char *fault; /* kill | stop | mismatch */
+    int fault_rank;
+    long fault_at;
+} stress_opts_t;
+
+/* ---- the shared random sequence ---- */
+
+static uint64_t mix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+typedef struct rng {
+    uint64_t s;
+} rng_t;
+
+static uint64_t next(rng_t *r) { return mix64(r->s++); }
+static int pick(rng_t *r, int n) { return (int)(next(r) % (uint64_t)n); }
+
+/* ---- user ops ---- */
+
+/* x -> a x + b (mod 2^32), composed in rank order: not commutative */
+static void affine_fn(const void *in, void *inout, size_t n, weft_dtype_t dt, void *ctx)
+{
+    const uint64_t *a = in;
+    uint64_t *b = inout;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t fa = (uint32_t)(a[i] >> 32), fb = (uint32_t)a[i];
+        uint32_t ga = (uint32_t)(b[i] >> 32), gb = (uint32_t)b[i];
+        b[i] = (uint64_t)(fa * ga) << 32 | (uint32_t)(fa * gb + fb);
+    }
+}
+
+static void usersum_fn(const void *in, void *inout, size_t n, weft_dtype_t dt, void *ctx)
+{
+    for (size_t i = 0; i < n; i++)
+        ((uint64_t *)inout)[i] += ((const uint64_t *)in)[i];
+}
+
+static weft_op_t op_affine, op_usersum;
+
+/* ---- one call ---- */
+
+typedef struct call {
+    long index;
+    int comm;          /* 0 world, 1 dup, 2 split by parity */
+    weft_coll_t coll;
+    const char *algo;  /* NULL: auto */
+    char params[96];
+    weft_dtype_t dt;
+    weft_op_t op;      /* builtin, op_affine or op_usersum */
+    size_t count;
+    int root;
+    bool inplace;
+    int mode;          /* 0 blocking, 1 split-phase, 2 *_timeout */
+    int timeout_ms;
+} call_t;
+
+static const char *const mode_name[3] = {"blocking", "split-phase", "timeout"};
+
+static void describe(const call_t *c, char *buf, size_t n)
+{
+    snprintf(buf, n, "call %ld: %s %s%s%s on %s, %zu x %s %s, root %d%s, %s", c->index,
+             weft_coll_name(c->coll), c->algo ? c->algo : "auto", c->params[0] ? "/" : "",
+             c->params, c->comm == 0 ? "world" : c->comm == 1 ? "a dup" : "a split",
+             c->count, weft_dtype_name(c->dt),
+             c->op == op_affine ? "affine" : c->op == op_usersum ? "usersum" : weft_op_name(c->op),
+             c->root, c->inplace ? ", in place" : "", mode_name[c->mode]);
+}
+
+/* Parameters for algorithm al: a random valid value for each key it takes. */
+static void draw_params(rng_t *r, const algo_t *al, char *out, size_t n)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    const char *keys = al->params;
+    while (*keys && used < n) {
+        const char *e = strchr(keys, ',');
+        size_t kl = e ? (size_t)(e - keys) : strlen(keys);
+        char key[16];
+        snprintf(key, sizeof key, "%.*s", (int)kl, keys);
+        char val[32] = "";
+        if (pick(r, 3) != 0) { /* sometimes leave it at its default */
+            if (!strcmp(key, "chunks")) {
+                static const int ch[] = {1, 2, 3, 7, 64};
+                snprintf(val, sizeof val, "%d", ch[pick(r, 5)]);
+            } else if (!strcmp(key, "fanout")) {
+                static const char *const f[] = {"1", "2", "3", "auto"};
+                snprintf(val, sizeof val, "%s", f[pick(r, 4)]);
+            } else if (!strcmp(key, "sync")) {
+                snprintf(val, sizeof val, "%s", pick(r, 2) ? "colouring" : "none");
+            } else {
+                /* reduce=, bcast=, inter=: any algorithm of that collective */
+                weft_coll_t pc = !strcmp(key, "reduce") ? WEFT_COLL_REDUCE
+                               : !strcmp(key, "bcast")  ? WEFT_COLL_BCAST
+                                                        : al->coll;
+                int cnt = 0;
+                while (weft_algorithm_name(pc, cnt))
+                    cnt++;
+                const char *nm = weft_algorithm_name(pc, pick(r, cnt));
+                if (strcmp(nm, "hier") || strcmp(key, "inter"))
+                    snprintf(val, sizeof val, "%s", nm);
+            }
+        }
+        if (val[0])
+            used += (size_t)snprintf(out + used, n - used, "%s%s=%s", used ? "," : "", key, val);
+        keys = e ? e + 1 : keys + kl;
+    }
+}
+
+static void draw(rng_t *r, int P, call_t *c)
+{
+    static const weft_coll_t colls[] = {
+        WEFT_COLL_ALLREDUCE, WEFT_COLL_ALLREDUCE, WEFT_COLL_ALLREDUCE, WEFT_COLL_BCAST,
+        WEFT_COLL_BCAST,     WEFT_COLL_REDUCE,    WEFT_COLL_REDUCE,    WEFT_COLL_REDUCE_SCATTER,
+        WEFT_COLL_ALLGATHER, WEFT_COLL_SCATTER,   WEFT_COLL_GATHER,    WEFT_COLL_BARRIER};
+    memset(c, 0, sizeof *c);
+    c->comm = pick(r, 4) == 0 ? 1 : pick(r, 4) == 0 ? 2 : 0;
+    c->coll = colls[pick(r, (int)(sizeof colls / sizeof colls[0]))];
+    int na = 0;
+    while (weft_algorithm_name(c->coll, na))
+        na++;
+    if (pick(r, 4) != 0) {
+        c->algo = weft_algorithm_name(c->coll, pick(r, na));
+        draw_params(r, algo_find(c->coll, c->algo), c->params, sizeof c->params);
+    }
+    c->dt = (weft_dtype_t)pick(r, WEFT_DTYPE_COUNT);
+    c->op = WEFT_SUM;
+    if (coll_is_reduction(c->coll)) {
+        int k = pick(r, 12);
+        if (k == 10)
+            c->dt = WEFT_UINT64, c->op = op_affine;
+        else if (k == 11)
+            c->dt = WEFT_UINT64, c->op = op_usersum;
+        else
+            c->op = elem_is_float(c->dt) ? pick(r, 4) : pick(r, WEFT_OP_BUILTIN_COUNT);
+    }
+    static const size_t small[] = {0, 1, 2, 3, 5, 17, 100, 1001};
+    switch (pick(r, 5)) {
+    case 0: c->count = small[pick(r, 8)]; break;
+    case 1: c->count = (size_t)P - 1 + (size_t)pick(r, 3); break;
+    case 2: c->count = (size_t)pick(r, 5000); break;
+    case 3: c->count = 2 * (size_t)P + 3; break;
+    default: c->count = 9000 + (size_t)pick(r, 30000); break; /* past one cell */
+    }
+    if (!coll_is_reduction(c->coll) && c->coll != WEFT_COLL_BCAST && c->count > 4000)
+        c->count /= 8; /* P blocks of it */
+    c->root = pick(r, P); /* taken modulo the communicator's size */
+    c->inplace = pick(r, 3) == 0;
+    c->mode = 0;
+    if (c->coll == WEFT_COLL_ALLREDUCE || c->coll == WEFT_COLL_BCAST || c->coll == WEFT_COLL_REDUCE)
+        c->mode = pick(r, 10) < 6 ? 0 : pick(r, 2) ? 1 : 2;
+    c->timeout_ms = pick(r, 3);
+}
+
+/* ---- data and references ---- */
+
+/* Element j of rank r's input in call c. */
+static double value(const stress_opts_t *o, const call_t *c, int r, size_t j)
+{
+    uint64_t h = mix64(o->seed ^ mix64((uint64_t)c->index * 1000003u + (uint64_t)r) ^ j * 0x632be5ab);
+    if (elem_is_float(c->dt)) {
+        if (c->dt == WEFT_FLOAT16 || c->dt == WEFT_BFLOAT16)
+            return (double)((int)(h % 5) - 2); /* exact in every order up to P = 64 */
+        double u = (double)(h >> 11) * 0x1p-53;
+        if (c->op == WEFT_PROD)
+            return (h & 1 ? 1 : -1) * (0.75 + 0.5 * u);
+        return 2 * u - 1;
+    }
+    if ((c->op == WEFT_LAND || c->op == WEFT_LOR) && h % 3 == 0)
+        return 0;
+    return (double)((int64_t)(h % 201) - 100);
+}
+
+static uint64_t affine_value(const stress_opts_t *o, const call_t *c, int r, size_t j)
+{
+    uint64_t h = mix64(o->seed ^ mix64((uint64_t)c->index * 1000003u + (uint64_t)r) ^ j * 0x632be5ab);
+    return h | 1ull << 32; /* a odd */
+}
+
+static void put(const stress_opts_t *o, const call_t *c, void *buf, size_t i, int r, size_t j)
+{
+    if (c->op == op_affine)
+        ((uint64_t *)buf)[i] = affine_value(o, c, r, j);
+    else if (elem_is_float(c->dt))
+        elem_put_float(buf, i, c->dt, value(o, c, r, j));
+    else
+        elem_put_int(buf, i, c->dt, (int64_t)value(o, c, r, j));
+}
+
+/* Is out[i] the reduction over ranks 0..n-1 (rank order) of element j? */
+static bool reduced_ok(const stress_opts_t *o, const call_t *c, const void *out, size_t i,
+                       int n, size_t j)
+{
+    if (c->op == op_affine) {
+        uint64_t acc = affine_value(o, c, n - 1, j);
+        for (int r = n - 2; r >= 0; r--) {
+            uint64_t f = affine_value(o, c, r, j);
+            affine_fn(&f, &acc, 1, c->dt, NULL);
+        }
+        return ((const uint64_t *)out)[i] == acc;
+    }
+    if (elem_is_float(c->dt)) {
+        double acc = 0, mag = 0;
+        for (int r = 0; r < n; r++) {
+            char tmp[8];
+            elem_put_float(tmp, 0, c->dt, value(o, c, r, j)); /* as the type holds it */
+            double v = elem_get_float(tmp, 0, c->dt);
+            if (r == 0)
+                acc = v;
+            else if (c->op == WEFT_SUM)
+                acc += v;
+            else if (c->op == WEFT_PROD)
+                acc *= v;
+            else if (c->op == WEFT_MIN)
+                acc = v < acc ? v : acc;
+            else
+                acc = v > acc ? v : acc;
+            mag += fabs(v);
+        }
+        double got = elem_get_float(out, i, c->dt);
+        double eps = c->dt == WEFT_FLOAT64 ? 0x1p-52 : c->dt == WEFT_FLOAT32 ? 0x1p-23
+                   : c->dt == WEFT_FLOAT16 ? 0x1p-10 : 0x1p-7;
+        double tol = c->op == WEFT_SUM ? 2.0 * n * eps * mag
+                   : c->op == WEFT_PROD ? 2.0 * n * eps * fabs(acc) : 0;
+        return fabs(got - acc) <= tol;
+    }
+    uint64_t acc = 0;
+    for (int r = 0; r < n; r++) {
+        uint64_t v = (uint64_t)elem_wrap((int64_t)value(o, c, r, j), c->dt);
+        if (c->op == op_usersum)
+            v = (uint64_t)(int64_t)value(o, c, r, j);
+        if (r == 0) {
+            acc = v; /* one rank's value as it is, even under land/lor (as MPI) */
+            continue;
+        }
+        switch (c->op) {
+        case WEFT_PROD: acc *= v; break;
+        case WEFT_MIN: acc = (int64_t)v < (int64_t)acc ? v : acc; break;
+        case WEFT_MAX: acc = (int64_t)v > (int64_t)acc ? v : acc; break;
+        case WEFT_BAND: acc &= v; break;
+        case WEFT_BOR: acc |= v; break;
+        case WEFT_BXOR: acc ^= v; break;
+        case WEFT_LAND: acc = acc && v; break;
+        case WEFT_LOR: acc = acc || v; break;
+        default: acc += v; break; /* sum, usersum */
+        }
+    }
+    /* unsigned min/max: the values are below 2^63 once wrapped, except for
+     * uint64 holding a negative value, which compares as huge */
+    if ((c->dt == WEFT_UINT64) && (c->op == WEFT_MIN || c->op == WEFT_MAX)) {
+        acc = 0;
+        for (int r = 0; r < n; r++) {
+            uint64_t v = (uint64_t)(int64_t)value(o, c, r, j);
+            acc = r == 0 ? v : c->op == WEFT_MIN ? (v < acc ? v : acc) : (v > acc ? v : acc);
+        }
+    }
+    return elem_get_int(out, i, c->dt) == elem_wrap((int64_t)acc, c->dt);
+}
+
+/* ---- running and checking one call ---- */
+
+typedef struct stats {
+    long checked, refused, failed;
+} stats_t;
+
+/* Layout of the call on a communicator of n ranks: elements of input and
+ * output this rank passes. */
+static void sizes_of(const call_t *c, int n, int me, int root, size_t *in_n, size_t *out_n)
+{
+    size_t k = c->count, nk = (size_t)n * k;
+    switch (c->coll) {
+    case WEFT_COLL_BCAST: *in_n = 0, *out_n = k; break;
+    case WEFT_COLL_REDUCE_SCATTER: *in_n = nk, *out_n = c->inplace ? nk : k; break;
+    case WEFT_COLL_ALLGATHER: *in_n = k, *out_n = nk; break;
+    case WEFT_COLL_SCATTER: *in_n = me == root ? nk : 0, *out_n = k; break;
+    case WEFT_COLL_GATHER: *in_n = k, *out_n = me == root ? nk : 0; break;
+    case WEFT_COLL_BARRIER: *in_n = *out_n = 0; break;
+    default: *in_n = k, *out_n = k; break;
+    }
+}
+
+static int issue(const call_t *c, weft_comm_t comm, int root, const void *in, void *out)
+{
+    size_t k = c->count;
+    weft_request_t req = NULL;
+    int rc;
+    switch (c->coll) {
+    case WEFT_COLL_ALLREDUCE:
+        if (c->mode == 1 && !(rc = weft_iallreduce(in, out, k, c->dt, c->op, comm, &req)))
+            return weft_wait(&req);
+        if (c->mode == 2) {
+            while ((rc = weft_allreduce_timeout(in, out, k, c->dt, c->op, comm, c->timeout_ms)) ==
+                   WEFT_ETIMEDOUT && !strstr(weft_last_error(), "revoked"))
+                ;
+            return rc;
+        }
+        return c->mode == 1 ? rc : (int)weft_allreduce(in, out, k, c->dt, c->op, comm);
+    case WEFT_COLL_BCAST:
+        if (c->mode == 1 && !(rc = weft_ibcast(out, k, c->dt, root, comm, &req)))
+            return weft_wait(&req);
+        if (c->mode == 2) {
+            while ((rc = weft_bcast_timeout(out, k, c->dt, root, comm, c->timeout_ms)) ==
+                   WEFT_ETIMEDOUT && !strstr(weft_last_error(), "revoked"))
+                ;
+            return rc;
+        }
+        return c->mode == 1 ? rc : (int)weft_bcast(out, k, c->dt, root, comm);
+    case WEFT_COLL_REDUCE:
+        if (c->mode == 1 && !(rc = weft_ireduce(in, out, k, c->dt, c->op, root, comm, &req)))
+            return weft_wait(&req);
+        if (c->mode == 2) {
+            while ((rc = weft_reduce_timeout(in, out, k, c->dt, c->op, root, comm,
+                                             c->timeout_ms)) == WEFT_ETIMEDOUT &&
+                   !strstr(weft_last_error(), "revoked"))
+                ;
+            return rc;
+        }
+        return c->mode == 1 ? rc : (int)weft_reduce(in, out, k, c->dt, c->op, root, comm);
+    case WEFT_COLL_REDUCE_SCATTER: return weft_reduce_scatter(in, out, k, c->dt, c->op, comm);
+    case WEFT_COLL_ALLGATHER: return weft_allgather(in, out, k, c->dt, comm);
+    case WEFT_COLL_SCATTER: return weft_scatter(in, out, k, c->dt, root, comm);
+    case WEFT_COLL_GATHER: return weft_gather(in, out, k, c->dt, root, comm);
+    default: return weft_barrier(comm);
+    }
+}
+
+/* A refusal must say why: the op, P, or the parameters the algorithm lacks. */
+static bool legit_refusal(int rc)
+{
+    const char *m = weft_last_error();
+    return (rc == WEFT_EINVAL || rc == WEFT_ENOTSUP) &&
+           (strstr(m, "commutative") || strstr(m, "idempotent") || strstr(m, "adaptable") ||
+            strstr(m, "exact only") || strstr(m, "colouring") || strstr(m, "tags"));
+}
+
+static uint64_t hash_bytes(const void *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ ((const unsigned char *)p)[i]) * 1099511628211ull;
+    return h;
+}
+
+/* 0: checked, 1: refused alike, -1: failed (reported). */
+static int run_call(const stress_opts_t *o, weft_comm_t comm, weft_comm_t ctrl, const call_t *c,
+                    int *first_rc)
+{
+    int n = weft_comm_size(comm), me = weft_comm_rank(comm), root = c->root % n;
+    size_t es = weft_dtype_size(c->dt), in_n, out_n, k = c->count;
+    char what[320];
+    describe(c, what, sizeof what);
+    int rc = weft_set_algorithm(comm, c->coll, c->algo ? c->algo : "auto",
+                                c->params[0] ? c->params : NULL);
+    if (rc) {
+        fprintf(stderr, "stress: rank %d: %s: weft_set_algorithm: %s\n", me, what,
+                weft_last_error());
+        return -1;
+    }
+    sizes_of(c, n, me, root, &in_n, &out_n);
+    char *in = malloc(in_n * es + 8), *out = malloc(out_n * es + 8), *want = malloc(out_n * es + 8);
+    memset(out, 0xa5, out_n * es);
+    for (size_t i = 0; i < in_n; i++)
+        put(o, c, in, i, me, i);
+    const void *src = in;
+    void *dst = out;
+    if (c->inplace) {
+        switch (c->coll) {
+        case WEFT_COLL_ALLREDUCE: memcpy(out, in, k * es), src = WEFT_IN_PLACE; break;
+        case WEFT_COLL_REDUCE:
+            if (me == root)
+                memcpy(out, in, k * es), src = WEFT_IN_PLACE;
+            break;
+        case WEFT_COLL_REDUCE_SCATTER: memcpy(out, in, in_n * es), src = WEFT_IN_PLACE; break;
+        case WEFT_COLL_ALLGATHER:
+            memcpy(out + (size_t)me * k * es, in, k * es), src = WEFT_IN_PLACE;
+            break;
+        case WEFT_COLL_SCATTER:
+            if (me == root)
+                dst = WEFT_IN_PLACE;
+            break;
+        case WEFT_COLL_GATHER:
+            if (me == root)
+                memcpy(out + (size_t)root * k * es, in, k * es), src = WEFT_IN_PLACE;
+            break;
+        default: break;
+        }
+    }
+    if (c->coll == WEFT_COLL_BCAST && me == root)
+        for (size_t i = 0; i < k; i++)
+            put(o, c, out, i, root, i);
+    if (o->verbose > 1)
+        fprintf(stderr, "stress: rank %d: %s\n", weft_comm_rank(weft_comm_world()), what);
+    rc = issue(c, comm, root, src, dst);
+    if (rc && !legit_refusal(rc) && !*first_rc)
+        *first_rc = rc; /* the first error that is not a refusal */
+    /* every rank must end alike: all OK, or all refusing */
+    int32_t agree[2] = {rc, -rc};
+    int arc = weft_allreduce(WEFT_IN_PLACE, agree, 2, WEFT_INT32, WEFT_MAX, ctrl);
+    int result = 0;
+    if (arc) {
+        if (!*first_rc)
+            *first_rc = arc;
+        result = -1;
+    } else if (agree[0] != -agree[1]) {
+        fprintf(stderr, "stress: rank %d: %s: ranks ended differently (codes %d..%d); here %d: %s\n",
+                me, what, -agree[1], agree[0], rc, weft_last_error());
+        result = -1;
+    } else if (rc) {
+        result = legit_refusal(rc) ? 1 : -1;
+        if (result < 0 || o->verbose)
+            fprintf(stderr, "stress: rank %d: %s: %s: %s\n", me, what,
+                    result < 0 ? "FAILED" : "refused", weft_last_error());
+    }
+    if (result == 0) {
+        size_t bad = 0, at = 0;
+        bool have = true; /* does this rank hold a result to check? */
+        const char *got = out;
+        switch (c->coll) {
+        case WEFT_COLL_ALLREDUCE:
+        case WEFT_COLL_REDUCE:
+            have = c->coll == WEFT_COLL_ALLREDUCE || me == root;
+            for (size_t j = 0; have && j < k; j++)
+                if (!reduced_ok(o, c, out, j, n, j) && !bad++)
+                    at = j;
+            have = false;
+            break;
+        case WEFT_COLL_REDUCE_SCATTER:
+            for (size_t j = 0; j < k; j++)
+                if (!reduced_ok(o, c, out, j, n, (size_t)me * k + j) && !bad++)
+                    at = j;
+            have = false;
+            break;
+        case WEFT_COLL_BCAST:
+            for (size_t j = 0; j < k; j++)
+                put(o, c, want, j, root, j);
+            break;
+        case WEFT_COLL_ALLGATHER:
+            for (size_t j = 0; j < out_n; j++)
+                put(o, c, want, j, (int)(j / (k ? k : 1)), j % (k ? k : 1));
+            break;
+        case WEFT_COLL_SCATTER:
+            have = dst != WEFT_IN_PLACE;
+            for (size_t j = 0; have && j < k; j++)
+                put(o, c, want, j, root, (size_t)me * k + j);
+            break;
+        case WEFT_COLL_GATHER:
+            have = me == root;
+            for (size_t j = 0; have && j < out_n; j++)
+                put(o, c, want, j, (int)(j / (k ? k : 1)), j % (k ? k : 1));
+            break;
+        default: have = false; break;
+        }
+        if (have)
+            for (size_t j = 0; j < out_n; j++)
+                if (memcmp(got + j * es, want + j * es, es) && !bad++)
+                    at = j;
+        if (bad) {
+            fprintf(stderr, "stress: rank %d: %s: %zu wrong elements, first at %zu\n", me, what,
+                    bad, at);
+            result = -1;
+        }
+        if (c->coll == WEFT_COLL_ALLREDUCE && c->algo &&
+            (weft_algorithm_properties_with(c->coll, c->algo, c->params) & WEFT_ALGO_IDENTICAL)) {
+            uint64_t h[2] = {hash_bytes(out, k * es), 0};
+            h[1] = ~h[0];
+            if (!weft_allreduce(WEFT_IN_PLACE, h, 2, WEFT_UINT64, WEFT_MAX, ctrl) && h[0] != ~h[1]) {
+                fprintf(stderr, "stress: rank %d: %s: results differ between ranks though the "
+                                "algorithm claims bitwise identity\n", me, what);
+                result = -1;
+            }
+        }
+    }
+    free(in), free(out), free(want);
+    return result;
+}
+
+/* ---- a rank's loop ---- */
+
+static long rss_kib(void)
+{
+    long pages = 0, rss = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f) {
+        if (fscanf(f, "%ld %ld", &pages, &rss) != 2)
+            rss = 0;
+        fclose(f);
+    }
+    return rss * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+/* In a fault job: what this rank saw first, for the driver (one line per
+ * rank, appended to $WEFT_STRESS_OUT). */
+static void report_outcome(int rank, int rc)
+{
+    const char *path = getenv("WEFT_STRESS_OUT");
+    if (!path)
+        return;
+    char line[600];
+    int l = snprintf(line, sizeof line, "rank %d code %d %s\n", rank, rc,
+                     rc ? weft_last_error() : "");
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT, 0600);
+    if (fd >= 0) {
+        if (write(fd, line, (size_t)(l < (int)sizeof line ? l : (int)sizeof line - 1)) < 0)
+            perror("stress: report");
+        close(fd);
+    }
+}
+
+static int stress_rank(const stress_opts_t *o)
+{
+    weft_comm_t world = weft_comm_world(), comms[3], ctrls[3];
+    int P = weft_comm_size(world), me = weft_comm_rank(world);
+    weft_op_create(affine_fn, NULL, 0, 0, &op_affine);
+    weft_op_create(usersum_fn, NULL, 1, 0, &op_usersum);
+    comms[0] = world;
+    if (weft_comm_dup(world, &comms[1]) || weft_comm_split(world, me % 2, P - me, &comms[2]) ||
+        weft_comm_dup(world, &ctrls[0]) || weft_comm_dup(comms[1], &ctrls[1]) ||
+        weft_comm_dup(comms[2], &ctrls[2])) {
+        fprintf(stderr, "stress: rank %d: setting up communicators: %s\n", me, weft_last_error());
+        return 1;
+    }
+    if (o->fault)
+        for (int i = 0; i < 3; i++)
+            weft_comm_set_timeout(comms[i], 1000), weft_comm_set_timeout(ctrls[i], 1000);
+    rng_t r = {o->seed};
+    stats_t st = {0, 0, 0};
+    double t0 = weft_now(), last_print = t0;
+    long max_rss = 0, limit = o->fault ? o->fault_at + 200 : -1;
+    int first_rc = 0;
+    for (long i = 0; limit < 0 || i < limit; i++) {
+        call_t c;
+        draw(&r, P, &c);
+        c.index = i;
+        if (o->fault && i == o->fault_at && me == o->fault_rank) {
+            if (!strcmp(o->fault, "kill"))
+                raise(SIGKILL);
+            if (!strcmp(o->fault, "stop"))
+                raise(SIGSTOP);
+            if (c.coll == WEFT_COLL_BARRIER)
+                c.coll = WEFT_COLL_ALLREDUCE, c.count = 1, c.op = WEFT_SUM;
+            c.count++; /* mismatch */
+        }
+        int res = run_call(o, comms[c.comm], ctrls[c.comm], &c, &first_rc);
+        st.checked += res == 0;
+        st.refused += res == 1;
+        st.failed += res < 0;
+        if (first_rc)
+            break; /* an error, not a wrong result: the job is dead */
+        if (o->fault || i % 64 != 63)
+            continue;
+        /* every 64 calls: rank 0 says whether to stop and whether to print */
+        double now = weft_now();
+        int32_t ctl[2] = {now - t0 >= o->minutes * 60, now - last_print >= 10};
+        long rss = rss_kib();
+        if (weft_bcast(ctl, 2, WEFT_INT32, 0, ctrls[0]) ||
+            weft_allreduce(WEFT_IN_PLACE, &rss, 1, WEFT_INT64, WEFT_MAX, ctrls[0]))
+            break;
+        max_rss = rss > max_rss ? rss : max_rss;
+        if (ctl[1] && me == 0) {
+            printf("stress: t=%.0fs calls=%ld max RSS over ranks %ld KiB\n", now - t0, i + 1, rss);
+            fflush(stdout);
+            last_print = now;
+        }
+        if (ctl[0])
+            break;
+    }
+    if (o->fault) {
+        int frc = weft_finalize();
+        report_outcome(me, first_rc ? first_rc : frc);
+        return first_rc || frc ? 3 : 0;
+    }
+    /* every rank makes every call: count them on rank 0, and a call failed
+     * when it failed on any rank */
+    long failed = st.failed;
+    int rc = weft_allreduce(WEFT_IN_PLACE, &failed, 1, WEFT_INT64, WEFT_SUM, ctrls[0]);
+    long calls = st.checked + st.refused + st.failed;
+    if (me == 0)
+        printf("stress: P=%d seed=%llu %.1f min: calls checked %ld (%ld refused alike); "
+               "%ld passed, %ld failed; max RSS over ranks %ld KiB\n",
+               P, (unsigned long long)o->seed, (weft_now() - t0) / 60, calls, st.refused,
+               calls - failed, failed, max_rss);
+    for (int i = 0; i < 3; i++) {
+        weft_comm_free(&ctrls[i]);
+        if (i)
+            weft_comm_free(&comms[i]);
+    }
+    weft_op_free(&op_affine);
+    weft_op_free(&op_usersum);
+    int frc = weft_finalize();
+    return rc || frc || failed ? 1 : 0;
+}
+
+/* ---- the fault driver ---- */
+
+static int shm_entries(void)
+{
+    int n = 0;
+    DIR *d = opendir("/dev/shm");
+    for (struct dirent *e; d && (e = readdir(d));)
+        n += !strncmp(e->d_name, "weft-", 5);
+    if (d)
+        closedir(d);
+    return n;
+}
+
+/* Runs one job with one fault; 0 when every survivor ended as the fault implies. */
+static int fault_job(const stress_opts_t *o, int job, const char *kind, int frank, long at)
+{
+    char path[64], seed[32], fr[16], fa[24], np[16];
+    snprintf(path, sizeof path, "/tmp/weft-stress-%d-%d", (int)getpid(), job);
+    unlink(path);
+    setenv("WEFT_STRESS_OUT", path, 1);
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)(o->seed + (uint64_t)job));
+    snprintf(fr, sizeof fr, "%d", frank);
+    snprintf(fa, sizeof fa, "%ld", at);
+    snprintf(np, sizeof np, "%d", o->np);
+    char *args[] = {"stress", "--np", np, "--seed", seed, "--fault", (char *)kind,
+                    "--fault-rank", fr, "--fault-at", fa, NULL};
+    int before = shm_entries();
+    double t0 = weft_now();
+    int status = launch_self(o->np, "stress", 11, args);
+    double secs = weft_now() - t0;
+    int seen = 0, bad = 0;
+    FILE *f = fopen(path, "r");
+    char line[700];
+    while (f && fgets(line, sizeof line, f)) {
+        int r, code;
+        if (sscanf(line, "rank %d code %d", &r, &code) != 2)
+            continue;
+        seen++;
+        bool ok = !strcmp(kind, "kill")   ? code == WEFT_EPEER
+                  : !strcmp(kind, "stop") ? code == WEFT_ETIMEDOUT || code == WEFT_EPEER
+                                          : code == WEFT_EMISMATCH || code == WEFT_EPEER;
+        if (!ok) {
+            bad++;
+            printf("stress: fault job %d (%s of rank %d at call %ld): %s", job, kind, frank, at,
+                   line);
+        }
+    }
+    if (f)
+        fclose(f);
+    unlink(path);
+    int want = !strcmp(kind, "mismatch") ? o->np : o->np - 1;
+    int leaked = shm_entries() - before;
+    bool pass = !bad && seen >= want && status != 0 && leaked <= 0;
+    printf("stress: fault job %d: %-8s rank %d at call %3ld: %d/%d ranks ended in the right "
+           "error, weft run exit %d, %.2f s%s -> %s\n", job, kind, frank, at, seen - bad, want,
+           status, secs, leaked > 0 ? ", /dev/shm LEAKED" : "", pass ? "ok" : "FAILED");
+    fflush(stdout);
+    return pass ? 0 : 1;
+}
+
+static int fault_driver(const stress_opts_t *o)
+{
+    static const char *const kinds[3] = {"kill", "stop", "mismatch"};
+    rng_t r = {o->seed ^ 0xfa17};
+    int failed = 0;
+    for (int j = 0; j < o->faults; j++)
+        failed += fault_job(o, j, kinds[j % 3], pick(&r, o->np), 5 + pick(&r, 60));
+    printf("stress: %d fault jobs, %d passed, %d failed\n", o->faults, o->faults - failed, failed);
+    return failed ? 1 : 0;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: weft stress [--np P] [--minutes M] [--seed S] [--faults N] [--verbose]\n"
+               "Random collectives on P ranks (default 4) for M minutes (default 1), every\n"
+               "result checked; prints calls checked, passed and failed, and the ranks' RSS.\n"
+               "--faults N: N short jobs instead, each with one rank killed, stopped or\n"
+               "passing other arguments at a random call; every survivor must end in the\n"
+               "matching error and nothing may be left in /dev/shm.\n");
+}
+
+static int parse_num(const char *opt, const char *v, double lo, double hi, double *out)
+{
+    char *e;
+    double x = v ? strtod(v, &e) : 0;
+    if (!v || *e || e == v || !(x >= lo && x <= hi)) {
+        fprintf(stderr, "weft stress: %s %s: want a number %g..%g\n", opt, v ? v : "(none)", lo, hi);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+int cmd_stress(int argc, char **argv)
+{
+    stress_opts_t o = {4, 1.0, 1, 0, 0, NULL, -1, -1};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        double x;
+        if (!strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--verbose")) {
+            o.verbose++; /* twice: every call as it starts */
+            continue;
+        }
+        if (!strcmp(a, "--np") && !parse_num(a, v, 1, 4096, &x))
+            o.np = (int)x;
+        else if (!strcmp(a, "--minutes") && !parse_num(a, v, 0, 10000, &x))
+            o.minutes = x;
+        else if (!strcmp(a, "--seed") && !parse_num(a, v, 0, 1e15, &x))
+            o.seed = (uint64_t)x;
+        else if (!strcmp(a, "--faults") && !parse_num(a, v, 1, 100000, &x))
+            o.faults = (int)x;
+        else if (!strcmp(a, "--fault") && v &&
+                 (!strcmp(v, "kill") || !strcmp(v, "stop") || !strcmp(v, "mismatch")))
+            o.fault = v;
+        else if (!strcmp(a, "--fault-rank") && !parse_num(a, v, 0, 4095, &x))
+            o.fault_rank = (int)x;
+        else if (!strcmp(a, "--fault-at") && !parse_num(a, v, 0, 1e9, &x))
+            o.fault_at = (long)x;
+        else {
+            if (strncmp(a, "--", 2) || !strcmp(a, "--fault"))
+                fprintf(stderr, "weft stress: unknown or incomplete option '%s'\n", a);
+            else if (v && strchr("0123456789", v[0]) == NULL)
+                fprintf(stderr, "weft stress: unknown option '%s'\n", a);
+            usage(stderr);
+            return 2;
+        }
+        i++;
+    }
+    if (o.fault && (o.fault_rank < 0 || o.fault_at < 0)) {
+        fprintf(stderr, "weft stress: --fault needs --fault-rank and --fault-at\n");
+        return 2;
+    }
+    if (getenv("WEFT_RANK")) {
+        if (weft_init(NULL, NULL)) {
+            fprintf(stderr, "weft stress: weft_init: %s\n", weft_last_error());
+            return 1;
+        }
+        return stress_rank(&o);
+    }
+    if (o.faults)
+        return fault_driver(&o);
+    return launch_self(o.np, "stress", argc, argv);
+}
