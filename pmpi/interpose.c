@@ -83,6 +83,106 @@ static int map_dtype(MPI_Datatype dt, weft_dtype_t *out)
     return 0;
 }
 
+/* ---- type signatures (bcast, allgather) ----
+ * Ranks may pass different datatypes to MPI_Bcast and MPI_Allgather as long
+ * as the type signatures agree (the root four MPI_INT, the others one
+ * contiguous type of four MPI_INT).  So the choice between weft and the MPI
+ * library is made from the signature, which every rank shares: count x dt
+ * that is n elements of one predefined type weft maps goes to weft on every
+ * rank, whatever the layout (a non-contiguous one is packed and unpacked
+ * around the call); any other signature goes to PMPI on every rank. */
+
+typedef struct typesig {
+    weft_dtype_t wdt;
+    MPI_Datatype base;
+    size_t n;          /* elements of base */
+    MPI_Aint offset;   /* where the data start, when contiguous */
+    int contiguous;
+} typesig_t;
+
+/* The one predefined type dt is made of, or MPI_DATATYPE_NULL. */
+static MPI_Datatype base_of(MPI_Datatype dt, int depth)
+{
+    int ni = 0, na = 0, nd = 0, comb = 0;
+    if (depth > 16 || PMPI_Type_get_envelope(dt, &ni, &na, &nd, &comb) != MPI_SUCCESS)
+        return MPI_DATATYPE_NULL;
+    if (comb == MPI_COMBINER_NAMED) {
+        weft_dtype_t w;
+        if (dt == MPI_2INT)
+            return MPI_INT; /* the pair of int: signature (int, int) */
+        return map_dtype(dt, &w) ? dt : MPI_DATATYPE_NULL;
+    }
+    int *ints = malloc(((size_t)ni + 1) * sizeof *ints);
+    MPI_Aint *addrs = malloc(((size_t)na + 1) * sizeof *addrs);
+    MPI_Datatype *types = malloc(((size_t)nd + 1) * sizeof *types), base = MPI_DATATYPE_NULL;
+    if (ints && addrs && types &&
+        PMPI_Type_get_contents(dt, ni, na, nd, ints, addrs, types) == MPI_SUCCESS) {
+        for (int k = 0; k < nd; k++) {
+            MPI_Datatype b = base_of(types[k], depth + 1);
+            base = k == 0 || b == base ? b : MPI_DATATYPE_NULL;
+            int tni, tna, tnd, tcomb;
+            PMPI_Type_get_envelope(types[k], &tni, &tna, &tnd, &tcomb);
+            if (tcomb != MPI_COMBINER_NAMED)
+                PMPI_Type_free(&types[k]);
+            if (base == MPI_DATATYPE_NULL) {
+                for (int j = k + 1; j < nd; j++) {
+                    PMPI_Type_get_envelope(types[j], &tni, &tna, &tnd, &tcomb);
+                    if (tcomb != MPI_COMBINER_NAMED)
+                        PMPI_Type_free(&types[j]);
+                }
+                break;
+            }
+        }
+    }
+    free(ints), free(addrs), free(types);
+    return base;
+}
+
+static int signature(MPI_Datatype dt, int count, typesig_t *t)
+{
+    if (dt == MPI_DATATYPE_NULL || count < 0)
+        return 0;
+    t->base = base_of(dt, 0);
+    if (t->base == MPI_DATATYPE_NULL || !map_dtype(t->base, &t->wdt))
+        return 0;
+    int size = 0, bsize = 0;
+    MPI_Aint lb, extent, tlb, textent;
+    PMPI_Type_size(dt, &size);
+    PMPI_Type_size(t->base, &bsize);
+    PMPI_Type_get_extent(dt, &lb, &extent);
+    PMPI_Type_get_true_extent(dt, &tlb, &textent);
+    if (bsize <= 0 || size % bsize)
+        return 0;
+    t->n = (size_t)count * (size_t)(size / bsize);
+    t->offset = tlb;
+    t->contiguous = textent == size && (count <= 1 || extent == size);
+    return 1;
+}
+
+/* A contiguous buffer of the signature's elements: the caller's own, or a
+ * packed copy (copy_in: with the data of buf).  Free with sig_release. */
+static void *sig_buffer(const typesig_t *t, void *buf, int count, MPI_Datatype dt, int copy_in)
+{
+    if (t->contiguous)
+        return (char *)buf + t->offset;
+    void *tmp = malloc(t->n * weft_dtype_size(t->wdt) + 1);
+    if (tmp && copy_in)
+        PMPI_Sendrecv(buf, count, dt, 0, 0, tmp, (int)t->n, t->base, 0, 0, MPI_COMM_SELF,
+                      MPI_STATUS_IGNORE);
+    return tmp;
+}
+
+static void sig_release(const typesig_t *t, void *tmp, void *buf, int count, MPI_Datatype dt,
+                        int copy_out)
+{
+    if (t->contiguous)
+        return;
+    if (copy_out)
+        PMPI_Sendrecv(tmp, (int)t->n, t->base, 0, 0, buf, count, dt, 0, 0, MPI_COMM_SELF,
+                      MPI_STATUS_IGNORE);
+    free(tmp);
+}
+
 /* ---- ops ---- */
 
 typedef struct user_op {
@@ -242,6 +342,57 @@ static int raise_error(MPI_Comm comm, int c)
     return MPI_ERR_OTHER;
 }
 
+/* ---- a forced algorithm that cannot serve a call ----
+ * WEFT_<COLL>_ALGO names an algorithm for every call, but an unmodified MPI
+ * program may make calls it cannot serve (ring with a non-commutative op,
+ * butterfly with a sum).  Failing the MPI call would end most programs, so
+ * the call is served by AUTO instead, and the first such call per
+ * collective says so on stderr; WEFT_STRICT=1 makes it fail instead.  Every
+ * rank decides alike: the refusal depends only on arguments all ranks share
+ * (op, count, P), and it comes before any message. */
+
+static int strict(void)
+{
+    const char *v = getenv("WEFT_STRICT");
+    return v && *v && strcmp(v, "0");
+}
+
+static int refused_by_choice(void)
+{
+    return strstr(weft_last_error(), "algorithms that serve this call") != NULL;
+}
+
+static void restore_choice(weft_comm_t wc, weft_coll_t coll)
+{
+    char var[64], pvar[72];
+    const char *n = weft_coll_name(coll);
+    int k = snprintf(var, sizeof var, "WEFT_");
+    for (; *n && k < 48; n++)
+        var[k++] = (char)(*n >= 'a' && *n <= 'z' ? *n - 32 : *n);
+    var[k] = '\0';
+    snprintf(pvar, sizeof pvar, "%s_PARAMS", var);
+    strcat(var, "_ALGO");
+    weft_set_algorithm(wc, coll, getenv(var), getenv(pvar));
+}
+
+static int told[C_N];
+
+/* Runs `call` (a weft call on wc, evaluated twice at most); on a refusal by
+ * the forced algorithm, again under AUTO.  Leaves the weft result in rc. */
+#define SERVE(c, wcoll, wc, rc, call)                                                       \
+    do {                                                                                    \
+        rc = (call);                                                                        \
+        if (rc == WEFT_EINVAL && refused_by_choice() && !strict()) {                        \
+            if (!told[c]++)                                                                 \
+                fprintf(stderr, "weft-mpi: %s: %s; served by weft's automatic choice "      \
+                                "instead (WEFT_STRICT=1 makes such calls fail)\n",          \
+                        cname[c], weft_last_error());                                       \
+            weft_set_algorithm(wc, wcoll, "auto", NULL);                                    \
+            rc = (call);                                                                    \
+            restore_choice(wc, wcoll);                                                      \
+        }                                                                                   \
+    } while (0)
+
 #define FALLBACK(c, why, call)                                                              \
     do {                                                                                    \
         fallback[c][why]++;                                                                 \
@@ -276,7 +427,10 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt
     if (!wc)
         FALLBACK(C_ALLREDUCE, why, PMPI_Allreduce(sendbuf, recvbuf, count, dt, op, comm));
     current_dtype = dt;
-    if (weft_allreduce(in_place(sendbuf), recvbuf, (size_t)count, wdt, wop, wc) != WEFT_OK)
+    int rc;
+    SERVE(C_ALLREDUCE, WEFT_COLL_ALLREDUCE, wc, rc,
+          weft_allreduce(in_place(sendbuf), recvbuf, (size_t)count, wdt, wop, wc));
+    if (rc != WEFT_OK)
         return raise_error(comm, C_ALLREDUCE);
     served[C_ALLREDUCE]++;
     return MPI_SUCCESS;
@@ -298,7 +452,10 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, M
     if (!wc)
         FALLBACK(C_REDUCE, why, PMPI_Reduce(sendbuf, recvbuf, count, dt, op, root, comm));
     current_dtype = dt;
-    if (weft_reduce(in_place(sendbuf), recvbuf, (size_t)count, wdt, wop, root, wc) != WEFT_OK)
+    int rc;
+    SERVE(C_REDUCE, WEFT_COLL_REDUCE, wc, rc,
+          weft_reduce(in_place(sendbuf), recvbuf, (size_t)count, wdt, wop, root, wc));
+    if (rc != WEFT_OK)
         return raise_error(comm, C_REDUCE);
     served[C_REDUCE]++;
     return MPI_SUCCESS;
@@ -306,19 +463,24 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, M
 
 int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
 {
-    weft_dtype_t wdt;
-    int why = 0, size = 0;
-    if (!map_dtype(dt, &wdt))
-        FALLBACK(C_BCAST, F_DTYPE, PMPI_Bcast(buf, count, dt, root, comm));
+    typesig_t t;
+    int why = 0, size = 0, rank = 0;
+    if (!signature(dt, count, &t))
+        FALLBACK(C_BCAST, count < 0 ? F_ARGS : F_DTYPE, PMPI_Bcast(buf, count, dt, root, comm));
     weft_comm_t wc = usable(comm, count, &why);
     if (wc) {
         PMPI_Comm_size(comm, &size);
+        PMPI_Comm_rank(comm, &rank);
         if (root < 0 || root >= size)
             wc = NULL, why = F_ARGS;
     }
     if (!wc)
         FALLBACK(C_BCAST, why, PMPI_Bcast(buf, count, dt, root, comm));
-    if (weft_bcast(buf, (size_t)count, wdt, root, wc) != WEFT_OK)
+    void *data = sig_buffer(&t, buf, count, dt, rank == root);
+    int rc = data ? weft_bcast(data, t.n, t.wdt, root, wc) : WEFT_ENOMEM;
+    if (data)
+        sig_release(&t, data, buf, count, dt, rc == WEFT_OK && rank != root);
+    if (rc != WEFT_OK)
         return raise_error(comm, C_BCAST);
     served[C_BCAST]++;
     return MPI_SUCCESS;
@@ -334,7 +496,10 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int count, MPI_
     if (!wc)
         FALLBACK(C_RSB, why, PMPI_Reduce_scatter_block(sendbuf, recvbuf, count, dt, op, comm));
     current_dtype = dt;
-    if (weft_reduce_scatter(in_place(sendbuf), recvbuf, (size_t)count, wdt, wop, wc) != WEFT_OK)
+    int rc;
+    SERVE(C_RSB, WEFT_COLL_REDUCE_SCATTER, wc, rc,
+          weft_reduce_scatter(in_place(sendbuf), recvbuf, (size_t)count, wdt, wop, wc));
+    if (rc != WEFT_OK)
         return raise_error(comm, C_RSB);
     served[C_RSB]++;
     return MPI_SUCCESS;
@@ -343,17 +508,33 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int count, MPI_
 int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
-    weft_dtype_t wdt;
-    int why = 0;
-    int same = sendbuf == MPI_IN_PLACE || (sendtype == recvtype && sendcount == recvcount);
-    if (!map_dtype(recvtype, &wdt) || !same)
-        FALLBACK(C_ALLGATHER, same ? F_DTYPE : F_ARGS,
+    typesig_t rt, st;
+    int why = 0, size = 0, rank = 0;
+    /* the block each rank gives is recvcount x recvtype in signature; the
+     * send side must say the same (else MPI judges the call) */
+    int ok = signature(recvtype, recvcount, &rt);
+    int same = ok && (sendbuf == MPI_IN_PLACE ||
+                      (signature(sendtype, sendcount, &st) && st.base == rt.base && st.n == rt.n));
+    if (!ok || !same)
+        FALLBACK(C_ALLGATHER, recvcount < 0 || (ok && !same) ? F_ARGS : F_DTYPE,
                  PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm));
     weft_comm_t wc = usable(comm, recvcount, &why);
     if (!wc)
         FALLBACK(C_ALLGATHER, why,
                  PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm));
-    if (weft_allgather(in_place(sendbuf), recvbuf, (size_t)recvcount, wdt, wc) != WEFT_OK)
+    PMPI_Comm_size(comm, &size);
+    PMPI_Comm_rank(comm, &rank);
+    typesig_t all; /* the whole receive buffer: size blocks */
+    signature(recvtype, recvcount * size, &all);
+    void *rdata = sig_buffer(&all, recvbuf, recvcount * size, recvtype, sendbuf == MPI_IN_PLACE);
+    const void *sdata = sendbuf == MPI_IN_PLACE ? WEFT_IN_PLACE
+                        : rdata ? sig_buffer(&st, (void *)sendbuf, sendcount, sendtype, 1) : NULL;
+    int rc = rdata && sdata ? weft_allgather(sdata, rdata, rt.n, rt.wdt, wc) : WEFT_ENOMEM;
+    if (sdata && sdata != WEFT_IN_PLACE)
+        sig_release(&st, (void *)sdata, (void *)sendbuf, sendcount, sendtype, 0);
+    if (rdata)
+        sig_release(&all, rdata, recvbuf, recvcount * size, recvtype, rc == WEFT_OK);
+    if (rc != WEFT_OK)
         return raise_error(comm, C_ALLGATHER);
     served[C_ALLGATHER]++;
     return MPI_SUCCESS;

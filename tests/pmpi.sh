@@ -19,4 +19,20 @@ for c in MPI_Reduce MPI_Bcast MPI_Reduce_scatter_block MPI_Allgather; do
 done
 grep -q "MPI_Bcast: .*1 unsupported datatype" "$log" || fail "the derived datatype did not fall back"
 grep -q "MPI_Allreduce: .*unsupported datatype" "$log" || fail "MINLOC on MPI_2INT did not fall back"
+# a forced algorithm that cannot serve a call (ring with the program's
+# non-commutative op) serves it with AUTO and says so; WEFT_STRICT=1 fails it
+WEFT_ALLREDUCE_ALGO=ring timeout 300 mpirun -n "$np" "$@" -x LD_PRELOAD="$lib" \
+    -x WEFT_ALLREDUCE_ALGO "$prog" 2>"$log" || { cat "$log"; fail "forced ring: the program failed"; }
+grep -q "MPI_Allreduce: allreduce ring needs a commutative op.*served by weft's automatic choice" \
+    "$log" || { cat "$log"; fail "forced ring: the fallback was not announced"; }
+[ "$(grep -c "weft-mpi: MPI_Allreduce" "$log")" -le "$np" ] || fail "announced more than once per rank"
+if WEFT_STRICT=1 WEFT_ALLREDUCE_ALGO=ring timeout 300 mpirun -n "$np" "$@" -x LD_PRELOAD="$lib" \
+    -x WEFT_ALLREDUCE_ALGO -x WEFT_STRICT "$prog" >/dev/null 2>&1; then
+    fail "WEFT_STRICT=1: the forced ring served a non-commutative op"
+fi
+# many steps on a communicator from MPI_Comm_split (MPI_TAG_UB is read from
+# MPI_COMM_WORLD: the split's lacks it)
+WEFT_ALLREDUCE_ALGO=pipeline WEFT_ALLREDUCE_PARAMS=chunks=1000 timeout 300 mpirun -n "$np" "$@" \
+    -x LD_PRELOAD="$lib" -x WEFT_ALLREDUCE_ALGO -x WEFT_ALLREDUCE_PARAMS "$prog" >"$log" 2>&1 ||
+    { cat "$log"; fail "pipeline chunks=1000 on a split communicator"; }
 echo "1 passed, 0 failed"

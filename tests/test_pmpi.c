@@ -6,6 +6,7 @@
  * MINLOC).  It checks every result itself, so it passes with or without
  * LD_PRELOAD=libweft-mpi.so; pmpi.sh checks that weft served the calls. */
 #include <mpi.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -198,18 +199,71 @@ int main(int argc, char **argv)
     for (int r = rank % 2; r < size; r += 2)
         want += r;
     CHECK(hs == want, "split comm");
+    /* a long vector on it: schedules with many steps (pipeline chunks=1000
+     * in pmpi.sh) need MPI_TAG_UB from MPI_COMM_WORLD, not the split's */
+    int *hl = malloc(5000 * sizeof *hl), *hr = malloc(5000 * sizeof *hr);
+    for (int i = 0; i < 5000; i++)
+        hl[i] = rank + i;
+    MPI_Allreduce(hl, hr, 5000, MPI_INT, MPI_SUM, half);
+    int hsize = 0;
+    MPI_Comm_size(half, &hsize);
+    for (int i = 0; i < 5000; i++)
+        CHECK(hr[i] == want + hsize * i, "split comm, long vector, element %d", i);
+    free(hl), free(hr);
     MPI_Comm_free(&half);
-    /* fallbacks: a derived datatype and MINLOC */
-    MPI_Datatype vec;
+    /* derived datatypes: weft serves any signature of one predefined type
+     * (packing a strided layout), whatever type each rank uses for it */
+    MPI_Datatype vec, con4;
     MPI_Type_vector(4, 1, 2, MPI_INT, &vec);
     MPI_Type_commit(&vec);
+    MPI_Type_contiguous(4, MPI_INT, &con4);
+    MPI_Type_commit(&con4);
     int v8[8];
     for (int i = 0; i < 8; i++)
         v8[i] = rank == 0 ? 100 + i : -1;
     MPI_Bcast(v8, 1, vec, 0, MPI_COMM_WORLD);
-    for (int i = 0; i < 8; i += 2)
-        CHECK(v8[i] == 100 + i, "derived bcast");
+    for (int i = 0; i < 8; i++)
+        CHECK(v8[i] == (i % 2 == 0 || rank == 0 ? 100 + i : -1), "strided bcast, element %d", i);
+    for (int root = 0; root < 2 && root < size; root++) {
+        /* the root four MPI_INT, the others one contiguous type of four, and
+         * the last rank the strided type: one signature, three types */
+        for (int i = 0; i < 8; i++)
+            v8[i] = rank == root ? 10 * root + i : -1;
+        if (rank == root)
+            MPI_Bcast(v8, 4, MPI_INT, root, MPI_COMM_WORLD);
+        else if (rank == size - 1)
+            MPI_Bcast(v8, 1, vec, root, MPI_COMM_WORLD);
+        else
+            MPI_Bcast(v8, 1, con4, root, MPI_COMM_WORLD);
+        for (int i = 0; i < 4; i++) {
+            int at = rank == size - 1 && rank != root ? 2 * i : i;
+            CHECK(v8[at] == 10 * root + i, "bcast with mixed types, root %d, element %d", root, i);
+        }
+    }
+    int *g4 = malloc(4 * sizeof(int) * (size_t)size), mine4[4];
+    for (int i = 0; i < 4; i++)
+        mine4[i] = rank * 10 + i;
+    if (rank % 2)
+        MPI_Allgather(mine4, 1, con4, g4, 4, MPI_INT, MPI_COMM_WORLD);
+    else
+        MPI_Allgather(mine4, 4, MPI_INT, g4, 1, con4, MPI_COMM_WORLD);
+    for (int r = 0; r < size; r++)
+        for (int i = 0; i < 4; i++)
+            CHECK(g4[4 * r + i] == r * 10 + i, "allgather with mixed types");
+    free(g4);
+    MPI_Type_free(&con4);
     MPI_Type_free(&vec);
+    /* fallbacks: a mixed signature (int, double) and MINLOC */
+    struct { int i; double d; } id = {rank == 0 ? 7 : 0, rank == 0 ? 2.5 : 0};
+    MPI_Datatype idt;
+    int bl[2] = {1, 1};
+    MPI_Aint disp[2] = {offsetof(__typeof__(id), i), offsetof(__typeof__(id), d)};
+    MPI_Datatype tys[2] = {MPI_INT, MPI_DOUBLE};
+    MPI_Type_create_struct(2, bl, disp, tys, &idt);
+    MPI_Type_commit(&idt);
+    MPI_Bcast(&id, 1, idt, 0, MPI_COMM_WORLD);
+    CHECK(id.i == 7 && id.d == 2.5, "struct bcast through MPI");
+    MPI_Type_free(&idt);
     struct { int v, r; } ml = {rank * 10 % 7, rank}, mr;
     MPI_Allreduce(&ml, &mr, 1, MPI_2INT, MPI_MAXLOC, MPI_COMM_WORLD);
     CHECK(mr.v == 6 || size < 4, "maxloc");

@@ -62,10 +62,22 @@ static sched_entry_t *cache_get(weft_comm_t c, const algo_t *al, const coll_args
     *rc = algo_build(al, a, &s);
     if (*rc)
         return NULL;
-    if (s.max_tag >= (1u << 24)) {
+    if (s.max_tag > c->x->tag_limit) {
+        /* Before any message: this rank cannot take part.  Where the
+         * transport can, end the job, so that ranks whose own schedule fits
+         * do not wait for this one. */
         sched_free(&s);
-        *rc = weft_error(WEFT_ENOTSUP, "%s %s needs %u tags for P=%d (more than 2^24)",
-                         weft_coll_name(al->coll), al->name, s.max_tag, a->nrank);
+        char msg[300];
+        snprintf(msg, sizeof msg, "%s %s needs step tags up to %u on rank %d for P=%d; the %s "
+                 "transport has %u (choose fewer chunks or another algorithm)",
+                 weft_coll_name(al->coll), al->name, s.max_tag - 1, a->rank, a->nrank,
+                 c->x->ops->name, c->x->tag_limit);
+        if (c->x->ops->fail_job) {
+            pthread_mutex_lock(&c->x->lock);
+            c->x->ops->fail_job(c->x, msg);
+            pthread_mutex_unlock(&c->x->lock);
+        }
+        *rc = weft_error(WEFT_ENOTSUP, "%s", msg);
         return NULL;
     }
     victim->used = true;

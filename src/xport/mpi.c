@@ -280,14 +280,20 @@ static int mpi_open_comm(MPI_Comm dup, xport_t **out)
     }
     x->comm = dup;
     MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
+    /* MPI_TAG_UB is an attribute of MPI_COMM_WORLD only (Open MPI does not
+     * copy it to communicators from MPI_Comm_split): read it there, so that
+     * every communicator of the job gets the same tag space */
     int *ub = NULL, flag = 0;
-    MPI_Comm_get_attr(dup, MPI_TAG_UB, &ub, &flag);
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
     long tag_ub = flag && ub ? *ub : 32767;
     int bits = 0;
     while (bits < 31 && (1L << (bits + 1)) - 1 <= tag_ub)
         bits++;
-    x->stepbits = bits >= 26 ? 18 : bits - 6; /* >= 9 bits: P up to ~256 for ring */
+    /* step tags as wide as shared memory's (24 bits) where MPI allows, with
+     * 7 bits for the calls in flight (more than the schedule cache holds) */
+    x->stepbits = bits >= 31 ? 24 : bits >= 26 ? 18 : bits - 6;
     x->seqbits = bits - x->stepbits;
+    x->base.tag_limit = 1u << x->stepbits;
     MPI_Comm_rank(dup, &x->base.rank);
     MPI_Comm_size(dup, &x->base.size);
     x->base.local_size = 1;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -29,28 +30,89 @@ static uint32_t cells_for(int nrank)
 
 static size_t align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 
+/* Where the segment's parts go for a ring geometry; returns the size. */
+typedef struct geometry {
+    uint32_t ncells, payload, cell_bytes;
+    size_t ranks_off, board_off, log_off, chans_off, stride, size;
+} geometry_t;
+
+static void lay_out(int nrank, uint32_t ncells, uint32_t payload, geometry_t *g)
+{
+    g->ncells = ncells;
+    g->payload = payload;
+    g->cell_bytes = (uint32_t)align_up(sizeof(cell_t) + payload, 64);
+    g->ranks_off = align_up(sizeof(seg_hdr_t), 4096);
+    g->board_off = align_up(g->ranks_off + (size_t)nrank * sizeof(seg_rank_t), 4096);
+    g->log_off = align_up(g->board_off + (size_t)nrank * SEG_BOARD_BYTES_PER_RANK, 4096);
+    g->chans_off = align_up(g->log_off + (size_t)nrank * SEG_CALLLOG * sizeof(call_rec_t), 4096);
+    g->stride = (size_t)ncells * g->cell_bytes;
+    g->size = g->chans_off + (size_t)nrank * (size_t)nrank * g->stride;
+}
+
+/* The rings' geometry: as many cells as the rank count suits, of
+ * CELL_PAYLOAD bytes, shrunk (payload first, then cells) until the segment
+ * fits in what /dev/shm has free; the least it shrinks to is CELLS_MIN
+ * cells of CELL_PAYLOAD_MIN.  A smaller geometry only costs speed. */
+static void choose_geometry(int nrank, size_t avail, geometry_t *g)
+{
+    uint32_t ncells = cells_for(nrank), payload = CELL_PAYLOAD;
+    for (;;) {
+        lay_out(nrank, ncells, payload, g);
+        if (g->size <= avail)
+            return;
+        if (payload > CELL_PAYLOAD_MIN)
+            payload /= 2;
+        else if (ncells > CELLS_MIN)
+            ncells /= 2;
+        else
+            return; /* the least: let the reservation say it does not fit */
+    }
+}
+
+/* What the segment may take: /dev/shm's free space, or less by
+ * WEFT_SHM_MAX (MiB; digits only, else ignored with the free space). */
+static size_t shm_budget(size_t *free_bytes)
+{
+    struct statvfs v;
+    *free_bytes = statvfs("/dev/shm", &v) == 0 ? (size_t)v.f_bavail * v.f_frsize : SIZE_MAX;
+    const char *m = getenv("WEFT_SHM_MAX");
+    size_t cap = SIZE_MAX;
+    if (m && *m && strspn(m, "0123456789") == strlen(m) && strlen(m) < 9)
+        cap = (size_t)strtoul(m, NULL, 10) << 20;
+    return cap < *free_bytes ? cap : *free_bytes;
+}
+
 int seg_create(int nrank, seg_t *s, char *name, size_t namelen, int *keep_fd)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     snprintf(name, namelen, "/weft-%d-%lx", (int)getpid(),
              (unsigned long)(ts.tv_nsec ^ (ts.tv_sec << 20)));
-    uint32_t ncells = cells_for(nrank);
-    size_t ranks_off = align_up(sizeof(seg_hdr_t), 4096);
-    size_t board_off = align_up(ranks_off + (size_t)nrank * sizeof(seg_rank_t), 4096);
-    size_t log_off = align_up(board_off + (size_t)nrank * SEG_BOARD_BYTES_PER_RANK, 4096);
-    size_t chans_off = align_up(log_off + (size_t)nrank * SEG_CALLLOG * sizeof(call_rec_t), 4096);
-    size_t stride = (size_t)ncells * sizeof(cell_t);
-    size_t size = chans_off + (size_t)nrank * (size_t)nrank * stride;
+    geometry_t g;
+    size_t free_bytes, avail = shm_budget(&free_bytes);
+    choose_geometry(nrank, avail, &g);
+    size_t size = g.size;
+    if (size > avail)
+        return weft_error(WEFT_ENOMEM, "the job segment for %d ranks needs at least %zu MiB of "
+                          "/dev/shm; %zu MiB may be used (free: %zu MiB, WEFT_SHM_MAX: %s): make "
+                          "/dev/shm larger (docker run --shm-size=%zum) or use fewer ranks",
+                          nrank, (size >> 20) + 1, avail >> 20,
+                          free_bytes == SIZE_MAX ? 0 : free_bytes >> 20,
+                          getenv("WEFT_SHM_MAX") ? getenv("WEFT_SHM_MAX") : "unset",
+                          (size >> 20) + 65);
     int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
     if (fd < 0)
         return weft_error(WEFT_ESYS, "shm_open(%s): %s", name, strerror(errno));
-    if (ftruncate(fd, (off_t)size) != 0) {
-        int e = errno;
+    /* Reserve every page now: a sparse segment that outgrows /dev/shm kills
+     * ranks with SIGBUS in mid-run instead of failing here. */
+    int e = ftruncate(fd, (off_t)size) != 0 ? errno : posix_fallocate(fd, 0, (off_t)size);
+    if (e) {
         close(fd);
         shm_unlink(name);
-        return weft_error(WEFT_ENOMEM, "cannot size the job segment to %zu bytes: %s", size,
-                          strerror(e));
+        return weft_error(WEFT_ENOMEM, "the job segment for %d ranks needs %zu MiB of /dev/shm "
+                          "and could not have it: %s; make /dev/shm larger (docker run "
+                          "--shm-size=%zum) or use fewer ranks", nrank, (size >> 20) + 1,
+                          strerror(e), (size >> 20) + 65);
     }
     void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED) {
@@ -69,14 +131,16 @@ int seg_create(int nrank, seg_t *s, char *name, size_t namelen, int *keep_fd)
     }
     seg_hdr_t *h = p;
     h->nrank = (uint32_t)nrank;
-    h->ncells = ncells;
+    h->ncells = g.ncells;
+    h->payload = g.payload;
+    h->cell_bytes = g.cell_bytes;
     h->size = size;
-    h->ranks_off = ranks_off;
-    h->board_off = board_off;
-    h->chans_off = chans_off;
-    h->log_off = log_off;
+    h->ranks_off = g.ranks_off;
+    h->board_off = g.board_off;
+    h->chans_off = g.chans_off;
+    h->log_off = g.log_off;
     h->launcher = (int32_t)getpid();
-    h->chan_stride = stride;
+    h->chan_stride = g.stride;
     atomic_store(&h->abort_rank, -1);
     snprintf(h->name, sizeof h->name, "%s", name);
     atomic_thread_fence(memory_order_release);

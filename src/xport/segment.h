@@ -12,7 +12,9 @@
 #include <stdint.h>
 
 #define SEG_MAGIC 0x3147455374666577ull
-#define CELL_PAYLOAD 16384u
+#define CELL_PAYLOAD 16384u   /* a cell's payload when memory allows */
+#define CELL_PAYLOAD_MIN 1024u /* and the least it may shrink to (seg_create) */
+#define CELLS_MIN 2u
 #define SEG_BOARD_BYTES_PER_RANK 256u
 
 enum { RANK_NEW = 0, RANK_ATTACHED = 1, RANK_FINALIZED = 2, RANK_FINALIZING = 3 };
@@ -21,6 +23,8 @@ enum { ABORT_NONE = 0, ABORT_DIED = 1, ABORT_ERROR = 2 };
 typedef struct seg_hdr {
     uint64_t magic;
     uint32_t nrank, ncells;
+    uint32_t cell_bytes; /* one cell, header and payload (a multiple of 64) */
+    uint32_t payload;    /* payload bytes per cell */
     uint64_t size, ranks_off, board_off, chans_off, chan_stride;
     uint64_t log_off; /* the call logs: SEG_CALLLOG records per rank */
     _Atomic uint32_t attached;
@@ -59,7 +63,7 @@ typedef struct cell {
     uint64_t tag;
     uint64_t total; /* bytes of the whole message */
     char pad[32];
-    char payload[CELL_PAYLOAD];
+    char payload[]; /* hdr->payload bytes */
 } __attribute__((aligned(64))) cell_t;
 
 typedef struct seg {
@@ -75,6 +79,12 @@ static inline seg_rank_t *seg_rank(const seg_t *s, int r)
 static inline call_rec_t *seg_calllog(const seg_t *s, int r)
 {
     return (call_rec_t *)((char *)s->hdr + s->hdr->log_off) + (size_t)r * SEG_CALLLOG;
+}
+
+/* Cell i of a ring. */
+static inline cell_t *seg_cell(const seg_t *s, cell_t *ring, uint32_t i)
+{
+    return (cell_t *)((char *)ring + (size_t)i * s->hdr->cell_bytes);
 }
 
 static inline cell_t *seg_chan(const seg_t *s, int src, int dst)

@@ -48,7 +48,7 @@ typedef struct shm_xport {
     xport_t base;
     seg_t seg;
     peer_state_t *peers;
-    uint32_t ncells;
+    uint32_t ncells, payload;
     int err;
 } shm_xport_t;
 
@@ -106,12 +106,12 @@ static int push_sends(shm_xport_t *x, int dst)
     int moved = 0;
     while (ps->sq_head) {
         xreq_t *r = ps->sq_head;
-        cell_t *c = &ring[ps->widx];
+        cell_t *c = seg_cell(&x->seg, ring, ps->widx);
         if (atomic_load_explicit(&c->full, memory_order_acquire))
             break;
         size_t len = r->bytes - r->done;
-        if (len > CELL_PAYLOAD)
-            len = CELL_PAYLOAD;
+        if (len > x->payload)
+            len = x->payload;
         c->len = (uint32_t)len;
         c->sig = r->sig;
         c->tag = r->tag;
@@ -168,7 +168,7 @@ static int poll_from(shm_xport_t *x, int src)
     cell_t *ring = seg_chan(&x->seg, src, x->base.rank);
     int moved = 0;
     for (;;) {
-        cell_t *c = &ring[ps->ridx];
+        cell_t *c = seg_cell(&x->seg, ring, ps->ridx);
         if (!atomic_load_explicit(&c->full, memory_order_acquire))
             break;
         if (!ps->cur && !ps->cur_unexp) {
@@ -314,12 +314,12 @@ static bool shm_ready(shm_xport_t *x)
     for (int p = 0; p < x->base.size; p++) {
         peer_state_t *ps = &x->peers[p];
         if (ps->sq_head) {
-            cell_t *c = &seg_chan(&x->seg, x->base.rank, p)[ps->widx];
+            cell_t *c = seg_cell(&x->seg, seg_chan(&x->seg, x->base.rank, p), ps->widx);
             if (!atomic_load(&c->full))
                 return true;
         }
         if (ps->rq_head || ps->cur || ps->cur_unexp) {
-            cell_t *c = &seg_chan(&x->seg, p, x->base.rank)[ps->ridx];
+            cell_t *c = seg_cell(&x->seg, seg_chan(&x->seg, p, x->base.rank), ps->ridx);
             if (atomic_load(&c->full))
                 return true;
         }
@@ -492,10 +492,12 @@ int xport_shm_open(const char *segname, int rank, int size, xport_t **out)
         return rc;
     }
     x->ncells = x->seg.hdr->ncells;
+    x->payload = x->seg.hdr->payload;
     x->base.ops = &shm_ops;
     x->base.rank = rank;
     x->base.size = size;
     x->base.local_size = size; /* one node: every rank shares its cores */
+    x->base.tag_limit = 1u << 24;
     pthread_mutex_init(&x->base.lock, NULL);
     *out = &x->base;
     return WEFT_OK;
@@ -530,6 +532,7 @@ int xport_self_open(xport_t **out)
     x->rank = 0;
     x->size = 1;
     x->local_size = 1;
+    x->tag_limit = 1u << 24;
     pthread_mutex_init(&x->lock, NULL);
     *out = x;
     return WEFT_OK;

@@ -187,6 +187,7 @@ int xport_twolevel_open(xport_t *mx, int node_size, int **ids_out, xport_t **out
     t->base.rank = me;
     t->base.size = P;
     t->base.local_size = local;
+    t->base.tag_limit = mx->tag_limit; /* MPI's is the narrower */
     t->base.node_ids = malloc((size_t)P * sizeof *ids);
     if (t->base.node_ids)
         memcpy(t->base.node_ids, ids, (size_t)P * sizeof *ids);

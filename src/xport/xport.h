@@ -122,6 +122,7 @@ struct xport {
     const xport_ops_t *ops;
     int rank, size;
     int local_size; /* ranks sharing this node's cores */
+    uint32_t tag_limit; /* step tags must be below this (2^24, or what MPI_TAG_UB leaves) */
     int *node_ids;  /* node id of every rank, or NULL (one node); owned */
     pthread_mutex_t lock;
     struct exec *active; /* unfinished schedules over this transport (engine.c) */
