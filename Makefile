@@ -30,13 +30,12 @@ sanitize:
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DWEFT_SANITIZE=address,undefined -DWEFT_WERROR=ON
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-	  ctest --output-on-failure -j $(JOBS) \
-	  -R '^(unit|dissem|coll_np(1|2|3|4|5|7|8|13|17)|coll_np7_nodes3|threads_np3|errors_.*|run_errors|peer_death|bench_allreduce)$$'
+	  ctest --output-on-failure -j $(JOBS) -L '^asan$$'
 	# Open MPI leaks in its own plugins, unloaded before LeakSanitizer
 	# reports (so no suppression can name them): memory errors only here.
 	# The drop-in test preloads an instrumented library, hence the link order.
 	cd build-asan && ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-	  ctest --output-on-failure -j $(JOBS) -R '^(mpi_coll_np3|mpi_coll_np6_nodes2|pmpi_np3)$$'
+	  ctest --output-on-failure -j $(JOBS) -L '^asan-mpi$$'
 
 # ThreadSanitizer over the shared-memory transport.
 tsan:
@@ -44,7 +43,7 @@ tsan:
 	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DWEFT_SANITIZE=thread
 	cmake --build build-tsan -j $(JOBS)
 	cd build-tsan && TSAN_OPTIONS=halt_on_error=1 \
-	  ctest --output-on-failure -j $(JOBS) -R '^(coll_np(2|3|4|5)|errors_np3|threads_np.*)$$'
+	  ctest --output-on-failure -j $(JOBS) -L '^tsan$$'
 
 # The build with clang (Debian's), warnings as errors, and the unit, error
 # and data tests it must pass.
@@ -53,7 +52,7 @@ clang:
 	CC=clang cmake -S . -B build-clang -DCMAKE_BUILD_TYPE=Release -DWEFT_WERROR=ON
 	cmake --build build-clang -j $(JOBS)
 	cd build-clang && ctest --output-on-failure -j $(JOBS) -L '^(unit|errors)$$'
-	cd build-clang && ctest --output-on-failure -j $(JOBS) -R '^coll_np(3|8)$$'
+	cd build-clang && ctest --output-on-failure -j $(JOBS) -L '^tsan$$'
 
 # libFuzzer (clang) with ASan+UBSan over the parameter parser, the
 # environment and weft bench's options, FUZZ_SECONDS each, starting from

@@ -64,6 +64,24 @@ if [ "$st" -ne 143 ] || ! grep -q "interrupted" "$sig_out"; then
 else passes=$((passes + 1)); fi
 rm -f "$sig_out"
 
+# the launcher SIGKILLed while its ranks run behind a wrapper that forks
+# (sh runs the program as its child): the ranks must end by themselves
+alive() { # processes running test_mismatch late
+    local n=0 p
+    for p in /proc/[0-9]*; do
+        { tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null | grep -q "test_mismatch late" && n=$((n + 1))
+    done
+    echo "$n"
+}
+"$weft" run -n 2 /bin/sh -c "$prog late; true" >/dev/null 2>&1 &
+pid=$!
+sleep 1
+kill -KILL "$pid"
+wait "$pid" 2>/dev/null
+for _ in $(seq 100); do [ "$(alive)" -eq 0 ] && break; sleep 0.1; done
+if [ "$(alive)" -ne 0 ]; then fail "ranks behind a wrapper outlived the killed launcher by 10 s"
+else passes=$((passes + 1)); fi
+
 after=$(ls /dev/shm 2>/dev/null | grep -c '^weft-')
 [ "$after" -le "$before" ] || fail "segments left in /dev/shm: $(ls /dev/shm | grep '^weft-')"
 echo "$passes passed, $fails failed"

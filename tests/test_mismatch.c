@@ -237,6 +237,18 @@ static int revoke_call(void)
     return 0;
 }
 
+/* The last rank comes 3 s late, no timeout: for the launcher-killed test
+ * (mismatch.sh), where the ranks must end by themselves. */
+static int late(void)
+{
+    if (me == P - 1)
+        sleep(3);
+    int32_t v = 1;
+    int rc = weft_allreduce(WEFT_IN_PLACE, &v, 1, WEFT_INT32, WEFT_SUM, world);
+    fprintf(stderr, "rank %d: late -> %d: %s\n", me, rc, weft_last_error());
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (weft_init(&argc, &argv) != WEFT_OK) {
@@ -257,7 +269,7 @@ int main(int argc, char **argv)
                {"skip", skip, 1},               {"finalize_early", finalize_early, 1},
                {"dup_split", dup_split, 1},     {"wait_order", wait_order, 0},
                {"stopped", stopped, 0},         {"finalize_busy", finalize_busy, 0},
-               {"revoke", revoke_call, 0}};
+               {"revoke", revoke_call, 0},     {"late", late, 0}};
     int finalized = 0, found = 0;
     for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
         if (!strcmp(sc, tab[i].name)) {

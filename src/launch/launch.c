@@ -8,7 +8,10 @@
  * as an inherited descriptor and its name is unlinked before any rank
  * starts, so nothing is left in /dev/shm however the launcher ends.  Ranks
  * die with the launcher (PR_SET_PDEATHSIG), and a rank started through a
- * wrapper that forks gives up when it finds the launcher gone. */
+ * wrapper that forks gives up when it finds the launcher gone.  The
+ * launcher is the subreaper of everything the ranks start: what is still
+ * running when the ranks have ended is stopped (and said so). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -71,6 +74,43 @@ static void describe(int status, char *out, size_t n)
         snprintf(out, n, "exited with status %d", WEXITSTATUS(status));
 }
 
+/* Processes the ranks left behind (a wrapper's children, daemons): as the
+ * subreaper, the launcher inherits them; they die with the job. */
+static int reap_strays(void)
+{
+    int killed = 0;
+    DIR *d = opendir("/proc");
+    pid_t me = getpid();
+    for (struct dirent *e; d && (e = readdir(d));) {
+        char path[300], buf[512];
+        if (e->d_name[0] < '0' || e->d_name[0] > '9')
+            continue;
+        snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        const char *close_paren = strrchr(buf, ')'); /* the name may hold anything */
+        int ppid = 0;
+        char state;
+        if (close_paren && sscanf(close_paren + 1, " %c %d", &state, &ppid) == 2 && ppid == me) {
+            kill((pid_t)atoi(e->d_name), SIGKILL);
+            killed++;
+        }
+    }
+    if (d)
+        closedir(d);
+    for (double end = weft_now() + 2; killed && weft_now() < end;) {
+        if (waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD)
+            break;
+        struct timespec ts = {0, 10000000L};
+        nanosleep(&ts, NULL);
+    }
+    return killed;
+}
+
 int launch_job(int np, char *const argv[], int verbose)
 {
     if (np < 1 || np > 65536) {
@@ -111,6 +151,9 @@ int launch_job(int np, char *const argv[], int verbose)
         return 1;
     }
     pid_t parent = getpid();
+    /* orphans of the ranks (a wrapper's children) become ours, so they can
+     * be reaped and, at the end, stopped */
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
     int alive = 0, failed_rank = -1, failed_status = 0, failed_nofinal = 0, unjoined = -1;
     double grace_end = 0;
     for (int r = 0; r < np; r++) {
@@ -204,6 +247,10 @@ int launch_job(int np, char *const argv[], int verbose)
         }
     }
     sigprocmask(SIG_SETMASK, &old, NULL);
+    int strays = reap_strays();
+    if (strays)
+        fprintf(stderr, "weft run: stopped %d process%s the ranks left running\n", strays,
+                strays == 1 ? "" : "es");
     if (failed_rank >= 0) {
         char what[128];
         describe(failed_status, what, sizeof what);
