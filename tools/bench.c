@@ -275,23 +275,9 @@ static bool check_elem(const void *out, size_t i, int P, const bench_opts_t *o, 
     uint64_t acc = 0;
     for (int r = first; r <= last; r++) {
         uint64_t v = (uint64_t)elem_wrap(gen(i, r, salt, op, dt), dt);
-        if (r == first) {
-            acc = v; /* one rank's value as it is, even under land/lor (as MPI) */
-            continue;
-        }
-        switch (op) {
-        case WEFT_SUM: acc += v; break;
-        case WEFT_PROD: acc *= v; break;
-        case WEFT_MIN: acc = (int64_t)v < (int64_t)acc ? v : acc; break;
-        case WEFT_MAX: acc = (int64_t)v > (int64_t)acc ? v : acc; break;
-        case WEFT_BAND: acc &= v; break;
-        case WEFT_BOR: acc |= v; break;
-        case WEFT_BXOR: acc ^= v; break;
-        case WEFT_LAND: acc = acc && v; break;
-        default: acc = acc || v; break;
-        }
+        /* one rank's value as it is, even under land/lor (as MPI) */
+        acc = r == first ? v : elem_combine_int(op, dt, acc, v);
     }
-    /* min/max compare wrapped values; uint64 never holds a value >= 2^63 here */
     return elem_get_int(out, i, dt) == elem_wrap((int64_t)acc, dt);
 }
 

@@ -62,3 +62,22 @@ int64_t elem_get_int(const void *buf, size_t i, weft_dtype_t dt)
     default: return (int64_t)((const uint64_t *)buf)[i];
     }
 }
+
+uint64_t elem_combine_int(weft_op_t op, weft_dtype_t dt, uint64_t acc, uint64_t v)
+{
+    /* wrapped values of the narrower unsigned types are non-negative, so a
+     * signed comparison serves every type but uint64 */
+    bool less = dt == WEFT_UINT64 ? v < acc : (int64_t)v < (int64_t)acc;
+    bool more = dt == WEFT_UINT64 ? v > acc : (int64_t)v > (int64_t)acc;
+    switch (op) {
+    case WEFT_SUM: return acc + v;
+    case WEFT_PROD: return acc * v;
+    case WEFT_MIN: return less ? v : acc;
+    case WEFT_MAX: return more ? v : acc;
+    case WEFT_BAND: return acc & v;
+    case WEFT_BOR: return acc | v;
+    case WEFT_BXOR: return acc ^ v;
+    case WEFT_LAND: return acc && v;
+    default: return acc || v;
+    }
+}

@@ -272,32 +272,8 @@ static bool reduced_ok(const stress_opts_t *o, const call_t *c, const void *out,
     uint64_t acc = 0;
     for (int r = 0; r < n; r++) {
         uint64_t v = (uint64_t)elem_wrap((int64_t)value(o, c, r, j), c->dt);
-        if (c->op == op_usersum)
-            v = (uint64_t)(int64_t)value(o, c, r, j);
-        if (r == 0) {
-            acc = v; /* one rank's value as it is, even under land/lor (as MPI) */
-            continue;
-        }
-        switch (c->op) {
-        case WEFT_PROD: acc *= v; break;
-        case WEFT_MIN: acc = (int64_t)v < (int64_t)acc ? v : acc; break;
-        case WEFT_MAX: acc = (int64_t)v > (int64_t)acc ? v : acc; break;
-        case WEFT_BAND: acc &= v; break;
-        case WEFT_BOR: acc |= v; break;
-        case WEFT_BXOR: acc ^= v; break;
-        case WEFT_LAND: acc = acc && v; break;
-        case WEFT_LOR: acc = acc || v; break;
-        default: acc += v; break; /* sum, usersum */
-        }
-    }
-    /* unsigned min/max: the values are below 2^63 once wrapped, except for
-     * uint64 holding a negative value, which compares as huge */
-    if ((c->dt == WEFT_UINT64) && (c->op == WEFT_MIN || c->op == WEFT_MAX)) {
-        acc = 0;
-        for (int r = 0; r < n; r++) {
-            uint64_t v = (uint64_t)(int64_t)value(o, c, r, j);
-            acc = r == 0 ? v : c->op == WEFT_MIN ? (v < acc ? v : acc) : (v > acc ? v : acc);
-        }
+        /* one rank's value as it is, even under land/lor (as MPI) */
+        acc = r == 0 ? v : elem_combine_int(c->op == op_usersum ? WEFT_SUM : c->op, c->dt, acc, v);
     }
     return elem_get_int(out, i, c->dt) == elem_wrap((int64_t)acc, c->dt);
 }

@@ -46,5 +46,8 @@ void elem_put_int(void *buf, size_t i, weft_dtype_t dt, int64_t v);
 void elem_put_float(void *buf, size_t i, weft_dtype_t dt, double v);
 int64_t elem_get_int(const void *buf, size_t i, weft_dtype_t dt);
 double elem_get_float(const void *buf, size_t i, weft_dtype_t dt);
+/* acc (op) v for a builtin op on integers held as elem_wrap gives them:
+ * sums and products wrap, min/max compare as dt does. */
+uint64_t elem_combine_int(weft_op_t op, weft_dtype_t dt, uint64_t acc, uint64_t v);
 
 #endif
