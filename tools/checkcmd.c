@@ -294,7 +294,9 @@ int cmd_check(int argc, char **argv)
         printf("usage: weft check COLL|all [--algo A[,B..]|all] [--skip A[,B..]] [--np-range LO:HI]\n"
                "                  [--count N] [--root R] [--params k=v,..] [--verbose]\n"
                "Proves every rank ends with every contribution exactly once, with no\n"
-               "deadlock, race or unmatched message, for each P in the range.\n");
+               "deadlock, race or unmatched message, for each P in the range.  --root R\n"
+               "fixes the root (for P <= R, the root is P-1); without it, roots 0, P/2 and\n"
+               "P-1 are checked.\n");
         return argc < 2 ? 2 : 0;
     }
     const char *collname = argv[1], *algos = "all", *skip = "";
