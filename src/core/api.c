@@ -333,6 +333,19 @@ int request_finish(weft_request_t r, int rc)
     return rc;
 }
 
+static void abandon_if_of(exec_t *e, void *comm)
+{
+    weft_request_t r = (weft_request_t)((char *)e - offsetof(struct weft_request, e));
+    if (r->comm != comm)
+        return;
+    if (r->counted) {
+        r->counted = false;
+        __atomic_sub_fetch(&weft_g.unfinished, 1, __ATOMIC_RELAXED);
+    }
+    if (e->x->ops->call_note) /* lock-free: no transport lock needed */
+        e->x->ops->call_note(e->x, &r->desc, CALL_ABANDONED);
+}
+
 void comm_revoke(weft_comm_t c, const char *why)
 {
     if (!c->revoked[0])
@@ -345,20 +358,7 @@ void comm_revoke(weft_comm_t c, const char *why)
     /* split-phase requests stay the caller's (their wait says revoked at
      * once) but no longer hold up weft_finalize, and peers learn they are
      * abandoned */
-    xport_t *x = c->x;
-    pthread_mutex_lock(&x->lock);
-    for (exec_t *e = x->active; e; e = e->anext) {
-        weft_request_t r = (weft_request_t)((char *)e - offsetof(struct weft_request, e));
-        if (r->comm != c)
-            continue;
-        if (r->counted) {
-            r->counted = false;
-            __atomic_sub_fetch(&weft_g.unfinished, 1, __ATOMIC_RELAXED);
-        }
-        if (x->ops->call_note)
-            x->ops->call_note(x, &r->desc, CALL_ABANDONED);
-    }
-    pthread_mutex_unlock(&x->lock);
+    exec_for_each_active(abandon_if_of, c);
 }
 
 weft_err_t weft_comm_revoke(weft_comm_t comm)

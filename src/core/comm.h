@@ -48,7 +48,7 @@ struct weft_comm {
     int nnodes;
     int active; /* unfinished requests */
     uint64_t timeout_ns; /* a blocking call gives up after this long, 0: never */
-    char revoked[240];   /* why the communicator was revoked, "" if it is not */
+    char revoked[400];   /* why the communicator was revoked, "" if it is not */
     uint32_t call_flags; /* CALL_* flags of the next call (weft_finalize's barrier) */
     struct weft_request *dead; /* failed requests, freed with the communicator */
     struct {                   /* the unfinished GASPI-style call, if any */

@@ -42,27 +42,64 @@ int exec_prepare(exec_t *e, const sched_t *s, size_t esize)
     return WEFT_OK;
 }
 
+/* The unfinished split-phase schedules of the process, over every
+ * transport (communicators from weft_comm_dup under MPI each have their
+ * own).  Lock order: a transport's lock, then this one; other transports'
+ * locks are only tried under it, never waited for. */
+static pthread_mutex_t active_lock = PTHREAD_MUTEX_INITIALIZER;
+static exec_t *active;
+
 static void unlist(exec_t *e)
 {
-    if (!e->listed)
-        return;
-    if (e->aprev)
-        e->aprev->anext = e->anext;
-    else
-        e->x->active = e->anext;
-    if (e->anext)
-        e->anext->aprev = e->aprev;
-    e->anext = e->aprev = NULL;
-    e->listed = false;
+    pthread_mutex_lock(&active_lock);
+    if (e->listed) {
+        if (e->aprev)
+            e->aprev->anext = e->anext;
+        else
+            active = e->anext;
+        if (e->anext)
+            e->anext->aprev = e->aprev;
+        e->anext = e->aprev = NULL;
+        e->listed = false;
+    }
+    pthread_mutex_unlock(&active_lock);
+}
+
+void exec_for_each_active(void (*fn)(exec_t *e, void *arg), void *arg)
+{
+    pthread_mutex_lock(&active_lock);
+    for (exec_t *e = active; e; e = e->anext)
+        fn(e, arg);
+    pthread_mutex_unlock(&active_lock);
+}
+
+/* Moves the other listed schedules that have work ready; the caller holds
+ * its own transport's lock.  1 if any moved. */
+static int progress_others(exec_t *self)
+{
+    int moved = 0;
+    pthread_mutex_lock(&active_lock);
+    for (exec_t *o = active; o; o = o->anext) {
+        if (o == self)
+            continue;
+        if (o->x == self->x) {
+            if (o->rhead < o->rtail && exec_progress(o) == 0 && o->moved)
+                moved = 1;
+        } else if (pthread_mutex_trylock(&o->x->lock) == 0) {
+            /* another transport: its messages move only when polled */
+            if (exec_progress(o) == 0 && o->moved)
+                moved = 1;
+            pthread_mutex_unlock(&o->x->lock);
+        }
+    }
+    pthread_mutex_unlock(&active_lock);
+    return moved;
 }
 
 void exec_release(exec_t *e)
 {
-    if (e->listed) {
-        pthread_mutex_lock(&e->x->lock);
+    if (e->listed)
         unlist(e);
-        pthread_mutex_unlock(&e->x->lock);
-    }
     free(e->pending), free(e->ready), free(e->reqs), free(e->tmp);
     memset(e, 0, sizeof *e);
 }
@@ -111,14 +148,14 @@ int exec_start(exec_t *e, const void *in, void *out, bool list)
             enqueue(e, i);
     }
     if (list) { /* last: from here on other threads' waits may progress it */
-        pthread_mutex_lock(&x->lock);
+        pthread_mutex_lock(&active_lock);
         e->aprev = NULL;
-        e->anext = x->active;
-        if (x->active)
-            x->active->aprev = e;
-        x->active = e;
+        e->anext = active;
+        if (active)
+            active->aprev = e;
+        active = e;
         e->listed = true;
-        pthread_mutex_unlock(&x->lock);
+        pthread_mutex_unlock(&active_lock);
     }
     return WEFT_OK;
 }
@@ -126,11 +163,8 @@ int exec_start(exec_t *e, const void *in, void *out, bool list)
 int exec_finish(exec_t *e, int rc)
 {
     xport_t *x = e->x;
-    if (e->listed) {
-        pthread_mutex_lock(&x->lock);
+    if (e->listed)
         unlist(e);
-        pthread_mutex_unlock(&x->lock);
-    }
     if (!rc && e->sent_to && e->sent_to[0] >= 0)
         rc = watch_sent(e);
     if (rc && e->desc && x->ops->call_note)
@@ -253,9 +287,8 @@ int exec_wait(exec_t *e, int timeout_ms)
         int moved = e->moved;
         /* MPI's progress rule: waiting on one request moves every other
          * one too (two ranks may wait on two calls in opposite orders) */
-        for (exec_t *o = x->active; o && rc == 0; o = o->anext)
-            if (o != e && o->rhead < o->rtail && exec_progress(o) == 0 && o->moved)
-                moved = 1;
+        if (rc == 0 && active && progress_others(e))
+            moved = 1;
         if (moved)
             next_watch = 0;
         if (rc == 0 && !moved && idle >= yield_limit) {

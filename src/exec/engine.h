@@ -63,6 +63,9 @@ int exec_progress(exec_t *e);
  * the ranks it waits for. */
 int exec_wait(exec_t *e, int timeout_ms);
 
+/* Calls fn on every unfinished split-phase schedule of the process. */
+void exec_for_each_active(void (*fn)(exec_t *e, void *arg), void *arg);
+
 /* watch.c: diagnosis of a schedule that does not move.  Each returns
  * WEFT_OK when nothing is proven wrong, else the error with its message
  * (and, for a mismatch, ends the job so that no peer hangs). */

@@ -8,6 +8,9 @@
  *   - the peer's record of this very call differs      -> WEFT_EMISMATCH
  *   - the peer abandoned it (timeout, revoke)           -> WEFT_EPEER
  *   - the peer is in weft_finalize, not in this call    -> WEFT_EMISMATCH
+ * Over MPI there is no log to read: the stalled wait announces its call to
+ * those peers (xport announce), and reads what they announced in turn, so
+ * two stalled ranks that disagree both find out one watch round later.
  * A mismatch ends the job (xport fail_job), so the other ranks' waits fail
  * with WEFT_EPEER instead of hanging.  A schedule that receives nothing (a
  * broadcast's root) cannot stall; at its end it compares its call with the
@@ -103,11 +106,19 @@ static int check_peer(exec_t *e, uint32_t i)
     xport_t *x = e->x;
     const call_desc_t *d = e->desc;
     int peer = e->s->steps[i].peer, me = e->s->rank;
+    if (x->ops->announce) /* peers that cannot read our log are told */
+        x->ops->announce(x, e->world[peer], d);
     peer_view_t v;
     if (x->ops->peer_view(x, e->world[peer], d->key, false, &v))
         return WEFT_OK;
     char mine_s[160], msg[512];
     call_describe(d, mine_s, sizeof mine_s);
+    if (v.aborted)
+        return WEFT_EPEER; /* the message is set */
+    if (v.conflict) { /* an earlier call, which this rank has left already */
+        call_disagreement(&v.mine, me, &v.call, peer, msg, sizeof msg);
+        return fail(e, WEFT_EMISMATCH, msg, true);
+    }
     if (v.found && v.call.sig != d->sig)
         return differs(e, me, peer, &v.call, true);
     if (v.found && v.state == CALL_ABANDONED) {

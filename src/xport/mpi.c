@@ -8,6 +8,7 @@
  * receive-and-reduce lands in a pooled staging buffer and is reduced into
  * place when it completes.  A message of the wrong size is reported as
  * WEFT_EMISMATCH (our communicator returns MPI errors instead of aborting). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -35,6 +36,14 @@ typedef struct mpi_xport {
     int n, cap;
     stage_t *free_stages;
     int err;
+    /* the call exchange: there is no memory to read peers' calls from, so a
+     * stalled wait announces its call to the peers it waits for, in a
+     * message with a tag no schedule uses (see watch.c) */
+    int announce_tag, abort_tag;
+    call_desc_t *heard;  /* per peer: the last call it announced (key 0: none) */
+    call_desc_t *told;   /* per peer: what this rank last announced to it */
+    call_desc_t mine[16]; /* this rank's recent calls, slot by key */
+    char abort_out[256];  /* the notice fail_job sends */
 } mpi_xport_t;
 
 static int mpi_fail(mpi_xport_t *x, int mrc, const char *what)
@@ -117,6 +126,7 @@ static int mpi_isend(xport_t *xp, xreq_t *r)
     if (mrc != MPI_SUCCESS)
         return mpi_fail(x, mrc, "Isend");
     r->priv = NULL;
+    r->done = 0; /* a send (done marks receives: their size is checked) */
     return track(x, m, r);
 }
 
@@ -148,6 +158,7 @@ static int mpi_irecv(xport_t *xp, xreq_t *r)
         return rc;
     void *dst = r->sink.dst;
     r->priv = NULL;
+    r->done = 1;
     if (r->sink.red && r->bytes) {
         stage_t *s = stage_get(x, r->bytes);
         if (!s)
@@ -185,6 +196,17 @@ static int mpi_progress(xport_t *xp)
         x->owner[i] = NULL;
         if (mrc == MPI_ERR_IN_STATUS && x->st[k].MPI_ERROR != MPI_SUCCESS) {
             err = mpi_fail(x, x->st[k].MPI_ERROR, "message");
+            continue;
+        }
+        int got = 0;
+        if (r->done && MPI_Get_count(&x->st[k], MPI_BYTE, &got) == MPI_SUCCESS &&
+            (size_t)got != r->bytes) {
+            /* a shorter message fits without an MPI error: a rank sent
+             * something else (other count, algorithm or collective) */
+            x->err = WEFT_EMISMATCH;
+            err = weft_error(WEFT_EMISMATCH, "rank %d sent %d bytes where rank %d expects %zu: "
+                             "do all ranks pass the same count, datatype and algorithm?",
+                             r->peer, got, x->base.rank, r->bytes);
             continue;
         }
         stage_t *s = r->priv;
@@ -244,12 +266,125 @@ static void mpi_close(xport_t *xp)
         free(s);
     }
     free(x->mreq), free(x->owner), free(x->idx), free(x->st), free(x->fin);
+    free(x->heard), free(x->told);
     free(x->base.node_ids);
     pthread_mutex_destroy(&x->base.lock);
     free(x);
 }
 
 static int mpi_open_comm(MPI_Comm dup, xport_t **out);
+
+static call_desc_t *mine_of(mpi_xport_t *x, uint64_t key)
+{
+    return &x->mine[((key >> 32) * 0x9e3779b1u + (uint32_t)key) % 16];
+}
+
+static void send_desc(mpi_xport_t *x, int peer, const call_desc_t *d)
+{
+    x->told[peer] = *d; /* the buffer stays put until the transport closes */
+    MPI_Request m;
+    if (MPI_Isend(&x->told[peer], (int)sizeof *d, MPI_BYTE, peer, x->announce_tag, x->comm,
+                  &m) == MPI_SUCCESS)
+        MPI_Request_free(&m);
+}
+
+/* Takes in every announcement that has arrived.  One about a call this rank
+ * made differently is answered with this rank's own record of it, so the
+ * announcer learns too (it may be waiting in that very call).  An abort
+ * notice makes the transport fail as if the job had ended. */
+static void drain_announcements(mpi_xport_t *x)
+{
+    for (;;) {
+        int flag = 0;
+        MPI_Status st;
+        if (MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, x->comm, &flag, &st) != MPI_SUCCESS || !flag)
+            return;
+        if (st.MPI_TAG == x->abort_tag) {
+            char msg[256];
+            MPI_Recv(msg, (int)sizeof msg, MPI_CHAR, st.MPI_SOURCE, x->abort_tag, x->comm,
+                     MPI_STATUS_IGNORE);
+            msg[sizeof msg - 1] = '\0';
+            x->err = WEFT_EPEER;
+            weft_error(WEFT_EPEER, "%s", msg);
+            continue;
+        }
+        if (st.MPI_TAG != x->announce_tag)
+            return; /* schedule traffic: the engine's receives take it */
+        call_desc_t d;
+        if (MPI_Recv(&d, (int)sizeof d, MPI_BYTE, st.MPI_SOURCE, x->announce_tag, x->comm,
+                     MPI_STATUS_IGNORE) != MPI_SUCCESS)
+            return;
+        x->heard[st.MPI_SOURCE] = d;
+        const call_desc_t *own = mine_of(x, d.key);
+        if (own->key == d.key && own->sig != d.sig && x->told[st.MPI_SOURCE].key != d.key)
+            send_desc(x, st.MPI_SOURCE, own);
+    }
+}
+
+static void mpi_call_note(xport_t *xp, const call_desc_t *d, int state)
+{
+    mpi_xport_t *x = (mpi_xport_t *)xp;
+    if (state == CALL_STARTED)
+        *mine_of(x, d->key) = *d; /* told to peers when a wait stalls */
+}
+
+/* What this rank knows of peer's call `key` from its announcements. */
+static int mpi_peer_view(xport_t *xp, int peer, uint64_t key, bool quick, peer_view_t *out)
+{
+    mpi_xport_t *x = (mpi_xport_t *)xp;
+    memset(out, 0, sizeof *out);
+    out->rank_state = PEER_ATTACHED;
+    if (!x->heard)
+        return WEFT_ENOTSUP;
+    drain_announcements(x);
+    if (x->err == WEFT_EPEER) {
+        out->aborted = true;
+        return WEFT_OK;
+    }
+    const call_desc_t *h = &x->heard[peer];
+    out->call = *h;
+    if (h->key == key) {
+        out->found = true;
+        out->state = CALL_STARTED;
+    } else if (h->key) {
+        const call_desc_t *own = mine_of(x, h->key);
+        if (own->key == h->key && own->sig != h->sig) {
+            out->conflict = true; /* a call this rank has left, made differently */
+            out->mine = *own;
+        }
+    }
+    if (h->key && h->key >> 32 == key >> 32) {
+        out->any_on_ctx = true;
+        out->latest_seq = (uint32_t)h->key;
+    }
+    return WEFT_OK;
+}
+
+/* Tells peer this rank's current call (once per call). */
+static void mpi_announce(xport_t *xp, int peer, const call_desc_t *mine)
+{
+    mpi_xport_t *x = (mpi_xport_t *)xp;
+    if (x->told && x->told[peer].key != mine->key)
+        send_desc(x, peer, mine);
+}
+
+/* There is no job to abort under MPI: tell every rank of the communicator,
+ * whose stalled waits then fail with WEFT_EPEER and this message. */
+static void mpi_fail_job(xport_t *xp, const char *msg)
+{
+    mpi_xport_t *x = (mpi_xport_t *)xp;
+    if (x->abort_out[0])
+        return; /* once */
+    snprintf(x->abort_out, sizeof x->abort_out, "%s", msg);
+    for (int p = 0; p < x->base.size; p++) {
+        MPI_Request m;
+        if (p != x->base.rank &&
+            MPI_Isend(x->abort_out, (int)sizeof x->abort_out, MPI_CHAR, p, x->abort_tag, x->comm,
+                      &m) == MPI_SUCCESS)
+            MPI_Request_free(&m);
+    }
+    x->err = WEFT_EMISMATCH;
+}
 
 /* A transport for a sub-communicator: MPI_Comm_split keeps MPI's ordering by
  * (key, rank), the same as weft_comm_split. */
@@ -268,7 +403,7 @@ static int mpi_derive(xport_t *xp, int color, int key, xport_t **out)
 
 static const xport_ops_t mpi_ops = {
     "mpi", mpi_isend, mpi_irecv, mpi_progress, mpi_block, mpi_health, mpi_close,
-    mpi_derive, NULL, NULL, NULL, NULL,
+    mpi_derive, mpi_call_note, mpi_peer_view, NULL, mpi_fail_job, mpi_announce,
 };
 
 static int mpi_open_comm(MPI_Comm dup, xport_t **out)
@@ -293,9 +428,15 @@ static int mpi_open_comm(MPI_Comm dup, xport_t **out)
      * 7 bits for the calls in flight (more than the schedule cache holds) */
     x->stepbits = bits >= 31 ? 24 : bits >= 26 ? 18 : bits - 6;
     x->seqbits = bits - x->stepbits;
-    x->base.tag_limit = 1u << x->stepbits;
+    /* the two largest step tags (seq 0) carry announcements and abort
+     * notices: no schedule uses them */
+    x->base.tag_limit = (1u << x->stepbits) - 2;
+    x->announce_tag = (int)x->base.tag_limit;
+    x->abort_tag = (int)x->base.tag_limit + 1;
     MPI_Comm_rank(dup, &x->base.rank);
     MPI_Comm_size(dup, &x->base.size);
+    x->heard = calloc((size_t)x->base.size, sizeof *x->heard);
+    x->told = calloc((size_t)x->base.size, sizeof *x->told);
     x->base.local_size = 1;
     x->base.ops = &mpi_ops;
     pthread_mutex_init(&x->base.lock, NULL);

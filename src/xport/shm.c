@@ -472,7 +472,7 @@ static void shm_close(xport_t *xp)
 
 static const xport_ops_t shm_ops = {
     "shm", shm_isend, shm_irecv, shm_progress, shm_block, shm_health, shm_close,
-    NULL, shm_call_note, shm_peer_view, shm_note_finalize, shm_fail_job,
+    NULL, shm_call_note, shm_peer_view, shm_note_finalize, shm_fail_job, NULL,
 };
 
 int xport_shm_open(const char *segname, int rank, int size, xport_t **out)
@@ -520,7 +520,7 @@ static void self_close(xport_t *x)
 
 static const xport_ops_t self_ops = {
     "self", self_comm, self_comm, self_progress, self_block, self_health, self_close,
-    NULL, NULL, NULL, NULL, NULL,
+    NULL, NULL, NULL, NULL, NULL, NULL,
 };
 
 int xport_self_open(xport_t **out)

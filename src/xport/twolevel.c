@@ -83,8 +83,44 @@ static void tl_close(xport_t *xp)
 
 static int tl_derive(xport_t *xp, int color, int key, xport_t **out);
 
+/* The call log: inside the node the segment's, between nodes MPI's
+ * announcements. */
+static void tl_call_note(xport_t *xp, const call_desc_t *d, int state)
+{
+    twolevel_t *t = (twolevel_t *)xp;
+    if (t->shm && t->shm->ops->call_note)
+        t->shm->ops->call_note(t->shm, d, state);
+    t->mpi->ops->call_note(t->mpi, d, state);
+}
+
+static int tl_peer_view(xport_t *xp, int peer, uint64_t key, bool quick, peer_view_t *out)
+{
+    twolevel_t *t = (twolevel_t *)xp;
+    int local = t->route[peer];
+    xport_t *x = local >= 0 ? t->shm : t->mpi;
+    if (!x || !x->ops->peer_view)
+        return WEFT_ENOTSUP;
+    return x->ops->peer_view(x, local >= 0 ? local : peer, key, quick, out);
+}
+
+static void tl_announce(xport_t *xp, int peer, const call_desc_t *mine)
+{
+    twolevel_t *t = (twolevel_t *)xp;
+    if (t->route[peer] < 0 && t->mpi->ops->announce)
+        t->mpi->ops->announce(t->mpi, peer, mine);
+}
+
+static void tl_fail_job(xport_t *xp, const char *msg)
+{
+    twolevel_t *t = (twolevel_t *)xp;
+    if (t->shm && t->shm->ops->fail_job)
+        t->shm->ops->fail_job(t->shm, msg); /* this node's ranks */
+    t->mpi->ops->fail_job(t->mpi, msg);   /* and by message, every rank */
+}
+
 static const xport_ops_t twolevel_ops = {
-    "shm+mpi", tl_isend, tl_irecv, tl_progress, tl_block, tl_health, tl_close, tl_derive, NULL, NULL, NULL, NULL,
+    "shm+mpi", tl_isend,     tl_irecv,     tl_progress, tl_block, tl_health,  tl_close,
+    tl_derive, tl_call_note, tl_peer_view, NULL,        tl_fail_job, tl_announce,
 };
 
 /* Node id of every rank of the transport's MPI communicator. */

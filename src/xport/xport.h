@@ -65,6 +65,12 @@ typedef struct peer_view {
     call_desc_t call;  /* that record */
     bool any_on_ctx;   /* the log holds a call of this context */
     uint32_t latest_seq; /* the newest such call's sequence number */
+    /* where peers learn of calls by message (MPI): the peer told of a call
+     * (call) that this rank made differently (mine) */
+    bool conflict;
+    call_desc_t mine;
+    /* or another rank ended the job: the message is in weft_last_error() */
+    bool aborted;
 } peer_view_t;
 
 typedef struct xsink {
@@ -116,6 +122,9 @@ typedef struct xport_ops {
     void (*note_finalize)(xport_t *x, int entering);
     /* Ends the job: every peer's waits fail with WEFT_EPEER and msg. */
     void (*fail_job)(xport_t *x, const char *msg);
+    /* Optional: tells peer this rank's call (where peers learn of calls by
+     * message, not from a shared call log). */
+    void (*announce)(xport_t *x, int peer, const call_desc_t *mine);
 } xport_ops_t;
 
 struct xport {
@@ -125,7 +134,6 @@ struct xport {
     uint32_t tag_limit; /* step tags must be below this (2^24, or what MPI_TAG_UB leaves) */
     int *node_ids;  /* node id of every rank, or NULL (one node); owned */
     pthread_mutex_t lock;
-    struct exec *active; /* unfinished schedules over this transport (engine.c) */
 };
 
 /* For transports that cannot be woken (MPI): give the core away briefly,
