@@ -45,10 +45,13 @@ static void *work(void *arg)
         int64_t v = me == root ? 1000 * it + w->id : -1;
         weft_bcast(&v, 1, WEFT_INT64, root, w->comm);
         w->failures += v != 1000 * it + w->id;
-        weft_request_t req;
+        weft_request_t req = NULL;
         int64_t mx = me + it, res = -1;
-        weft_ireduce(&mx, &res, 1, WEFT_INT64, WEFT_MAX, root, w->comm, &req);
-        weft_wait(&req);
+        if (weft_ireduce(&mx, &res, 1, WEFT_INT64, WEFT_MAX, root, w->comm, &req) != WEFT_OK ||
+            weft_wait(&req) != WEFT_OK) {
+            w->failures++;
+            break; /* the job is dead: req may never have been set */
+        }
         if (me == root)
             w->failures += res != P - 1 + it;
     }

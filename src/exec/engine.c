@@ -55,8 +55,8 @@ static void unlist(exec_t *e)
     if (e->listed) {
         if (e->aprev)
             e->aprev->anext = e->anext;
-        else
-            active = e->anext;
+        else /* atomic: exec_wait peeks at it without the lock */
+            __atomic_store_n(&active, e->anext, __ATOMIC_RELAXED);
         if (e->anext)
             e->anext->aprev = e->aprev;
         e->anext = e->aprev = NULL;
@@ -153,7 +153,7 @@ int exec_start(exec_t *e, const void *in, void *out, bool list)
         e->anext = active;
         if (active)
             active->aprev = e;
-        active = e;
+        __atomic_store_n(&active, e, __ATOMIC_RELEASE);
         e->listed = true;
         pthread_mutex_unlock(&active_lock);
     }
@@ -287,7 +287,7 @@ int exec_wait(exec_t *e, int timeout_ms)
         int moved = e->moved;
         /* MPI's progress rule: waiting on one request moves every other
          * one too (two ranks may wait on two calls in opposite orders) */
-        if (rc == 0 && active && progress_others(e))
+        if (rc == 0 && __atomic_load_n(&active, __ATOMIC_RELAXED) && progress_others(e))
             moved = 1;
         if (moved)
             next_watch = 0;
