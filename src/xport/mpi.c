@@ -42,6 +42,7 @@ typedef struct mpi_xport {
     int announce_tag, abort_tag;
     call_desc_t *heard;  /* per peer: the last call it announced (key 0: none) */
     call_desc_t *told;   /* per peer: what this rank last announced to it */
+    call_desc_t *replied; /* per peer: this rank's record sent back to it */
     call_desc_t mine[16]; /* this rank's recent calls, slot by key */
     char abort_out[256];  /* the notice fail_job sends */
 } mpi_xport_t;
@@ -266,7 +267,7 @@ static void mpi_close(xport_t *xp)
         free(s);
     }
     free(x->mreq), free(x->owner), free(x->idx), free(x->st), free(x->fin);
-    free(x->heard), free(x->told);
+    free(x->heard), free(x->told), free(x->replied);
     free(x->base.node_ids);
     pthread_mutex_destroy(&x->base.lock);
     free(x);
@@ -279,12 +280,15 @@ static call_desc_t *mine_of(mpi_xport_t *x, uint64_t key)
     return &x->mine[((key >> 32) * 0x9e3779b1u + (uint32_t)key) % 16];
 }
 
-static void send_desc(mpi_xport_t *x, int peer, const call_desc_t *d)
+/* Sends d to peer from buf[peer], which stays put until the transport
+ * closes (announcements and replies have buffers of their own, and each
+ * changes once per call at most). */
+static void send_desc(mpi_xport_t *x, call_desc_t *buf, int peer, const call_desc_t *d)
 {
-    x->told[peer] = *d; /* the buffer stays put until the transport closes */
+    buf[peer] = *d;
     MPI_Request m;
-    if (MPI_Isend(&x->told[peer], (int)sizeof *d, MPI_BYTE, peer, x->announce_tag, x->comm,
-                  &m) == MPI_SUCCESS)
+    if (MPI_Isend(&buf[peer], (int)sizeof *d, MPI_BYTE, peer, x->announce_tag, x->comm, &m) ==
+        MPI_SUCCESS)
         MPI_Request_free(&m);
 }
 
@@ -297,7 +301,12 @@ static void drain_announcements(mpi_xport_t *x)
     for (;;) {
         int flag = 0;
         MPI_Status st;
-        if (MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, x->comm, &flag, &st) != MPI_SUCCESS || !flag)
+        /* the two side-band tags only: schedule traffic stays for its receives */
+        if (MPI_Iprobe(MPI_ANY_SOURCE, x->abort_tag, x->comm, &flag, &st) != MPI_SUCCESS)
+            return;
+        if (!flag &&
+            (MPI_Iprobe(MPI_ANY_SOURCE, x->announce_tag, x->comm, &flag, &st) != MPI_SUCCESS ||
+             !flag))
             return;
         if (st.MPI_TAG == x->abort_tag) {
             char msg[256];
@@ -308,16 +317,14 @@ static void drain_announcements(mpi_xport_t *x)
             weft_error(WEFT_EPEER, "%s", msg);
             continue;
         }
-        if (st.MPI_TAG != x->announce_tag)
-            return; /* schedule traffic: the engine's receives take it */
         call_desc_t d;
         if (MPI_Recv(&d, (int)sizeof d, MPI_BYTE, st.MPI_SOURCE, x->announce_tag, x->comm,
                      MPI_STATUS_IGNORE) != MPI_SUCCESS)
             return;
         x->heard[st.MPI_SOURCE] = d;
         const call_desc_t *own = mine_of(x, d.key);
-        if (own->key == d.key && own->sig != d.sig && x->told[st.MPI_SOURCE].key != d.key)
-            send_desc(x, st.MPI_SOURCE, own);
+        if (own->key == d.key && own->sig != d.sig && x->replied[st.MPI_SOURCE].key != d.key)
+            send_desc(x, x->replied, st.MPI_SOURCE, own);
     }
 }
 
@@ -365,7 +372,7 @@ static void mpi_announce(xport_t *xp, int peer, const call_desc_t *mine)
 {
     mpi_xport_t *x = (mpi_xport_t *)xp;
     if (x->told && x->told[peer].key != mine->key)
-        send_desc(x, peer, mine);
+        send_desc(x, x->told, peer, mine);
 }
 
 /* There is no job to abort under MPI: tell every rank of the communicator,
@@ -437,6 +444,11 @@ static int mpi_open_comm(MPI_Comm dup, xport_t **out)
     MPI_Comm_size(dup, &x->base.size);
     x->heard = calloc((size_t)x->base.size, sizeof *x->heard);
     x->told = calloc((size_t)x->base.size, sizeof *x->told);
+    x->replied = calloc((size_t)x->base.size, sizeof *x->replied);
+    if (!x->heard || !x->told || !x->replied) { /* no call exchange: it is optional */
+        free(x->heard), free(x->told), free(x->replied);
+        x->heard = x->told = x->replied = NULL;
+    }
     x->base.local_size = 1;
     x->base.ops = &mpi_ops;
     pthread_mutex_init(&x->base.lock, NULL);
