@@ -30,42 +30,53 @@ static uint32_t cells_for(int nrank)
 
 static size_t align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 
-/* Where the segment's parts go for a ring geometry; returns the size. */
+/* Rings planned for when choosing the geometry: every pair up to 33 ranks,
+ * then 32 peers per rank (the ring, tree, doubling and dissemination
+ * families talk to O(log P) peers; pairwise and linear ones to all, and
+ * take rings beyond the plan while the budget lasts). */
+#define PEERS_PLANNED 32u
+
+/* Where the segment's parts go for a ring geometry. */
 typedef struct geometry {
     uint32_t ncells, payload, cell_bytes;
-    size_t ranks_off, board_off, log_off, chans_off, stride, size;
+    size_t ranks_off, board_off, log_off, dir_off, chans_off, stride;
+    size_t size;   /* the file: room for a ring per ordered pair (sparse) */
+    size_t needed; /* the fixed part and the planned rings */
 } geometry_t;
 
 static void lay_out(int nrank, uint32_t ncells, uint32_t payload, geometry_t *g)
 {
+    size_t P = (size_t)nrank, peers = P - 1 < PEERS_PLANNED ? P - 1 : PEERS_PLANNED;
     g->ncells = ncells;
     g->payload = payload;
     g->cell_bytes = (uint32_t)align_up(sizeof(cell_t) + payload, 64);
     g->ranks_off = align_up(sizeof(seg_hdr_t), 4096);
-    g->board_off = align_up(g->ranks_off + (size_t)nrank * sizeof(seg_rank_t), 4096);
-    g->log_off = align_up(g->board_off + (size_t)nrank * SEG_BOARD_BYTES_PER_RANK, 4096);
-    g->chans_off = align_up(g->log_off + (size_t)nrank * SEG_CALLLOG * sizeof(call_rec_t), 4096);
+    g->board_off = align_up(g->ranks_off + P * sizeof(seg_rank_t), 4096);
+    g->log_off = align_up(g->board_off + P * SEG_BOARD_BYTES_PER_RANK, 4096);
+    g->dir_off = align_up(g->log_off + P * SEG_CALLLOG * sizeof(call_rec_t), 4096);
+    g->chans_off = align_up(g->dir_off + P * P * sizeof(uint32_t), 4096);
     g->stride = (size_t)ncells * g->cell_bytes;
-    g->size = g->chans_off + (size_t)nrank * (size_t)nrank * g->stride;
+    g->size = g->chans_off + P * P * g->stride;
+    g->needed = g->chans_off + P * peers * g->stride;
 }
 
 /* The rings' geometry: as many cells as the rank count suits, of
- * CELL_PAYLOAD bytes, shrunk (payload first, then cells) until the segment
- * fits in what /dev/shm has free; the least it shrinks to is CELLS_MIN
+ * CELL_PAYLOAD bytes, shrunk (payload first, then cells) until the planned
+ * rings fit in what the job may take; the least it shrinks to is CELLS_MIN
  * cells of CELL_PAYLOAD_MIN.  A smaller geometry only costs speed. */
 static void choose_geometry(int nrank, size_t avail, geometry_t *g)
 {
     uint32_t ncells = cells_for(nrank), payload = CELL_PAYLOAD;
     for (;;) {
         lay_out(nrank, ncells, payload, g);
-        if (g->size <= avail)
+        if (g->needed <= avail)
             return;
         if (payload > CELL_PAYLOAD_MIN)
             payload /= 2;
         else if (ncells > CELLS_MIN)
             ncells /= 2;
         else
-            return; /* the least: let the reservation say it does not fit */
+            return; /* the least: let the caller say it does not fit */
     }
 }
 
@@ -91,28 +102,28 @@ int seg_create(int nrank, seg_t *s, char *name, size_t namelen, int *keep_fd)
     geometry_t g;
     size_t free_bytes, avail = shm_budget(&free_bytes);
     choose_geometry(nrank, avail, &g);
-    size_t size = g.size;
-    if (size > avail)
+    size_t size = g.size, fixed = g.chans_off;
+    if (g.needed > avail)
         return weft_error(WEFT_ENOMEM, "the job segment for %d ranks needs at least %zu MiB of "
                           "/dev/shm; %zu MiB may be used (free: %zu MiB, WEFT_SHM_MAX: %s): make "
                           "/dev/shm larger (docker run --shm-size=%zum) or use fewer ranks",
-                          nrank, (size >> 20) + 1, avail >> 20,
+                          nrank, (g.needed >> 20) + 1, avail >> 20,
                           free_bytes == SIZE_MAX ? 0 : free_bytes >> 20,
                           getenv("WEFT_SHM_MAX") ? getenv("WEFT_SHM_MAX") : "unset",
-                          (size >> 20) + 65);
+                          (g.needed >> 20) + 65);
     int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
     if (fd < 0)
         return weft_error(WEFT_ESYS, "shm_open(%s): %s", name, strerror(errno));
-    /* Reserve every page now: a sparse segment that outgrows /dev/shm kills
-     * ranks with SIGBUS in mid-run instead of failing here. */
-    int e = ftruncate(fd, (off_t)size) != 0 ? errno : posix_fallocate(fd, 0, (off_t)size);
+    /* Reserve the fixed part now and each ring when it is taken: a sparse
+     * page that /dev/shm cannot back kills a rank with SIGBUS in mid-run. */
+    int e = ftruncate(fd, (off_t)size) != 0 ? errno : posix_fallocate(fd, 0, (off_t)fixed);
     if (e) {
         close(fd);
         shm_unlink(name);
         return weft_error(WEFT_ENOMEM, "the job segment for %d ranks needs %zu MiB of /dev/shm "
                           "and could not have it: %s; make /dev/shm larger (docker run "
-                          "--shm-size=%zum) or use fewer ranks", nrank, (size >> 20) + 1,
-                          strerror(e), (size >> 20) + 65);
+                          "--shm-size=%zum) or use fewer ranks", nrank, (fixed >> 20) + 1,
+                          strerror(e), (g.needed >> 20) + 65);
     }
     void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED) {
@@ -120,6 +131,7 @@ int seg_create(int nrank, seg_t *s, char *name, size_t namelen, int *keep_fd)
         shm_unlink(name);
         return weft_error(WEFT_ENOMEM, "mmap of the job segment failed: %s", strerror(errno));
     }
+    s->fd = -1; /* the creator takes no rings: it attaches again as a rank, or is the launcher */
     if (keep_fd) {
         /* the ranks inherit the descriptor: the name can go at once, so
          * nothing is left in /dev/shm however the launcher ends */
@@ -139,6 +151,9 @@ int seg_create(int nrank, seg_t *s, char *name, size_t namelen, int *keep_fd)
     h->board_off = g.board_off;
     h->chans_off = g.chans_off;
     h->log_off = g.log_off;
+    h->dir_off = g.dir_off;
+    h->fixed = fixed;
+    h->budget = avail;
     h->launcher = (int32_t)getpid();
     h->chan_stride = g.stride;
     atomic_store(&h->abort_rank, -1);
@@ -162,7 +177,9 @@ int seg_attach(const char *name, int rank, int nrank, seg_t *s)
             return weft_error(WEFT_ESYS, "WEFT_SHM=%s: the job segment's descriptor is not open in "
                                          "this process (was it started by `weft run`, through "
                                          "a program that closes descriptors?)", name);
-    } else if ((fd = shm_open(name, O_RDWR, 0)) < 0) {
+        /* kept to reserve rings; the program's children need not inherit it */
+        fcntl(fd, F_SETFD, FD_CLOEXEC);
+    } else if ((fd = shm_open(name, O_RDWR | O_CLOEXEC, 0)) < 0) {
         return weft_error(WEFT_ESYS, "cannot open the job segment %s: %s (was this process "
                                      "started by `weft run`?)", name, strerror(errno));
     }
@@ -172,26 +189,30 @@ int seg_attach(const char *name, int rank, int nrank, seg_t *s)
         return weft_error(WEFT_ESYS, "job segment %s is unusable", name);
     }
     void *p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd); /* the mapping stays; the rank's own children need not inherit it */
-    if (p == MAP_FAILED)
+    if (p == MAP_FAILED) {
+        close(fd);
         return weft_error(WEFT_ENOMEM, "mmap of the job segment failed: %s", strerror(errno));
+    }
     seg_hdr_t *h = p;
     if (h->magic != SEG_MAGIC || h->nrank != (uint32_t)nrank || rank < 0 || rank >= nrank ||
         h->size != (uint64_t)st.st_size) {
         munmap(p, (size_t)st.st_size);
+        close(fd);
         return weft_error(WEFT_EINVAL, "job segment %s does not match rank %d of %d", name, rank,
                           nrank);
     }
-    seg_rank_t *me = seg_rank(&(seg_t){h, (size_t)st.st_size}, rank);
+    seg_rank_t *me = seg_rank(&(seg_t){h, (size_t)st.st_size, -1}, rank);
     uint32_t fresh = RANK_NEW;
     if (!atomic_compare_exchange_strong(&me->state, &fresh, RANK_ATTACHED)) {
         int32_t other = me->pid;
         munmap(p, (size_t)st.st_size);
+        close(fd);
         return weft_error(WEFT_EINVAL, "rank %d of this job has already joined it (process %d): "
                                        "two processes cannot be one rank", rank, (int)other);
     }
     s->hdr = h;
     s->size = (size_t)st.st_size;
+    s->fd = fd;
     me->pid = (int32_t)getpid();
     if (atomic_fetch_add(&h->attached, 1) + 1 == (uint32_t)nrank && !inherited)
         shm_unlink(name); /* everyone is in: a crash can no longer leak it */
@@ -200,9 +221,36 @@ int seg_attach(const char *name, int rank, int nrank, seg_t *s)
 
 void seg_detach(seg_t *s)
 {
-    if (s->hdr)
+    if (s->hdr) {
         munmap(s->hdr, s->size);
+        if (s->fd >= 0)
+            close(s->fd);
+    }
     s->hdr = NULL;
+    s->fd = -1;
+}
+
+int seg_ring_take(seg_t *s, int src, int dst, cell_t **ring)
+{
+    seg_hdr_t *h = s->hdr;
+    size_t stride = h->chan_stride;
+    uint32_t n = atomic_fetch_add(&h->rings_taken, 1);
+    size_t off = h->chans_off + (size_t)n * stride;
+    int e = off + stride > h->size ? ENOSPC
+          : h->fixed + ((size_t)n + 1) * stride > h->budget ? EDQUOT
+          : s->fd < 0 ? EBADF
+          : posix_fallocate(s->fd, (off_t)off, (off_t)stride);
+    if (e)
+        return weft_error(WEFT_ENOMEM, "shared memory is full: rank %d cannot open a ring to "
+                          "rank %d (%u rings of %zu KiB taken, %.1f MiB in all; %s): make /dev/shm "
+                          "larger (docker run --shm-size=...), raise WEFT_SHM_MAX, or use an "
+                          "algorithm that talks to fewer peers", src, dst, n, stride >> 10,
+                          (double)(h->fixed + (size_t)n * stride) / 1048576.0,
+                          e == EDQUOT ? "the limit set when the job started"
+                                      : strerror(e));
+    *ring = (cell_t *)((char *)h + off);
+    atomic_store_explicit(seg_dir(s, src, dst), n + 1, memory_order_release);
+    return WEFT_OK;
 }
 
 void seg_unlink(const char *name) { shm_unlink(name); }

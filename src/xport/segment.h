@@ -1,9 +1,15 @@
 /* segment.h — the shared-memory segment of one job: a header (size,
  * geometry, abort state), one control block per rank (doorbell futex,
  * sleeping flag, state), an arrival board reserved for arrival-pattern-aware
- * collectives, and one single-producer single-consumer ring of cells per
- * ordered pair of ranks.  Created by the launcher with owner-only
- * permissions and unlinked as soon as every rank has attached. */
+ * collectives, the call logs, and a pool of single-producer single-consumer
+ * rings of cells, one for each ordered pair of ranks that talks.
+ *
+ * A ring is taken from the pool by its sender on the pair's first message
+ * and its memory reserved then (fallocate), so the segment grows with the
+ * pairs that talk, not as P²: a ring allreduce at P ranks takes 2P rings.
+ * The file spans every possible ring but stays sparse; what is reserved is
+ * the fixed part plus the rings taken.  Created by the launcher with
+ * owner-only permissions and unlinked as soon as every rank has attached. */
 #ifndef WEFT_SEGMENT_H
 #define WEFT_SEGMENT_H
 
@@ -27,6 +33,10 @@ typedef struct seg_hdr {
     uint32_t payload;    /* payload bytes per cell */
     uint64_t size, ranks_off, board_off, chans_off, chan_stride;
     uint64_t log_off; /* the call logs: SEG_CALLLOG records per rank */
+    uint64_t dir_off; /* P x P ring numbers (+1; 0: the pair has none yet) */
+    uint64_t budget;  /* bytes the segment may reserve in all */
+    uint64_t fixed;   /* bytes of everything before the pool */
+    _Atomic uint32_t rings_taken;
     _Atomic uint32_t attached;
     _Atomic int32_t abort_rank;
     _Atomic uint32_t abort_code;
@@ -69,6 +79,7 @@ typedef struct cell {
 typedef struct seg {
     seg_hdr_t *hdr;
     size_t size;
+    int fd; /* to reserve rings as they are taken; -1 where none are */
 } seg_t;
 
 static inline seg_rank_t *seg_rank(const seg_t *s, int r)
@@ -87,11 +98,25 @@ static inline cell_t *seg_cell(const seg_t *s, cell_t *ring, uint32_t i)
     return (cell_t *)((char *)ring + (size_t)i * s->hdr->cell_bytes);
 }
 
-static inline cell_t *seg_chan(const seg_t *s, int src, int dst)
+static inline _Atomic uint32_t *seg_dir(const seg_t *s, int src, int dst)
 {
-    return (cell_t *)((char *)s->hdr + s->hdr->chans_off +
-                      ((size_t)src * s->hdr->nrank + (size_t)dst) * s->hdr->chan_stride);
+    return (_Atomic uint32_t *)((char *)s->hdr + s->hdr->dir_off) +
+           (size_t)src * s->hdr->nrank + (size_t)dst;
 }
+
+/* The ring from src to dst, or NULL while src has sent dst nothing. */
+static inline cell_t *seg_ring_find(const seg_t *s, int src, int dst)
+{
+    uint32_t n = atomic_load_explicit(seg_dir(s, src, dst), memory_order_acquire);
+    return n ? (cell_t *)((char *)s->hdr + s->hdr->chans_off +
+                          (size_t)(n - 1) * s->hdr->chan_stride)
+             : NULL;
+}
+
+/* Takes a ring for src -> dst from the pool (called by src only) and
+ * reserves its memory; WEFT_ENOMEM, with a message saying how much the job
+ * holds and how to give it more, when /dev/shm or WEFT_SHM_MAX runs out. */
+int seg_ring_take(seg_t *s, int src, int dst, cell_t **ring);
 
 /* Creates a segment for nrank ranks (name written to name[64]).  With
  * keep_fd, the name is unlinked at once and the open descriptor returned

@@ -1,8 +1,8 @@
 /* shm.c — the shared-memory transport.
  *
- * Each ordered pair of ranks has a ring of fixed-size cells in the job
- * segment (segment.h), written only by the sender and read only by the
- * receiver, so a cell changes hands with one release store and one acquire
+ * Each ordered pair of ranks that talks has a ring of fixed-size cells in
+ * the job segment (segment.h; taken by the sender on its first message),
+ * written only by the sender and read only by the receiver, so a cell changes hands with one release store and one acquire
  * load and no lock.  A message is a run of consecutive cells, each carrying
  * the message header, so the receiver can start matching at any cell
  * boundary.  Between one pair, messages leave in the order they were posted;
@@ -37,6 +37,7 @@ typedef struct unexp {
 
 typedef struct peer_state {
     uint32_t widx, ridx;      /* next cell to write (to peer) / read (from) */
+    cell_t *out, *in;          /* the rings to and from the peer, once known */
     xreq_t *sq_head, *sq_tail; /* sends to this peer, in order */
     xreq_t *rq_head, *rq_tail; /* posted receives from this peer */
     xreq_t *cur;               /* receive being delivered */
@@ -98,11 +99,30 @@ static int mismatch(shm_xport_t *x, int src, uint64_t tag, const char *what,
     return weft_error(WEFT_EMISMATCH, "%s", msg);
 }
 
-/* Pushes as many cells of queued sends to dst as the ring has room for. */
+/* The ring from src, or NULL while src has sent nothing. */
+static cell_t *ring_from(shm_xport_t *x, int src)
+{
+    peer_state_t *ps = &x->peers[src];
+    if (!ps->in)
+        ps->in = seg_ring_find(&x->seg, src, x->base.rank);
+    return ps->in;
+}
+
+/* Pushes as many cells of queued sends to dst as the ring has room for;
+ * takes the ring on the first message to dst.  Negative on an error. */
 static int push_sends(shm_xport_t *x, int dst)
 {
     peer_state_t *ps = &x->peers[dst];
-    cell_t *ring = seg_chan(&x->seg, x->base.rank, dst);
+    if (!ps->out) {
+        int rc = seg_ring_take(&x->seg, x->base.rank, dst, &ps->out);
+        if (rc) {
+            /* the peer would wait for ever: end the job */
+            seg_abort(&x->seg, x->base.rank, ABORT_ERROR, weft_last_error());
+            x->err = rc;
+            return -rc;
+        }
+    }
+    cell_t *ring = ps->out;
     int moved = 0;
     while (ps->sq_head) {
         xreq_t *r = ps->sq_head;
@@ -165,9 +185,11 @@ static xreq_t *take_posted(peer_state_t *ps, uint64_t tag)
 static int poll_from(shm_xport_t *x, int src)
 {
     peer_state_t *ps = &x->peers[src];
-    cell_t *ring = seg_chan(&x->seg, src, x->base.rank);
+    cell_t *ring = ring_from(x, src);
     int moved = 0;
     for (;;) {
+        if (!ring)
+            break;
         cell_t *c = seg_cell(&x->seg, ring, ps->ridx);
         if (!atomic_load_explicit(&c->full, memory_order_acquire))
             break;
@@ -245,8 +267,12 @@ static int shm_progress(xport_t *xp)
     int moved = 0;
     for (int p = 0; p < x->base.size; p++) {
         peer_state_t *ps = &x->peers[p];
-        if (ps->sq_head)
-            moved |= push_sends(x, p);
+        if (ps->sq_head) {
+            int m = push_sends(x, p);
+            if (m < 0)
+                return m;
+            moved |= m;
+        }
         if (ps->rq_head || ps->cur || ps->cur_unexp) {
             int m = poll_from(x, p);
             if (m < 0)
@@ -274,8 +300,8 @@ static int shm_isend(xport_t *xp, xreq_t *r)
         ps->sq_head = r;
     ps->sq_tail = r;
     /* a zero-byte message still takes one cell: it carries the signature */
-    push_sends(x, r->peer);
-    return WEFT_OK;
+    int m = push_sends(x, r->peer);
+    return m < 0 ? -m : WEFT_OK;
 }
 
 static int shm_irecv(xport_t *xp, xreq_t *r)
@@ -313,14 +339,12 @@ static bool shm_ready(shm_xport_t *x)
 {
     for (int p = 0; p < x->base.size; p++) {
         peer_state_t *ps = &x->peers[p];
-        if (ps->sq_head) {
-            cell_t *c = seg_cell(&x->seg, seg_chan(&x->seg, x->base.rank, p), ps->widx);
-            if (!atomic_load(&c->full))
-                return true;
-        }
+        if (ps->sq_head && (!ps->out || !atomic_load(&seg_cell(&x->seg, ps->out,
+                                                                 ps->widx)->full)))
+            return true;
         if (ps->rq_head || ps->cur || ps->cur_unexp) {
-            cell_t *c = seg_cell(&x->seg, seg_chan(&x->seg, p, x->base.rank), ps->ridx);
-            if (atomic_load(&c->full))
+            cell_t *ring = ring_from(x, p);
+            if (ring && atomic_load(&seg_cell(&x->seg, ring, ps->ridx)->full))
                 return true;
         }
     }
