@@ -3,8 +3,14 @@
  *
  * Each weft communicator over MPI has its own MPI communicator, so the MPI
  * tag only has to tell apart the calls in flight on it and the steps of one
- * call: it is (call sequence mod 2^seqbits) << stepbits | step tag, with the
- * widths taken from MPI_TAG_UB (at least 2^15 - 1 by the standard).  A
+ * call: it is (call sequence mod 2^seqbits) << stepbits | step field, with
+ * the widths taken from MPI_TAG_UB (at least 2^15 - 1 by the standard).
+ * The step field is the step tag shifted by a hash of the call's signature
+ * (mod the field's range less the two side-band tags): one call's steps
+ * stay apart, while a message of a call made differently on its sender
+ * (another op, root, fan-out or algorithm) almost never matches — it
+ * stalls the receive, and the stalled wait's announcement (watch.c) names
+ * the difference, where shared memory compares the signature in the cell.  A
  * receive-and-reduce lands in a pooled staging buffer and is reduced into
  * place when it completes.  A message of the wrong size is reported as
  * WEFT_EMISMATCH (our communicator returns MPI errors instead of aborting). */
@@ -58,14 +64,16 @@ static int mpi_fail(mpi_xport_t *x, int mrc, const char *what)
                       code == WEFT_EMISMATCH ? " (do all ranks pass the same count?)" : "");
 }
 
-static int map_tag(mpi_xport_t *x, uint64_t tag, int *out)
+static int map_tag(mpi_xport_t *x, uint64_t tag, uint32_t sig, int *out)
 {
     uint64_t step = tag & 0xffffff, seq = (tag >> 24) & 0xffffff;
-    if (step >> x->stepbits)
+    uint64_t range = x->base.tag_limit; /* the side-band tags lie above */
+    if (step >= range)
         return weft_error(WEFT_ENOTSUP, "schedule tag %llu exceeds the %d bits this MPI's "
                                         "MPI_TAG_UB leaves for it", (unsigned long long)step,
                           x->stepbits);
-    *out = (int)((seq & ((1u << x->seqbits) - 1)) << x->stepbits | step);
+    uint64_t shift = ((uint64_t)sig * 0x9e3779b97f4a7c15ull >> 32) % range;
+    *out = (int)((seq & ((1u << x->seqbits) - 1)) << x->stepbits | (step + shift) % range);
     return WEFT_OK;
 }
 
@@ -110,7 +118,7 @@ static int check_size(const xreq_t *r)
 /* What every send and receive checks first: the tag fits, the size fits. */
 static int prepare(mpi_xport_t *x, const xreq_t *r, int *tag)
 {
-    int rc = map_tag(x, r->tag, tag);
+    int rc = map_tag(x, r->tag, r->sig, tag);
     return rc ? rc : check_size(r);
 }
 
