@@ -219,6 +219,9 @@ WEFT_API int weft_algorithm_properties(weft_coll_t coll, const char *name);
  * parameters are not valid. */
 WEFT_API int weft_algorithm_properties_with(weft_coll_t coll, const char *name,
                                            const char *params);
+/* The algorithm that served the last call of coll on comm (AUTO's choice
+ * when none was set), NULL before the first call or for a bad argument. */
+WEFT_API const char *weft_last_algorithm(weft_comm_t comm, weft_coll_t coll);
 /* The i-th algorithm of coll (i = 0, 1, ...), NULL past the last. */
 WEFT_API const char *weft_algorithm_name(weft_coll_t coll, int i);
 /* "allreduce", "bcast", ... */

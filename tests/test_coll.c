@@ -300,6 +300,11 @@ static void test_reduction(weft_coll_t coll, const char *name, int ai, const cha
                         continue;
                     CHECK(rc == WEFT_OK, "%s %s %s n=%zu: error %d: %s", weft_coll_name(coll), name,
                           kind_name[k], n, rc, weft_last_error());
+                    const char *used = weft_last_algorithm(world, coll);
+                    CHECK(used && (strcmp(name, "auto") ? !strcmp(used, name)
+                                                        : weft_algorithm_properties(coll, used) >= 0),
+                          "%s %s: weft_last_algorithm says %s", weft_coll_name(coll), name,
+                          used ? used : "NULL");
                     if (coll == WEFT_COLL_ALLREDUCE || me == root) {
                         size_t bad = 0, first = 0;
                         for (size_t i = 0; i < n; i++)
@@ -570,6 +575,12 @@ int main(int argc, char **argv)
                     test_reduction(coll, name, ai, variants[vi]);
             }
         }
+        /* AUTO: every call served (the non-commutative op too), and
+         * weft_last_algorithm names a real algorithm of the collective */
+        if (coll == WEFT_COLL_BCAST)
+            test_bcast("auto", 0, NULL);
+        else if (coll == WEFT_COLL_ALLREDUCE || coll == WEFT_COLL_REDUCE)
+            test_reduction(coll, "auto", 0, NULL);
         weft_set_algorithm(world, coll, "auto", NULL);
     }
     if (!only) {

@@ -33,7 +33,7 @@
 static void bench_usage(FILE *f)
 {
     fprintf(f,
-            "usage: weft bench allreduce|bcast|reduce [--np P] [--algo all|A,B/k=v;k=v,..]\n"
+            "usage: weft bench allreduce|bcast|reduce [--np P] [--algo all|auto,A,B/k=v;k=v,..]\n"
             "       weft bench kernels   (reduction kernel throughput against memcpy)\n"
             "                  [--sizes LO:HI | S1,S2,..] [--iters N] [--warmup N] [--check]\n"
             "                  [--dtype float32] [--op sum] [--root R] [--csv F] [--json F]\n"
@@ -219,6 +219,7 @@ typedef struct {
     int iters;
     int bad; /* --check failures */
     const char *skipped; /* why it could not run */
+    const char *chose;   /* auto: the algorithm that served the calls */
 } result_t;
 
 static int cmp_double(const void *a, const void *b)
@@ -281,8 +282,10 @@ static bool check_elem(const void *out, size_t i, int P, const bench_opts_t *o, 
     return elem_get_int(out, i, dt) == elem_wrap((int64_t)acc, dt);
 }
 
-/* The MPI library's own collective, as a pseudo-algorithm. */
+/* The MPI library's own collective, and weft's AUTO choice, as
+ * pseudo-algorithms. */
 static const algo_t native_algo = {"native", WEFT_COLL_COUNT, 0, NULL, "", "", "", NULL};
+static const algo_t auto_algo = {"auto", WEFT_COLL_COUNT, 0, NULL, "", "", "", NULL};
 
 static int run_one(weft_comm_t comm, const bench_opts_t *o, const algo_t *al, size_t count,
                    void *in, void *out)
@@ -353,7 +356,7 @@ static int bench_rank(const bench_opts_t *o, weft_comm_t comm)
                 *slash = '\0';
             if (!strcmp(e, "native"))
                 continue;
-            const algo_t *al = algo_find(o->coll, e);
+            const algo_t *al = !strcmp(e, "auto") ? &auto_algo : algo_find(o->coll, e);
             if (!al) {
                 if (!rank)
                     fprintf(stderr, "weft bench: no %s algorithm '%s' (see `weft algorithms`)\n",
@@ -416,7 +419,7 @@ static int bench_rank(const bench_opts_t *o, weft_comm_t comm)
     if (!rank && o->csv && !(csv = fopen(o->csv, "w")))
         fprintf(stderr, "weft bench: cannot write %s: %s\n", o->csv, strerror(errno));
     if (csv)
-        fprintf(csv, "collective,np,dtype,bytes,algorithm,avg_us,median_us,min_us,busbw_gbs,iters\n");
+        fprintf(csv, "collective,np,dtype,bytes,algorithm,avg_us,median_us,min_us,busbw_gbs,iters,chose\n");
     if (!rank) {
         printf("# weft bench %s: P=%d, %s %s, %s; latency in us, busbw in GB/s; "
                "* = fastest (median)%s\n", weft_coll_name(o->coll), P, weft_dtype_name(o->dtype),
@@ -447,6 +450,7 @@ static int bench_rank(const bench_opts_t *o, weft_comm_t comm)
             if (algos[a] != &native_algo)
                 weft_set_algorithm(comm, o->coll, algos[a]->name, aparams[a]);
             fill(in, count, o->dtype, o->op, rank, 0);
+            r->chose = NULL;
             if (o->coll == WEFT_COLL_BCAST)
                 fill(out, count, o->dtype, o->op, rank, 0);
             rc = WEFT_OK;
@@ -458,6 +462,8 @@ static int bench_rank(const bench_opts_t *o, weft_comm_t comm)
                 rc = run_one(comm, o, algos[a], count, in, out);
                 times[i] = weft_now() - t0;
             }
+            if (algos[a] == &auto_algo)
+                r->chose = weft_last_algorithm(comm, o->coll);
             if (rc) {
                 /* an algorithm that cannot serve this call (e.g. needs a
                  * commutative op) fails on every rank alike */
@@ -510,12 +516,14 @@ static int bench_rank(const bench_opts_t *o, weft_comm_t comm)
             printf(" | %9.2f %9.2f%s %5.2f", r->avg, r->med, r->med == best ? "*" : " ", busbw);
             if (with_native && a > 0 && !res[(size_t)s * na].skipped)
                 printf(" x%.2f", res[(size_t)s * na].med / r->med);
+            if (r->chose)
+                printf(" =%s", r->chose);
             if (r->bad)
                 printf(" CHECK FAILED");
             if (csv)
-                fprintf(csv, "%s,%d,%s,%zu,%s,%.3f,%.3f,%.3f,%.4f,%d\n", weft_coll_name(o->coll), P,
-                        weft_dtype_name(o->dtype), bytes, labels[a], r->avg, r->med, r->min,
-                        busbw, r->iters);
+                fprintf(csv, "%s,%d,%s,%zu,%s,%.3f,%.3f,%.3f,%.4f,%d,%s\n",
+                        weft_coll_name(o->coll), P, weft_dtype_name(o->dtype), bytes, labels[a],
+                        r->avg, r->med, r->min, busbw, r->iters, r->chose ? r->chose : "");
         }
         printf("\n");
         fflush(stdout);
@@ -539,9 +547,10 @@ static int bench_rank(const bench_opts_t *o, weft_comm_t comm)
                     double busbw = o->coll == WEFT_COLL_ALLREDUCE ? algbw * 2.0 * (P - 1) / P : algbw;
                     fprintf(j, "%s\n  {\"bytes\": %zu, \"algorithm\": \"%s\", \"avg_us\": %.3f, "
                                "\"median_us\": %.3f, \"min_us\": %.3f, \"busbw_gbs\": %.4f, "
-                               "\"iters\": %d%s}",
+                               "\"iters\": %d%s%s%s%s}",
                             first ? "" : ",", bytes, labels[a], r->avg, r->med, r->min, busbw,
-                            r->iters, o->check ? (r->bad ? ", \"check\": \"failed\"" : ", \"check\": \"ok\"") : "");
+                            r->iters, r->chose ? ", \"chose\": \"" : "",
+                            r->chose ? r->chose : "", r->chose ? "\"" : "", o->check ? (r->bad ? ", \"check\": \"failed\"" : ", \"check\": \"ok\"") : "");
                     first = 0;
                 }
             fprintf(j, "\n]}\n");

@@ -303,6 +303,12 @@ static void alternatives(const coll_args_t *a, char *out, size_t n)
     }
 }
 
+int algo_usable_quiet(const algo_t *al, const coll_args_t *a)
+{
+    char why[256];
+    return usable_why(al, a, why, sizeof why);
+}
+
 int algo_check_usable(const algo_t *al, const coll_args_t *a)
 {
     if (al->build == algo_reduce_bcast_allreduce) {

@@ -192,11 +192,10 @@ int coll_run(weft_comm_t comm, weft_coll_t coll, const void *in, void *out, size
         a.params = comm->choice[coll].params;
         if ((rc = algo_check_usable(al, &a)))
             return rc;
-    } else {
-        al = select_algo(&a);
-        if (!al || algo_check_usable(al, &a))
-            return weft_error(WEFT_EINTERNAL, "%s: no algorithm serves this call", cn);
+    } else if (!(al = select_algo(&a))) {
+        return weft_error(WEFT_EINTERNAL, "%s: no algorithm serves this call", cn);
     }
+    comm->last[coll] = al->name;
     if (!(al->flags & ALGO_USES_INVERSE))
         a.invertible = false; /* one cached schedule for int and float sums alike */
     sched_entry_t *ent = cache_get(comm, al, &a, &rc);

@@ -358,6 +358,11 @@ weft_err_t weft_comm_free(weft_comm_t *comm)
     return WEFT_OK;
 }
 
+const char *weft_last_algorithm(weft_comm_t comm, weft_coll_t coll)
+{
+    return comm && (unsigned)coll < WEFT_COLL_COUNT ? comm->last[coll] : NULL;
+}
+
 weft_err_t weft_set_algorithm(weft_comm_t comm, weft_coll_t coll, const char *name,
                               const char *params)
 {

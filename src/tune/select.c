@@ -12,7 +12,25 @@ static const algo_t *pick(weft_coll_t coll, const char *name)
     return algo_find(coll, name);
 }
 
+static const algo_t *rule(const coll_args_t *a);
+
+/* The rule's choice, or where the rule picks an algorithm that cannot
+ * serve the call, the first in the registry that can (never an error for
+ * a call some algorithm serves). */
 const algo_t *select_algo(const coll_args_t *a)
+{
+    const algo_t *al = rule(a);
+    if (al && !algo_usable_quiet(al, a))
+        return al;
+    size_t n;
+    const algo_t *t = algo_table(&n);
+    for (size_t i = 0; i < n; i++)
+        if (t[i].coll == a->coll && !algo_usable_quiet(&t[i], a))
+            return &t[i];
+    return NULL;
+}
+
+static const algo_t *rule(const coll_args_t *a)
 {
     size_t bytes = a->count * a->esize;
     int P = a->nrank;

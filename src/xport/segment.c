@@ -55,7 +55,7 @@ static void lay_out(int nrank, uint32_t ncells, uint32_t payload, geometry_t *g)
     g->log_off = align_up(g->board_off + P * SEG_BOARD_BYTES_PER_RANK, 4096);
     g->dir_off = align_up(g->log_off + P * SEG_CALLLOG * sizeof(call_rec_t), 4096);
     g->chans_off = align_up(g->dir_off + P * P * sizeof(uint32_t), 4096);
-    g->stride = (size_t)ncells * g->cell_bytes;
+    g->stride = sizeof(ring_hdr_t) + (size_t)ncells * g->cell_bytes;
     g->size = g->chans_off + P * P * g->stride;
     g->needed = g->chans_off + P * peers * g->stride;
 }
@@ -230,7 +230,7 @@ void seg_detach(seg_t *s)
     s->fd = -1;
 }
 
-int seg_ring_take(seg_t *s, int src, int dst, cell_t **ring)
+int seg_ring_take(seg_t *s, int src, int dst, ring_hdr_t **ring)
 {
     seg_hdr_t *h = s->hdr;
     size_t stride = h->chan_stride;
@@ -248,7 +248,7 @@ int seg_ring_take(seg_t *s, int src, int dst, cell_t **ring)
                           (double)(h->fixed + (size_t)n * stride) / 1048576.0,
                           e == EDQUOT ? "the limit set when the job started"
                                       : strerror(e));
-    *ring = (cell_t *)((char *)h + off);
+    *ring = (ring_hdr_t *)((char *)h + off);
     atomic_store_explicit(seg_dir(s, src, dst), n + 1, memory_order_release);
     return WEFT_OK;
 }

@@ -50,7 +50,10 @@ typedef struct seg_rank {
     _Atomic uint32_t sleeping;
     _Atomic uint32_t state;
     int32_t pid;
-    char pad[48];
+    uint64_t probe; /* address of a word in this process that peers may
+                     * read with process_vm_readv to learn whether they can
+                     * (shm.c, single copy); 0: the rank does not offer it */
+    char pad[40];
 } __attribute__((aligned(64))) seg_rank_t;
 
 /* One record of a rank's call log (SEG_CALLLOG slots, the slot chosen by
@@ -65,16 +68,35 @@ typedef struct call_rec {
     uint32_t pad;
 } __attribute__((aligned(64))) call_rec_t;
 
+/* A ring: this header, then the cells.  Single copy (shm.c): the receiver
+ * says once whether it can read the sender's memory (cma), and counts the
+ * messages it has read that way (read), which completes their sends. */
+enum { RING_CMA_UNKNOWN = 0, RING_CMA_YES = 1, RING_CMA_NO = 2 };
+typedef struct ring_hdr {
+    _Atomic uint32_t cma;
+    uint32_t pad0;
+    _Atomic uint64_t read;
+    char pad[48];
+} __attribute__((aligned(64))) ring_hdr_t;
+
+enum { CELL_DATA = 0, CELL_READ_ME = 1 };
 typedef struct cell {
     _Atomic uint32_t full;
     uint32_t len;   /* payload bytes in this cell */
     uint32_t sig;
-    uint32_t pad0;
+    uint32_t kind;  /* CELL_DATA, or CELL_READ_ME: the payload is a cma_desc_t */
     uint64_t tag;
     uint64_t total; /* bytes of the whole message */
     char pad[32];
     char payload[]; /* hdr->payload bytes */
 } __attribute__((aligned(64))) cell_t;
+
+/* Where a single-copy message's bytes are: in the sender's memory. */
+typedef struct cma_desc {
+    uint64_t addr;
+    int32_t pid;
+    uint32_t pad;
+} cma_desc_t;
 
 typedef struct seg {
     seg_hdr_t *hdr;
@@ -93,9 +115,9 @@ static inline call_rec_t *seg_calllog(const seg_t *s, int r)
 }
 
 /* Cell i of a ring. */
-static inline cell_t *seg_cell(const seg_t *s, cell_t *ring, uint32_t i)
+static inline cell_t *seg_cell(const seg_t *s, ring_hdr_t *ring, uint32_t i)
 {
-    return (cell_t *)((char *)ring + (size_t)i * s->hdr->cell_bytes);
+    return (cell_t *)((char *)(ring + 1) + (size_t)i * s->hdr->cell_bytes);
 }
 
 static inline _Atomic uint32_t *seg_dir(const seg_t *s, int src, int dst)
@@ -105,18 +127,18 @@ static inline _Atomic uint32_t *seg_dir(const seg_t *s, int src, int dst)
 }
 
 /* The ring from src to dst, or NULL while src has sent dst nothing. */
-static inline cell_t *seg_ring_find(const seg_t *s, int src, int dst)
+static inline ring_hdr_t *seg_ring_find(const seg_t *s, int src, int dst)
 {
     uint32_t n = atomic_load_explicit(seg_dir(s, src, dst), memory_order_acquire);
-    return n ? (cell_t *)((char *)s->hdr + s->hdr->chans_off +
-                          (size_t)(n - 1) * s->hdr->chan_stride)
+    return n ? (ring_hdr_t *)((char *)s->hdr + s->hdr->chans_off +
+                              (size_t)(n - 1) * s->hdr->chan_stride)
              : NULL;
 }
 
 /* Takes a ring for src -> dst from the pool (called by src only) and
  * reserves its memory; WEFT_ENOMEM, with a message saying how much the job
  * holds and how to give it more, when /dev/shm or WEFT_SHM_MAX runs out. */
-int seg_ring_take(seg_t *s, int src, int dst, cell_t **ring);
+int seg_ring_take(seg_t *s, int src, int dst, ring_hdr_t **ring);
 
 /* Creates a segment for nrank ranks (name written to name[64]).  With
  * keep_fd, the name is unlinked at once and the open descriptor returned
