@@ -5,6 +5,7 @@
 #ifndef WEFT_ALGO_H
 #define WEFT_ALGO_H
 
+#include "../core/tool_api.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -60,21 +61,21 @@ typedef struct algo {
     int (*usable)(const coll_args_t *a, char *why, size_t len);
 } algo_t;
 
-const algo_t *algo_table(size_t *n);
-const algo_t *algo_find(weft_coll_t coll, const char *name);
-weft_coll_t coll_from_name(const char *name); /* WEFT_COLL_COUNT if unknown */
+WEFT_TOOL_API const algo_t *algo_table(size_t *n);
+WEFT_TOOL_API const algo_t *algo_find(weft_coll_t coll, const char *name);
+WEFT_TOOL_API weft_coll_t coll_from_name(const char *name); /* WEFT_COLL_COUNT if unknown */
 /* WEFT_EINVAL with a message saying why and what to use instead when the
  * algorithm cannot serve the call. */
-int algo_check_usable(const algo_t *al, const coll_args_t *a);
+WEFT_TOOL_API int algo_check_usable(const algo_t *al, const coll_args_t *a);
 /* 0 if al can serve the call; nonzero, setting no error, if not (AUTO). */
 int algo_usable_quiet(const algo_t *al, const coll_args_t *a);
 /* The properties of al for this call: a composition's follow from its parts
  * (reduce_bcast's reduce, hier's algorithm among leaders). */
 unsigned algo_effective_flags(const algo_t *al, const coll_args_t *a);
 /* Initialises *s for a->rank, builds and commits. */
-int algo_build(const algo_t *al, const coll_args_t *a, sched_t *s);
+WEFT_TOOL_API int algo_build(const algo_t *al, const coll_args_t *a, sched_t *s);
 /* Parses "key=value,..." into p (keys must be in al->params). */
-int algo_parse_params(const algo_t *al, const char *text, algo_params_t *p);
+WEFT_TOOL_API int algo_parse_params(const algo_t *al, const char *text, algo_params_t *p);
 
 /* Collectives with a root, and those that reduce. */
 static inline bool coll_is_rooted(weft_coll_t c)
@@ -150,7 +151,7 @@ int algo_linear_gather(sched_t *s, const coll_args_t *a);
 int algo_linear_reduce_scatter(sched_t *s, const coll_args_t *a);
 int algo_scatter_allgather_bcast(sched_t *s, const coll_args_t *a);
 int algo_bruck_allgather(sched_t *s, const coll_args_t *a);
-int algo_reduce_bcast_allreduce(sched_t *s, const coll_args_t *a);
+WEFT_TOOL_API int algo_reduce_bcast_allreduce(sched_t *s, const coll_args_t *a);
 int algo_binomial_allreduce(sched_t *s, const coll_args_t *a);
 int algo_dissemination_barrier(sched_t *s, const coll_args_t *a);
 int algo_hier_allreduce(sched_t *s, const coll_args_t *a);
@@ -196,16 +197,16 @@ typedef struct dissem_tuple {
     long len_snd, len_rcv;
 } dissem_tuple_t;
 /* 0 and *t if (P, n) is adaptable, else -1. */
-int dissem_tuple(int P, int n, dissem_tuple_t *t);
+WEFT_TOOL_API int dissem_tuple(int P, int n, dissem_tuple_t *t);
 /* The smallest n with a tuple (n = P - 1 always has one). */
-int dissem_auto_fanout(int P);
+WEFT_TOOL_API int dissem_auto_fanout(int P);
 int algo_dissem_adapted_allreduce(sched_t *s, const coll_args_t *a);
 int algo_dissem_adapted_usable(const coll_args_t *a, char *why, size_t len);
 int algo_twotree_s_reduce(sched_t *s, const coll_args_t *a);
 int algo_twotree_sc_allreduce(sched_t *s, const coll_args_t *a);
 /* 2-colouring of TwoTreeS's edges, col[2*child + tree]; WEFT_ENOTSUP if
  * none exists */
-int twotree_s_colours(int P, signed char *col);
+WEFT_TOOL_API int twotree_s_colours(int P, signed char *col);
 int algo_hier_bcast(sched_t *s, const coll_args_t *a);
 /* The parts of the compositions: hier's algorithm among node leaders
  * (inter=, default rabenseifner for allreduce, binomial otherwise), and

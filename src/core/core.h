@@ -3,6 +3,7 @@
 #ifndef WEFT_CORE_H
 #define WEFT_CORE_H
 
+#include "tool_api.h"
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -14,7 +15,7 @@
 #define WEFT_PRINTF(a, b) __attribute__((format(printf, a, b)))
 
 /* Record code and message as this thread's last error and return code. */
-int weft_error(int code, const char *fmt, ...) WEFT_PRINTF(2, 3);
+WEFT_TOOL_API int weft_error(int code, const char *fmt, ...) WEFT_PRINTF(2, 3);
 void weft_error_clear(void);
 
 /* ---- datatypes ---- */
@@ -50,8 +51,8 @@ typedef struct reducer {
     size_t esize;
 } reducer_t;
 
-int reducer_init(reducer_t *r, weft_op_t op, weft_dtype_t dt);
-void reducer_apply(const reducer_t *r, void *dst, const void *src, size_t n,
+WEFT_TOOL_API int reducer_init(reducer_t *r, weft_op_t op, weft_dtype_t dt);
+WEFT_TOOL_API void reducer_apply(const reducer_t *r, void *dst, const void *src, size_t n,
                    bool src_left);
 /* dst = dst (op^-1) src: takes src's contributions out of dst; only for
  * ops op_info_t.invertible says have an exact inverse. */
@@ -61,13 +62,13 @@ reduce_kernel_fn reduce_kernel(int builtin_op, weft_dtype_t dt);
 reduce_kernel_fn inverse_kernel(int builtin_op, weft_dtype_t dt);
 
 /* float16 / bfloat16 conversions (round to nearest even). */
-float half_to_float(uint16_t h);
-uint16_t float_to_half(float f);
-float bf16_to_float(uint16_t h);
-uint16_t float_to_bf16(float f);
+WEFT_TOOL_API float half_to_float(uint16_t h);
+WEFT_TOOL_API uint16_t float_to_half(float f);
+WEFT_TOOL_API float bf16_to_float(uint16_t h);
+WEFT_TOOL_API uint16_t float_to_bf16(float f);
 
 /* Monotonic time. */
-double weft_now(void);
+WEFT_TOOL_API double weft_now(void);
 uint64_t weft_now_ns(void);
 
 #endif

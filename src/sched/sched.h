@@ -19,6 +19,7 @@
 #ifndef WEFT_SCHED_H
 #define WEFT_SCHED_H
 
+#include "../core/tool_api.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -89,8 +90,8 @@ typedef struct sched {
 
 #define SCHED_NONE UINT32_MAX
 
-void sched_init(sched_t *s, int nrank, int rank);
-void sched_free(sched_t *s);
+WEFT_TOOL_API void sched_init(sched_t *s, int nrank, int rank);
+WEFT_TOOL_API void sched_free(sched_t *s);
 
 /* Builders append steps; each returns the new step's index.  Every step
  * depends on the current round's join (see sched_round). */
@@ -133,7 +134,7 @@ void sched_remap_reset(sched_t *s);
 /* Build the dependency tables; after this the schedule is read-only. */
 int sched_commit(sched_t *s);
 
-const char *step_kind_name(int kind);
-const char *buf_name(int buf);
+WEFT_TOOL_API const char *step_kind_name(int kind);
+WEFT_TOOL_API const char *buf_name(int buf);
 
 #endif

@@ -13,6 +13,7 @@
 #ifndef WEFT_SEGMENT_H
 #define WEFT_SEGMENT_H
 
+#include "../core/tool_api.h"
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -143,13 +144,13 @@ int seg_ring_take(seg_t *s, int src, int dst, ring_hdr_t **ring);
 /* Creates a segment for nrank ranks (name written to name[64]).  With
  * keep_fd, the name is unlinked at once and the open descriptor returned
  * for children to inherit; name becomes "fd:N", which seg_attach takes. */
-int seg_create(int nrank, seg_t *s, char *name, size_t namelen, int *keep_fd);
+WEFT_TOOL_API int seg_create(int nrank, seg_t *s, char *name, size_t namelen, int *keep_fd);
 /* Attaches rank to an existing segment; the last rank to attach unlinks it. */
 int seg_attach(const char *name, int rank, int nrank, seg_t *s);
-void seg_detach(seg_t *s);
+WEFT_TOOL_API void seg_detach(seg_t *s);
 void seg_unlink(const char *name);
 /* Marks the job aborted (first caller wins) and wakes every rank. */
-void seg_abort(seg_t *s, int rank, uint32_t code, const char *msg);
+WEFT_TOOL_API void seg_abort(seg_t *s, int rank, uint32_t code, const char *msg);
 void seg_wake(seg_t *s, int r);
 void seg_wake_all(seg_t *s);
 
