@@ -84,6 +84,17 @@ typedef struct shm_xport {
 /* what a rank's probe word holds: peers that read it back can read us */
 static uint64_t cma_probe_word;
 
+/* Appends r to the queue head..tail. */
+static void enqueue(xreq_t **head, xreq_t **tail, xreq_t *r)
+{
+    r->next = NULL;
+    if (*tail)
+        (*tail)->next = r;
+    else
+        *head = r;
+    *tail = r;
+}
+
 static void deliver(const xsink_t *sk, size_t off, const void *src, size_t len)
 {
     if (!len)
@@ -235,12 +246,7 @@ static int push_sends(shm_xport_t *x, int dst)
             ps->sq_head = r->next;
             if (!ps->sq_head)
                 ps->sq_tail = NULL;
-            r->next = NULL;
-            if (ps->rd_tail)
-                ps->rd_tail->next = r;
-            else
-                ps->rd_head = r;
-            ps->rd_tail = r;
+            enqueue(&ps->rd_head, &ps->rd_tail, r);
             continue;
         }
         size_t len = r->bytes - r->done;
@@ -441,12 +447,7 @@ static int shm_isend(xport_t *xp, xreq_t *r)
     shm_xport_t *x = (shm_xport_t *)xp;
     peer_state_t *ps = &x->peers[r->peer];
     r->done = 0;
-    r->next = NULL;
-    if (ps->sq_tail)
-        ps->sq_tail->next = r;
-    else
-        ps->sq_head = r;
-    ps->sq_tail = r;
+    enqueue(&ps->sq_head, &ps->sq_tail, r);
     /* a zero-byte message still takes one cell: it carries the signature */
     int m = push_sends(x, r->peer);
     return m < 0 ? -m : WEFT_OK;
@@ -473,11 +474,7 @@ static int shm_irecv(xport_t *xp, xreq_t *r)
         }
         return WEFT_OK;
     }
-    if (ps->rq_tail)
-        ps->rq_tail->next = r;
-    else
-        ps->rq_head = r;
-    ps->rq_tail = r;
+    enqueue(&ps->rq_head, &ps->rq_tail, r);
     int m = poll_from(x, r->peer);
     return m < 0 ? -m : WEFT_OK;
 }
