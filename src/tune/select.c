@@ -5,12 +5,22 @@
  * rabenseifner).  The thresholds are first estimates from the cost formulas
  * and `weft bench` on shared memory (see docs/ALGORITHMS.md); tuning tables
  * will replace them. */
+#include <stdatomic.h>
+
 #include "../core/comm.h"
 
-static const algo_t *pick(weft_coll_t coll, const char *name)
-{
-    return algo_find(coll, name);
-}
+/* The registry entry by name, looked up once per call site (AUTO runs on
+ * every call: no string compares there). */
+#define pick(coll, name)                                                                  \
+    ({                                                                                    \
+        static const algo_t *_Atomic memo;                                               \
+        const algo_t *al_ = atomic_load_explicit(&memo, memory_order_relaxed);          \
+        if (!al_) {                                                                       \
+            al_ = algo_find(coll, name);                                                  \
+            atomic_store_explicit(&memo, al_, memory_order_relaxed);                      \
+        }                                                                                 \
+        al_;                                                                              \
+    })
 
 static const algo_t *rule(const coll_args_t *a);
 

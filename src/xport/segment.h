@@ -77,20 +77,34 @@ typedef struct ring_hdr {
     _Atomic uint32_t cma;
     uint32_t pad0;
     _Atomic uint64_t read;
-    char pad[48];
+    /* cells the receiver has consumed, in all: the sender rereads it only
+     * when the ring looks full, so a message moves the cell's line once */
+    _Atomic uint64_t consumed;
+    char pad[40];
 } __attribute__((aligned(64))) ring_hdr_t;
 
 enum { CELL_DATA = 0, CELL_READ_ME = 1 };
 typedef struct cell {
-    _Atomic uint32_t full;
+    /* written by the sender only: the number of the message cell it holds
+     * (cells ever written to the ring + 1, mod 2^32); the receiver reads a
+     * cell when it holds the number it expects next */
+    _Atomic uint32_t seq;
     uint32_t len;   /* payload bytes in this cell */
     uint32_t sig;
     uint32_t kind;  /* CELL_DATA, or CELL_READ_ME: the payload is a cma_desc_t */
     uint64_t tag;
     uint64_t total; /* bytes of the whole message */
-    char pad[32];
+    char inline_data[32]; /* a message of up to CELL_INLINE bytes: one cache
+                           * line carries flag, header and data */
     char payload[]; /* hdr->payload bytes */
 } __attribute__((aligned(64))) cell_t;
+#define CELL_INLINE 32u
+
+/* Where a cell's bytes are. */
+static inline char *cell_data(cell_t *c, uint64_t total)
+{
+    return total <= CELL_INLINE ? c->inline_data : c->payload;
+}
 
 /* Where a single-copy message's bytes are: in the sender's memory. */
 typedef struct cma_desc {

@@ -52,6 +52,8 @@ typedef struct unexp {
 
 typedef struct peer_state {
     uint32_t widx, ridx;      /* next cell to write (to peer) / read (from) */
+    uint64_t wseq, rseq;      /* cells written to the peer / read from it */
+    uint64_t consumed_seen;   /* the peer's last count of cells consumed */
     ring_hdr_t *out, *in;      /* the rings to and from the peer, once known */
     xreq_t *rd_head, *rd_tail; /* single-copy sends the peer has yet to read */
     uint64_t rd_done;          /* single-copy sends to the peer completed */
@@ -210,6 +212,39 @@ static int reads_done(shm_xport_t *x, int dst)
     return moved;
 }
 
+/* The next cell to write to dst's ring, or NULL while the ring is full. */
+static cell_t *cell_to_write(shm_xport_t *x, peer_state_t *ps)
+{
+    if (ps->wseq - ps->consumed_seen >= x->ncells) {
+        ps->consumed_seen = atomic_load_explicit(&ps->out->consumed, memory_order_acquire);
+        if (ps->wseq - ps->consumed_seen >= x->ncells)
+            return NULL;
+    }
+    return seg_cell(&x->seg, ps->out, ps->widx);
+}
+
+static void cell_post(shm_xport_t *x, peer_state_t *ps, cell_t *c)
+{
+    atomic_store_explicit(&c->seq, (uint32_t)(ps->wseq + 1), memory_order_release);
+    ps->wseq++;
+    ps->widx = ps->widx + 1 == x->ncells ? 0 : ps->widx + 1;
+}
+
+/* The next cell from a ring if it holds a message cell, else NULL. */
+static cell_t *cell_to_read(shm_xport_t *x, peer_state_t *ps, ring_hdr_t *ring)
+{
+    cell_t *c = seg_cell(&x->seg, ring, ps->ridx);
+    return atomic_load_explicit(&c->seq, memory_order_acquire) == (uint32_t)(ps->rseq + 1) ? c
+                                                                                          : NULL;
+}
+
+static void cell_free(shm_xport_t *x, peer_state_t *ps, ring_hdr_t *ring)
+{
+    ps->rseq++;
+    ps->ridx = ps->ridx + 1 == x->ncells ? 0 : ps->ridx + 1;
+    atomic_store_explicit(&ring->consumed, ps->rseq, memory_order_release);
+}
+
 /* Pushes as many cells of queued sends to dst as the ring has room for;
  * takes the ring on the first message to dst.  Negative on an error. */
 static int push_sends(shm_xport_t *x, int dst)
@@ -228,8 +263,8 @@ static int push_sends(shm_xport_t *x, int dst)
     int moved = 0;
     while (ps->sq_head) {
         xreq_t *r = ps->sq_head;
-        cell_t *c = seg_cell(&x->seg, ring, ps->widx);
-        if (atomic_load_explicit(&c->full, memory_order_acquire))
+        cell_t *c = cell_to_write(x, ps);
+        if (!c)
             break;
         if (r->done == 0 && r->bytes >= x->cma_min &&
             atomic_load_explicit(&ring->cma, memory_order_acquire) == RING_CMA_YES) {
@@ -240,8 +275,7 @@ static int push_sends(shm_xport_t *x, int dst)
             c->tag = r->tag;
             c->total = r->bytes;
             memcpy(c->payload, &d, sizeof d);
-            atomic_store_explicit(&c->full, 1, memory_order_release);
-            ps->widx = ps->widx + 1 == x->ncells ? 0 : ps->widx + 1;
+            cell_post(x, ps, c);
             moved = 1;
             ps->sq_head = r->next;
             if (!ps->sq_head)
@@ -258,9 +292,8 @@ static int push_sends(shm_xport_t *x, int dst)
         c->tag = r->tag;
         c->total = r->bytes;
         if (len)
-            memcpy(c->payload, (const char *)r->sbuf + r->done, len);
-        atomic_store_explicit(&c->full, 1, memory_order_release);
-        ps->widx = ps->widx + 1 == x->ncells ? 0 : ps->widx + 1;
+            memcpy(cell_data(c, r->bytes), (const char *)r->sbuf + r->done, len);
+        cell_post(x, ps, c);
         r->done += len;
         moved = 1;
         if (r->done == r->bytes) {
@@ -310,8 +343,7 @@ static int read_whole(shm_xport_t *x, int src, ring_hdr_t *ring, cell_t *c, cons
     int rc = cma_read(x, src, &d, sk, c->total);
     if (rc)
         return rc;
-    atomic_store_explicit(&c->full, 0, memory_order_release);
-    x->peers[src].ridx = x->peers[src].ridx + 1 == x->ncells ? 0 : x->peers[src].ridx + 1;
+    cell_free(x, &x->peers[src], ring);
     atomic_fetch_add_explicit(&ring->read, 1, memory_order_release);
     return WEFT_OK;
 }
@@ -326,8 +358,8 @@ static int poll_from(shm_xport_t *x, int src)
     for (;;) {
         if (!ring)
             break;
-        cell_t *c = seg_cell(&x->seg, ring, ps->ridx);
-        if (!atomic_load_explicit(&c->full, memory_order_acquire))
+        cell_t *c = cell_to_read(x, ps, ring);
+        if (!c)
             break;
         if (!ps->cur && !ps->cur_unexp) {
             xreq_t *r = take_posted(ps, c->tag);
@@ -373,14 +405,13 @@ static int poll_from(shm_xport_t *x, int src)
         }
         size_t len = c->len;
         if (ps->cur) {
-            deliver(&ps->cur->sink, ps->cur->done, c->payload, len);
+            deliver(&ps->cur->sink, ps->cur->done, cell_data(c, c->total), len);
             ps->cur->done += len;
         } else if (len) {
-            memcpy(ps->cur_unexp->data + ps->cur_unexp->done, c->payload, len);
+            memcpy(ps->cur_unexp->data + ps->cur_unexp->done, cell_data(c, c->total), len);
             ps->cur_unexp->done += len;
         }
-        atomic_store_explicit(&c->full, 0, memory_order_release);
-        ps->ridx = ps->ridx + 1 == x->ncells ? 0 : ps->ridx + 1;
+        cell_free(x, ps, ring);
         moved = 1;
         if (ps->cur && ps->cur->done == ps->cur->bytes) {
             xreq_t *r = ps->cur;
@@ -484,14 +515,13 @@ static bool shm_ready(shm_xport_t *x)
 {
     for (int p = 0; p < x->base.size; p++) {
         peer_state_t *ps = &x->peers[p];
-        if (ps->sq_head && (!ps->out || !atomic_load(&seg_cell(&x->seg, ps->out,
-                                                                 ps->widx)->full)))
+        if (ps->sq_head && (!ps->out || cell_to_write(x, ps)))
             return true;
         if (ps->rd_head && atomic_load(&ps->out->read) > ps->rd_done)
             return true;
         if (ps->rq_head || ps->cur || ps->cur_unexp) {
             ring_hdr_t *ring = ring_from(x, p);
-            if (ring && atomic_load(&seg_cell(&x->seg, ring, ps->ridx)->full))
+            if (ring && cell_to_read(x, ps, ring))
                 return true;
         }
     }
