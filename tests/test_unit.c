@@ -13,6 +13,7 @@
 #include "sched/check.h"
 
 #include "testing.h"
+#include "tune/table.h"
 
 /* ---- kernels ---- */
 
@@ -421,8 +422,75 @@ static void test_composed_properties(void)
           weft_last_error());
 }
 
+/* Every call AUTO may see gets an algorithm that can serve it from the
+ * built-in table's rows (never the registry fallback, never an error), and
+ * bad tables fail naming the line and field. */
+static void test_tuning_tables(void)
+{
+    const tune_table_t *file, *builtin;
+    const char *err;
+    tune_active(&file, &builtin, &err);
+    CHECK(builtin->nrows > 0, "the built-in table did not parse");
+    static const weft_coll_t colls[] = {WEFT_COLL_ALLREDUCE, WEFT_COLL_BCAST, WEFT_COLL_REDUCE,
+                                        WEFT_COLL_REDUCE_SCATTER, WEFT_COLL_ALLGATHER,
+                                        WEFT_COLL_SCATTER, WEFT_COLL_GATHER, WEFT_COLL_BARRIER};
+    for (size_t c = 0; c < sizeof colls / sizeof colls[0]; c++)
+        for (int P = 1; P <= 70; P++)
+            for (int lg = -1; lg <= 26; lg++)
+                for (int comm = 0; comm < 2; comm++) {
+                    coll_args_t a = {0};
+                    a.coll = colls[c];
+                    a.nrank = P;
+                    a.esize = 4;
+                    a.count = lg < 0 ? 0 : ((uint64_t)1 << lg) / 4 + (uint64_t)(lg & 1);
+                    a.commutative = comm || !coll_is_reduction(a.coll);
+                    tune_pick_t p;
+                    int rc = tune_select(&a, NULL, NULL, &p);
+                    char why[256] = "";
+                    coll_args_t with = a;
+                    if (!rc && p.params)
+                        with.params = *p.params;
+                    CHECK(!rc && p.row && !algo_usable_why(p.al, &with, why, sizeof why),
+                          "%s P=%d count=%llu comm=%d: %s %s", weft_coll_name(a.coll), P,
+                          (unsigned long long)a.count, comm, rc ? weft_last_error() :
+                          p.row ? p.al->name : "no row", why);
+                }
+    static const struct {
+        const char *text, *want;
+    } bad[] = {
+        {"", "version: empty table"},
+        {"weft-tuning 2\n", "t:1: version: '2' is not a version"},
+        {"# c\n\nallreduce any * * ring\n", "t:3: version: the first line must be"},
+        {"weft-tuning 1\nallreduce any * * rign\n", "t:2: algorithms: no algorithm 'rign'"},
+        {"weft-tuning 1\nallreduce any 8-4 * ring\n", "t:2: ranks: 8-4: the range is empty"},
+        {"weft-tuning 1\nallreduce any * 1x-2 ring\n", "t:2: bytes: '1x-2': want"},
+        {"weft-tuning 1\nallreduce any * 99999999999999999999 ring\n", "t:2: bytes:"},
+        {"weft-tuning 1\nallreduce some * * ring\n", "t:2: ops: 'some'"},
+        {"weft-tuning 1\nallreduce any * 0-1K ring\n\nallreduce commutative 4 512-2K "
+         "rabenseifner\n", "t:4: ranks/bytes: overlaps the row on line 2"},
+        {"weft-tuning 1\nallreduce any * * ring extra\n", "t:2: row: want 5 fields"},
+        {"weft-tuning 1\nallreduce any * * pipeline/chunks=abc\n", "t:2: algorithms:"},
+        {"weft-tuning 1\nfoo any * * ring\n", "t:2: collective: unknown collective 'foo'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        tune_table_t t;
+        int rc = tune_parse(bad[i].text, "t", &t);
+        CHECK(rc == WEFT_EINVAL && strstr(weft_last_error(), bad[i].want),
+              "bad table %zu: got %d '%s', want '%s'", i, rc, weft_last_error(), bad[i].want);
+    }
+    /* rows that cannot overlap: pow2 against notpow2, commutative against not */
+    tune_table_t t;
+    int rc = tune_parse("weft-tuning 1\nallreduce commutative *:pow2 * ring\n"
+                        "allreduce commutative *:notpow2 * rabenseifner\n"
+                        "allreduce noncommutative * 0-4K recursive_doubling|binomial\n", "t", &t);
+    CHECK(rc == WEFT_OK && t.nrows == 3 && t.rows[2].nchoice == 2, "good table: %s",
+          weft_last_error());
+    tune_free(&t);
+}
+
 int main(void)
 {
+    test_tuning_tables();
     test_composed_properties();
     test_int_kernels();
     test_float_kernels();

@@ -81,7 +81,7 @@ static int parse_sizes(const char *s, bench_opts_t *o)
     return o->nsizes ? 0 : -1;
 }
 
-static int dtype_from_name(const char *n)
+int dtype_from_name(const char *n)
 {
     for (int d = 0; d < WEFT_DTYPE_COUNT; d++)
         if (!strcmp(n, weft_dtype_name((weft_dtype_t)d)))
@@ -89,7 +89,7 @@ static int dtype_from_name(const char *n)
     return -1;
 }
 
-static int op_from_name(const char *n)
+int op_from_name(const char *n)
 {
     for (int o = 0; o < WEFT_OP_BUILTIN_COUNT; o++)
         if (!strcmp(n, weft_op_name(o)))

@@ -14,6 +14,8 @@ int cmd_bench(int argc, char **argv);
 int cmd_tree(int argc, char **argv);
 int cmd_dissem_tuple(int argc, char **argv);
 int cmd_stress(int argc, char **argv);
+int cmd_explain(int argc, char **argv);
+int cmd_tune(int argc, char **argv);
 
 /* `weft bench`'s options (bench.c). */
 typedef struct bench_opts {
@@ -32,6 +34,9 @@ typedef struct bench_opts {
 } bench_opts_t;
 /* 0 and *o, or 2 after saying on stderr what was wrong (1: --help). */
 int bench_parse(int argc, char **argv, bench_opts_t *o);
+/* A datatype or builtin op by name, -1 if none (bench.c). */
+int dtype_from_name(const char *n);
+int op_from_name(const char *n);
 /* Is name one of the comma-separated items of list? */
 bool name_in_list(const char *list, const char *name);
 /* Starts np ranks of this very executable running `weft CMD ARGS...`

@@ -1,4 +1,5 @@
-/* weft.c — the command line: run, bench, check, tree, dissem-tuple, algorithms. */
+/* weft.c — the command line: run, bench, check, tree, dissem-tuple, stress,
+ * algorithms, explain, tune. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -18,7 +19,9 @@ static void usage(FILE *f)
                "  tree NAME --np P         print the trees of a pipelined algorithm\n"
                "  dissem-tuple --np P      the 5-tuple adapting n-way dissemination to P ranks\n"
                "  stress --np P --minutes M  random collectives, every result checked\n"
-               "  algorithms               list every algorithm with its properties\n\n"
+               "  algorithms               list every algorithm with its properties\n"
+               "  explain COLL --np P --size B  what AUTO picks for a call, and why\n"
+               "  tune COLL --np P [--out F]    measure the algorithms, write a tuning table\n\n"
                "`weft COMMAND --help` for the options of each.\n");
 }
 
@@ -77,6 +80,10 @@ int main(int argc, char **argv)
         return cmd_dissem_tuple(argc - 1, argv + 1);
     if (!strcmp(c, "stress"))
         return cmd_stress(argc - 1, argv + 1);
+    if (!strcmp(c, "explain"))
+        return cmd_explain(argc - 1, argv + 1);
+    if (!strcmp(c, "tune"))
+        return cmd_tune(argc - 1, argv + 1);
     if (!strcmp(c, "algorithms"))
         return cmd_algorithms(argc - 1, argv + 1);
     if (!strcmp(c, "--help") || !strcmp(c, "help")) {

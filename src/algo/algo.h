@@ -67,8 +67,9 @@ WEFT_TOOL_API weft_coll_t coll_from_name(const char *name); /* WEFT_COLL_COUNT i
 /* WEFT_EINVAL with a message saying why and what to use instead when the
  * algorithm cannot serve the call. */
 WEFT_TOOL_API int algo_check_usable(const algo_t *al, const coll_args_t *a);
-/* 0 if al can serve the call; nonzero, setting no error, if not (AUTO). */
-int algo_usable_quiet(const algo_t *al, const coll_args_t *a);
+/* 0 if al can serve the call; nonzero, setting no error, if not, with the
+ * reason in why (AUTO, weft explain). */
+WEFT_TOOL_API int algo_usable_why(const algo_t *al, const coll_args_t *a, char *why, size_t n);
 /* The properties of al for this call: a composition's follow from its parts
  * (reduce_bcast's reduce, hier's algorithm among leaders). */
 unsigned algo_effective_flags(const algo_t *al, const coll_args_t *a);

@@ -303,10 +303,15 @@ static void alternatives(const coll_args_t *a, char *out, size_t n)
     }
 }
 
-int algo_usable_quiet(const algo_t *al, const coll_args_t *a)
+int algo_usable_why(const algo_t *al, const coll_args_t *a, char *why, size_t n)
 {
-    char why[256];
-    return usable_why(al, a, why, sizeof why);
+    if (al->build == algo_reduce_bcast_allreduce &&
+        (!algo_find(WEFT_COLL_REDUCE, reduce_bcast_part_name(a, WEFT_COLL_REDUCE)) ||
+         !algo_find(WEFT_COLL_BCAST, reduce_bcast_part_name(a, WEFT_COLL_BCAST)))) {
+        snprintf(why, n, "reduce_bcast: unknown reduce= or bcast= algorithm");
+        return -1;
+    }
+    return usable_why(al, a, why, n);
 }
 
 int algo_check_usable(const algo_t *al, const coll_args_t *a)

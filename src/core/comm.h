@@ -117,6 +117,8 @@ int config_choice(weft_coll_t coll, const char *name, const char *params, algo_c
 int config_numbers_from_env(int *node_size, uint64_t *timeout_ns);
 
 /* tune/select.c: AUTO */
-const algo_t *select_algo(const coll_args_t *a);
+/* AUTO (src/tune/select.c): the algorithm for a call and, in *params, the
+ * parameters its table row gives; NULL only if no algorithm serves it. */
+const algo_t *select_algo(const coll_args_t *a, algo_params_t *params);
 
 #endif

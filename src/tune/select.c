@@ -1,85 +1,85 @@
 /* select.c — AUTO: which algorithm serves a call when the user named none.
  *
- * The rules read the registry's properties, so they never pick an algorithm
- * that cannot serve the call (a non-commutative op never gets ring or
- * rabenseifner).  The thresholds are first estimates from the cost formulas
- * and `weft bench` on shared memory (see docs/ALGORITHMS.md); tuning tables
- * will replace them. */
+ * The decision is a lookup in the tuning tables (table.h): the file named
+ * by WEFT_TUNING_FILE, then the built-in table, then the registry's first
+ * algorithm that can serve the call, so AUTO never picks an algorithm the
+ * registry's properties forbid and never fails on a call some algorithm
+ * serves.  WEFT_VERBOSE=1 prints each decision once per row (call shape),
+ * on rank 0 of the communicator. */
 #include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "../core/comm.h"
+#include "table.h"
 
-/* The registry entry by name, looked up once per call site (AUTO runs on
- * every call: no string compares there). */
-#define pick(coll, name)                                                                  \
-    ({                                                                                    \
-        static const algo_t *_Atomic memo;                                               \
-        const algo_t *al_ = atomic_load_explicit(&memo, memory_order_relaxed);          \
-        if (!al_) {                                                                       \
-            al_ = algo_find(coll, name);                                                  \
-            atomic_store_explicit(&memo, al_, memory_order_relaxed);                      \
-        }                                                                                 \
-        al_;                                                                              \
-    })
+#define LOGGED_ROWS 512
+static _Atomic unsigned char logged[2][LOGGED_ROWS];
+static _Atomic unsigned char logged_fallback[WEFT_COLL_COUNT];
 
-static const algo_t *rule(const coll_args_t *a);
-
-/* The rule's choice, or where the rule picks an algorithm that cannot
- * serve the call, the first in the registry that can (never an error for
- * a call some algorithm serves). */
-const algo_t *select_algo(const coll_args_t *a)
+static bool verbose(void)
 {
-    const algo_t *al = rule(a);
-    if (al && !algo_usable_quiet(al, a))
-        return al;
-    size_t n;
-    const algo_t *t = algo_table(&n);
-    for (size_t i = 0; i < n; i++)
-        if (t[i].coll == a->coll && !algo_usable_quiet(&t[i], a))
-            return &t[i];
-    return NULL;
+    static int v = -1; /* benign race: every thread computes the same */
+    if (v < 0) {
+        const char *e = getenv("WEFT_VERBOSE");
+        v = e && *e && strcmp(e, "0");
+    }
+    return v;
 }
 
-static const algo_t *rule(const coll_args_t *a)
+/* The choices passed over, "name: why; ..." */
+typedef struct skipped {
+    char text[600];
+    size_t used;
+} skipped_t;
+
+static void note_skip(void *ctx, const tune_table_t *t, const tune_row_t *row,
+                      const tune_choice_t *c, const char *why_not)
 {
-    size_t bytes = a->count * a->esize;
-    int P = a->nrank;
-    switch (a->coll) {
-    case WEFT_COLL_ALLREDUCE:
-        if (!a->commutative)
-            return pick(a->coll, "recursive_doubling");
-        /* measured on shared memory, P = 2 and 4: recursive doubling wins
-         * up to ~2 KiB, rabenseifner from there to ~1 MiB */
-        if (bytes <= 2048 || (uint64_t)a->count < (uint64_t)P)
-            return pick(a->coll, "recursive_doubling");
-        if (bytes <= (1u << 20) || (P & (P - 1)) == 0)
-            return pick(a->coll, "rabenseifner");
-        return pick(a->coll, "ring");
-    case WEFT_COLL_BCAST:
-        if (bytes <= 65536 || P <= 3)
-            return pick(a->coll, "binomial");
-        return pick(a->coll, "scatter_allgather");
-    case WEFT_COLL_REDUCE:
-        if (!a->commutative || bytes <= 65536 || (uint64_t)a->count < (uint64_t)P)
-            return pick(a->coll, "binomial");
-        return pick(a->coll, "rsg");
-    case WEFT_COLL_REDUCE_SCATTER:
-        if (!a->commutative)
-            return pick(a->coll, "linear");
-        if (bytes * (size_t)P <= 65536)
-            return pick(a->coll, "recursive_halving");
-        return pick(a->coll, "ring");
-    case WEFT_COLL_ALLGATHER:
-        if (bytes * (size_t)P <= 65536)
-            return (P & (P - 1)) == 0 ? pick(a->coll, "recursive_doubling") : pick(a->coll, "bruck");
-        return pick(a->coll, "ring");
-    case WEFT_COLL_SCATTER:
-        return pick(a->coll, "binomial");
-    case WEFT_COLL_GATHER:
-        return pick(a->coll, "binomial");
-    case WEFT_COLL_BARRIER:
-        return pick(a->coll, "dissemination");
-    default:
-        return NULL;
+    skipped_t *s = ctx;
+    if (why_not && s->used < sizeof s->text)
+        s->used += (size_t)snprintf(s->text + s->used, sizeof s->text - s->used, "%s%s (%s, "
+                                    "line %d): %s", s->used ? "; " : "", c->text, t->source,
+                                    row->line, why_not);
+}
+
+static void log_once(const coll_args_t *a, const tune_pick_t *p)
+{
+    const tune_table_t *file, *builtin;
+    const char *err;
+    tune_active(&file, &builtin, &err);
+    _Atomic unsigned char *flag;
+    if (!p->row)
+        flag = &logged_fallback[a->coll];
+    else {
+        int t = p->table == builtin, i = (int)(p->row - p->table->rows);
+        flag = &logged[t][i % LOGGED_ROWS];
     }
+    if (atomic_exchange(flag, 1))
+        return;
+    char where[260];
+    if (p->row)
+        snprintf(where, sizeof where, "%s, line %d", p->table->source, p->row->line);
+    else
+        snprintf(where, sizeof where, "no row serves it: the registry's first usable algorithm");
+    skipped_t sk = {"", 0};
+    tune_pick_t again;
+    tune_select(a, note_skip, &sk, &again);
+    fprintf(stderr, "weft: auto: %s, P=%d, %llu bytes, %s op: %s (%s)%s%s\n",
+            weft_coll_name(a->coll), a->nrank, (unsigned long long)tune_bytes(a),
+            a->commutative ? "commutative" : "non-commutative", p->al->name, where,
+            sk.used ? "; passed over: " : "", sk.text);
+}
+
+const algo_t *select_algo(const coll_args_t *a, algo_params_t *params)
+{
+    tune_pick_t p;
+    if (tune_select(a, NULL, NULL, &p))
+        return NULL;
+    if (p.params)
+        *params = *p.params;
+    if (a->rank == 0 && verbose()) /* every rank decides alike */
+        log_once(a, &p);
+    return p.al;
 }

@@ -1,0 +1,399 @@
+/* table.c — AUTO's tuning tables (table.h): the text format's parser, the
+ * lookup, and the built-in table for a small shared-memory machine.  The
+ * built-in rows are the thresholds measured with `weft bench` on 2-8 ranks
+ * of this project's 2-core test machine (docs/PERFORMANCE.md); `weft tune`
+ * measures another machine and writes rows that go before them. */
+#include <ctype.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/core.h"
+#include "table.h"
+
+static const char builtin_text[] =
+    "weft-tuning 1\n"
+    "# collective     ops             ranks       bytes         algorithms (first usable)\n"
+    "allreduce        noncommutative  *           *             recursive_doubling\n"
+    "allreduce        commutative     *           0-2K          recursive_doubling\n"
+    "allreduce        commutative     *           2049-1M       rabenseifner\n"
+    "allreduce        commutative     *:pow2      1048577-*     rabenseifner\n"
+    "allreduce        commutative     *:notpow2   1048577-*     ring\n"
+    "bcast            any             1-3         *             binomial\n"
+    "bcast            any             4-*         0-64K         binomial\n"
+    "bcast            any             4-*         65537-*       scatter_allgather\n"
+    "reduce           noncommutative  *           *             binomial\n"
+    "reduce           commutative     *           0-64K         binomial\n"
+    "reduce           commutative     *           65537-*       rsg|binomial\n"
+    "reduce_scatter   noncommutative  *           *             linear\n"
+    "reduce_scatter   commutative     *           0-64K         recursive_halving\n"
+    "reduce_scatter   commutative     *           65537-*       ring\n"
+    "allgather        any             *:pow2      0-64K         recursive_doubling\n"
+    "allgather        any             *:notpow2   0-64K         bruck\n"
+    "allgather        any             *           65537-*       ring\n"
+    "scatter          any             *           *             binomial\n"
+    "gather           any             *           *             binomial\n"
+    "barrier          any             *           *             dissemination\n";
+
+static bool is_pow2(uint64_t v) { return v && !(v & (v - 1)); }
+
+/* "123", "64K", "1M", "2G" (binary); false on anything else or overflow. */
+static bool parse_size(const char *s, uint64_t *out)
+{
+    if (!isdigit((unsigned char)*s))
+        return false;
+    errno = 0;
+    char *e;
+    unsigned long long v = strtoull(s, &e, 10);
+    if (errno)
+        return false;
+    int shift = *e == 'K' ? 10 : *e == 'M' ? 20 : *e == 'G' ? 30 : 0;
+    if (shift)
+        e++;
+    if (*e || (shift && v > (UINT64_MAX >> shift)))
+        return false;
+    *out = (uint64_t)v << shift;
+    return true;
+}
+
+/* "*", "N", "LO-HI", "LO-*" */
+static bool parse_range(char *s, uint64_t *lo, uint64_t *hi)
+{
+    if (!strcmp(s, "*")) {
+        *lo = 0, *hi = UINT64_MAX;
+        return true;
+    }
+    char *dash = strchr(s, '-');
+    if (!dash)
+        return parse_size(s, lo) && (*hi = *lo, true);
+    *dash = '\0';
+    if (!parse_size(s, lo))
+        return false;
+    if (!strcmp(dash + 1, "*")) {
+        *hi = UINT64_MAX;
+        return true;
+    }
+    return parse_size(dash + 1, hi);
+}
+
+static int row_error(const char *source, int line, const char *field, const char *fmt,
+                     const char *what)
+{
+    char msg[160];
+    snprintf(msg, sizeof msg, fmt, what);
+    return weft_error(WEFT_EINVAL, "%s:%d: %s: %s", source, line, field, msg);
+}
+
+static int parse_choices(char *s, tune_row_t *r, const char *source)
+{
+    for (char *save = NULL, *c = strtok_r(s, "|", &save); c; c = strtok_r(NULL, "|", &save)) {
+        if (r->nchoice == TUNE_CHOICES)
+            return row_error(source, r->line, "algorithms", "more than %s in one row", "4");
+        tune_choice_t *ch = &r->choice[r->nchoice++];
+        snprintf(ch->text, sizeof ch->text, "%s", c);
+        char *slash = strchr(c, '/');
+        if (slash)
+            *slash = '\0';
+        if (!(ch->al = algo_find(r->coll, c)))
+            return row_error(source, r->line, "algorithms", "no algorithm '%s' for this "
+                             "collective (see `weft algorithms`)", c);
+        if (slash) {
+            for (char *p = slash + 1; *p; p++)
+                if (*p == ';')
+                    *p = ',';
+            if (algo_parse_params(ch->al, slash + 1, &ch->params))
+                return row_error(source, r->line, "algorithms", "%s", weft_last_error());
+        }
+    }
+    return r->nchoice ? WEFT_OK
+                      : row_error(source, r->line, "algorithms", "%s", "no algorithm named");
+}
+
+static int parse_row(char **f, tune_row_t *r, const char *source)
+{
+    int line = r->line;
+    if ((r->coll = coll_from_name(f[0])) == WEFT_COLL_COUNT)
+        return row_error(source, line, "collective", "unknown collective '%s'", f[0]);
+    if (!strcmp(f[1], "any") || !strcmp(f[1], "-"))
+        r->ops = TUNE_OPS_ANY;
+    else if (!strcmp(f[1], "commutative"))
+        r->ops = TUNE_OPS_COMMUTATIVE;
+    else if (!strcmp(f[1], "noncommutative"))
+        r->ops = TUNE_OPS_NONCOMMUTATIVE;
+    else
+        return row_error(source, line, "ops", "'%s': want any, commutative or noncommutative",
+                         f[1]);
+    char ranks[64], bytes[64]; /* as written: parse_range cuts at the dash */
+    snprintf(ranks, sizeof ranks, "%s", f[2]);
+    snprintf(bytes, sizeof bytes, "%s", f[3]);
+    char *colon = strchr(f[2], ':');
+    r->pclass = TUNE_P_ALL;
+    if (colon) {
+        *colon = '\0';
+        if (!strcmp(colon + 1, "pow2"))
+            r->pclass = TUNE_P_POW2;
+        else if (!strcmp(colon + 1, "notpow2"))
+            r->pclass = TUNE_P_NOTPOW2;
+        else
+            return row_error(source, line, "ranks", "':%s': want :pow2 or :notpow2", colon + 1);
+    }
+    if (!parse_range(f[2], &r->p_lo, &r->p_hi))
+        return row_error(source, line, "ranks", "'%s': want *, N, LO-HI or LO-*", ranks);
+    if (r->p_lo == 0)
+        r->p_lo = 1;
+    if (r->p_lo > r->p_hi)
+        return row_error(source, line, "ranks", "%s: the range is empty (low above high)", ranks);
+    if (!parse_range(f[3], &r->b_lo, &r->b_hi))
+        return row_error(source, line, "bytes", "'%s': want *, N, LO-HI or LO-* (suffixes K, M, "
+                         "G)", bytes);
+    if (r->b_lo > r->b_hi)
+        return row_error(source, line, "bytes", "%s: the range is empty (low above high)", bytes);
+    return parse_choices(f[4], r, source);
+}
+
+/* Can one call match both rows? */
+static bool rows_overlap(const tune_row_t *a, const tune_row_t *b)
+{
+    if (a->coll != b->coll || (a->ops && b->ops && a->ops != b->ops))
+        return false;
+    if (a->b_lo > b->b_hi || b->b_lo > a->b_hi)
+        return false;
+    uint64_t lo = a->p_lo > b->p_lo ? a->p_lo : b->p_lo, hi = a->p_hi < b->p_hi ? a->p_hi : b->p_hi;
+    if (lo > hi)
+        return false;
+    int pc = a->pclass | b->pclass; /* both classes must hold */
+    if (pc == (TUNE_P_POW2 | TUNE_P_NOTPOW2))
+        return false;
+    if (pc == TUNE_P_POW2) { /* a power of two within [lo, hi]? */
+        uint64_t p = 1;
+        while (p < lo && p <= UINT64_MAX / 2)
+            p *= 2;
+        return p >= lo && p <= hi;
+    }
+    if (pc == TUNE_P_NOTPOW2)
+        return hi > lo || !is_pow2(lo);
+    return true;
+}
+
+int tune_parse(const char *text, const char *source, tune_table_t *t)
+{
+    memset(t, 0, sizeof *t);
+    snprintf(t->source, sizeof t->source, "%s", source);
+    char *copy = strdup(text);
+    if (!copy)
+        return weft_error(WEFT_ENOMEM, "out of memory");
+    int rc = WEFT_OK, cap = 0, line = 0;
+    bool versioned = false;
+    for (char *ln = copy, *next; ln && !rc; ln = next) {
+        next = strchr(ln, '\n');
+        if (next)
+            *next++ = '\0';
+        line++;
+        char *hash = strchr(ln, '#');
+        if (hash)
+            *hash = '\0';
+        char *f[6];
+        int nf = 0;
+        for (char *s2 = NULL, *w = strtok_r(ln, " \t\r", &s2); w; w = strtok_r(NULL, " \t\r", &s2))
+            if (nf < 6)
+                f[nf++] = w;
+            else
+                nf = 7;
+        if (nf == 0)
+            continue;
+        if (!versioned) {
+            if (nf != 2 || strcmp(f[0], "weft-tuning"))
+                rc = weft_error(WEFT_EINVAL, "%s:%d: version: the first line must be "
+                                "'weft-tuning 1'", source, line);
+            else if (strcmp(f[1], "1"))
+                rc = weft_error(WEFT_EINVAL, "%s:%d: version: '%s' is not a version this weft "
+                                "reads (it reads 1)", source, line, f[1]);
+            versioned = true;
+            continue;
+        }
+        if (nf != 5) {
+            rc = weft_error(WEFT_EINVAL, "%s:%d: row: want 5 fields (collective ops ranks bytes "
+                            "algorithms), found %d", source, line, nf > 6 ? 7 : nf);
+            break;
+        }
+        if (t->nrows == cap) {
+            cap = cap ? 2 * cap : 32;
+            tune_row_t *nr = realloc(t->rows, (size_t)cap * sizeof *nr);
+            if (!nr) {
+                rc = weft_error(WEFT_ENOMEM, "out of memory");
+                break;
+            }
+            t->rows = nr;
+        }
+        tune_row_t *r = &t->rows[t->nrows];
+        memset(r, 0, sizeof *r);
+        r->line = line;
+        if ((rc = parse_row(f, r, source)))
+            break;
+        for (int i = 0; i < t->nrows; i++)
+            if (rows_overlap(&t->rows[i], r)) {
+                rc = weft_error(WEFT_EINVAL, "%s:%d: ranks/bytes: overlaps the row on line %d (a "
+                                "call may match one row only; list alternatives in one row as "
+                                "A|B)", source, line, t->rows[i].line);
+                break;
+            }
+        t->nrows++;
+    }
+    if (!rc && !versioned)
+        rc = weft_error(WEFT_EINVAL, "%s: version: empty table (want 'weft-tuning 1' first)",
+                        source);
+    free(copy);
+    if (rc)
+        tune_free(t);
+    return rc;
+}
+
+int tune_load_file(const char *path, tune_table_t *t)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return weft_error(WEFT_EINVAL, "%s: cannot read the tuning file: %s", path,
+                          strerror(errno));
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    for (size_t got; buf && (got = fread(buf + n, 1, cap - n - 1, f)) > 0;) {
+        n += got;
+        if (n + 1 == cap) {
+            char *nb = cap < (1u << 24) ? realloc(buf, cap * 2) : NULL;
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+            }
+            buf = nb, cap *= 2;
+        }
+    }
+    fclose(f);
+    if (!buf)
+        return weft_error(WEFT_EINVAL, "%s: the tuning file is too large (16 MiB at most)", path);
+    buf[n] = '\0';
+    if (strlen(buf) != n) {
+        free(buf);
+        return weft_error(WEFT_EINVAL, "%s: the tuning file is not text", path);
+    }
+    int rc = tune_parse(buf, path, t);
+    free(buf);
+    return rc;
+}
+
+void tune_free(tune_table_t *t)
+{
+    free(t->rows);
+    t->rows = NULL;
+    t->nrows = 0;
+}
+
+uint64_t tune_bytes(const coll_args_t *a)
+{
+    uint64_t b = a->count * a->esize;
+    switch (a->coll) {
+    case WEFT_COLL_REDUCE_SCATTER:
+    case WEFT_COLL_ALLGATHER:
+    case WEFT_COLL_SCATTER:
+    case WEFT_COLL_GATHER: return b * (uint64_t)a->nrank;
+    default: return b;
+    }
+}
+
+static bool row_matches(const tune_row_t *r, const coll_args_t *a, uint64_t bytes)
+{
+    uint64_t P = (uint64_t)a->nrank;
+    if (r->coll != a->coll || P < r->p_lo || P > r->p_hi || bytes < r->b_lo || bytes > r->b_hi)
+        return false;
+    if ((r->pclass == TUNE_P_POW2 && !is_pow2(P)) || (r->pclass == TUNE_P_NOTPOW2 && is_pow2(P)))
+        return false;
+    return r->ops == TUNE_OPS_ANY || (r->ops == TUNE_OPS_COMMUTATIVE) == a->commutative;
+}
+
+static tune_table_t builtin_table, file_table;
+static bool file_loaded;
+static char file_error[400];
+static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
+
+static void load_tables(void)
+{
+    if (tune_parse(builtin_text, "the built-in table", &builtin_table))
+        fprintf(stderr, "weft: %s\n", weft_last_error()); /* a bug: tests parse it */
+    const char *path = getenv("WEFT_TUNING_FILE");
+    if (path && *path) {
+        if (tune_load_file(path, &file_table) == WEFT_OK) {
+            file_loaded = true;
+        } else {
+            snprintf(file_error, sizeof file_error, "%s", weft_last_error());
+            fprintf(stderr, "weft: WEFT_TUNING_FILE: %s; AUTO uses the built-in table\n",
+                    file_error);
+        }
+    }
+    weft_error_clear();
+}
+
+void tune_active(const tune_table_t **file, const tune_table_t **builtin, const char **err)
+{
+    pthread_once(&tables_once, load_tables);
+    *file = file_loaded ? &file_table : NULL;
+    *builtin = &builtin_table;
+    *err = file_error[0] ? file_error : NULL;
+}
+
+/* The first usable choice of the row that matches in t; NULL if none. */
+static const tune_choice_t *lookup(const tune_table_t *t, const coll_args_t *a, uint64_t bytes,
+                                   tune_trace_fn trace, void *ctx, const tune_row_t **row)
+{
+    for (int i = 0; i < t->nrows; i++) {
+        const tune_row_t *r = &t->rows[i];
+        if (!row_matches(r, a, bytes))
+            continue;
+        for (int c = 0; c < r->nchoice; c++) {
+            coll_args_t with = *a;
+            with.params = r->choice[c].params;
+            char why[256];
+            if (!algo_usable_why(r->choice[c].al, &with, why, sizeof why)) {
+                *row = r;
+                if (trace)
+                    trace(ctx, t, r, &r->choice[c], NULL);
+                return &r->choice[c];
+            }
+            if (trace)
+                trace(ctx, t, r, &r->choice[c], why);
+        }
+        return NULL; /* rows do not overlap: no other row of t matches */
+    }
+    return NULL;
+}
+
+int tune_select(const coll_args_t *a, tune_trace_fn trace, void *ctx, tune_pick_t *out)
+{
+    const tune_table_t *file, *builtin;
+    const char *err;
+    tune_active(&file, &builtin, &err);
+    uint64_t bytes = tune_bytes(a);
+    memset(out, 0, sizeof *out);
+    const tune_table_t *tables[2] = {file, builtin};
+    for (int k = 0; k < 2; k++) {
+        const tune_row_t *row = NULL;
+        const tune_choice_t *c = tables[k] ? lookup(tables[k], a, bytes, trace, ctx, &row) : NULL;
+        if (c) {
+            out->al = c->al;
+            out->params = &c->params;
+            out->table = tables[k];
+            out->row = row;
+            return WEFT_OK;
+        }
+    }
+    size_t n;
+    const algo_t *t = algo_table(&n);
+    for (size_t i = 0; i < n; i++) {
+        char why[256];
+        if (t[i].coll == a->coll && !algo_usable_why(&t[i], a, why, sizeof why)) {
+            out->al = &t[i];
+            return WEFT_OK;
+        }
+    }
+    return weft_error(WEFT_EINVAL, "%s: no algorithm serves this call", weft_coll_name(a->coll));
+}
