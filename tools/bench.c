@@ -36,15 +36,20 @@ static void bench_usage(FILE *f)
             "usage: weft bench allreduce|bcast|reduce [--np P] [--algo all|auto,A,B/k=v;k=v,..]\n"
             "       weft bench kernels   (reduction kernel throughput against memcpy)\n"
             "                  [--sizes LO:HI | S1,S2,..] [--iters N] [--warmup N] [--check]\n"
-            "                  [--dtype float32] [--op sum] [--root R] [--csv F] [--json F]\n"
+            "                  [--dtype float32] [--op sum] [--root R] [--csv F] [--json F] [--osu]\n"
             "                  [--transport mpi|shm]  (under mpirun; algorithm 'native' is the\n"
             "                  MPI library's own collective, and ratios against it are shown)\n"
-            "Sizes are in bytes (LO:HI doubles from LO); default 4:67108864, --np 4,\n"
-            "iterations scaled to the size unless --iters is given.\n");
+            "Sizes are in bytes, K, M or G allowed (LO:HI doubles from LO); default 4:64M,\n"
+            "--np 4, iterations scaled to the size unless --iters is given.\n"
+            "Without --algo: per size, AUTO's figure and choice, the fastest algorithm\n"
+            "and (under mpirun) the MPI library's; --algo all: every algorithm's figures.\n"
+            "Figures: median over iterations of the slowest rank's time, each iteration\n"
+            "after a barrier; --osu: the OSU micro-benchmarks' convention instead (each\n"
+            "rank's mean time, averaged over ranks).\n");
 }
 
-/* A size in bytes: digits only (strtoull would take "-5" as 2^64 - 5),
- * at most 2^40. */
+/* A size in bytes: digits (strtoull would take "-5" as 2^64 - 5) and an
+ * optional K, M or G (powers of 1024), at most 2^40. */
 #define SIZE_MAX_BYTES (1ull << 40)
 static int parse_bytes(const char *p, char **end, unsigned long long *v)
 {
@@ -52,6 +57,13 @@ static int parse_bytes(const char *p, char **end, unsigned long long *v)
         return -1;
     errno = 0;
     *v = strtoull(p, end, 10);
+    int shift = **end == 'K' ? 10 : **end == 'M' ? 20 : **end == 'G' ? 30 : 0;
+    if (shift) {
+        (*end)++;
+        if (*v > (SIZE_MAX_BYTES >> shift))
+            return -1;
+        *v <<= shift;
+    }
     return errno || *v > SIZE_MAX_BYTES ? -1 : 0;
 }
 
@@ -101,7 +113,7 @@ int bench_parse(int argc, char **argv, bench_opts_t *o)
 {
     memset(o, 0, sizeof *o);
     o->np = 4;
-    strcpy(o->algos, "all");
+    o->algos[0] = '\0'; /* the summary */
     parse_sizes("4:67108864", o);
     o->iters = -1;
     o->warmup = -1;
@@ -121,8 +133,8 @@ int bench_parse(int argc, char **argv, bench_opts_t *o)
     for (int i = 2; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         char *e = NULL;
-        if (!strcmp(argv[i], "--check")) {
-            o->check = 1;
+        if (!strcmp(argv[i], "--check") || !strcmp(argv[i], "--osu")) {
+            *(argv[i][2] == 'c' ? &o->check : &o->osu) = 1;
             continue;
         }
         if (!v) {
@@ -218,7 +230,7 @@ typedef struct {
     double avg, med, min;
     int iters;
     int bad; /* --check failures */
-    const char *skipped; /* why it could not run */
+    const char *skipped; /* "n/a": it could not run (the lineup says why) */
     const char *chose;   /* auto: the algorithm that served the calls */
 } result_t;
 
@@ -332,24 +344,35 @@ static void bench_barrier(weft_comm_t comm, const bench_opts_t *o)
     weft_barrier(comm);
 }
 
-static int bench_rank(const bench_opts_t *o, weft_comm_t comm)
+/* The algorithms to time, from --algo: "" (the summary: every algorithm
+ * and auto), "all" (every algorithm) or a list NAME[/k=v;..]; native first
+ * under mpirun when asked or by default.  2 after saying what was wrong. */
+typedef struct lineup {
+    const algo_t *al[66];
+    char *params[66];
+    char labels[66][48];
+    char reason[66][200]; /* why it could not serve the call, when it could not */
+    size_t n;
+    bool with_native, summary;
+} lineup_t;
+
+static int pick_algorithms(const bench_opts_t *o, int rank, lineup_t *L)
 {
-    int rc;
-    int rank = weft_comm_rank(comm), P = weft_comm_size(comm);
-    size_t n, na = 0;
+    size_t n;
     const algo_t *t = algo_table(&n);
-    const algo_t *algos[64];
-    char *aparams[64] = {0}; /* per entry: NAME/k=v;k=v in --algo */
-    char labels[64][48];
-    if (!strcmp(o->algos, "all")) {
-        for (size_t i = 0; i < n && na < 64; i++)
+    memset(L, 0, sizeof *L);
+    L->summary = !o->algos[0];
+    if (L->summary)
+        L->al[L->n++] = &auto_algo;
+    if (L->summary || !strcmp(o->algos, "all")) {
+        for (size_t i = 0; i < n && L->n < 64; i++)
             /* compositions duplicate their default parts: only by name */
             if (t[i].coll == o->coll && t[i].build != algo_reduce_bcast_allreduce)
-                algos[na++] = &t[i];
+                L->al[L->n++] = &t[i];
     } else {
         char list[sizeof o->algos];
         snprintf(list, sizeof list, "%s", o->algos);
-        for (char *save = NULL, *e = strtok_r(list, ",", &save); e && na < 64;
+        for (char *save = NULL, *e = strtok_r(list, ",", &save); e && L->n < 64;
              e = strtok_r(NULL, ",", &save)) {
             char *slash = strchr(e, '/');
             if (slash)
@@ -361,51 +384,307 @@ static int bench_rank(const bench_opts_t *o, weft_comm_t comm)
                 if (!rank)
                     fprintf(stderr, "weft bench: no %s algorithm '%s' (see `weft algorithms`)\n",
                             weft_coll_name(o->coll), e);
-                for (size_t i = 0; i < na; i++)
-                    free(aparams[i]);
                 return 2;
             }
             if (slash) {
-                aparams[na] = strdup(slash + 1);
-                for (char *c = aparams[na]; c && *c; c++)
+                L->params[L->n] = strdup(slash + 1);
+                for (char *c = L->params[L->n]; c && *c; c++)
                     if (*c == ';')
                         *c = ','; /* NAME/chunks=8;sync=colouring */
             }
-            algos[na++] = al;
+            L->al[L->n++] = al;
         }
     }
-    bool with_native = o->transport && (!strcmp(o->algos, "all") || name_in_list(o->algos, "native"));
-    if (with_native && na < 64) { /* first, so the ratios read against it */
-        memmove(algos + 1, algos, na * sizeof *algos);
-        memmove(aparams + 1, aparams, na * sizeof *aparams);
-        algos[0] = &native_algo;
-        aparams[0] = NULL;
-        na++;
+    L->with_native = o->transport && (L->summary || !strcmp(o->algos, "all") ||
+                                      name_in_list(o->algos, "native"));
+    if (L->with_native) { /* first, so the ratios read against it */
+        memmove(L->al + 1, L->al, L->n * sizeof *L->al);
+        memmove(L->params + 1, L->params, L->n * sizeof *L->params);
+        L->al[0] = &native_algo;
+        L->params[0] = NULL;
+        L->n++;
     }
-    for (size_t a = 0; a < na; a++) {
-        snprintf(labels[a], sizeof labels[a], "%s%s%s", algos[a]->name, aparams[a] ? "/" : "",
-                 aparams[a] ? aparams[a] : "");
-        if (algos[a] != &native_algo &&
-            weft_set_algorithm(comm, o->coll, algos[a]->name, aparams[a]) != WEFT_OK) {
-            if (!rank)
-                fprintf(stderr, "weft bench: %s: %s\n", labels[a], weft_last_error());
-            for (size_t i = 0; i < na; i++)
-                free(aparams[i]);
-            return 2;
-        }
-    }
-    if (!na) {
+    if (!L->n) {
         if (!rank)
             fprintf(stderr, "weft bench: no %s algorithm matches '%s' (see `weft algorithms`)\n",
                     weft_coll_name(o->coll), o->algos);
         return 2;
     }
+    return WEFT_OK;
+}
+
+/* Checks every named algorithm and its parameters once, before timing. */
+static int validate_lineup(const bench_opts_t *o, weft_comm_t comm, int rank, lineup_t *L)
+{
+    for (size_t a = 0; a < L->n; a++) {
+        snprintf(L->labels[a], sizeof L->labels[a], "%s%s%s", L->al[a]->name,
+                 L->params[a] ? "/" : "", L->params[a] ? L->params[a] : "");
+        if (L->al[a] != &native_algo &&
+            weft_set_algorithm(comm, o->coll, L->al[a]->name, L->params[a]) != WEFT_OK) {
+            if (!rank)
+                fprintf(stderr, "weft bench: %s: %s\n", L->labels[a], weft_last_error());
+            return 2;
+        }
+    }
+    return WEFT_OK;
+}
+
+static void lineup_free(lineup_t *L)
+{
+    for (size_t a = 0; a < L->n; a++)
+        free(L->params[a]);
+}
+
+static const char *convention(const bench_opts_t *o)
+{
+    return o->osu ? "OSU convention: each rank's mean time, averaged over ranks"
+                  : "median of the slowest rank's time per iteration, after a barrier";
+}
+
+static void print_header(const bench_opts_t *o, int P, const lineup_t *L)
+{
+    printf("# weft bench %s: P=%d, %s %s, %s; latency in us (%s)%s\n", weft_coll_name(o->coll), P,
+           weft_dtype_name(o->dtype), o->coll == WEFT_COLL_BCAST ? "" : weft_op_name(o->op),
+           !o->transport ? "shared memory (weft run)"
+           : !strcmp(o->transport, "mpi") ? "weft over MPI point-to-point, under mpirun"
+                                          : "weft shared memory, under mpirun",
+           convention(o), L->summary ? "" : "; busbw in GB/s; * = fastest");
+    if (L->summary) {
+        printf("%12s | %9s %-20s | %9s %-20s | %9s", "bytes", "auto", "(its choice)", "fastest",
+               "(algorithm)", "auto/best");
+        if (L->with_native)
+            printf(" | %9s %10s", "native", "native/auto");
+        printf("\n");
+    } else {
+        printf("%12s", "bytes");
+        for (size_t a = 0; a < L->n; a++)
+            printf(" | %-26.26s", L->labels[a]);
+        printf("\n%12s", "");
+        for (size_t a = 0; a < L->n; a++)
+            printf(" | %9s %9s  %5s", "avg", "median", "busbw");
+        if (L->with_native)
+            printf("   (xN = native / this, > 1: faster than native)");
+        printf("\n");
+    }
+    fflush(stdout);
+}
+
+static double busbw_of(const bench_opts_t *o, int P, size_t bytes, double med)
+{
+    double algbw = med > 0 ? (double)bytes / (med * 1e-6) / 1e9 : 0;
+    return o->coll == WEFT_COLL_ALLREDUCE ? algbw * 2.0 * (P - 1) / P : algbw;
+}
+
+static void print_row_wide(const bench_opts_t *o, int P, size_t bytes, const lineup_t *L,
+                           const result_t *res)
+{
+    double best = INFINITY;
+    for (size_t a = 0; a < L->n; a++)
+        if (!res[a].skipped && res[a].med < best)
+            best = res[a].med;
+    printf("%12zu", bytes);
+    for (size_t a = 0; a < L->n; a++) {
+        const result_t *r = &res[a];
+        if (r->skipped) {
+            printf(" | %26s", r->skipped);
+            continue;
+        }
+        printf(" | %9.2f %9.2f%s %5.2f", r->avg, r->med, r->med == best ? "*" : " ",
+               busbw_of(o, P, bytes, r->med));
+        if (L->with_native && a > 0 && !res[0].skipped)
+            printf(" x%.2f", res[0].med / r->med);
+        if (r->chose)
+            printf(" =%s", r->chose);
+        if (r->bad)
+            printf(" CHECK FAILED");
+    }
+    printf("\n");
+}
+
+static void print_row_summary(size_t bytes, const lineup_t *L, const result_t *res)
+{
+    const result_t *au = NULL, *best = NULL, *native = L->with_native ? &res[0] : NULL;
+    size_t best_a = 0;
+    for (size_t a = 0; a < L->n; a++) {
+        if (L->al[a] == &auto_algo)
+            au = &res[a];
+        else if (L->al[a] != &native_algo && !res[a].skipped && (!best || res[a].med < best->med))
+            best = &res[a], best_a = a;
+    }
+    printf("%12zu", bytes);
+    if (au && !au->skipped)
+        printf(" | %9.2f %-20.20s", au->med, au->chose ? au->chose : "?");
+    else
+        printf(" | %9s %-20s", "n/a", "");
+    if (best)
+        printf(" | %9.2f %-20.20s", best->med, L->labels[best_a]);
+    else
+        printf(" | %9s %-20s", "n/a", "");
+    if (au && !au->skipped && best)
+        printf(" | %8.2fx", au->med / best->med);
+    else
+        printf(" | %9s", "");
+    if (native)
+        native->skipped || !au || au->skipped ? printf(" | %9s %10s", "n/a", "")
+                                              : printf(" | %9.2f %9.2fx", native->med,
+                                                       native->med / au->med);
+    for (size_t a = 0; a < L->n; a++)
+        if (res[a].bad)
+            printf(" CHECK FAILED (%s)", L->labels[a]);
+    printf("\n");
+}
+
+/* Algorithms that could not serve the call, once each, below the table. */
+static void print_not_run(const lineup_t *L, const result_t *res, int nsizes)
+{
+    for (size_t a = 0; a < L->n; a++) {
+        int skipped = 0;
+        for (int s = 0; s < nsizes; s++)
+            skipped += res[(size_t)s * L->n + a].skipped != NULL;
+        if (skipped)
+            printf("# not run (%d of %d sizes): %s: %s\n", skipped, nsizes, L->labels[a],
+                   L->reason[a]);
+    }
+}
+
+static void write_csv_row(FILE *csv, const bench_opts_t *o, int P, size_t bytes,
+                          const char *label, const result_t *r)
+{
+    fprintf(csv, "%s,%d,%s,%zu,%s,%.3f,%.3f,%.3f,%.4f,%d,%s,%s\n", weft_coll_name(o->coll), P,
+            weft_dtype_name(o->dtype), bytes, label, r->avg, r->med, r->min,
+            busbw_of(o, P, bytes, r->med), r->iters, r->chose ? r->chose : "",
+            o->osu ? "osu" : "max-median");
+}
+
+static void write_json(const bench_opts_t *o, int P, const lineup_t *L, const result_t *res)
+{
+    FILE *j = fopen(o->json, "w");
+    if (!j) {
+        fprintf(stderr, "weft bench: cannot write %s: %s\n", o->json, strerror(errno));
+        return;
+    }
     size_t es = weft_dtype_size(o->dtype);
-    size_t maxbytes = 0;
+    fprintf(j, "{\"collective\": \"%s\", \"np\": %d, \"dtype\": \"%s\", \"op\": \"%s\", "
+               "\"transport\": \"%s\", \"convention\": \"%s\", \"results\": [",
+            weft_coll_name(o->coll), P, weft_dtype_name(o->dtype), weft_op_name(o->op),
+            o->transport ? o->transport : "shm", o->osu ? "osu" : "max-median");
+    int first = 1;
+    for (int s = 0; s < o->nsizes; s++)
+        for (size_t a = 0; a < L->n; a++) {
+            const result_t *r = &res[(size_t)s * L->n + a];
+            size_t bytes = o->sizes[s] / es * es;
+            if (r->skipped)
+                continue;
+            fprintf(j, "%s\n  {\"bytes\": %zu, \"algorithm\": \"%s\", \"avg_us\": %.3f, "
+                       "\"median_us\": %.3f, \"min_us\": %.3f, \"busbw_gbs\": %.4f, "
+                       "\"iters\": %d",
+                    first ? "" : ",", bytes, L->labels[a], r->avg, r->med, r->min,
+                    busbw_of(o, P, bytes, r->med), r->iters);
+            if (r->chose)
+                fprintf(j, ", \"chose\": \"%s\"", r->chose);
+            if (o->check)
+                fprintf(j, ", \"check\": \"%s\"", r->bad ? "failed" : "ok");
+            fprintf(j, "}");
+            first = 0;
+        }
+    fprintf(j, "\n]}\n");
+    fclose(j);
+}
+
+/* Times one algorithm at one size into *r (every rank alike); nonzero if
+ * it cannot serve the call (r->skipped, and the reason in why). */
+static int time_one(const bench_opts_t *o, weft_comm_t comm, const lineup_t *L, size_t a,
+                    size_t count, void *in, void *out, double *times, int iters, int warm,
+                    result_t *r, char *why, size_t whylen)
+{
+    int rank = weft_comm_rank(comm), P = weft_comm_size(comm), rc = WEFT_OK;
+    const algo_t *al = L->al[a];
+    r->al = al;
+    r->params = L->params[a];
+    r->chose = NULL;
+    if (al != &native_algo)
+        weft_set_algorithm(comm, o->coll, al->name, L->params[a]);
+    fill(in, count, o->dtype, o->op, rank, 0);
+    if (o->coll == WEFT_COLL_BCAST)
+        fill(out, count, o->dtype, o->op, rank, 0);
+    for (int i = 0; i < warm && !rc; i++)
+        rc = run_one(comm, o, al, count, in, out);
+    for (int i = 0; i < iters && !rc; i++) {
+        bench_barrier(comm, o);
+        double t0 = weft_now();
+        rc = run_one(comm, o, al, count, in, out);
+        times[i] = weft_now() - t0;
+    }
+    if (al == &auto_algo)
+        r->chose = weft_last_algorithm(comm, o->coll);
+    if (rc) {
+        /* an algorithm that cannot serve this call (e.g. needs a
+         * commutative op) fails on every rank alike */
+        r->skipped = "n/a";
+        snprintf(why, whylen, "%s", weft_last_error());
+        return rc;
+    }
+    double sum = 0;
+    for (int i = 0; i < iters; i++)
+        sum += times[i];
+    if (o->osu) { /* each rank's mean, averaged over ranks */
+        double mean = sum / iters;
+        weft_allreduce(WEFT_IN_PLACE, &mean, 1, WEFT_FLOAT64, WEFT_SUM, comm);
+        r->avg = r->med = mean / P * 1e6;
+        weft_allreduce(WEFT_IN_PLACE, times, (size_t)iters, WEFT_FLOAT64, WEFT_MIN, comm);
+        qsort(times, (size_t)iters, sizeof *times, cmp_double);
+        r->min = times[0] * 1e6;
+    } else { /* the slowest rank per iteration */
+        weft_allreduce(WEFT_IN_PLACE, times, (size_t)iters, WEFT_FLOAT64, WEFT_MAX, comm);
+        sum = 0;
+        for (int i = 0; i < iters; i++)
+            sum += times[i];
+        qsort(times, (size_t)iters, sizeof *times, cmp_double);
+        r->avg = sum / iters * 1e6;
+        r->med = (iters % 2 ? times[iters / 2]
+                            : 0.5 * (times[iters / 2 - 1] + times[iters / 2])) * 1e6;
+        r->min = times[0] * 1e6;
+    }
+    r->iters = iters;
+    return WEFT_OK;
+}
+
+/* --check: one more call on fresh data, every element verified. */
+static int check_one(const bench_opts_t *o, weft_comm_t comm, const algo_t *al, size_t count,
+                     void *in, void *out, unsigned salt)
+{
+    int rank = weft_comm_rank(comm), P = weft_comm_size(comm);
+    fill(in, count, o->dtype, o->op, rank, salt);
+    if (o->coll == WEFT_COLL_BCAST)
+        fill(out, count, o->dtype, o->op, rank, salt);
+    int rc = run_one(comm, o, al, count, in, out);
+    int bad = rc != 0;
+    bool holds = o->coll != WEFT_COLL_REDUCE || rank == o->root;
+    for (size_t i = 0; holds && !bad && i < count; i++)
+        bad = !check_elem(out, i, P, o, salt);
+    weft_allreduce(WEFT_IN_PLACE, &bad, 1, WEFT_INT32, WEFT_SUM, comm);
+    return bad;
+}
+
+static int bench_rank(const bench_opts_t *o, weft_comm_t comm)
+{
+    int rank = weft_comm_rank(comm), P = weft_comm_size(comm);
+    lineup_t *L = calloc(1, sizeof *L);
+    if (!L)
+        return 1;
+    int rc = pick_algorithms(o, rank, L);
+    if (!rc)
+        rc = validate_lineup(o, comm, rank, L);
+    if (rc) {
+        lineup_free(L);
+        free(L);
+        return rc;
+    }
+    size_t es = weft_dtype_size(o->dtype), na = L->n, maxbytes = 0;
     for (int s = 0; s < o->nsizes; s++)
         maxbytes = o->sizes[s] > maxbytes ? o->sizes[s] : maxbytes;
     size_t maxcount = maxbytes / es ? maxbytes / es : 1;
-    void *in = malloc(maxcount * es), *out = malloc(maxcount * es);
+    void *in = calloc(maxcount, es), *out = calloc(maxcount, es);
     int maxiters = o->iters > 0 ? o->iters : 1000;
     double *times = malloc((size_t)maxiters * sizeof *times);
     result_t *res = calloc((size_t)o->nsizes * na, sizeof *res);
@@ -413,157 +692,59 @@ static int bench_rank(const bench_opts_t *o, weft_comm_t comm)
         fprintf(stderr, "weft bench: out of memory for %zu-byte buffers\n", maxbytes);
         return 1;
     }
-    memset(in, 0, maxcount * es);
-    memset(out, 0, maxcount * es);
     FILE *csv = NULL;
     if (!rank && o->csv && !(csv = fopen(o->csv, "w")))
         fprintf(stderr, "weft bench: cannot write %s: %s\n", o->csv, strerror(errno));
     if (csv)
-        fprintf(csv, "collective,np,dtype,bytes,algorithm,avg_us,median_us,min_us,busbw_gbs,iters,chose\n");
-    if (!rank) {
-        printf("# weft bench %s: P=%d, %s %s, %s; latency in us, busbw in GB/s; "
-               "* = fastest (median)%s\n", weft_coll_name(o->coll), P, weft_dtype_name(o->dtype),
-               o->coll == WEFT_COLL_BCAST ? "" : weft_op_name(o->op),
-               !o->transport ? "shared memory (weft run)"
-               : !strcmp(o->transport, "mpi") ? "weft over MPI point-to-point, under mpirun"
-                                              : "weft shared memory, under mpirun",
-               with_native ? "; xN = native median / this median (>1: faster than native)" : "");
-        printf("%12s", "bytes");
-        for (size_t a = 0; a < na; a++)
-            printf(" | %-26.26s", labels[a]);
-        printf("\n%12s", "");
-        for (size_t a = 0; a < na; a++)
-            printf(" | %9s %9s  %5s", "avg", "median", "busbw");
-        printf("\n");
-        fflush(stdout);
-    }
+        fprintf(csv, "collective,np,dtype,bytes,algorithm,avg_us,median_us,min_us,busbw_gbs,"
+                     "iters,chose,convention\n");
+    if (!rank)
+        print_header(o, P, L);
     int failures = 0;
     for (int s = 0; s < o->nsizes; s++) {
         size_t count = o->sizes[s] / es, bytes = count * es;
         int iters = o->iters > 0 ? o->iters
                                  : (int)fmax(5, fmin(1000, (double)(1u << 27) / fmax(bytes, 4096) / P));
         int warm = o->warmup >= 0 ? o->warmup : (iters / 10 > 2 ? iters / 10 : 2);
+        result_t *row = &res[(size_t)s * na];
         for (size_t a = 0; a < na; a++) {
-            result_t *r = &res[(size_t)s * na + a];
-            r->al = algos[a];
-            r->params = aparams[a];
-            if (algos[a] != &native_algo)
-                weft_set_algorithm(comm, o->coll, algos[a]->name, aparams[a]);
-            fill(in, count, o->dtype, o->op, rank, 0);
-            r->chose = NULL;
-            if (o->coll == WEFT_COLL_BCAST)
-                fill(out, count, o->dtype, o->op, rank, 0);
-            rc = WEFT_OK;
-            for (int i = 0; i < warm && !rc; i++)
-                rc = run_one(comm, o, algos[a], count, in, out);
-            for (int i = 0; i < iters && !rc; i++) {
-                bench_barrier(comm, o);
-                double t0 = weft_now();
-                rc = run_one(comm, o, algos[a], count, in, out);
-                times[i] = weft_now() - t0;
-            }
-            if (algos[a] == &auto_algo)
-                r->chose = weft_last_algorithm(comm, o->coll);
-            if (rc) {
-                /* an algorithm that cannot serve this call (e.g. needs a
-                 * commutative op) fails on every rank alike */
-                r->skipped = "n/a";
-                if (!rank)
-                    fprintf(stderr, "weft bench: %s: %s\n", algos[a]->name, weft_last_error());
+            char why[200];
+            if (time_one(o, comm, L, a, count, in, out, times, iters, warm, &row[a], why,
+                         sizeof why)) {
+                if (!L->reason[a][0])
+                    snprintf(L->reason[a], sizeof L->reason[a], "%s", why);
                 continue;
             }
-            weft_allreduce(WEFT_IN_PLACE, times, (size_t)iters, WEFT_FLOAT64, WEFT_MAX, comm);
-            double sum = 0;
-            for (int i = 0; i < iters; i++)
-                sum += times[i];
-            qsort(times, (size_t)iters, sizeof *times, cmp_double);
-            r->avg = sum / iters * 1e6;
-            r->med = (iters % 2 ? times[iters / 2] : 0.5 * (times[iters / 2 - 1] + times[iters / 2])) * 1e6;
-            r->min = times[0] * 1e6;
-            r->iters = iters;
-            if (o->check) {
-                unsigned salt = (unsigned)(s * 31 + (int)a);
-                fill(in, count, o->dtype, o->op, rank, salt);
-                if (o->coll == WEFT_COLL_BCAST)
-                    fill(out, count, o->dtype, o->op, rank, salt);
-                rc = run_one(comm, o, algos[a], count, in, out);
-                int bad = rc != 0;
-                bool holds = o->coll != WEFT_COLL_REDUCE || rank == o->root;
-                for (size_t i = 0; holds && !bad && i < count; i++)
-                    bad = !check_elem(out, i, P, o, salt);
-                weft_allreduce(WEFT_IN_PLACE, &bad, 1, WEFT_INT32, WEFT_SUM, comm);
-                r->bad = bad;
-                failures += bad != 0;
-            }
+            if (o->check && (row[a].bad = check_one(o, comm, L->al[a], count, in, out,
+                                                    (unsigned)(s * 31 + (int)a))))
+                failures++;
+            if (csv)
+                write_csv_row(csv, o, P, bytes, L->labels[a], &row[a]);
         }
         if (rank)
             continue;
-        double best = INFINITY;
-        for (size_t a = 0; a < na; a++) {
-            result_t *r = &res[(size_t)s * na + a];
-            if (!r->skipped && r->med < best)
-                best = r->med;
-        }
-        printf("%12zu", bytes);
-        for (size_t a = 0; a < na; a++) {
-            result_t *r = &res[(size_t)s * na + a];
-            if (r->skipped) {
-                printf(" | %26s", r->skipped);
-                continue;
-            }
-            double algbw = r->med > 0 ? (double)bytes / (r->med * 1e-6) / 1e9 : 0;
-            double busbw = o->coll == WEFT_COLL_ALLREDUCE ? algbw * 2.0 * (P - 1) / P : algbw;
-            printf(" | %9.2f %9.2f%s %5.2f", r->avg, r->med, r->med == best ? "*" : " ", busbw);
-            if (with_native && a > 0 && !res[(size_t)s * na].skipped)
-                printf(" x%.2f", res[(size_t)s * na].med / r->med);
-            if (r->chose)
-                printf(" =%s", r->chose);
-            if (r->bad)
-                printf(" CHECK FAILED");
-            if (csv)
-                fprintf(csv, "%s,%d,%s,%zu,%s,%.3f,%.3f,%.3f,%.4f,%d,%s\n",
-                        weft_coll_name(o->coll), P, weft_dtype_name(o->dtype), bytes, labels[a],
-                        r->avg, r->med, r->min, busbw, r->iters, r->chose ? r->chose : "");
-        }
-        printf("\n");
+        if (L->summary)
+            print_row_summary(bytes, L, row);
+        else
+            print_row_wide(o, P, bytes, L, row);
         fflush(stdout);
     }
-    if (!rank && o->json) {
-        FILE *j = fopen(o->json, "w");
-        if (!j) {
-            fprintf(stderr, "weft bench: cannot write %s: %s\n", o->json, strerror(errno));
-        } else {
-            fprintf(j, "{\"collective\": \"%s\", \"np\": %d, \"dtype\": \"%s\", \"op\": \"%s\", "
-                       "\"transport\": \"shm\", \"results\": [",
-                    weft_coll_name(o->coll), P, weft_dtype_name(o->dtype), weft_op_name(o->op));
-            int first = 1;
-            for (int s = 0; s < o->nsizes; s++)
-                for (size_t a = 0; a < na; a++) {
-                    result_t *r = &res[(size_t)s * na + a];
-                    size_t bytes = o->sizes[s] / es * es;
-                    if (r->skipped)
-                        continue;
-                    double algbw = r->med > 0 ? (double)bytes / (r->med * 1e-6) / 1e9 : 0;
-                    double busbw = o->coll == WEFT_COLL_ALLREDUCE ? algbw * 2.0 * (P - 1) / P : algbw;
-                    fprintf(j, "%s\n  {\"bytes\": %zu, \"algorithm\": \"%s\", \"avg_us\": %.3f, "
-                               "\"median_us\": %.3f, \"min_us\": %.3f, \"busbw_gbs\": %.4f, "
-                               "\"iters\": %d%s%s%s%s}",
-                            first ? "" : ",", bytes, labels[a], r->avg, r->med, r->min, busbw,
-                            r->iters, r->chose ? ", \"chose\": \"" : "",
-                            r->chose ? r->chose : "", r->chose ? "\"" : "", o->check ? (r->bad ? ", \"check\": \"failed\"" : ", \"check\": \"ok\"") : "");
-                    first = 0;
-                }
-            fprintf(j, "\n]}\n");
-            fclose(j);
-        }
+    if (!rank) {
+        print_not_run(L, res, o->nsizes);
+        if (o->json)
+            write_json(o, P, L, res);
     }
     if (csv)
         fclose(csv);
     if (!rank && o->check)
-        printf("# check: %s\n", failures ? "FAILED" : "every result verified");
-    free(in), free(out), free(times), free(res);
-    for (size_t a = 0; a < na; a++)
-        free(aparams[a]);
+        printf(failures ? "# check: %d results WRONG\n" : "# check: every result verified\n",
+               failures);
+    free(in);
+    free(out);
+    free(times);
+    free(res);
+    lineup_free(L);
+    free(L);
     return failures ? 1 : 0;
 }
 

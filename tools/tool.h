@@ -21,11 +21,12 @@ int cmd_tune(int argc, char **argv);
 typedef struct bench_opts {
     weft_coll_t coll;
     int np;
-    char algos[4096];
+    char algos[4096]; /* "" for the summary table, "all", or a list */
     size_t sizes[64];
     int nsizes;
     int iters, warmup;
     int check;
+    int osu; /* OSU's convention: each rank's mean, averaged over ranks */
     const char *csv, *json;
     weft_dtype_t dtype;
     weft_op_t op;
