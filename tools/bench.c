@@ -443,6 +443,15 @@ static const char *convention(const bench_opts_t *o)
 
 static void print_header(const bench_opts_t *o, int P, const lineup_t *L)
 {
+#ifdef WEFT_HAVE_MPI
+    if (L->with_native) { /* which library `native` is */
+        char v[MPI_MAX_LIBRARY_VERSION_STRING];
+        int len = 0;
+        MPI_Get_library_version(v, &len);
+        v[strcspn(v, "\n,")] = '\0';
+        printf("# native: %s\n", v);
+    }
+#endif
     printf("# weft bench %s: P=%d, %s %s, %s; latency in us (%s)%s\n", weft_coll_name(o->coll), P,
            weft_dtype_name(o->dtype), o->coll == WEFT_COLL_BCAST ? "" : weft_op_name(o->op),
            !o->transport ? "shared memory (weft run)"

@@ -1,0 +1,118 @@
+#!/bin/bash
+# compare.sh — weft against the MPI libraries users have, in the same
+# processes: for each library (Open MPI, and MPICH when installed), rank
+# count and collective, `weft bench COLL --transport shm --algo native,auto`
+# under that library's mpirun.  `native` is the library's own MPI_Allreduce /
+# MPI_Bcast / MPI_Reduce; `auto` is weft's default choice on its shared-memory
+# transport.  Writes OUT/table.md (median per size, the ratio native / weft:
+# > 1 means weft is faster), OUT/*.csv (every figure) and OUT/ratio.png
+# (gnuplot).
+#
+# Ranks beyond the cores are oversubscribed: Open MPI is then told to yield
+# (mpi_yield_when_idle 1, as in issue 10's reference figures), MPICH polls
+# as it always does; weft's waits yield by themselves.
+#
+# Environment: RANKS ("2 4 8"), COLLS ("allreduce bcast reduce"), SIZES
+# (4:64M), ITERS (scaled to the size when unset), OUT (bench/results/
+# compare-DATE), LIBS ("openmpi mpich"; a missing one is installed when run
+# as root, else skipped with a note).
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+RANKS=${RANKS:-"2 4 8"}
+COLLS=${COLLS:-"allreduce bcast reduce"}
+SIZES=${SIZES:-4:64M}
+LIBS=${LIBS:-"openmpi mpich"}
+OUT=${OUT:-$here/bench/results/compare-$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$OUT"
+cores=$(nproc)
+iters=()
+[ -n "${ITERS:-}" ] && iters=(--iters "$ITERS")
+
+have_pkg() { dpkg -s "$1" >/dev/null 2>&1; }
+get_pkgs() {
+    local missing=()
+    for p in "$@"; do have_pkg "$p" || missing+=("$p"); done
+    [ ${#missing[@]} = 0 ] && return 0
+    [ "$(id -u)" = 0 ] || { echo "# skipped: needs ${missing[*]} (apt-get install)"; return 1; }
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null
+}
+
+# weft built against each library (the default build is Open MPI's)
+build_for() {
+    local lib=$1 dir
+    case $lib in
+    openmpi) dir=$here/build
+             get_pkgs openmpi-bin libopenmpi-dev || return 1
+             [ -x "$dir/weft" ] || make -C "$here" build >/dev/null ;;
+    mpich)   dir=$here/build-mpich
+             get_pkgs mpich libmpich-dev || return 1
+             cmake -S "$here" -B "$dir" -DBUILD_TESTING=OFF -DMPI_C_COMPILER=/usr/bin/mpicc.mpich \
+                   -DMPIEXEC_EXECUTABLE=/usr/bin/mpiexec.mpich >/dev/null
+             cmake --build "$dir" -j "$cores" --target weft_tool >/dev/null ;;
+    esac
+    echo "$dir/weft"
+}
+
+launcher() { # lib np
+    case $1 in
+    openmpi)
+        local a=(mpirun.openmpi --allow-run-as-root -np "$2")
+        if [ "$2" -le "$cores" ]; then a+=(--bind-to core)
+        else a+=(--oversubscribe --bind-to none --mca mpi_yield_when_idle 1); fi
+        echo "${a[@]}" ;;
+    mpich) echo mpiexec.mpich -np "$2" ;;
+    esac
+}
+
+get_pkgs gnuplot-nox || true
+{
+    echo "# weft against MPI libraries, $(date -u +%Y-%m-%d), $(nproc) cores, $(uname -r)"
+    echo
+    echo "Median latency in µs (weft bench's convention: the slowest rank per iteration, after"
+    echo "a barrier), float32 sum; ratio = native / weft (> 1: weft faster)."
+} > "$OUT/table.md"
+: > "$OUT/ratio.dat"
+for lib in $LIBS; do
+    weft=$(build_for "$lib") || { echo "# $lib: not available" >> "$OUT/table.md"; continue; }
+    for np in $RANKS; do
+        for coll in $COLLS; do
+            csv=$OUT/$lib-np$np-$coll.csv
+            # shellcheck disable=SC2046
+            $(launcher "$lib" "$np") "$weft" bench "$coll" --transport shm --algo native,auto \
+                --sizes "$SIZES" "${iters[@]}" --csv "$csv" > "$OUT/$lib-np$np-$coll.txt" 2>&1
+            version=$(sed -n 's/^# native: //p' "$OUT/$lib-np$np-$coll.txt")
+            {
+                echo
+                echo "## $coll, $np ranks, $version"
+                echo
+                echo "| bytes | native | weft (auto) | its choice | ratio |"
+                echo "|---:|---:|---:|---|---:|"
+                awk -F, 'NR > 1 && $5 == "native" { nat[$4] = $7 }
+                         NR > 1 && $5 == "auto" { w[$4] = $7; ch[$4] = $11; order[++n] = $4 }
+                         END { for (i = 1; i <= n; i++) { b = order[i]
+                               printf "| %s | %.2f | %.2f | %s | %.2fx |\n", b, nat[b], w[b], ch[b],
+                                      nat[b] / w[b] } }' "$csv"
+            } >> "$OUT/table.md"
+            awk -F, -v tag="$lib-np$np-$coll" 'NR > 1 && $5 == "native" { nat[$4] = $7 }
+                NR > 1 && $5 == "auto" { w[$4] = $7; order[++n] = $4 }
+                END { print "# " tag; for (i = 1; i <= n; i++) print order[i], nat[order[i]] / w[order[i]];
+                      print ""; print "" }' "$csv" >> "$OUT/ratio.dat"
+        done
+    done
+done
+if command -v gnuplot >/dev/null; then
+    tags=$(sed -n 's/^# //p' "$OUT/ratio.dat" | tr '\n' ' ')
+    n=$(wc -w <<<"$tags")
+    gnuplot <<EOF
+set terminal png size 1200,700
+set output "$OUT/ratio.png"
+set logscale x 2
+set xlabel "bytes"
+set ylabel "native / weft (> 1: weft faster)"
+set key outside right
+set grid
+tags = "$tags"
+plot for [i=1:$n] "$OUT/ratio.dat" index (i - 1) using 1:2 with linespoints title word(tags, i)
+EOF
+fi
+echo "wrote $OUT/table.md${n:+ and $OUT/ratio.png}"
