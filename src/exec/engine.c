@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../algo/algo.h" /* coll_is_reduction */
 #include "engine.h"
 
 int exec_prepare(exec_t *e, const sched_t *s, size_t esize)
@@ -208,6 +209,7 @@ static int run_step(exec_t *e, uint32_t i)
         r->peer = e->world[st->peer];
         r->tag = e->tagbase | st->tag;
         r->sig = e->sig;
+        r->copied = e->desc && !coll_is_reduction((weft_coll_t)e->desc->coll);
         r->bytes = bytes;
         int rc;
         if (st->kind == STEP_SEND) {

@@ -85,6 +85,8 @@ struct xreq {
     int peer;      /* world rank */
     uint64_t tag;
     uint32_t sig;  /* call signature: receivers reject a mismatch */
+    bool copied;   /* a send of a call that never reduces what it receives
+                    * (bcast, allgather, ...): its receiver only copies */
     size_t bytes;
     const void *sbuf;
     xsink_t sink;
