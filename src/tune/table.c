@@ -1,8 +1,12 @@
 /* table.c — AUTO's tuning tables (table.h): the text format's parser, the
  * lookup, and the built-in table for a small shared-memory machine.  The
  * built-in rows are the thresholds measured with `weft bench` on 2-8 ranks
- * of this project's 2-core test machine (docs/PERFORMANCE.md); `weft tune`
- * measures another machine and writes rows that go before them. */
+ * of this project's 2-core test machine (docs/PERFORMANCE.md): e.g. the
+ * pipelined two-tree reduce and bcast from 256 KiB (reduce of 1 MiB at
+ * P = 2, 4, 8: 92, 403, 626 us against rsg's 130, 602, 967), a linear bcast
+ * of 64-256 KiB at 4-8 ranks (every rank reads the root's buffer by single
+ * copy at once).  `weft tune` measures another machine and writes rows
+ * that go before them. */
 #include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
@@ -23,10 +27,12 @@ static const char builtin_text[] =
     "allreduce        commutative     *:notpow2   1048577-*     ring\n"
     "bcast            any             1-3         *             binomial\n"
     "bcast            any             4-*         0-64K         binomial\n"
-    "bcast            any             4-*         65537-*       scatter_allgather\n"
+    "bcast            any             4-8         65537-256K    linear\n"
+    "bcast            any             9-*         65537-256K    binomial\n"
+    "bcast            any             4-*         262145-*      twotree\n"
     "reduce           noncommutative  *           *             binomial\n"
-    "reduce           commutative     *           0-64K         binomial\n"
-    "reduce           commutative     *           65537-*       rsg|binomial\n"
+    "reduce           commutative     *           0-256K        binomial\n"
+    "reduce           commutative     *           262145-*      twotree|rsg|binomial\n"
     "reduce_scatter   noncommutative  *           *             linear\n"
     "reduce_scatter   commutative     *           0-64K         recursive_halving\n"
     "reduce_scatter   commutative     *           65537-*       ring\n"
