@@ -89,11 +89,15 @@ int algo_rd_allreduce(sched_t *s, const coll_args_t *a)
 
 /* Recursive halving over the P2 newranks of a vector of n elements whose
  * group g covers [goff(g), goff(g+1)).  Ends with newrank nr owning group nr
- * fully reduced in `work`.  Tags from `tag`. */
+ * fully reduced in `work`.  Tags from `tag`.  from >= 0: buf holds nothing
+ * yet and the vector starts in buffer `from` (at offset 0): the first step
+ * sends from there and copies only what it keeps, which saves copying the
+ * half it sends (a quarter of the memory traffic of a large allreduce at
+ * P = 2). */
 typedef uint64_t (*group_off_fn)(const void *ctx, int g);
 
 static void halving(sched_t *s, const fold_t *f, int buf, uint64_t base, group_off_fn goff,
-                    const void *ctx, uint32_t tag)
+                    const void *ctx, uint32_t tag, int from)
 {
     int lo = 0, hi = f->P2;
     for (int mask = f->P2 / 2; mask >= 1; mask >>= 1, tag++) {
@@ -102,8 +106,17 @@ static void halving(sched_t *s, const fold_t *f, int buf, uint64_t base, group_o
         int klo = (f->nr & mask) ? mid : lo, khi = (f->nr & mask) ? hi : mid;
         int slo = (f->nr & mask) ? lo : mid, shi = (f->nr & mask) ? mid : hi;
         uint64_t so = goff(ctx, slo), ko = goff(ctx, klo);
-        sched_send(s, peer, tag, reg(buf, base + so, goff(ctx, shi) - so));
-        sched_recv_reduce(s, peer, tag, reg(buf, base + ko, goff(ctx, khi) - ko), pn < f->nr);
+        region_t kept = reg(buf, base + ko, goff(ctx, khi) - ko);
+        if (from >= 0 && mask == f->P2 / 2) {
+            /* the first step reads the input where it is: only the kept
+             * half is copied (and the reduce waits for that copy alone) */
+            uint32_t c = sched_copy(s, reg(from, ko, kept.len), kept);
+            sched_send(s, peer, tag, reg(from, so, goff(ctx, shi) - so));
+            sched_depend(s, sched_recv_reduce(s, peer, tag, kept, pn < f->nr), c);
+        } else {
+            sched_send(s, peer, tag, reg(buf, base + so, goff(ctx, shi) - so));
+            sched_recv_reduce(s, peer, tag, kept, pn < f->nr);
+        }
         sched_round(s);
         lo = klo, hi = khi;
     }
@@ -160,9 +173,13 @@ int algo_rabenseifner_allreduce(sched_t *s, const coll_args_t *a)
         sit_out(s, r, reg(BUF_IN, 0, n), out);
         return 0;
     }
-    fold_in(s, &f, r, reg(BUF_IN, 0, n), out);
     even_groups_t g = {n, f.P2};
-    halving(s, &f, BUF_OUT, 0, even_goff, &g, TAG_STEP);
+    if (r < 2 * f.rem || f.P2 == 1) { /* folded in: the vector is in out */
+        fold_in(s, &f, r, reg(BUF_IN, 0, n), out);
+        halving(s, &f, BUF_OUT, 0, even_goff, &g, TAG_STEP, -1);
+    } else {
+        halving(s, &f, BUF_OUT, 0, even_goff, &g, TAG_STEP, BUF_IN);
+    }
     doubling(s, &f, BUF_OUT, 0, even_goff, &g, TAG_STEP + (uint32_t)lg2(f.P2));
     if (r < 2 * f.rem)
         sched_send(s, r - 1, TAG_UNFOLD, out);
@@ -181,7 +198,7 @@ int algo_rhalving_reduce_scatter(sched_t *s, const coll_args_t *a)
     uint64_t w = sched_tmp(s, all);
     fold_in(s, &f, r, reg(BUF_IN, 0, all), reg(BUF_TMP, w, all));
     rank_groups_t g = {c, f.rem};
-    halving(s, &f, BUF_TMP, w, rank_goff, &g, TAG_STEP);
+    halving(s, &f, BUF_TMP, w, rank_goff, &g, TAG_STEP, -1);
     if (r < 2 * f.rem)
         sched_send(s, r - 1, TAG_UNFOLD, reg(BUF_TMP, w + (uint64_t)(r - 1) * c, c));
     sched_copy(s, reg(BUF_TMP, w + (uint64_t)r * c, c), reg(BUF_OUT, 0, c));
@@ -229,9 +246,13 @@ int algo_rsg_reduce(sched_t *s, const coll_args_t *a)
     }
     int work = r == root ? BUF_OUT : BUF_TMP;
     uint64_t w = work == BUF_TMP ? sched_tmp(s, n) : 0;
-    fold_in(s, &f, r, reg(BUF_IN, 0, n), reg(work, w, n));
     even_groups_t g = {n, f.P2};
-    halving(s, &f, work, w, even_goff, &g, TAG_STEP);
+    if (r < 2 * f.rem || f.P2 == 1) { /* folded in: the vector is in work */
+        fold_in(s, &f, r, reg(BUF_IN, 0, n), reg(work, w, n));
+        halving(s, &f, work, w, even_goff, &g, TAG_STEP, -1);
+    } else {
+        halving(s, &f, work, w, even_goff, &g, TAG_STEP, BUF_IN);
+    }
     int root_nr = fold_newrank(root, f.rem);
     int t = root_nr >= 0 ? root_nr : fold_newrank(root + 1, f.rem);
     int vr = mod(f.nr - t, f.P2);
