@@ -3,9 +3,15 @@
  * built-in rows are the thresholds measured with `weft bench` on 2-8 ranks
  * of this project's 2-core test machine (docs/PERFORMANCE.md): e.g. the
  * pipelined two-tree reduce and bcast from 256 KiB (reduce of 1 MiB at
- * P = 2, 4, 8: 92, 403, 626 us against rsg's 130, 602, 967), a linear bcast
- * of 64-256 KiB at 4-8 ranks (every rank reads the root's buffer by single
- * copy at once).  `weft tune` measures another machine and writes rows
+ * P = 2, 4, 8: 92, 403, 626 us against rsg's 130, 602, 967); at 4-8 ranks
+ * (oversubscribed here) the linear bcast to 256 KiB (P = 8, 8 B: 7-13 us
+ * against binomial's 20-23; 64 KiB: every rank reads the root's buffer by
+ * single copy at once), the linear reduce to 16 KiB (P = 8, 8 B: 5.3 us
+ * against 31) and reduce + bcast, both linear, for allreduce to 16 KiB
+ * (P = 8, 16 KiB: 25 us against recursive doubling's 41): one wait per
+ * rank instead of one per tree level, each a sleep and a wake-up when
+ * ranks outnumber cores.  The table is measured on shared memory; over
+ * MPI between nodes, measure with `weft tune` and load the result.  `weft tune` measures another machine and writes rows
  * that go before them. */
 #include <ctype.h>
 #include <errno.h>
@@ -20,18 +26,29 @@
 static const char builtin_text[] =
     "weft-tuning 1\n"
     "# collective     ops             ranks       bytes         algorithms (first usable)\n"
-    "allreduce        noncommutative  *           *             recursive_doubling\n"
-    "allreduce        commutative     *           0-2K          recursive_doubling\n"
-    "allreduce        commutative     *           2049-1M       rabenseifner\n"
+    "allreduce        any             4-8         0-16K         "
+    "reduce_bcast/reduce=linear;bcast=linear\n"
+    "allreduce        noncommutative  1-3         *             recursive_doubling\n"
+    "allreduce        noncommutative  4-8         16385-*       recursive_doubling\n"
+    "allreduce        noncommutative  9-*         *             recursive_doubling\n"
+    "allreduce        commutative     1-3         0-2K          recursive_doubling\n"
+    "allreduce        commutative     9-*         0-2K          recursive_doubling\n"
+    "allreduce        commutative     1-3         2049-1M       rabenseifner\n"
+    "allreduce        commutative     4-8         16385-1M      rabenseifner\n"
+    "allreduce        commutative     9-*         2049-1M       rabenseifner\n"
     "allreduce        commutative     *:pow2      1048577-*     rabenseifner\n"
     "allreduce        commutative     *:notpow2   1048577-*     ring\n"
     "bcast            any             1-3         *             binomial\n"
-    "bcast            any             4-*         0-64K         binomial\n"
-    "bcast            any             4-8         65537-256K    linear\n"
-    "bcast            any             9-*         65537-256K    binomial\n"
+    "bcast            any             4-8         0-256K        linear\n"
+    "bcast            any             9-*         0-256K        binomial\n"
     "bcast            any             4-*         262145-*      twotree\n"
-    "reduce           noncommutative  *           *             binomial\n"
-    "reduce           commutative     *           0-256K        binomial\n"
+    "reduce           any             4-8         0-16K         linear\n"
+    "reduce           noncommutative  1-3         *             binomial\n"
+    "reduce           noncommutative  4-8         16385-*       binomial\n"
+    "reduce           noncommutative  9-*         *             binomial\n"
+    "reduce           commutative     1-3         0-256K        binomial\n"
+    "reduce           commutative     4-8         16385-256K    binomial\n"
+    "reduce           commutative     9-*         0-256K        binomial\n"
     "reduce           commutative     *           262145-*      twotree|rsg|binomial\n"
     "reduce_scatter   noncommutative  *           *             linear\n"
     "reduce_scatter   commutative     *           0-64K         recursive_halving\n"
