@@ -20,12 +20,14 @@ static _Atomic unsigned char logged_fallback[WEFT_COLL_COUNT];
 
 static bool verbose(void)
 {
-    static int v = -1; /* benign race: every thread computes the same */
-    if (v < 0) {
+    static _Atomic int v = -1; /* threads may race to set it: all set the same */
+    int now = atomic_load_explicit(&v, memory_order_relaxed);
+    if (now < 0) {
         const char *e = getenv("WEFT_VERBOSE");
-        v = e && *e && strcmp(e, "0");
+        now = e && *e && strcmp(e, "0");
+        atomic_store_explicit(&v, now, memory_order_relaxed);
     }
-    return v;
+    return now;
 }
 
 /* The choices passed over, "name: why; ..." */
