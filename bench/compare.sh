@@ -2,7 +2,8 @@
 # compare.sh — weft against the MPI libraries users have, in the same
 # processes: for each library (Open MPI, and MPICH when installed), rank
 # count and collective, `weft bench COLL --transport shm --algo native,auto`
-# under that library's mpirun.  `native` is the library's own MPI_Allreduce /
+# under that library's mpirun, and the same collectives under `weft run`
+# without MPI (which should be at least as fast).  `native` is the library's own MPI_Allreduce /
 # MPI_Bcast / MPI_Reduce; `auto` is weft's default choice on its shared-memory
 # transport.  Writes OUT/table.md (median per size, the ratio native / weft:
 # > 1 means weft is faster), OUT/*.csv (every figure) and OUT/ratio.png
@@ -80,18 +81,23 @@ for lib in $LIBS; do
             # shellcheck disable=SC2046
             $(launcher "$lib" "$np") "$weft" bench "$coll" --transport shm --algo native,auto \
                 --sizes "$SIZES" "${iters[@]}" --csv "$csv" > "$OUT/$lib-np$np-$coll.txt" 2>&1
+            # the same under weft run, no MPI at all (it must be as fast)
+            "$weft" bench "$coll" --np "$np" --algo auto --sizes "$SIZES" "${iters[@]}" \
+                --csv "$OUT/weftrun-np$np-$coll.csv" > /dev/null 2>&1
             version=$(sed -n 's/^# native: //p' "$OUT/$lib-np$np-$coll.txt")
             {
                 echo
                 echo "## $coll, $np ranks, $version"
                 echo
-                echo "| bytes | native | weft (auto) | its choice | ratio |"
-                echo "|---:|---:|---:|---|---:|"
-                awk -F, 'NR > 1 && $5 == "native" { nat[$4] = $7 }
-                         NR > 1 && $5 == "auto" { w[$4] = $7; ch[$4] = $11; order[++n] = $4 }
+                echo "| bytes | native | weft (auto) | its choice | ratio | weft run, no MPI |"
+                echo "|---:|---:|---:|---|---:|---:|"
+                awk -F, 'FNR == NR { if (FNR > 1 && $5 == "auto") alone[$4] = $7; next }
+                         FNR > 1 && $5 == "native" { nat[$4] = $7 }
+                         FNR > 1 && $5 == "auto" { w[$4] = $7; ch[$4] = $11; order[++n] = $4 }
                          END { for (i = 1; i <= n; i++) { b = order[i]
-                               printf "| %s | %.2f | %.2f | %s | %.2fx |\n", b, nat[b], w[b], ch[b],
-                                      nat[b] / w[b] } }' "$csv"
+                               printf "| %s | %.2f | %.2f | %s | %.2fx | %.2f |\n", b, nat[b], w[b],
+                                      ch[b], nat[b] / w[b], alone[b] } }' \
+                    "$OUT/weftrun-np$np-$coll.csv" "$csv"
             } >> "$OUT/table.md"
             awk -F, -v tag="$lib-np$np-$coll" 'NR > 1 && $5 == "native" { nat[$4] = $7 }
                 NR > 1 && $5 == "auto" { w[$4] = $7; order[++n] = $4 }
