@@ -81,8 +81,7 @@ typedef struct weft_state {
     xport_t *x;       /* the job's transport (weft_init), or NULL */
     weft_comm_t world;
     uint32_t next_ctx;
-    algo_choice_t choice[WEFT_COLL_COUNT];
-    const char *last[WEFT_COLL_COUNT]; /* the algorithm of the last call */ /* from the environment */
+    algo_choice_t choice[WEFT_COLL_COUNT]; /* from the environment */
     int node_size; /* WEFT_NODE_SIZE: virtual nodes of k ranks, 0: real nodes */
     uint64_t timeout_ns; /* WEFT_TIMEOUT_MS: every new communicator's timeout */
     int unfinished; /* requests started and not finished, on communicators not revoked */
