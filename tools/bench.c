@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "algo/algo.h"
+#include "tune/table.h"
 #include "core/core.h"
 #ifdef WEFT_HAVE_MPI
 #include <mpi.h>
@@ -48,23 +49,18 @@ static void bench_usage(FILE *f)
             "rank's mean time, averaged over ranks).\n");
 }
 
-/* A size in bytes: digits (strtoull would take "-5" as 2^64 - 5) and an
- * optional K, M or G (powers of 1024), at most 2^40. */
+/* A size in bytes (size_prefix: digits and an optional K, M or G), at
+ * most 2^40. */
 #define SIZE_MAX_BYTES (1ull << 40)
 static int parse_bytes(const char *p, char **end, unsigned long long *v)
 {
-    if (*p < '0' || *p > '9')
+    uint64_t b;
+    const char *e = size_prefix(p, &b);
+    if (!e || b > SIZE_MAX_BYTES)
         return -1;
-    errno = 0;
-    *v = strtoull(p, end, 10);
-    int shift = **end == 'K' ? 10 : **end == 'M' ? 20 : **end == 'G' ? 30 : 0;
-    if (shift) {
-        (*end)++;
-        if (*v > (SIZE_MAX_BYTES >> shift))
-            return -1;
-        *v <<= shift;
-    }
-    return errno || *v > SIZE_MAX_BYTES ? -1 : 0;
+    *v = b;
+    *end = (char *)e;
+    return 0;
 }
 
 static int parse_sizes(const char *s, bench_opts_t *o)

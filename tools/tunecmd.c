@@ -14,18 +14,8 @@
 
 static bool parse_u64(const char *s, uint64_t *out)
 {
-    char *e;
-    errno = 0;
-    unsigned long long v = strtoull(s, &e, 10);
-    if (errno || e == s || *s == '-')
-        return false;
-    int shift = *e == 'K' ? 10 : *e == 'M' ? 20 : *e == 'G' ? 30 : 0;
-    if (shift)
-        e++;
-    if (*e || (shift && v > (UINT64_MAX >> shift)))
-        return false;
-    *out = (uint64_t)v << shift;
-    return true;
+    const char *e = size_prefix(s, out);
+    return e && !*e;
 }
 
 /* ---- weft explain ---- */

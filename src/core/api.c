@@ -192,7 +192,7 @@ int coll_run(weft_comm_t comm, weft_coll_t coll, const void *in, void *out, size
         a.params = comm->choice[coll].params;
         if ((rc = algo_check_usable(al, &a)))
             return rc;
-    } else if (!(al = select_algo(&a, &a.params))) {
+    } else if (!(al = select_algo(comm, &a))) {
         return weft_error(WEFT_EINTERNAL, "%s: no algorithm serves this call", cn);
     }
     comm->last[coll] = al->name;

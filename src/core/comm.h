@@ -35,6 +35,15 @@ typedef struct algo_choice {
     algo_params_t params;
 } algo_choice_t;
 
+typedef struct auto_memo {
+    uint64_t count;
+    size_t esize;
+    int root;
+    unsigned opclass; /* commutative | idempotent << 1 | invertible << 2 */
+    const algo_t *al; /* NULL: none yet */
+    algo_params_t params;
+} auto_memo_t;
+
 struct weft_comm {
     int rank, size;
     int *world; /* rank -> transport rank */
@@ -42,6 +51,7 @@ struct weft_comm {
     xport_t *x;
     algo_choice_t choice[WEFT_COLL_COUNT];
     const char *last[WEFT_COLL_COUNT]; /* the algorithm of the last call */
+    auto_memo_t auto_memo[WEFT_COLL_COUNT]; /* AUTO's last decision per collective */
     sched_entry_t cache[SCHED_CACHE_SIZE];
     uint64_t clock;
     bool owns_x; /* the transport belongs to this communicator (MPI) */
@@ -116,8 +126,10 @@ int config_choice(weft_coll_t coll, const char *name, const char *params, algo_c
 int config_numbers_from_env(int *node_size, uint64_t *timeout_ns);
 
 /* tune/select.c: AUTO */
-/* AUTO (src/tune/select.c): the algorithm for a call and, in *params, the
- * parameters its table row gives; NULL only if no algorithm serves it. */
-const algo_t *select_algo(const coll_args_t *a, algo_params_t *params);
+/* AUTO (src/tune/select.c): the algorithm for a call, with the parameters
+ * its table row gives put in a->params; NULL only if no algorithm serves
+ * it.  A call shaped like the communicator's previous one of the same
+ * collective reuses that decision without a table lookup. */
+const algo_t *select_algo(weft_comm_t comm, coll_args_t *a);
 
 #endif

@@ -74,14 +74,24 @@ static void log_once(const coll_args_t *a, const tune_pick_t *p)
             sk.used ? "; passed over: " : "", sk.text);
 }
 
-const algo_t *select_algo(const coll_args_t *a, algo_params_t *params)
+const algo_t *select_algo(weft_comm_t comm, coll_args_t *a)
 {
+    unsigned opclass = a->commutative | a->idempotent << 1 | a->invertible << 2;
+    auto_memo_t *m = &comm->auto_memo[a->coll];
+    if (m->al && m->count == a->count && m->esize == a->esize && m->root == a->root &&
+        m->opclass == opclass) {
+        a->params = m->params;
+        return m->al;
+    }
     tune_pick_t p;
     if (tune_select(a, NULL, NULL, &p))
         return NULL;
     if (p.params)
-        *params = *p.params;
+        a->params = *p.params;
     if (a->rank == 0 && verbose()) /* every rank decides alike */
         log_once(a, &p);
+    m->count = a->count, m->esize = a->esize, m->root = a->root, m->opclass = opclass;
+    m->al = p.al;
+    m->params = a->params;
     return p.al;
 }

@@ -62,23 +62,26 @@ static const char builtin_text[] =
 
 static bool is_pow2(uint64_t v) { return v && !(v & (v - 1)); }
 
-/* "123", "64K", "1M", "2G" (binary); false on anything else or overflow. */
-static bool parse_size(const char *s, uint64_t *out)
+const char *size_prefix(const char *s, uint64_t *out)
 {
-    if (!isdigit((unsigned char)*s))
-        return false;
+    if (!isdigit((unsigned char)*s)) /* strtoull would take "-5" as 2^64 - 5 */
+        return NULL;
     errno = 0;
     char *e;
     unsigned long long v = strtoull(s, &e, 10);
     if (errno)
-        return false;
+        return NULL;
     int shift = *e == 'K' ? 10 : *e == 'M' ? 20 : *e == 'G' ? 30 : 0;
-    if (shift)
-        e++;
-    if (*e || (shift && v > (UINT64_MAX >> shift)))
-        return false;
+    if (shift && v > (UINT64_MAX >> shift))
+        return NULL;
     *out = (uint64_t)v << shift;
-    return true;
+    return e + (shift != 0);
+}
+
+static bool parse_size(const char *s, uint64_t *out)
+{
+    const char *e = size_prefix(s, out);
+    return e && !*e;
 }
 
 /* "*", "N", "LO-HI", "LO-*" */

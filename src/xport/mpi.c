@@ -285,7 +285,7 @@ static int mpi_open_comm(MPI_Comm dup, xport_t **out);
 
 static call_desc_t *mine_of(mpi_xport_t *x, uint64_t key)
 {
-    return &x->mine[((key >> 32) * 0x9e3779b1u + (uint32_t)key) % 16];
+    return &x->mine[call_slot(key, sizeof x->mine / sizeof x->mine[0])];
 }
 
 /* Sends d to peer from buf[peer], which stays put until the transport

@@ -17,6 +17,8 @@
 #include "../core/core.h"
 #include "segment.h"
 
+/* Cells per ring: a power of two (shm.c indexes a ring by sequence number
+ * & (ncells - 1)), halved when memory is short. */
 static uint32_t cells_for(int nrank)
 {
     if (nrank <= 8)

@@ -54,8 +54,8 @@ typedef struct unexp {
 } unexp_t;
 
 typedef struct peer_state {
-    uint32_t widx, ridx;      /* next cell to write (to peer) / read (from) */
-    uint64_t wseq, rseq;      /* cells written to the peer / read from it */
+    uint64_t wseq, rseq;      /* cells written to the peer / read from it (the
+                               * next cell is seq mod ncells, a power of two) */
     uint64_t consumed_seen;   /* the peer's last count of cells consumed */
     ring_hdr_t *out, *in;      /* the rings to and from the peer, once known */
     xreq_t *rd_head, *rd_tail; /* single-copy sends the peer has yet to read */
@@ -232,20 +232,19 @@ static cell_t *cell_to_write(shm_xport_t *x, peer_state_t *ps)
         if (ps->wseq - ps->consumed_seen >= x->ncells)
             return NULL;
     }
-    return seg_cell(&x->seg, ps->out, ps->widx);
+    return seg_cell(&x->seg, ps->out, (uint32_t)(ps->wseq & (x->ncells - 1)));
 }
 
 static void cell_post(shm_xport_t *x, peer_state_t *ps, cell_t *c)
 {
     atomic_store_explicit(&c->seq, (uint32_t)(ps->wseq + 1), memory_order_release);
     ps->wseq++;
-    ps->widx = ps->widx + 1 == x->ncells ? 0 : ps->widx + 1;
 }
 
 /* The next cell from a ring if it holds a message cell, else NULL. */
 static cell_t *cell_to_read(shm_xport_t *x, peer_state_t *ps, ring_hdr_t *ring)
 {
-    cell_t *c = seg_cell(&x->seg, ring, ps->ridx);
+    cell_t *c = seg_cell(&x->seg, ring, (uint32_t)(ps->rseq & (x->ncells - 1)));
     return atomic_load_explicit(&c->seq, memory_order_acquire) == (uint32_t)(ps->rseq + 1) ? c
                                                                                           : NULL;
 }
@@ -253,7 +252,6 @@ static cell_t *cell_to_read(shm_xport_t *x, peer_state_t *ps, ring_hdr_t *ring)
 static void cell_free(shm_xport_t *x, peer_state_t *ps, ring_hdr_t *ring)
 {
     ps->rseq++;
-    ps->ridx = ps->ridx + 1 == x->ncells ? 0 : ps->ridx + 1;
     atomic_store_explicit(&ring->consumed, ps->rseq, memory_order_release);
 }
 
@@ -570,8 +568,7 @@ static void shm_block(xport_t *xp, int timeout_ms)
  * one read; the log keeps the newest call of each slot. */
 static call_rec_t *rec_of(shm_xport_t *x, int rank, uint64_t key)
 {
-    uint64_t h = (key >> 32) * 0x9e3779b1u + (uint32_t)key;
-    return seg_calllog(&x->seg, rank) + h % SEG_CALLLOG;
+    return seg_calllog(&x->seg, rank) + call_slot(key, SEG_CALLLOG);
 }
 
 /* Lock-free: threads on different communicators may publish at once, and a

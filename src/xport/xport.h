@@ -47,6 +47,13 @@ enum { CALL_STARTED = 1, CALL_ABANDONED = 3 };
 enum { PEER_UNKNOWN = -1, PEER_NEW = 0, PEER_ATTACHED = 1, PEER_FINALIZED = 2,
        PEER_FINALIZING = 3 };
 
+/* The slot (of n) where a rank keeps its record of call `key`: peers
+ * look a call up with one read (shm's call log, MPI's recent calls). */
+static inline unsigned call_slot(uint64_t key, unsigned n)
+{
+    return (unsigned)(((key >> 32) * 0x9e3779b1u + (uint32_t)key) % n);
+}
+
 /* The call a message tag belongs to (api.c's tag layout). */
 static inline uint64_t call_key_of_tag(uint64_t tag)
 {
