@@ -201,6 +201,22 @@ WEFT_API weft_err_t weft_op_free(weft_op_t *op);
  * apart: the address of a function or static object, read the same way. */
 WEFT_API weft_err_t weft_op_set_origin(weft_op_t op, const void *origin);
 
+/* ---- buffers in the shared arena ----
+ * weft_alloc returns memory that peers on the same machine can read in
+ * place: a collective whose buffers come from it moves a message by one
+ * copy (or one reduction) straight from the sender's pages, without the
+ * copy into shared memory or a system call.  Any buffer works with any
+ * call; these are only faster.  Blocks are whole pages, 4 KiB-aligned, and
+ * zeroed on first use; the arena holds at most the machine's memory
+ * (WEFT_ARENA_MAX, in MiB, sets less) and may be used before weft_init and
+ * after weft_finalize.  bytes = 0, or more than the arena holds, fails
+ * (WEFT_EINVAL, WEFT_ENOMEM) with *ptr = NULL.  weft_free(NULL) does
+ * nothing; a pointer weft_alloc did not return, or one freed already,
+ * fails with WEFT_EINVAL.  A buffer must not be freed while a collective
+ * that uses it is unfinished. */
+WEFT_API weft_err_t weft_alloc(size_t bytes, void **ptr);
+WEFT_API weft_err_t weft_free(void *ptr);
+
 /* ---- algorithm selection ----
  * name: an algorithm of that collective (see `weft algorithms` and
  * docs/ALGORITHMS.md) or "auto".  params: NULL or "key=value,..." (e.g.

@@ -12,7 +12,13 @@
  * One weft communicator per MPI communicator is cached as an attribute whose
  * delete callback frees it, so MPI_Comm_free releases it.  User ops are
  * recorded at MPI_Op_create (MPI offers no way to get the function back from
- * an MPI_Op) and wrapped as weft user ops with the op's commutativity. */
+ * an MPI_Op) and wrapped as weft user ops with the op's commutativity.
+ *
+ * MPI_Alloc_mem hands out weft's shared arena (weft_alloc), which peers on
+ * the same node read in place: a program that allocates its buffers that
+ * way (as MPI advises for one-sided and fast paths) gets weft's zero-copy
+ * path unchanged.  MPI_Free_mem gives arena blocks back to weft and the
+ * rest to MPI. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -540,6 +546,28 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
     return MPI_SUCCESS;
 }
 
+/* ---- memory ---- */
+
+static long arena_blocks; /* MPI_Alloc_mem calls served from weft's arena */
+
+int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr)
+{
+    void *p = NULL;
+    if (size > 0 && baseptr && weft_alloc((size_t)size, &p) == WEFT_OK) {
+        *(void **)baseptr = p;
+        __atomic_add_fetch(&arena_blocks, 1, __ATOMIC_RELAXED);
+        return MPI_SUCCESS;
+    }
+    return PMPI_Alloc_mem(size, info, baseptr); /* MPI checks and reports the arguments */
+}
+
+int MPI_Free_mem(void *base)
+{
+    if (base && weft_free(base) == WEFT_OK)
+        return MPI_SUCCESS;
+    return PMPI_Free_mem(base);
+}
+
 int MPI_Finalize(void)
 {
     if (keyval != MPI_KEYVAL_INVALID) {
@@ -573,6 +601,9 @@ int MPI_Finalize(void)
             fprintf(stderr, "weft-mpi[rank %d]: %s: %ld served by weft, %ld by MPI%s\n", rank,
                     cname[c], served[c], fb, reasons);
         }
+        if (arena_blocks)
+            fprintf(stderr, "weft-mpi[rank %d]: MPI_Alloc_mem: %ld blocks from weft's arena\n",
+                    rank, arena_blocks);
     }
     return PMPI_Finalize();
 }

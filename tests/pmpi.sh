@@ -18,6 +18,7 @@ for c in MPI_Reduce MPI_Bcast MPI_Reduce_scatter_block MPI_Allgather; do
     grep -q "rank 0\]: $c: [1-9][0-9]* served by weft" "$log" || fail "weft served no $c"
 done
 grep -q "MPI_Bcast: .*1 unsupported datatype" "$log" || fail "the derived datatype did not fall back"
+grep -q "rank 0\]: MPI_Alloc_mem: 2 blocks from weft's arena" "$log" || fail "MPI_Alloc_mem did not use weft's arena"
 grep -q "MPI_Allreduce: .*unsupported datatype" "$log" || fail "MINLOC on MPI_2INT did not fall back"
 # a forced algorithm that cannot serve a call (ring with the program's
 # non-commutative op) serves it with AUTO and says so; WEFT_STRICT=1 fails it

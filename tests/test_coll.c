@@ -29,6 +29,34 @@ static weft_op_t affine_op;
 
 #define LARGE 1000003u
 
+/* --mem weft: every data buffer from weft_alloc (peers read it in place);
+ * --mem mixed: on even ranks only, so that arena and private buffers meet
+ * in one call.  Otherwise malloc. */
+static int mem_mode;
+static void *tbuf(size_t bytes)
+{
+    void *p = NULL;
+    if (mem_mode == 1 || (mem_mode == 2 && me % 2 == 0)) {
+        if (weft_alloc(bytes, &p) != WEFT_OK) {
+            fprintf(stderr, "rank %d: weft_alloc(%zu): %s\n", me, bytes, weft_last_error());
+            exit(1);
+        }
+        return p;
+    }
+    return malloc(bytes);
+}
+static void tfree(void *p)
+{
+    if (mem_mode == 1 || (mem_mode == 2 && me % 2 == 0)) {
+        if (weft_free(p) != WEFT_OK) {
+            fprintf(stderr, "rank %d: weft_free: %s\n", me, weft_last_error());
+            exit(1);
+        }
+        return;
+    }
+    free(p);
+}
+
 /* ---- the non-commutative op: x -> a x + b (mod 2^32), a odd; elements are
  * uint64 (a << 32 | b); f o g means "apply g first, then f"; the result in
  * rank order is x0 o x1 o ... o x(P-1). */
@@ -270,7 +298,7 @@ static void test_reduction(weft_coll_t coll, const char *name, int ai, const cha
             if (large && k != (P + ai) % K_AFFINE)
                 continue;
             size_t es = weft_dtype_size(kind_dtype(k));
-            char *in = malloc(n * es + 8), *out = malloc(n * es + 8);
+            char *in = tbuf(n * es + 8), *out = tbuf(n * es + 8);
             fill(k, in, 0, n, me, closed);
             for (int ri = 0; ri < nroots; ri++) {
                 if (large && ri != (P + ai) % nroots)
@@ -324,8 +352,8 @@ static void test_reduction(weft_coll_t coll, const char *name, int ai, const cha
                               "between ranks", name, kind_name[k], n);
                 }
             }
-            free(in);
-            free(out);
+            tfree(in);
+            tfree(out);
         }
     }
 }
@@ -348,7 +376,7 @@ static void test_bcast(const char *name, int ai, const char *params)
                     continue;
                 int root = roots[ri];
                 size_t es = weft_dtype_size(dts[d]), bytes = n * es;
-                unsigned char *buf = malloc(bytes + 1);
+                unsigned char *buf = tbuf(bytes + 1);
                 for (size_t i = 0; i < bytes; i++)
                     buf[i] = me == root ? (unsigned char)(i * 31 + (size_t)root * 7 + 1) : 0x5a;
                 int rc = weft_bcast(buf, n, dts[d], root, world);
@@ -358,7 +386,7 @@ static void test_bcast(const char *name, int ai, const char *params)
                     bad += buf[i] != (unsigned char)(i * 31 + (size_t)root * 7 + 1);
                 CHECK(!bad, "bcast %s %s n=%zu root=%d: %zu wrong bytes", name,
                       weft_dtype_name(dts[d]), n, root, bad);
-                free(buf);
+                tfree(buf);
             }
 }
 
@@ -377,7 +405,7 @@ static void test_reduce_scatter(const char *name)
             if (ci == 3 && k != P % K_AFFINE) /* large: one kind, rotating with P */
                 continue;
             size_t c = counts[ci], es = weft_dtype_size(kind_dtype(k));
-            char *in = malloc((size_t)P * c * es + 8), *out = malloc((size_t)P * c * es + 8);
+            char *in = tbuf((size_t)P * c * es + 8), *out = tbuf((size_t)P * c * es + 8);
             for (int inplace = 0; inplace < 2; inplace++) {
                 fill(k, in, 0, (size_t)P * c, me, 0);
                 memset(out, 0x33, (size_t)P * c * es);
@@ -395,8 +423,8 @@ static void test_reduce_scatter(const char *name)
                 CHECK(!bad, "reduce_scatter %s %s c=%zu%s: %zu wrong", name, kind_name[k], c,
                       inplace ? " in place" : "", bad);
             }
-            free(in);
-            free(out);
+            tfree(in);
+            tfree(out);
         }
 }
 
@@ -418,7 +446,7 @@ static void test_gathers(weft_coll_t coll, const char *name)
                     int root = roots[ri];
                     size_t c = counts[ci], es = weft_dtype_size(dts[d]), bb = c * es;
                     size_t all = (size_t)P * bb;
-                    unsigned char *big = malloc(all + 1), *small = malloc(bb + 1);
+                    unsigned char *big = tbuf(all + 1), *small = tbuf(bb + 1);
                     int rc;
                     bool ip = inplace && (coll == WEFT_COLL_ALLGATHER || me == root);
                     if (coll == WEFT_COLL_SCATTER) {
@@ -453,8 +481,8 @@ static void test_gathers(weft_coll_t coll, const char *name)
                     }
                     CHECK(rc == WEFT_OK, "%s %s: error %d: %s", weft_coll_name(coll), name, rc,
                           weft_last_error());
-                    free(big);
-                    free(small);
+                    tfree(big);
+                    tfree(small);
                 }
 }
 
@@ -466,7 +494,7 @@ static void test_split_phase(void)
     weft_set_algorithm(world, WEFT_COLL_BCAST, "auto", NULL);
     weft_set_algorithm(world, WEFT_COLL_REDUCE, "auto", NULL);
     size_t n = 4099;
-    int32_t *a = malloc(n * 4), *b = malloc(n * 4), *oa = malloc(n * 4), *ob = malloc(n * 4);
+    int32_t *a = tbuf(n * 4), *b = tbuf(n * 4), *oa = tbuf(n * 4), *ob = tbuf(n * 4);
     for (size_t i = 0; i < n; i++)
         a[i] = (int32_t)(i + (size_t)me), b[i] = (int32_t)(i * 3 + (size_t)me);
     weft_request_t ra, rb, rc_;
@@ -489,7 +517,7 @@ static void test_split_phase(void)
             bad += ob[i] != (int32_t)(3 * i * (size_t)P + (size_t)P * (P - 1) / 2);
     }
     CHECK(!bad && bval == 4242, "split-phase results wrong (%zu, bcast %d)", bad, (int)bval);
-    free(a), free(b), free(oa), free(ob);
+    tfree(a), tfree(b), tfree(oa), tfree(ob);
 }
 
 static void test_comms(void)
@@ -546,6 +574,14 @@ int main(int argc, char **argv)
     me = weft_comm_rank(world);
     weft_op_create(affine_fn, NULL, 0, 0, &affine_op);
     weft_op_create(user_sum_fn, NULL, 1, 0, &user_sum_op);
+    if (argc > 2 && !strcmp(argv[1], "--mem")) {
+        mem_mode = !strcmp(argv[2], "weft") ? 1 : !strcmp(argv[2], "mixed") ? 2 : -1;
+        if (mem_mode < 0) {
+            fprintf(stderr, "test_coll: --mem %s: want weft or mixed\n", argv[2]);
+            return 2;
+        }
+        argc -= 2, argv += 2;
+    }
     const char *only = argc > 1 ? argv[1] : NULL; /* optional: one collective */
     for (int c = 0; c < WEFT_COLL_BARRIER; c++) {
         weft_coll_t coll = (weft_coll_t)c;

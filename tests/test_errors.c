@@ -32,6 +32,60 @@ static void noncomm(const void *in, void *inout, size_t n, weft_dtype_t dt, void
         b[i] = a[i] - b[i];
 }
 
+/* weft_alloc / weft_free: usable before weft_init, bad input refused with
+ * a message, blocks page-aligned, zeroed, reusable once freed. */
+static void arena_checks(void)
+{
+    void *p = (void *)1, *q = NULL, *r = NULL;
+    EXPECT(weft_alloc(0, &p), WEFT_EINVAL, "0 bytes");
+    checks++, failures += p != NULL; /* *ptr is NULL after a failure */
+    EXPECT(weft_alloc(16, NULL), WEFT_EINVAL, "ptr is NULL");
+    EXPECT(weft_alloc(SIZE_MAX, &p), WEFT_ENOMEM, "more than the arena");
+    EXPECT(weft_alloc((size_t)1 << 50, &p), WEFT_ENOMEM, "WEFT_ARENA_MAX");
+    EXPECT(weft_alloc(10000, &q), WEFT_OK, NULL);
+    EXPECT(weft_alloc(1, &r), WEFT_OK, NULL);
+    checks++;
+    if (!q || !r || ((uintptr_t)q & 4095) || ((uintptr_t)r & 4095) ||
+        (char *)r - (char *)q < 10000) {
+        failures++;
+        fprintf(stderr, "rank %d: FAIL weft_alloc gave %p and %p\n", me, q, r);
+        return;
+    }
+    size_t zeros = 0;
+    for (size_t i = 0; i < 10000; i++)
+        zeros += ((unsigned char *)q)[i] == 0;
+    checks++, failures += zeros != 10000;
+    memset(q, 0x5c, 10000);
+    int32_t local[4];
+    EXPECT(weft_free(local), WEFT_EINVAL, "not returned by weft_alloc");
+    void *m = malloc(64);
+    EXPECT(weft_free(m), WEFT_EINVAL, "not returned by weft_alloc");
+    free(m);
+    EXPECT(weft_free((char *)q + 4096), WEFT_EINVAL, "not returned by weft_alloc");
+    EXPECT(weft_free(NULL), WEFT_OK, NULL);
+    EXPECT(weft_free(q), WEFT_OK, NULL);
+    EXPECT(weft_free(q), WEFT_EINVAL, "freed already");
+    void *q2 = NULL;
+    EXPECT(weft_alloc(8192, &q2), WEFT_OK, NULL); /* reuses the freed block, zeroed */
+    checks++, failures += q2 != q || ((unsigned char *)q2)[100] != 0;
+    EXPECT(weft_free(q2), WEFT_OK, NULL);
+    EXPECT(weft_free(r), WEFT_OK, NULL);
+}
+
+/* Run with WEFT_ARENA_MAX=4 (MiB): the arena fills and says so; freeing
+ * makes room again. */
+static int arena_limit_mode(void)
+{
+    void *a = NULL, *b = NULL;
+    EXPECT(weft_alloc(3u << 20, &a), WEFT_OK, NULL);
+    EXPECT(weft_alloc(2u << 20, &b), WEFT_ENOMEM, "arena is full");
+    EXPECT(weft_free(a), WEFT_OK, NULL);
+    EXPECT(weft_alloc(4u << 20, &b), WEFT_OK, NULL);
+    EXPECT(weft_free(b), WEFT_OK, NULL);
+    printf("arena_limit: %d checks, %d failures\n", checks, failures);
+    return failures ? 1 : 0;
+}
+
 static int mismatch_mode(void)
 {
     weft_comm_t w = weft_comm_world();
@@ -55,6 +109,17 @@ int main(int argc, char **argv)
     EXPECT(weft_allreduce(a, b, 1, WEFT_INT32, WEFT_SUM, weft_comm_world()), WEFT_ENOTINIT, "weft_init");
     EXPECT(weft_barrier(NULL), WEFT_ENOTINIT, NULL);
     EXPECT(weft_finalize(), WEFT_ENOTINIT, NULL);
+    if (argc > 1 && !strcmp(argv[1], "arena_limit"))
+        return arena_limit_mode();
+    if (argc > 1 && !strcmp(argv[1], "arena_badenv")) {
+        /* run with WEFT_ARENA_MAX=lots: weft_alloc and weft_init refuse it */
+        EXPECT(weft_alloc(64, &(void *){NULL}), WEFT_EINVAL, "WEFT_ARENA_MAX=lots");
+        if (getenv("WEFT_SHM")) /* under weft run: the transport opens the arena */
+            EXPECT(weft_init(&argc, &argv), WEFT_EINVAL, "WEFT_ARENA_MAX=lots");
+        printf("arena_badenv: %s\n", weft_last_error());
+        return failures ? 1 : 0;
+    }
+    arena_checks(); /* before weft_init */
     if (argc > 1 && !strcmp(argv[1], "badenv")) {
         /* run with WEFT_ALLREDUCE_ALGO=bogus: weft_init must refuse it */
         EXPECT(weft_init(&argc, &argv), WEFT_EINVAL, "WEFT_ALLREDUCE_ALGO=bogus");
@@ -114,6 +179,7 @@ int main(int argc, char **argv)
     /* count 0 with NULL buffers is fine */
     EXPECT(weft_allreduce(NULL, NULL, 0, WEFT_INT32, WEFT_SUM, w), WEFT_OK, NULL);
     EXPECT(weft_barrier(w), WEFT_OK, NULL);
+    arena_checks(); /* and after */
     int total = failures;
     weft_allreduce(WEFT_IN_PLACE, &total, 1, WEFT_INT32, WEFT_SUM, w);
     if (me == 0)

@@ -267,6 +267,26 @@ int main(int argc, char **argv)
     struct { int v, r; } ml = {rank * 10 % 7, rank}, mr;
     MPI_Allreduce(&ml, &mr, 1, MPI_2INT, MPI_MAXLOC, MPI_COMM_WORLD);
     CHECK(mr.v == 6 || size < 4, "maxloc");
+    /* MPI_Alloc_mem'd buffers (weft's arena under the drop-in): a large
+     * allreduce read in place, then MPI_Free_mem */
+    {
+        int n = 1 << 18;
+        float *ai = NULL, *ao = NULL;
+        CHECK(MPI_Alloc_mem((MPI_Aint)n * 4, MPI_INFO_NULL, &ai) == MPI_SUCCESS &&
+              MPI_Alloc_mem((MPI_Aint)n * 4, MPI_INFO_NULL, &ao) == MPI_SUCCESS, "MPI_Alloc_mem");
+        for (int i = 0; i < n; i++)
+            ai[i] = (float)((i + rank) % 13);
+        MPI_Allreduce(ai, ao, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        int wrong = 0;
+        for (int i = 0; i < n; i++) {
+            float expect = 0;
+            for (int r = 0; r < size; r++)
+                expect += (float)((i + r) % 13);
+            wrong += ao[i] != expect;
+        }
+        CHECK(!wrong, "allreduce of MPI_Alloc_mem buffers: %d wrong", wrong);
+        CHECK(MPI_Free_mem(ai) == MPI_SUCCESS && MPI_Free_mem(ao) == MPI_SUCCESS, "MPI_Free_mem");
+    }
     /* bad input: errors come back through the error handler, as from MPI */
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     int x = 1, y = 0;

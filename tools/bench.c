@@ -38,6 +38,8 @@ static void bench_usage(FILE *f)
             "       weft bench kernels   (reduction kernel throughput against memcpy)\n"
             "                  [--sizes LO:HI | S1,S2,..] [--iters N] [--warmup N] [--check]\n"
             "                  [--dtype float32] [--op sum] [--root R] [--csv F] [--json F] [--osu]\n"
+            "                  [--mem malloc|weft]  (user buffers from malloc, the default, or\n"
+            "                  from weft_alloc: the shared arena, which peers read in place)\n"
             "                  [--transport mpi|shm]  (under mpirun; algorithm 'native' is the\n"
             "                  MPI library's own collective, and ratios against it are shown)\n"
             "Sizes are in bytes, K, M or G allowed (LO:HI doubles from LO); default 4:64M,\n"
@@ -191,6 +193,12 @@ int bench_parse(int argc, char **argv, bench_opts_t *o)
                 return 2;
             }
             o->root = (int)r;
+        } else if (!strcmp(argv[i - 1], "--mem")) {
+            if (strcmp(v, "malloc") && strcmp(v, "weft")) {
+                fprintf(stderr, "weft bench: --mem %s: want malloc or weft (weft_alloc)\n", v);
+                return 2;
+            }
+            o->arena = v[0] == 'w';
         } else if (!strcmp(argv[i - 1], "--transport")) {
             if (strcmp(v, "mpi") && strcmp(v, "shm")) {
                 fprintf(stderr, "weft bench: --transport %s: want mpi or shm\n", v);
@@ -448,12 +456,14 @@ static void print_header(const bench_opts_t *o, int P, const lineup_t *L)
         printf("# native: %s\n", v);
     }
 #endif
-    printf("# weft bench %s: P=%d, %s %s, %s; latency in us (%s)%s\n", weft_coll_name(o->coll), P,
-           weft_dtype_name(o->dtype), o->coll == WEFT_COLL_BCAST ? "" : weft_op_name(o->op),
+    printf("# weft bench %s: P=%d, %s %s, %s, buffers from %s; latency in us (%s)%s\n",
+           weft_coll_name(o->coll), P, weft_dtype_name(o->dtype),
+           o->coll == WEFT_COLL_BCAST ? "" : weft_op_name(o->op),
            !o->transport ? "shared memory (weft run)"
            : !strcmp(o->transport, "mpi") ? "weft over MPI point-to-point, under mpirun"
                                           : "weft shared memory, under mpirun",
-           convention(o), L->summary ? "" : "; busbw in GB/s; * = fastest");
+           o->arena ? "weft_alloc" : "malloc", convention(o),
+           L->summary ? "" : "; busbw in GB/s; * = fastest");
     if (L->summary) {
         printf("%12s | %9s %-20s | %9s %-20s | %9s", "bytes", "auto", "(its choice)", "fastest",
                "(algorithm)", "auto/best");
@@ -689,7 +699,14 @@ static int bench_rank(const bench_opts_t *o, weft_comm_t comm)
     for (int s = 0; s < o->nsizes; s++)
         maxbytes = o->sizes[s] > maxbytes ? o->sizes[s] : maxbytes;
     size_t maxcount = maxbytes / es ? maxbytes / es : 1;
-    void *in = calloc(maxcount, es), *out = calloc(maxcount, es);
+    void *in = NULL, *out = NULL;
+    if (!o->arena) {
+        in = calloc(maxcount, es);
+        out = calloc(maxcount, es);
+    } else if (weft_alloc(maxcount * es, &in) || weft_alloc(maxcount * es, &out)) {
+        fprintf(stderr, "weft bench: %s\n", weft_last_error());
+        return 1;
+    }
     int maxiters = o->iters > 0 ? o->iters : 1000;
     double *times = malloc((size_t)maxiters * sizeof *times);
     result_t *res = calloc((size_t)o->nsizes * na, sizeof *res);
@@ -744,8 +761,13 @@ static int bench_rank(const bench_opts_t *o, weft_comm_t comm)
     if (!rank && o->check)
         printf(failures ? "# check: %d results WRONG\n" : "# check: every result verified\n",
                failures);
-    free(in);
-    free(out);
+    if (o->arena) {
+        weft_free(in);
+        weft_free(out);
+    } else {
+        free(in);
+        free(out);
+    }
     free(times);
     free(res);
     lineup_free(L);

@@ -1,6 +1,7 @@
 /* config.c — algorithm choices from the environment (WEFT_ALLREDUCE_ALGO=ring,
  * WEFT_ALLREDUCE_PARAMS=...) and from weft_set_algorithm. */
 #include <ctype.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,4 +111,16 @@ int weft_algorithm_properties_with(weft_coll_t coll, const char *name, const cha
     a.params = ch.params;
     return (int)(algo_effective_flags(ch.al, &a) &
                  (ALGO_NEEDS_COMMUTATIVE | ALGO_NEEDS_IDEMPOTENT | ALGO_IDENTICAL));
+}
+
+bool weft_verbose(void)
+{
+    static _Atomic int v = -1; /* threads may race to set it: all set the same */
+    int now = atomic_load_explicit(&v, memory_order_relaxed);
+    if (now < 0) {
+        const char *e = getenv("WEFT_VERBOSE");
+        now = e && *e && strcmp(e, "0");
+        atomic_store_explicit(&v, now, memory_order_relaxed);
+    }
+    return now;
 }

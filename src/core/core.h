@@ -67,6 +67,9 @@ WEFT_TOOL_API uint16_t float_to_half(float f);
 WEFT_TOOL_API float bf16_to_float(uint16_t h);
 WEFT_TOOL_API uint16_t float_to_bf16(float f);
 
+/* WEFT_VERBOSE is set (and not 0): say on stderr what was decided, once. */
+bool weft_verbose(void);
+
 /* Monotonic time. */
 WEFT_TOOL_API double weft_now(void);
 uint64_t weft_now_ns(void);

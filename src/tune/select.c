@@ -18,18 +18,6 @@
 static _Atomic unsigned char logged[2][LOGGED_ROWS];
 static _Atomic unsigned char logged_fallback[WEFT_COLL_COUNT];
 
-static bool verbose(void)
-{
-    static _Atomic int v = -1; /* threads may race to set it: all set the same */
-    int now = atomic_load_explicit(&v, memory_order_relaxed);
-    if (now < 0) {
-        const char *e = getenv("WEFT_VERBOSE");
-        now = e && *e && strcmp(e, "0");
-        atomic_store_explicit(&v, now, memory_order_relaxed);
-    }
-    return now;
-}
-
 /* The choices passed over, "name: why; ..." */
 typedef struct skipped {
     char text[600];
@@ -88,7 +76,7 @@ const algo_t *select_algo(weft_comm_t comm, coll_args_t *a)
         return NULL;
     if (p.params)
         a->params = *p.params;
-    if (a->rank == 0 && verbose()) /* every rank decides alike */
+    if (a->rank == 0 && weft_verbose()) /* every rank decides alike */
         log_once(a, &p);
     m->count = a->count, m->esize = a->esize, m->root = a->root, m->opclass = opclass;
     m->al = p.al;

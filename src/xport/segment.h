@@ -54,7 +54,10 @@ typedef struct seg_rank {
     uint64_t probe; /* address of a word in this process that peers may
                      * read with process_vm_readv to learn whether they can
                      * (shm.c, single copy); 0: the rank does not offer it */
-    char pad[40];
+    int32_t arena_fd;    /* this rank's arena (arena.h): its memfd's number */
+    uint32_t pad1;
+    uint64_t arena_span; /* and size; 0: peers may not map it */
+    char pad[24];
 } __attribute__((aligned(64))) seg_rank_t;
 
 /* One record of a rank's call log (SEG_CALLLOG slots, the slot chosen by
@@ -75,7 +78,7 @@ typedef struct call_rec {
 enum { RING_CMA_UNKNOWN = 0, RING_CMA_YES = 1, RING_CMA_NO = 2 };
 typedef struct ring_hdr {
     _Atomic uint32_t cma;
-    uint32_t pad0;
+    _Atomic uint32_t arena; /* RING_CMA_*: can the receiver map the sender's arena? */
     _Atomic uint64_t read;
     /* cells the receiver has consumed, in all: the sender rereads it only
      * when the ring looks full, so a message moves the cell's line once */
@@ -106,11 +109,14 @@ static inline char *cell_data(cell_t *c, uint64_t total)
     return total <= CELL_INLINE ? c->inline_data : c->payload;
 }
 
-/* Where a single-copy message's bytes are: in the sender's memory. */
+/* Where a single-copy message's bytes are: in the sender's memory, at
+ * addr in its address space and, when in_arena, at arena_off in its arena
+ * (which the receiver has mapped: no system call to read them). */
 typedef struct cma_desc {
     uint64_t addr;
     int32_t pid;
-    uint32_t pad;
+    uint32_t in_arena;
+    uint64_t arena_off;
 } cma_desc_t;
 
 typedef struct seg {

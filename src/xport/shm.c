@@ -41,6 +41,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "arena.h"
 #include "segment.h"
 #include "xport.h"
 
@@ -60,6 +61,8 @@ typedef struct peer_state {
     ring_hdr_t *out, *in;      /* the rings to and from the peer, once known */
     xreq_t *rd_head, *rd_tail; /* single-copy sends the peer has yet to read */
     uint64_t rd_done;          /* single-copy sends to the peer completed */
+    const char *arena;         /* the peer's arena, mapped read-only, or NULL */
+    size_t arena_span;
     xreq_t *sq_head, *sq_tail; /* sends to this peer, in order */
     xreq_t *rq_head, *rq_tail; /* posted receives from this peer */
     xreq_t *cur;               /* receive being delivered */
@@ -76,6 +79,7 @@ typedef struct shm_xport {
     size_t cma_min;      /* single copy from this many bytes; SIZE_MAX: never */
     size_t cma_min_copy; /* the same for sends whose receiver only copies */
     size_t cma_max_copy; /* and up to this many bytes */
+    size_t arena_min;    /* a send from the arena is read in place from this many bytes */
     int32_t pid;
     char *bounce;   /* CMA_PIECE bytes for single-copy receive-and-reduce */
 } shm_xport_t;
@@ -93,6 +97,9 @@ typedef struct shm_xport {
 #define CMA_MIN_DEFAULT (1u << 20)
 #define CMA_MIN_COPY_DEFAULT (64u << 10)
 #define CMA_MAX_COPY_DEFAULT (4u << 20)
+/* From the arena a message costs its receiver one copy (or reduce) from
+ * the sender's pages and no system call, against two copies through cells. */
+#define ARENA_MIN_DEFAULT (4u << 10)
 #define CMA_PIECE 65536u /* a multiple of every element size */
 /* what a rank's probe word holds: peers that read it back can read us */
 static uint64_t cma_probe_word;
@@ -168,12 +175,45 @@ static uint32_t cma_probe(shm_xport_t *x, int src)
                ? RING_CMA_YES : RING_CMA_NO;
 }
 
+/* Can this rank map src's arena?  Asked once per ring, by mapping it
+ * (read-only; the mapping is kept until the transport closes). */
+static uint32_t arena_probe(shm_xport_t *x, int src)
+{
+    seg_rank_t *rk = seg_rank(&x->seg, src);
+    peer_state_t *ps = &x->peers[src];
+    if (x->cma_min == SIZE_MAX || !rk->arena_span)
+        return RING_CMA_NO;
+    if (!ps->arena) {
+        ps->arena = arena_map_peer(rk->pid, rk->arena_fd, rk->arena_span);
+        ps->arena_span = rk->arena_span;
+    }
+    return ps->arena ? RING_CMA_YES : RING_CMA_NO;
+}
+
+/* WEFT_VERBOSE: which single-copy paths the first ring found offers (the
+ * others are probed the same way; a refusal is said for each). */
+static void say_paths(shm_xport_t *x, int src)
+{
+    static atomic_flag said = ATOMIC_FLAG_INIT;
+    ring_hdr_t *in = x->peers[src].in;
+    bool arena = atomic_load(&in->arena) == RING_CMA_YES, cma = atomic_load(&in->cma) == RING_CMA_YES;
+    if (!weft_verbose() || ((arena && cma) && atomic_flag_test_and_set(&said)))
+        return;
+    fprintf(stderr, "weft: shm rank %d reads rank %d's large messages by single copy: "
+            "weft_alloc buffers in place (arena): %s; others by process_vm_readv: %s%s\n",
+            x->base.rank, src, arena ? "yes" : "no", cma ? "yes" : "no",
+            x->cma_min == SIZE_MAX ? " (WEFT_CMA=0)" : arena && cma ? "" : "; else through cells");
+}
+
 /* The ring from src, or NULL while src has sent nothing. */
 static ring_hdr_t *ring_from(shm_xport_t *x, int src)
 {
     peer_state_t *ps = &x->peers[src];
-    if (!ps->in && (ps->in = seg_ring_find(&x->seg, src, x->base.rank)))
+    if (!ps->in && (ps->in = seg_ring_find(&x->seg, src, x->base.rank))) {
         atomic_store_explicit(&ps->in->cma, cma_probe(x, src), memory_order_release);
+        atomic_store_explicit(&ps->in->arena, arena_probe(x, src), memory_order_release);
+        say_paths(x, src);
+    }
     return ps->in;
 }
 
@@ -255,6 +295,23 @@ static void cell_free(shm_xport_t *x, peer_state_t *ps, ring_hdr_t *ring)
     atomic_store_explicit(&ring->consumed, ps->rseq, memory_order_release);
 }
 
+/* Whether r goes by single copy, and from where: in place from this
+ * rank's arena (no system call, any size from arena_min), else by
+ * process_vm_readv within the thresholds measured for it. */
+static bool single_copy(shm_xport_t *x, ring_hdr_t *ring, const xreq_t *r, cma_desc_t *d)
+{
+    *d = (cma_desc_t){(uint64_t)(uintptr_t)r->sbuf, x->pid, 0, 0};
+    if (r->bytes >= x->arena_min &&
+        atomic_load_explicit(&ring->arena, memory_order_acquire) == RING_CMA_YES &&
+        arena_offset(r->sbuf, r->bytes, &d->arena_off)) {
+        d->in_arena = 1;
+        return true;
+    }
+    return r->bytes >= (r->copied ? x->cma_min_copy : x->cma_min) &&
+           (!r->copied || r->bytes < x->cma_max_copy) &&
+           atomic_load_explicit(&ring->cma, memory_order_acquire) == RING_CMA_YES;
+}
+
 /* Pushes as many cells of queued sends to dst as the ring has room for;
  * takes the ring on the first message to dst.  Negative on an error. */
 static int push_sends(shm_xport_t *x, int dst)
@@ -271,15 +328,13 @@ static int push_sends(shm_xport_t *x, int dst)
     }
     ring_hdr_t *ring = ps->out;
     int moved = 0;
+    cma_desc_t d;
     while (ps->sq_head) {
         xreq_t *r = ps->sq_head;
         cell_t *c = cell_to_write(x, ps);
         if (!c)
             break;
-        if (r->done == 0 && r->bytes >= (r->copied ? x->cma_min_copy : x->cma_min) &&
-            (!r->copied || r->bytes < x->cma_max_copy) &&
-            atomic_load_explicit(&ring->cma, memory_order_acquire) == RING_CMA_YES) {
-            cma_desc_t d = {(uint64_t)(uintptr_t)r->sbuf, x->pid, 0};
+        if (r->done == 0 && single_copy(x, ring, r, &d)) {
             c->len = sizeof d;
             c->sig = r->sig;
             c->kind = CELL_READ_ME;
@@ -351,9 +406,19 @@ static int read_whole(shm_xport_t *x, int src, ring_hdr_t *ring, cell_t *c, cons
 {
     cma_desc_t d;
     memcpy(&d, c->payload, sizeof d);
-    int rc = cma_read(x, src, &d, sk, c->total);
-    if (rc)
-        return rc;
+    peer_state_t *ps = &x->peers[src];
+    if (d.in_arena && ps->arena && d.arena_off <= ps->arena_span &&
+        c->total <= ps->arena_span - d.arena_off) {
+        deliver(sk, 0, ps->arena + d.arena_off, c->total);
+    } else if (d.in_arena) {
+        x->err = WEFT_EINTERNAL;
+        return weft_error(WEFT_EINTERNAL, "rank %d sent from its arena, which this rank has "
+                          "not mapped", src);
+    } else {
+        int rc = cma_read(x, src, &d, sk, c->total);
+        if (rc)
+            return rc;
+    }
     cell_free(x, &x->peers[src], ring);
     atomic_fetch_add_explicit(&ring->read, 1, memory_order_release);
     return WEFT_OK;
@@ -676,6 +741,8 @@ static void shm_close(xport_t *xp)
             u = n;
         }
     }
+    for (int p = 0; p < x->base.size; p++)
+        arena_unmap_peer(x->peers[p].arena, x->peers[p].arena_span);
     free(x->peers);
     free(x->bounce);
     pthread_mutex_destroy(&x->base.lock);
@@ -697,6 +764,7 @@ static int cma_offer(shm_xport_t *x)
     x->cma_min = CMA_MIN_DEFAULT;
     x->cma_min_copy = CMA_MIN_COPY_DEFAULT;
     x->cma_max_copy = CMA_MAX_COPY_DEFAULT;
+    x->arena_min = ARENA_MIN_DEFAULT;
     if (on && strcmp(on, "0") && strcmp(on, "1"))
         return weft_error(WEFT_EINVAL, "WEFT_CMA=%s: want 0 (messages through shared-memory "
                           "cells only) or 1 (single copy where the kernel allows it)", on);
@@ -706,11 +774,11 @@ static int cma_offer(shm_xport_t *x)
         if (*e || *min == '-' || v == 0 || v > (1ull << 40))
             return weft_error(WEFT_EINVAL, "WEFT_CMA_MIN=%s: want a size in bytes, 1 to 2^40",
                               min);
-        x->cma_min = x->cma_min_copy = (size_t)v;
+        x->cma_min = x->cma_min_copy = x->arena_min = (size_t)v;
         x->cma_max_copy = SIZE_MAX; /* forced: every message from v bytes */
     }
     if (on && !strcmp(on, "0")) {
-        x->cma_min = x->cma_min_copy = SIZE_MAX;
+        x->cma_min = x->cma_min_copy = x->arena_min = SIZE_MAX;
         return WEFT_OK;
     }
     x->bounce = malloc(CMA_PIECE);
@@ -747,6 +815,21 @@ int xport_shm_open(const char *segname, int rank, int size, xport_t **out)
     if (x->cma_min != SIZE_MAX) {
         cma_probe_word = (uint64_t)(uint32_t)x->pid ^ SEG_MAGIC;
         seg_rank(&x->seg, rank)->probe = (uint64_t)(uintptr_t)&cma_probe_word;
+        /* peers map this process's arena: weft_alloc'd buffers are read in place */
+        arena_info_t ai;
+        rc = arena_open(&ai);
+        if (rc == WEFT_EINVAL) { /* a bad WEFT_ARENA_MAX */
+            seg_detach(&x->seg);
+            free(x->bounce);
+            free(x->peers);
+            free(x);
+            return rc;
+        }
+        if (rc == WEFT_OK) {
+            seg_rank(&x->seg, rank)->arena_fd = ai.fd;
+            seg_rank(&x->seg, rank)->arena_span = ai.span;
+        }
+        weft_error_clear(); /* without an arena, messages take the other paths */
     }
     x->base.ops = &shm_ops;
     x->base.rank = rank;

@@ -1,0 +1,273 @@
+/* arena.c — weft_alloc / weft_free: buffers in the process's shared arena
+ * (arena.h), which peers on the same machine read without a copy in.
+ *
+ * The allocator is deliberately simple: collectives' buffers are few and
+ * large.  Blocks are whole pages, kept in a sorted table (in this
+ * process's private memory, so a peer cannot corrupt it); a request takes
+ * the first free block that fits, else the top of the arena grows.  A
+ * block's pages are reserved when it is handed out (posix_fallocate: a page
+ * the kernel cannot back is an error now, not SIGBUS later) and returned
+ * to the kernel when it is freed (a hole punched in the memfd). */
+#define _GNU_SOURCE /* memfd_create, fallocate */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "../core/core.h"
+#include "arena.h"
+
+typedef struct block {
+    size_t off, len;
+    bool used;
+} block_t;
+
+static struct {
+    pthread_mutex_t lock;
+    int fd;
+    char *_Atomic base; /* published last: arena_offset reads it without the lock */
+    size_t span, top, page;
+    block_t *blk;
+    size_t nblk, cap;
+} A = {PTHREAD_MUTEX_INITIALIZER, -1, NULL, 0, 0, 0, NULL, 0, 0};
+
+/* The arena's span: WEFT_ARENA_MAX (MiB), else the machine's memory. */
+static int arena_span(size_t *span)
+{
+    const char *m = getenv("WEFT_ARENA_MAX");
+    if (m && *m) {
+        char *e;
+        unsigned long long v = strtoull(m, &e, 10);
+        if (*e || *m == '-' || v == 0 || v > (1ull << 26))
+            return weft_error(WEFT_EINVAL, "WEFT_ARENA_MAX=%s: want the arena's size in MiB, "
+                              "1 to 67108864", m);
+        *span = (size_t)v << 20;
+        return WEFT_OK;
+    }
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    *span = pages > 0 && psz > 0 ? (size_t)pages * (size_t)psz : (size_t)1 << 34;
+    return WEFT_OK;
+}
+
+static int open_locked(void)
+{
+    if (A.base)
+        return WEFT_OK;
+    size_t span = 0;
+    int rc = arena_span(&span);
+    if (rc)
+        return rc;
+    A.page = (size_t)sysconf(_SC_PAGESIZE);
+    span = (span + A.page - 1) / A.page * A.page;
+    int fd = memfd_create("weft-arena", MFD_CLOEXEC);
+    if (fd < 0)
+        return weft_error(WEFT_ESYS, "weft_alloc: memfd_create: %s", strerror(errno));
+    if (ftruncate(fd, (off_t)span) != 0) {
+        int e = errno;
+        close(fd);
+        return weft_error(WEFT_ENOMEM, "weft_alloc: cannot size the arena to %zu MiB: %s "
+                          "(WEFT_ARENA_MAX sets it)", span >> 20, strerror(e));
+    }
+    void *p = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+        int e = errno;
+        close(fd);
+        return weft_error(WEFT_ENOMEM, "weft_alloc: cannot map an arena of %zu MiB: %s "
+                          "(WEFT_ARENA_MAX sets it)", span >> 20, strerror(e));
+    }
+    A.fd = fd;
+    A.span = span;
+    atomic_store_explicit(&A.base, (char *)p, memory_order_release);
+    return WEFT_OK;
+}
+
+int arena_open(arena_info_t *out)
+{
+    pthread_mutex_lock(&A.lock);
+    int rc = open_locked();
+    if (!rc && out) {
+        out->fd = A.fd;
+        out->span = A.span;
+    }
+    pthread_mutex_unlock(&A.lock);
+    return rc;
+}
+
+bool arena_offset(const void *p, size_t len, uint64_t *off)
+{
+    const char *b = atomic_load_explicit(&A.base, memory_order_acquire), *q = p;
+    if (!b || q < b || len > A.span || (size_t)(q - b) > A.span - len)
+        return false;
+    *off = (uint64_t)(q - b);
+    return true;
+}
+
+const char *arena_map_peer(int pid, int fd, size_t span)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/fd/%d", pid, fd);
+    int f = open(path, O_RDONLY | O_CLOEXEC);
+    if (f < 0) {
+        weft_error(WEFT_ESYS, "cannot open %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    void *p = mmap(NULL, span, PROT_READ, MAP_SHARED, f, 0);
+    int e = errno;
+    close(f);
+    if (p == MAP_FAILED) {
+        weft_error(WEFT_ENOMEM, "cannot map %s (%zu MiB): %s", path, span >> 20, strerror(e));
+        return NULL;
+    }
+    return p;
+}
+
+void arena_unmap_peer(const char *base, size_t span)
+{
+    if (base)
+        munmap((void *)base, span);
+}
+
+/* ---- the block table ---- */
+
+static int blk_insert(size_t at, block_t b)
+{
+    if (A.nblk == A.cap) {
+        size_t cap = A.cap ? 2 * A.cap : 16;
+        block_t *n = realloc(A.blk, cap * sizeof *n);
+        if (!n)
+            return weft_error(WEFT_ENOMEM, "weft_alloc: out of memory");
+        A.blk = n;
+        A.cap = cap;
+    }
+    memmove(A.blk + at + 1, A.blk + at, (A.nblk - at) * sizeof *A.blk);
+    A.blk[at] = b;
+    A.nblk++;
+    return WEFT_OK;
+}
+
+static void blk_remove(size_t at)
+{
+    memmove(A.blk + at, A.blk + at + 1, (A.nblk - at - 1) * sizeof *A.blk);
+    A.nblk--;
+}
+
+/* The block that starts at off, or A.nblk. */
+static size_t blk_find(size_t off)
+{
+    size_t lo = 0, hi = A.nblk;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (A.blk[mid].off < off)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < A.nblk && A.blk[lo].off == off ? lo : A.nblk;
+}
+
+/* Hands out need bytes at offset *off: the first free block that fits
+ * (split), else the top. */
+static int take(size_t need, size_t *off)
+{
+    for (size_t i = 0; i < A.nblk; i++) {
+        block_t *b = &A.blk[i];
+        if (b->used || b->len < need)
+            continue;
+        if (b->len > need) {
+            block_t rest = {b->off + need, b->len - need, false};
+            int rc = blk_insert(i + 1, rest);
+            if (rc)
+                return rc;
+            b = &A.blk[i];
+            b->len = need;
+        }
+        b->used = true;
+        *off = b->off;
+        return WEFT_OK;
+    }
+    if (need > A.span - A.top)
+        return weft_error(WEFT_ENOMEM, "weft_alloc: the arena is full (%zu MiB in use of %zu; "
+                          "WEFT_ARENA_MAX sets its size)", A.top >> 20, A.span >> 20);
+    int rc = blk_insert(A.nblk, (block_t){A.top, need, true});
+    if (rc)
+        return rc;
+    *off = A.top;
+    A.top += need;
+    return WEFT_OK;
+}
+
+/* Gives block i back: its pages to the kernel, its range to the free
+ * neighbours, and the top back where the last block is free. */
+static void give_back(size_t i)
+{
+    block_t *b = &A.blk[i];
+    fallocate(A.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)b->off, (off_t)b->len);
+    b->used = false;
+    if (i + 1 < A.nblk && !A.blk[i + 1].used) {
+        b->len += A.blk[i + 1].len;
+        blk_remove(i + 1);
+    }
+    if (i > 0 && !A.blk[i - 1].used) {
+        A.blk[i - 1].len += A.blk[i].len;
+        blk_remove(i);
+        i--;
+    }
+    if (i + 1 == A.nblk) {
+        A.top = A.blk[i].off;
+        blk_remove(i);
+    }
+}
+
+weft_err_t weft_alloc(size_t bytes, void **ptr)
+{
+    if (!ptr)
+        return weft_error(WEFT_EINVAL, "weft_alloc: ptr is NULL");
+    *ptr = NULL;
+    if (bytes == 0)
+        return weft_error(WEFT_EINVAL, "weft_alloc: 0 bytes: ask for at least one");
+    pthread_mutex_lock(&A.lock);
+    int rc = open_locked();
+    if (rc)
+        goto out;
+    if (bytes > A.span) {
+        rc = weft_error(WEFT_ENOMEM, "weft_alloc: %zu bytes is more than the arena's %zu MiB "
+                        "(WEFT_ARENA_MAX sets its size)", bytes, A.span >> 20);
+        goto out;
+    }
+    size_t need = (bytes + A.page - 1) / A.page * A.page, off = 0;
+    if ((rc = take(need, &off)))
+        goto out;
+    int e = posix_fallocate(A.fd, (off_t)off, (off_t)need);
+    if (e) {
+        give_back(blk_find(off));
+        rc = weft_error(WEFT_ENOMEM, "weft_alloc: the system cannot back %zu bytes: %s", bytes,
+                        strerror(e));
+        goto out;
+    }
+    *ptr = A.base + off;
+out:
+    pthread_mutex_unlock(&A.lock);
+    return (weft_err_t)rc;
+}
+
+weft_err_t weft_free(void *ptr)
+{
+    if (!ptr)
+        return WEFT_OK; /* as free(NULL) */
+    pthread_mutex_lock(&A.lock);
+    uint64_t off;
+    size_t i = arena_offset(ptr, 1, &off) ? blk_find((size_t)off) : A.nblk;
+    int rc = WEFT_OK;
+    if (i == A.nblk || !A.blk[i].used)
+        rc = weft_error(WEFT_EINVAL, "weft_free: %p was not returned by weft_alloc, or was "
+                        "freed already", ptr);
+    else
+        give_back(i);
+    pthread_mutex_unlock(&A.lock);
+    return (weft_err_t)rc;
+}

@@ -1,0 +1,39 @@
+/* arena.h — the process's shared arena: the memory behind weft_alloc.
+ *
+ * One memfd per process, sized once to a fixed span (sparse: pages are
+ * reserved as blocks are allocated and given back when they are freed) and
+ * mapped at one address for the life of the process.  A peer on the same
+ * machine maps it read-only through /proc/PID/fd/FD, so a message whose
+ * bytes lie in the arena is read by its receiver straight from the
+ * sender's pages: no copy into a cell, no system call per message, and a
+ * receive-and-reduce reduces from the peer's memory without a bounce
+ * buffer (shm.c).  Being a memfd, it leaves nothing behind in /dev/shm
+ * however the process ends. */
+#ifndef WEFT_ARENA_H
+#define WEFT_ARENA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* What peers need to map this process's arena. */
+typedef struct arena_info {
+    int fd;      /* the memfd, as numbered in this process */
+    size_t span; /* bytes mapped (the file's size) */
+} arena_info_t;
+
+/* Creates the arena if it does not exist yet; WEFT_ENOMEM/WEFT_ESYS with a
+ * message if the kernel refuses.  Thread-safe. */
+int arena_open(arena_info_t *out);
+
+/* If [p, p + len) lies inside one allocated block of this process's arena,
+ * its offset from the arena's start; else false.  Lock-free: the blocks a
+ * collective sends from cannot be freed while it runs. */
+bool arena_offset(const void *p, size_t len, uint64_t *off);
+
+/* A peer's arena mapped read-only (pid, fd and span as it published them),
+ * or NULL with the reason in weft_last_error(). */
+const char *arena_map_peer(int pid, int fd, size_t span);
+void arena_unmap_peer(const char *base, size_t span);
+
+#endif
