@@ -16,13 +16,16 @@
 # Environment: RANKS ("2 4 8"), COLLS ("allreduce bcast reduce"), SIZES
 # (4:64M), ITERS (scaled to the size when unset), OUT (bench/results/
 # compare-DATE), LIBS ("openmpi mpich"; a missing one is installed when run
-# as root, else skipped with a note).
+# as root, else skipped with a note), ARENA (1: a second run with the user
+# buffers from weft_alloc, `--mem weft`, whose figures and ratio against the
+# native collective of that same run get columns of their own; 0: not).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 RANKS=${RANKS:-"2 4 8"}
 COLLS=${COLLS:-"allreduce bcast reduce"}
 SIZES=${SIZES:-4:64M}
 LIBS=${LIBS:-"openmpi mpich"}
+ARENA=${ARENA:-1}
 OUT=${OUT:-$here/bench/results/compare-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
 cores=$(nproc)
@@ -81,6 +84,14 @@ for lib in $LIBS; do
             # shellcheck disable=SC2046
             $(launcher "$lib" "$np") "$weft" bench "$coll" --transport shm --algo native,auto \
                 --sizes "$SIZES" "${iters[@]}" --csv "$csv" > "$OUT/$lib-np$np-$coll.txt" 2>&1
+            arena_csv=$OUT/$lib-np$np-$coll-arena.csv
+            : > "$arena_csv"
+            if [ "$ARENA" = 1 ]; then
+                # shellcheck disable=SC2046
+                $(launcher "$lib" "$np") "$weft" bench "$coll" --transport shm --mem weft \
+                    --algo native,auto --sizes "$SIZES" "${iters[@]}" --csv "$arena_csv" \
+                    > "$OUT/$lib-np$np-$coll-arena.txt" 2>&1
+            fi
             # the same under weft run, no MPI at all (it must be as fast)
             "$weft" bench "$coll" --np "$np" --algo auto --sizes "$SIZES" "${iters[@]}" \
                 --csv "$OUT/weftrun-np$np-$coll.csv" > /dev/null 2>&1
@@ -89,15 +100,19 @@ for lib in $LIBS; do
                 echo
                 echo "## $coll, $np ranks, $version"
                 echo
-                echo "| bytes | native | weft (auto) | its choice | ratio | weft run, no MPI |"
-                echo "|---:|---:|---:|---|---:|---:|"
-                awk -F, 'FNR == NR { if (FNR > 1 && $5 == "auto") alone[$4] = $7; next }
+                echo "| bytes | native | weft (auto) | its choice | ratio | weft, weft_alloc buffers | ratio | weft run, no MPI |"
+                echo "|---:|---:|---:|---|---:|---:|---:|---:|"
+                # files: weft run's figures, the weft_alloc run's, then the malloc run's
+                awk -F, 'FILENAME == ARGV[1] { if (FNR > 1 && $5 == "auto") alone[$4] = $7; next }
+                         FILENAME == ARGV[2] { if (FNR > 1 && $5 == "native") an[$4] = $7
+                                               if (FNR > 1 && $5 == "auto") aw[$4] = $7; next }
                          FNR > 1 && $5 == "native" { nat[$4] = $7 }
                          FNR > 1 && $5 == "auto" { w[$4] = $7; ch[$4] = $11; order[++n] = $4 }
                          END { for (i = 1; i <= n; i++) { b = order[i]
-                               printf "| %s | %.2f | %.2f | %s | %.2fx | %.2f |\n", b, nat[b], w[b],
-                                      ch[b], nat[b] / w[b], alone[b] } }' \
-                    "$OUT/weftrun-np$np-$coll.csv" "$csv"
+                               arena = aw[b] ? sprintf("%.2f | %.2fx", aw[b], an[b] / aw[b]) : "- | -"
+                               printf "| %s | %.2f | %.2f | %s | %.2fx | %s | %.2f |\n", b, nat[b],
+                                      w[b], ch[b], nat[b] / w[b], arena, alone[b] } }' \
+                    "$OUT/weftrun-np$np-$coll.csv" "$arena_csv" "$csv"
             } >> "$OUT/table.md"
             awk -F, -v tag="$lib-np$np-$coll" 'NR > 1 && $5 == "native" { nat[$4] = $7 }
                 NR > 1 && $5 == "auto" { w[$4] = $7; order[++n] = $4 }
