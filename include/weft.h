@@ -213,7 +213,9 @@ WEFT_API weft_err_t weft_op_set_origin(weft_op_t op, const void *origin);
  * (WEFT_EINVAL, WEFT_ENOMEM) with *ptr = NULL.  weft_free(NULL) does
  * nothing; a pointer weft_alloc did not return, or one freed already,
  * fails with WEFT_EINVAL.  A buffer must not be freed while a collective
- * that uses it is unfinished. */
+ * that uses it is unfinished.  A child of fork() shares its parent's
+ * blocks (the pages are shared memory): it must neither free them nor
+ * treat them as private; its own weft_alloc calls get a new arena. */
 WEFT_API weft_err_t weft_alloc(size_t bytes, void **ptr);
 WEFT_API weft_err_t weft_free(void *ptr);
 

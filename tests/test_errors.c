@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "weft.h"
 
@@ -72,6 +74,28 @@ static void arena_checks(void)
     EXPECT(weft_free(r), WEFT_OK, NULL);
 }
 
+/* A child of fork starts an arena of its own: its allocations do not
+ * overlap the parent's blocks, and the parent's are not its to free. */
+static void arena_fork_check(void)
+{
+    void *mine = NULL;
+    EXPECT(weft_alloc(4096, &mine), WEFT_OK, NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        void *other = NULL;
+        int bad = weft_alloc(4096, &other) != WEFT_OK || other == mine ||
+                  weft_free(mine) != WEFT_EINVAL || weft_free(other) != WEFT_OK;
+        _exit(bad);
+    }
+    int st = 0;
+    checks++;
+    if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st)) {
+        failures++;
+        fprintf(stderr, "FAIL: weft_alloc in a child of fork (status %d)\n", st);
+    }
+    EXPECT(weft_free(mine), WEFT_OK, NULL);
+}
+
 /* Run with WEFT_ARENA_MAX=4 (MiB): the arena fills and says so; freeing
  * makes room again. */
 static int arena_limit_mode(void)
@@ -120,6 +144,8 @@ int main(int argc, char **argv)
         return failures ? 1 : 0;
     }
     arena_checks(); /* before weft_init */
+    if (!getenv("WEFT_SHM")) /* alone, not a rank of weft run */
+        arena_fork_check();
     if (argc > 1 && !strcmp(argv[1], "badenv")) {
         /* run with WEFT_ALLREDUCE_ALGO=bogus: weft_init must refuse it */
         EXPECT(weft_init(&argc, &argv), WEFT_EINVAL, "WEFT_ALLREDUCE_ALGO=bogus");

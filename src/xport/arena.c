@@ -54,10 +54,28 @@ static int arena_span(size_t *span)
     return WEFT_OK;
 }
 
+/* A child of fork shares the parent's arena pages (MAP_SHARED) but would
+ * hand out the same blocks from its copy of the table: it starts an arena
+ * of its own instead, and its copies of the parent's blocks are neither
+ * its to free nor private (weft.h says so). */
+static void forget_in_child(void)
+{
+    pthread_mutex_init(&A.lock, NULL);
+    if (A.fd >= 0)
+        close(A.fd);
+    A.fd = -1;
+    atomic_store_explicit(&A.base, NULL, memory_order_relaxed);
+    A.span = A.top = 0;
+    A.nblk = 0;
+}
+
 static int open_locked(void)
 {
+    static bool hooked;
     if (A.base)
         return WEFT_OK;
+    if (!hooked && pthread_atfork(NULL, NULL, forget_in_child) == 0)
+        hooked = true;
     size_t span = 0;
     int rc = arena_span(&span);
     if (rc)
@@ -271,3 +289,4 @@ weft_err_t weft_free(void *ptr)
     pthread_mutex_unlock(&A.lock);
     return (weft_err_t)rc;
 }
+
