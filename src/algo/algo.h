@@ -154,6 +154,7 @@ int algo_scatter_allgather_bcast(sched_t *s, const coll_args_t *a);
 int algo_bruck_allgather(sched_t *s, const coll_args_t *a);
 WEFT_TOOL_API int algo_reduce_bcast_allreduce(sched_t *s, const coll_args_t *a);
 int algo_binomial_allreduce(sched_t *s, const coll_args_t *a);
+int algo_direct_allreduce(sched_t *s, const coll_args_t *a);
 int algo_dissemination_barrier(sched_t *s, const coll_args_t *a);
 int algo_hier_allreduce(sched_t *s, const coll_args_t *a);
 int algo_pipeline_bcast(sched_t *s, const coll_args_t *a);
