@@ -37,7 +37,8 @@ static void bench_usage(FILE *f)
             "usage: weft bench allreduce|bcast|reduce [--np P] [--algo all|auto,A,B/k=v;k=v,..]\n"
             "       weft bench kernels   (reduction kernel throughput against memcpy)\n"
             "                  [--sizes LO:HI | S1,S2,..] [--iters N] [--warmup N] [--check]\n"
-            "                  [--dtype float32] [--op sum] [--root R] [--csv F] [--json F] [--osu]\n"
+            "                  [--dtype float32] [--op sum|...|noncommutative] [--root R] [--csv F]\n"
+            "                  [--json F] [--osu]\n"
             "                  [--mem malloc|weft]  (user buffers from malloc, the default, or\n"
             "                  from weft_alloc: the shared arena, which peers read in place)\n"
             "                  [--transport mpi|shm]  (under mpirun; algorithm 'native' is the\n"
@@ -48,7 +49,8 @@ static void bench_usage(FILE *f)
             "and (under mpirun) the MPI library's; --algo all: every algorithm's figures.\n"
             "Figures: median over iterations of the slowest rank's time, each iteration\n"
             "after a barrier; --osu: the OSU micro-benchmarks' convention instead (each\n"
-            "rank's mean time, averaged over ranks).\n");
+            "rank's mean time, averaged over ranks).  --op noncommutative: a user op,\n"
+            "affine maps x -> ax + b (mod 2^32) composed in rank order, on uint64.\n");
 }
 
 /* A size in bytes (size_prefix: digits and an optional K, M or G), at
@@ -180,8 +182,10 @@ int bench_parse(int argc, char **argv, bench_opts_t *o)
             }
             o->dtype = (weft_dtype_t)d;
         } else if (!strcmp(argv[i - 1], "--op")) {
-            int op = op_from_name(v);
-            if (op < 0) {
+            int op = !strcmp(v, "noncommutative") ? OP_AFFINE : op_from_name(v);
+            if (op == OP_AFFINE)
+                o->dtype = WEFT_UINT64;
+            if (op == -1) {
                 fprintf(stderr, "weft bench: unknown op '%s'\n", v);
                 return 2;
             }
@@ -216,6 +220,11 @@ int bench_parse(int argc, char **argv, bench_opts_t *o)
     }
     if (o->root < 0 || (!o->transport && o->root >= o->np)) {
         fprintf(stderr, "weft bench: --root %d out of range for --np %d\n", o->root, o->np);
+        return 2;
+    }
+    if (o->op == OP_AFFINE && o->dtype != WEFT_UINT64) {
+        fprintf(stderr, "weft bench: --op noncommutative composes affine maps stored as uint64, "
+                        "not %s\n", weft_dtype_name(o->dtype));
         return 2;
     }
     if (o->coll != WEFT_COLL_BCAST && o->op >= WEFT_BAND &&
@@ -261,11 +270,53 @@ static int64_t gen(size_t i, int rank, unsigned salt, weft_op_t op, weft_dtype_t
     return (int64_t)(h % 17) + 1;
 }
 
+/* --op noncommutative: x -> a x + b (mod 2^32) as a << 32 | b, a odd;
+ * f o g applies g first.  In rank order the result is x0 o x1 o ... */
+static uint64_t affine_compose(uint64_t f, uint64_t g)
+{
+    uint32_t fa = (uint32_t)(f >> 32), fb = (uint32_t)f, ga = (uint32_t)(g >> 32), gb = (uint32_t)g;
+    return (uint64_t)(fa * ga) << 32 | (uint32_t)(fa * gb + fb);
+}
+
+static void affine_fn(const void *in, void *inout, size_t n, weft_dtype_t dt, void *ctx)
+{
+    const uint64_t *a = in;
+    uint64_t *b = inout;
+    for (size_t i = 0; i < n; i++)
+        b[i] = affine_compose(a[i], b[i]);
+}
+
+static uint64_t affine_gen(size_t i, int rank, unsigned salt)
+{
+    uint64_t h = (i * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)rank * 0xc2b2ae3d27d4eb4full) ^ salt;
+    return (h | 1ull << 32) & 0xffffffff0000ffffull; /* a odd, b small */
+}
+
+/* The op a call passes: the builtin one, or the user op behind OP_AFFINE. */
+static weft_op_t affine_op = -1;
+static weft_op_t op_handle(const bench_opts_t *o)
+{
+    if (o->op != OP_AFFINE)
+        return o->op;
+    if (affine_op < 0 && weft_op_create(affine_fn, NULL, 0, 0, &affine_op) != WEFT_OK)
+        return -1;
+    return affine_op;
+}
+
+const char *bench_op_name(weft_op_t op)
+{
+    return op == OP_AFFINE ? "noncommutative" : weft_op_name(op);
+}
+
 static void fill(void *buf, size_t count, weft_dtype_t dt, weft_op_t op, int rank,
                  unsigned salt)
 {
-    for (size_t i = 0; i < count; i++)
-        elem_put_int(buf, i, dt, gen(i, rank, salt, op, dt));
+    for (size_t i = 0; i < count; i++) {
+        if (op == OP_AFFINE)
+            ((uint64_t *)buf)[i] = affine_gen(i, rank, salt);
+        else
+            elem_put_int(buf, i, dt, gen(i, rank, salt, op, dt));
+    }
 }
 
 /* The reference for element i, combined in the op's own arithmetic: integer
@@ -277,6 +328,12 @@ static bool check_elem(const void *out, size_t i, int P, const bench_opts_t *o, 
     weft_op_t op = o->op;
     int first = o->coll == WEFT_COLL_BCAST ? o->root : 0;
     int last = o->coll == WEFT_COLL_BCAST ? o->root : P - 1;
+    if (op == OP_AFFINE) {
+        uint64_t acc = affine_gen(i, first, salt);
+        for (int r = first + 1; r <= last; r++)
+            acc = affine_compose(acc, affine_gen(i, r, salt));
+        return ((const uint64_t *)out)[i] == acc;
+    }
     if (elem_is_float(dt)) {
         double acc = 0;
         for (int r = first; r <= last; r++) {
@@ -318,6 +375,8 @@ static int run_one(weft_comm_t comm, const bench_opts_t *o, const algo_t *al, si
         MPI_Datatype dt = mdt[o->dtype];
         if (o->dtype == WEFT_FLOAT16 || o->dtype == WEFT_BFLOAT16)
             return weft_error(WEFT_ENOTSUP, "MPI has no %s", weft_dtype_name(o->dtype));
+        if (o->op == OP_AFFINE && o->coll != WEFT_COLL_BCAST)
+            return weft_error(WEFT_ENOTSUP, "the MPI library is not given weft's user op");
         int n = (int)count, rc;
         if (o->coll == WEFT_COLL_ALLREDUCE)
             rc = PMPI_Allreduce(in, out, n, dt, mop[o->op], MPI_COMM_WORLD);
@@ -330,9 +389,9 @@ static int run_one(weft_comm_t comm, const bench_opts_t *o, const algo_t *al, si
 #endif
     (void)al;
     switch (o->coll) {
-    case WEFT_COLL_ALLREDUCE: return weft_allreduce(in, out, count, o->dtype, o->op, comm);
+    case WEFT_COLL_ALLREDUCE: return weft_allreduce(in, out, count, o->dtype, op_handle(o), comm);
     case WEFT_COLL_BCAST: return weft_bcast(out, count, o->dtype, o->root, comm);
-    default: return weft_reduce(in, out, count, o->dtype, o->op, o->root, comm);
+    default: return weft_reduce(in, out, count, o->dtype, op_handle(o), o->root, comm);
     }
 }
 
@@ -458,7 +517,7 @@ static void print_header(const bench_opts_t *o, int P, const lineup_t *L)
 #endif
     printf("# weft bench %s: P=%d, %s %s, %s, buffers from %s; latency in us (%s)%s\n",
            weft_coll_name(o->coll), P, weft_dtype_name(o->dtype),
-           o->coll == WEFT_COLL_BCAST ? "" : weft_op_name(o->op),
+           o->coll == WEFT_COLL_BCAST ? "" : bench_op_name(o->op),
            !o->transport ? "shared memory (weft run)"
            : !strcmp(o->transport, "mpi") ? "weft over MPI point-to-point, under mpirun"
                                           : "weft shared memory, under mpirun",
@@ -581,7 +640,7 @@ static void write_json(const bench_opts_t *o, int P, const lineup_t *L, const re
     size_t es = weft_dtype_size(o->dtype);
     fprintf(j, "{\"collective\": \"%s\", \"np\": %d, \"dtype\": \"%s\", \"op\": \"%s\", "
                "\"transport\": \"%s\", \"convention\": \"%s\", \"results\": [",
-            weft_coll_name(o->coll), P, weft_dtype_name(o->dtype), weft_op_name(o->op),
+            weft_coll_name(o->coll), P, weft_dtype_name(o->dtype), bench_op_name(o->op),
             o->transport ? o->transport : "shm", o->osu ? "osu" : "max-median");
     int first = 1;
     for (int s = 0; s < o->nsizes; s++)

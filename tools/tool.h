@@ -34,6 +34,9 @@ typedef struct bench_opts {
     int root;
     const char *transport; /* NULL: a weft job of its own; "mpi"/"shm": under mpirun */
 } bench_opts_t;
+/* bench_opts.op for --op noncommutative: a user op (affine maps on uint64) */
+#define OP_AFFINE (-2)
+const char *bench_op_name(weft_op_t op);
 /* 0 and *o, or 2 after saying on stderr what was wrong (1: --help). */
 int bench_parse(int argc, char **argv, bench_opts_t *o);
 /* A datatype or builtin op by name, -1 if none (bench.c). */

@@ -184,11 +184,15 @@ static int read_winners(const char *csv, winner_t *w, int max)
 static int tune_usage(FILE *f, int rc)
 {
     fprintf(f, "usage: weft tune allreduce|bcast|reduce --np P [--sizes LO:HI|S1,S2,..]\n"
-               "                 [--out FILE]\n"
-               "Runs `weft bench COLL --np P --algo all` (float32 sum), and writes a tuning\n"
-               "table (docs/TUNING.md) whose rows give, for P ranks, the fastest algorithm\n"
-               "per size range; sizes between two measured ones go to the nearer.  Load it\n"
-               "with WEFT_TUNING_FILE=FILE; calls it has no row for use the built-in table.\n");
+               "                 [--op commutative|noncommutative] [--out FILE]\n"
+               "Runs `weft bench COLL --np P --algo all` and writes a tuning table\n"
+               "(docs/TUNING.md) whose rows give, for P ranks, the fastest algorithm per\n"
+               "size range; sizes between two measured ones go to the nearer.  The rows are\n"
+               "for commutative ops, measured with float32 sum (the default), or with\n"
+               "--op noncommutative for non-commutative ones, measured with a user op\n"
+               "(weft bench --op noncommutative).  Load the table with WEFT_TUNING_FILE=FILE\n"
+               "(tables for both op classes can be concatenated under one header line);\n"
+               "calls it has no row for use the built-in table.\n");
     return rc;
 }
 
@@ -196,7 +200,7 @@ int cmd_tune(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "--help"))
         return tune_usage(argc < 2 ? stderr : stdout, argc < 2 ? 2 : 0);
-    const char *out = NULL, *sizes = "4:67108864";
+    const char *out = NULL, *sizes = "4:67108864", *opclass = "commutative";
     uint64_t np = 0;
     weft_coll_t coll = coll_from_name(argv[1]);
     if (coll != WEFT_COLL_ALLREDUCE && coll != WEFT_COLL_BCAST && coll != WEFT_COLL_REDUCE) {
@@ -214,6 +218,11 @@ int cmd_tune(int argc, char **argv)
             sizes = argv[i + 1];
         } else if (!strcmp(argv[i], "--out")) {
             out = argv[i + 1];
+        } else if (!strcmp(argv[i], "--op")) {
+            opclass = argv[i + 1];
+            if (strcmp(opclass, "commutative") && strcmp(opclass, "noncommutative"))
+                return fprintf(stderr, "weft tune: --op %s: want commutative or "
+                                       "noncommutative\n", opclass), 2;
         } else {
             fprintf(stderr, "weft tune: unknown option %s\n", argv[i]);
             return tune_usage(stderr, 2);
@@ -228,9 +237,10 @@ int cmd_tune(int argc, char **argv)
     close(fd);
     char npbuf[24];
     snprintf(npbuf, sizeof npbuf, "%llu", (unsigned long long)np);
+    bool noncomm = !strcmp(opclass, "noncommutative") && coll != WEFT_COLL_BCAST;
     char *bargv[] = {"bench", argv[1], "--np", npbuf, "--algo", "all", "--sizes", (char *)sizes,
-                     "--csv", csv, NULL};
-    int rc = cmd_bench(10, bargv);
+                     "--csv", csv, noncomm ? "--op" : NULL, "noncommutative", NULL};
+    int rc = cmd_bench(noncomm ? 12 : 10, bargv);
     winner_t w[64];
     int n = rc ? -1 : read_winners(csv, w, 64);
     unlink(csv);
@@ -244,10 +254,11 @@ int cmd_tune(int argc, char **argv)
         return 1;
     }
     fprintf(f, "weft-tuning 1\n# weft tune %s --np %s --sizes %s: fastest median of weft bench "
-               "(float32 sum) per size\n", argv[1], npbuf, sizes);
+               "(%s) per size\n", argv[1], npbuf, sizes,
+            noncomm ? "uint64, a non-commutative user op" : "float32 sum");
     fprintf(f, "# %-14s %-14s %-6s %-22s %s\n", "collective", "ops", "ranks", "bytes",
             "algorithm   # measured median");
-    const char *ops = coll == WEFT_COLL_BCAST ? "any" : "commutative";
+    const char *ops = coll == WEFT_COLL_BCAST ? "any" : noncomm ? "noncommutative" : "commutative";
     for (int i = 0; i < n;) {
         int j = i;
         while (j + 1 < n && !strcmp(w[j + 1].algo, w[i].algo))
