@@ -17,10 +17,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../core/core.h"
 #include "arena.h"
+
+#define ARENA_MAGIC 0x616e657261746677ull
 
 typedef struct block {
     size_t off, len;
@@ -98,8 +101,20 @@ static int open_locked(void)
         return weft_error(WEFT_ENOMEM, "weft_alloc: cannot map an arena of %zu MiB: %s "
                           "(WEFT_ARENA_MAX sets it)", span >> 20, strerror(e));
     }
+    /* page 0 says whose arena this is: a peer that opened a descriptor
+     * number the owner has since closed and reused cannot mistake another
+     * file for it */
+    int e = posix_fallocate(fd, 0, (off_t)A.page);
+    if (e) {
+        munmap(p, span);
+        close(fd);
+        return weft_error(WEFT_ENOMEM, "weft_alloc: the arena's first page: %s", strerror(e));
+    }
+    ((uint64_t *)p)[0] = ARENA_MAGIC;
+    ((uint64_t *)p)[1] = (uint64_t)getpid();
     A.fd = fd;
     A.span = span;
+    A.top = A.page;
     atomic_store_explicit(&A.base, (char *)p, memory_order_release);
     return WEFT_OK;
 }
@@ -134,11 +149,20 @@ const char *arena_map_peer(int pid, int fd, size_t span)
         weft_error(WEFT_ESYS, "cannot open %s: %s", path, strerror(errno));
         return NULL;
     }
-    void *p = mmap(NULL, span, PROT_READ, MAP_SHARED, f, 0);
+    struct stat st;
+    void *p = fstat(f, &st) == 0 && (size_t)st.st_size == span
+                  ? mmap(NULL, span, PROT_READ, MAP_SHARED, f, 0) : MAP_FAILED;
     int e = errno;
     close(f);
     if (p == MAP_FAILED) {
-        weft_error(WEFT_ENOMEM, "cannot map %s (%zu MiB): %s", path, span >> 20, strerror(e));
+        weft_error(WEFT_ENOMEM, "cannot map %s (%zu MiB): %s", path, span >> 20,
+                   strerror(e ? e : EINVAL));
+        return NULL;
+    }
+    const uint64_t *h = p;
+    if (h[0] != ARENA_MAGIC || h[1] != (uint64_t)pid) {
+        munmap(p, span);
+        weft_error(WEFT_ESYS, "%s is not process %d's arena", path, pid);
         return NULL;
     }
     return p;

@@ -26,6 +26,11 @@
  * A send completes only when its bytes are read, as an MPI rendezvous:
  * schedules never wait for a send before posting their receives.
  *
+ * In place: a send of at least arena_min bytes from the sender's arena
+ * (weft_alloc, arena.h) names its offset there instead; the receiver, which
+ * mapped that arena when it found the ring, copies or reduces straight from
+ * the sender's pages, with no system call and no bounce buffer.
+ *
  * Waiting: the engine polls; when nothing moves it calls block(), which sets
  * the rank's sleeping flag, re-checks, and sleeps on its doorbell futex.  A
  * peer that fills or frees a cell bumps the doorbell only when the flag is
