@@ -357,8 +357,8 @@ static bool check_elem(const void *out, size_t i, int P, const bench_opts_t *o, 
 
 /* The MPI library's own collective, and weft's AUTO choice, as
  * pseudo-algorithms. */
-static const algo_t native_algo = {"native", WEFT_COLL_COUNT, 0, NULL, "", "", "", NULL};
-static const algo_t auto_algo = {"auto", WEFT_COLL_COUNT, 0, NULL, "", "", "", NULL};
+static const algo_t native_algo = {"native", WEFT_COLL_COUNT, 0, NULL, "", "", "", NULL, NULL};
+static const algo_t auto_algo = {"auto", WEFT_COLL_COUNT, 0, NULL, "", "", "", NULL, NULL};
 
 static int run_one(weft_comm_t comm, const bench_opts_t *o, const algo_t *al, size_t count,
                    void *in, void *out)

@@ -360,6 +360,11 @@ int cmd_check(int argc, char **argv)
             continue;
         if ((strcmp(algos, "all") && !name_in_list(algos, t[i].name)) || name_in_list(skip, t[i].name))
             continue;
+        if (t[i].board) {
+            printf("skip %-9s %-20s not a schedule (driven by the shared-memory board): "
+                   "test_coll and weft stress run it\n", weft_coll_name(t[i].coll), t[i].name);
+            continue;
+        }
         matched++;
         int rc = check_algo(&t[i], &o, &runs);
         if (rc == 2)

@@ -92,6 +92,7 @@ int cmd_explain(int argc, char **argv)
     a.nrank = (int)np;
     a.esize = weft_dtype_size((weft_dtype_t)dt);
     a.count = size / a.esize;
+    a.shared_board = true; /* as under weft run, whose shared memory has the board */
     bool reduces = coll_is_reduction(coll);
     a.commutative = !reduces || !noncomm;
     a.idempotent = reduces && !noncomm && op != WEFT_SUM && op != WEFT_PROD && op != WEFT_BXOR;

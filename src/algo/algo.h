@@ -35,6 +35,7 @@ typedef struct coll_args {
      * NULL: one node.  Only hierarchical algorithms read it. */
     const int *node_of;
     int nnodes;
+    bool shared_board; /* the transport offers the board (src/shmcoll) */
 } coll_args_t;
 
 /* property flags (the first three are also public: WEFT_ALGO_*) */
@@ -59,6 +60,9 @@ typedef struct algo {
     /* optional: 0 if it can serve this call, else -1 and why (for
      * conditions the flags cannot say, such as "P a power of n+1") */
     int (*usable)(const coll_args_t *a, char *why, size_t len);
+    /* NULL for a schedule; else the algorithm runs these (engine.h) and
+     * build only makes the empty schedule the engine carries along */
+    const struct board_ops *board;
 } algo_t;
 
 WEFT_TOOL_API const algo_t *algo_table(size_t *n);
@@ -155,6 +159,10 @@ int algo_bruck_allgather(sched_t *s, const coll_args_t *a);
 WEFT_TOOL_API int algo_reduce_bcast_allreduce(sched_t *s, const coll_args_t *a);
 int algo_binomial_allreduce(sched_t *s, const coll_args_t *a);
 int algo_direct_allreduce(sched_t *s, const coll_args_t *a);
+/* The board algorithms (src/shmcoll/board.c). */
+extern const struct board_ops board_allreduce_ops;
+int algo_board_build(sched_t *s, const coll_args_t *a);
+int algo_board_usable(const coll_args_t *a, char *why, size_t len);
 int algo_dissemination_barrier(sched_t *s, const coll_args_t *a);
 int algo_hier_allreduce(sched_t *s, const coll_args_t *a);
 int algo_pipeline_bcast(sched_t *s, const coll_args_t *a);

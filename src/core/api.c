@@ -165,6 +165,7 @@ int coll_run(weft_comm_t comm, weft_coll_t coll, const void *in, void *out, size
     a.esize = es;
     a.node_of = comm->node_of;
     a.nnodes = comm->node_of ? comm->nnodes : 1;
+    a.shared_board = comm->x->ops->board_slot != NULL;
     reducer_t red;
     memset(&red, 0, sizeof red);
     uint64_t op_ident = 0;
@@ -243,6 +244,8 @@ int coll_run(weft_comm_t comm, weft_coll_t coll, const void *in, void *out, size
         }
     }
     r->e.x = comm->x;
+    r->e.board = al->board;
+    r->e.count = count;
     r->e.world = comm->world;
     r->e.red = red;
     r->e.tagbase = (uint64_t)comm->ctx << 48 | (uint64_t)(comm->seq & 0xffffffu) << 24;

@@ -137,8 +137,14 @@ int exec_start(exec_t *e, const void *in, void *out, bool list)
         x->ops->call_note(x, e->desc, CALL_STARTED);
     e->expired = false;
     e->t_start = 0;
+    e->next_watch = 0;
     e->buf[BUF_IN] = (char *)in;
     e->buf[BUF_OUT] = out;
+    if (e->board) {
+        e->br.in = in;
+        e->br.out = out;
+        e->board->start(e);
+    }
     e->buf[BUF_TMP] = e->tmp;
     e->rhead = e->rtail = 0;
     e->ndone = 0;
@@ -230,6 +236,8 @@ static int run_step(exec_t *e, uint32_t i)
 
 int exec_progress(exec_t *e)
 {
+    if (e->board)
+        return e->board->progress(e);
     e->moved = 0;
     for (int round = 0;; round++) {
         if (e->rhead < e->rtail)
@@ -271,6 +279,31 @@ static int cpu_count(void)
     return n;
 }
 
+/* What a wait that does not move checks, at now: the watch (who it waits
+ * for, once WATCH_FIRST_NS have passed without a move, then every
+ * WATCH_EVERY_NS) and the communicator's timeout, both counted across the
+ * calls of a polled wait.  0, or the error to return.  Lock held. */
+static int idle_checks(exec_t *e, uint64_t now)
+{
+    if (!e->t_start)
+        e->t_start = now; /* no clock read on calls that never idle */
+    if (!e->next_watch) {
+        e->next_watch = now + WATCH_FIRST_NS;
+    } else if (now >= e->next_watch) {
+        e->next_watch = now + WATCH_EVERY_NS;
+        int w = watch_stalled(e);
+        if (w)
+            return w;
+    }
+    if (e->limit_ns && now - e->t_start >= e->limit_ns) {
+        char msg[400];
+        watch_expired(e, msg, sizeof msg);
+        e->expired = true;
+        return weft_error(WEFT_ETIMEDOUT, "%s", msg);
+    }
+    return 0;
+}
+
 int exec_wait(exec_t *e, int timeout_ms)
 {
     xport_t *x = e->x;
@@ -282,7 +315,6 @@ int exec_wait(exec_t *e, int timeout_ms)
     int idle = 0, rc;
     /* The lock is held only while progressing, so threads waiting on other
      * communicators get their turn between polls. */
-    uint64_t next_watch = 0;
     for (;;) {
         pthread_mutex_lock(&x->lock);
         rc = exec_progress(e);
@@ -292,35 +324,30 @@ int exec_wait(exec_t *e, int timeout_ms)
         if (rc == 0 && __atomic_load_n(&active, __ATOMIC_RELAXED) && progress_others(e))
             moved = 1;
         if (moved)
-            next_watch = 0;
-        if (rc == 0 && !moved && idle >= yield_limit) {
+            e->next_watch = 0;
+        /* a blocking wait looks at the clock once it has idled a while; a
+         * polled one (a *_timeout call at 0-2 ms) may never idle that long
+         * in one call, so it looks every time it did not move */
+        if (rc == 0 && !moved && (idle >= yield_limit || timeout_ms >= 0)) {
             uint64_t now = weft_now_ns();
-            if (!e->t_start)
-                e->t_start = now; /* no clock read on calls that never idle */
-            if (!next_watch) {
-                next_watch = now + WATCH_FIRST_NS;
-            } else if (now >= next_watch) {
-                next_watch = now + WATCH_EVERY_NS;
-                int w = watch_stalled(e);
-                if (w) {
-                    pthread_mutex_unlock(&x->lock);
-                    return w;
-                }
-            }
-            if (e->limit_ns && now - e->t_start >= e->limit_ns) {
-                char msg[400];
-                watch_expired(e, msg, sizeof msg);
-                e->expired = true;
+            if ((rc = idle_checks(e, now)) != 0) {
                 pthread_mutex_unlock(&x->lock);
-                return weft_error(WEFT_ETIMEDOUT, "%s", msg);
+                return rc;
             }
-            int ms = 20;
-            if (timeout_ms >= 0) {
-                uint64_t left = deadline > now ? (deadline - now) / 1000000ull + 1 : 1;
-                if (left < (uint64_t)ms)
-                    ms = (int)left;
+            if (idle >= yield_limit) {
+                int ms = 20;
+                if (timeout_ms >= 0) {
+                    uint64_t left = deadline > now ? (deadline - now) / 1000000ull + 1 : 1;
+                    if (left < (uint64_t)ms)
+                        ms = (int)left;
+                }
+                if (e->board) { /* a slot written is as good as a message */
+                    x->also_ready = e->board->ready;
+                    x->also_arg = e;
+                }
+                x->ops->block(x, ms); /* releases the lock while asleep */
+                x->also_ready = NULL;
             }
-            x->ops->block(x, ms); /* releases the lock while asleep */
         }
         pthread_mutex_unlock(&x->lock);
         if (rc != 0)

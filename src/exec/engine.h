@@ -9,8 +9,34 @@
 #include "../sched/sched.h"
 #include "../xport/xport.h"
 
+struct exec;
+/* An algorithm that is not a schedule (src/shmcoll: driven by the board in
+ * shared memory): start and progress replace the schedule's steps; the
+ * engine's waiting, watching, timeouts and split-phase listing stay. */
+typedef struct board_ops {
+    void (*start)(struct exec *e);
+    /* as exec_progress: 1 done, 0 not yet, negative a weft error */
+    int (*progress)(struct exec *e);
+    /* true when a peer's slot this call waits for has changed */
+    bool (*ready)(void *e);
+    /* the communicator ranks it still waits for, up to max; their number */
+    int (*waiting_for)(const struct exec *e, int *ranks, int max);
+} board_ops_t;
+
+/* Where a board algorithm is in its call. */
+typedef struct board_run {
+    int phase;     /* BOARD_* of the algorithm */
+    unsigned slot; /* this call's slot index */
+    int next;      /* the next communicator rank to look for */
+    const char *in;
+    char *out;
+} board_run_t;
+
 typedef struct exec {
     const sched_t *s;
+    const board_ops_t *board; /* NULL: run the schedule */
+    board_run_t br;
+    uint64_t count;           /* the call's count (board algorithms) */
     const call_desc_t *desc; /* the call, as published in the call log */
     xport_t *x;
     const int *world; /* communicator rank -> transport rank */
@@ -32,6 +58,7 @@ typedef struct exec {
     int moved; /* the last exec_progress did something */
     /* watching for peers that will never come (watch.c) */
     uint64_t t_start;    /* ns, taken when the wait first idles (0: not yet) */
+    uint64_t next_watch; /* ns: when the idle wait next asks who it waits for */
     uint64_t limit_ns;   /* the communicator's timeout, 0: none */
     bool expired;        /* exec_wait gave up at limit_ns */
     const int *sent_to;  /* a schedule that receives nothing: two peers to compare

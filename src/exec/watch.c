@@ -99,13 +99,30 @@ static bool in_flight(const exec_t *e, uint32_t i)
     return (k == STEP_SEND || k == STEP_RECV || k == STEP_RECV_REDUCE) && e->pending[i] == 0;
 }
 
-/* Checks the peer of in-flight step i (comm rank); OK when nothing is
+/* The communicator ranks e waits for, at most max, into peers (a peer
+ * named by several steps in a row once). */
+static int waited_for(const exec_t *e, int *peers, int max)
+{
+    if (e->board)
+        return e->board->waiting_for(e, peers, max);
+    int n = 0, last = -1;
+    for (uint32_t i = 0; i < e->s->nsteps && n < max; i++) {
+        if (!in_flight(e, i) || e->s->steps[i].peer == last)
+            continue;
+        peers[n++] = last = e->s->steps[i].peer;
+    }
+    return n;
+}
+
+#define WATCH_PEERS 64 /* peers looked at per watch round */
+
+/* Checks a peer (comm rank) this rank waits for; OK when nothing is
  * proven wrong. */
-static int check_peer(exec_t *e, uint32_t i)
+static int check_peer(exec_t *e, int peer)
 {
     xport_t *x = e->x;
     const call_desc_t *d = e->desc;
-    int peer = e->s->steps[i].peer, me = e->s->rank;
+    int me = e->s->rank;
     if (x->ops->announce) /* peers that cannot read our log are told */
         x->ops->announce(x, e->world[peer], d);
     peer_view_t v;
@@ -139,13 +156,10 @@ int watch_stalled(exec_t *e)
 {
     if (!e->desc || !e->x->ops->peer_view)
         return WEFT_OK;
-    int last = -1;
-    for (uint32_t i = 0; i < e->s->nsteps; i++) {
-        if (!in_flight(e, i) || e->s->steps[i].peer == last)
-            continue;
-        last = e->s->steps[i].peer;
-        int rc = check_peer(e, i);
-        if (rc || e->ndone == e->s->nsteps)
+    int peers[WATCH_PEERS], n = waited_for(e, peers, WATCH_PEERS);
+    for (int k = 0; k < n; k++) {
+        int rc = check_peer(e, peers[k]);
+        if (rc || (!e->board && e->ndone == e->s->nsteps))
             return rc;
     }
     return WEFT_OK;
@@ -179,11 +193,9 @@ void watch_expired(exec_t *e, char *msg, size_t n)
     call_describe(e->desc ? e->desc : &(call_desc_t){0}, mine_s, sizeof mine_s);
     size_t used = (size_t)snprintf(msg, n, "%s did not finish within %llu ms; waiting for",
                                    mine_s, (unsigned long long)(e->limit_ns / 1000000ull));
-    int last = -1, named = 0;
-    for (uint32_t i = 0; i < e->s->nsteps && used < n; i++) {
-        if (!in_flight(e, i) || e->s->steps[i].peer == last)
-            continue;
-        int peer = last = e->s->steps[i].peer;
+    int peers[WATCH_PEERS], np = waited_for(e, peers, WATCH_PEERS), named = 0;
+    for (int k = 0; k < np && used < n; k++) {
+        int peer = peers[k];
         if (named++ == 8) {
             used += (size_t)snprintf(msg + used, n - used, ", ...");
             break;

@@ -140,13 +140,13 @@ bool arena_offset(const void *p, size_t len, uint64_t *off)
     return true;
 }
 
-const char *arena_map_peer(int pid, int fd, size_t span)
+const char *arena_map_peer(int pid, int fd, size_t span, char *why, size_t whylen)
 {
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/fd/%d", pid, fd);
     int f = open(path, O_RDONLY | O_CLOEXEC);
     if (f < 0) {
-        weft_error(WEFT_ESYS, "cannot open %s: %s", path, strerror(errno));
+        snprintf(why, whylen, "cannot open %s: %s", path, strerror(errno));
         return NULL;
     }
     struct stat st;
@@ -155,14 +155,14 @@ const char *arena_map_peer(int pid, int fd, size_t span)
     int e = errno;
     close(f);
     if (p == MAP_FAILED) {
-        weft_error(WEFT_ENOMEM, "cannot map %s (%zu MiB): %s", path, span >> 20,
-                   strerror(e ? e : EINVAL));
+        snprintf(why, whylen, "cannot map %s (%zu MiB): %s", path, span >> 20,
+                 strerror(e ? e : EINVAL));
         return NULL;
     }
     const uint64_t *h = p;
     if (h[0] != ARENA_MAGIC || h[1] != (uint64_t)pid) {
         munmap(p, span);
-        weft_error(WEFT_ESYS, "%s is not process %d's arena", path, pid);
+        snprintf(why, whylen, "%s is not process %d's arena", path, pid);
         return NULL;
     }
     return p;

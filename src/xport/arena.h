@@ -32,8 +32,9 @@ int arena_open(arena_info_t *out);
 bool arena_offset(const void *p, size_t len, uint64_t *off);
 
 /* A peer's arena mapped read-only (pid, fd and span as it published them),
- * or NULL with the reason in weft_last_error(). */
-const char *arena_map_peer(int pid, int fd, size_t span);
+ * or NULL with the reason in why (not an error of any call: the peer's
+ * messages then take the other paths). */
+const char *arena_map_peer(int pid, int fd, size_t span, char *why, size_t whylen);
 void arena_unmap_peer(const char *base, size_t span);
 
 #endif

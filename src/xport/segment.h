@@ -1,7 +1,7 @@
 /* segment.h — the shared-memory segment of one job: a header (size,
  * geometry, abort state), one control block per rank (doorbell futex,
- * sleeping flag, state), an arrival board reserved for arrival-pattern-aware
- * collectives, the call logs, and a pool of single-producer single-consumer
+ * sleeping flag, state), the board of the arrival-driven collectives
+ * (src/shmcoll: slots each rank writes for its peers to read), the call logs, and a pool of single-producer single-consumer
  * rings of cells, one for each ordered pair of ranks that talks.
  *
  * A ring is taken from the pool by its sender on the pair's first message
@@ -22,7 +22,25 @@
 #define CELL_PAYLOAD 16384u   /* a cell's payload when memory allows */
 #define CELL_PAYLOAD_MIN 1024u /* and the least it may shrink to (seg_create) */
 #define CELLS_MIN 2u
-#define SEG_BOARD_BYTES_PER_RANK 256u
+/* The board (src/shmcoll): BOARD_SLOTS slots per rank, each written by its
+ * rank only and read by the peers of one call. */
+#define BOARD_SLOTS 8u
+#define BOARD_PAYLOAD 168u /* bytes a slot carries */
+typedef struct board_slot {
+    /* line 0: the call (key + 1; 0: never written), its signature, and the
+     * first 40 bytes, so that a tiny payload moves with its flag */
+    _Atomic uint64_t stamp;
+    uint32_t sig;
+    uint32_t len;
+    uint32_t readers; /* peers that will read this call's contents */
+    uint32_t pad0;
+    char data[BOARD_PAYLOAD]; /* lines 0-2 */
+    /* line 3: how many readers are done; the owner rewrites the slot only
+     * when all are (so calls of any communicator may share it) */
+    _Atomic uint32_t reads __attribute__((aligned(64)));
+    char pad1[60];
+} __attribute__((aligned(64))) board_slot_t;
+#define SEG_BOARD_BYTES_PER_RANK (BOARD_SLOTS * sizeof(board_slot_t))
 
 enum { RANK_NEW = 0, RANK_ATTACHED = 1, RANK_FINALIZED = 2, RANK_FINALIZING = 3 };
 enum { ABORT_NONE = 0, ABORT_DIED = 1, ABORT_ERROR = 2 };
@@ -128,6 +146,11 @@ typedef struct seg {
 static inline seg_rank_t *seg_rank(const seg_t *s, int r)
 {
     return (seg_rank_t *)((char *)s->hdr + s->hdr->ranks_off) + r;
+}
+
+static inline board_slot_t *seg_board(const seg_t *s, int r, unsigned i)
+{
+    return (board_slot_t *)((char *)s->hdr + s->hdr->board_off) + (size_t)r * BOARD_SLOTS + i;
 }
 
 static inline call_rec_t *seg_calllog(const seg_t *s, int r)

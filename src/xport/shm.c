@@ -189,8 +189,11 @@ static uint32_t arena_probe(shm_xport_t *x, int src)
     if (x->cma_min == SIZE_MAX || !rk->arena_span)
         return RING_CMA_NO;
     if (!ps->arena) {
-        ps->arena = arena_map_peer(rk->pid, rk->arena_fd, rk->arena_span);
+        char why[160];
+        ps->arena = arena_map_peer(rk->pid, rk->arena_fd, rk->arena_span, why, sizeof why);
         ps->arena_span = rk->arena_span;
+        if (!ps->arena && weft_verbose())
+            fprintf(stderr, "weft: shm rank %d: rank %d's arena: %s\n", x->base.rank, src, why);
     }
     return ps->arena ? RING_CMA_YES : RING_CMA_NO;
 }
@@ -606,6 +609,8 @@ static bool shm_ready(shm_xport_t *x)
                 return true;
         }
     }
+    if (x->base.also_ready && x->base.also_ready(x->base.also_arg))
+        return true;
     return atomic_load(&x->seg.hdr->abort_code) != ABORT_NONE;
 }
 
@@ -754,9 +759,26 @@ static void shm_close(xport_t *xp)
     free(x);
 }
 
+static struct board_slot *shm_board_slot(xport_t *xp, int rank, unsigned i)
+{
+    return seg_board(&((shm_xport_t *)xp)->seg, rank, i);
+}
+
+/* As notify, one fence for all: the slot was written before. */
+static void shm_wake_ranks(xport_t *xp, const int *ranks, int n)
+{
+    shm_xport_t *x = (shm_xport_t *)xp;
+    atomic_thread_fence(memory_order_seq_cst);
+    for (int i = 0; i < n; i++)
+        if (ranks[i] != x->base.rank &&
+            atomic_load_explicit(&seg_rank(&x->seg, ranks[i])->sleeping, memory_order_relaxed))
+            seg_wake(&x->seg, ranks[i]);
+}
+
 static const xport_ops_t shm_ops = {
     "shm", shm_isend, shm_irecv, shm_progress, shm_block, shm_health, shm_close,
     NULL, shm_call_note, shm_peer_view, shm_note_finalize, shm_fail_job, NULL,
+    shm_board_slot, shm_wake_ranks,
 };
 
 /* Single copy unless WEFT_CMA=0: lets peers read this process (Yama's
@@ -863,7 +885,7 @@ static void self_close(xport_t *x)
 
 static const xport_ops_t self_ops = {
     "self", self_comm, self_comm, self_progress, self_block, self_health, self_close,
-    NULL, NULL, NULL, NULL, NULL, NULL,
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
 };
 
 int xport_self_open(xport_t **out)

@@ -121,6 +121,7 @@ static void tl_fail_job(xport_t *xp, const char *msg)
 static const xport_ops_t twolevel_ops = {
     "shm+mpi", tl_isend,     tl_irecv,     tl_progress, tl_block, tl_health,  tl_close,
     tl_derive, tl_call_note, tl_peer_view, NULL,        tl_fail_job, tl_announce,
+    NULL,      NULL, /* no board: the ranks span nodes */
 };
 
 /* Node id of every rank of the transport's MPI communicator. */

@@ -23,6 +23,7 @@
 
 typedef struct xport xport_t;
 typedef struct xreq xreq_t;
+struct board_slot; /* segment.h */
 
 /* What a rank is calling, published in the call log so that peers can tell
  * a slow rank from one that called something else.  key = context << 32 |
@@ -134,6 +135,11 @@ typedef struct xport_ops {
     /* Optional: tells peer this rank's call (where peers learn of calls by
      * message, not from a shared call log). */
     void (*announce)(xport_t *x, int peer, const call_desc_t *mine);
+    /* Optional (shared memory only): slot i of a rank's board (segment.h),
+     * and waking the given ranks that sleep in block() after this rank
+     * wrote its slot. */
+    struct board_slot *(*board_slot)(xport_t *x, int rank, unsigned i);
+    void (*wake_ranks)(xport_t *x, const int *ranks, int n);
 } xport_ops_t;
 
 struct xport {
@@ -142,6 +148,10 @@ struct xport {
     int local_size; /* ranks sharing this node's cores */
     uint32_t tag_limit; /* step tags must be below this (2^24, or what MPI_TAG_UB leaves) */
     int *node_ids;  /* node id of every rank, or NULL (one node); owned */
+    /* Set by a waiter on the board around block(): block() does not sleep
+     * while it returns true (a peer's slot changed), as for a message. */
+    bool (*also_ready)(void *arg);
+    void *also_arg;
     pthread_mutex_t lock;
 };
 
