@@ -172,7 +172,7 @@ int algo_board_usable(const coll_args_t *a, char *why, size_t len)
 {
     if (!a->shared_board) {
         snprintf(why, len, "allreduce board needs every rank on one machine's shared memory "
-                           "(the transport of weft run)");
+                           "(weft run, or MPI ranks of one node)");
         return -1;
     }
     if (a->count * a->esize > BOARD_PAYLOAD) {

@@ -118,10 +118,35 @@ static void tl_fail_job(xport_t *xp, const char *msg)
     t->mpi->ops->fail_job(t->mpi, msg);   /* and by message, every rank */
 }
 
+/* Where every rank of the transport is on this node, the board is the
+ * node segment's, ranks renumbered (the board allreduce under mpirun). */
+static struct board_slot *tl_board_slot(xport_t *xp, int rank, unsigned i)
+{
+    twolevel_t *t = (twolevel_t *)xp;
+    return t->shm->ops->board_slot(t->shm, t->route[rank], i);
+}
+
+static void tl_wake_ranks(xport_t *xp, const int *ranks, int n)
+{
+    twolevel_t *t = (twolevel_t *)xp;
+    int local[64];
+    for (int k = 0; k < n; k += 64) {
+        int m = n - k < 64 ? n - k : 64;
+        for (int j = 0; j < m; j++)
+            local[j] = t->route[ranks[k + j]];
+        t->shm->ops->wake_ranks(t->shm, local, m);
+    }
+}
+
 static const xport_ops_t twolevel_ops = {
     "shm+mpi", tl_isend,     tl_irecv,     tl_progress, tl_block, tl_health,  tl_close,
     tl_derive, tl_call_note, tl_peer_view, NULL,        tl_fail_job, tl_announce,
     NULL,      NULL, /* no board: the ranks span nodes */
+};
+static const xport_ops_t twolevel_one_node_ops = {
+    "shm+mpi", tl_isend,     tl_irecv,     tl_progress, tl_block, tl_health,  tl_close,
+    tl_derive, tl_call_note, tl_peer_view, NULL,        tl_fail_job, tl_announce,
+    tl_board_slot, tl_wake_ranks,
 };
 
 /* Node id of every rank of the transport's MPI communicator. */
@@ -220,7 +245,7 @@ int xport_twolevel_open(xport_t *mx, int node_size, int **ids_out, xport_t **out
     t->shm = shm;
     t->mpi = mx;
     t->route = route;
-    t->base.ops = &twolevel_ops;
+    t->base.ops = shm && local == P ? &twolevel_one_node_ops : &twolevel_ops;
     t->base.rank = me;
     t->base.size = P;
     t->base.local_size = local;
