@@ -114,7 +114,8 @@ static int waited_for(const exec_t *e, int *peers, int max)
     return n;
 }
 
-#define WATCH_PEERS 64 /* peers looked at per watch round */
+#define WATCH_PEERS 1024 /* peers looked at per watch round (a linear schedule
+                          * waits for up to P - 1) */
 
 /* Checks a peer (comm rank) this rank waits for; OK when nothing is
  * proven wrong. */
