@@ -829,6 +829,8 @@ static int bench_rank(const bench_opts_t *o, weft_comm_t comm)
     }
     free(times);
     free(res);
+    if (affine_op >= 0)
+        weft_op_free(&affine_op), affine_op = -1;
     lineup_free(L);
     free(L);
     return failures ? 1 : 0;

@@ -19,12 +19,10 @@ int algo_direct_allreduce(sched_t *s, const coll_args_t *a)
     region_t in = reg(BUF_IN, 0, n), acc = reg(BUF_TMP, sched_tmp(s, n), n);
     /* the output is written last, once every send has left and the own
      * input is reduced: under WEFT_IN_PLACE the input lives there */
-    uint32_t first = 0;
-    for (int i = 1; i < P; i++) { /* nearest first, as a ring would */
-        uint32_t st = sched_send(s, mod(r + i, P), 0, in);
-        first = i == 1 ? st : first;
-    }
-    uint32_t sent = sched_nop(s); /* joins the sends, steps first.. */
+    uint32_t first = s->nsteps; /* the sends are the next P - 1 steps */
+    for (int i = 1; i < P; i++) /* nearest first, as a ring would */
+        sched_send(s, mod(r + i, P), 0, in);
+    uint32_t sent = sched_nop(s); /* joins them (a step depends on earlier ones) */
     for (int i = 1; i < P; i++)
         sched_depend(s, sent, first + (uint32_t)(i - 1));
     uint32_t prev = r == 0 ? sched_copy(s, in, acc) : sched_recv(s, 0, 0, acc);

@@ -140,11 +140,8 @@ int exec_start(exec_t *e, const void *in, void *out, bool list)
     e->next_watch = 0;
     e->buf[BUF_IN] = (char *)in;
     e->buf[BUF_OUT] = out;
-    if (e->board) {
-        e->br.in = in;
-        e->br.out = out;
+    if (e->board)
         e->board->start(e);
-    }
     e->buf[BUF_TMP] = e->tmp;
     e->rhead = e->rtail = 0;
     e->ndone = 0;

@@ -28,15 +28,12 @@ typedef struct board_run {
     int phase;     /* BOARD_* of the algorithm */
     unsigned slot; /* this call's slot index */
     int next;      /* the next communicator rank to look for */
-    const char *in;
-    char *out;
 } board_run_t;
 
 typedef struct exec {
     const sched_t *s;
     const board_ops_t *board; /* NULL: run the schedule */
-    board_run_t br;
-    uint64_t count;           /* the call's count (board algorithms) */
+    board_run_t br;           /* (its buffers are buf[BUF_IN] and buf[BUF_OUT]) */
     const call_desc_t *desc; /* the call, as published in the call log */
     xport_t *x;
     const int *world; /* communicator rank -> transport rank */

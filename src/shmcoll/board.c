@@ -32,6 +32,9 @@ static board_slot_t *slot_of(const exec_t *e, int rank)
 
 static uint64_t stamp_of(const exec_t *e) { return e->desc->key + 1; }
 
+/* The call's bytes per rank (its count is in the published call). */
+static size_t bytes_of(const exec_t *e) { return e->desc->count * e->esize; }
+
 /* Writes this rank's contribution when its slot is free; false if not yet.
  * Only this process writes its slots, and always under the transport's
  * lock (exec_progress's callers hold it), so two threads on communicators
@@ -42,13 +45,13 @@ static bool post(exec_t *e)
     if (atomic_load_explicit(&me->stamp, memory_order_relaxed) &&
         atomic_load_explicit(&me->reads, memory_order_acquire) < me->readers)
         return false;
-    size_t bytes = e->count * e->esize;
+    size_t bytes = bytes_of(e);
     me->readers = (uint32_t)(e->s->nrank - 1);
     atomic_store_explicit(&me->reads, 0, memory_order_relaxed);
     me->sig = e->sig;
     me->len = (uint32_t)bytes;
     if (bytes)
-        memcpy(me->data, e->br.in, bytes);
+        memcpy(me->data, e->buf[BUF_IN], bytes);
     atomic_store_explicit(&me->stamp, stamp_of(e), memory_order_release);
     e->x->ops->wake_ranks(e->x, e->world, e->s->nrank);
     e->br.phase = BOARD_POSTED;
@@ -77,7 +80,7 @@ static int differs(exec_t *e, int q, const board_slot_t *ps)
                  "%08x vs %08x, %u vs %llu bytes): do all ranks pass the same count, "
                  "datatype, op and algorithm?", e->s->rank, q, (unsigned)e->sig,
                  (unsigned)ps->sig, (unsigned)ps->len,
-                 (unsigned long long)(e->count * e->esize));
+                 (unsigned long long)bytes_of(e));
     if (e->x->ops->fail_job)
         e->x->ops->fail_job(e->x, msg);
     return -weft_error(WEFT_EMISMATCH, "%s", msg);
@@ -87,13 +90,13 @@ static int differs(exec_t *e, int q, const board_slot_t *ps)
 static void combine(exec_t *e)
 {
     int P = e->s->nrank, me = e->s->rank;
-    size_t bytes = e->count * e->esize;
+    size_t bytes = bytes_of(e);
     char acc[BOARD_PAYLOAD];
     memcpy(acc, slot_of(e, 0)->data, bytes);
     for (int q = 1; q < P; q++)
-        reducer_apply(&e->red, acc, slot_of(e, q)->data, e->count, false);
+        reducer_apply(&e->red, acc, slot_of(e, q)->data, e->desc->count, false);
     if (bytes)
-        memcpy(e->br.out, acc, bytes);
+        memcpy(e->buf[BUF_OUT], acc, bytes);
     for (int q = 0; q < P; q++)
         if (q != me)
             atomic_fetch_add_explicit(&slot_of(e, q)->reads, 1, memory_order_release);
@@ -113,7 +116,7 @@ static int board_progress(exec_t *e)
             const board_slot_t *ps = slot_of(e, q);
             if (atomic_load_explicit(&ps->stamp, memory_order_acquire) != stamp_of(e))
                 goto idle;
-            if (ps->sig != e->sig || ps->len != e->count * e->esize)
+            if (ps->sig != e->sig || ps->len != bytes_of(e))
                 return differs(e, q, ps);
         }
         e->br.next++;
