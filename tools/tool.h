@@ -16,6 +16,7 @@ int cmd_dissem_tuple(int argc, char **argv);
 int cmd_stress(int argc, char **argv);
 int cmd_explain(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
+int cmd_sim(int argc, char **argv);
 
 /* `weft bench`'s options (bench.c). */
 typedef struct bench_opts {

@@ -21,7 +21,8 @@ static void usage(FILE *f)
                "  stress --np P --minutes M  random collectives, every result checked\n"
                "  algorithms               list every algorithm with its properties\n"
                "  explain COLL --np P --size B  what AUTO picks for a call, and why\n"
-               "  tune COLL --np P [--out F]    measure the algorithms, write a tuning table\n\n"
+               "  tune COLL --np P [--out F]    measure the algorithms, write a tuning table\n"
+               "  sim COLL --algo A --np P --size B  predict schedules under LogGOPS\n\n"
                "`weft COMMAND --help` for the options of each.\n");
 }
 
@@ -84,6 +85,8 @@ int main(int argc, char **argv)
         return cmd_explain(argc - 1, argv + 1);
     if (!strcmp(c, "tune"))
         return cmd_tune(argc - 1, argv + 1);
+    if (!strcmp(c, "sim"))
+        return cmd_sim(argc - 1, argv + 1);
     if (!strcmp(c, "algorithms"))
         return cmd_algorithms(argc - 1, argv + 1);
     if (!strcmp(c, "--help") || !strcmp(c, "help")) {

@@ -1,0 +1,703 @@
+/* loggops.c — the discrete-event LogGOPS simulation (sim.h has the model).
+ *
+ * It follows LogGOPSim's event loop so that both give the same times for
+ * the same schedule: an operation whose edges are satisfied is queued at
+ * the time its rank's CPU (and, for a send, a NIC) is free; when it comes
+ * up and the resources are still busy it is queued again at the time they
+ * free; a message is an event at its receiver when its first byte arrives,
+ * taken in under the same rule.  Ties are broken by insertion order, so a
+ * run is deterministic.
+ *
+ * Memory: a rank's program is built when the simulation reaches its start
+ * time and freed when its last operation is done; the rest is per rank a
+ * few clocks, plus the event heap and the match table (only what is in
+ * flight). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sim.h"
+
+enum { EV_OP = 0, EV_MSG = 1 };
+
+typedef struct ev {
+    double t;
+    uint64_t key; /* insertion sequence << 1 | type */
+    uint32_t rank, arg; /* arg: op index (EV_OP) or message record (EV_MSG) */
+} ev_t;
+
+/* A message in flight or unexpected, or a posted receive. */
+typedef struct mrec {
+    uint64_t size;
+    uint32_t src, op; /* sender and its send op; for a receive: its op */
+    uint32_t tag, next;
+    uint8_t cpu, nic; /* the sender's, for a rendezvous completion */
+} mrec_t;
+
+#define NIL UINT32_MAX
+
+/* The match queues: (dst, src, tag) -> FIFO of records, either messages
+ * nobody has asked for yet or receives no message has matched yet (never
+ * both).  Open addressing, linear probing, backward-shift deletion. */
+typedef struct mslot {
+    uint32_t dst, src, tag;
+    uint32_t head, tail;
+    uint32_t recvs; /* 1: the queue holds receives */
+} mslot_t;
+
+typedef struct sim {
+    const sim_model_t *m;
+    int P;
+    sim_build_fn build;
+    void *ctx;
+    const sim_opts_t *opts;
+    char *msg;
+    size_t msglen;
+    int err;
+
+    sim_prog_t *prog;
+    double *cpu, *nic_s, *nic_r; /* when each CPU / NIC is next free */
+    uint32_t *left;              /* operations not yet done */
+    double *finish;              /* -1 until the rank has finished */
+    double t_sum, t_max;
+    int slowest, nfinished;
+
+    ev_t *heap;
+    size_t nheap, heapcap;
+    uint64_t seq;
+
+    mrec_t *rec;
+    uint32_t nrec, reccap, freerec;
+
+    mslot_t *tab;
+    size_t tabcap, tabused;
+
+    uint32_t *work; /* instant operations waiting to run (no recursion) */
+    size_t nwork, workcap;
+    uint32_t *work_rank;
+
+    uint64_t events, messages;
+    size_t bytes, peak;
+} sim_t;
+
+static void account(sim_t *s, ssize_t delta)
+{
+    s->bytes += (size_t)delta;
+    if (s->bytes > s->peak)
+        s->peak = s->bytes;
+}
+
+__attribute__((format(printf, 3, 4))) static int fail(sim_t *s, int code, const char *fmt, ...)
+{
+    if (!s->err) {
+        s->err = code;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(s->msg, s->msglen, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+/* ---- the event heap (binary, keyed by time then insertion order) ---- */
+
+static inline bool ev_before(const ev_t *a, const ev_t *b)
+{
+    return a->t < b->t || (a->t == b->t && a->key < b->key);
+}
+
+static void push(sim_t *s, double t, int type, uint32_t rank, uint32_t arg)
+{
+    if (s->nheap == s->heapcap) {
+        size_t nc = s->heapcap ? s->heapcap * 2 : 1024;
+        ev_t *h = realloc(s->heap, nc * sizeof *h);
+        if (!h) {
+            fail(s, WEFT_ENOMEM, "out of memory for %d+ events", (int)s->nheap);
+            return;
+        }
+        account(s, (ssize_t)((nc - s->heapcap) * sizeof *h));
+        s->heap = h, s->heapcap = nc;
+    }
+    ev_t e = {t, s->seq++ << 1 | (uint64_t)type, rank, arg};
+    size_t i = s->nheap++;
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (!ev_before(&e, &s->heap[p]))
+            break;
+        s->heap[i] = s->heap[p];
+        i = p;
+    }
+    s->heap[i] = e;
+}
+
+static ev_t pop(sim_t *s)
+{
+    ev_t top = s->heap[0], last = s->heap[--s->nheap];
+    size_t i = 0, n = s->nheap;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && ev_before(&s->heap[c + 1], &s->heap[c]))
+            c++;
+        if (!ev_before(&s->heap[c], &last))
+            break;
+        s->heap[i] = s->heap[c];
+        i = c;
+    }
+    if (n)
+        s->heap[i] = last;
+    return top;
+}
+
+/* ---- records and the match table ---- */
+
+static uint32_t rec_new(sim_t *s)
+{
+    if (s->freerec != NIL) {
+        uint32_t r = s->freerec;
+        s->freerec = s->rec[r].next;
+        return r;
+    }
+    if (s->nrec == s->reccap) {
+        uint32_t nc = s->reccap ? s->reccap * 2 : 1024;
+        mrec_t *r = realloc(s->rec, (size_t)nc * sizeof *r);
+        if (!r) {
+            fail(s, WEFT_ENOMEM, "out of memory for %d+ messages in flight",
+                 (int)s->nrec);
+            return NIL;
+        }
+        account(s, (ssize_t)((size_t)(nc - s->reccap) * sizeof *r));
+        s->rec = r, s->reccap = nc;
+    }
+    return s->nrec++;
+}
+
+static void rec_free(sim_t *s, uint32_t r)
+{
+    s->rec[r].next = s->freerec;
+    s->freerec = r;
+}
+
+static inline size_t slot_hash(const sim_t *s, uint32_t dst, uint32_t src, uint32_t tag)
+{
+    uint64_t x = (uint64_t)dst * 0x9E3779B97F4A7C15ull ^ (uint64_t)src * 0xC2B2AE3D27D4EB4Full ^
+                 (uint64_t)tag * 0x165667B19E3779F9ull;
+    x ^= x >> 31;
+    x *= 0xD6E8FEB86659FD93ull;
+    x ^= x >> 32;
+    return (size_t)x & (s->tabcap - 1);
+}
+
+/* The slot of (dst, src, tag), or where it would go (dst == NIL). */
+static size_t slot_find(const sim_t *s, uint32_t dst, uint32_t src, uint32_t tag)
+{
+    size_t i = slot_hash(s, dst, src, tag);
+    for (;;) {
+        const mslot_t *q = &s->tab[i];
+        if (q->dst == NIL || (q->dst == dst && q->src == src && q->tag == tag))
+            return i;
+        i = (i + 1) & (s->tabcap - 1);
+    }
+}
+
+static int tab_grow(sim_t *s)
+{
+    size_t oc = s->tabcap, nc = oc ? oc * 2 : 4096;
+    mslot_t *old = s->tab, *t = malloc(nc * sizeof *t);
+    if (!t)
+        return fail(s, WEFT_ENOMEM, "out of memory for the match table (%d+ queues)",
+                    (int)s->tabused);
+    for (size_t i = 0; i < nc; i++)
+        t[i].dst = NIL;
+    s->tab = t, s->tabcap = nc;
+    for (size_t i = 0; i < oc; i++)
+        if (old[i].dst != NIL)
+            s->tab[slot_find(s, old[i].dst, old[i].src, old[i].tag)] = old[i];
+    free(old);
+    account(s, (ssize_t)((nc - oc) * sizeof *t));
+    return 0;
+}
+
+static void slot_remove(sim_t *s, size_t i)
+{
+    size_t mask = s->tabcap - 1, j = i;
+    for (;;) {
+        j = (j + 1) & mask;
+        if (s->tab[j].dst == NIL)
+            break;
+        size_t h = slot_hash(s, s->tab[j].dst, s->tab[j].src, s->tab[j].tag);
+        /* j's entry may move into the hole at i unless its home lies in
+         * (i, j] (cyclically) */
+        if ((j > i && (h <= i || h > j)) || (j < i && (h <= i && h > j))) {
+            s->tab[i] = s->tab[j];
+            i = j;
+        }
+    }
+    s->tab[i].dst = NIL;
+    s->tabused--;
+}
+
+/* Takes the oldest record of the wanted kind queued under (dst, src, tag),
+ * or NIL. */
+static uint32_t match_take(sim_t *s, uint32_t dst, uint32_t src, uint32_t tag, bool recvs)
+{
+    if (!s->tabused)
+        return NIL;
+    size_t i = slot_find(s, dst, src, tag);
+    mslot_t *q = &s->tab[i];
+    if (q->dst == NIL || q->recvs != (uint32_t)recvs)
+        return NIL;
+    uint32_t r = q->head;
+    q->head = s->rec[r].next;
+    if (q->head == NIL)
+        slot_remove(s, i);
+    return r;
+}
+
+static void match_put(sim_t *s, uint32_t dst, uint32_t src, uint32_t tag, bool recvs, uint32_t r)
+{
+    if ((s->tabused + 1) * 2 > s->tabcap && tab_grow(s))
+        return;
+    size_t i = slot_find(s, dst, src, tag);
+    mslot_t *q = &s->tab[i];
+    s->rec[r].next = NIL;
+    if (q->dst == NIL) {
+        q->dst = dst, q->src = src, q->tag = tag;
+        q->recvs = recvs;
+        q->head = q->tail = r;
+        s->tabused++;
+    } else {
+        s->rec[q->tail].next = r;
+        q->tail = r;
+    }
+}
+
+/* ---- ranks and operations ---- */
+
+static inline double *cpu_of(sim_t *s, uint32_t r, int c)
+{
+    return &s->cpu[(size_t)r * s->m->cpus + (size_t)c % s->m->cpus];
+}
+
+/* The NIC a send of op uses: its own, or the one free first. */
+static int send_nic(sim_t *s, uint32_t r, const sim_op_t *op)
+{
+    const double *n = &s->nic_s[(size_t)r * s->m->ports];
+    if (op->nic != SIM_NIC_ANY)
+        return op->nic % s->m->ports;
+    int best = 0;
+    for (int k = 1; k < s->m->ports; k++)
+        if (n[k] < n[best])
+            best = k;
+    return best;
+}
+
+static int recv_nic(sim_t *s, uint32_t r)
+{
+    const double *n = &s->nic_r[(size_t)r * s->m->ports];
+    int best = 0;
+    for (int k = 1; k < s->m->ports; k++)
+        if (n[k] < n[best])
+            best = k;
+    return best;
+}
+
+static inline double maxd(double a, double b) { return a > b ? a : b; }
+
+/* Op i of rank r has all its edges satisfied at time now. */
+static void release(sim_t *s, uint32_t r, uint32_t i, double now)
+{
+    const sim_op_t *op = &s->prog[r].ops[i];
+    if (op->kind == SIM_CALC && (op->flags & SIM_INSTANT)) {
+        if (s->nwork == s->workcap) {
+            size_t nc = s->workcap ? s->workcap * 2 : 256;
+            uint32_t *w = realloc(s->work, nc * sizeof *w);
+            uint32_t *wr = w ? realloc(s->work_rank, nc * sizeof *wr) : NULL;
+            if (w)
+                s->work = w;
+            if (!wr) {
+                fail(s, WEFT_ENOMEM, "out of memory");
+                return;
+            }
+            s->work_rank = wr, s->workcap = nc;
+        }
+        s->work[s->nwork] = i;
+        s->work_rank[s->nwork++] = r;
+        return;
+    }
+    double t = *cpu_of(s, r, op->cpu);
+    if (op->kind == SIM_SEND)
+        t = maxd(t, s->nic_s[(size_t)r * s->m->ports + send_nic(s, r, op)]);
+    push(s, maxd(t, now), EV_OP, r, i);
+}
+
+static void finish_rank(sim_t *s, uint32_t r)
+{
+    double t = 0;
+    for (int c = 0; c < s->m->cpus; c++)
+        t = maxd(t, *cpu_of(s, r, c));
+    s->finish[r] = t;
+    s->t_sum += t;
+    if (t > s->t_max || s->nfinished == 0)
+        s->t_max = t, s->slowest = (int)r;
+    s->nfinished++;
+    account(s, -(ssize_t)sim_prog_bytes(&s->prog[r]));
+    sim_prog_free(&s->prog[r]);
+    if (s->opts && s->opts->on_finish)
+        s->opts->on_finish(s->opts->finish_ctx, (int)r, t);
+}
+
+/* Satisfies op i's successors of one kind: its requires edges when it is
+ * done, its irequires edges when it starts. */
+static void satisfy(sim_t *s, uint32_t r, uint32_t i, double now, bool done)
+{
+    sim_prog_t *p = &s->prog[r];
+    for (uint32_t k = p->succ_first[i]; k < p->succ_first[i + 1]; k++) {
+        uint32_t e = p->succ[k];
+        if (((e & SIM_IREQ) != 0) == done)
+            continue;
+        uint32_t j = e & ~SIM_IREQ;
+        if (--p->ops[j].pending == 0)
+            release(s, r, j, now);
+    }
+}
+
+static void done(sim_t *s, uint32_t r, uint32_t i, double now)
+{
+    satisfy(s, r, i, now, true);
+    if (--s->left[r] == 0)
+        finish_rank(s, r);
+}
+
+static void run_instant(sim_t *s, double now)
+{
+    while (s->nwork && !s->err) {
+        s->nwork--;
+        uint32_t r = s->work_rank[s->nwork], i = s->work[s->nwork];
+        satisfy(s, r, i, now, false);
+        done(s, r, i, now);
+    }
+}
+
+static void start_rank(sim_t *s, uint32_t r, double t0)
+{
+    sim_prog_t *p = &s->prog[r];
+    char why[200] = "";
+    int rc = s->build(s->ctx, (int)r, p, why, sizeof why);
+    if (rc) {
+        if (!s->err) {
+            s->err = rc;
+            snprintf(s->msg, s->msglen, "rank %d: %s", (int)r, why[0] ? why : weft_strerror(rc));
+        }
+        return;
+    }
+    account(s, (ssize_t)sim_prog_bytes(p));
+    for (uint32_t i = 0; i < p->nops; i++) {
+        const sim_op_t *op = &p->ops[i];
+        if (op->kind != SIM_CALC && (op->peer < 0 || op->peer >= s->P)) {
+            fail(s, WEFT_EINVAL, "rank %d op %d: peer %d is not a rank of 0..%d", (int)r, (int)i,
+                 op->peer, s->P - 1);
+            return;
+        }
+        if (op->nic != SIM_NIC_ANY && op->nic >= s->m->ports) {
+            fail(s, WEFT_EINVAL, "rank %d op %d: NIC %d, but the model has %d", (int)r, (int)i,
+                 op->nic, s->m->ports);
+            return;
+        }
+    }
+    s->left[r] = p->nops;
+    if (!p->nops) {
+        finish_rank(s, r);
+        return;
+    }
+    for (uint32_t i = 0; i < p->nops; i++)
+        if (p->ops[i].pending == 0)
+            release(s, r, i, t0);
+    run_instant(s, t0);
+}
+
+/* A message is in at rank r (its first byte at time t). */
+static void on_message(sim_t *s, uint32_t r, uint32_t mi, double t)
+{
+    const sim_model_t *m = s->m;
+    mrec_t *mr = &s->rec[mi];
+    double *cpu = cpu_of(s, r, mr->cpu);
+    int k = recv_nic(s, r);
+    double *nic = &s->nic_r[(size_t)r * m->ports + k];
+    double ready = maxd(*cpu, *nic);
+    if (ready > t) {
+        push(s, ready, EV_MSG, r, mi);
+        return;
+    }
+    double s1 = (double)(mr->size ? mr->size - 1 : 0);
+    *cpu = t + m->o + maxd(s1 * m->O, s1 * m->G);
+    *nic = t + m->g + s1 * m->G;
+    uint32_t q = match_take(s, r, mr->src, mr->tag, true);
+    if (q == NIL) {
+        match_put(s, r, mr->src, mr->tag, false, mi);
+        return;
+    }
+    uint32_t recv_op = s->rec[q].op;
+    rec_free(s, q);
+    if (mr->size > m->S) { /* rendezvous: the sender's send completes now */
+        uint32_t src = mr->src;
+        double *sc = cpu_of(s, src, mr->cpu), *sn = &s->nic_s[(size_t)src * m->ports + mr->nic];
+        *sc = maxd(*sc, t);
+        *sn = maxd(*sn, t);
+        done(s, src, mr->op, t);
+    }
+    rec_free(s, mi);
+    done(s, r, recv_op, t);
+}
+
+static void on_send(sim_t *s, uint32_t r, uint32_t i, double t)
+{
+    const sim_model_t *m = s->m;
+    const sim_op_t *op = &s->prog[r].ops[i];
+    int k = send_nic(s, r, op);
+    double *cpu = cpu_of(s, r, op->cpu), *nic = &s->nic_s[(size_t)r * m->ports + k];
+    double ready = maxd(*cpu, *nic);
+    if (ready > t) {
+        push(s, ready, EV_OP, r, i);
+        return;
+    }
+    satisfy(s, r, i, t, false);
+    double s1 = (double)(op->size ? op->size - 1 : 0);
+    *cpu = t + m->o + s1 * m->O;
+    *nic = t + m->g + s1 * m->G;
+    uint32_t mi = rec_new(s);
+    if (mi == NIL)
+        return;
+    mrec_t *mr = &s->rec[mi];
+    mr->size = op->size, mr->src = r, mr->op = i, mr->tag = op->tag, mr->next = NIL;
+    mr->cpu = op->cpu, mr->nic = (uint8_t)k;
+    s->messages++;
+    push(s, t + m->o + m->L, EV_MSG, (uint32_t)op->peer, mi);
+    if (op->size <= m->S)
+        done(s, r, i, t);
+}
+
+static void on_recv(sim_t *s, uint32_t r, uint32_t i, double t)
+{
+    const sim_op_t *op = &s->prog[r].ops[i];
+    satisfy(s, r, i, t, false);
+    uint32_t mi = match_take(s, r, (uint32_t)op->peer, op->tag, false);
+    if (mi == NIL) {
+        uint32_t q = rec_new(s);
+        if (q == NIL)
+            return;
+        s->rec[q].op = i, s->rec[q].size = op->size;
+        match_put(s, r, (uint32_t)op->peer, op->tag, true, q);
+        return;
+    }
+    mrec_t *mr = &s->rec[mi];
+    if (mr->size > s->m->S) {
+        uint32_t src = mr->src;
+        double *sc = cpu_of(s, src, mr->cpu), *sn = &s->nic_s[(size_t)src * s->m->ports + mr->nic];
+        *sc = maxd(*sc, t);
+        *sn = maxd(*sn, t);
+        done(s, src, mr->op, t);
+    }
+    rec_free(s, mi);
+    done(s, r, i, t);
+}
+
+static void on_calc(sim_t *s, uint32_t r, uint32_t i, double t)
+{
+    const sim_op_t *op = &s->prog[r].ops[i];
+    double *cpu = cpu_of(s, r, op->cpu);
+    if (*cpu > t) {
+        push(s, *cpu, EV_OP, r, i);
+        return;
+    }
+    double cost = op->flags & SIM_REDUCE ? s->m->gamma * (double)op->size
+                  : op->flags & SIM_COPY ? s->m->copy * (double)op->size
+                                         : (double)op->size;
+    *cpu = t + cost;
+    satisfy(s, r, i, t, false);
+    done(s, r, i, t);
+}
+
+static void on_event(sim_t *s, const ev_t *e)
+{
+    if ((e->key & 1) == EV_MSG) {
+        on_message(s, e->rank, e->arg, e->t);
+    } else {
+        switch (s->prog[e->rank].ops[e->arg].kind) {
+        case SIM_SEND:
+            on_send(s, e->rank, e->arg, e->t);
+            break;
+        case SIM_RECV:
+            on_recv(s, e->rank, e->arg, e->t);
+            break;
+        default:
+            on_calc(s, e->rank, e->arg, e->t);
+            break;
+        }
+    }
+    run_instant(s, e->t);
+}
+
+/* ---- the run ---- */
+
+static const double *start_of;
+static int by_start(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    double tx = start_of[x], ty = start_of[y];
+    return tx < ty ? -1 : tx > ty ? 1 : (x > y) - (x < y);
+}
+
+/* Why the run ended with work left: a rank waiting for a message nobody
+ * sends, else a rank stuck otherwise (a rendezvous nobody matches, a cycle),
+ * else a message nobody received. */
+static void explain_stuck(sim_t *s)
+{
+    for (int r = 0; r < s->P; r++) {
+        if (s->finish[r] >= 0 || !s->prog[r].ops)
+            continue;
+        const sim_prog_t *p = &s->prog[r];
+        for (uint32_t i = 0; i < p->nops; i++) {
+            const sim_op_t *op = &p->ops[i];
+            if (op->kind != SIM_RECV || op->pending)
+                continue;
+            size_t k = slot_find(s, (uint32_t)r, (uint32_t)op->peer, op->tag);
+            if (s->tab[k].dst != NIL && s->tab[k].recvs) {
+                fail(s, WEFT_EINVAL,
+                     "deadlock: rank %d waits for a message from %d (tag %u, op %u) that is "
+                     "never sent",
+                     r, op->peer, op->tag, i);
+                return;
+            }
+        }
+    }
+    const mslot_t *unrecv = NULL;
+    for (size_t k = 0; k < s->tabcap && !unrecv; k++)
+        if (s->tab[k].dst != NIL && !s->tab[k].recvs)
+            unrecv = &s->tab[k];
+    for (int r = 0; r < s->P; r++)
+        if (s->finish[r] < 0) {
+            if (unrecv)
+                fail(s, WEFT_EINVAL,
+                     "deadlock: rank %d never finishes (%u operations left); a message from "
+                     "rank %u to rank %u (tag %u) waits unreceived",
+                     r, s->left[r], unrecv->src, unrecv->dst, unrecv->tag);
+            else
+                fail(s, WEFT_EINVAL, "deadlock: rank %d never finishes (%u operations left)", r,
+                     s->left[r]);
+            return;
+        }
+    if (unrecv)
+        fail(s, WEFT_EINVAL, "a message from rank %u to rank %u (tag %u) is never received",
+             unrecv->src, unrecv->dst, unrecv->tag);
+}
+
+static int sim_alloc(sim_t *s)
+{
+    size_t P = (size_t)s->P;
+    s->prog = calloc(P, sizeof *s->prog);
+    s->cpu = malloc(P * s->m->cpus * sizeof *s->cpu);
+    s->nic_s = malloc(P * s->m->ports * sizeof *s->nic_s);
+    s->nic_r = malloc(P * s->m->ports * sizeof *s->nic_r);
+    s->left = calloc(P, sizeof *s->left);
+    s->finish = malloc(P * sizeof *s->finish);
+    if (!s->prog || !s->cpu || !s->nic_s || !s->nic_r || !s->left || !s->finish)
+        return fail(s, WEFT_ENOMEM, "out of memory for %d ranks", s->P);
+    account(s, (ssize_t)(P * (sizeof *s->prog + s->m->cpus * 8 + s->m->ports * 16 + 4 + 8)));
+    const double *st = s->opts ? s->opts->start : NULL;
+    for (size_t r = 0; r < P; r++) {
+        double t0 = st ? st[r] : 0;
+        /* a rank takes nothing in before it starts */
+        for (int c = 0; c < s->m->cpus; c++)
+            s->cpu[r * s->m->cpus + c] = t0;
+        for (int k = 0; k < s->m->ports; k++)
+            s->nic_s[r * s->m->ports + k] = s->nic_r[r * s->m->ports + k] = t0;
+        s->finish[r] = -1;
+    }
+    s->freerec = NIL;
+    return tab_grow(s);
+}
+
+static void sim_release(sim_t *s)
+{
+    if (s->prog)
+        for (int r = 0; r < s->P; r++)
+            sim_prog_free(&s->prog[r]);
+    free(s->prog), free(s->cpu), free(s->nic_s), free(s->nic_r), free(s->left);
+    free(s->finish), free(s->heap), free(s->rec), free(s->tab), free(s->work);
+    free(s->work_rank);
+}
+
+int sim_run(const sim_model_t *m, int nrank, sim_build_fn build, void *ctx,
+            const sim_opts_t *opts, sim_result_t *res, char *msg, size_t len)
+{
+    memset(res, 0, sizeof *res);
+    if (nrank < 1) {
+        snprintf(msg, len, "%d ranks: want at least 1", nrank);
+        return WEFT_EINVAL;
+    }
+    if (m->ports < 1 || m->ports > 64 || m->cpus < 1 || m->cpus > 256) {
+        snprintf(msg, len, "the model wants 1 to 64 ports and 1 to 256 CPUs");
+        return WEFT_EINVAL;
+    }
+    const double *st = opts ? opts->start : NULL;
+    for (int r = 0; st && r < nrank; r++)
+        if (!(st[r] >= 0 && st[r] < 3.6e15)) {
+            snprintf(msg, len, "rank %d's start time %g is not 0 to an hour's ns", r, st[r]);
+            return WEFT_EINVAL;
+        }
+    sim_t s;
+    memset(&s, 0, sizeof s);
+    s.m = m, s.P = nrank, s.build = build, s.ctx = ctx, s.opts = opts;
+    s.msg = msg, s.msglen = len;
+    uint32_t *order = NULL;
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    if (!sim_alloc(&s) && st) {
+        order = malloc((size_t)nrank * sizeof *order);
+        if (!order) {
+            fail(&s, WEFT_ENOMEM, "out of memory for %d ranks", nrank);
+        } else {
+            for (int r = 0; r < nrank; r++)
+                order[r] = (uint32_t)r;
+            start_of = st;
+            qsort(order, (size_t)nrank, sizeof *order, by_start);
+        }
+    }
+    uint32_t next = 0; /* ranks start in order of their start time */
+    while (!s.err) {
+        if (next < (uint32_t)nrank) {
+            uint32_t r = order ? order[next] : next;
+            double t0 = st ? st[r] : 0;
+            if (!s.nheap || t0 <= s.heap[0].t) {
+                next++;
+                s.events++;
+                start_rank(&s, r, t0);
+                continue;
+            }
+        }
+        if (!s.nheap)
+            break;
+        ev_t e = pop(&s);
+        s.events++;
+        on_event(&s, &e);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    if (!s.err && (s.nfinished < nrank || s.tabused))
+        explain_stuck(&s);
+    res->events = s.events;
+    res->messages = s.messages;
+    res->seconds = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) * 1e-9;
+    res->peak_bytes = s.peak;
+    if (!s.err) {
+        res->t_max = s.t_max;
+        res->t_mean = s.t_sum / nrank;
+        res->slowest = s.slowest;
+    }
+    free(order);
+    sim_release(&s);
+    return s.err;
+}

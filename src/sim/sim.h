@@ -1,0 +1,132 @@
+/* sim.h — the LogGOPS simulator: every rank's schedule of one collective run
+ * together under the LogGOPS model, with LogGOPSim's semantics (Hoefler,
+ * Schneider, Lumsdaine, HPDC 2010), so that a weft figure can be checked
+ * against LogGOPSim and the other way round.
+ *
+ * The model, in ns and ns per byte, for a message of s bytes (s >= 1):
+ *   send issued at t (when the rank's CPU and a NIC are free): the CPU is
+ *     busy until t + o + (s-1)O, the NIC until t + g + (s-1)G, and the
+ *     first byte reaches the receiver at t + o + L;
+ *   s <= S is eager (the send completes when issued), s > S rendezvous (it
+ *     completes when the receiver matches it);
+ *   a message that has arrived is taken in when the receiver's CPU and NIC
+ *     are free, at cost o + max((s-1)O, (s-1)G) on the CPU and g + (s-1)G on
+ *     the NIC, and then matched against the posted receives (else queued as
+ *     unexpected);
+ *   a local reduction of s bytes costs gamma * s on the CPU, a local copy
+ *   copy * s (0 in LogGOPS).
+ *
+ * The simulator runs a program per rank (sim_prog_t: send, receive and
+ * calc operations with "requires" and "irequires" edges, the shape of a
+ * GOAL schedule).  weft's schedules become programs one rank at a time, when
+ * the simulation reaches the rank's start, and are freed when the rank has
+ * finished: there is never an all-ranks schedule in memory. */
+#ifndef WEFT_SIM_H
+#define WEFT_SIM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sched/sched.h"
+#include "weft.h"
+
+typedef struct sim_model {
+    double L, o, g, G, O; /* ns, ns, ns, ns/byte, ns/byte */
+    uint64_t S;           /* largest eager message, bytes */
+    double gamma;         /* ns per byte reduced */
+    double copy;          /* ns per byte copied locally */
+    int ports;            /* NICs per rank (k-port model); >= 1 */
+    int cpus;             /* CPUs per rank (GOAL's "cpu N"); >= 1 */
+} sim_model_t;
+
+/* ---- presets and model flags (model.c) ---- */
+
+/* LogGOPSim's own defaults; every field set. */
+void sim_model_default(sim_model_t *m);
+/* Fills *m from a named preset; -1 and a message naming the choices if
+ * the name is unknown.  A name with a '/' or ending in ".preset" is read
+ * as a preset file (the format sim_preset_write writes). */
+int sim_preset_load(const char *name, sim_model_t *m, char *msg, size_t len);
+/* Parses one "key value" setting (keys L o g G O S gamma copy ports);
+ * -1 and why when the key is unknown or the value is negative, not a
+ * number, NaN or absurd. */
+int sim_model_set(sim_model_t *m, const char *key, const char *value, char *msg, size_t len);
+/* Writes a preset file; 0 or -1 (errno). */
+int sim_preset_write(const char *path, const sim_model_t *m, const char *comment);
+/* The names of the built-in presets, NULL-terminated. */
+const char *const *sim_preset_names(void);
+
+/* ---- programs (prog.c) ---- */
+
+enum sim_op_kind { SIM_SEND = 0, SIM_RECV = 1, SIM_CALC = 2 };
+
+#define SIM_NIC_ANY 0xffu   /* the NIC that is free first */
+#define SIM_INSTANT 0x1u    /* calc with no CPU time: a join (weft's NOP) */
+#define SIM_REDUCE 0x2u     /* calc that reduces `size` bytes (gamma) */
+#define SIM_COPY 0x4u       /* calc that copies `size` bytes (copy) */
+#define SIM_IREQ 0x80000000u /* in prog.succ: an irequires edge */
+
+typedef struct sim_op {
+    uint8_t kind, cpu, nic, flags;
+    uint32_t tag;
+    int32_t peer;
+    uint32_t pending; /* edges still unsatisfied (set at build, counted down) */
+    uint64_t size;    /* bytes (send/recv; reduce/copy calc), or ns for a
+                       * plain calc */
+} sim_op_t;
+
+typedef struct sim_prog {
+    uint32_t nops, nedges;
+    sim_op_t *ops;
+    uint32_t *succ_first; /* nops + 1 */
+    uint32_t *succ;       /* successor op, | SIM_IREQ for irequires */
+} sim_prog_t;
+
+void sim_prog_free(sim_prog_t *p);
+/* Bytes the program holds (its share of peak memory). */
+size_t sim_prog_bytes(const sim_prog_t *p);
+/* Converts a committed weft schedule of elements of esize bytes: send and
+ * receive as themselves, receive-and-reduce as a receive then a reduce
+ * calc, reduce and copy as calcs, no-ops as instant joins. */
+int sim_prog_from_sched(const sched_t *s, size_t esize, sim_prog_t *out);
+
+/* Builds rank's program; returns 0 or a weft error code, with the reason
+ * in msg. */
+typedef int (*sim_build_fn)(void *ctx, int rank, sim_prog_t *out, char *msg, size_t len);
+
+/* ---- the simulation (loggops.c) ---- */
+
+typedef struct sim_opts {
+    const double *start; /* per-rank start time (ns), NULL: all at 0 */
+    /* optional: called once per rank as it finishes */
+    void (*on_finish)(void *ctx, int rank, double t);
+    void *finish_ctx;
+} sim_opts_t;
+
+typedef struct sim_result {
+    double t_max, t_mean; /* completion time over ranks, ns */
+    int slowest;          /* the rank that finished last */
+    uint64_t events;      /* events processed */
+    uint64_t messages;
+    double seconds;       /* wall time of the simulation */
+    size_t peak_bytes;    /* most memory the simulation held at once */
+} sim_result_t;
+
+/* Simulates nrank ranks.  0, or a weft error code with the reason in msg
+ * (a rank's build error, an unmatched receive or message, a deadlock). */
+int sim_run(const sim_model_t *m, int nrank, sim_build_fn build, void *ctx,
+            const sim_opts_t *opts, sim_result_t *res, char *msg, size_t len);
+
+/* ---- lower bounds (bounds.c) ---- */
+
+/* alpha and beta of the model: beta = max(G, O) (a byte's time on the
+ * busier of link and CPU), alpha = L + 2o - beta, so that one message of s
+ * bytes takes alpha + s beta end to end. */
+double sim_alpha(const sim_model_t *m);
+double sim_beta(const sim_model_t *m);
+/* A lower bound on the time of coll for n bytes per rank on P ranks (see
+ * docs/ALGORITHMS.md, "Lower bounds"); -1 for collectives without one. */
+double sim_lower_bound(weft_coll_t coll, int P, uint64_t n, const sim_model_t *m);
+
+#endif

@@ -1,0 +1,452 @@
+/* test_sim.c — the LogGOPS simulator against hand-computed times, exact to
+ * the nanosecond: one eager send, one rendezvous send, a 3-rank chain, a
+ * 4-rank binomial broadcast (by hand and as weft builds it), a ping-pong
+ * with computation, a 16-to-1 gather; weft's binomial broadcast and linear
+ * pipeline against their closed-form LogGP times over several P, n and k;
+ * the lower bounds; and every bad input (model values, presets, programs
+ * that deadlock or leave a message unreceived). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "algo/algo.h"
+#include "sim/sim.h"
+#include "testing.h"
+
+/* ---- programs written by hand ---- */
+
+typedef struct {
+    int kind, peer, flags;
+    uint32_t tag;
+    uint64_t size;  /* bytes, or ns for a calc */
+    int dep[2];     /* ops this one requires, -1 none */
+} hop_t;
+
+#define MAXOPS 40
+typedef struct {
+    int nops[32];
+    hop_t op[32][MAXOPS];
+} hand_t;
+
+static int add(hand_t *h, int r, int kind, int peer, uint64_t size, int dep)
+{
+    hop_t *o = &h->op[r][h->nops[r]];
+    o->kind = kind, o->peer = peer, o->flags = 0, o->tag = 0, o->size = size, o->dep[0] = dep, o->dep[1] = -1;
+    return h->nops[r]++;
+}
+
+static int build_hand(void *ctx, int rank, sim_prog_t *out, char *msg, size_t len)
+{
+    const hand_t *h = ctx;
+    int n = h->nops[rank], ne = 0;
+    for (int i = 0; i < n; i++)
+        ne += (h->op[rank][i].dep[0] >= 0) + (h->op[rank][i].dep[1] >= 0);
+    size_t bytes = (size_t)n * sizeof(sim_op_t) + ((size_t)n + 1 + ne) * 4;
+    char *b = malloc(bytes ? bytes : 1);
+    out->nops = (uint32_t)n, out->nedges = (uint32_t)ne;
+    out->ops = (sim_op_t *)b;
+    out->succ_first = (uint32_t *)(b + (size_t)n * sizeof(sim_op_t));
+    out->succ = out->succ_first + n + 1;
+    int e = 0;
+    for (int i = 0; i < n; i++) {
+        const hop_t *o = &h->op[rank][i];
+        sim_op_t *op = &out->ops[i];
+        memset(op, 0, sizeof *op);
+        op->kind = (uint8_t)o->kind, op->flags = (uint8_t)o->flags, op->peer = o->peer, op->tag = o->tag, op->size = o->size;
+        op->nic = SIM_NIC_ANY;
+        op->pending = (o->dep[0] >= 0) + (o->dep[1] >= 0);
+        out->succ_first[i] = (uint32_t)e;
+        for (int j = i + 1; j < n; j++)
+            for (int d = 0; d < 2; d++)
+                if (h->op[rank][j].dep[d] == i)
+                    out->succ[e++] = (uint32_t)j;
+    }
+    out->succ_first[n] = (uint32_t)e;
+    return 0;
+}
+
+static sim_model_t test_model(void)
+{
+    sim_model_t m;
+    sim_model_default(&m);
+    m.L = 100, m.o = 10, m.g = 20, m.G = 2, m.O = 1, m.S = 1000, m.gamma = 0.5;
+    return m;
+}
+
+static double run_hand(const sim_model_t *m, int P, hand_t *h, double *mean)
+{
+    sim_result_t r;
+    char msg[300];
+    int rc = sim_run(m, P, build_hand, h, NULL, &r, msg, sizeof msg);
+    CHECK(rc == 0, "sim_run: %s", msg);
+    if (mean)
+        *mean = r.t_mean;
+    return rc ? -1 : r.t_max;
+}
+
+static void test_hand_cases(void)
+{
+    sim_model_t m = test_model();
+    double mean;
+    hand_t *h = calloc(1, sizeof *h);
+
+    /* eager, 101 B: the sender's CPU to o + 100 O = 110; the first byte in
+     * at o + L = 110; taken in at 110 + o + 100 max(O, G) = 320 */
+    add(h, 0, SIM_SEND, 1, 101, -1);
+    add(h, 1, SIM_RECV, 0, 101, -1);
+    double t = run_hand(&m, 2, h, &mean);
+    CHECK(t == 320 && mean == 215, "eager send: %g (mean %g), want 320 (215)", t, mean);
+
+    /* the same with a CPU slower per byte than the link (O 3 > G 2): the
+     * sender is busy to 10 + 300 = 310, the receiver takes it in by 110 +
+     * 10 + 300 = 420 */
+    sim_model_t mo = m;
+    mo.O = 3;
+    t = run_hand(&mo, 2, h, &mean);
+    CHECK(t == 420 && mean == 365, "eager send, O > G: %g (mean %g), want 420 (365)", t, mean);
+
+    /* rendezvous, 2001 B > S: rank 1 computes 3000 ns before posting; the
+     * message waits for it (taken in at 3000: 3000 + 10 + 4000 = 7010) and
+     * the sender's send completes only then, so its calc of 50 runs
+     * 3000..3050 */
+    memset(h, 0, sizeof *h);
+    add(h, 0, SIM_SEND, 1, 2001, -1);
+    add(h, 0, SIM_CALC, -1, 50, 0);
+    add(h, 1, SIM_CALC, -1, 3000, -1);
+    add(h, 1, SIM_RECV, 0, 2001, 0);
+    t = run_hand(&m, 2, h, &mean);
+    CHECK(t == 7010 && mean == (7010 + 3050) / 2.0, "rendezvous: %g (mean %g), want 7010 (5030)",
+          t, mean);
+    /* the same message eager (S raised): the sender's calc runs at its
+     * CPU's free time o + 2000 O = 2010 */
+    sim_model_t me = m;
+    me.S = 1 << 20;
+    t = run_hand(&me, 2, h, &mean);
+    CHECK(t == 7010 && mean == (7010 + 2060) / 2.0, "eager 2001 B: %g (mean %g), want 7010 (4535)",
+          t, mean);
+
+    /* 3-rank chain of 1-byte messages: 2 (L + 2o) = 240 */
+    memset(h, 0, sizeof *h);
+    add(h, 0, SIM_SEND, 1, 1, -1);
+    int r = add(h, 1, SIM_RECV, 0, 1, -1);
+    add(h, 1, SIM_SEND, 2, 1, r);
+    add(h, 2, SIM_RECV, 1, 1, -1);
+    t = run_hand(&m, 3, h, &mean);
+    CHECK(t == 240 && mean == (10 + 130 + 240) / 3.0, "chain: %g (mean %g), want 240", t, mean);
+
+    /* binomial broadcast on 4 ranks, 1 byte: 0 -> 2 at 0, 0 -> 1 at g = 20
+     * (the NIC is the later of CPU 10 and NIC 20), 2 -> 3 once 2 has it
+     * (120): finish 30, 140, 130, 240 */
+    memset(h, 0, sizeof *h);
+    add(h, 0, SIM_SEND, 2, 1, -1);
+    add(h, 0, SIM_SEND, 1, 1, -1);
+    add(h, 1, SIM_RECV, 0, 1, -1);
+    r = add(h, 2, SIM_RECV, 0, 1, -1);
+    add(h, 2, SIM_SEND, 3, 1, r);
+    add(h, 3, SIM_RECV, 2, 1, -1);
+    t = run_hand(&m, 4, h, &mean);
+    CHECK(t == 240 && mean == 135, "binomial by hand: %g (mean %g), want 240 (135)", t, mean);
+
+    /* ping-pong of 11 B with 100 ns of work between: there at 110, taken
+     * in by 140 (10 + 10 max(O, G) = 30), work to 240, back at 240 + 110 =
+     * 350, taken in by 380; the work as a reduce of 200 B (gamma 0.5) is
+     * the same 100 ns */
+    for (int as_reduce = 0; as_reduce < 2; as_reduce++) {
+        memset(h, 0, sizeof *h);
+        int s0 = add(h, 0, SIM_SEND, 1, 11, -1);
+        add(h, 0, SIM_RECV, 1, 11, s0);
+        r = add(h, 1, SIM_RECV, 0, 11, -1);
+        int c = add(h, 1, SIM_CALC, -1, as_reduce ? 200 : 100, r);
+        if (as_reduce)
+            h->op[1][c].flags = SIM_REDUCE;
+        add(h, 1, SIM_SEND, 0, 11, c);
+        t = run_hand(&m, 2, h, &mean);
+        CHECK(t == 380 && mean == (380 + 260) / 2.0, "ping-pong%s: %g (mean %g), want 380 (320)",
+              as_reduce ? " with a reduce" : "", t, mean);
+    }
+
+    /* 16 ranks send 11 B to rank 0 at once: all in at 110, taken in one per
+     * receive gap g + 10 G = 40 (the NIC, not the CPU's 30, is the limit):
+     * the last at 110 + 15 * 40 = 710, done at 740 */
+    memset(h, 0, sizeof *h);
+    for (int s = 1; s <= 16; s++) {
+        add(h, s, SIM_SEND, 0, 11, -1);
+        add(h, 0, SIM_RECV, s, 11, -1);
+    }
+    t = run_hand(&m, 17, h, &mean);
+    CHECK(t == 740, "gather 16 to 1: %g, want 740", t);
+    free(h);
+}
+
+/* A reduce calc of 200 B at gamma 0.5 costs 100 ns, as a schedule's reduce
+ * does: a two-rank schedule send / recv_reduce. */
+static void test_reduce_cost(void)
+{
+    sim_model_t m = test_model();
+    sched_t s;
+    sched_init(&s, 2, 1);
+    sched_recv_reduce(&s, 0, 0, reg(BUF_OUT, 0, 50), false);
+    CHECK(sched_commit(&s) == 0, "commit");
+    sim_prog_t p;
+    CHECK(sim_prog_from_sched(&s, 4, &p) == 0 && p.nops == 2 && p.ops[0].kind == SIM_RECV &&
+              p.ops[1].kind == SIM_CALC && (p.ops[1].flags & SIM_REDUCE) && p.ops[1].size == 200 &&
+              p.ops[1].pending == 1 && p.succ_first[1] - p.succ_first[0] == 1,
+          "recv_reduce becomes a receive and a reduce");
+    sim_prog_free(&p);
+    sched_free(&s);
+    (void)m;
+}
+
+/* ---- weft's schedules against closed forms ---- */
+
+typedef struct {
+    const algo_t *al;
+    coll_args_t a;
+} wctx_t;
+
+static int build_weft(void *ctx, int rank, sim_prog_t *out, char *msg, size_t len)
+{
+    wctx_t *w = ctx;
+    coll_args_t a = w->a;
+    a.rank = rank;
+    sched_t s;
+    int rc = algo_build(w->al, &a, &s);
+    if (rc) {
+        snprintf(msg, len, "%s", weft_last_error());
+        return rc;
+    }
+    rc = sim_prog_from_sched(&s, a.esize, out);
+    sched_free(&s);
+    return rc;
+}
+
+static double sim_weft(const sim_model_t *m, weft_coll_t coll, const char *algo, int P,
+                       uint64_t count, int root, int chunks, double *mean)
+{
+    wctx_t w;
+    memset(&w, 0, sizeof w);
+    w.al = algo_find(coll, algo);
+    w.a.coll = coll, w.a.nrank = P, w.a.root = root, w.a.count = count, w.a.esize = 4;
+    w.a.commutative = true;
+    w.a.params.chunks = chunks;
+    sim_result_t r;
+    char msg[300];
+    int rc = sim_run(m, P, build_weft, &w, NULL, &r, msg, sizeof msg);
+    CHECK(rc == 0, "%s P=%d: %s", algo, P, msg);
+    if (mean)
+        *mean = r.t_mean;
+    return r.t_max;
+}
+
+/* The binomial broadcast in LogGP: a rank informed at t (its receive done,
+ * CPU free) starts its j-th send (biggest subtree first) at t + j gap, gap =
+ * max(o + (s-1)O, g + (s-1)G); the child is informed h = 2o + L + (s-1)
+ * max(O, G) later.  A rank finishes when informed, or when its last send
+ * leaves its CPU. */
+static double binomial_closed(const sim_model_t *m, int P, int root, double s, double *mean)
+{
+    double gap = fmax(m->o + (s - 1) * m->O, m->g + (s - 1) * m->G);
+    double h = 2 * m->o + m->L + (s - 1) * fmax(m->O, m->G);
+    double *inf = calloc((size_t)P, sizeof *inf), tmax = 0, sum = 0;
+    for (int v = 0; v < P; v++) { /* parents come before children in vrank order */
+        int span = binomial_span(v, P), j = 0;
+        double fin = inf[v];
+        for (int mask = span >> 1; mask >= 1; mask >>= 1)
+            if (v + mask < P) {
+                inf[v + mask] = inf[v] + j * gap + h;
+                fin = inf[v] + j * gap + m->o + (s - 1) * m->O;
+                j++;
+            }
+        fin = fmax(fin, inf[v]);
+        tmax = fmax(tmax, fin);
+        sum += fin;
+    }
+    (void)root;
+    free(inf);
+    *mean = sum / P;
+    return tmax;
+}
+
+static void test_closed_forms(void)
+{
+    sim_model_t m = test_model();
+    const int Ps[] = {1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 31, 64, 100, 1000};
+    const uint64_t counts[] = {1, 25, 250}; /* 4, 100, 1000 B: eager (S = 1000) */
+    for (size_t i = 0; i < sizeof Ps / sizeof *Ps; i++)
+        for (size_t c = 0; c < 3; c++) {
+            int P = Ps[i], root = P / 3;
+            double mean, want_mean;
+            double t = sim_weft(&m, WEFT_COLL_BCAST, "binomial", P, counts[c], root, 0, &mean);
+            double want = binomial_closed(&m, P, root, 4.0 * counts[c], &want_mean);
+            CHECK(t == want && fabs(mean - want_mean) < 1e-6 * want_mean + 1e-9,
+                  "binomial bcast P=%d n=%llu: %.3f (mean %.3f), closed form %.3f (%.3f)", P,
+                  (unsigned long long)counts[c] * 4, t, mean, want, want_mean);
+        }
+    /* the pipeline (a chain) in the alpha-beta model (o = g = O = 0): chunk
+     * j is at rank i at i L + (i + j)(c - 1) G, so the last chunk is at the
+     * last rank at (P - 1) L + (P + k - 2)(c - 1) G */
+    sim_model_t h;
+    char msg[200];
+    CHECK(sim_preset_load("hockney", &h, msg, sizeof msg) == 0, "hockney preset: %s", msg);
+    h.G = 2; /* whole nanoseconds per byte keep the sums exact */
+    const int Pp[] = {2, 3, 5, 8, 13};
+    const int ks[] = {1, 2, 4, 7, 16};
+    for (size_t i = 0; i < 5; i++)
+        for (size_t j = 0; j < 5; j++) {
+            int P = Pp[i], k = ks[j];
+            uint64_t count = (uint64_t)k * 250; /* chunks of 1000 B */
+            double t = sim_weft(&h, WEFT_COLL_BCAST, "pipeline", P, count, 0, k, NULL);
+            double want = (P - 1) * h.L + (P + k - 2) * 999.0 * h.G;
+            CHECK(t == want, "pipeline bcast P=%d k=%d: %.3f, closed form %.3f", P, k, t, want);
+        }
+}
+
+/* ---- lower bounds ---- */
+
+static void test_bounds(void)
+{
+    sim_model_t m;
+    char msg[200];
+    sim_preset_load("hockney", &m, msg, sizeof msg);
+    double a = sim_alpha(&m), b = sim_beta(&m);
+    CHECK(a == m.L - m.G && b == m.G, "alpha %g beta %g", a, b);
+    CHECK(sim_lower_bound(WEFT_COLL_ALLREDUCE, 1, 1 << 20, &m) == 0, "P = 1 costs nothing");
+    double n = 1 << 20, P8 = 8;
+    double want = 3 * a + 2 * (P8 - 1) / P8 * n * b + (P8 - 1) / P8 * n * m.gamma;
+    CHECK(fabs(sim_lower_bound(WEFT_COLL_ALLREDUCE, 8, 1 << 20, &m) - want) < 1e-6,
+          "allreduce bound");
+    /* the broadcast bound is below the best k-piece pipeline, and reached
+     * by it when the optimal k is whole: (d - 1) alpha = n beta / k^2 */
+    for (int k = 1; k < 100; k++) {
+        double t = (3 + k - 1) * (a + n * b / k);
+        CHECK(sim_lower_bound(WEFT_COLL_BCAST, 8, (uint64_t)n, &m) <= t + 1e-6,
+              "bcast bound above the %d-piece pipeline", k);
+    }
+    /* every simulated schedule is at or above its bound */
+    const char *algs[] = {"ring", "recursive_doubling", "rabenseifner", "twotree", "binomial"};
+    for (int i = 0; i < 5; i++)
+        for (int P = 2; P <= 33; P += 5) {
+            double t = sim_weft(&m, WEFT_COLL_ALLREDUCE, algs[i], P, 1 << 16, 0, 0, NULL);
+            double lb = sim_lower_bound(WEFT_COLL_ALLREDUCE, P, 1 << 18, &m);
+            CHECK(t >= lb * (1 - 1e-12), "%s P=%d: %.1f below the bound %.1f", algs[i], P, t, lb);
+        }
+}
+
+/* ---- bad input ---- */
+
+static void test_bad_input(void)
+{
+    sim_model_t m;
+    sim_model_default(&m);
+    char msg[300];
+    struct {
+        const char *key, *val, *want;
+    } bad[] = {{"L", "-1", "negative"},       {"o", "nan", "not a number"},
+               {"G", "inf", "not a number"},  {"g", "1e20", "absurd"},
+               {"gamma", "2e9", "absurd"},    {"ports", "0", "1 to 64"},
+               {"ports", "1.5", "whole"},     {"S", "x", "not a number"},
+               {"Q", "1", "unknown parameter"}, {"L", "", "not a number"}};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        int rc = sim_model_set(&m, bad[i].key, bad[i].val, msg, sizeof msg);
+        CHECK(rc == -1 && strstr(msg, bad[i].want), "%s=%s: got '%s', want '%s'", bad[i].key,
+              bad[i].val, msg, bad[i].want);
+    }
+    CHECK(sim_preset_load("nosuch", &m, msg, sizeof msg) == -1 && strstr(msg, "loggopsim"),
+          "unknown preset names the choices: %s", msg);
+
+    /* preset files: round trip, then broken ones naming file and line */
+    char path[] = "/tmp/weft-test-sim-XXXXXX";
+    int fd = mkstemp(path);
+    close(fd);
+    sim_model_t w = test_model(), back;
+    CHECK(sim_preset_write(path, &w, "test") == 0, "write preset");
+    CHECK(sim_preset_load(path, &back, msg, sizeof msg) == 0 && back.L == w.L && back.G == w.G &&
+              back.S == w.S && back.gamma == w.gamma && back.O == w.O,
+          "preset round trip: %s", msg);
+    struct {
+        const char *text, *want;
+    } files[] = {{"weft-preset 2\nL 1\n", ":1: want 'weft-preset 1'"},
+                 {"", "empty"},
+                 {"weft-preset 1\nL 1\nG -3\n", ":3: G: -3 is negative"},
+                 {"weft-preset 1\nL\n", ":2: want 'KEY VALUE'"},
+                 {"weft-preset 1\nfoo 1\n", ":2: unknown parameter 'foo'"},
+                 {"weft-preset 1\nL 1 2\n", ":2: want 'KEY VALUE'"}};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        FILE *f = fopen(path, "w");
+        fputs(files[i].text, f);
+        fclose(f);
+        int rc = sim_preset_load(path, &back, msg, sizeof msg);
+        CHECK(rc == -1 && strstr(msg, files[i].want) && strstr(msg, path),
+              "preset file %zu: got '%s', want '%s'", i, msg, files[i].want);
+    }
+    unlink(path);
+
+    /* programs that cannot finish */
+    hand_t *h = calloc(1, sizeof *h);
+    sim_result_t r;
+    sim_model_t tm = test_model();
+    add(h, 1, SIM_RECV, 0, 4, -1);
+    int rc = sim_run(&tm, 2, build_hand, h, NULL, &r, msg, sizeof msg);
+    CHECK(rc == WEFT_EINVAL && strstr(msg, "rank 1 waits for a message from 0"),
+          "a receive nobody sends to: %s", msg);
+    memset(h, 0, sizeof *h);
+    add(h, 0, SIM_SEND, 1, 4, -1);
+    rc = sim_run(&tm, 2, build_hand, h, NULL, &r, msg, sizeof msg);
+    CHECK(rc == WEFT_EINVAL && strstr(msg, "from rank 0 to rank 1") && strstr(msg, "never received"),
+          "a message nobody receives: %s", msg);
+    memset(h, 0, sizeof *h);
+    add(h, 0, SIM_SEND, 5, 4, -1);
+    rc = sim_run(&tm, 2, build_hand, h, NULL, &r, msg, sizeof msg);
+    CHECK(rc == WEFT_EINVAL && strstr(msg, "peer 5"), "a peer out of range: %s", msg);
+    /* a rendezvous send both ways before the receives: a real deadlock */
+    memset(h, 0, sizeof *h);
+    int s0 = add(h, 0, SIM_SEND, 1, 5000, -1);
+    add(h, 0, SIM_RECV, 1, 5000, s0);
+    int s1 = add(h, 1, SIM_SEND, 0, 5000, -1);
+    add(h, 1, SIM_RECV, 0, 5000, s1);
+    rc = sim_run(&tm, 2, build_hand, h, NULL, &r, msg, sizeof msg);
+    CHECK(rc == WEFT_EINVAL && strstr(msg, "deadlock"), "rendezvous both ways: %s", msg);
+    rc = sim_run(&tm, 0, build_hand, h, NULL, &r, msg, sizeof msg);
+    CHECK(rc == WEFT_EINVAL, "P = 0 refused");
+    double st[2] = {0, NAN};
+    sim_opts_t so = {st, NULL, NULL};
+    rc = sim_run(&tm, 2, build_hand, h, &so, &r, msg, sizeof msg);
+    CHECK(rc == WEFT_EINVAL && strstr(msg, "start time"), "a NaN start time: %s", msg);
+    free(h);
+}
+
+/* A late rank: the message waits for its start, and the skew shows in the
+ * time (the 3-rank chain with rank 1 starting at 1000). */
+static void test_start_times(void)
+{
+    sim_model_t m = test_model();
+    hand_t *h = calloc(1, sizeof *h);
+    add(h, 0, SIM_SEND, 1, 1, -1);
+    int r = add(h, 1, SIM_RECV, 0, 1, -1);
+    add(h, 1, SIM_SEND, 2, 1, r);
+    add(h, 2, SIM_RECV, 1, 1, -1);
+    double st[3] = {0, 1000, 0};
+    sim_opts_t so = {st, NULL, NULL};
+    sim_result_t res;
+    char msg[200];
+    int rc = sim_run(&m, 3, build_hand, h, &so, &res, msg, sizeof msg);
+    /* rank 1 takes the message in at 1000 (done 1010), sends at 1010, rank 2
+     * has it at 1010 + 110 + 10 = 1130 */
+    CHECK(rc == 0 && res.t_max == 1130 && res.slowest == 2, "late rank: %g (slowest %d)",
+          res.t_max, res.slowest);
+    free(h);
+}
+
+int main(void)
+{
+    test_hand_cases();
+    test_reduce_cost();
+    test_closed_forms();
+    test_bounds();
+    test_bad_input();
+    test_start_times();
+    printf("test_sim: %d checks, %d failures\n", checks, failures);
+    return failures ? 1 : 0;
+}

@@ -1,0 +1,599 @@
+/* simcmd.c — `weft sim COLL --algo A --np P --size BYTES [model]`: predicts
+ * weft's own schedules with the LogGOPS simulator (src/sim/sim.h) over lists
+ * and ranges of process counts and sizes, beside each collective's lower
+ * bound; a table, --csv, --json, --plot (gnuplot). */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "algo/algo.h"
+#include "sim/sim.h"
+#include "tool.h"
+#include "tune/table.h"
+
+#define MAX_POINTS 4096
+#define MAX_RANKS (1 << 24)
+
+typedef struct {
+    weft_coll_t coll;
+    char algos[1024];
+    char params[256];
+    uint64_t np[MAX_POINTS], size[MAX_POINTS];
+    int nnp, nsize;
+    sim_model_t model;
+    char preset[256];
+    weft_dtype_t dtype;
+    int root, ppn;
+    double skew;
+    unsigned seed;
+    const char *start_file, *csv, *json, *plot;
+} sim_opts_cli_t;
+
+static int sim_usage(FILE *f, int rc)
+{
+    fprintf(f,
+            "usage: weft sim COLL --algo A[,B...] --np LIST --size LIST [options]\n"
+            "Predicts weft's schedules of COLL under the LogGOPS model (LogGOPSim's\n"
+            "semantics): completion time (max and mean over ranks), the collective's lower\n"
+            "bound and the ratio, events simulated and per second, peak memory.\n"
+            "LIST: N, N,M,..., or a range LO:HI (doubling), LO:HI:xK or LO:HI:+K;\n"
+            "      sizes are bytes per rank's vector (block collectives: per block), K M G\n"
+            "      allowed; --np up to 16777216.\n"
+            "model: --preset NAME|FILE (built in: loggopsim, hockney; default loggopsim),\n"
+            "       then --L --o --g NS, --G --O --gamma --copy NS/BYTE, --S BYTES (largest\n"
+            "       eager message), --ports K (K-port NICs).\n"
+            "arrival: --skew NS [--seed N] (start times uniform in [0, NS]) or\n"
+            "       --start FILE (one start time in ns per line, rank order).\n"
+            "other: --params k=v,...  --root R  --dtype T (default float32)\n"
+            "       --ppn N (ranks per node, for hierarchical algorithms)\n"
+            "       --csv FILE|-  --json FILE|-  --plot FILE.png (time against size or P)\n");
+    return rc;
+}
+
+/* A list of numbers: items separated by commas, each N or LO:HI[:xK|:+K]. */
+static int parse_list(const char *s, uint64_t *out, int *n, uint64_t lo_ok, uint64_t hi_ok,
+                      const char *what)
+{
+    *n = 0;
+    const char *p = s;
+    while (*p) {
+        uint64_t a, b = 0, step = 2;
+        bool mul = true;
+        const char *e = size_prefix(p, &a);
+        if (!e)
+            goto bad;
+        if (*e == ':') {
+            e = size_prefix(e + 1, &b);
+            if (!e)
+                goto bad;
+            if (*e == ':') {
+                mul = e[1] == 'x';
+                if (e[1] != 'x' && e[1] != '+')
+                    goto bad;
+                e = size_prefix(e + 2, &step);
+                if (!e || step < (mul ? 2u : 1u))
+                    goto bad;
+            }
+            if (b < a || (mul && a == 0))
+                goto bad;
+        } else {
+            b = a;
+        }
+        if (a < lo_ok || b > hi_ok) {
+            fprintf(stderr, "weft sim: %s %s: want %" PRIu64 " to %" PRIu64 "\n", what, s, lo_ok,
+                    hi_ok);
+            return -1;
+        }
+        for (uint64_t v = a; v <= b;) {
+            if (*n == MAX_POINTS) {
+                fprintf(stderr, "weft sim: %s %s: more than %d points\n", what, s, MAX_POINTS);
+                return -1;
+            }
+            out[(*n)++] = v;
+            uint64_t nv = mul ? v * step : v + step;
+            if (nv <= v)
+                break;
+            v = nv;
+        }
+        if (*e && (*e != ',' || !e[1]))
+            goto bad;
+        p = *e ? e + 1 : e;
+    }
+    if (*n)
+        return 0;
+bad:
+    fprintf(stderr, "weft sim: %s '%s': want N, N,M,... or LO:HI[:xK|:+K]\n", what, s);
+    return -1;
+}
+
+static int parse_args(int argc, char **argv, sim_opts_cli_t *o)
+{
+    memset(o, 0, sizeof *o);
+    o->coll = coll_from_name(argv[1]);
+    if (o->coll == WEFT_COLL_COUNT) {
+        fprintf(stderr, "weft sim: unknown collective '%s'\n", argv[1]);
+        return 2;
+    }
+    sim_model_default(&o->model);
+    snprintf(o->preset, sizeof o->preset, "loggopsim");
+    o->dtype = WEFT_FLOAT32;
+    o->seed = 1;
+    char why[512];
+    /* the preset first, so that flags given before it still win */
+    for (int i = 2; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "--preset")) {
+            if (sim_preset_load(argv[i + 1], &o->model, why, sizeof why)) {
+                fprintf(stderr, "weft sim: --preset: %s\n", why);
+                return 2;
+            }
+            snprintf(o->preset, sizeof o->preset, "%s", argv[i + 1]);
+        }
+    bool have_np = false, have_size = false;
+    for (int i = 2; i < argc; i++) {
+        const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strncmp(k, "--", 2) && !v) {
+            fprintf(stderr, "weft sim: %s needs a value\n", k);
+            return 2;
+        }
+        i++;
+        if (!strcmp(k, "--algo")) {
+            snprintf(o->algos, sizeof o->algos, "%s", v);
+        } else if (!strcmp(k, "--params")) {
+            snprintf(o->params, sizeof o->params, "%s", v);
+        } else if (!strcmp(k, "--np")) {
+            if (parse_list(v, o->np, &o->nnp, 1, MAX_RANKS, "--np"))
+                return 2;
+            have_np = true;
+        } else if (!strcmp(k, "--size")) {
+            if (parse_list(v, o->size, &o->nsize, 0, (uint64_t)1 << 40, "--size"))
+                return 2;
+            have_size = true;
+        } else if (!strcmp(k, "--preset")) {
+            /* read above */
+        } else if (!strcmp(k, "--L") || !strcmp(k, "--o") || !strcmp(k, "--g") ||
+                   !strcmp(k, "--G") || !strcmp(k, "--O") || !strcmp(k, "--S") ||
+                   !strcmp(k, "--gamma") || !strcmp(k, "--copy") || !strcmp(k, "--ports")) {
+            if (sim_model_set(&o->model, k + 2, v, why, sizeof why)) {
+                fprintf(stderr, "weft sim: --%s\n", why);
+                return 2;
+            }
+        } else if (!strcmp(k, "--dtype")) {
+            int d = dtype_from_name(v);
+            if (d < 0) {
+                fprintf(stderr, "weft sim: --dtype %s: unknown datatype\n", v);
+                return 2;
+            }
+            o->dtype = (weft_dtype_t)d;
+        } else if (!strcmp(k, "--root") || !strcmp(k, "--ppn") || !strcmp(k, "--seed")) {
+            char *e;
+            errno = 0;
+            long x = strtol(v, &e, 10);
+            if (e == v || *e || errno || x < (strcmp(k, "--ppn") ? 0 : 1) || x > MAX_RANKS) {
+                fprintf(stderr, "weft sim: %s %s: want a whole number 0 to 2^24\n", k, v);
+                return 2;
+            }
+            if (!strcmp(k, "--root"))
+                o->root = (int)x;
+            else if (!strcmp(k, "--ppn"))
+                o->ppn = (int)x;
+            else
+                o->seed = (unsigned)x;
+        } else if (!strcmp(k, "--skew")) {
+            sim_model_t tmp = o->model;
+            if (sim_model_set(&tmp, "L", v, why, sizeof why)) {
+                fprintf(stderr, "weft sim: --skew %s\n", why + 1);
+                return 2;
+            }
+            o->skew = tmp.L;
+        } else if (!strcmp(k, "--start")) {
+            o->start_file = v;
+        } else if (!strcmp(k, "--csv")) {
+            o->csv = v;
+        } else if (!strcmp(k, "--json")) {
+            o->json = v;
+        } else if (!strcmp(k, "--plot")) {
+            o->plot = v;
+        } else {
+            fprintf(stderr, "weft sim: unknown option '%s' (--help)\n", k);
+            return 2;
+        }
+    }
+    if (!o->algos[0] || !have_np || !have_size) {
+        fprintf(stderr, "weft sim: --algo, --np and --size are required (--help)\n");
+        return 2;
+    }
+    if (o->plot && o->nnp > 1 && o->nsize > 1) {
+        fprintf(stderr, "weft sim: --plot draws a sweep over --np or over --size, not both\n");
+        return 2;
+    }
+    if (o->skew > 0 && o->start_file) {
+        fprintf(stderr, "weft sim: --skew and --start exclude each other\n");
+        return 2;
+    }
+    return 0;
+}
+
+/* ---- start times ---- */
+
+static double *read_starts(const char *path, int P, char *why, size_t len)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(why, len, "%s: %s", path, strerror(errno));
+        return NULL;
+    }
+    double *t = malloc((size_t)P * sizeof *t);
+    char line[256];
+    int n = 0, ln = 0;
+    while (t && fgets(line, sizeof line, f)) {
+        ln++;
+        char *p = line;
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (*p == '#' || *p == '\n' || !*p)
+            continue;
+        char *e;
+        errno = 0;
+        double v = strtod(p, &e);
+        while (*e == ' ' || *e == '\t' || *e == '\n' || *e == '\r')
+            e++;
+        if (e == p || *e || errno || !(v >= 0 && v < 3.6e15)) {
+            snprintf(why, len, "%s:%d: want a start time in ns, 0 to an hour", path, ln);
+            free(t);
+            t = NULL;
+        } else if (n == P) {
+            snprintf(why, len, "%s:%d: more start times than the %d ranks", path, ln, P);
+            free(t);
+            t = NULL;
+        } else {
+            t[n++] = v;
+        }
+    }
+    fclose(f);
+    if (t && n < P) {
+        snprintf(why, len, "%s: %d start times for %d ranks", path, n, P);
+        free(t);
+        t = NULL;
+    }
+    if (!t && !why[0])
+        snprintf(why, len, "out of memory");
+    return t;
+}
+
+/* xorshift64*: the same draws on every machine for a seed */
+static double draw(uint64_t *x)
+{
+    *x ^= *x >> 12, *x ^= *x << 25, *x ^= *x >> 27;
+    return (double)((*x * 0x2545F4914F6CDD1Dull) >> 11) / 9007199254740992.0;
+}
+
+/* ---- building ranks' programs ---- */
+
+typedef struct {
+    const algo_t *al;
+    coll_args_t a;
+} sim_build_ctx_t;
+
+static int build_prog(void *ctx, int rank, sim_prog_t *out, char *msg, size_t len)
+{
+    sim_build_ctx_t *b = ctx;
+    coll_args_t a = b->a;
+    a.rank = rank;
+    sched_t s;
+    int rc = algo_build(b->al, &a, &s);
+    if (rc) {
+        snprintf(msg, len, "%s", weft_last_error());
+        return rc;
+    }
+    rc = sim_prog_from_sched(&s, a.esize, out);
+    sched_free(&s);
+    return rc;
+}
+
+/* ---- one point and the output ---- */
+
+typedef struct {
+    const char *algo;
+    int P;
+    uint64_t bytes;
+    sim_result_t r;
+    double bound;
+    int rc;
+    bool refused; /* the algorithm cannot serve this point (why says so) */
+    char why[300];
+} point_t;
+
+static void print_row(const point_t *p)
+{
+    if (p->rc) {
+        printf("%-20s %9d %11" PRIu64 "  %s\n", p->algo, p->P, p->bytes, p->why);
+        return;
+    }
+    double evs = p->r.seconds > 0 ? p->r.events / p->r.seconds : 0;
+    char ratio[16] = "-";
+    if (p->bound > 0)
+        snprintf(ratio, sizeof ratio, "%.3f", p->r.t_max / p->bound);
+    printf("%-20s %9d %11" PRIu64 " %13.3f %13.3f %13.3f %7s %12" PRIu64 " %8.2f %9.1f\n",
+           p->algo, p->P, p->bytes, p->r.t_max / 1e3, p->r.t_mean / 1e3, p->bound / 1e3, ratio,
+           p->r.events, evs / 1e6, (double)p->r.peak_bytes / (1 << 20));
+}
+
+static FILE *open_out(const char *path)
+{
+    if (!strcmp(path, "-"))
+        return stdout;
+    FILE *f = fopen(path, "w");
+    if (!f)
+        fprintf(stderr, "weft sim: %s: %s\n", path, strerror(errno));
+    return f;
+}
+
+static void write_csv(FILE *f, const point_t *pts, int n)
+{
+    fprintf(f, "algo,ranks,bytes,t_max_ns,t_mean_ns,bound_ns,ratio,events,events_per_s,"
+               "peak_bytes,error\n");
+    for (int i = 0; i < n; i++) {
+        const point_t *p = &pts[i];
+        if (p->rc) {
+            fprintf(f, "%s,%d,%" PRIu64 ",,,,,,,,\"%s\"\n", p->algo, p->P, p->bytes, p->why);
+            continue;
+        }
+        fprintf(f, "%s,%d,%" PRIu64 ",%.3f,%.3f,%.3f,%.6f,%" PRIu64 ",%.0f,%zu,\n", p->algo, p->P,
+                p->bytes, p->r.t_max, p->r.t_mean, p->bound,
+                p->bound > 0 ? p->r.t_max / p->bound : 0, p->r.events,
+                p->r.seconds > 0 ? p->r.events / p->r.seconds : 0, p->r.peak_bytes);
+    }
+}
+
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fprintf(f, "\\%c", *s);
+        else if ((unsigned char)*s < 0x20)
+            fprintf(f, "\\u%04x", *s);
+        else
+            fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static void write_json(FILE *f, const sim_opts_cli_t *o, const point_t *pts, int n)
+{
+    const sim_model_t *m = &o->model;
+    fprintf(f, "{\"collective\": \"%s\", \"model\": {\"preset\": ", weft_coll_name(o->coll));
+    json_str(f, o->preset);
+    fprintf(f,
+            ", \"L\": %.17g, \"o\": %.17g, \"g\": %.17g, \"G\": %.17g, \"O\": %.17g, "
+            "\"S\": %" PRIu64 ", \"gamma\": %.17g, \"copy\": %.17g, \"ports\": %d},\n"
+            " \"points\": [",
+            m->L, m->o, m->g, m->G, m->O, m->S, m->gamma, m->copy, m->ports);
+    for (int i = 0; i < n; i++) {
+        const point_t *p = &pts[i];
+        fprintf(f, "%s\n  {\"algo\": \"%s\", \"ranks\": %d, \"bytes\": %" PRIu64, i ? "," : "",
+                p->algo, p->P, p->bytes);
+        if (p->rc) {
+            fprintf(f, ", \"error\": ");
+            json_str(f, p->why);
+            fprintf(f, "}");
+            continue;
+        }
+        fprintf(f,
+                ", \"t_max_ns\": %.3f, \"t_mean_ns\": %.3f, \"bound_ns\": %.3f, "
+                "\"events\": %" PRIu64 ", \"seconds\": %.6f, \"peak_bytes\": %zu}",
+                p->r.t_max, p->r.t_mean, p->bound, p->r.events, p->r.seconds, p->r.peak_bytes);
+    }
+    fprintf(f, "\n]}\n");
+}
+
+/* gnuplot: time against size (one P) or against P (one size), a line per
+ * algorithm and one for the lower bound. */
+static int write_plot(const sim_opts_cli_t *o, const point_t *pts, int n, int nalgo)
+{
+    char data[] = "/tmp/weft-sim-XXXXXX";
+    int fd = mkstemp(data);
+    if (fd < 0)
+        return fprintf(stderr, "weft sim: --plot: %s\n", strerror(errno)), 1;
+    FILE *f = fdopen(fd, "w");
+    bool by_size = o->nsize > 1;
+    for (int a = 0; a < nalgo; a++) {
+        for (int i = 0; i < n; i++)
+            if (pts[i].algo == pts[a * (n / nalgo)].algo && !pts[i].rc)
+                fprintf(f, "%.17g %.17g %.17g\n",
+                        by_size ? (double)pts[i].bytes : (double)pts[i].P, pts[i].r.t_max / 1e3,
+                        pts[i].bound / 1e3);
+        fprintf(f, "\n\n");
+    }
+    fclose(f);
+    char cmd[64];
+    snprintf(cmd, sizeof cmd, "gnuplot");
+    FILE *g = popen(cmd, "w");
+    if (!g) {
+        unlink(data);
+        return fprintf(stderr, "weft sim: --plot needs gnuplot (apt-get install gnuplot-nox)\n"), 1;
+    }
+    fprintf(g, "set terminal pngcairo size 900,600 noenhanced\nset output '%s'\n", o->plot);
+    fprintf(g, "set logscale xy\nset key left top\nset grid\n");
+    fprintf(g, "set xlabel '%s'\nset ylabel 'predicted time (us)'\n",
+            by_size ? "bytes" : "ranks");
+    fprintf(g, "set title 'weft sim %s, preset %s'\nplot ", weft_coll_name(o->coll), o->preset);
+    for (int a = 0; a < nalgo; a++)
+        fprintf(g, "'%s' index %d using 1:2 with linespoints title '%s', ", data, a,
+                pts[a * (n / nalgo)].algo);
+    fprintf(g, "'%s' index 0 using 1:3 with lines dashtype 2 title 'lower bound'\n", data);
+    int rc = pclose(g);
+    unlink(data);
+    if (rc) {
+        fprintf(stderr, "weft sim: gnuplot failed (exit %d); is gnuplot installed?\n", rc);
+        return 1;
+    }
+    return 0;
+}
+
+/* ---- the sweep ---- */
+
+static int run_point(const sim_opts_cli_t *o, const algo_t *al, int P, uint64_t bytes,
+                     const double *start, point_t *pt)
+{
+    memset(pt, 0, sizeof *pt);
+    pt->algo = al->name, pt->P = P, pt->bytes = bytes;
+    size_t es = weft_dtype_size(o->dtype);
+    if (bytes % es) {
+        snprintf(pt->why, sizeof pt->why, "%" PRIu64 " bytes is not a whole number of %s",
+                 bytes, weft_dtype_name(o->dtype));
+        pt->refused = true;
+        return pt->rc = WEFT_EINVAL;
+    }
+    if (al->board) {
+        snprintf(pt->why, sizeof pt->why,
+                 "%s is not a schedule (an arrival-driven shared-memory algorithm)", al->name);
+        pt->refused = true;
+        return pt->rc = WEFT_ENOTSUP;
+    }
+    sim_build_ctx_t b;
+    memset(&b, 0, sizeof b);
+    b.al = al;
+    b.a.coll = o->coll;
+    b.a.nrank = P;
+    b.a.root = o->root < P ? o->root : P - 1;
+    b.a.count = bytes / es;
+    b.a.esize = es;
+    b.a.commutative = true;
+    if (algo_parse_params(al, o->params, &b.a.params)) {
+        snprintf(pt->why, sizeof pt->why, "%s", weft_last_error());
+        return pt->rc = WEFT_EINVAL;
+    }
+    int *node_of = NULL;
+    if (o->ppn && o->ppn < P) {
+        node_of = malloc((size_t)P * sizeof *node_of);
+        if (!node_of) {
+            snprintf(pt->why, sizeof pt->why, "out of memory");
+            return pt->rc = WEFT_ENOMEM;
+        }
+        for (int r = 0; r < P; r++)
+            node_of[r] = r / o->ppn;
+        b.a.node_of = node_of;
+        b.a.nnodes = (P + o->ppn - 1) / o->ppn;
+    }
+    if (algo_usable_why(al, &b.a, pt->why, sizeof pt->why)) {
+        free(node_of);
+        pt->refused = true;
+        return pt->rc = WEFT_EINVAL;
+    }
+    sim_opts_t so = {start, NULL, NULL};
+    pt->rc = sim_run(&o->model, P, build_prog, &b, &so, &pt->r, pt->why, sizeof pt->why);
+    free(node_of);
+    uint64_t n = bytes;
+    pt->bound = sim_lower_bound(o->coll, P, n, &o->model);
+    return pt->rc;
+}
+
+static double *starts_for(const sim_opts_cli_t *o, int P, int *rc)
+{
+    *rc = 0;
+    if (!o->start_file && !(o->skew > 0))
+        return NULL;
+    char why[300] = "";
+    double *t;
+    if (o->start_file) {
+        t = read_starts(o->start_file, P, why, sizeof why);
+    } else {
+        t = malloc((size_t)P * sizeof *t);
+        uint64_t x = 0x9E3779B97F4A7C15ull ^ o->seed;
+        for (int r = 0; t && r < P; r++)
+            t[r] = floor(draw(&x) * o->skew);
+        if (!t)
+            snprintf(why, sizeof why, "out of memory");
+    }
+    if (!t) {
+        fprintf(stderr, "weft sim: %s\n", why);
+        *rc = 2;
+    }
+    return t;
+}
+
+int cmd_sim(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "--help"))
+        return sim_usage(argc < 2 ? stderr : stdout, argc < 2 ? 2 : 0);
+    static sim_opts_cli_t o;
+    int rc = parse_args(argc, argv, &o);
+    if (rc)
+        return rc;
+    const algo_t *algs[64];
+    int nalgo = 0;
+    size_t nt;
+    const algo_t *tab = algo_table(&nt);
+    for (size_t i = 0; i < nt; i++)
+        if (tab[i].coll == o.coll && (!strcmp(o.algos, "all") ? !tab[i].board
+                                                              : name_in_list(o.algos, tab[i].name)) &&
+            nalgo < 64)
+            algs[nalgo++] = &tab[i];
+    for (const char *p = o.algos; strcmp(o.algos, "all") && *p;) {
+        const char *e = strchr(p, ',');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", (int)(l < 63 ? l : 63), p);
+        if (!algo_find(o.coll, name)) {
+            fprintf(stderr, "weft sim: no %s algorithm '%s' (weft algorithms)\n",
+                    weft_coll_name(o.coll), name);
+            return 2;
+        }
+        p = e ? e + 1 : p + l;
+    }
+    int npts = nalgo * o.nnp * o.nsize;
+    point_t *pts = calloc((size_t)npts, sizeof *pts);
+    if (!pts)
+        return fprintf(stderr, "weft sim: out of memory\n"), 1;
+    const sim_model_t *m = &o.model;
+    printf("# weft sim %s: preset %s: L=%g o=%g g=%g ns, G=%g O=%g ns/B, S=%" PRIu64
+           " B, gamma=%g copy=%g ns/B, %d port%s%s\n",
+           weft_coll_name(o.coll), o.preset, m->L, m->o, m->g, m->G, m->O, m->S, m->gamma,
+           m->copy, m->ports, m->ports > 1 ? "s" : "",
+           o.start_file ? ", start times from file" : o.skew > 0 ? ", skewed starts" : "");
+    printf("# times in us (max and mean over ranks); bound: the lower bound of "
+           "docs/ALGORITHMS.md; ratio = max / bound\n");
+    printf("%-20s %9s %11s %13s %13s %13s %7s %12s %8s %9s\n", "algorithm", "ranks", "bytes",
+           "max", "mean", "bound", "ratio", "events", "Mev/s", "peak_MiB");
+    int k = 0, failed = 0;
+    for (int a = 0; a < nalgo; a++)
+        for (int i = 0; i < o.nnp; i++) {
+            int P = (int)o.np[i], src = 0;
+            double *start = starts_for(&o, P, &src);
+            if (src) {
+                free(pts);
+                return src;
+            }
+            for (int j = 0; j < o.nsize; j++, k++) {
+                run_point(&o, algs[a], P, o.size[j], start, &pts[k]);
+                print_row(&pts[k]);
+                fflush(stdout);
+                failed |= pts[k].rc != 0 && !pts[k].refused;
+            }
+            free(start);
+        }
+    struct rusage ru;
+    if (!getrusage(RUSAGE_SELF, &ru))
+        printf("# process peak resident memory: %.1f MiB\n", ru.ru_maxrss / 1024.0);
+    FILE *f;
+    if (o.csv && (f = open_out(o.csv))) {
+        write_csv(f, pts, npts);
+        if (f != stdout)
+            fclose(f);
+    }
+    if (o.json && (f = open_out(o.json))) {
+        write_json(f, &o, pts, npts);
+        if (f != stdout)
+            fclose(f);
+    }
+    if (o.plot && write_plot(&o, pts, npts, nalgo))
+        failed = 1;
+    free(pts);
+    return failed;
+}
