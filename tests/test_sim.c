@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "algo/algo.h"
+#include "sim/goal.h"
 #include "sim/sim.h"
 #include "testing.h"
 
@@ -303,6 +304,146 @@ static void test_closed_forms(void)
         }
 }
 
+/* ---- GOAL out and back in ---- */
+
+/* Every schedule-built allreduce, bcast and reduce at several P: exported
+ * as GOAL, read back, simulated: the same max and mean to the ns (gamma is
+ * a whole number so that reductions' calc times are exact). */
+static void test_goal_round_trip(void)
+{
+    sim_model_t m;
+    sim_model_default(&m);
+    m.gamma = 1, m.S = 2000;
+    const weft_coll_t colls[] = {WEFT_COLL_ALLREDUCE, WEFT_COLL_BCAST, WEFT_COLL_REDUCE};
+    const int Ps[] = {1, 2, 3, 5, 8, 13};
+    size_t nt;
+    const algo_t *tab = algo_table(&nt);
+    int tried = 0;
+    for (size_t ai = 0; ai < nt; ai++)
+        for (int c = 0; c < 3; c++) {
+            const algo_t *al = &tab[ai];
+            if (al->coll != colls[c] || al->board)
+                continue;
+            for (size_t pi = 0; pi < sizeof Ps / sizeof *Ps; pi++) {
+                wctx_t w;
+                memset(&w, 0, sizeof w);
+                w.al = al;
+                w.a.coll = al->coll, w.a.nrank = Ps[pi], w.a.root = Ps[pi] / 2;
+                w.a.count = 1000, w.a.esize = 4, w.a.commutative = true;
+                w.a.idempotent = (al->flags & ALGO_NEEDS_IDEMPOTENT) != 0 || al->usable;
+                char why[300];
+                if (algo_usable_why(al, &w.a, why, sizeof why))
+                    continue;
+                char *text = NULL;
+                size_t len = 0;
+                FILE *f = open_memstream(&text, &len);
+                int rc = sim_goal_write(f, &m, Ps[pi], build_weft, &w, why, sizeof why);
+                fclose(f);
+                CHECK(rc == 0, "%s %s P=%d: export: %s", weft_coll_name(al->coll), al->name,
+                      Ps[pi], why);
+                sim_goal_t *g = NULL;
+                rc = rc ? rc : sim_goal_parse(text, len, "export", &g, why, sizeof why);
+                CHECK(rc == 0, "%s %s P=%d: re-import: %s", weft_coll_name(al->coll), al->name,
+                      Ps[pi], why);
+                sim_result_t a, b;
+                int ra = sim_run(&m, Ps[pi], build_weft, &w, NULL, &a, why, sizeof why);
+                int rb = g ? sim_run(&m, Ps[pi], sim_goal_build, g, NULL, &b, why, sizeof why) : -1;
+                CHECK(ra == 0 && rb == 0 && a.t_max == b.t_max && a.t_mean == b.t_mean,
+                      "%s %s P=%d: schedule %.3f/%.3f, its GOAL %.3f/%.3f (%s)",
+                      weft_coll_name(al->coll), al->name, Ps[pi], a.t_max, a.t_mean, b.t_max,
+                      b.t_mean, why);
+                sim_goal_free(g);
+                free(text);
+                tried++;
+            }
+        }
+    CHECK(tried > 80, "only %d round trips", tried);
+}
+
+/* GOAL as LogGOPSim's users write it (labels, irequires, cpu, nic,
+ * comments), and every malformed file refused with its line. */
+static void test_goal_parse(void)
+{
+    const char *good = "// a ping-pong\n"
+                       "num_ranks 2\n"
+                       "rank 0 {\n"
+                       "  s: send 11b to 1 tag 5 nic 0 /* first */\n"
+                       "  r: recv 11b from 1 tag 6\n"
+                       "  r requires s\n"
+                       "}\n"
+                       "rank 1 {\n"
+                       "a: recv 11b from 0 tag 5\n"
+                       "w:calc 100 cpu 0\n"
+                       "b: send 11b to 0 tag 6\n"
+                       "w requires a\n"
+                       "b requires w\n"
+                       "}\n";
+    sim_goal_t *g;
+    char msg[300];
+    int rc = sim_goal_parse(good, strlen(good), "pp.goal", &g, msg, sizeof msg);
+    CHECK(rc == 0, "ping-pong GOAL: %s", msg);
+    if (!rc) {
+        sim_model_t m = test_model();
+        sim_result_t r;
+        rc = sim_run(&m, 2, sim_goal_build, g, NULL, &r, msg, sizeof msg);
+        CHECK(rc == 0 && r.t_max == 380, "ping-pong from GOAL: %g, want 380 (%s)", r.t_max, msg);
+        sim_goal_free(g);
+    }
+    struct {
+        const char *text, *want;
+    } bad[] = {
+        {"rank 0 {\n}\n", ":1: 'rank' before num_ranks"},
+        {"num_ranks 0\n", ":1: num_ranks: want 1 to 2^24"},
+        {"num_ranks 99999999\n", ":1: num_ranks"},
+        {"num_ranks 2\nnum_ranks 2\n", ":2: num_ranks given twice"},
+        {"num_ranks 2\nrank 2 {\n}\n", ":2: expected 'rank R {' with R in 0..1"},
+        {"num_ranks 2\nrank 0 {\n}\nrank 0 {\n}\n", ":4: rank 0's block given twice"},
+        {"num_ranks 2\nrank 0 {\nrank 1 {\n", ":3: 'rank' inside rank 0's block"},
+        {"num_ranks 2\nrank 0 {\nl: send 8 to 1\n}\n", ":3: send: expected a size such as 8b"},
+        {"num_ranks 2\nrank 0 {\nl: send 0b to 1\n}\n", ":3: send: size '0b'"},
+        {"num_ranks 2\nrank 0 {\nl: send 8b from 1\n}\n", ":3: send: expected 'to'"},
+        {"num_ranks 2\nrank 0 {\nl: recv 8b from 2\n}\n", ":3: recv: peer '2' is not a rank"},
+        {"num_ranks 2\nrank 0 {\nl: recv 8b from -1\n}\n", ":3: recv: -1 (any source)"},
+        {"num_ranks 2\nrank 0 {\nl: recv 8b from 1 tag -1\n}\n", ":3: recv: tag -1"},
+        {"num_ranks 2\nrank 0 {\nl: calc x\n}\n", ":3: calc: expected a time"},
+        {"num_ranks 2\nrank 0 {\nl: calc 5 nic 1\n}\n", ":3: unexpected 'nic'"},
+        {"num_ranks 2\nrank 0 {\nl: send 8b to 1 nic 64\n}\n", ":3: nic: expected 0 to 63"},
+        {"num_ranks 2\nrank 0 {\nl: send 8b to 1 cpu 256\n}\n", ":3: cpu: expected 0 to 255"},
+        {"num_ranks 2\nrank 0 {\nl: calc 5\nl: calc 6\n}\n", ":4: label 'l' defined twice"},
+        {"num_ranks 2\nrank 0 {\nl: calc 5\nl requires m\n}\n", ":4: label 'm' is not defined"},
+        {"num_ranks 2\nrank 0 {\nl: calc 5\nl requires l\n}\n", ":4: 'l' depends on itself"},
+        {"num_ranks 2\nrank 0 {\nl: calc 5\nl requires\n}\n", ":4: expected 'LABEL requires"},
+        {"num_ranks 2\nrank 0 {\n9x: calc 5\n}\n", ":3: '9x' is not a label"},
+        {"num_ranks 2\nrank 0 {\nl: jump 5\n}\n", ":3: expected send, recv, calc"},
+        {"num_ranks 2\nl: calc 5\n", ":2: 'l' outside a rank block"},
+        {"num_ranks 2\n}\n", ":2: '}' outside a rank block"},
+        {"num_ranks 2\nrank 0 {\nl: calc 5\n", ":3: rank 0's block is never closed"},
+        {"num_ranks 2\n/* open\n", ":2: a comment is never closed"},
+        {"// nothing\n", ":1: no num_ranks line"},
+        {"num_ranks 2\nrank 0 {\nl: calc 99999999999999999999\n}\n", ":3: calc: expected"},
+        {"num_ranks 2\nrank 0 { a b c d e f g h i j k l m n o p q\n", ":2: too many words"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        rc = sim_goal_parse(bad[i].text, strlen(bad[i].text), "bad.goal", &g, msg, sizeof msg);
+        CHECK(rc == WEFT_EINVAL && g == NULL && strstr(msg, "bad.goal") &&
+                  strstr(msg, bad[i].want),
+              "bad GOAL %zu: got '%s', want '%s'", i, msg, bad[i].want);
+    }
+    /* a deadlocked GOAL file is a simulation error, not a crash */
+    const char *cyc = "num_ranks 1\nrank 0 {\na: calc 1\nb: calc 1\na requires b\n"
+                      "b requires a\n}\n";
+    rc = sim_goal_parse(cyc, strlen(cyc), "cyc.goal", &g, msg, sizeof msg);
+    CHECK(rc == 0, "cycle parses: %s", msg);
+    if (!rc) {
+        sim_model_t m = test_model();
+        sim_result_t r;
+        rc = sim_run(&m, 1, sim_goal_build, g, NULL, &r, msg, sizeof msg);
+        CHECK(rc == WEFT_EINVAL && strstr(msg, "deadlock: rank 0 never finishes"),
+              "a dependency cycle: %s", msg);
+        sim_goal_free(g);
+    }
+}
+
 /* ---- lower bounds ---- */
 
 static void test_bounds(void)
@@ -447,6 +588,8 @@ int main(void)
     test_bounds();
     test_bad_input();
     test_start_times();
+    test_goal_round_trip();
+    test_goal_parse();
     printf("test_sim: %d checks, %d failures\n", checks, failures);
     return failures ? 1 : 0;
 }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "algo/algo.h"
+#include "sim/goal.h"
 #include "sim/sim.h"
 #include "tool.h"
 #include "tune/table.h"
@@ -32,12 +33,15 @@ typedef struct {
     double skew;
     unsigned seed;
     const char *start_file, *csv, *json, *plot;
+    const char *goal, *export_goal; /* --goal FILE, --export-goal FILE */
 } sim_opts_cli_t;
 
 static int sim_usage(FILE *f, int rc)
 {
     fprintf(f,
             "usage: weft sim COLL --algo A[,B...] --np LIST --size LIST [options]\n"
+            "       weft sim COLL --algo A --np P --size B --export-goal FILE [options]\n"
+            "       weft sim --goal FILE [model and arrival options]\n"
             "Predicts weft's schedules of COLL under the LogGOPS model (LogGOPSim's\n"
             "semantics): completion time (max and mean over ranks), the collective's lower\n"
             "bound and the ratio, events simulated and per second, peak memory.\n"
@@ -49,6 +53,8 @@ static int sim_usage(FILE *f, int rc)
             "       eager message), --ports K (K-port NICs).\n"
             "arrival: --skew NS [--seed N] (start times uniform in [0, NS]) or\n"
             "       --start FILE (one start time in ns per line, rank order).\n"
+            "GOAL: --export-goal FILE writes the schedules of one algorithm, P and size in\n"
+            "       LogGOPSim's GOAL text (- for stdout); --goal FILE simulates a GOAL file.\n"
             "other: --params k=v,...  --root R  --dtype T (default float32)\n"
             "       --ppn N (ranks per node, for hierarchical algorithms)\n"
             "       --csv FILE|-  --json FILE|-  --plot FILE.png (time against size or P)\n");
@@ -114,8 +120,11 @@ bad:
 static int parse_args(int argc, char **argv, sim_opts_cli_t *o)
 {
     memset(o, 0, sizeof *o);
-    o->coll = coll_from_name(argv[1]);
-    if (o->coll == WEFT_COLL_COUNT) {
+    int first = 2;
+    if (!strncmp(argv[1], "--", 2)) {
+        first = 1; /* --goal FILE: no collective */
+        o->coll = WEFT_COLL_COUNT;
+    } else if ((o->coll = coll_from_name(argv[1])) == WEFT_COLL_COUNT) {
         fprintf(stderr, "weft sim: unknown collective '%s'\n", argv[1]);
         return 2;
     }
@@ -125,7 +134,7 @@ static int parse_args(int argc, char **argv, sim_opts_cli_t *o)
     o->seed = 1;
     char why[512];
     /* the preset first, so that flags given before it still win */
-    for (int i = 2; i + 1 < argc; i++)
+    for (int i = first; i + 1 < argc; i++)
         if (!strcmp(argv[i], "--preset")) {
             if (sim_preset_load(argv[i + 1], &o->model, why, sizeof why)) {
                 fprintf(stderr, "weft sim: --preset: %s\n", why);
@@ -134,7 +143,7 @@ static int parse_args(int argc, char **argv, sim_opts_cli_t *o)
             snprintf(o->preset, sizeof o->preset, "%s", argv[i + 1]);
         }
     bool have_np = false, have_size = false;
-    for (int i = 2; i < argc; i++) {
+    for (int i = first; i < argc; i++) {
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strncmp(k, "--", 2) && !v) {
             fprintf(stderr, "weft sim: %s needs a value\n", k);
@@ -190,6 +199,10 @@ static int parse_args(int argc, char **argv, sim_opts_cli_t *o)
                 return 2;
             }
             o->skew = tmp.L;
+        } else if (!strcmp(k, "--goal")) {
+            o->goal = v;
+        } else if (!strcmp(k, "--export-goal")) {
+            o->export_goal = v;
         } else if (!strcmp(k, "--start")) {
             o->start_file = v;
         } else if (!strcmp(k, "--csv")) {
@@ -203,8 +216,25 @@ static int parse_args(int argc, char **argv, sim_opts_cli_t *o)
             return 2;
         }
     }
+    if (o->goal) {
+        if (o->coll != WEFT_COLL_COUNT || o->algos[0] || have_np || have_size || o->export_goal) {
+            fprintf(stderr, "weft sim: --goal FILE takes no collective, --algo, --np, --size "
+                            "or --export-goal: the file has the schedules\n");
+            return 2;
+        }
+        return 0;
+    }
+    if (o->coll == WEFT_COLL_COUNT) {
+        fprintf(stderr, "weft sim: a collective first, or --goal FILE (--help)\n");
+        return 2;
+    }
     if (!o->algos[0] || !have_np || !have_size) {
         fprintf(stderr, "weft sim: --algo, --np and --size are required (--help)\n");
+        return 2;
+    }
+    if (o->export_goal && (o->nnp != 1 || o->nsize != 1 || strchr(o->algos, ',') ||
+                           !strcmp(o->algos, "all"))) {
+        fprintf(stderr, "weft sim: --export-goal writes one algorithm at one --np and --size\n");
         return 2;
     }
     if (o->plot && o->nnp > 1 && o->nsize > 1) {
@@ -438,60 +468,97 @@ static int write_plot(const sim_opts_cli_t *o, const point_t *pts, int n, int na
 
 /* ---- the sweep ---- */
 
-static int run_point(const sim_opts_cli_t *o, const algo_t *al, int P, uint64_t bytes,
-                     const double *start, point_t *pt)
+/* The build context of one algorithm at (P, bytes): 0, or nonzero with
+ * why it cannot serve (pt->refused) or failed.  *node_of is the node map
+ * it may own (free it after). */
+static int prepare(const sim_opts_cli_t *o, const algo_t *al, int P, uint64_t bytes,
+                   sim_build_ctx_t *b, int **node_of, point_t *pt)
 {
     memset(pt, 0, sizeof *pt);
     pt->algo = al->name, pt->P = P, pt->bytes = bytes;
+    *node_of = NULL;
     size_t es = weft_dtype_size(o->dtype);
+    pt->refused = true;
     if (bytes % es) {
         snprintf(pt->why, sizeof pt->why, "%" PRIu64 " bytes is not a whole number of %s",
                  bytes, weft_dtype_name(o->dtype));
-        pt->refused = true;
         return pt->rc = WEFT_EINVAL;
     }
     if (al->board) {
         snprintf(pt->why, sizeof pt->why,
                  "%s is not a schedule (an arrival-driven shared-memory algorithm)", al->name);
-        pt->refused = true;
         return pt->rc = WEFT_ENOTSUP;
     }
-    sim_build_ctx_t b;
-    memset(&b, 0, sizeof b);
-    b.al = al;
-    b.a.coll = o->coll;
-    b.a.nrank = P;
-    b.a.root = o->root < P ? o->root : P - 1;
-    b.a.count = bytes / es;
-    b.a.esize = es;
-    b.a.commutative = true;
-    if (algo_parse_params(al, o->params, &b.a.params)) {
+    memset(b, 0, sizeof *b);
+    b->al = al;
+    b->a.coll = o->coll;
+    b->a.nrank = P;
+    b->a.root = o->root < P ? o->root : P - 1;
+    b->a.count = bytes / es;
+    b->a.esize = es;
+    b->a.commutative = true;
+    if (algo_parse_params(al, o->params, &b->a.params)) {
         snprintf(pt->why, sizeof pt->why, "%s", weft_last_error());
         return pt->rc = WEFT_EINVAL;
     }
-    int *node_of = NULL;
     if (o->ppn && o->ppn < P) {
-        node_of = malloc((size_t)P * sizeof *node_of);
-        if (!node_of) {
+        *node_of = malloc((size_t)P * sizeof **node_of);
+        if (!*node_of) {
             snprintf(pt->why, sizeof pt->why, "out of memory");
+            pt->refused = false;
             return pt->rc = WEFT_ENOMEM;
         }
         for (int r = 0; r < P; r++)
-            node_of[r] = r / o->ppn;
-        b.a.node_of = node_of;
-        b.a.nnodes = (P + o->ppn - 1) / o->ppn;
+            (*node_of)[r] = r / o->ppn;
+        b->a.node_of = *node_of;
+        b->a.nnodes = (P + o->ppn - 1) / o->ppn;
     }
-    if (algo_usable_why(al, &b.a, pt->why, sizeof pt->why)) {
-        free(node_of);
-        pt->refused = true;
+    if (algo_usable_why(al, &b->a, pt->why, sizeof pt->why))
         return pt->rc = WEFT_EINVAL;
+    pt->refused = false;
+    return 0;
+}
+
+static int run_point(const sim_opts_cli_t *o, const algo_t *al, int P, uint64_t bytes,
+                     const double *start, point_t *pt)
+{
+    sim_build_ctx_t b;
+    int *node_of;
+    if (prepare(o, al, P, bytes, &b, &node_of, pt)) {
+        free(node_of);
+        return pt->rc;
     }
     sim_opts_t so = {start, NULL, NULL};
     pt->rc = sim_run(&o->model, P, build_prog, &b, &so, &pt->r, pt->why, sizeof pt->why);
     free(node_of);
-    uint64_t n = bytes;
-    pt->bound = sim_lower_bound(o->coll, P, n, &o->model);
+    pt->bound = sim_lower_bound(o->coll, P, bytes, &o->model);
     return pt->rc;
+}
+
+static int export_goal(const sim_opts_cli_t *o, const algo_t *al)
+{
+    sim_build_ctx_t b;
+    int *node_of;
+    point_t pt;
+    int P = (int)o->np[0];
+    if (prepare(o, al, P, o->size[0], &b, &node_of, &pt)) {
+        free(node_of);
+        fprintf(stderr, "weft sim: %s: %s\n", al->name, pt.why);
+        return 1;
+    }
+    FILE *f = open_out(o->export_goal);
+    int rc = 1;
+    if (f) {
+        rc = sim_goal_write(f, &o->model, P, build_prog, &b, pt.why, sizeof pt.why);
+        if (f != stdout && fclose(f) && !rc) {
+            snprintf(pt.why, sizeof pt.why, "%s: %s", o->export_goal, strerror(errno));
+            rc = 1;
+        }
+        if (rc)
+            fprintf(stderr, "weft sim: --export-goal: %s\n", pt.why);
+    }
+    free(node_of);
+    return rc ? 1 : 0;
 }
 
 static double *starts_for(const sim_opts_cli_t *o, int P, int *rc)
@@ -518,6 +585,62 @@ static double *starts_for(const sim_opts_cli_t *o, int P, int *rc)
     return t;
 }
 
+static void print_header(const sim_opts_cli_t *o, const char *what)
+{
+    const sim_model_t *m = &o->model;
+    printf("# weft sim %s: preset %s: L=%g o=%g g=%g ns, G=%g O=%g ns/B, S=%" PRIu64
+           " B, gamma=%g copy=%g ns/B, %d port%s%s\n",
+           what, o->preset, m->L, m->o, m->g, m->G, m->O, m->S, m->gamma, m->copy, m->ports,
+           m->ports > 1 ? "s" : "",
+           o->start_file ? ", start times from file" : o->skew > 0 ? ", skewed starts" : "");
+}
+
+/* --goal FILE: the file's schedules under the model, one row. */
+static int run_goal(sim_opts_cli_t *o)
+{
+    char why[512];
+    sim_goal_t *g;
+    if (sim_goal_load(o->goal, &g, why, sizeof why)) {
+        fprintf(stderr, "weft sim: --goal: %s\n", why);
+        return 2;
+    }
+    sim_goal_adapt(g, &o->model);
+    int P = sim_goal_nrank(g), src;
+    double *start = starts_for(o, P, &src);
+    if (src) {
+        sim_goal_free(g);
+        return src;
+    }
+    print_header(o, o->goal);
+    sim_opts_t so = {start, NULL, NULL};
+    sim_result_t r;
+    int rc = sim_run(&o->model, P, sim_goal_build, g, &so, &r, why, sizeof why);
+    free(start);
+    sim_goal_free(g);
+    if (rc) {
+        fprintf(stderr, "weft sim: %s: %s\n", o->goal, why);
+        return 1;
+    }
+    printf("%9s %13s %13s %12s %8s %9s\n", "ranks", "max", "mean", "events", "Mev/s",
+           "peak_MiB");
+    printf("%9d %13.3f %13.3f %12" PRIu64 " %8.2f %9.1f\n", P, r.t_max / 1e3, r.t_mean / 1e3,
+           r.events, r.seconds > 0 ? r.events / r.seconds / 1e6 : 0,
+           (double)r.peak_bytes / (1 << 20));
+    if (o->json) {
+        FILE *f = open_out(o->json);
+        if (f) {
+            fprintf(f, "{\"goal\": ");
+            json_str(f, o->goal);
+            fprintf(f, ", \"ranks\": %d, \"t_max_ns\": %.3f, \"t_mean_ns\": %.3f, "
+                       "\"events\": %" PRIu64 ", \"peak_bytes\": %zu}\n",
+                    P, r.t_max, r.t_mean, r.events, r.peak_bytes);
+            if (f != stdout)
+                fclose(f);
+        }
+    }
+    return 0;
+}
+
 int cmd_sim(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "--help"))
@@ -526,6 +649,8 @@ int cmd_sim(int argc, char **argv)
     int rc = parse_args(argc, argv, &o);
     if (rc)
         return rc;
+    if (o.goal)
+        return run_goal(&o);
     const algo_t *algs[64];
     int nalgo = 0;
     size_t nt;
@@ -547,16 +672,13 @@ int cmd_sim(int argc, char **argv)
         }
         p = e ? e + 1 : p + l;
     }
+    if (o.export_goal)
+        return export_goal(&o, algs[0]);
     int npts = nalgo * o.nnp * o.nsize;
     point_t *pts = calloc((size_t)npts, sizeof *pts);
     if (!pts)
         return fprintf(stderr, "weft sim: out of memory\n"), 1;
-    const sim_model_t *m = &o.model;
-    printf("# weft sim %s: preset %s: L=%g o=%g g=%g ns, G=%g O=%g ns/B, S=%" PRIu64
-           " B, gamma=%g copy=%g ns/B, %d port%s%s\n",
-           weft_coll_name(o.coll), o.preset, m->L, m->o, m->g, m->G, m->O, m->S, m->gamma,
-           m->copy, m->ports, m->ports > 1 ? "s" : "",
-           o.start_file ? ", start times from file" : o.skew > 0 ? ", skewed starts" : "");
+    print_header(&o, weft_coll_name(o.coll));
     printf("# times in us (max and mean over ranks); bound: the lower bound of "
            "docs/ALGORITHMS.md; ratio = max / bound\n");
     printf("%-20s %9s %11s %13s %13s %13s %7s %12s %8s %9s\n", "algorithm", "ranks", "bytes",

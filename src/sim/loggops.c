@@ -307,11 +307,21 @@ static int recv_nic(sim_t *s, uint32_t r)
 
 static inline double maxd(double a, double b) { return a > b ? a : b; }
 
-/* Op i of rank r has all its edges satisfied at time now. */
+static inline double calc_cost(const sim_model_t *m, const sim_op_t *op)
+{
+    return op->flags & SIM_INSTANT  ? 0
+           : op->flags & SIM_REDUCE ? m->gamma * (double)op->size
+           : op->flags & SIM_COPY   ? m->copy * (double)op->size
+                                    : (double)op->size;
+}
+
+/* Op i of rank r has all its edges satisfied at time now.  A calc that
+ * costs nothing (a join, a copy when copies are free, GOAL's calc 0) is
+ * done at once, without waiting for the CPU. */
 static void release(sim_t *s, uint32_t r, uint32_t i, double now)
 {
     const sim_op_t *op = &s->prog[r].ops[i];
-    if (op->kind == SIM_CALC && (op->flags & SIM_INSTANT)) {
+    if (op->kind == SIM_CALC && calc_cost(s->m, op) == 0) {
         if (s->nwork == s->workcap) {
             size_t nc = s->workcap ? s->workcap * 2 : 256;
             uint32_t *w = realloc(s->work, nc * sizeof *w);
@@ -513,10 +523,7 @@ static void on_calc(sim_t *s, uint32_t r, uint32_t i, double t)
         push(s, *cpu, EV_OP, r, i);
         return;
     }
-    double cost = op->flags & SIM_REDUCE ? s->m->gamma * (double)op->size
-                  : op->flags & SIM_COPY ? s->m->copy * (double)op->size
-                                         : (double)op->size;
-    *cpu = t + cost;
+    *cpu = t + calc_cost(s->m, op);
     satisfy(s, r, i, t, false);
     done(s, r, i, t);
 }
