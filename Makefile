@@ -55,15 +55,17 @@ clang:
 	cd build-clang && ctest --output-on-failure -j $(JOBS) -L '^tsan$$'
 
 # libFuzzer (clang) with ASan+UBSan over the parameter parser, the
-# environment, weft bench's options and the tuning tables, FUZZ_SECONDS each, starting from
+# environment, weft bench's options, the tuning tables and the simulator's
+# GOAL and preset readers, FUZZ_SECONDS each, starting from
 # fuzz/corpus (new inputs go to build-fuzz/corpus, not into the tree).
 FUZZ_SECONDS ?= 30
 fuzz:
 	bash tests/deps.sh fuzzer
 	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DWEFT_FUZZ=ON \
 	  -DWEFT_SANITIZE=address,undefined -DBUILD_TESTING=OFF
-	cmake --build build-fuzz -j $(JOBS) --target fuzz_params fuzz_env fuzz_bench_opts fuzz_tuning
-	for f in params env bench_opts tuning; do \
+	cmake --build build-fuzz -j $(JOBS) --target fuzz_params fuzz_env fuzz_bench_opts fuzz_tuning \
+	  fuzz_goal fuzz_preset
+	for f in params env bench_opts tuning goal preset; do \
 	  mkdir -p build-fuzz/corpus/$$f && \
 	  UBSAN_OPTIONS=halt_on_error=1 ASAN_OPTIONS=detect_leaks=1 build-fuzz/fuzz_$$f \
 	    -max_total_time=$(FUZZ_SECONDS) -max_len=256 -print_final_stats=1 -close_fd_mask=3 \

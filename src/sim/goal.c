@@ -434,7 +434,8 @@ static int block_commit(const block_t *b, sim_prog_t *p)
     p->ops = (sim_op_t *)mem;
     p->succ_first = (uint32_t *)(mem + (size_t)b->nops * sizeof(sim_op_t));
     p->succ = p->succ_first + b->nops + 1;
-    memcpy(p->ops, b->ops, (size_t)b->nops * sizeof(sim_op_t));
+    if (b->nops)
+        memcpy(p->ops, b->ops, (size_t)b->nops * sizeof(sim_op_t));
     memset(p->succ_first, 0, ((size_t)b->nops + 1) * 4);
     for (uint32_t i = 0; i < b->nops; i++)
         p->ops[i].pending = 0;

@@ -105,6 +105,60 @@ int sim_model_set(sim_model_t *m, const char *key, const char *value, char *msg,
     return -1;
 }
 
+int sim_preset_parse(const char *text, size_t n, const char *name, sim_model_t *m, char *msg,
+                     size_t len)
+{
+    sim_model_default(m);
+    char line[512], why[200];
+    int ln = 0;
+    bool header = false;
+    const char *p = text, *end = text + n;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t ll = (size_t)((nl ? nl : end) - p);
+        ln++;
+        if (ll >= sizeof line) {
+            snprintf(msg, len, "%s:%d: line too long", name, ln);
+            return -1;
+        }
+        memcpy(line, p, ll);
+        line[ll] = 0;
+        p = nl ? nl + 1 : end;
+        if (strlen(line) != ll) {
+            snprintf(msg, len, "%s:%d: a NUL byte in the line", name, ln);
+            return -1;
+        }
+        char *hash = strchr(line, '#');
+        if (hash)
+            *hash = 0;
+        char key[64], val[128], extra[8];
+        int k = sscanf(line, "%63s %127s %7s", key, val, extra);
+        if (k <= 0)
+            continue;
+        if (!header) {
+            if (k != 2 || strcmp(key, "weft-preset") || strcmp(val, "1")) {
+                snprintf(msg, len, "%s:%d: want 'weft-preset 1' first (version 1)", name, ln);
+                return -1;
+            }
+            header = true;
+            continue;
+        }
+        if (k != 2) {
+            snprintf(msg, len, "%s:%d: want 'KEY VALUE'", name, ln);
+            return -1;
+        }
+        if (sim_model_set(m, key, val, why, sizeof why)) {
+            snprintf(msg, len, "%s:%d: %s", name, ln, why);
+            return -1;
+        }
+    }
+    if (!header) {
+        snprintf(msg, len, "%s: empty (want 'weft-preset 1' first)", name);
+        return -1;
+    }
+    return 0;
+}
+
 static int load_file(const char *path, sim_model_t *m, char *msg, size_t len)
 {
     FILE *f = fopen(path, "r");
@@ -112,46 +166,15 @@ static int load_file(const char *path, sim_model_t *m, char *msg, size_t len)
         snprintf(msg, len, "%s: %s", path, strerror(errno));
         return -1;
     }
-    sim_model_default(m);
-    char line[512], why[200];
-    int ln = 0, rc = 0;
-    bool header = false;
-    while (!rc && fgets(line, sizeof line, f)) {
-        ln++;
-        if (!strchr(line, '\n') && !feof(f)) {
-            snprintf(msg, len, "%s:%d: line too long", path, ln);
-            rc = -1;
-            break;
-        }
-        char *hash = strchr(line, '#');
-        if (hash)
-            *hash = 0;
-        char key[64], val[128], extra[8];
-        int n = sscanf(line, "%63s %127s %7s", key, val, extra);
-        if (n <= 0)
-            continue;
-        if (!header) {
-            if (n != 2 || strcmp(key, "weft-preset") || strcmp(val, "1")) {
-                snprintf(msg, len, "%s:%d: want 'weft-preset 1' first (version 1)", path, ln);
-                rc = -1;
-            }
-            header = true;
-            continue;
-        }
-        if (n != 2) {
-            snprintf(msg, len, "%s:%d: want 'KEY VALUE'", path, ln);
-            rc = -1;
-        } else if (sim_model_set(m, key, val, why, sizeof why)) {
-            snprintf(msg, len, "%s:%d: %s", path, ln, why);
-            rc = -1;
-        }
-    }
-    if (!rc && !header) {
-        snprintf(msg, len, "%s: empty (want 'weft-preset 1' first)", path);
-        rc = -1;
-    }
+    char text[1 << 16];
+    size_t n = fread(text, 1, sizeof text, f);
+    bool big = n == sizeof text;
     fclose(f);
-    return rc;
+    if (big) {
+        snprintf(msg, len, "%s: larger than a preset can be (64 KiB)", path);
+        return -1;
+    }
+    return sim_preset_parse(text, n, path, m, msg, len);
 }
 
 int sim_preset_load(const char *name, sim_model_t *m, char *msg, size_t len)

@@ -48,6 +48,9 @@ void sim_model_default(sim_model_t *m);
  * the name is unknown.  A name with a '/' or ending in ".preset" is read
  * as a preset file (the format sim_preset_write writes). */
 int sim_preset_load(const char *name, sim_model_t *m, char *msg, size_t len);
+/* Parses a preset file's text (n bytes), called name in messages. */
+int sim_preset_parse(const char *text, size_t n, const char *name, sim_model_t *m, char *msg,
+                     size_t len);
 /* Parses one "key value" setting (keys L o g G O S gamma copy ports);
  * -1 and why when the key is unknown or the value is negative, not a
  * number, NaN or absurd. */

@@ -1,0 +1,72 @@
+#!/bin/bash
+# `weft sim` as a user runs it: sweeps with CSV and JSON, a GOAL file
+# exported and simulated again to the same time, presets from a file, start
+# times, and every bad input refused with a message naming what was wrong.
+set -u
+weft=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0 passes=0
+ok() { passes=$((passes+1)); }
+bad() { echo "FAIL: $*"; fails=$((fails+1)); }
+expect() { # expected-status needle command...
+    local want=$1 needle=$2; shift 2
+    local err; err=$("$@" 2>&1 >/dev/null); local st=$?
+    if [ "$st" -ne "$want" ] || ! grep -q -- "$needle" <<<"$err"; then
+        bad "'$*' exited $st (want $want), said: $err (want '$needle')"
+    else ok; fi
+}
+
+# a sweep: every point in the CSV, times positive, ratio >= 1 (the bound)
+"$weft" sim allreduce --algo ring,recursive_doubling,twotree --np 2:32:x4 --size 8,64K \
+    --csv "$tmp/s.csv" --json "$tmp/s.json" >"$tmp/out" || bad "sweep failed: $(cat "$tmp/out")"
+rows=$(tail -n +2 "$tmp/s.csv" | wc -l)
+[ "$rows" -eq 18 ] && ok || bad "sweep CSV has $rows rows, want 18"
+awk -F, 'NR > 1 && ($4 <= 0 || $7 < 1) { bad = 1 } END { exit bad }' "$tmp/s.csv" && ok ||
+    bad "a time not positive or below its bound: $(cat "$tmp/s.csv")"
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert len(d['points']) == 18" \
+    "$tmp/s.json" && ok || bad "JSON does not parse or lacks points"
+
+# GOAL out and back in: the same max and mean (gamma whole, so calc is exact)
+"$weft" sim bcast --algo twotree --np 13 --size 40000 --gamma 1 --export-goal "$tmp/t.goal" &&
+    ok || bad "export failed"
+a=$("$weft" sim bcast --algo twotree --np 13 --size 40000 --gamma 1 --csv - | tail -1 | cut -d, -f4,5)
+b=$("$weft" sim --goal "$tmp/t.goal" --gamma 1 --json - | python3 -c \
+    'import json,sys; d=json.loads(sys.stdin.read().split("\n",3)[-1]); print("%.3f,%.3f" % (d["t_max_ns"], d["t_mean_ns"]))')
+[ -n "$a" ] && [ "$a" = "$b" ] && ok || bad "GOAL round trip: schedule $a, GOAL $b"
+
+# a preset file, and one written with a bad value
+printf 'weft-preset 1\nL 100\no 10\ng 20\nG 2\nO 1\nS 1000\n' >"$tmp/m.preset"
+"$weft" sim bcast --algo binomial --np 4 --size 4 --preset "$tmp/m.preset" --csv - | tail -1 |
+    grep -q '^binomial,4,4,252.000,' && ok || bad "preset file not applied"
+printf 'weft-preset 1\nL 100\nG -2\n' >"$tmp/bad.preset"
+expect 2 "bad.preset:3: G: -2 is negative" "$weft" sim bcast --algo binomial --np 4 --size 4 --preset "$tmp/bad.preset"
+# start times from a file, and too few of them
+printf '0\n1000\n0\n' >"$tmp/starts"
+"$weft" sim bcast --algo pipeline --np 3 --size 4 --start "$tmp/starts" >/dev/null && ok ||
+    bad "--start failed"
+expect 2 "2 start times for 3 ranks" "$weft" sim bcast --algo pipeline --np 3 --size 4 --start <(printf '0\n1\n')
+
+expect 2 "unknown collective" "$weft" sim frob --algo ring --np 2 --size 8
+expect 2 "required" "$weft" sim allreduce --algo ring --size 8
+expect 2 "no allreduce algorithm 'nosuch'" "$weft" sim allreduce --algo nosuch --np 2 --size 8
+expect 2 "want 1 to 16777216" "$weft" sim allreduce --algo ring --np 0 --size 8
+expect 2 "want 1 to 16777216" "$weft" sim allreduce --algo ring --np 16777217 --size 8
+expect 2 "--np '8:2'" "$weft" sim allreduce --algo ring --np 8:2 --size 8
+expect 2 "--size" "$weft" sim allreduce --algo ring --np 2 --size abc
+expect 2 "L: -5 is negative" "$weft" sim allreduce --algo ring --np 2 --size 8 --L -5
+expect 2 "G: 'nan' is not a number" "$weft" sim allreduce --algo ring --np 2 --size 8 --G nan
+expect 2 "absurd" "$weft" sim allreduce --algo ring --np 2 --size 8 --o 1e300
+expect 2 "unknown preset 'nosuch'" "$weft" sim allreduce --algo ring --np 2 --size 8 --preset nosuch
+expect 2 "needs a value" "$weft" sim allreduce --algo ring --np 2 --size 8 --L
+expect 2 "one algorithm at one --np and --size" "$weft" sim allreduce --algo ring --np 2,4 --size 8 --export-goal "$tmp/x"
+expect 2 "takes no collective" "$weft" sim allreduce --goal "$tmp/t.goal"
+printf 'num_ranks 2\nrank 0 {\nl: send 8b to 5\n}\n' >"$tmp/bad.goal"
+expect 2 "bad.goal:3: send: peer '5' is not a rank of 0..1" "$weft" sim --goal "$tmp/bad.goal"
+printf 'num_ranks 2\nrank 1 {\nl: recv 8b from 0\n}\n' >"$tmp/dead.goal"
+expect 1 "rank 1 waits for a message from 0" "$weft" sim --goal "$tmp/dead.goal"
+# an algorithm that cannot serve the call is a row with the reason, not a failure
+"$weft" sim allreduce --algo board,ring --np 4 --size 8 >"$tmp/o" && grep -q "not a schedule" "$tmp/o" &&
+    ok || bad "board not refused with a reason: $(cat "$tmp/o")"
+echo "$passes passed, $fails failed"
+[ "$fails" -eq 0 ]
