@@ -33,10 +33,12 @@ static const preset_t presets[] = {
     {"loggopsim", "LogGOPSim's defaults (spcl/LogGOPSim simulator.ggo)",
      {2500, 1500, 1000, 6, 0, 65535, 0, 0, 1, 1}},
     /* The alpha-beta (Hockney) model the seeds' cost formulas use: one
-     * latency, one cost per byte, nothing else; alpha 1 us and beta 0.1
-     * ns/byte (10 GB/s) are nominal round values, gamma 0.05 ns/byte. */
+     * latency, one cost per byte (g = G, so that a message of s bytes holds
+     * the link s G and splitting it gains nothing), no CPU overhead; alpha
+     * 1 us and beta 0.1 ns/byte (10 GB/s) are nominal round values, gamma
+     * 0.05 ns/byte. */
     {"hockney", "alpha-beta model, nominal alpha 1 us, beta 0.1 ns/B",
-     {1000, 0, 0, 0.1, 0, UINT64_MAX, 0.05, 0, 1, 1}},
+     {1000, 0, 0.1, 0.1, 0, UINT64_MAX, 0.05, 0, 1, 1}},
 };
 
 const char *const *sim_preset_names(void)
