@@ -68,6 +68,10 @@ static int build_hand(void *ctx, int rank, sim_prog_t *out, char *msg, size_t le
     return 0;
 }
 
+/* the order every run of this test uses (main runs them under both) */
+static int g_order = SIM_ORDER_LOGGOPSIM;
+static sim_opts_t order_opts;
+
 static sim_model_t test_model(void)
 {
     sim_model_t m;
@@ -80,7 +84,7 @@ static double run_hand(const sim_model_t *m, int P, hand_t *h, double *mean)
 {
     sim_result_t r;
     char msg[300];
-    int rc = sim_run(m, P, build_hand, h, NULL, &r, msg, sizeof msg);
+    int rc = sim_run(m, P, build_hand, h, &order_opts, &r, msg, sizeof msg);
     CHECK(rc == 0, "sim_run: %s", msg);
     if (mean)
         *mean = r.t_mean;
@@ -234,7 +238,7 @@ static double sim_weft(const sim_model_t *m, weft_coll_t coll, const char *algo,
     w.a.params.chunks = chunks;
     sim_result_t r;
     char msg[300];
-    int rc = sim_run(m, P, build_weft, &w, NULL, &r, msg, sizeof msg);
+    int rc = sim_run(m, P, build_weft, &w, &order_opts, &r, msg, sizeof msg);
     CHECK(rc == 0, "%s P=%d: %s", algo, P, msg);
     if (mean)
         *mean = r.t_mean;
@@ -347,8 +351,8 @@ static void test_goal_round_trip(void)
                 CHECK(rc == 0, "%s %s P=%d: re-import: %s", weft_coll_name(al->coll), al->name,
                       Ps[pi], why);
                 sim_result_t a, b;
-                int ra = sim_run(&m, Ps[pi], build_weft, &w, NULL, &a, why, sizeof why);
-                int rb = g ? sim_run(&m, Ps[pi], sim_goal_build, g, NULL, &b, why, sizeof why) : -1;
+                int ra = sim_run(&m, Ps[pi], build_weft, &w, &order_opts, &a, why, sizeof why);
+                int rb = g ? sim_run(&m, Ps[pi], sim_goal_build, g, &order_opts, &b, why, sizeof why) : -1;
                 CHECK(ra == 0 && rb == 0 && a.t_max == b.t_max && a.t_mean == b.t_mean,
                       "%s %s P=%d: schedule %.3f/%.3f, its GOAL %.3f/%.3f (%s)",
                       weft_coll_name(al->coll), al->name, Ps[pi], a.t_max, a.t_mean, b.t_max,
@@ -386,7 +390,7 @@ static void test_goal_parse(void)
     if (!rc) {
         sim_model_t m = test_model();
         sim_result_t r;
-        rc = sim_run(&m, 2, sim_goal_build, g, NULL, &r, msg, sizeof msg);
+        rc = sim_run(&m, 2, sim_goal_build, g, &order_opts, &r, msg, sizeof msg);
         CHECK(rc == 0 && r.t_max == 380, "ping-pong from GOAL: %g, want 380 (%s)", r.t_max, msg);
         sim_goal_free(g);
     }
@@ -438,7 +442,7 @@ static void test_goal_parse(void)
     if (!rc) {
         sim_model_t m = test_model();
         sim_result_t r;
-        rc = sim_run(&m, 1, sim_goal_build, g, NULL, &r, msg, sizeof msg);
+        rc = sim_run(&m, 1, sim_goal_build, g, &order_opts, &r, msg, sizeof msg);
         CHECK(rc == WEFT_EINVAL && strstr(msg, "deadlock: rank 0 never finishes"),
               "a dependency cycle: %s", msg);
         sim_goal_free(g);
@@ -530,17 +534,17 @@ static void test_bad_input(void)
     sim_result_t r;
     sim_model_t tm = test_model();
     add(h, 1, SIM_RECV, 0, 4, -1);
-    int rc = sim_run(&tm, 2, build_hand, h, NULL, &r, msg, sizeof msg);
+    int rc = sim_run(&tm, 2, build_hand, h, &order_opts, &r, msg, sizeof msg);
     CHECK(rc == WEFT_EINVAL && strstr(msg, "rank 1 waits for a message from 0"),
           "a receive nobody sends to: %s", msg);
     memset(h, 0, sizeof *h);
     add(h, 0, SIM_SEND, 1, 4, -1);
-    rc = sim_run(&tm, 2, build_hand, h, NULL, &r, msg, sizeof msg);
+    rc = sim_run(&tm, 2, build_hand, h, &order_opts, &r, msg, sizeof msg);
     CHECK(rc == WEFT_EINVAL && strstr(msg, "from rank 0 to rank 1") && strstr(msg, "never received"),
           "a message nobody receives: %s", msg);
     memset(h, 0, sizeof *h);
     add(h, 0, SIM_SEND, 5, 4, -1);
-    rc = sim_run(&tm, 2, build_hand, h, NULL, &r, msg, sizeof msg);
+    rc = sim_run(&tm, 2, build_hand, h, &order_opts, &r, msg, sizeof msg);
     CHECK(rc == WEFT_EINVAL && strstr(msg, "peer 5"), "a peer out of range: %s", msg);
     /* a rendezvous send both ways before the receives: a real deadlock */
     memset(h, 0, sizeof *h);
@@ -548,12 +552,12 @@ static void test_bad_input(void)
     add(h, 0, SIM_RECV, 1, 5000, s0);
     int s1 = add(h, 1, SIM_SEND, 0, 5000, -1);
     add(h, 1, SIM_RECV, 0, 5000, s1);
-    rc = sim_run(&tm, 2, build_hand, h, NULL, &r, msg, sizeof msg);
+    rc = sim_run(&tm, 2, build_hand, h, &order_opts, &r, msg, sizeof msg);
     CHECK(rc == WEFT_EINVAL && strstr(msg, "deadlock"), "rendezvous both ways: %s", msg);
-    rc = sim_run(&tm, 0, build_hand, h, NULL, &r, msg, sizeof msg);
+    rc = sim_run(&tm, 0, build_hand, h, &order_opts, &r, msg, sizeof msg);
     CHECK(rc == WEFT_EINVAL, "P = 0 refused");
     double st[2] = {0, NAN};
-    sim_opts_t so = {st, NULL, NULL};
+    sim_opts_t so = {st, g_order, NULL, NULL};
     rc = sim_run(&tm, 2, build_hand, h, &so, &r, msg, sizeof msg);
     CHECK(rc == WEFT_EINVAL && strstr(msg, "start time"), "a NaN start time: %s", msg);
     free(h);
@@ -570,7 +574,7 @@ static void test_start_times(void)
     add(h, 1, SIM_SEND, 2, 1, r);
     add(h, 2, SIM_RECV, 1, 1, -1);
     double st[3] = {0, 1000, 0};
-    sim_opts_t so = {st, NULL, NULL};
+    sim_opts_t so = {st, g_order, NULL, NULL};
     sim_result_t res;
     char msg[200];
     int rc = sim_run(&m, 3, build_hand, h, &so, &res, msg, sizeof msg);
@@ -583,14 +587,17 @@ static void test_start_times(void)
 
 int main(void)
 {
-    test_hand_cases();
+    for (g_order = SIM_ORDER_LOGGOPSIM; g_order <= SIM_ORDER_FIFO; g_order++) {
+        order_opts.order = g_order;
+        test_hand_cases();
+        test_closed_forms();
+        test_bounds();
+        test_bad_input();
+        test_start_times();
+        test_goal_round_trip();
+        test_goal_parse();
+    }
     test_reduce_cost();
-    test_closed_forms();
-    test_bounds();
-    test_bad_input();
-    test_start_times();
-    test_goal_round_trip();
-    test_goal_parse();
     printf("test_sim: %d checks, %d failures\n", checks, failures);
     return failures ? 1 : 0;
 }

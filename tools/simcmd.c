@@ -32,6 +32,7 @@ typedef struct {
     int root, ppn;
     double skew;
     unsigned seed;
+    int order; /* enum sim_order */
     const char *start_file, *csv, *json, *plot;
     const char *goal, *export_goal; /* --goal FILE, --export-goal FILE */
 } sim_opts_cli_t;
@@ -57,6 +58,9 @@ static int sim_usage(FILE *f, int rc)
             "       LogGOPSim's GOAL text (- for stdout); --goal FILE simulates a GOAL file.\n"
             "other: --params k=v,...  --root R  --dtype T (default float32)\n"
             "       --ppn N (ranks per node, for hierarchical algorithms)\n"
+            "       --order loggopsim|fifo: an event that finds its rank busy retries as in\n"
+            "       LogGOPSim (default: the same times), or waits first come first served\n"
+            "       (fewer events; simultaneous competitors may be served differently)\n"
             "       --csv FILE|-  --json FILE|-  --plot FILE.png (time against size or P)\n");
     return rc;
 }
@@ -199,6 +203,15 @@ static int parse_args(int argc, char **argv, sim_opts_cli_t *o)
                 return 2;
             }
             o->skew = tmp.L;
+        } else if (!strcmp(k, "--order")) {
+            if (!strcmp(v, "loggopsim"))
+                o->order = SIM_ORDER_LOGGOPSIM;
+            else if (!strcmp(v, "fifo"))
+                o->order = SIM_ORDER_FIFO;
+            else {
+                fprintf(stderr, "weft sim: --order %s: want loggopsim or fifo\n", v);
+                return 2;
+            }
         } else if (!strcmp(k, "--goal")) {
             o->goal = v;
         } else if (!strcmp(k, "--export-goal")) {
@@ -528,7 +541,7 @@ static int run_point(const sim_opts_cli_t *o, const algo_t *al, int P, uint64_t 
         free(node_of);
         return pt->rc;
     }
-    sim_opts_t so = {start, NULL, NULL};
+    sim_opts_t so = {start, o->order, NULL, NULL};
     pt->rc = sim_run(&o->model, P, build_prog, &b, &so, &pt->r, pt->why, sizeof pt->why);
     free(node_of);
     pt->bound = sim_lower_bound(o->coll, P, bytes, &o->model);
@@ -589,9 +602,9 @@ static void print_header(const sim_opts_cli_t *o, const char *what)
 {
     const sim_model_t *m = &o->model;
     printf("# weft sim %s: preset %s: L=%g o=%g g=%g ns, G=%g O=%g ns/B, S=%" PRIu64
-           " B, gamma=%g copy=%g ns/B, %d port%s%s\n",
+           " B, gamma=%g copy=%g ns/B, %d port%s, %s order%s\n",
            what, o->preset, m->L, m->o, m->g, m->G, m->O, m->S, m->gamma, m->copy, m->ports,
-           m->ports > 1 ? "s" : "",
+           m->ports > 1 ? "s" : "", o->order == SIM_ORDER_FIFO ? "fifo" : "LogGOPSim",
            o->start_file ? ", start times from file" : o->skew > 0 ? ", skewed starts" : "");
 }
 
@@ -612,7 +625,7 @@ static int run_goal(sim_opts_cli_t *o)
         return src;
     }
     print_header(o, o->goal);
-    sim_opts_t so = {start, NULL, NULL};
+    sim_opts_t so = {start, o->order, NULL, NULL};
     sim_result_t r;
     int rc = sim_run(&o->model, P, sim_goal_build, g, &so, &r, why, sizeof why);
     free(start);

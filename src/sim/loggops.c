@@ -1,12 +1,19 @@
 /* loggops.c — the discrete-event LogGOPS simulation (sim.h has the model).
  *
- * It follows LogGOPSim's event loop so that both give the same times for
- * the same schedule: an operation whose edges are satisfied is queued at
- * the time its rank's CPU (and, for a send, a NIC) is free; when it comes
- * up and the resources are still busy it is queued again at the time they
- * free; a message is an event at its receiver when its first byte arrives,
- * taken in under the same rule.  Ties are broken by insertion order, so a
- * run is deterministic.
+ * It follows LogGOPSim's rules so that both give the same times for the
+ * same schedule: an operation whose edges are satisfied is queued at the
+ * time its rank's CPU (and, for a send, a NIC) is free; a message is an
+ * event at its receiver when its first byte arrives, taken in when the
+ * CPU and a receive NIC are free; an event that finds its resources busy
+ * goes back into the queue at the time they free.  Ties are broken by
+ * queueing order, so a run is deterministic.  The FIFO order (sim.h)
+ * parks such an event in a per-rank queue instead and wakes the rank once,
+ * when the first parked item can run.
+ *
+ * Posted receives are not kept in the match table: each rank's receives
+ * are indexed by (source, tag) when its program is built, and an arriving
+ * message looks there for the oldest posted one; only unexpected messages
+ * go into the table.
  *
  * Memory: a rank's program is built when the simulation reaches its start
  * time and freed when its last operation is done; the rest is per rank a
@@ -20,11 +27,11 @@
 
 #include "sim.h"
 
-enum { EV_OP = 0, EV_MSG = 1 };
+enum { EV_OP = 0, EV_MSG = 1, EV_WAKE = 2 };
 
 typedef struct ev {
     double t;
-    uint64_t key; /* insertion sequence << 1 | type */
+    uint64_t key; /* insertion sequence << 2 | type */
     uint32_t rank, arg; /* arg: op index (EV_OP) or message record (EV_MSG) */
 } ev_t;
 
@@ -38,13 +45,12 @@ typedef struct mrec {
 
 #define NIL UINT32_MAX
 
-/* The match queues: (dst, src, tag) -> FIFO of records, either messages
- * nobody has asked for yet or receives no message has matched yet (never
- * both).  Open addressing, linear probing, backward-shift deletion. */
+/* The unexpected messages: (dst, src, tag) -> FIFO of message records
+ * nobody has posted a receive for yet.  Open addressing, linear probing,
+ * backward-shift deletion. */
 typedef struct mslot {
     uint32_t dst, src, tag;
     uint32_t head, tail;
-    uint32_t recvs; /* 1: the queue holds receives */
 } mslot_t;
 
 typedef struct sim {
@@ -73,6 +79,20 @@ typedef struct sim {
 
     mslot_t *tab;
     size_t tabcap, tabused;
+
+    /* Work waiting for a busy rank (one CPU): a FIFO per class -- calcs,
+     * sends (also waiting for a NIC), messages to take in (also waiting
+     * for a receive NIC) -- and at most one wake-up event per rank, so a
+     * queue of n waiting items costs O(n) events, not O(n^2) retries. */
+    uint32_t *wq_head, *wq_tail; /* [rank * 3 + class] */
+    double *wake;                /* the rank's pending wake-up, -1 none */
+    struct wnode {
+        uint32_t idx, next;
+        uint64_t seq;
+    } *wn;
+    uint32_t nwn, wncap, freewn;
+    uint64_t post_seq; /* order in which receives were posted */
+    bool fifo;         /* SIM_ORDER_FIFO (one CPU per rank only) */
 
     uint32_t *work; /* instant operations waiting to run (no recursion) */
     size_t nwork, workcap;
@@ -120,7 +140,7 @@ static void push(sim_t *s, double t, int type, uint32_t rank, uint32_t arg)
         account(s, (ssize_t)((nc - s->heapcap) * sizeof *h));
         s->heap = h, s->heapcap = nc;
     }
-    ev_t e = {t, s->seq++ << 1 | (uint64_t)type, rank, arg};
+    ev_t e = {t, s->seq++ << 2 | (uint64_t)type, rank, arg};
     size_t i = s->nheap++;
     while (i > 0) {
         size_t p = (i - 1) / 2;
@@ -240,15 +260,15 @@ static void slot_remove(sim_t *s, size_t i)
     s->tabused--;
 }
 
-/* Takes the oldest record of the wanted kind queued under (dst, src, tag),
- * or NIL. */
-static uint32_t match_take(sim_t *s, uint32_t dst, uint32_t src, uint32_t tag, bool recvs)
+/* Takes the oldest unexpected message queued under (dst, src, tag), or
+ * NIL. */
+static uint32_t match_take(sim_t *s, uint32_t dst, uint32_t src, uint32_t tag)
 {
     if (!s->tabused)
         return NIL;
     size_t i = slot_find(s, dst, src, tag);
     mslot_t *q = &s->tab[i];
-    if (q->dst == NIL || q->recvs != (uint32_t)recvs)
+    if (q->dst == NIL)
         return NIL;
     uint32_t r = q->head;
     q->head = s->rec[r].next;
@@ -257,7 +277,7 @@ static uint32_t match_take(sim_t *s, uint32_t dst, uint32_t src, uint32_t tag, b
     return r;
 }
 
-static void match_put(sim_t *s, uint32_t dst, uint32_t src, uint32_t tag, bool recvs, uint32_t r)
+static void match_put(sim_t *s, uint32_t dst, uint32_t src, uint32_t tag, uint32_t r)
 {
     if ((s->tabused + 1) * 2 > s->tabcap && tab_grow(s))
         return;
@@ -266,7 +286,6 @@ static void match_put(sim_t *s, uint32_t dst, uint32_t src, uint32_t tag, bool r
     s->rec[r].next = NIL;
     if (q->dst == NIL) {
         q->dst = dst, q->src = src, q->tag = tag;
-        q->recvs = recvs;
         q->head = q->tail = r;
         s->tabused++;
     } else {
@@ -392,6 +411,90 @@ static void run_instant(sim_t *s, double now)
     }
 }
 
+/* ---- posted receives: the rank's receives indexed by (source, tag) ---- */
+
+#define OP_POSTED 0x10u  /* a receive waiting for its message */
+#define OP_MATCHED 0x20u /* a receive that has had it */
+
+typedef struct {
+    uint64_t key;
+    uint32_t op;
+} rkey_t;
+
+static int by_rkey(const void *a, const void *b)
+{
+    const rkey_t *x = a, *y = b;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return (x->op > y->op) - (x->op < y->op);
+}
+
+static inline uint64_t recv_key(uint32_t src, uint32_t tag) { return (uint64_t)src << 32 | tag; }
+
+/* Appends the receive index to the program's allocation. */
+static int index_receives(sim_prog_t *p)
+{
+    uint32_t nr = 0;
+    for (uint32_t i = 0; i < p->nops; i++)
+        nr += p->ops[i].kind == SIM_RECV;
+    p->nrecv = nr;
+    p->ridx = NULL;
+    if (!nr)
+        return 0;
+    size_t base = (size_t)p->nops * sizeof(sim_op_t) + ((size_t)p->nops + 1 + p->nedges) * 4;
+    char *mem = realloc(p->ops, base + (size_t)nr * 4);
+    rkey_t *k = malloc((size_t)nr * sizeof *k);
+    if (!mem || !k) {
+        free(k);
+        if (mem)
+            p->ops = (sim_op_t *)mem;
+        return WEFT_ENOMEM;
+    }
+    p->ops = (sim_op_t *)mem;
+    p->succ_first = (uint32_t *)(mem + (size_t)p->nops * sizeof(sim_op_t));
+    p->succ = p->succ_first + p->nops + 1;
+    p->ridx = (uint32_t *)(mem + base);
+    nr = 0;
+    for (uint32_t i = 0; i < p->nops; i++)
+        if (p->ops[i].kind == SIM_RECV) {
+            k[nr].key = recv_key((uint32_t)p->ops[i].peer, p->ops[i].tag);
+            k[nr++].op = i;
+        }
+    qsort(k, nr, sizeof *k, by_rkey);
+    for (uint32_t j = 0; j < nr; j++)
+        p->ridx[j] = k[j].op;
+    free(k);
+    return 0;
+}
+
+/* The oldest posted, unmatched receive of (src, tag) at rank r, or NIL. */
+static uint32_t posted_take(sim_t *s, uint32_t r, uint32_t src, uint32_t tag)
+{
+    sim_prog_t *p = &s->prog[r];
+    uint64_t key = recv_key(src, tag);
+    uint32_t lo = 0, hi = p->nrecv;
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        const sim_op_t *op = &p->ops[p->ridx[mid]];
+        if (recv_key((uint32_t)op->peer, op->tag) < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    uint32_t best = NIL, best_seq = UINT32_MAX;
+    for (uint32_t j = lo; j < p->nrecv; j++) {
+        sim_op_t *op = &p->ops[p->ridx[j]];
+        if (recv_key((uint32_t)op->peer, op->tag) != key)
+            break;
+        /* a posted receive's pending field holds its posting order */
+        if ((op->flags & (OP_POSTED | OP_MATCHED)) == OP_POSTED && op->pending < best_seq)
+            best = p->ridx[j], best_seq = op->pending;
+    }
+    if (best != NIL)
+        p->ops[best].flags = (uint8_t)((p->ops[best].flags & ~OP_POSTED) | OP_MATCHED);
+    return best;
+}
+
 static void start_rank(sim_t *s, uint32_t r, double t0)
 {
     sim_prog_t *p = &s->prog[r];
@@ -402,6 +505,10 @@ static void start_rank(sim_t *s, uint32_t r, double t0)
             s->err = rc;
             snprintf(s->msg, s->msglen, "rank %d: %s", (int)r, why[0] ? why : weft_strerror(rc));
         }
+        return;
+    }
+    if (index_receives(p)) {
+        fail(s, WEFT_ENOMEM, "rank %u: out of memory for its receives", r);
         return;
     }
     account(s, (ssize_t)sim_prog_bytes(p));
@@ -429,51 +536,122 @@ static void start_rank(sim_t *s, uint32_t r, double t0)
     run_instant(s, t0);
 }
 
-/* A message is in at rank r (its first byte at time t). */
-static void on_message(sim_t *s, uint32_t r, uint32_t mi, double t)
+/* ---- waiting for a busy rank ---- */
+
+enum { WQ_CALC = 0, WQ_SEND = 1, WQ_MSG = 2 };
+
+static double min_nic(const double *n, int ports)
+{
+    double m = n[0];
+    for (int k = 1; k < ports; k++)
+        m = n[k] < m ? n[k] : m;
+    return m;
+}
+
+/* When the head of rank r's queue cls could run. */
+static double wq_ready(sim_t *s, uint32_t r, int cls)
+{
+    double t = s->cpu[r];
+    if (cls == WQ_SEND)
+        t = maxd(t, min_nic(&s->nic_s[(size_t)r * s->m->ports], s->m->ports));
+    else if (cls == WQ_MSG)
+        t = maxd(t, min_nic(&s->nic_r[(size_t)r * s->m->ports], s->m->ports));
+    return t;
+}
+
+static void schedule_wake(sim_t *s, uint32_t r)
+{
+    double w = -1;
+    for (int c = 0; c < 3; c++)
+        if (s->wq_head[(size_t)r * 3 + c] != NIL) {
+            double t = wq_ready(s, r, c);
+            if (w < 0 || t < w)
+                w = t;
+        }
+    if (w >= 0 && (s->wake[r] < 0 || w < s->wake[r])) {
+        s->wake[r] = w;
+        push(s, w, EV_WAKE, r, 0);
+    }
+}
+
+/* Item idx (an op, or a message record for WQ_MSG) of rank r cannot run
+ * before `ready`: it goes back into the event queue (LogGOPSim's order, and
+ * always with several CPUs per rank), or waits in the rank's queue. */
+static void park(sim_t *s, uint32_t r, int cls, uint32_t idx, double ready)
+{
+    if (!s->fifo) {
+        push(s, ready, cls == WQ_MSG ? EV_MSG : EV_OP, r, idx);
+        return;
+    }
+    if (s->freewn == NIL && s->nwn == s->wncap) {
+        uint32_t nc = s->wncap ? s->wncap * 2 : 1024;
+        struct wnode *w = realloc(s->wn, (size_t)nc * sizeof *w);
+        if (!w) {
+            fail(s, WEFT_ENOMEM, "out of memory for %u waiting operations", s->nwn);
+            return;
+        }
+        account(s, (ssize_t)((size_t)(nc - s->wncap) * sizeof *w));
+        s->wn = w, s->wncap = nc;
+    }
+    uint32_t n;
+    if (s->freewn != NIL)
+        n = s->freewn, s->freewn = s->wn[n].next;
+    else
+        n = s->nwn++;
+    s->wn[n].idx = idx, s->wn[n].next = NIL, s->wn[n].seq = s->seq++;
+    size_t q = (size_t)r * 3 + (size_t)cls;
+    if (s->wq_head[q] == NIL)
+        s->wq_head[q] = n;
+    else
+        s->wn[s->wq_tail[q]].next = n;
+    s->wq_tail[q] = n;
+    schedule_wake(s, r);
+}
+
+/* Is something of class cls already waiting at rank r (newcomers queue
+ * behind it)? */
+static inline bool queued(const sim_t *s, uint32_t r, int cls)
+{
+    return s->fifo && s->wq_head[(size_t)r * 3 + (size_t)cls] != NIL;
+}
+
+/* ---- running operations and messages ---- */
+
+static void rendezvous_done(sim_t *s, const mrec_t *mr, double t)
+{
+    uint32_t src = mr->src;
+    double *sc = cpu_of(s, src, mr->cpu), *sn = &s->nic_s[(size_t)src * s->m->ports + mr->nic];
+    *sc = maxd(*sc, t);
+    *sn = maxd(*sn, t);
+    done(s, src, mr->op, t);
+}
+
+/* Takes message mi in at rank r at time t (its CPU and a NIC are free). */
+static void take_message(sim_t *s, uint32_t r, uint32_t mi, double t)
 {
     const sim_model_t *m = s->m;
     mrec_t *mr = &s->rec[mi];
-    double *cpu = cpu_of(s, r, mr->cpu);
-    int k = recv_nic(s, r);
-    double *nic = &s->nic_r[(size_t)r * m->ports + k];
-    double ready = maxd(*cpu, *nic);
-    if (ready > t) {
-        push(s, ready, EV_MSG, r, mi);
-        return;
-    }
+    double *cpu = cpu_of(s, r, mr->cpu), *nic = &s->nic_r[(size_t)r * m->ports + recv_nic(s, r)];
     double s1 = (double)(mr->size ? mr->size - 1 : 0);
     *cpu = t + m->o + maxd(s1 * m->O, s1 * m->G);
     *nic = t + m->g + s1 * m->G;
-    uint32_t q = match_take(s, r, mr->src, mr->tag, true);
-    if (q == NIL) {
-        match_put(s, r, mr->src, mr->tag, false, mi);
+    uint32_t recv_op = posted_take(s, r, mr->src, mr->tag);
+    if (recv_op == NIL) {
+        match_put(s, r, mr->src, mr->tag, mi);
         return;
     }
-    uint32_t recv_op = s->rec[q].op;
-    rec_free(s, q);
-    if (mr->size > m->S) { /* rendezvous: the sender's send completes now */
-        uint32_t src = mr->src;
-        double *sc = cpu_of(s, src, mr->cpu), *sn = &s->nic_s[(size_t)src * m->ports + mr->nic];
-        *sc = maxd(*sc, t);
-        *sn = maxd(*sn, t);
-        done(s, src, mr->op, t);
-    }
+    if (mr->size > m->S)
+        rendezvous_done(s, mr, t);
     rec_free(s, mi);
     done(s, r, recv_op, t);
 }
 
-static void on_send(sim_t *s, uint32_t r, uint32_t i, double t)
+static void issue_send(sim_t *s, uint32_t r, uint32_t i, double t)
 {
     const sim_model_t *m = s->m;
     const sim_op_t *op = &s->prog[r].ops[i];
     int k = send_nic(s, r, op);
     double *cpu = cpu_of(s, r, op->cpu), *nic = &s->nic_s[(size_t)r * m->ports + k];
-    double ready = maxd(*cpu, *nic);
-    if (ready > t) {
-        push(s, ready, EV_OP, r, i);
-        return;
-    }
     satisfy(s, r, i, t, false);
     double s1 = (double)(op->size ? op->size - 1 : 0);
     *cpu = t + m->o + s1 * m->O;
@@ -490,47 +668,102 @@ static void on_send(sim_t *s, uint32_t r, uint32_t i, double t)
         done(s, r, i, t);
 }
 
-static void on_recv(sim_t *s, uint32_t r, uint32_t i, double t)
+static void run_calc(sim_t *s, uint32_t r, uint32_t i, double t)
 {
     const sim_op_t *op = &s->prog[r].ops[i];
+    *cpu_of(s, r, op->cpu) = t + calc_cost(s->m, op);
     satisfy(s, r, i, t, false);
-    uint32_t mi = match_take(s, r, (uint32_t)op->peer, op->tag, false);
-    if (mi == NIL) {
-        uint32_t q = rec_new(s);
-        if (q == NIL)
-            return;
-        s->rec[q].op = i, s->rec[q].size = op->size;
-        match_put(s, r, (uint32_t)op->peer, op->tag, true, q);
-        return;
-    }
-    mrec_t *mr = &s->rec[mi];
-    if (mr->size > s->m->S) {
-        uint32_t src = mr->src;
-        double *sc = cpu_of(s, src, mr->cpu), *sn = &s->nic_s[(size_t)src * s->m->ports + mr->nic];
-        *sc = maxd(*sc, t);
-        *sn = maxd(*sn, t);
-        done(s, src, mr->op, t);
-    }
-    rec_free(s, mi);
     done(s, r, i, t);
+}
+
+/* A message is in at rank r (its first byte at time t). */
+static void on_message(sim_t *s, uint32_t r, uint32_t mi, double t)
+{
+    const mrec_t *mr = &s->rec[mi];
+    double ready = maxd(*cpu_of(s, r, mr->cpu), s->nic_r[(size_t)r * s->m->ports + recv_nic(s, r)]);
+    if (ready > t || queued(s, r, WQ_MSG))
+        park(s, r, WQ_MSG, mi, ready);
+    else
+        take_message(s, r, mi, t);
+}
+
+static void on_send(sim_t *s, uint32_t r, uint32_t i, double t)
+{
+    const sim_op_t *op = &s->prog[r].ops[i];
+    double ready = maxd(*cpu_of(s, r, op->cpu),
+                        s->nic_s[(size_t)r * s->m->ports + send_nic(s, r, op)]);
+    if (ready > t || queued(s, r, WQ_SEND))
+        park(s, r, WQ_SEND, i, ready);
+    else
+        issue_send(s, r, i, t);
 }
 
 static void on_calc(sim_t *s, uint32_t r, uint32_t i, double t)
 {
-    const sim_op_t *op = &s->prog[r].ops[i];
-    double *cpu = cpu_of(s, r, op->cpu);
-    if (*cpu > t) {
-        push(s, *cpu, EV_OP, r, i);
+    double ready = *cpu_of(s, r, s->prog[r].ops[i].cpu);
+    if (ready > t || queued(s, r, WQ_CALC))
+        park(s, r, WQ_CALC, i, ready);
+    else
+        run_calc(s, r, i, t);
+}
+
+/* A receive is posted: it takes the oldest unexpected message of its
+ * (source, tag), else waits for one. */
+static void on_recv(sim_t *s, uint32_t r, uint32_t i, double t)
+{
+    sim_op_t *op = &s->prog[r].ops[i];
+    satisfy(s, r, i, t, false);
+    uint32_t mi = match_take(s, r, (uint32_t)op->peer, op->tag);
+    if (mi == NIL) {
+        op->flags |= OP_POSTED;
+        op->pending = (uint32_t)s->post_seq++;
         return;
     }
-    *cpu = t + calc_cost(s->m, op);
-    satisfy(s, r, i, t, false);
+    op->flags |= OP_MATCHED;
+    mrec_t *mr = &s->rec[mi];
+    if (mr->size > s->m->S)
+        rendezvous_done(s, mr, t);
+    rec_free(s, mi);
     done(s, r, i, t);
+}
+
+/* The rank's first waiting item may run: run, oldest first, whatever can
+ * at t, then sleep until the next can. */
+static void on_wake(sim_t *s, uint32_t r, double t)
+{
+    if (s->wake[r] != t)
+        return; /* superseded by an earlier wake-up */
+    s->wake[r] = -1;
+    for (;;) {
+        int best = -1;
+        uint64_t best_seq = UINT64_MAX;
+        for (int c = 0; c < 3; c++) {
+            uint32_t h = s->wq_head[(size_t)r * 3 + c];
+            if (h != NIL && s->wn[h].seq < best_seq && wq_ready(s, r, c) <= t)
+                best = c, best_seq = s->wn[h].seq;
+        }
+        if (best < 0 || s->err)
+            break;
+        size_t q = (size_t)r * 3 + (size_t)best;
+        uint32_t n = s->wq_head[q], idx = s->wn[n].idx;
+        s->wq_head[q] = s->wn[n].next;
+        s->wn[n].next = s->freewn;
+        s->freewn = n;
+        if (best == WQ_MSG)
+            take_message(s, r, idx, t);
+        else if (best == WQ_SEND)
+            issue_send(s, r, idx, t);
+        else
+            run_calc(s, r, idx, t);
+    }
+    schedule_wake(s, r);
 }
 
 static void on_event(sim_t *s, const ev_t *e)
 {
-    if ((e->key & 1) == EV_MSG) {
+    if ((e->key & 3) == EV_WAKE) {
+        on_wake(s, e->rank, e->t);
+    } else if ((e->key & 3) == EV_MSG) {
         on_message(s, e->rank, e->arg, e->t);
     } else {
         switch (s->prog[e->rank].ops[e->arg].kind) {
@@ -569,10 +802,7 @@ static void explain_stuck(sim_t *s)
         const sim_prog_t *p = &s->prog[r];
         for (uint32_t i = 0; i < p->nops; i++) {
             const sim_op_t *op = &p->ops[i];
-            if (op->kind != SIM_RECV || op->pending)
-                continue;
-            size_t k = slot_find(s, (uint32_t)r, (uint32_t)op->peer, op->tag);
-            if (s->tab[k].dst != NIL && s->tab[k].recvs) {
+            if (op->kind == SIM_RECV && (op->flags & OP_POSTED)) {
                 fail(s, WEFT_EINVAL,
                      "deadlock: rank %d waits for a message from %d (tag %u, op %u) that is "
                      "never sent",
@@ -583,7 +813,7 @@ static void explain_stuck(sim_t *s)
     }
     const mslot_t *unrecv = NULL;
     for (size_t k = 0; k < s->tabcap && !unrecv; k++)
-        if (s->tab[k].dst != NIL && !s->tab[k].recvs)
+        if (s->tab[k].dst != NIL)
             unrecv = &s->tab[k];
     for (int r = 0; r < s->P; r++)
         if (s->finish[r] < 0) {
@@ -611,9 +841,16 @@ static int sim_alloc(sim_t *s)
     s->nic_r = malloc(P * s->m->ports * sizeof *s->nic_r);
     s->left = calloc(P, sizeof *s->left);
     s->finish = malloc(P * sizeof *s->finish);
-    if (!s->prog || !s->cpu || !s->nic_s || !s->nic_r || !s->left || !s->finish)
+    s->wq_head = malloc(P * 3 * sizeof *s->wq_head);
+    s->wq_tail = malloc(P * 3 * sizeof *s->wq_tail);
+    s->wake = malloc(P * sizeof *s->wake);
+    if (!s->prog || !s->cpu || !s->nic_s || !s->nic_r || !s->left || !s->finish ||
+        !s->wq_head || !s->wq_tail || !s->wake)
         return fail(s, WEFT_ENOMEM, "out of memory for %d ranks", s->P);
-    account(s, (ssize_t)(P * (sizeof *s->prog + s->m->cpus * 8 + s->m->ports * 16 + 4 + 8)));
+    account(s, (ssize_t)(P * (sizeof *s->prog + s->m->cpus * 8 + s->m->ports * 16 + 4 + 8 +
+                              24 + 8)));
+    for (size_t q = 0; q < P * 3; q++)
+        s->wq_head[q] = NIL;
     const double *st = s->opts ? s->opts->start : NULL;
     for (size_t r = 0; r < P; r++) {
         double t0 = st ? st[r] : 0;
@@ -623,8 +860,10 @@ static int sim_alloc(sim_t *s)
         for (int k = 0; k < s->m->ports; k++)
             s->nic_s[r * s->m->ports + k] = s->nic_r[r * s->m->ports + k] = t0;
         s->finish[r] = -1;
+        s->wake[r] = -1;
     }
     s->freerec = NIL;
+    s->freewn = NIL;
     return tab_grow(s);
 }
 
@@ -635,6 +874,7 @@ static void sim_release(sim_t *s)
             sim_prog_free(&s->prog[r]);
     free(s->prog), free(s->cpu), free(s->nic_s), free(s->nic_r), free(s->left);
     free(s->finish), free(s->heap), free(s->rec), free(s->tab), free(s->work);
+    free(s->wq_head), free(s->wq_tail), free(s->wake), free(s->wn);
     free(s->work_rank);
 }
 
@@ -659,6 +899,7 @@ int sim_run(const sim_model_t *m, int nrank, sim_build_fn build, void *ctx,
     sim_t s;
     memset(&s, 0, sizeof s);
     s.m = m, s.P = nrank, s.build = build, s.ctx = ctx, s.opts = opts;
+    s.fifo = opts && opts->order == SIM_ORDER_FIFO && m->cpus == 1;
     s.msg = msg, s.msglen = len;
     uint32_t *order = NULL;
     struct timespec a, b;

@@ -84,6 +84,10 @@ typedef struct sim_prog {
     sim_op_t *ops;
     uint32_t *succ_first; /* nops + 1 */
     uint32_t *succ;       /* successor op, | SIM_IREQ for irequires */
+    /* the simulator's: receives sorted by (source, tag, op), kept in the
+     * same allocation as ops (builders leave them 0/NULL) */
+    uint32_t nrecv;
+    uint32_t *ridx;
 } sim_prog_t;
 
 void sim_prog_free(sim_prog_t *p);
@@ -100,8 +104,18 @@ typedef int (*sim_build_fn)(void *ctx, int rank, sim_prog_t *out, char *msg, siz
 
 /* ---- the simulation (loggops.c) ---- */
 
+/* What an event that finds its rank busy does.  SIM_ORDER_LOGGOPSIM: goes
+ * back into the event queue at the time the resources free, as in
+ * LogGOPSim (so times agree with it exactly; a rank that stays busy costs
+ * a retry per waiting item each time it frees).  SIM_ORDER_FIFO: waits in
+ * its rank's queue, first come first served, and the rank is woken once
+ * (far fewer events; where several items compete for one CPU at the same
+ * instant the order, and so the time, may differ from LogGOPSim's). */
+enum sim_order { SIM_ORDER_LOGGOPSIM = 0, SIM_ORDER_FIFO = 1 };
+
 typedef struct sim_opts {
     const double *start; /* per-rank start time (ns), NULL: all at 0 */
+    int order;           /* enum sim_order */
     /* optional: called once per rank as it finishes */
     void (*on_finish)(void *ctx, int rank, double t);
     void *finish_ctx;
