@@ -141,6 +141,20 @@ static void test_hand_cases(void)
     t = run_hand(&m, 3, h, &mean);
     CHECK(t == 240 && mean == (10 + 130 + 240) / 3.0, "chain: %g (mean %g), want 240", t, mean);
 
+    /* tags kept apart: rank 1 waits for tag 1 first; tag 0's message (in
+     * at 110, taken in by 120) waits unexpected until its receive is posted
+     * at 140, after tag 1's (in at 130, NIC free at 130, done 140) */
+    memset(h, 0, sizeof *h);
+    add(h, 0, SIM_SEND, 1, 1, -1);
+    add(h, 0, SIM_SEND, 1, 1, -1);
+    h->op[0][1].tag = 1;
+    r = add(h, 1, SIM_RECV, 0, 1, -1);
+    h->op[1][r].tag = 1;
+    add(h, 1, SIM_RECV, 0, 1, r);
+    t = run_hand(&m, 2, h, &mean);
+    CHECK(t == 140 && mean == (140 + 30) / 2.0, "two tags out of order: %g (mean %g), want 140",
+          t, mean);
+
     /* binomial broadcast on 4 ranks, 1 byte: 0 -> 2 at 0, 0 -> 1 at g = 20
      * (the NIC is the later of CPU 10 and NIC 20), 2 -> 3 once 2 has it
      * (120): finish 30, 140, 130, 240 */

@@ -27,12 +27,15 @@
 
 #include "sim.h"
 
-enum { EV_OP = 0, EV_MSG = 1, EV_WAKE = 2 };
+/* Event types: an operation ready to run (by kind, so that an event whose
+ * rank is still busy is put back without reading its operation: on a big
+ * run that read is a cache miss), a message arriving, a rank woken. */
+enum { EV_SEND = 0, EV_CALC = 1, EV_RECV = 2, EV_MSG = 3, EV_WAKE = 4 };
 
 typedef struct ev {
     double t;
-    uint64_t key; /* insertion sequence << 2 | type */
-    uint32_t rank, arg; /* arg: op index (EV_OP) or message record (EV_MSG) */
+    uint64_t key; /* insertion sequence << 3 | type */
+    uint32_t rank, arg; /* arg: op index, or message record (EV_MSG) */
 } ev_t;
 
 /* A message in flight or unexpected, or a posted receive. */
@@ -91,8 +94,9 @@ typedef struct sim {
         uint64_t seq;
     } *wn;
     uint32_t nwn, wncap, freewn;
-    uint64_t post_seq; /* order in which receives were posted */
     bool fifo;         /* SIM_ORDER_FIFO (one CPU per rank only) */
+    bool simple;       /* one CPU and one NIC per rank: readiness from the
+                        * rank's clocks alone */
 
     uint32_t *work; /* instant operations waiting to run (no recursion) */
     size_t nwork, workcap;
@@ -142,7 +146,7 @@ static void push(sim_t *s, double t, int type, uint32_t rank, uint32_t arg)
         account(s, (ssize_t)((nc - s->heapcap) * sizeof *h));
         s->heap = h, s->heapcap = nc;
     }
-    ev_t e = {t, s->seq++ << 2 | (uint64_t)type, rank, arg};
+    ev_t e = {t, s->seq++ << 3 | (uint64_t)type, rank, arg};
     size_t i = s->nheap++;
     while (i > 0) {
         size_t p = (i - 1) / 4;
@@ -369,7 +373,8 @@ static void release(sim_t *s, uint32_t r, uint32_t i, double now)
     double t = *cpu_of(s, r, op->cpu);
     if (op->kind == SIM_SEND)
         t = maxd(t, s->nic_s[(size_t)r * s->m->ports + send_nic(s, r, op)]);
-    push(s, maxd(t, now), EV_OP, r, i);
+    push(s, maxd(t, now), op->kind == SIM_SEND ? EV_SEND : op->kind == SIM_RECV ? EV_RECV : EV_CALC,
+         r, i);
 }
 
 static void finish_rank(sim_t *s, uint32_t r)
@@ -458,7 +463,7 @@ static int index_receives(sim_prog_t *p)
     if (!nr)
         return 0;
     size_t base = (size_t)p->nops * sizeof(sim_op_t) + ((size_t)p->nops + 1 + p->nedges) * 4;
-    char *mem = realloc(p->ops, base + (size_t)nr * 4);
+    char *mem = realloc(p->ops, base + (size_t)nr * 16);
     rkey_t *k = malloc((size_t)nr * sizeof *k);
     if (!mem || !k) {
         free(k);
@@ -477,17 +482,26 @@ static int index_receives(sim_prog_t *p)
             k[nr++].op = i;
         }
     qsort(k, nr, sizeof *k, by_rkey);
-    for (uint32_t j = 0; j < nr; j++)
+    for (uint32_t j = 0; j < nr; j++) {
         p->ridx[j] = k[j].op;
+        p->ridx[nr + j] = p->ridx[2 * (size_t)nr + j] = p->ridx[3 * (size_t)nr + j] = NIL;
+    }
     free(k);
     return 0;
 }
 
-/* The oldest posted, unmatched receive of (src, tag) at rank r, or NIL. */
-static uint32_t posted_take(sim_t *s, uint32_t r, uint32_t src, uint32_t tag)
+/* Behind the index, per (source, tag) range (at the range's first
+ * position): the FIFO of its posted receives, head and tail, and each
+ * entry's successor in it.  So a message finds the oldest posted receive
+ * of its key in O(log n) even when a rank receives thousands of messages
+ * of one key, as in a ring. */
+static inline uint32_t *fifo_head(sim_prog_t *p) { return p->ridx + p->nrecv; }
+static inline uint32_t *fifo_tail(sim_prog_t *p) { return p->ridx + 2 * (size_t)p->nrecv; }
+static inline uint32_t *fifo_next(sim_prog_t *p) { return p->ridx + 3 * (size_t)p->nrecv; }
+
+/* The first index position of key, or of the first key above it. */
+static uint32_t ridx_first(const sim_prog_t *p, uint64_t key)
 {
-    sim_prog_t *p = &s->prog[r];
-    uint64_t key = recv_key(src, tag);
     uint32_t lo = 0, hi = p->nrecv;
     while (lo < hi) {
         uint32_t mid = (lo + hi) / 2;
@@ -497,18 +511,53 @@ static uint32_t posted_take(sim_t *s, uint32_t r, uint32_t src, uint32_t tag)
         else
             hi = mid;
     }
-    uint32_t best = NIL, best_seq = UINT32_MAX;
-    for (uint32_t j = lo; j < p->nrecv; j++) {
-        sim_op_t *op = &p->ops[p->ridx[j]];
-        if (recv_key((uint32_t)op->peer, op->tag) != key)
-            break;
-        /* a posted receive's pending field holds its posting order */
-        if ((op->flags & (OP_POSTED | OP_MATCHED)) == OP_POSTED && op->pending < best_seq)
-            best = p->ridx[j], best_seq = op->pending;
+    return lo;
+}
+
+/* Posts receive op i of rank r (no message for it yet). */
+static void recv_post(sim_t *s, uint32_t r, uint32_t i)
+{
+    sim_prog_t *p = &s->prog[r];
+    sim_op_t *op = &p->ops[i];
+    uint64_t key = recv_key((uint32_t)op->peer, op->tag);
+    uint32_t first = ridx_first(p, key), lo = first, hi = p->nrecv;
+    while (lo < hi) { /* a key's entries are in op order */
+        uint32_t mid = (lo + hi) / 2;
+        if (p->ridx[mid] < i && recv_key((uint32_t)p->ops[p->ridx[mid]].peer,
+                                         p->ops[p->ridx[mid]].tag) == key)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
-    if (best != NIL)
-        p->ops[best].flags = (uint8_t)((p->ops[best].flags & ~OP_POSTED) | OP_MATCHED);
-    return best;
+    op->flags |= OP_POSTED;
+    uint32_t *head = fifo_head(p), *tail = fifo_tail(p), *next = fifo_next(p);
+    if (head[first] == NIL)
+        head[first] = lo;
+    else
+        next[tail[first]] = lo;
+    tail[first] = lo;
+}
+
+/* The oldest posted receive of (src, tag) at rank r, taken; or NIL. */
+static uint32_t posted_take(sim_t *s, uint32_t r, uint32_t src, uint32_t tag)
+{
+    sim_prog_t *p = &s->prog[r];
+    if (!p->nrecv)
+        return NIL;
+    uint64_t key = recv_key(src, tag);
+    uint32_t first = ridx_first(p, key);
+    if (first == p->nrecv)
+        return NIL;
+    const sim_op_t *f = &p->ops[p->ridx[first]];
+    if (recv_key((uint32_t)f->peer, f->tag) != key)
+        return NIL; /* the rank has no receive of this key */
+    uint32_t pos = fifo_head(p)[first];
+    if (pos == NIL)
+        return NIL; /* none posted */
+    fifo_head(p)[first] = fifo_next(p)[pos];
+    uint32_t i = p->ridx[pos];
+    p->ops[i].flags = (uint8_t)((p->ops[i].flags & ~OP_POSTED) | OP_MATCHED);
+    return i;
 }
 
 static void start_rank(sim_t *s, uint32_t r, double t0)
@@ -596,7 +645,7 @@ static void schedule_wake(sim_t *s, uint32_t r)
 static void park(sim_t *s, uint32_t r, int cls, uint32_t idx, double ready)
 {
     if (!s->fifo) {
-        push(s, ready, cls == WQ_MSG ? EV_MSG : EV_OP, r, idx);
+        push(s, ready, cls == WQ_MSG ? EV_MSG : cls == WQ_SEND ? EV_SEND : EV_CALC, r, idx);
         return;
     }
     if (s->freewn == NIL && s->nwn == s->wncap) {
@@ -695,8 +744,9 @@ static void run_calc(sim_t *s, uint32_t r, uint32_t i, double t)
 /* A message is in at rank r (its first byte at time t). */
 static void on_message(sim_t *s, uint32_t r, uint32_t mi, double t)
 {
-    const mrec_t *mr = &s->rec[mi];
-    double ready = maxd(*cpu_of(s, r, mr->cpu), s->nic_r[(size_t)r * s->m->ports + recv_nic(s, r)]);
+    double ready = s->simple ? maxd(s->cpu[r], s->nic_r[r])
+                             : maxd(*cpu_of(s, r, s->rec[mi].cpu),
+                                    s->nic_r[(size_t)r * s->m->ports + recv_nic(s, r)]);
     if (ready > t || queued(s, r, WQ_MSG))
         park(s, r, WQ_MSG, mi, ready);
     else
@@ -705,9 +755,13 @@ static void on_message(sim_t *s, uint32_t r, uint32_t mi, double t)
 
 static void on_send(sim_t *s, uint32_t r, uint32_t i, double t)
 {
-    const sim_op_t *op = &s->prog[r].ops[i];
-    double ready = maxd(*cpu_of(s, r, op->cpu),
-                        s->nic_s[(size_t)r * s->m->ports + send_nic(s, r, op)]);
+    double ready;
+    if (s->simple) {
+        ready = maxd(s->cpu[r], s->nic_s[r]);
+    } else {
+        const sim_op_t *op = &s->prog[r].ops[i];
+        ready = maxd(*cpu_of(s, r, op->cpu), s->nic_s[(size_t)r * s->m->ports + send_nic(s, r, op)]);
+    }
     if (ready > t || queued(s, r, WQ_SEND))
         park(s, r, WQ_SEND, i, ready);
     else
@@ -716,7 +770,7 @@ static void on_send(sim_t *s, uint32_t r, uint32_t i, double t)
 
 static void on_calc(sim_t *s, uint32_t r, uint32_t i, double t)
 {
-    double ready = *cpu_of(s, r, s->prog[r].ops[i].cpu);
+    double ready = s->simple ? s->cpu[r] : *cpu_of(s, r, s->prog[r].ops[i].cpu);
     if (ready > t || queued(s, r, WQ_CALC))
         park(s, r, WQ_CALC, i, ready);
     else
@@ -731,8 +785,7 @@ static void on_recv(sim_t *s, uint32_t r, uint32_t i, double t)
     satisfy(s, r, i, t, false);
     uint32_t mi = match_take(s, r, (uint32_t)op->peer, op->tag);
     if (mi == NIL) {
-        op->flags |= OP_POSTED;
-        op->pending = (uint32_t)s->post_seq++;
+        recv_post(s, r, i);
         return;
     }
     op->flags |= OP_MATCHED;
@@ -777,22 +830,22 @@ static void on_wake(sim_t *s, uint32_t r, double t)
 
 static void on_event(sim_t *s, const ev_t *e)
 {
-    if ((e->key & 3) == EV_WAKE) {
+    switch (e->key & 7) {
+    case EV_WAKE:
         on_wake(s, e->rank, e->t);
-    } else if ((e->key & 3) == EV_MSG) {
+        break;
+    case EV_MSG:
         on_message(s, e->rank, e->arg, e->t);
-    } else {
-        switch (s->prog[e->rank].ops[e->arg].kind) {
-        case SIM_SEND:
-            on_send(s, e->rank, e->arg, e->t);
-            break;
-        case SIM_RECV:
-            on_recv(s, e->rank, e->arg, e->t);
-            break;
-        default:
-            on_calc(s, e->rank, e->arg, e->t);
-            break;
-        }
+        break;
+    case EV_SEND:
+        on_send(s, e->rank, e->arg, e->t);
+        break;
+    case EV_RECV:
+        on_recv(s, e->rank, e->arg, e->t);
+        break;
+    default:
+        on_calc(s, e->rank, e->arg, e->t);
+        break;
     }
     run_instant(s, e->t);
 }
@@ -916,6 +969,7 @@ int sim_run(const sim_model_t *m, int nrank, sim_build_fn build, void *ctx,
     memset(&s, 0, sizeof s);
     s.m = m, s.P = nrank, s.build = build, s.ctx = ctx, s.opts = opts;
     s.fifo = opts && opts->order == SIM_ORDER_FIFO && m->cpus == 1;
+    s.simple = m->cpus == 1 && m->ports == 1;
     s.msg = msg, s.msglen = len;
     uint32_t *order = NULL;
     struct timespec a, b;

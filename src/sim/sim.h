@@ -84,8 +84,9 @@ typedef struct sim_prog {
     sim_op_t *ops;
     uint32_t *succ_first; /* nops + 1 */
     uint32_t *succ;       /* successor op, | SIM_IREQ for irequires */
-    /* the simulator's: receives sorted by (source, tag, op), kept in the
-     * same allocation as ops (builders leave them 0/NULL) */
+    /* the simulator's: receives sorted by (source, tag, op), then the
+     * FIFOs of posted ones (head, tail, next), in the same allocation as
+     * ops (builders leave them 0/NULL) */
     uint32_t nrecv;
     uint32_t *ridx;
 } sim_prog_t;
