@@ -437,81 +437,76 @@ static void run_instant(sim_t *s, double now)
 #define OP_POSTED 0x10u  /* a receive waiting for its message */
 #define OP_MATCHED 0x20u /* a receive that has had it */
 
-typedef struct {
-    uint64_t key;
-    uint32_t op;
-} rkey_t;
-
-static int by_rkey(const void *a, const void *b)
+static int by_key(const void *a, const void *b)
 {
-    const rkey_t *x = a, *y = b;
-    if (x->key != y->key)
-        return x->key < y->key ? -1 : 1;
-    return (x->op > y->op) - (x->op < y->op);
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
 }
 
 static inline uint64_t recv_key(uint32_t src, uint32_t tag) { return (uint64_t)src << 32 | tag; }
 
-/* Appends the receive index to the program's allocation. */
+/* The rank's receive keys: the distinct (source, tag) pairs of its
+ * receives, sorted, and per key the FIFO of its posted receives (head and
+ * tail op; a posted receive's `pending` field, free once it is released,
+ * links to the next as op + 1, 0 ending).  Appended to the program's
+ * allocation: 16 bytes a key.  A message finds the oldest posted receive
+ * of its key by a binary search over the keys alone -- one for a ring's
+ * thousands of receives from one neighbour. */
+static inline uint32_t *key_head(sim_prog_t *p) { return (uint32_t *)(p->rkeys + p->nkeys); }
+static inline uint32_t *key_tail(sim_prog_t *p) { return key_head(p) + p->nkeys; }
+
 static int index_receives(sim_prog_t *p)
 {
     uint32_t nr = 0;
     for (uint32_t i = 0; i < p->nops; i++)
         nr += p->ops[i].kind == SIM_RECV;
-    p->nrecv = nr;
-    p->ridx = NULL;
+    p->nkeys = 0;
+    p->rkeys = NULL;
     if (!nr)
         return 0;
+    uint64_t *k = malloc((size_t)nr * sizeof *k);
+    if (!k)
+        return WEFT_ENOMEM;
+    nr = 0;
+    for (uint32_t i = 0; i < p->nops; i++)
+        if (p->ops[i].kind == SIM_RECV)
+            k[nr++] = recv_key((uint32_t)p->ops[i].peer, p->ops[i].tag);
+    qsort(k, nr, sizeof *k, by_key);
+    uint32_t nk = 0;
+    for (uint32_t j = 0; j < nr; j++)
+        if (!nk || k[j] != k[nk - 1])
+            k[nk++] = k[j];
     size_t base = (size_t)p->nops * sizeof(sim_op_t) + ((size_t)p->nops + 1 + p->nedges) * 4;
-    char *mem = realloc(p->ops, base + (size_t)nr * 16);
-    rkey_t *k = malloc((size_t)nr * sizeof *k);
-    if (!mem || !k) {
+    base = (base + 7) & ~(size_t)7;
+    char *mem = realloc(p->ops, base + (size_t)nk * 16);
+    if (!mem) {
         free(k);
-        if (mem)
-            p->ops = (sim_op_t *)mem;
         return WEFT_ENOMEM;
     }
     p->ops = (sim_op_t *)mem;
     p->succ_first = (uint32_t *)(mem + (size_t)p->nops * sizeof(sim_op_t));
     p->succ = p->succ_first + p->nops + 1;
-    p->ridx = (uint32_t *)(mem + base);
-    nr = 0;
-    for (uint32_t i = 0; i < p->nops; i++)
-        if (p->ops[i].kind == SIM_RECV) {
-            k[nr].key = recv_key((uint32_t)p->ops[i].peer, p->ops[i].tag);
-            k[nr++].op = i;
-        }
-    qsort(k, nr, sizeof *k, by_rkey);
-    for (uint32_t j = 0; j < nr; j++) {
-        p->ridx[j] = k[j].op;
-        p->ridx[nr + j] = p->ridx[2 * (size_t)nr + j] = p->ridx[3 * (size_t)nr + j] = NIL;
-    }
+    p->rkeys = (uint64_t *)(mem + base);
+    p->nkeys = nk;
+    memcpy(p->rkeys, k, (size_t)nk * sizeof *k);
     free(k);
+    for (uint32_t j = 0; j < 2 * nk; j++)
+        key_head(p)[j] = NIL;
     return 0;
 }
 
-/* Behind the index, per (source, tag) range (at the range's first
- * position): the FIFO of its posted receives, head and tail, and each
- * entry's successor in it.  So a message finds the oldest posted receive
- * of its key in O(log n) even when a rank receives thousands of messages
- * of one key, as in a ring. */
-static inline uint32_t *fifo_head(sim_prog_t *p) { return p->ridx + p->nrecv; }
-static inline uint32_t *fifo_tail(sim_prog_t *p) { return p->ridx + 2 * (size_t)p->nrecv; }
-static inline uint32_t *fifo_next(sim_prog_t *p) { return p->ridx + 3 * (size_t)p->nrecv; }
-
-/* The first index position of key, or of the first key above it. */
-static uint32_t ridx_first(const sim_prog_t *p, uint64_t key)
+/* The index of key among the rank's receive keys, or NIL. */
+static uint32_t key_find(const sim_prog_t *p, uint64_t key)
 {
-    uint32_t lo = 0, hi = p->nrecv;
+    uint32_t lo = 0, hi = p->nkeys;
     while (lo < hi) {
         uint32_t mid = (lo + hi) / 2;
-        const sim_op_t *op = &p->ops[p->ridx[mid]];
-        if (recv_key((uint32_t)op->peer, op->tag) < key)
+        if (p->rkeys[mid] < key)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return lo;
+    return lo < p->nkeys && p->rkeys[lo] == key ? lo : NIL;
 }
 
 /* Posts receive op i of rank r (no message for it yet). */
@@ -519,44 +514,27 @@ static void recv_post(sim_t *s, uint32_t r, uint32_t i)
 {
     sim_prog_t *p = &s->prog[r];
     sim_op_t *op = &p->ops[i];
-    uint64_t key = recv_key((uint32_t)op->peer, op->tag);
-    uint32_t first = ridx_first(p, key), lo = first, hi = p->nrecv;
-    while (lo < hi) { /* a key's entries are in op order */
-        uint32_t mid = (lo + hi) / 2;
-        if (p->ridx[mid] < i && recv_key((uint32_t)p->ops[p->ridx[mid]].peer,
-                                         p->ops[p->ridx[mid]].tag) == key)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    uint32_t k = key_find(p, recv_key((uint32_t)op->peer, op->tag));
     op->flags |= OP_POSTED;
-    uint32_t *head = fifo_head(p), *tail = fifo_tail(p), *next = fifo_next(p);
-    if (head[first] == NIL)
-        head[first] = lo;
+    op->pending = 0;
+    if (key_head(p)[k] == NIL)
+        key_head(p)[k] = i;
     else
-        next[tail[first]] = lo;
-    tail[first] = lo;
+        p->ops[key_tail(p)[k]].pending = i + 1;
+    key_tail(p)[k] = i;
 }
 
 /* The oldest posted receive of (src, tag) at rank r, taken; or NIL. */
 static uint32_t posted_take(sim_t *s, uint32_t r, uint32_t src, uint32_t tag)
 {
     sim_prog_t *p = &s->prog[r];
-    if (!p->nrecv)
+    uint32_t k = p->nkeys ? key_find(p, recv_key(src, tag)) : NIL;
+    if (k == NIL || key_head(p)[k] == NIL)
         return NIL;
-    uint64_t key = recv_key(src, tag);
-    uint32_t first = ridx_first(p, key);
-    if (first == p->nrecv)
-        return NIL;
-    const sim_op_t *f = &p->ops[p->ridx[first]];
-    if (recv_key((uint32_t)f->peer, f->tag) != key)
-        return NIL; /* the rank has no receive of this key */
-    uint32_t pos = fifo_head(p)[first];
-    if (pos == NIL)
-        return NIL; /* none posted */
-    fifo_head(p)[first] = fifo_next(p)[pos];
-    uint32_t i = p->ridx[pos];
-    p->ops[i].flags = (uint8_t)((p->ops[i].flags & ~OP_POSTED) | OP_MATCHED);
+    uint32_t i = key_head(p)[k];
+    sim_op_t *op = &p->ops[i];
+    key_head(p)[k] = op->pending ? op->pending - 1 : NIL;
+    op->flags = (uint8_t)((op->flags & ~OP_POSTED) | OP_MATCHED);
     return i;
 }
 

@@ -84,11 +84,11 @@ typedef struct sim_prog {
     sim_op_t *ops;
     uint32_t *succ_first; /* nops + 1 */
     uint32_t *succ;       /* successor op, | SIM_IREQ for irequires */
-    /* the simulator's: receives sorted by (source, tag, op), then the
-     * FIFOs of posted ones (head, tail, next), in the same allocation as
+    /* the simulator's: the distinct (source, tag) keys of the receives,
+     * sorted, and their FIFOs of posted receives, in the same allocation as
      * ops (builders leave them 0/NULL) */
-    uint32_t nrecv;
-    uint32_t *ridx;
+    uint32_t nkeys;
+    uint64_t *rkeys;
 } sim_prog_t;
 
 void sim_prog_free(sim_prog_t *p);
