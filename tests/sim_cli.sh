@@ -65,6 +65,16 @@ printf 'num_ranks 2\nrank 0 {\nl: send 8b to 5\n}\n' >"$tmp/bad.goal"
 expect 2 "bad.goal:3: send: peer '5' is not a rank of 0..1" "$weft" sim --goal "$tmp/bad.goal"
 printf 'num_ranks 2\nrank 1 {\nl: recv 8b from 0\n}\n' >"$tmp/dead.goal"
 expect 1 "rank 1 waits for a message from 0" "$weft" sim --goal "$tmp/dead.goal"
+# --best-chunks: the simulator's best is no slower than the closed form's
+# or the default chunk count (both are among the counts it tries)
+"$weft" sim bcast --algo pipeline,twotree,binomial --np 8,33 --size 64K --best-chunks >"$tmp/bc" ||
+    bad "--best-chunks failed"
+n=$(awk '$1 == "pipeline" || $1 == "twotree" { n++; if (!($9 <= $7 && $9 <= $5 && $8 >= 1)) bad = 1 }
+         END { print bad ? -1 : n }' "$tmp/bc")
+[ "$n" = 4 ] && ok || bad "--best-chunks rows wrong: $(cat "$tmp/bc")"
+grep -q "binomial .*not pipelined" "$tmp/bc" && ok || bad "binomial not said to be unpipelined"
+expect 2 "chooses the chunk count itself" "$weft" sim bcast --algo pipeline --np 8 --size 64K --best-chunks --params chunks=4
+
 # an algorithm that cannot serve the call is a row with the reason, not a failure
 "$weft" sim allreduce --algo board,ring --np 4 --size 8 >"$tmp/o" && grep -q "not a schedule" "$tmp/o" &&
     ok || bad "board not refused with a reason: $(cat "$tmp/o")"

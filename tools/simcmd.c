@@ -35,6 +35,7 @@ typedef struct {
     int order; /* enum sim_order */
     const char *start_file, *csv, *json, *plot;
     const char *goal, *export_goal; /* --goal FILE, --export-goal FILE */
+    bool best_chunks;               /* --best-chunks */
 } sim_opts_cli_t;
 
 static int sim_usage(FILE *f, int rc)
@@ -56,6 +57,9 @@ static int sim_usage(FILE *f, int rc)
             "       --start FILE (one start time in ns per line, rank order).\n"
             "GOAL: --export-goal FILE writes the schedules of one algorithm, P and size in\n"
             "       LogGOPSim's GOAL text (- for stdout); --goal FILE simulates a GOAL file.\n"
+            "chunks: --best-chunks, for the pipelined algorithms: the chunk count weft uses,\n"
+            "       the closed form's under the model, and the best the simulator finds\n"
+            "       (a doubling scan, then a ternary search around its best), with times\n"
             "other: --params k=v,...  --root R  --dtype T (default float32)\n"
             "       --ppn N (ranks per node, for hierarchical algorithms)\n"
             "       --order loggopsim|fifo: an event that finds its rank busy retries as in\n"
@@ -149,7 +153,7 @@ static int parse_args(int argc, char **argv, sim_opts_cli_t *o)
     bool have_np = false, have_size = false;
     for (int i = first; i < argc; i++) {
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strncmp(k, "--", 2) && !v) {
+        if (!strncmp(k, "--", 2) && !v && strcmp(k, "--best-chunks")) {
             fprintf(stderr, "weft sim: %s needs a value\n", k);
             return 2;
         }
@@ -203,6 +207,9 @@ static int parse_args(int argc, char **argv, sim_opts_cli_t *o)
                 return 2;
             }
             o->skew = tmp.L;
+        } else if (!strcmp(k, "--best-chunks")) {
+            o->best_chunks = true;
+            i--; /* takes no value */
         } else if (!strcmp(k, "--order")) {
             if (!strcmp(v, "loggopsim"))
                 o->order = SIM_ORDER_LOGGOPSIM;
@@ -243,6 +250,11 @@ static int parse_args(int argc, char **argv, sim_opts_cli_t *o)
     }
     if (!o->algos[0] || !have_np || !have_size) {
         fprintf(stderr, "weft sim: --algo, --np and --size are required (--help)\n");
+        return 2;
+    }
+    if (o->best_chunks && (o->export_goal || strstr(o->params, "chunks"))) {
+        fprintf(stderr, "weft sim: --best-chunks chooses the chunk count itself: no "
+                        "--export-goal, no chunks= in --params\n");
         return 2;
     }
     if (o->export_goal && (o->nnp != 1 || o->nsize != 1 || strchr(o->algos, ',') ||
@@ -485,7 +497,7 @@ static int write_plot(const sim_opts_cli_t *o, const point_t *pts, int n, int na
  * why it cannot serve (pt->refused) or failed.  *node_of is the node map
  * it may own (free it after). */
 static int prepare(const sim_opts_cli_t *o, const algo_t *al, int P, uint64_t bytes,
-                   sim_build_ctx_t *b, int **node_of, point_t *pt)
+                   const char *params, sim_build_ctx_t *b, int **node_of, point_t *pt)
 {
     memset(pt, 0, sizeof *pt);
     pt->algo = al->name, pt->P = P, pt->bytes = bytes;
@@ -510,7 +522,7 @@ static int prepare(const sim_opts_cli_t *o, const algo_t *al, int P, uint64_t by
     b->a.count = bytes / es;
     b->a.esize = es;
     b->a.commutative = true;
-    if (algo_parse_params(al, o->params, &b->a.params)) {
+    if (algo_parse_params(al, params, &b->a.params)) {
         snprintf(pt->why, sizeof pt->why, "%s", weft_last_error());
         return pt->rc = WEFT_EINVAL;
     }
@@ -533,11 +545,11 @@ static int prepare(const sim_opts_cli_t *o, const algo_t *al, int P, uint64_t by
 }
 
 static int run_point(const sim_opts_cli_t *o, const algo_t *al, int P, uint64_t bytes,
-                     const double *start, point_t *pt)
+                     const char *params, const double *start, point_t *pt)
 {
     sim_build_ctx_t b;
     int *node_of;
-    if (prepare(o, al, P, bytes, &b, &node_of, pt)) {
+    if (prepare(o, al, P, bytes, params, &b, &node_of, pt)) {
         free(node_of);
         return pt->rc;
     }
@@ -554,7 +566,7 @@ static int export_goal(const sim_opts_cli_t *o, const algo_t *al)
     int *node_of;
     point_t pt;
     int P = (int)o->np[0];
-    if (prepare(o, al, P, o->size[0], &b, &node_of, &pt)) {
+    if (prepare(o, al, P, o->size[0], o->params, &b, &node_of, &pt)) {
         free(node_of);
         fprintf(stderr, "weft sim: %s: %s\n", al->name, pt.why);
         return 1;
@@ -596,6 +608,87 @@ static double *starts_for(const sim_opts_cli_t *o, int P, int *rc)
         *rc = 2;
     }
     return t;
+}
+
+/* ---- --best-chunks ---- */
+
+typedef struct {
+    int k[64];
+    double t[64];
+    int n;
+} kcache_t;
+
+/* The predicted time with k chunks (memoised), or -1 on error. */
+static double time_at(const sim_opts_cli_t *o, const algo_t *al, int P, uint64_t bytes, int k,
+                      const double *start, kcache_t *c, point_t *pt)
+{
+    for (int i = 0; i < c->n; i++)
+        if (c->k[i] == k)
+            return c->t[i];
+    char params[320];
+    if (k > 0)
+        snprintf(params, sizeof params, "%s%schunks=%d", o->params, o->params[0] ? "," : "", k);
+    else
+        snprintf(params, sizeof params, "%s", o->params);
+    double t = run_point(o, al, P, bytes, params, start, pt) ? -1 : pt->r.t_max;
+    if (c->n < 64)
+        c->k[c->n] = k, c->t[c->n++] = t;
+    return t;
+}
+
+static void best_chunks_row(const sim_opts_cli_t *o, const algo_t *al, int P, uint64_t bytes,
+                            const double *start)
+{
+    point_t pt;
+    kcache_t c = {{0}, {0}, 0};
+    uint64_t count = bytes / weft_dtype_size(o->dtype);
+    int kmax = count < 4096 ? (int)(count ? count : 1) : 4096;
+    double t_def = time_at(o, al, P, bytes, 0, start, &c, &pt);
+    if (t_def < 0) {
+        printf("%-20s %9d %11" PRIu64 "  %s\n", al->name, P, bytes, pt.why);
+        return;
+    }
+    /* the chunk count weft's default gives (the same closed form under
+     * shared-memory constants), read back from a build */
+    int k_def = pipelined_model_chunks(pipelined_kind_set(al->name), P, bytes, 1000, 0.1);
+    k_def = k_def > kmax ? kmax : k_def;
+    int k_form = pipelined_model_chunks(pipelined_kind_set(al->name), P, bytes,
+                                        sim_alpha(&o->model) + sim_beta(&o->model),
+                                        sim_beta(&o->model));
+    k_form = k_form > kmax ? kmax : k_form;
+    double t_form = time_at(o, al, P, bytes, k_form, start, &c, &pt);
+    int best = 1;
+    double t_best = time_at(o, al, P, bytes, 1, start, &c, &pt);
+    /* doubling until the time has risen twice in a row past the best:
+     * large k are the costly runs, and the curve is (near) unimodal */
+    for (int k = 2, rises = 0; k <= kmax && t_best >= 0 && rises < 2; k *= 2) {
+        double t = time_at(o, al, P, bytes, k, start, &c, &pt);
+        if (t >= 0 && t < t_best)
+            best = k, t_best = t, rises = 0;
+        else
+            rises++;
+    }
+    int lo = best / 2 > 1 ? best / 2 : 1, hi = best * 2 < kmax ? best * 2 : kmax;
+    while (hi - lo > 2 && c.n < 56) {
+        int m1 = lo + (hi - lo) / 3, m2 = hi - (hi - lo) / 3;
+        double t1 = time_at(o, al, P, bytes, m1, start, &c, &pt);
+        double t2 = time_at(o, al, P, bytes, m2, start, &c, &pt);
+        if (t1 <= t2)
+            hi = m2;
+        else
+            lo = m1;
+    }
+    for (int k = lo; k <= hi; k++) {
+        double t = time_at(o, al, P, bytes, k, start, &c, &pt);
+        if (t >= 0 && t < t_best)
+            best = k, t_best = t;
+    }
+    if (t_form >= 0 && t_form < t_best)
+        best = k_form, t_best = t_form;
+    printf("%-20s %9d %11" PRIu64 " %6d %12.3f %6d %12.3f %6d %12.3f %8.3f\n", al->name, P,
+           bytes, k_def, t_def / 1e3, k_form, t_form / 1e3, best, t_best / 1e3,
+           t_best > 0 ? t_form / t_best : 0);
+    fflush(stdout);
 }
 
 static void print_header(const sim_opts_cli_t *o, const char *what)
@@ -687,6 +780,30 @@ int cmd_sim(int argc, char **argv)
     }
     if (o.export_goal)
         return export_goal(&o, algs[0]);
+    if (o.best_chunks) {
+        print_header(&o, weft_coll_name(o.coll));
+        printf("# chunk counts: weft's default (shared-memory constants), the closed form's "
+               "under this model (a = L + 2o, G), the simulator's best; times in us\n");
+        printf("%-20s %9s %11s %6s %12s %6s %12s %6s %12s %8s\n", "algorithm", "ranks", "bytes",
+               "k_def", "t_def", "k_form", "t_form", "k_sim", "t_sim", "form/sim");
+        int rc2 = 0;
+        for (int a = 0; a < nalgo; a++) {
+            if (pipelined_kind_set(algs[a]->name) < 0 || !strstr(algs[a]->params, "chunks")) {
+                printf("%-20s  not pipelined (no chunks parameter)\n", algs[a]->name);
+                continue;
+            }
+            for (int i = 0; i < o.nnp; i++) {
+                int P = (int)o.np[i];
+                double *start = starts_for(&o, P, &rc2);
+                if (rc2)
+                    return rc2;
+                for (int j = 0; j < o.nsize; j++)
+                    best_chunks_row(&o, algs[a], P, o.size[j], start);
+                free(start);
+            }
+        }
+        return 0;
+    }
     int npts = nalgo * o.nnp * o.nsize;
     point_t *pts = calloc((size_t)npts, sizeof *pts);
     if (!pts)
@@ -706,7 +823,7 @@ int cmd_sim(int argc, char **argv)
                 return src;
             }
             for (int j = 0; j < o.nsize; j++, k++) {
-                run_point(&o, algs[a], P, o.size[j], start, &pts[k]);
+                run_point(&o, algs[a], P, o.size[j], o.params, start, &pts[k]);
                 print_row(&pts[k]);
                 fflush(stdout);
                 failed |= pts[k].rc != 0 && !pts[k].refused;

@@ -180,6 +180,11 @@ int algo_twotree_reordered_allreduce(sched_t *s, const coll_args_t *a);
 int algo_twotree_overlap_allreduce(sched_t *s, const coll_args_t *a);
 /* LogGP default chunk count: set 0 chain, 1 binary tree, 2 two-tree */
 int pipelined_default_chunks(int kind_set, int P, uint64_t bytes);
+/* The closed form of docs/ALGORITHMS.md for a per-message cost a (ns) and
+ * G (ns per byte): k* = sqrt((d - c) G n / (c a)), clamped to 1..4096. */
+WEFT_TOOL_API int pipelined_model_chunks(int kind_set, int P, uint64_t bytes, double a, double G);
+/* The kind set of a pipelined algorithm by name, -1 if it is not one. */
+WEFT_TOOL_API int pipelined_kind_set(const char *algo);
 /* the chunk count a call uses (params or default, clamped to the count) */
 int pipelined_chunks_for(const coll_args_t *a, int kind_set);
 /* data-driven pipelined bcast/reduce over two trees of tree_patterns.h */

@@ -47,15 +47,28 @@ static int depth_of(const tree_set_t *ts, int P)
     return ts->ntrees == 2 ? d + 1 : d; /* two-trees hang one level lower */
 }
 
-int pipelined_default_chunks(int kind_set, int P, uint64_t bytes)
+int pipelined_model_chunks(int kind_set, int P, uint64_t bytes, double a, double G)
 {
     const tree_set_t *ts = kind_set == 0 ? &set_chain : kind_set == 1 ? &set_binary : &set_twotree;
-    const double a = 1e-6, G = 1e-10;
     double d = depth_of(ts, P), c = ts->kind[0] == TREE_CHAIN ? 1 : 2;
     if (ts->ntrees == 2)
         c = 1; /* each tree carries every other chunk, one send per chunk per tree */
-    double k = d > c ? sqrt((d - c) * G * (double)bytes / (c * a)) : 1;
+    double k = d > c && a > 0 ? sqrt((d - c) * G * (double)bytes / (c * a)) : 1;
     return k < 1 ? 1 : k > 4096 ? 4096 : (int)k;
+}
+
+int pipelined_default_chunks(int kind_set, int P, uint64_t bytes)
+{
+    return pipelined_model_chunks(kind_set, P, bytes, 1000, 0.1); /* ns, ns per byte */
+}
+
+int pipelined_kind_set(const char *algo)
+{
+    if (!strcmp(algo, "pipeline"))
+        return 0;
+    if (!strcmp(algo, "bintree"))
+        return 1;
+    return strncmp(algo, "twotree", 7) ? -1 : 2;
 }
 
 static int chunk_count(const coll_args_t *a, const tree_set_t *ts)

@@ -888,15 +888,17 @@ static int sim_alloc(sim_t *s)
     s->nic_r = malloc(P * s->m->ports * sizeof *s->nic_r);
     s->left = calloc(P, sizeof *s->left);
     s->finish = malloc(P * sizeof *s->finish);
-    s->wq_head = malloc(P * 3 * sizeof *s->wq_head);
-    s->wq_tail = malloc(P * 3 * sizeof *s->wq_tail);
-    s->wake = malloc(P * sizeof *s->wake);
+    if (s->fifo) { /* the wait queues: only the FIFO order has them */
+        s->wq_head = malloc(P * 3 * sizeof *s->wq_head);
+        s->wq_tail = malloc(P * 3 * sizeof *s->wq_tail);
+        s->wake = malloc(P * sizeof *s->wake);
+    }
     if (!s->prog || !s->cpu || !s->nic_s || !s->nic_r || !s->left || !s->finish ||
-        !s->wq_head || !s->wq_tail || !s->wake)
+        (s->fifo && (!s->wq_head || !s->wq_tail || !s->wake)))
         return fail(s, WEFT_ENOMEM, "out of memory for %d ranks", s->P);
     account(s, (ssize_t)(P * (sizeof *s->prog + s->m->cpus * 8 + s->m->ports * 16 + 4 + 8 +
-                              24 + 8)));
-    for (size_t q = 0; q < P * 3; q++)
+                              (s->fifo ? 24 + 8 : 0))));
+    for (size_t q = 0; s->fifo && q < P * 3; q++)
         s->wq_head[q] = NIL;
     const double *st = s->opts ? s->opts->start : NULL;
     for (size_t r = 0; r < P; r++) {
@@ -907,7 +909,8 @@ static int sim_alloc(sim_t *s)
         for (int k = 0; k < s->m->ports; k++)
             s->nic_s[r * s->m->ports + k] = s->nic_r[r * s->m->ports + k] = t0;
         s->finish[r] = -1;
-        s->wake[r] = -1;
+        if (s->fifo)
+            s->wake[r] = -1;
     }
     s->freerec = NIL;
     s->freewn = NIL;
