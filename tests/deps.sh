@@ -18,6 +18,8 @@ for extra in "$@"; do
 done
 command -v mpicc >/dev/null && command -v mpirun >/dev/null || need+=(openmpi-bin libopenmpi-dev)
 command -v pkg-config >/dev/null || need+=(pkg-config)
+command -v python3 >/dev/null || need+=(python3)       # JSON checks of the tools' output
+command -v gnuplot >/dev/null || need+=(gnuplot-nox)   # weft sim --plot
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "tests/deps.sh: installing ${need[*]}"

@@ -27,6 +27,12 @@ awk -F, 'NR > 1 && ($4 <= 0 || $7 < 1) { bad = 1 } END { exit bad }' "$tmp/s.csv
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert len(d['points']) == 18" \
     "$tmp/s.json" && ok || bad "JSON does not parse or lacks points"
 
+# --plot draws a PNG (gnuplot)
+"$weft" sim bcast --algo binomial,pipeline --np 16 --size 1K:1M --plot "$tmp/p.png" >/dev/null &&
+    [ "$(head -c 4 "$tmp/p.png" | od -An -c | tr -d ' ')" = '211PNG' ] && ok ||
+    bad "--plot wrote no PNG"
+expect 2 "not both" "$weft" sim bcast --algo binomial --np 4,8 --size 1K,2K --plot "$tmp/q.png"
+
 # GOAL out and back in: the same max and mean (gamma whole, so calc is exact)
 "$weft" sim bcast --algo twotree --np 13 --size 40000 --gamma 1 --export-goal "$tmp/t.goal" &&
     ok || bad "export failed"
@@ -46,6 +52,15 @@ printf '0\n1000\n0\n' >"$tmp/starts"
 "$weft" sim bcast --algo pipeline --np 3 --size 4 --start "$tmp/starts" >/dev/null && ok ||
     bad "--start failed"
 expect 2 "2 start times for 3 ranks" "$weft" sim bcast --algo pipeline --np 3 --size 4 --start <(printf '0\n1\n')
+
+# noise only slows; --sched-stats reports every algorithm
+q=$("$weft" sim bcast --algo binomial --np 64 --size 1K --csv - | tail -1 | cut -d, -f4)
+n=$("$weft" sim bcast --algo binomial --np 64 --size 1K --noise 0.5:1000 --csv - | tail -1 | cut -d, -f4)
+awk -v q="$q" -v n="$n" 'BEGIN { exit !(n > q) }' && ok || bad "noise did not slow: $q then $n"
+expect 2 "PROB from 0 to 1" "$weft" sim bcast --algo binomial --np 4 --size 8 --noise 2:10
+"$weft" sim allreduce --algo all --np 1000 --size 1M --sched-stats >"$tmp/ss" &&
+    grep -q "^ring  *1000  *1048576 " "$tmp/ss" && grep -q "^butterfly .*idempotent" "$tmp/ss" &&
+    ok || bad "--sched-stats: $(cat "$tmp/ss")"
 
 expect 2 "unknown collective" "$weft" sim frob --algo ring --np 2 --size 8
 expect 2 "required" "$weft" sim allreduce --algo ring --size 8

@@ -104,6 +104,23 @@ static void test_hand_cases(void)
     double t = run_hand(&m, 2, h, &mean);
     CHECK(t == 320 && mean == 215, "eager send: %g (mean %g), want 320 (215)", t, mean);
 
+    /* noise on every use of a CPU (probability 1, 50 ns): the sender to
+     * 160, the receiver to 370 */
+    sim_opts_t noisy = order_opts;
+    noisy.noise_prob = 1, noisy.noise_ns = 50, noisy.noise_seed = 7;
+    {
+        sim_result_t nr;
+        char nmsg[200];
+        int nrc = sim_run(&m, 2, build_hand, h, &noisy, &nr, nmsg, sizeof nmsg);
+        CHECK(nrc == 0 && nr.t_max == 370 && nr.t_mean == (160 + 370) / 2.0,
+              "eager send with noise: %g (mean %g), want 370 (265): %s", nr.t_max, nr.t_mean,
+              nrc ? nmsg : "");
+        noisy.noise_prob = 1.5;
+        nrc = sim_run(&m, 2, build_hand, h, &noisy, &nr, nmsg, sizeof nmsg);
+        CHECK(nrc == WEFT_EINVAL && strstr(nmsg, "noise"), "noise probability 1.5 refused: %s",
+              nmsg);
+    }
+
     /* the same with a CPU slower per byte than the link (O 3 > G 2): the
      * sender is busy to 10 + 300 = 310, the receiver takes it in by 110 +
      * 10 + 300 = 420 */
@@ -571,7 +588,7 @@ static void test_bad_input(void)
     rc = sim_run(&tm, 0, build_hand, h, &order_opts, &r, msg, sizeof msg);
     CHECK(rc == WEFT_EINVAL, "P = 0 refused");
     double st[2] = {0, NAN};
-    sim_opts_t so = {st, g_order, NULL, NULL};
+    sim_opts_t so = {.start = st, .order = g_order};
     rc = sim_run(&tm, 2, build_hand, h, &so, &r, msg, sizeof msg);
     CHECK(rc == WEFT_EINVAL && strstr(msg, "start time"), "a NaN start time: %s", msg);
     free(h);
@@ -588,7 +605,7 @@ static void test_start_times(void)
     add(h, 1, SIM_SEND, 2, 1, r);
     add(h, 2, SIM_RECV, 1, 1, -1);
     double st[3] = {0, 1000, 0};
-    sim_opts_t so = {st, g_order, NULL, NULL};
+    sim_opts_t so = {.start = st, .order = g_order};
     sim_result_t res;
     char msg[200];
     int rc = sim_run(&m, 3, build_hand, h, &so, &res, msg, sizeof msg);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "algo/algo.h"
@@ -33,9 +34,11 @@ typedef struct {
     double skew;
     unsigned seed;
     int order; /* enum sim_order */
+    double noise_prob, noise_ns; /* --noise PROB:NS */
     const char *start_file, *csv, *json, *plot;
     const char *goal, *export_goal; /* --goal FILE, --export-goal FILE */
     bool best_chunks;               /* --best-chunks */
+    bool sched_stats;               /* --sched-stats */
 } sim_opts_cli_t;
 
 static int sim_usage(FILE *f, int rc)
@@ -55,11 +58,15 @@ static int sim_usage(FILE *f, int rc)
             "       eager message), --ports K (K-port NICs).\n"
             "arrival: --skew NS [--seed N] (start times uniform in [0, NS]) or\n"
             "       --start FILE (one start time in ns per line, rank order).\n"
+            "noise: --noise PROB:NS: each use of a CPU held NS longer with probability\n"
+            "       PROB (drawn with --seed)\n"
             "GOAL: --export-goal FILE writes the schedules of one algorithm, P and size in\n"
             "       LogGOPSim's GOAL text (- for stdout); --goal FILE simulates a GOAL file.\n"
             "chunks: --best-chunks, for the pipelined algorithms: the chunk count weft uses,\n"
             "       the closed form's under the model, and the best the simulator finds\n"
             "       (a doubling scan, then a ternary search around its best), with times\n"
+            "size: --sched-stats: per algorithm, operations, bytes and build time per rank\n"
+            "       (up to 32 ranks sampled), and what all P ranks' schedules would hold\n"
             "other: --params k=v,...  --root R  --dtype T (default float32)\n"
             "       --ppn N (ranks per node, for hierarchical algorithms)\n"
             "       --order loggopsim|fifo: an event that finds its rank busy retries as in\n"
@@ -153,7 +160,8 @@ static int parse_args(int argc, char **argv, sim_opts_cli_t *o)
     bool have_np = false, have_size = false;
     for (int i = first; i < argc; i++) {
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strncmp(k, "--", 2) && !v && strcmp(k, "--best-chunks")) {
+        if (!strncmp(k, "--", 2) && !v && strcmp(k, "--best-chunks") &&
+            strcmp(k, "--sched-stats")) {
             fprintf(stderr, "weft sim: %s needs a value\n", k);
             return 2;
         }
@@ -210,6 +218,23 @@ static int parse_args(int argc, char **argv, sim_opts_cli_t *o)
         } else if (!strcmp(k, "--best-chunks")) {
             o->best_chunks = true;
             i--; /* takes no value */
+        } else if (!strcmp(k, "--sched-stats")) {
+            o->sched_stats = true;
+            i--;
+        } else if (!strcmp(k, "--noise")) {
+            char *e;
+            errno = 0;
+            o->noise_prob = strtod(v, &e);
+            if (e == v || *e != ':' || errno || !(o->noise_prob >= 0 && o->noise_prob <= 1)) {
+                fprintf(stderr, "weft sim: --noise %s: want PROB:NS, PROB from 0 to 1\n", v);
+                return 2;
+            }
+            sim_model_t tmp = o->model;
+            if (sim_model_set(&tmp, "L", e + 1, why, sizeof why)) {
+                fprintf(stderr, "weft sim: --noise %s: NS%s\n", v, why + 1);
+                return 2;
+            }
+            o->noise_ns = tmp.L;
         } else if (!strcmp(k, "--order")) {
             if (!strcmp(v, "loggopsim"))
                 o->order = SIM_ORDER_LOGGOPSIM;
@@ -473,7 +498,7 @@ static int write_plot(const sim_opts_cli_t *o, const point_t *pts, int n, int na
         unlink(data);
         return fprintf(stderr, "weft sim: --plot needs gnuplot (apt-get install gnuplot-nox)\n"), 1;
     }
-    fprintf(g, "set terminal pngcairo size 900,600 noenhanced\nset output '%s'\n", o->plot);
+    fprintf(g, "set terminal png size 900,600 noenhanced\nset output '%s'\n", o->plot);
     fprintf(g, "set logscale xy\nset key left top\nset grid\n");
     fprintf(g, "set xlabel '%s'\nset ylabel 'predicted time (us)'\n",
             by_size ? "bytes" : "ranks");
@@ -553,7 +578,8 @@ static int run_point(const sim_opts_cli_t *o, const algo_t *al, int P, uint64_t 
         free(node_of);
         return pt->rc;
     }
-    sim_opts_t so = {start, o->order, NULL, NULL};
+    sim_opts_t so = {.start = start, .order = o->order, .noise_prob = o->noise_prob,
+                     .noise_ns = o->noise_ns, .noise_seed = o->seed};
     pt->rc = sim_run(&o->model, P, build_prog, &b, &so, &pt->r, pt->why, sizeof pt->why);
     free(node_of);
     pt->bound = sim_lower_bound(o->coll, P, bytes, &o->model);
@@ -608,6 +634,61 @@ static double *starts_for(const sim_opts_cli_t *o, int P, int *rc)
         *rc = 2;
     }
     return t;
+}
+
+/* ---- --sched-stats ---- */
+
+/* What one committed schedule holds: its steps array as allocated, the
+ * dependency table and the reverse table. */
+static size_t sched_bytes(const sched_t *s)
+{
+    uint32_t m = s->nsteps ? s->succ_first[s->nsteps] : 0;
+    return (size_t)s->cap * sizeof(step_t) + ((size_t)m * 2 + s->nsteps + 1) * 4;
+}
+
+static void sched_stats_row(const sim_opts_cli_t *o, const algo_t *al, int P, uint64_t bytes)
+{
+    sim_build_ctx_t b;
+    int *node_of;
+    point_t pt;
+    if (prepare(o, al, P, bytes, o->params, &b, &node_of, &pt)) {
+        free(node_of);
+        printf("%-20s %9d %11" PRIu64 "  %s\n", al->name, P, bytes, pt.why);
+        return;
+    }
+    int n = P < 32 ? P : 32;
+    double steps = 0, sb = 0, pb = 0, us = 0, maxus = 0;
+    size_t maxsb = 0;
+    for (int i = 0; i < n; i++) {
+        b.a.rank = n > 1 ? (int)((int64_t)i * (P - 1) / (n - 1)) : 0;
+        struct timespec t0, t1;
+        sched_t sc;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        int rc = algo_build(b.al, &b.a, &sc);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        if (rc) {
+            printf("%-20s %9d %11" PRIu64 "  rank %d: %s\n", al->name, P, bytes, b.a.rank,
+                   weft_last_error());
+            free(node_of);
+            return;
+        }
+        double u = (double)(t1.tv_sec - t0.tv_sec) * 1e6 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e3;
+        sim_prog_t prog;
+        if (!sim_prog_from_sched(&sc, b.a.esize, &prog)) {
+            pb += (double)sim_prog_bytes(&prog);
+            sim_prog_free(&prog);
+        }
+        steps += sc.nsteps;
+        sb += (double)sched_bytes(&sc);
+        maxsb = sched_bytes(&sc) > maxsb ? sched_bytes(&sc) : maxsb;
+        us += u;
+        maxus = u > maxus ? u : maxus;
+        sched_free(&sc);
+    }
+    free(node_of);
+    printf("%-20s %9d %11" PRIu64 " %9.1f %10.0f %10zu %10.0f %9.2f %9.2f %10.2f\n", al->name, P,
+           bytes, steps / n, sb / n, maxsb, pb / n, us / n, maxus, sb / n * P / 1e9);
+    fflush(stdout);
 }
 
 /* ---- --best-chunks ---- */
@@ -694,11 +775,14 @@ static void best_chunks_row(const sim_opts_cli_t *o, const algo_t *al, int P, ui
 static void print_header(const sim_opts_cli_t *o, const char *what)
 {
     const sim_model_t *m = &o->model;
+    char noise[64] = "";
+    if (o->noise_prob > 0)
+        snprintf(noise, sizeof noise, ", noise %g ns at p=%g", o->noise_ns, o->noise_prob);
     printf("# weft sim %s: preset %s: L=%g o=%g g=%g ns, G=%g O=%g ns/B, S=%" PRIu64
-           " B, gamma=%g copy=%g ns/B, %d port%s, %s order%s\n",
+           " B, gamma=%g copy=%g ns/B, %d port%s, %s order%s%s\n",
            what, o->preset, m->L, m->o, m->g, m->G, m->O, m->S, m->gamma, m->copy, m->ports,
            m->ports > 1 ? "s" : "", o->order == SIM_ORDER_FIFO ? "fifo" : "LogGOPSim",
-           o->start_file ? ", start times from file" : o->skew > 0 ? ", skewed starts" : "");
+           o->start_file ? ", start times from file" : o->skew > 0 ? ", skewed starts" : "", noise);
 }
 
 /* --goal FILE: the file's schedules under the model, one row. */
@@ -718,7 +802,8 @@ static int run_goal(sim_opts_cli_t *o)
         return src;
     }
     print_header(o, o->goal);
-    sim_opts_t so = {start, o->order, NULL, NULL};
+    sim_opts_t so = {.start = start, .order = o->order, .noise_prob = o->noise_prob,
+                     .noise_ns = o->noise_ns, .noise_seed = o->seed};
     sim_result_t r;
     int rc = sim_run(&o->model, P, sim_goal_build, g, &so, &r, why, sizeof why);
     free(start);
@@ -780,6 +865,18 @@ int cmd_sim(int argc, char **argv)
     }
     if (o.export_goal)
         return export_goal(&o, algs[0]);
+    if (o.sched_stats) {
+        printf("# schedule sizes per rank (mean over up to 32 sampled ranks, and the largest):\n"
+               "# steps, bytes of weft's schedule (sched_t as built), bytes of the simulator's\n"
+               "# program, build time (us); all_GB: the mean schedule times P\n");
+        printf("%-20s %9s %11s %9s %10s %10s %10s %9s %9s %10s\n", "algorithm", "ranks",
+               "bytes", "steps", "sched_B", "max_B", "prog_B", "build_us", "max_us", "all_GB");
+        for (int a = 0; a < nalgo; a++)
+            for (int i = 0; i < o.nnp; i++)
+                for (int j = 0; j < o.nsize; j++)
+                    sched_stats_row(&o, algs[a], (int)o.np[i], o.size[j]);
+        return 0;
+    }
     if (o.best_chunks) {
         print_header(&o, weft_coll_name(o.coll));
         printf("# chunk counts: weft's default (shared-memory constants), the closed form's "

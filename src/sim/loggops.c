@@ -97,6 +97,8 @@ typedef struct sim {
     bool fifo;         /* SIM_ORDER_FIFO (one CPU per rank only) */
     bool simple;       /* one CPU and one NIC per rank: readiness from the
                         * rank's clocks alone */
+    double noise_prob, noise_ns;
+    uint64_t rng;      /* the noise's generator (xorshift64*) */
 
     uint32_t *work; /* instant operations waiting to run (no recursion) */
     size_t nwork, workcap;
@@ -660,6 +662,17 @@ static inline bool queued(const sim_t *s, uint32_t r, int cls)
 
 /* ---- running operations and messages ---- */
 
+/* Extra CPU time for one use of a CPU: noise_ns with probability
+ * noise_prob. */
+static double noise(sim_t *s)
+{
+    if (s->noise_prob <= 0)
+        return 0;
+    s->rng ^= s->rng >> 12, s->rng ^= s->rng << 25, s->rng ^= s->rng >> 27;
+    double u = (double)((s->rng * 0x2545F4914F6CDD1Dull) >> 11) / 9007199254740992.0;
+    return u < s->noise_prob ? s->noise_ns : 0;
+}
+
 static void rendezvous_done(sim_t *s, const mrec_t *mr, double t)
 {
     uint32_t src = mr->src;
@@ -676,7 +689,7 @@ static void take_message(sim_t *s, uint32_t r, uint32_t mi, double t)
     mrec_t *mr = &s->rec[mi];
     double *cpu = cpu_of(s, r, mr->cpu), *nic = &s->nic_r[(size_t)r * m->ports + recv_nic(s, r)];
     double s1 = (double)(mr->size ? mr->size - 1 : 0);
-    *cpu = t + m->o + maxd(s1 * m->O, s1 * m->G);
+    *cpu = t + m->o + maxd(s1 * m->O, s1 * m->G) + noise(s);
     *nic = t + m->g + s1 * m->G;
     uint32_t recv_op = posted_take(s, r, mr->src, mr->tag);
     if (recv_op == NIL) {
@@ -697,7 +710,7 @@ static void issue_send(sim_t *s, uint32_t r, uint32_t i, double t)
     double *cpu = cpu_of(s, r, op->cpu), *nic = &s->nic_s[(size_t)r * m->ports + k];
     satisfy(s, r, i, t, false);
     double s1 = (double)(op->size ? op->size - 1 : 0);
-    *cpu = t + m->o + s1 * m->O;
+    *cpu = t + m->o + s1 * m->O + noise(s);
     *nic = t + m->g + s1 * m->G;
     uint32_t mi = rec_new(s);
     if (mi == NIL)
@@ -714,7 +727,7 @@ static void issue_send(sim_t *s, uint32_t r, uint32_t i, double t)
 static void run_calc(sim_t *s, uint32_t r, uint32_t i, double t)
 {
     const sim_op_t *op = &s->prog[r].ops[i];
-    *cpu_of(s, r, op->cpu) = t + calc_cost(s->m, op);
+    *cpu_of(s, r, op->cpu) = t + calc_cost(s->m, op) + noise(s);
     satisfy(s, r, i, t, false);
     done(s, r, i, t);
 }
@@ -951,6 +964,14 @@ int sim_run(const sim_model_t *m, int nrank, sim_build_fn build, void *ctx,
     s.m = m, s.P = nrank, s.build = build, s.ctx = ctx, s.opts = opts;
     s.fifo = opts && opts->order == SIM_ORDER_FIFO && m->cpus == 1;
     s.simple = m->cpus == 1 && m->ports == 1;
+    if (opts && opts->noise_prob > 0) {
+        if (!(opts->noise_prob <= 1 && opts->noise_ns >= 0 && opts->noise_ns < 3.6e12)) {
+            snprintf(msg, len, "noise: want a probability 0 to 1 and 0 ns to an hour");
+            return WEFT_EINVAL;
+        }
+        s.noise_prob = opts->noise_prob, s.noise_ns = opts->noise_ns;
+        s.rng = opts->noise_seed * 0x9E3779B97F4A7C15ull | 1;
+    }
     s.msg = msg, s.msglen = len;
     uint32_t *order = NULL;
     struct timespec a, b;

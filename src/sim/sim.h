@@ -117,6 +117,12 @@ enum sim_order { SIM_ORDER_LOGGOPSIM = 0, SIM_ORDER_FIFO = 1 };
 typedef struct sim_opts {
     const double *start; /* per-rank start time (ns), NULL: all at 0 */
     int order;           /* enum sim_order */
+    /* CPU noise: each time a CPU is taken (a send's or a receive's
+     * overhead, a calc), with probability noise_prob it is held noise_ns
+     * longer (drawn from a generator seeded with noise_seed, so a run is
+     * repeatable) */
+    double noise_prob, noise_ns;
+    uint64_t noise_seed;
     /* optional: called once per rank as it finishes */
     void (*on_finish)(void *ctx, int rank, double t);
     void *finish_ctx;
