@@ -62,6 +62,18 @@ expect 2 "PROB from 0 to 1" "$weft" sim bcast --algo binomial --np 4 --size 8 --
     grep -q "^ring  *1000  *1048576 " "$tmp/ss" && grep -q "^butterfly .*idempotent" "$tmp/ss" &&
     ok || bad "--sched-stats: $(cat "$tmp/ss")"
 
+# weft fit: two ranks measured, a preset every parameter of which is a
+# finite non-negative number, which weft sim then takes
+(cd "$tmp" && "$weft" fit --reps 1 >fit.out 2>&1) && [ -s "$tmp/this-machine.preset" ] && ok ||
+    bad "weft fit failed: $(cat "$tmp/fit.out")"
+awk 'NR == 1 && $0 != "weft-preset 1" { bad = 1 }
+     NR > 1 && $1 !~ /^#/ && !($2 + 0 >= 0 && $2 ~ /^[0-9.e+-]+$/) { bad = 1 }
+     END { exit bad }' "$tmp/this-machine.preset" && ok || bad "fit preset: $(cat "$tmp/this-machine.preset")"
+(cd "$tmp" && "$weft" sim allreduce --algo ring --np 4 --size 1M --preset this-machine >/dev/null) &&
+    ok || bad "--preset this-machine not taken"
+expect 2 "no this-machine.preset in this directory" "$weft" sim allreduce --algo ring --np 4 --size 8 --preset this-machine
+expect 2 "want 1 to 31" "$weft" fit --reps 0
+
 expect 2 "unknown collective" "$weft" sim frob --algo ring --np 2 --size 8
 expect 2 "required" "$weft" sim allreduce --algo ring --size 8
 expect 2 "no allreduce algorithm 'nosuch'" "$weft" sim allreduce --algo nosuch --np 2 --size 8

@@ -184,6 +184,16 @@ int sim_preset_load(const char *name, sim_model_t *m, char *msg, size_t len)
     size_t nl = strlen(name);
     if (strchr(name, '/') || (nl > 7 && !strcmp(name + nl - 7, ".preset")))
         return load_file(name, m, msg, len);
+    if (!strcmp(name, "this-machine")) { /* what `weft fit` wrote here */
+        FILE *f = fopen("this-machine.preset", "r");
+        if (!f) {
+            snprintf(msg, len, "this-machine: no this-machine.preset in this directory "
+                               "(weft fit writes it)");
+            return -1;
+        }
+        fclose(f);
+        return load_file("this-machine.preset", m, msg, len);
+    }
     for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
         if (!strcmp(name, presets[i].name)) {
             *m = presets[i].m;

@@ -1,0 +1,235 @@
+/* fitcmd.c — `weft fit`: measures this machine's LogGOPS parameters on
+ * weft's shared-memory transport and writes them as a simulator preset.
+ *
+ * The method is Netgauge's (Hoefler, Mehlan, Lumsdaine, Rehm 2007): the
+ * parametrised round trip PRTT(n, d, s) -- rank 0 sends n messages of s
+ * bytes, waiting d between them, rank 1 answers the last with one message
+ * -- gives
+ *     g(s) = (PRTT(n, 0, s) - PRTT(1, 0, s)) / (n - 1)          (gap)
+ *     o(s) = (PRTT(n, d, s) - PRTT(1, 0, s)) / (n - 1) - d      (d > g(s))
+ *     L    = PRTT(1, 0, 1) / 2 - 2 o(1)
+ * and G and O are the slopes of g(s) and o(s) over large s (least squares),
+ * g and o their values at one byte.  A message is a broadcast between the
+ * two ranks (binomial: one send, one receive), so the figures include
+ * weft's per-call work, which is what the simulator should charge.  gamma is
+ * the float32 sum kernel's time per byte, in cache (1 MiB).  As the
+ * ring-and-halving seed does, it also fits alpha + beta s to the one-way
+ * time and prints the fit's error. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "sim/sim.h"
+#include "tool.h"
+
+#define NSIZES 9
+static const size_t fit_sizes[NSIZES] = {1, 64, 1024, 8192, 65536, 262144, 1048576, 2097152,
+                                         4194304};
+
+typedef struct {
+    const char *out;
+    int reps; /* repetitions per figure (median) */
+} fit_opts_t;
+
+static int fit_usage(FILE *f, int rc)
+{
+    fprintf(f, "usage: weft fit [--out FILE] [--reps N]\n"
+               "Measures L, o, g, G, O (Netgauge's PRTT method, messages as two-rank\n"
+               "broadcasts on weft's shared memory) and gamma (the float32 sum kernel), fits\n"
+               "alpha + beta s to the one-way time, prints them with their fit error and\n"
+               "writes a preset for weft sim (default this-machine.preset: then\n"
+               "weft sim --preset this-machine).  Figures are medians of N runs (default 5).\n");
+    return rc;
+}
+
+static void spin(double d)
+{
+    double t = weft_now() + d;
+    while (weft_now() < t)
+        ;
+}
+
+/* PRTT(n, d, s) in seconds, as rank 0 sees it (both ranks call it). */
+static double prtt(weft_comm_t w, int me, char *buf, size_t s, int n, double d)
+{
+    weft_barrier(w);
+    double t0 = weft_now();
+    for (int i = 0; i < n; i++) {
+        if (me == 0 && i && d > 0)
+            spin(d);
+        weft_bcast(buf, s, WEFT_UINT8, 0, w);
+    }
+    weft_bcast(buf, s, WEFT_UINT8, 1, w);
+    return weft_now() - t0;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The median over reps of PRTT(n, d, s), each the mean of iters runs. */
+static double prtt_median(weft_comm_t w, int me, char *buf, size_t s, int n, double d, int reps)
+{
+    double v[32];
+    int iters = s <= 65536 ? 200 : s <= 1048576 ? 50 : 20;
+    prtt(w, me, buf, s, n, d); /* warm: the pages, the cells, the caches */
+    for (int r = 0; r < reps; r++) {
+        double t = 0;
+        for (int i = 0; i < iters; i++)
+            t += prtt(w, me, buf, s, n, d);
+        v[r] = t / iters;
+    }
+    qsort(v, (size_t)reps, sizeof *v, cmp_d);
+    return v[reps / 2];
+}
+
+/* Least squares y = a + b x on relative errors (weights 1 / y^2, so that
+ * 1 B and 4 MiB count alike); returns the largest relative residual. */
+static double fit_line(const double *x, const double *y, int n, double *a, double *b)
+{
+    double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+    for (int i = 0; i < n; i++) {
+        double wt = y[i] != 0 ? 1 / (y[i] * y[i]) : 1;
+        sw += wt, sx += wt * x[i], sy += wt * y[i], sxx += wt * x[i] * x[i];
+        sxy += wt * x[i] * y[i];
+    }
+    double den = sw * sxx - sx * sx;
+    *b = den != 0 ? (sw * sxy - sx * sy) / den : 0;
+    *a = (sy - *b * sx) / sw;
+    double worst = 0;
+    for (int i = 0; i < n; i++) {
+        double fit = *a + *b * x[i], e = y[i] != 0 ? fabs(fit - y[i]) / y[i] : 0;
+        worst = e > worst ? e : worst;
+    }
+    return worst;
+}
+
+static double gamma_per_byte(void)
+{
+    size_t n = (1 << 20) / 4;
+    float *a = malloc(n * 4), *b = malloc(n * 4);
+    reducer_t red;
+    if (!a || !b || reducer_init(&red, WEFT_SUM, WEFT_FLOAT32)) {
+        free(a), free(b);
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++)
+        a[i] = 1, b[i] = 2;
+    double best = 1e9;
+    for (int r = 0; r < 50; r++) {
+        double t0 = weft_now();
+        reducer_apply(&red, a, b, n, false);
+        double t = weft_now() - t0;
+        best = t < best ? t : best;
+    }
+    free(a), free(b);
+    return best * 1e9 / (double)(n * 4);
+}
+
+static int fit_rank(const fit_opts_t *o)
+{
+    weft_comm_t w = weft_comm_world();
+    int me = weft_comm_rank(w);
+    if (weft_comm_size(w) != 2 || weft_set_algorithm(w, WEFT_COLL_BCAST, "binomial", NULL)) {
+        fprintf(stderr, "weft fit: %s\n", weft_last_error());
+        return 1;
+    }
+    char *buf = malloc(fit_sizes[NSIZES - 1]);
+    if (!buf)
+        return 1;
+    memset(buf, 1, fit_sizes[NSIZES - 1]); /* no page faults in the timings */
+    const int n = 16;
+    double x[NSIZES], g[NSIZES], ov[NSIZES], oneway[NSIZES];
+    for (int i = 0; i < NSIZES; i++) {
+        size_t s = fit_sizes[i];
+        double p1 = prtt_median(w, me, buf, s, 1, 0, o->reps);
+        double pn = prtt_median(w, me, buf, s, n, 0, o->reps);
+        double gs = (pn - p1) / (n - 1);
+        double d = 2 * (gs > 0 ? gs : 1e-6) + 2e-6;
+        double pd = prtt_median(w, me, buf, s, n, d, o->reps);
+        x[i] = (double)(s - 1);
+        g[i] = gs * 1e9;
+        ov[i] = ((pd - p1) / (n - 1) - d) * 1e9;
+        oneway[i] = p1 / 2 * 1e9;
+        if (me == 0)
+            printf("%10zu %12.1f %12.1f %12.1f\n", s, oneway[i], g[i], ov[i]);
+    }
+    free(buf);
+    if (me != 0)
+        return 0;
+    /* slopes over the sizes from 64 KiB up (past the cache-line regime) */
+    double g0, G, o0, O, a, b;
+    double eg = fit_line(x + 4, g + 4, NSIZES - 4, &g0, &G);
+    double eo = fit_line(x + 4, ov + 4, NSIZES - 4, &o0, &O);
+    double ea = fit_line(x, oneway, NSIZES, &a, &b);
+    sim_model_t m;
+    sim_model_default(&m);
+    m.g = g[0] > 0 ? g[0] : 0;
+    m.o = ov[0] > 0 ? ov[0] : 0;
+    m.G = G > 0 ? G : 0;
+    m.O = O > 0 ? O : 0;
+    m.L = oneway[0] - 2 * m.o > 0 ? oneway[0] - 2 * m.o : 0;
+    m.S = UINT64_MAX; /* weft's shared memory has no rendezvous in this sense */
+    m.gamma = gamma_per_byte();
+    printf("\nLogGOPS: L %.1f ns, o %.1f ns, g %.1f ns, G %.4f ns/B, O %.4f ns/B, "
+           "gamma %.4f ns/B\n", m.L, m.o, m.g, m.G, m.O, m.gamma);
+    printf("fit error (largest relative residual): G %.1f %%, O %.1f %% (sizes >= 64 KiB)\n",
+           eg * 100, eo * 100);
+    printf("alpha-beta: alpha %.1f ns, beta %.4f ns/B (%.2f GB/s); largest relative "
+           "residual %.1f %% over 1 B - 4 MiB\n", a, b, b > 0 ? 1 / b : 0, ea * 100);
+    char comment[160];
+    snprintf(comment, sizeof comment,
+             "weft fit: weft's shared memory, two ranks, two-rank broadcasts as messages");
+    if (sim_preset_write(o->out, &m, comment)) {
+        fprintf(stderr, "weft fit: %s: %s\n", o->out, strerror(errno));
+        return 1;
+    }
+    printf("wrote %s\n", o->out);
+    return 0;
+}
+
+int cmd_fit(int argc, char **argv)
+{
+    fit_opts_t o = {"this-machine.preset", 5};
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help"))
+            return fit_usage(stdout, 0);
+        if (i + 1 >= argc) {
+            fprintf(stderr, "weft fit: %s needs a value\n", argv[i]);
+            return 2;
+        }
+        if (!strcmp(argv[i], "--out")) {
+            o.out = argv[++i];
+        } else if (!strcmp(argv[i], "--reps")) {
+            char *e;
+            long r = strtol(argv[++i], &e, 10);
+            if (*e || r < 1 || r > 31) {
+                fprintf(stderr, "weft fit: --reps %s: want 1 to 31\n", argv[i]);
+                return 2;
+            }
+            o.reps = (int)r;
+        } else {
+            fprintf(stderr, "weft fit: unknown option '%s' (--help)\n", argv[i]);
+            return 2;
+        }
+    }
+    if (getenv("WEFT_RANK")) {
+        if (weft_init(NULL, NULL)) {
+            fprintf(stderr, "weft fit: weft_init: %s\n", weft_last_error());
+            return 1;
+        }
+        if (weft_comm_rank(weft_comm_world()) == 0)
+            printf("# weft fit: two ranks on weft's shared memory; one-way time, gap g(s) and "
+                   "send overhead o(s) in ns\n%10s %12s %12s %12s\n",
+                   "bytes", "one-way", "g(s)", "o(s)");
+        int rc = fit_rank(&o);
+        int frc = weft_finalize();
+        return rc ? rc : frc ? 1 : 0;
+    }
+    return launch_self(2, "fit", argc, argv);
+}
