@@ -3,7 +3,7 @@
 # exported and simulated again to the same time, presets from a file, start
 # times, and every bad input refused with a message naming what was wrong.
 set -u
-weft=$1
+weft=$(readlink -f "$1")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0 passes=0

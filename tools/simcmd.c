@@ -832,6 +832,125 @@ static int run_goal(sim_opts_cli_t *o)
     return 0;
 }
 
+/* The algorithms --algo names (all: every schedule of the collective);
+ * -1 after saying which name is unknown. */
+static int select_algos(const sim_opts_cli_t *o, const algo_t **algs, int max)
+{
+    int n = 0;
+    size_t nt;
+    const algo_t *tab = algo_table(&nt);
+    bool all = !strcmp(o->algos, "all");
+    for (size_t i = 0; i < nt && n < max; i++)
+        if (tab[i].coll == o->coll && (all ? !tab[i].board : name_in_list(o->algos, tab[i].name)))
+            algs[n++] = &tab[i];
+    for (const char *p = o->algos; !all && *p;) {
+        const char *e = strchr(p, ',');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", (int)(l < 63 ? l : 63), p);
+        if (!algo_find(o->coll, name)) {
+            fprintf(stderr, "weft sim: no %s algorithm '%s' (weft algorithms)\n",
+                    weft_coll_name(o->coll), name);
+            return -1;
+        }
+        p = e ? e + 1 : p + l;
+    }
+    return n;
+}
+
+static int run_sched_stats(const sim_opts_cli_t *o, const algo_t **algs, int nalgo)
+{
+    printf("# schedule sizes per rank (mean over up to 32 sampled ranks, and the largest):\n"
+           "# steps, bytes of weft's schedule (sched_t as built), bytes of the simulator's\n"
+           "# program, build time (us); all_GB: the mean schedule times P\n");
+    printf("%-20s %9s %11s %9s %10s %10s %10s %9s %9s %10s\n", "algorithm", "ranks", "bytes",
+           "steps", "sched_B", "max_B", "prog_B", "build_us", "max_us", "all_GB");
+    for (int a = 0; a < nalgo; a++)
+        for (int i = 0; i < o->nnp; i++)
+            for (int j = 0; j < o->nsize; j++)
+                sched_stats_row(o, algs[a], (int)o->np[i], o->size[j]);
+    return 0;
+}
+
+static int run_best_chunks(const sim_opts_cli_t *o, const algo_t **algs, int nalgo)
+{
+    print_header(o, weft_coll_name(o->coll));
+    printf("# chunk counts: weft's default (shared-memory constants), the closed form's "
+           "under this model (a = L + 2o, G), the simulator's best; times in us\n");
+    printf("%-20s %9s %11s %6s %12s %6s %12s %6s %12s %8s\n", "algorithm", "ranks", "bytes",
+           "k_def", "t_def", "k_form", "t_form", "k_sim", "t_sim", "form/sim");
+    for (int a = 0; a < nalgo; a++) {
+        if (pipelined_kind_set(algs[a]->name) < 0 || !strstr(algs[a]->params, "chunks")) {
+            printf("%-20s  not pipelined (no chunks parameter)\n", algs[a]->name);
+            continue;
+        }
+        for (int i = 0; i < o->nnp; i++) {
+            int P = (int)o->np[i], rc = 0;
+            double *start = starts_for(o, P, &rc);
+            if (rc)
+                return rc;
+            for (int j = 0; j < o->nsize; j++)
+                best_chunks_row(o, algs[a], P, o->size[j], start);
+            free(start);
+        }
+    }
+    return 0;
+}
+
+static void write_outputs(const sim_opts_cli_t *o, const point_t *pts, int npts)
+{
+    FILE *f;
+    if (o->csv && (f = open_out(o->csv))) {
+        write_csv(f, pts, npts);
+        if (f != stdout)
+            fclose(f);
+    }
+    if (o->json && (f = open_out(o->json))) {
+        write_json(f, o, pts, npts);
+        if (f != stdout)
+            fclose(f);
+    }
+}
+
+/* The sweep: every algorithm at every P and size, a row each. */
+static int run_sweep(const sim_opts_cli_t *o, const algo_t **algs, int nalgo)
+{
+    int npts = nalgo * o->nnp * o->nsize;
+    point_t *pts = calloc((size_t)npts, sizeof *pts);
+    if (!pts)
+        return fprintf(stderr, "weft sim: out of memory\n"), 1;
+    print_header(o, weft_coll_name(o->coll));
+    printf("# times in us (max and mean over ranks); bound: the lower bound of "
+           "docs/ALGORITHMS.md; ratio = max / bound\n");
+    printf("%-20s %9s %11s %13s %13s %13s %7s %12s %8s %9s\n", "algorithm", "ranks", "bytes",
+           "max", "mean", "bound", "ratio", "events", "Mev/s", "peak_MiB");
+    int k = 0, failed = 0;
+    for (int a = 0; a < nalgo; a++)
+        for (int i = 0; i < o->nnp; i++) {
+            int P = (int)o->np[i], src = 0;
+            double *start = starts_for(o, P, &src);
+            if (src) {
+                free(pts);
+                return src;
+            }
+            for (int j = 0; j < o->nsize; j++, k++) {
+                run_point(o, algs[a], P, o->size[j], o->params, start, &pts[k]);
+                print_row(&pts[k]);
+                fflush(stdout);
+                failed |= pts[k].rc != 0 && !pts[k].refused;
+            }
+            free(start);
+        }
+    struct rusage ru;
+    if (!getrusage(RUSAGE_SELF, &ru))
+        printf("# process peak resident memory: %.1f MiB\n", ru.ru_maxrss / 1024.0);
+    write_outputs(o, pts, npts);
+    if (o->plot && write_plot(o, pts, npts, nalgo))
+        failed = 1;
+    free(pts);
+    return failed;
+}
+
 int cmd_sim(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "--help"))
@@ -843,106 +962,14 @@ int cmd_sim(int argc, char **argv)
     if (o.goal)
         return run_goal(&o);
     const algo_t *algs[64];
-    int nalgo = 0;
-    size_t nt;
-    const algo_t *tab = algo_table(&nt);
-    for (size_t i = 0; i < nt; i++)
-        if (tab[i].coll == o.coll && (!strcmp(o.algos, "all") ? !tab[i].board
-                                                              : name_in_list(o.algos, tab[i].name)) &&
-            nalgo < 64)
-            algs[nalgo++] = &tab[i];
-    for (const char *p = o.algos; strcmp(o.algos, "all") && *p;) {
-        const char *e = strchr(p, ',');
-        size_t l = e ? (size_t)(e - p) : strlen(p);
-        char name[64];
-        snprintf(name, sizeof name, "%.*s", (int)(l < 63 ? l : 63), p);
-        if (!algo_find(o.coll, name)) {
-            fprintf(stderr, "weft sim: no %s algorithm '%s' (weft algorithms)\n",
-                    weft_coll_name(o.coll), name);
-            return 2;
-        }
-        p = e ? e + 1 : p + l;
-    }
+    int nalgo = select_algos(&o, algs, 64);
+    if (nalgo < 0)
+        return 2;
     if (o.export_goal)
         return export_goal(&o, algs[0]);
-    if (o.sched_stats) {
-        printf("# schedule sizes per rank (mean over up to 32 sampled ranks, and the largest):\n"
-               "# steps, bytes of weft's schedule (sched_t as built), bytes of the simulator's\n"
-               "# program, build time (us); all_GB: the mean schedule times P\n");
-        printf("%-20s %9s %11s %9s %10s %10s %10s %9s %9s %10s\n", "algorithm", "ranks",
-               "bytes", "steps", "sched_B", "max_B", "prog_B", "build_us", "max_us", "all_GB");
-        for (int a = 0; a < nalgo; a++)
-            for (int i = 0; i < o.nnp; i++)
-                for (int j = 0; j < o.nsize; j++)
-                    sched_stats_row(&o, algs[a], (int)o.np[i], o.size[j]);
-        return 0;
-    }
-    if (o.best_chunks) {
-        print_header(&o, weft_coll_name(o.coll));
-        printf("# chunk counts: weft's default (shared-memory constants), the closed form's "
-               "under this model (a = L + 2o, G), the simulator's best; times in us\n");
-        printf("%-20s %9s %11s %6s %12s %6s %12s %6s %12s %8s\n", "algorithm", "ranks", "bytes",
-               "k_def", "t_def", "k_form", "t_form", "k_sim", "t_sim", "form/sim");
-        int rc2 = 0;
-        for (int a = 0; a < nalgo; a++) {
-            if (pipelined_kind_set(algs[a]->name) < 0 || !strstr(algs[a]->params, "chunks")) {
-                printf("%-20s  not pipelined (no chunks parameter)\n", algs[a]->name);
-                continue;
-            }
-            for (int i = 0; i < o.nnp; i++) {
-                int P = (int)o.np[i];
-                double *start = starts_for(&o, P, &rc2);
-                if (rc2)
-                    return rc2;
-                for (int j = 0; j < o.nsize; j++)
-                    best_chunks_row(&o, algs[a], P, o.size[j], start);
-                free(start);
-            }
-        }
-        return 0;
-    }
-    int npts = nalgo * o.nnp * o.nsize;
-    point_t *pts = calloc((size_t)npts, sizeof *pts);
-    if (!pts)
-        return fprintf(stderr, "weft sim: out of memory\n"), 1;
-    print_header(&o, weft_coll_name(o.coll));
-    printf("# times in us (max and mean over ranks); bound: the lower bound of "
-           "docs/ALGORITHMS.md; ratio = max / bound\n");
-    printf("%-20s %9s %11s %13s %13s %13s %7s %12s %8s %9s\n", "algorithm", "ranks", "bytes",
-           "max", "mean", "bound", "ratio", "events", "Mev/s", "peak_MiB");
-    int k = 0, failed = 0;
-    for (int a = 0; a < nalgo; a++)
-        for (int i = 0; i < o.nnp; i++) {
-            int P = (int)o.np[i], src = 0;
-            double *start = starts_for(&o, P, &src);
-            if (src) {
-                free(pts);
-                return src;
-            }
-            for (int j = 0; j < o.nsize; j++, k++) {
-                run_point(&o, algs[a], P, o.size[j], o.params, start, &pts[k]);
-                print_row(&pts[k]);
-                fflush(stdout);
-                failed |= pts[k].rc != 0 && !pts[k].refused;
-            }
-            free(start);
-        }
-    struct rusage ru;
-    if (!getrusage(RUSAGE_SELF, &ru))
-        printf("# process peak resident memory: %.1f MiB\n", ru.ru_maxrss / 1024.0);
-    FILE *f;
-    if (o.csv && (f = open_out(o.csv))) {
-        write_csv(f, pts, npts);
-        if (f != stdout)
-            fclose(f);
-    }
-    if (o.json && (f = open_out(o.json))) {
-        write_json(f, &o, pts, npts);
-        if (f != stdout)
-            fclose(f);
-    }
-    if (o.plot && write_plot(&o, pts, npts, nalgo))
-        failed = 1;
-    free(pts);
-    return failed;
+    if (o.sched_stats)
+        return run_sched_stats(&o, algs, nalgo);
+    if (o.best_chunks)
+        return run_best_chunks(&o, algs, nalgo);
+    return run_sweep(&o, algs, nalgo);
 }
