@@ -436,8 +436,7 @@ static void run_instant(sim_t *s, double now)
 
 /* ---- posted receives: the rank's receives indexed by (source, tag) ---- */
 
-#define OP_POSTED 0x10u  /* a receive waiting for its message */
-#define OP_MATCHED 0x20u /* a receive that has had it */
+#define OP_POSTED 0x10u /* a receive waiting for its message */
 
 static int by_key(const void *a, const void *b)
 {
@@ -536,7 +535,7 @@ static uint32_t posted_take(sim_t *s, uint32_t r, uint32_t src, uint32_t tag)
     uint32_t i = key_head(p)[k];
     sim_op_t *op = &p->ops[i];
     key_head(p)[k] = op->pending ? op->pending - 1 : NIL;
-    op->flags = (uint8_t)((op->flags & ~OP_POSTED) | OP_MATCHED);
+    op->flags &= (uint8_t)~OP_POSTED;
     return i;
 }
 
@@ -779,7 +778,6 @@ static void on_recv(sim_t *s, uint32_t r, uint32_t i, double t)
         recv_post(s, r, i);
         return;
     }
-    op->flags |= OP_MATCHED;
     mrec_t *mr = &s->rec[mi];
     if (mr->size > s->m->S)
         rendezvous_done(s, mr, t);
