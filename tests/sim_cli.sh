@@ -38,7 +38,11 @@ expect 2 "not both" "$weft" sim bcast --algo binomial --np 4,8 --size 1K,2K --pl
     ok || bad "export failed"
 a=$("$weft" sim bcast --algo twotree --np 13 --size 40000 --gamma 1 --csv - | tail -1 | cut -d, -f4,5)
 b=$("$weft" sim --goal "$tmp/t.goal" --gamma 1 --json - | python3 -c \
-    'import json,sys; d=json.loads(sys.stdin.read().split("\n",3)[-1]); print("%.3f,%.3f" % (d["t_max_ns"], d["t_mean_ns"]))')
+    'import json,sys; d=json.load(sys.stdin); print("%.3f,%.3f" % (d["t_max_ns"], d["t_mean_ns"]))')
+# --csv -: nothing but the CSV on standard output
+"$weft" sim allreduce --algo ring,binomial --np 4 --size 8,1K --csv - >"$tmp/only.csv" &&
+    [ "$(head -1 "$tmp/only.csv" | cut -c1-11)" = "algo,ranks," ] && [ "$(wc -l <"$tmp/only.csv")" -eq 5 ] &&
+    ok || bad "--csv - mixed with the table: $(cat "$tmp/only.csv")"
 [ -n "$a" ] && [ "$a" = "$b" ] && ok || bad "GOAL round trip: schedule $a, GOAL $b"
 
 # a preset file, and one written with a bad value

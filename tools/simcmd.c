@@ -72,7 +72,8 @@ static int sim_usage(FILE *f, int rc)
             "       --order loggopsim|fifo: an event that finds its rank busy retries as in\n"
             "       LogGOPSim (default: the same times), or waits first come first served\n"
             "       (fewer events; simultaneous competitors may be served differently)\n"
-            "       --csv FILE|-  --json FILE|-  --plot FILE.png (time against size or P)\n");
+            "       --csv FILE|-  --json FILE|-  --plot FILE.png (time against size or P);\n"
+            "       with - the table is left out of standard output\n");
     return rc;
 }
 
@@ -772,6 +773,12 @@ static void best_chunks_row(const sim_opts_cli_t *o, const algo_t *al, int P, ui
     fflush(stdout);
 }
 
+/* --csv - or --json -: standard output is for that, the table stays out. */
+static bool table_wanted(const sim_opts_cli_t *o)
+{
+    return !(o->csv && !strcmp(o->csv, "-")) && !(o->json && !strcmp(o->json, "-"));
+}
+
 static void print_header(const sim_opts_cli_t *o, const char *what)
 {
     const sim_model_t *m = &o->model;
@@ -801,7 +808,9 @@ static int run_goal(sim_opts_cli_t *o)
         sim_goal_free(g);
         return src;
     }
-    print_header(o, o->goal);
+    bool table = table_wanted(o);
+    if (table)
+        print_header(o, o->goal);
     sim_opts_t so = {.start = start, .order = o->order, .noise_prob = o->noise_prob,
                      .noise_ns = o->noise_ns, .noise_seed = o->seed};
     sim_result_t r;
@@ -812,11 +821,13 @@ static int run_goal(sim_opts_cli_t *o)
         fprintf(stderr, "weft sim: %s: %s\n", o->goal, why);
         return 1;
     }
-    printf("%9s %13s %13s %12s %8s %9s\n", "ranks", "max", "mean", "events", "Mev/s",
-           "peak_MiB");
-    printf("%9d %13.3f %13.3f %12" PRIu64 " %8.2f %9.1f\n", P, r.t_max / 1e3, r.t_mean / 1e3,
-           r.events, r.seconds > 0 ? r.events / r.seconds / 1e6 : 0,
-           (double)r.peak_bytes / (1 << 20));
+    if (table) {
+        printf("%9s %13s %13s %12s %8s %9s\n", "ranks", "max", "mean", "events", "Mev/s",
+               "peak_MiB");
+        printf("%9d %13.3f %13.3f %12" PRIu64 " %8.2f %9.1f\n", P, r.t_max / 1e3,
+               r.t_mean / 1e3, r.events, r.seconds > 0 ? r.events / r.seconds / 1e6 : 0,
+               (double)r.peak_bytes / (1 << 20));
+    }
     if (o->json) {
         FILE *f = open_out(o->json);
         if (f) {
@@ -919,11 +930,14 @@ static int run_sweep(const sim_opts_cli_t *o, const algo_t **algs, int nalgo)
     point_t *pts = calloc((size_t)npts, sizeof *pts);
     if (!pts)
         return fprintf(stderr, "weft sim: out of memory\n"), 1;
-    print_header(o, weft_coll_name(o->coll));
-    printf("# times in us (max and mean over ranks); bound: the lower bound of "
-           "docs/ALGORITHMS.md; ratio = max / bound\n");
-    printf("%-20s %9s %11s %13s %13s %13s %7s %12s %8s %9s\n", "algorithm", "ranks", "bytes",
-           "max", "mean", "bound", "ratio", "events", "Mev/s", "peak_MiB");
+    bool table = table_wanted(o);
+    if (table) {
+        print_header(o, weft_coll_name(o->coll));
+        printf("# times in us (max and mean over ranks); bound: the lower bound of "
+               "docs/ALGORITHMS.md; ratio = max / bound\n");
+        printf("%-20s %9s %11s %13s %13s %13s %7s %12s %8s %9s\n", "algorithm", "ranks",
+               "bytes", "max", "mean", "bound", "ratio", "events", "Mev/s", "peak_MiB");
+    }
     int k = 0, failed = 0;
     for (int a = 0; a < nalgo; a++)
         for (int i = 0; i < o->nnp; i++) {
@@ -935,14 +949,16 @@ static int run_sweep(const sim_opts_cli_t *o, const algo_t **algs, int nalgo)
             }
             for (int j = 0; j < o->nsize; j++, k++) {
                 run_point(o, algs[a], P, o->size[j], o->params, start, &pts[k]);
-                print_row(&pts[k]);
-                fflush(stdout);
+                if (table) {
+                    print_row(&pts[k]);
+                    fflush(stdout);
+                }
                 failed |= pts[k].rc != 0 && !pts[k].refused;
             }
             free(start);
         }
     struct rusage ru;
-    if (!getrusage(RUSAGE_SELF, &ru))
+    if (table && !getrusage(RUSAGE_SELF, &ru))
         printf("# process peak resident memory: %.1f MiB\n", ru.ru_maxrss / 1024.0);
     write_outputs(o, pts, npts);
     if (o->plot && write_plot(o, pts, npts, nalgo))
