@@ -133,135 +133,105 @@ bad:
     return -1;
 }
 
-static int parse_args(int argc, char **argv, sim_opts_cli_t *o)
+/* One "--key value" option; 0, or 2 after saying what was wrong. */
+static int parse_option(sim_opts_cli_t *o, const char *k, const char *v, bool *have_np,
+                        bool *have_size)
 {
-    memset(o, 0, sizeof *o);
-    int first = 2;
-    if (!strncmp(argv[1], "--", 2)) {
-        first = 1; /* --goal FILE: no collective */
-        o->coll = WEFT_COLL_COUNT;
-    } else if ((o->coll = coll_from_name(argv[1])) == WEFT_COLL_COUNT) {
-        fprintf(stderr, "weft sim: unknown collective '%s'\n", argv[1]);
+    char why[512];
+    if (!strcmp(k, "--algo")) {
+        snprintf(o->algos, sizeof o->algos, "%s", v);
+    } else if (!strcmp(k, "--params")) {
+        snprintf(o->params, sizeof o->params, "%s", v);
+    } else if (!strcmp(k, "--np")) {
+        if (parse_list(v, o->np, &o->nnp, 1, MAX_RANKS, "--np"))
+            return 2;
+        *have_np = true;
+    } else if (!strcmp(k, "--size")) {
+        if (parse_list(v, o->size, &o->nsize, 0, (uint64_t)1 << 40, "--size"))
+            return 2;
+        *have_size = true;
+    } else if (!strcmp(k, "--preset")) {
+        /* read above */
+    } else if (!strcmp(k, "--L") || !strcmp(k, "--o") || !strcmp(k, "--g") ||
+               !strcmp(k, "--G") || !strcmp(k, "--O") || !strcmp(k, "--S") ||
+               !strcmp(k, "--gamma") || !strcmp(k, "--copy") || !strcmp(k, "--ports")) {
+        if (sim_model_set(&o->model, k + 2, v, why, sizeof why)) {
+            fprintf(stderr, "weft sim: --%s\n", why);
+            return 2;
+        }
+    } else if (!strcmp(k, "--dtype")) {
+        int d = dtype_from_name(v);
+        if (d < 0) {
+            fprintf(stderr, "weft sim: --dtype %s: unknown datatype\n", v);
+            return 2;
+        }
+        o->dtype = (weft_dtype_t)d;
+    } else if (!strcmp(k, "--root") || !strcmp(k, "--ppn") || !strcmp(k, "--seed")) {
+        char *e;
+        errno = 0;
+        long x = strtol(v, &e, 10);
+        if (e == v || *e || errno || x < (strcmp(k, "--ppn") ? 0 : 1) || x > MAX_RANKS) {
+            fprintf(stderr, "weft sim: %s %s: want a whole number 0 to 2^24\n", k, v);
+            return 2;
+        }
+        if (!strcmp(k, "--root"))
+            o->root = (int)x;
+        else if (!strcmp(k, "--ppn"))
+            o->ppn = (int)x;
+        else
+            o->seed = (unsigned)x;
+    } else if (!strcmp(k, "--skew")) {
+        sim_model_t tmp = o->model;
+        if (sim_model_set(&tmp, "L", v, why, sizeof why)) {
+            fprintf(stderr, "weft sim: --skew %s\n", why + 1);
+            return 2;
+        }
+        o->skew = tmp.L;
+    } else if (!strcmp(k, "--noise")) {
+        char *e;
+        errno = 0;
+        o->noise_prob = strtod(v, &e);
+        if (e == v || *e != ':' || errno || !(o->noise_prob >= 0 && o->noise_prob <= 1)) {
+            fprintf(stderr, "weft sim: --noise %s: want PROB:NS, PROB from 0 to 1\n", v);
+            return 2;
+        }
+        sim_model_t tmp = o->model;
+        if (sim_model_set(&tmp, "L", e + 1, why, sizeof why)) {
+            fprintf(stderr, "weft sim: --noise %s: NS%s\n", v, why + 1);
+            return 2;
+        }
+        o->noise_ns = tmp.L;
+    } else if (!strcmp(k, "--order")) {
+        if (!strcmp(v, "loggopsim"))
+            o->order = SIM_ORDER_LOGGOPSIM;
+        else if (!strcmp(v, "fifo"))
+            o->order = SIM_ORDER_FIFO;
+        else {
+            fprintf(stderr, "weft sim: --order %s: want loggopsim or fifo\n", v);
+            return 2;
+        }
+    } else if (!strcmp(k, "--goal")) {
+        o->goal = v;
+    } else if (!strcmp(k, "--export-goal")) {
+        o->export_goal = v;
+    } else if (!strcmp(k, "--start")) {
+        o->start_file = v;
+    } else if (!strcmp(k, "--csv")) {
+        o->csv = v;
+    } else if (!strcmp(k, "--json")) {
+        o->json = v;
+    } else if (!strcmp(k, "--plot")) {
+        o->plot = v;
+    } else {
+        fprintf(stderr, "weft sim: unknown option '%s' (--help)\n", k);
         return 2;
     }
-    sim_model_default(&o->model);
-    snprintf(o->preset, sizeof o->preset, "loggopsim");
-    o->dtype = WEFT_FLOAT32;
-    o->seed = 1;
-    char why[512];
-    /* the preset first, so that flags given before it still win */
-    for (int i = first; i + 1 < argc; i++)
-        if (!strcmp(argv[i], "--preset")) {
-            if (sim_preset_load(argv[i + 1], &o->model, why, sizeof why)) {
-                fprintf(stderr, "weft sim: --preset: %s\n", why);
-                return 2;
-            }
-            snprintf(o->preset, sizeof o->preset, "%s", argv[i + 1]);
-        }
-    bool have_np = false, have_size = false;
-    for (int i = first; i < argc; i++) {
-        const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strncmp(k, "--", 2) && !v && strcmp(k, "--best-chunks") &&
-            strcmp(k, "--sched-stats")) {
-            fprintf(stderr, "weft sim: %s needs a value\n", k);
-            return 2;
-        }
-        i++;
-        if (!strcmp(k, "--algo")) {
-            snprintf(o->algos, sizeof o->algos, "%s", v);
-        } else if (!strcmp(k, "--params")) {
-            snprintf(o->params, sizeof o->params, "%s", v);
-        } else if (!strcmp(k, "--np")) {
-            if (parse_list(v, o->np, &o->nnp, 1, MAX_RANKS, "--np"))
-                return 2;
-            have_np = true;
-        } else if (!strcmp(k, "--size")) {
-            if (parse_list(v, o->size, &o->nsize, 0, (uint64_t)1 << 40, "--size"))
-                return 2;
-            have_size = true;
-        } else if (!strcmp(k, "--preset")) {
-            /* read above */
-        } else if (!strcmp(k, "--L") || !strcmp(k, "--o") || !strcmp(k, "--g") ||
-                   !strcmp(k, "--G") || !strcmp(k, "--O") || !strcmp(k, "--S") ||
-                   !strcmp(k, "--gamma") || !strcmp(k, "--copy") || !strcmp(k, "--ports")) {
-            if (sim_model_set(&o->model, k + 2, v, why, sizeof why)) {
-                fprintf(stderr, "weft sim: --%s\n", why);
-                return 2;
-            }
-        } else if (!strcmp(k, "--dtype")) {
-            int d = dtype_from_name(v);
-            if (d < 0) {
-                fprintf(stderr, "weft sim: --dtype %s: unknown datatype\n", v);
-                return 2;
-            }
-            o->dtype = (weft_dtype_t)d;
-        } else if (!strcmp(k, "--root") || !strcmp(k, "--ppn") || !strcmp(k, "--seed")) {
-            char *e;
-            errno = 0;
-            long x = strtol(v, &e, 10);
-            if (e == v || *e || errno || x < (strcmp(k, "--ppn") ? 0 : 1) || x > MAX_RANKS) {
-                fprintf(stderr, "weft sim: %s %s: want a whole number 0 to 2^24\n", k, v);
-                return 2;
-            }
-            if (!strcmp(k, "--root"))
-                o->root = (int)x;
-            else if (!strcmp(k, "--ppn"))
-                o->ppn = (int)x;
-            else
-                o->seed = (unsigned)x;
-        } else if (!strcmp(k, "--skew")) {
-            sim_model_t tmp = o->model;
-            if (sim_model_set(&tmp, "L", v, why, sizeof why)) {
-                fprintf(stderr, "weft sim: --skew %s\n", why + 1);
-                return 2;
-            }
-            o->skew = tmp.L;
-        } else if (!strcmp(k, "--best-chunks")) {
-            o->best_chunks = true;
-            i--; /* takes no value */
-        } else if (!strcmp(k, "--sched-stats")) {
-            o->sched_stats = true;
-            i--;
-        } else if (!strcmp(k, "--noise")) {
-            char *e;
-            errno = 0;
-            o->noise_prob = strtod(v, &e);
-            if (e == v || *e != ':' || errno || !(o->noise_prob >= 0 && o->noise_prob <= 1)) {
-                fprintf(stderr, "weft sim: --noise %s: want PROB:NS, PROB from 0 to 1\n", v);
-                return 2;
-            }
-            sim_model_t tmp = o->model;
-            if (sim_model_set(&tmp, "L", e + 1, why, sizeof why)) {
-                fprintf(stderr, "weft sim: --noise %s: NS%s\n", v, why + 1);
-                return 2;
-            }
-            o->noise_ns = tmp.L;
-        } else if (!strcmp(k, "--order")) {
-            if (!strcmp(v, "loggopsim"))
-                o->order = SIM_ORDER_LOGGOPSIM;
-            else if (!strcmp(v, "fifo"))
-                o->order = SIM_ORDER_FIFO;
-            else {
-                fprintf(stderr, "weft sim: --order %s: want loggopsim or fifo\n", v);
-                return 2;
-            }
-        } else if (!strcmp(k, "--goal")) {
-            o->goal = v;
-        } else if (!strcmp(k, "--export-goal")) {
-            o->export_goal = v;
-        } else if (!strcmp(k, "--start")) {
-            o->start_file = v;
-        } else if (!strcmp(k, "--csv")) {
-            o->csv = v;
-        } else if (!strcmp(k, "--json")) {
-            o->json = v;
-        } else if (!strcmp(k, "--plot")) {
-            o->plot = v;
-        } else {
-            fprintf(stderr, "weft sim: unknown option '%s' (--help)\n", k);
-            return 2;
-        }
-    }
+    return 0;
+}
+
+/* Options that exclude or need each other. */
+static int check_options(const sim_opts_cli_t *o, bool have_np, bool have_size)
+{
     if (o->goal) {
         if (o->coll != WEFT_COLL_COUNT || o->algos[0] || have_np || have_size || o->export_goal) {
             fprintf(stderr, "weft sim: --goal FILE takes no collective, --algo, --np, --size "
@@ -297,6 +267,54 @@ static int parse_args(int argc, char **argv, sim_opts_cli_t *o)
         return 2;
     }
     return 0;
+}
+
+
+static int parse_args(int argc, char **argv, sim_opts_cli_t *o)
+{
+    memset(o, 0, sizeof *o);
+    int first = 2;
+    if (!strncmp(argv[1], "--", 2)) {
+        first = 1; /* --goal FILE: no collective */
+        o->coll = WEFT_COLL_COUNT;
+    } else if ((o->coll = coll_from_name(argv[1])) == WEFT_COLL_COUNT) {
+        fprintf(stderr, "weft sim: unknown collective '%s'\n", argv[1]);
+        return 2;
+    }
+    sim_model_default(&o->model);
+    snprintf(o->preset, sizeof o->preset, "loggopsim");
+    o->dtype = WEFT_FLOAT32;
+    o->seed = 1;
+    char why[512];
+    /* the preset first, so that flags given before it still win */
+    for (int i = first; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "--preset")) {
+            if (sim_preset_load(argv[i + 1], &o->model, why, sizeof why)) {
+                fprintf(stderr, "weft sim: --preset: %s\n", why);
+                return 2;
+            }
+            snprintf(o->preset, sizeof o->preset, "%s", argv[i + 1]);
+        }
+    bool have_np = false, have_size = false;
+    for (int i = first; i < argc; i++) {
+        const char *k = argv[i];
+        if (!strcmp(k, "--best-chunks")) { /* the two options without a value */
+            o->best_chunks = true;
+            continue;
+        }
+        if (!strcmp(k, "--sched-stats")) {
+            o->sched_stats = true;
+            continue;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "weft sim: %s needs a value\n", k);
+            return 2;
+        }
+        int rc = parse_option(o, k, argv[++i], &have_np, &have_size);
+        if (rc)
+            return rc;
+    }
+    return check_options(o, have_np, have_size);
 }
 
 /* ---- start times ---- */
