@@ -465,6 +465,35 @@ static void test_goal_parse(void)
                   strstr(msg, bad[i].want),
               "bad GOAL %zu: got '%s', want '%s'", i, msg, bad[i].want);
     }
+    /* cpu and nic annotations survive a write and a read: the same time */
+    const char *annotated = "num_ranks 2\nrank 0 {\na: send 100b to 1 tag 3 cpu 1 nic 1\n"
+                            "b: calc 40 cpu 1\nc: send 100b to 1 tag 4 nic 0\nb requires a\n"
+                            "c irequires b\n}\nrank 1 {\nx: recv 100b from 0 tag 3 cpu 1\n"
+                            "y: recv 100b from 0 tag 4 nic 1\n}\n";
+    rc = sim_goal_parse(annotated, strlen(annotated), "ann.goal", &g, msg, sizeof msg);
+    CHECK(rc == 0, "annotated GOAL: %s", msg);
+    if (!rc) {
+        sim_model_t m = test_model();
+        sim_goal_adapt(g, &m);
+        CHECK(m.cpus == 2 && m.ports == 2, "cpus %d ports %d from the file", m.cpus, m.ports);
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        rc = sim_goal_write(f, &m, 2, sim_goal_build, g, msg, sizeof msg);
+        fclose(f);
+        sim_goal_t *g2 = NULL;
+        int rc2 = rc ? rc : sim_goal_parse(text, len, "rewritten", &g2, msg, sizeof msg);
+        CHECK(rc2 == 0, "annotated GOAL written and read again: %s", msg);
+        sim_result_t r1, r2;
+        int a1 = sim_run(&m, 2, sim_goal_build, g, &order_opts, &r1, msg, sizeof msg);
+        int a2 = g2 ? sim_run(&m, 2, sim_goal_build, g2, &order_opts, &r2, msg, sizeof msg) : -1;
+        CHECK(a1 == 0 && a2 == 0 && r1.t_max == r2.t_max && r1.t_mean == r2.t_mean,
+              "annotated GOAL round trip: %g/%g", r1.t_max, a2 == 0 ? r2.t_max : -1.0);
+        sim_goal_free(g2);
+        sim_goal_free(g);
+        free(text);
+    }
+
     /* a deadlocked GOAL file is a simulation error, not a crash */
     const char *cyc = "num_ranks 1\nrank 0 {\na: calc 1\nb: calc 1\na requires b\n"
                       "b requires a\n}\n";

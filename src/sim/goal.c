@@ -58,11 +58,11 @@ static int write_rank(FILE *f, const sim_model_t *m, int r, const sim_prog_t *p)
             fprintf(f, "l%u: %s %" PRIu64 "b %s %d tag %u", i,
                     op->kind == SIM_SEND ? "send" : "recv", op->size ? op->size : 1,
                     op->kind == SIM_SEND ? "to" : "from", op->peer, op->tag);
-            if (op->nic != SIM_NIC_ANY)
-                fprintf(f, " nic %u", op->nic);
         }
-        if (op->cpu)
+        if (op->cpu) /* GOAL's order: tag, cpu, nic */
             fprintf(f, " cpu %u", op->cpu);
+        if (op->kind != SIM_CALC && op->nic != SIM_NIC_ANY)
+            fprintf(f, " nic %u", op->nic);
         fputc('\n', f);
     }
     for (uint32_t i = 0; i < p->nops; i++)
