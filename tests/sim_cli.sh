@@ -78,6 +78,14 @@ awk 'NR == 1 && $0 != "weft-preset 1" { bad = 1 }
 expect 2 "no this-machine.preset in this directory" "$weft" sim allreduce --algo ring --np 4 --size 8 --preset this-machine
 expect 2 "want 1 to 31" "$weft" fit --reps 0
 
+# --op: butterfly serves max, and refuses a non-commutative op, with reasons
+"$weft" sim allreduce --algo butterfly,ring --np 8 --size 1K --op max --csv - | grep -q '^butterfly,8,1024,[0-9]' &&
+    ok || bad "--op max: butterfly not simulated"
+"$weft" sim allreduce --algo ring --np 8 --size 1K --op noncommutative >"$tmp/nc" &&
+    grep -q "commutative" "$tmp/nc" && ok || bad "--op noncommutative: ring not refused: $(cat "$tmp/nc")"
+expect 2 "needs an integer --dtype" "$weft" sim allreduce --algo ring --np 8 --size 1K --op band
+expect 2 "want sum, prod" "$weft" sim allreduce --algo ring --np 8 --size 1K --op frob
+
 expect 2 "unknown collective" "$weft" sim frob --algo ring --np 2 --size 8
 expect 2 "required" "$weft" sim allreduce --algo ring --size 8
 expect 2 "no allreduce algorithm 'nosuch'" "$weft" sim allreduce --algo nosuch --np 2 --size 8

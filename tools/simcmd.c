@@ -30,6 +30,7 @@ typedef struct {
     sim_model_t model;
     char preset[256];
     weft_dtype_t dtype;
+    int op; /* a builtin op, or OP_AFFINE for --op noncommutative */
     int root, ppn;
     double skew;
     unsigned seed;
@@ -68,6 +69,7 @@ static int sim_usage(FILE *f, int rc)
             "size: --sched-stats: per algorithm, operations, bytes and build time per rank\n"
             "       (up to 32 ranks sampled), and what all P ranks' schedules would hold\n"
             "other: --params k=v,...  --root R  --dtype T (default float32)\n"
+            "       --op OP|noncommutative (default sum): the op class the algorithms see\n"
             "       --ppn N (ranks per node, for hierarchical algorithms)\n"
             "       --order loggopsim|fifo: an event that finds its rank busy retries as in\n"
             "       LogGOPSim (default: the same times), or waits first come first served\n"
@@ -157,6 +159,13 @@ static int parse_option(sim_opts_cli_t *o, const char *k, const char *v, bool *h
                !strcmp(k, "--gamma") || !strcmp(k, "--copy") || !strcmp(k, "--ports")) {
         if (sim_model_set(&o->model, k + 2, v, why, sizeof why)) {
             fprintf(stderr, "weft sim: --%s\n", why);
+            return 2;
+        }
+    } else if (!strcmp(k, "--op")) {
+        o->op = !strcmp(v, "noncommutative") ? OP_AFFINE : op_from_name(v);
+        if (o->op == -1) {
+            fprintf(stderr, "weft sim: --op %s: want sum, prod, min, max, band, bor, bxor, land, "
+                            "lor or noncommutative\n", v);
             return 2;
         }
     } else if (!strcmp(k, "--dtype")) {
@@ -262,6 +271,11 @@ static int check_options(const sim_opts_cli_t *o, bool have_np, bool have_size)
         fprintf(stderr, "weft sim: --plot draws a sweep over --np or over --size, not both\n");
         return 2;
     }
+    bool bitwise = o->op == WEFT_BAND || o->op == WEFT_BOR || o->op == WEFT_BXOR;
+    if (bitwise && elem_is_float(o->dtype)) {
+        fprintf(stderr, "weft sim: --op %s needs an integer --dtype\n", weft_op_name(o->op));
+        return 2;
+    }
     if (o->skew > 0 && o->start_file) {
         fprintf(stderr, "weft sim: --skew and --start exclude each other\n");
         return 2;
@@ -284,6 +298,7 @@ static int parse_args(int argc, char **argv, sim_opts_cli_t *o)
     sim_model_default(&o->model);
     snprintf(o->preset, sizeof o->preset, "loggopsim");
     o->dtype = WEFT_FLOAT32;
+    o->op = WEFT_SUM;
     o->seed = 1;
     char why[512];
     /* the preset first, so that flags given before it still win */
@@ -565,7 +580,12 @@ static int prepare(const sim_opts_cli_t *o, const algo_t *al, int P, uint64_t by
     b->a.root = o->root < P ? o->root : P - 1;
     b->a.count = bytes / es;
     b->a.esize = es;
-    b->a.commutative = true;
+    /* the op's class, as the library would see it (core/reduce.c's table) */
+    int op = o->op;
+    b->a.commutative = op != OP_AFFINE;
+    b->a.idempotent = op == WEFT_MIN || op == WEFT_MAX || op == WEFT_BAND || op == WEFT_BOR ||
+                      op == WEFT_LAND || op == WEFT_LOR;
+    b->a.invertible = op == WEFT_BXOR || (op == WEFT_SUM && !elem_is_float(o->dtype));
     if (algo_parse_params(al, params, &b->a.params)) {
         snprintf(pt->why, sizeof pt->why, "%s", weft_last_error());
         return pt->rc = WEFT_EINVAL;
