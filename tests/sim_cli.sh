@@ -39,6 +39,10 @@ expect 2 "not both" "$weft" sim bcast --algo binomial --np 4,8 --size 1K,2K --pl
 a=$("$weft" sim bcast --algo twotree --np 13 --size 40000 --gamma 1 --csv - | tail -1 | cut -d, -f4,5)
 b=$("$weft" sim --goal "$tmp/t.goal" --gamma 1 --json - | python3 -c \
     'import json,sys; d=json.load(sys.stdin); print("%.3f,%.3f" % (d["t_max_ns"], d["t_mean_ns"]))')
+# messages counted: a binomial broadcast sends P - 1, a ring allreduce 2 P (P - 1)
+m=$("$weft" sim bcast --algo binomial --np 37 --size 1K --csv - | tail -1 | cut -d, -f9)
+r=$("$weft" sim allreduce --algo ring --np 5 --size 1K --csv - | tail -1 | cut -d, -f9)
+[ "$m" = 36 ] && [ "$r" = 40 ] && ok || bad "message counts: binomial $m (want 36), ring $r (want 40)"
 # --csv -: nothing but the CSV on standard output
 "$weft" sim allreduce --algo ring,binomial --np 4 --size 8,1K --csv - >"$tmp/only.csv" &&
     [ "$(head -1 "$tmp/only.csv" | cut -c1-11)" = "algo,ranks," ] && [ "$(wc -l <"$tmp/only.csv")" -eq 5 ] &&

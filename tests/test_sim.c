@@ -44,12 +44,10 @@ static int build_hand(void *ctx, int rank, sim_prog_t *out, char *msg, size_t le
     int n = h->nops[rank], ne = 0;
     for (int i = 0; i < n; i++)
         ne += (h->op[rank][i].dep[0] >= 0) + (h->op[rank][i].dep[1] >= 0);
-    size_t bytes = (size_t)n * sizeof(sim_op_t) + ((size_t)n + 1 + ne) * 4;
-    char *b = malloc(bytes ? bytes : 1);
-    out->nops = (uint32_t)n, out->nedges = (uint32_t)ne;
-    out->ops = (sim_op_t *)b;
-    out->succ_first = (uint32_t *)(b + (size_t)n * sizeof(sim_op_t));
-    out->succ = out->succ_first + n + 1;
+    if (sim_prog_alloc(out, (uint32_t)n, (uint32_t)ne)) {
+        snprintf(msg, len, "out of memory");
+        return WEFT_ENOMEM;
+    }
     int e = 0;
     for (int i = 0; i < n; i++) {
         const hop_t *o = &h->op[rank][i];
@@ -237,31 +235,10 @@ static void test_reduce_cost(void)
 
 /* ---- weft's schedules against closed forms ---- */
 
-typedef struct {
-    const algo_t *al;
-    coll_args_t a;
-} wctx_t;
-
-static int build_weft(void *ctx, int rank, sim_prog_t *out, char *msg, size_t len)
-{
-    wctx_t *w = ctx;
-    coll_args_t a = w->a;
-    a.rank = rank;
-    sched_t s;
-    int rc = algo_build(w->al, &a, &s);
-    if (rc) {
-        snprintf(msg, len, "%s", weft_last_error());
-        return rc;
-    }
-    rc = sim_prog_from_sched(&s, a.esize, out);
-    sched_free(&s);
-    return rc;
-}
-
 static double sim_weft(const sim_model_t *m, weft_coll_t coll, const char *algo, int P,
                        uint64_t count, int root, int chunks, double *mean)
 {
-    wctx_t w;
+    sim_algo_t w;
     memset(&w, 0, sizeof w);
     w.al = algo_find(coll, algo);
     w.a.coll = coll, w.a.nrank = P, w.a.root = root, w.a.count = count, w.a.esize = 4;
@@ -269,7 +246,7 @@ static double sim_weft(const sim_model_t *m, weft_coll_t coll, const char *algo,
     w.a.params.chunks = chunks;
     sim_result_t r;
     char msg[300];
-    int rc = sim_run(m, P, build_weft, &w, &order_opts, &r, msg, sizeof msg);
+    int rc = sim_run(m, P, sim_build_algo, &w, &order_opts, &r, msg, sizeof msg);
     CHECK(rc == 0, "%s P=%d: %s", algo, P, msg);
     if (mean)
         *mean = r.t_mean;
@@ -361,7 +338,7 @@ static void test_goal_round_trip(void)
             if (al->coll != colls[c] || al->board)
                 continue;
             for (size_t pi = 0; pi < sizeof Ps / sizeof *Ps; pi++) {
-                wctx_t w;
+                sim_algo_t w;
                 memset(&w, 0, sizeof w);
                 w.al = al;
                 w.a.coll = al->coll, w.a.nrank = Ps[pi], w.a.root = Ps[pi] / 2;
@@ -373,7 +350,7 @@ static void test_goal_round_trip(void)
                 char *text = NULL;
                 size_t len = 0;
                 FILE *f = open_memstream(&text, &len);
-                int rc = sim_goal_write(f, &m, Ps[pi], build_weft, &w, why, sizeof why);
+                int rc = sim_goal_write(f, &m, Ps[pi], sim_build_algo, &w, why, sizeof why);
                 fclose(f);
                 CHECK(rc == 0, "%s %s P=%d: export: %s", weft_coll_name(al->coll), al->name,
                       Ps[pi], why);
@@ -382,7 +359,7 @@ static void test_goal_round_trip(void)
                 CHECK(rc == 0, "%s %s P=%d: re-import: %s", weft_coll_name(al->coll), al->name,
                       Ps[pi], why);
                 sim_result_t a, b;
-                int ra = sim_run(&m, Ps[pi], build_weft, &w, &order_opts, &a, why, sizeof why);
+                int ra = sim_run(&m, Ps[pi], sim_build_algo, &w, &order_opts, &a, why, sizeof why);
                 int rb = g ? sim_run(&m, Ps[pi], sim_goal_build, g, &order_opts, &b, why, sizeof why) : -1;
                 CHECK(ra == 0 && rb == 0 && a.t_max == b.t_max && a.t_mean == b.t_mean,
                       "%s %s P=%d: schedule %.3f/%.3f, its GOAL %.3f/%.3f (%s)",

@@ -379,36 +379,6 @@ static double *read_starts(const char *path, int P, char *why, size_t len)
     return t;
 }
 
-/* xorshift64*: the same draws on every machine for a seed */
-static double draw(uint64_t *x)
-{
-    *x ^= *x >> 12, *x ^= *x << 25, *x ^= *x >> 27;
-    return (double)((*x * 0x2545F4914F6CDD1Dull) >> 11) / 9007199254740992.0;
-}
-
-/* ---- building ranks' programs ---- */
-
-typedef struct {
-    const algo_t *al;
-    coll_args_t a;
-} sim_build_ctx_t;
-
-static int build_prog(void *ctx, int rank, sim_prog_t *out, char *msg, size_t len)
-{
-    sim_build_ctx_t *b = ctx;
-    coll_args_t a = b->a;
-    a.rank = rank;
-    sched_t s;
-    int rc = algo_build(b->al, &a, &s);
-    if (rc) {
-        snprintf(msg, len, "%s", weft_last_error());
-        return rc;
-    }
-    rc = sim_prog_from_sched(&s, a.esize, out);
-    sched_free(&s);
-    return rc;
-}
-
 /* ---- one point and the output ---- */
 
 typedef struct {
@@ -449,17 +419,17 @@ static FILE *open_out(const char *path)
 
 static void write_csv(FILE *f, const point_t *pts, int n)
 {
-    fprintf(f, "algo,ranks,bytes,t_max_ns,t_mean_ns,bound_ns,ratio,events,events_per_s,"
+    fprintf(f, "algo,ranks,bytes,t_max_ns,t_mean_ns,bound_ns,ratio,events,messages,events_per_s,"
                "peak_bytes,error\n");
     for (int i = 0; i < n; i++) {
         const point_t *p = &pts[i];
         if (p->rc) {
-            fprintf(f, "%s,%d,%" PRIu64 ",,,,,,,,\"%s\"\n", p->algo, p->P, p->bytes, p->why);
+            fprintf(f, "%s,%d,%" PRIu64 ",,,,,,,,,\"%s\"\n", p->algo, p->P, p->bytes, p->why);
             continue;
         }
-        fprintf(f, "%s,%d,%" PRIu64 ",%.3f,%.3f,%.3f,%.6f,%" PRIu64 ",%.0f,%zu,\n", p->algo, p->P,
-                p->bytes, p->r.t_max, p->r.t_mean, p->bound,
-                p->bound > 0 ? p->r.t_max / p->bound : 0, p->r.events,
+        fprintf(f, "%s,%d,%" PRIu64 ",%.3f,%.3f,%.3f,%.6f,%" PRIu64 ",%" PRIu64 ",%.0f,%zu,\n",
+                p->algo, p->P, p->bytes, p->r.t_max, p->r.t_mean, p->bound,
+                p->bound > 0 ? p->r.t_max / p->bound : 0, p->r.events, p->r.messages,
                 p->r.seconds > 0 ? p->r.events / p->r.seconds : 0, p->r.peak_bytes);
     }
 }
@@ -500,8 +470,10 @@ static void write_json(FILE *f, const sim_opts_cli_t *o, const point_t *pts, int
         }
         fprintf(f,
                 ", \"t_max_ns\": %.3f, \"t_mean_ns\": %.3f, \"bound_ns\": %.3f, "
-                "\"events\": %" PRIu64 ", \"seconds\": %.6f, \"peak_bytes\": %zu}",
-                p->r.t_max, p->r.t_mean, p->bound, p->r.events, p->r.seconds, p->r.peak_bytes);
+                "\"events\": %" PRIu64 ", \"messages\": %" PRIu64
+                ", \"seconds\": %.6f, \"peak_bytes\": %zu}",
+                p->r.t_max, p->r.t_mean, p->bound, p->r.events, p->r.messages, p->r.seconds,
+                p->r.peak_bytes);
     }
     fprintf(f, "\n]}\n");
 }
@@ -556,7 +528,7 @@ static int write_plot(const sim_opts_cli_t *o, const point_t *pts, int n, int na
  * why it cannot serve (pt->refused) or failed.  *node_of is the node map
  * it may own (free it after). */
 static int prepare(const sim_opts_cli_t *o, const algo_t *al, int P, uint64_t bytes,
-                   const char *params, sim_build_ctx_t *b, int **node_of, point_t *pt)
+                   const char *params, sim_algo_t *b, int **node_of, point_t *pt)
 {
     memset(pt, 0, sizeof *pt);
     pt->algo = al->name, pt->P = P, pt->bytes = bytes;
@@ -611,7 +583,7 @@ static int prepare(const sim_opts_cli_t *o, const algo_t *al, int P, uint64_t by
 static int run_point(const sim_opts_cli_t *o, const algo_t *al, int P, uint64_t bytes,
                      const char *params, const double *start, point_t *pt)
 {
-    sim_build_ctx_t b;
+    sim_algo_t b;
     int *node_of;
     if (prepare(o, al, P, bytes, params, &b, &node_of, pt)) {
         free(node_of);
@@ -619,7 +591,7 @@ static int run_point(const sim_opts_cli_t *o, const algo_t *al, int P, uint64_t 
     }
     sim_opts_t so = {.start = start, .order = o->order, .noise_prob = o->noise_prob,
                      .noise_ns = o->noise_ns, .noise_seed = o->seed};
-    pt->rc = sim_run(&o->model, P, build_prog, &b, &so, &pt->r, pt->why, sizeof pt->why);
+    pt->rc = sim_run(&o->model, P, sim_build_algo, &b, &so, &pt->r, pt->why, sizeof pt->why);
     free(node_of);
     pt->bound = sim_lower_bound(o->coll, P, bytes, &o->model);
     return pt->rc;
@@ -627,7 +599,7 @@ static int run_point(const sim_opts_cli_t *o, const algo_t *al, int P, uint64_t 
 
 static int export_goal(const sim_opts_cli_t *o, const algo_t *al)
 {
-    sim_build_ctx_t b;
+    sim_algo_t b;
     int *node_of;
     point_t pt;
     int P = (int)o->np[0];
@@ -639,7 +611,7 @@ static int export_goal(const sim_opts_cli_t *o, const algo_t *al)
     FILE *f = open_out(o->export_goal);
     int rc = 1;
     if (f) {
-        rc = sim_goal_write(f, &o->model, P, build_prog, &b, pt.why, sizeof pt.why);
+        rc = sim_goal_write(f, &o->model, P, sim_build_algo, &b, pt.why, sizeof pt.why);
         if (f != stdout && fclose(f) && !rc) {
             snprintf(pt.why, sizeof pt.why, "%s: %s", o->export_goal, strerror(errno));
             rc = 1;
@@ -664,7 +636,7 @@ static double *starts_for(const sim_opts_cli_t *o, int P, int *rc)
         t = malloc((size_t)P * sizeof *t);
         uint64_t x = 0x9E3779B97F4A7C15ull ^ o->seed;
         for (int r = 0; t && r < P; r++)
-            t[r] = floor(draw(&x) * o->skew);
+            t[r] = floor(sim_uniform(&x) * o->skew);
         if (!t)
             snprintf(why, sizeof why, "out of memory");
     }
@@ -687,7 +659,7 @@ static size_t sched_bytes(const sched_t *s)
 
 static void sched_stats_row(const sim_opts_cli_t *o, const algo_t *al, int P, uint64_t bytes)
 {
-    sim_build_ctx_t b;
+    sim_algo_t b;
     int *node_of;
     point_t pt;
     if (prepare(o, al, P, bytes, o->params, &b, &node_of, &pt)) {
@@ -872,8 +844,9 @@ static int run_goal(sim_opts_cli_t *o)
             fprintf(f, "{\"goal\": ");
             json_str(f, o->goal);
             fprintf(f, ", \"ranks\": %d, \"t_max_ns\": %.3f, \"t_mean_ns\": %.3f, "
-                       "\"events\": %" PRIu64 ", \"peak_bytes\": %zu}\n",
-                    P, r.t_max, r.t_mean, r.events, r.peak_bytes);
+                       "\"events\": %" PRIu64 ", \"messages\": %" PRIu64
+                       ", \"peak_bytes\": %zu}\n",
+                    P, r.t_max, r.t_mean, r.events, r.messages, r.peak_bytes);
             if (f != stdout)
                 fclose(f);
         }

@@ -315,6 +315,23 @@ static int add_op(block_t *b, const sim_op_t *op, const char *label, where_t *w)
     return 0;
 }
 
+/* An optional "NAME N" (cpu, nic) at word *i: 0 (taken or absent), or the
+ * error; *most becomes the largest N + 1 seen. */
+static int annotation(const line_t *l, int *i, const char *name, uint64_t max, uint8_t *out,
+                      int *most, where_t *w)
+{
+    uint64_t v;
+    if (*i >= l->n || strcmp(l->tok[*i], name))
+        return 0;
+    if (++*i >= l->n || !parse_uint(l->tok[*i], max, &v))
+        return perr(w, "%s: expected 0 to %d", name, (int)max);
+    *out = (uint8_t)v;
+    if (v + 1 > (uint64_t)*most)
+        *most = (int)v + 1;
+    ++*i;
+    return 0;
+}
+
 /* "[label :] send|recv Nb to|from R [tag T] [cpu C] [nic N]" or
  * "[label :] calc N [cpu C]" */
 static int parse_op(block_t *b, line_t *l, int nrank, sim_goal_t *g, where_t *w)
@@ -378,22 +395,10 @@ static int parse_op(block_t *b, line_t *l, int nrank, sim_goal_t *g, where_t *w)
     } else {
         return perr(w, "expected send, recv, calc, a label or a dependency, not '%s'", kind);
     }
-    if (i < l->n && !strcmp(l->tok[i], "cpu")) {
-        if (++i >= l->n || !parse_uint(l->tok[i], 255, &v))
-            return perr(w, "cpu: expected 0 to 255");
-        op.cpu = (uint8_t)v;
-        if (v + 1 > (uint64_t)g->cpus)
-            g->cpus = (int)v + 1;
-        i++;
-    }
-    if (op.kind != SIM_CALC && i < l->n && !strcmp(l->tok[i], "nic")) {
-        if (++i >= l->n || !parse_uint(l->tok[i], 63, &v))
-            return perr(w, "nic: expected 0 to 63");
-        op.nic = (uint8_t)v;
-        if (v + 1 > (uint64_t)g->nics)
-            g->nics = (int)v + 1;
-        i++;
-    }
+    int rc;
+    if ((rc = annotation(l, &i, "cpu", 255, &op.cpu, &g->cpus, w)) ||
+        (op.kind != SIM_CALC && (rc = annotation(l, &i, "nic", 63, &op.nic, &g->nics, w))))
+        return rc;
     if (i < l->n)
         return perr(w, "unexpected '%s'", l->tok[i]);
     return add_op(b, &op, label, w);
@@ -426,14 +431,8 @@ static int parse_dep(block_t *b, line_t *l, where_t *w)
 /* The block's operations and edges as a program (CSR of successors). */
 static int block_commit(const block_t *b, sim_prog_t *p)
 {
-    size_t bytes = (size_t)b->nops * sizeof(sim_op_t) + ((size_t)b->nops + 1 + b->nedge) * 4;
-    char *mem = malloc(bytes ? bytes : 1);
-    if (!mem)
+    if (sim_prog_alloc(p, b->nops, b->nedge))
         return WEFT_ENOMEM;
-    p->nops = b->nops, p->nedges = b->nedge;
-    p->ops = (sim_op_t *)mem;
-    p->succ_first = (uint32_t *)(mem + (size_t)b->nops * sizeof(sim_op_t));
-    p->succ = p->succ_first + b->nops + 1;
     if (b->nops)
         memcpy(p->ops, b->ops, (size_t)b->nops * sizeof(sim_op_t));
     memset(p->succ_first, 0, ((size_t)b->nops + 1) * 4);
@@ -447,7 +446,7 @@ static int block_commit(const block_t *b, sim_prog_t *p)
         p->succ_first[i + 1] += p->succ_first[i];
     uint32_t *fill = calloc((size_t)b->nops + 1, 4);
     if (!fill) {
-        free(mem);
+        sim_prog_free(p);
         return WEFT_ENOMEM;
     }
     for (uint32_t e = 0; e < b->nedge; e++) {
@@ -604,19 +603,13 @@ int sim_goal_build(void *ctx, int rank, sim_prog_t *out, char *msg, size_t len)
 {
     const sim_goal_t *g = ctx;
     const sim_prog_t *p = &g->prog[rank];
-    size_t bytes = (size_t)p->nops * sizeof(sim_op_t) + ((size_t)p->nops + 1 + p->nedges) * 4;
-    char *mem = malloc(bytes ? bytes : 1);
-    if (!mem) {
+    if (sim_prog_alloc(out, p->nops, p->nedges)) {
         snprintf(msg, len, "out of memory");
         return WEFT_ENOMEM;
     }
-    out->nops = p->nops, out->nedges = p->nedges;
-    out->ops = (sim_op_t *)mem;
-    out->succ_first = (uint32_t *)(mem + (size_t)p->nops * sizeof(sim_op_t));
-    out->succ = out->succ_first + p->nops + 1;
-    if (p->ops)
-        memcpy(mem, p->ops, bytes);
+    if (p->ops) /* the run counts pending down: it gets a copy */
+        memcpy(out->ops, p->ops, sim_prog_bytes(p));
     else
-        out->succ_first[0] = 0;
+        out->succ_first[0] = 0; /* a rank without a block */
     return 0;
 }

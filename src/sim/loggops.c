@@ -391,8 +391,6 @@ static void finish_rank(sim_t *s, uint32_t r)
     s->nfinished++;
     account(s, -(ssize_t)sim_prog_bytes(&s->prog[r]));
     sim_prog_free(&s->prog[r]);
-    if (s->opts && s->opts->on_finish)
-        s->opts->on_finish(s->opts->finish_ctx, (int)r, t);
 }
 
 /* Satisfies op i's successors of one kind: its requires edges when it is
@@ -667,9 +665,7 @@ static double noise(sim_t *s)
 {
     if (s->noise_prob <= 0)
         return 0;
-    s->rng ^= s->rng >> 12, s->rng ^= s->rng << 25, s->rng ^= s->rng >> 27;
-    double u = (double)((s->rng * 0x2545F4914F6CDD1Dull) >> 11) / 9007199254740992.0;
-    return u < s->noise_prob ? s->noise_ns : 0;
+    return sim_uniform(&s->rng) < s->noise_prob ? s->noise_ns : 0;
 }
 
 static void rendezvous_done(sim_t *s, const mrec_t *mr, double t)

@@ -1,6 +1,7 @@
-/* prog.c — the simulator's per-rank program, and how a weft schedule
- * becomes one.  A program is one allocation: operations, then the
+/* prog.c — the simulator's per-rank program, and how a weft schedule (of
+ * a registry algorithm, built per rank) becomes one.  A program is one allocation: operations, then the
  * successor table (CSR), so a rank costs one malloc and one free. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,8 +20,9 @@ size_t sim_prog_bytes(const sim_prog_t *p)
                   : 0;
 }
 
-static int prog_alloc(sim_prog_t *p, uint32_t nops, uint32_t nedges)
+int sim_prog_alloc(sim_prog_t *p, uint32_t nops, uint32_t nedges)
 {
+    memset(p, 0, sizeof *p);
     size_t bytes = (size_t)nops * sizeof(sim_op_t) + ((size_t)nops + 1 + nedges) * 4;
     char *b = malloc(bytes ? bytes : 1);
     if (!b)
@@ -50,7 +52,7 @@ int sim_prog_from_sched(const sched_t *s, size_t esize, sim_prog_t *out)
     }
     first[n] = nops;
     uint32_t nedges = (n ? s->succ_first[n] : 0) + extra;
-    if (prog_alloc(out, nops, nedges)) {
+    if (sim_prog_alloc(out, nops, nedges)) {
         free(first);
         return WEFT_ENOMEM;
     }
@@ -103,4 +105,20 @@ int sim_prog_from_sched(const sched_t *s, size_t esize, sim_prog_t *out)
     out->succ_first[nops] = e;
     free(first);
     return 0;
+}
+
+int sim_build_algo(void *ctx, int rank, sim_prog_t *out, char *msg, size_t len)
+{
+    const sim_algo_t *b = ctx;
+    coll_args_t a = b->a;
+    a.rank = rank;
+    sched_t s;
+    int rc = algo_build(b->al, &a, &s);
+    if (rc) {
+        snprintf(msg, len, "%s", weft_last_error());
+        return rc;
+    }
+    rc = sim_prog_from_sched(&s, a.esize, out);
+    sched_free(&s);
+    return rc;
 }

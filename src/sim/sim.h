@@ -28,6 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "algo/algo.h"
 #include "sched/sched.h"
 #include "weft.h"
 
@@ -91,6 +92,9 @@ typedef struct sim_prog {
     uint64_t *rkeys;
 } sim_prog_t;
 
+/* One allocation for nops operations and nedges edges (ops, then the
+ * successor table); the receive keys stay NULL. */
+int sim_prog_alloc(sim_prog_t *p, uint32_t nops, uint32_t nedges);
 void sim_prog_free(sim_prog_t *p);
 /* Bytes the program holds (its share of peak memory). */
 size_t sim_prog_bytes(const sim_prog_t *p);
@@ -102,6 +106,23 @@ int sim_prog_from_sched(const sched_t *s, size_t esize, sim_prog_t *out);
 /* Builds rank's program; returns 0 or a weft error code, with the reason
  * in msg. */
 typedef int (*sim_build_fn)(void *ctx, int rank, sim_prog_t *out, char *msg, size_t len);
+
+/* The sim_build_fn of a registry algorithm: ctx is a sim_algo_t, whose
+ * args are the call's (a.rank is set per rank); the schedule is built and
+ * converted, then freed. */
+typedef struct sim_algo {
+    const algo_t *al;
+    coll_args_t a;
+} sim_algo_t;
+int sim_build_algo(void *ctx, int rank, sim_prog_t *out, char *msg, size_t len);
+
+/* xorshift64*: a uniform draw in [0, 1) that is the same on every machine
+ * for a seed (*x must not be 0). */
+static inline double sim_uniform(uint64_t *x)
+{
+    *x ^= *x >> 12, *x ^= *x << 25, *x ^= *x >> 27;
+    return (double)((*x * 0x2545F4914F6CDD1Dull) >> 11) / 9007199254740992.0;
+}
 
 /* ---- the simulation (loggops.c) ---- */
 
@@ -123,16 +144,13 @@ typedef struct sim_opts {
      * repeatable) */
     double noise_prob, noise_ns;
     uint64_t noise_seed;
-    /* optional: called once per rank as it finishes */
-    void (*on_finish)(void *ctx, int rank, double t);
-    void *finish_ctx;
 } sim_opts_t;
 
 typedef struct sim_result {
     double t_max, t_mean; /* completion time over ranks, ns */
     int slowest;          /* the rank that finished last */
     uint64_t events;      /* events processed */
-    uint64_t messages;
+    uint64_t messages;    /* messages sent */
     double seconds;       /* wall time of the simulation */
     size_t peak_bytes;    /* most memory the simulation held at once */
 } sim_result_t;
