@@ -27,7 +27,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n)
             assert(o.sizes[i] <= (1ull << 40)); /* 0 bytes is a valid call */
         assert(o.iters == -1 || o.iters >= 1);
         assert(o.root >= 0 && (o.transport || o.root < o.np));
-        assert(o.dtype < WEFT_DTYPE_COUNT && o.op >= 0 && o.op < WEFT_OP_BUILTIN_COUNT);
+        assert(o.dtype < WEFT_DTYPE_COUNT);
+        /* a builtin op, or --op noncommutative: affine maps held as uint64 */
+        assert((o.op >= 0 && o.op < WEFT_OP_BUILTIN_COUNT) ||
+               (o.op == OP_AFFINE && o.dtype == WEFT_UINT64));
         assert(memchr(o.algos, '\0', sizeof o.algos));
     }
     free(text);
