@@ -1,12 +1,16 @@
-/* test_board.c — the board allreduce (src/shmcoll/board.c) where schedules
- * never meet it: a slot reused call after call, split-phase calls in
+/* test_board.c — the board collectives (src/shmcoll/board.c) where
+ * schedules never meet them: a slot reused call after call by allreduce,
+ * bcast and reduce with every root in turn (a bcast's root and a reduce's
+ * non-roots leave at once and may run calls ahead), split-phase calls in
  * flight on one communicator and on several at once (they share slots),
- * sub-communicators, a non-commutative op, in place, and refusals.  Mode
- * "mismatch": ranks pass different counts and must fail, not hang. */
+ * sub-communicators, a non-commutative op, in place, and refusals.  Modes
+ * "mismatch", "roots" and "reduce_roots": ranks pass different counts or
+ * roots and must fail, not hang. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "weft.h"
 
@@ -28,26 +32,100 @@ static int32_t want(const int *members, int n, int call, int i)
     return s;
 }
 
+static const weft_coll_t colls[3] = {WEFT_COLL_ALLREDUCE, WEFT_COLL_BCAST, WEFT_COLL_REDUCE};
+
 static void board_on(weft_comm_t c)
 {
-    CHECK(weft_set_algorithm(c, WEFT_COLL_ALLREDUCE, "board", NULL) == WEFT_OK, "set board: %s",
-          weft_last_error());
+    for (int k = 0; k < 3; k++)
+        CHECK(weft_set_algorithm(c, colls[k], "board", NULL) == WEFT_OK, "set %s board: %s",
+              weft_coll_name(colls[k]), weft_last_error());
+}
+
+/* Call number `call` of the mixed sequence: which collective, which root. */
+static weft_coll_t coll_of(int call) { return colls[call % 3]; }
+static int root_of(int call, int n) { return (call / 3) % n; }
+
+/* Starts (req != NULL) or makes call number `call` on c, whose rank is
+ * `rank` of n; its result, where this rank gets one, goes to out[0..cnt). */
+static int mixed_call(weft_comm_t c, int rank, int n, int call, int cnt, int32_t *in,
+                      int32_t *out, weft_request_t *req)
+{
+    int root = root_of(call, n);
+    for (int i = 0; i < cnt; i++)
+        in[i] = val(me, call, i);
+    switch (coll_of(call)) {
+    case WEFT_COLL_ALLREDUCE:
+        return req ? weft_iallreduce(in, out, (size_t)cnt, WEFT_INT32, WEFT_SUM, c, req)
+                   : weft_allreduce(in, out, (size_t)cnt, WEFT_INT32, WEFT_SUM, c);
+    case WEFT_COLL_BCAST:
+        for (int i = 0; i < cnt; i++)
+            out[i] = rank == root ? val(me, call, i) : -1;
+        return req ? weft_ibcast(out, (size_t)cnt, WEFT_INT32, root, c, req)
+                   : weft_bcast(out, (size_t)cnt, WEFT_INT32, root, c);
+    default:
+        for (int i = 0; i < cnt; i++)
+            out[i] = -1;
+        return req ? weft_ireduce(in, out, (size_t)cnt, WEFT_INT32, WEFT_SUM, root, c, req)
+                   : weft_reduce(in, out, (size_t)cnt, WEFT_INT32, WEFT_SUM, root, c);
+    }
+}
+
+/* Checks call number `call`'s result on this rank (members: c's ranks as
+ * world ranks). */
+static void check_mixed(const int *members, int n, int rank, int call, int cnt,
+                        const int32_t *out, const char *where)
+{
+    int root = root_of(call, n);
+    weft_coll_t coll = coll_of(call);
+    if (coll == WEFT_COLL_REDUCE && rank != root)
+        return;
+    for (int i = 0; i < cnt; i++) {
+        int32_t w = coll == WEFT_COLL_BCAST ? val(members[root], call, i)
+                                            : want(members, n, call, i);
+        CHECK(out[i] == w, "%s: %s call %d root %d [%d]: %d, want %d", where,
+              weft_coll_name(coll), call, root, i, out[i], w);
+    }
 }
 
 static void blocking_loop(weft_comm_t w, const int *all)
 {
-    for (int call = 0; call < 2000; call++) {
+    for (int call = 0; call < 3000; call++) {
         int32_t in[5], out[5];
         int n = call % 6; /* 0..5 elements */
-        for (int i = 0; i < n; i++)
-            in[i] = val(me, call, i);
-        int rc = weft_allreduce(in, out, (size_t)n, WEFT_INT32, WEFT_SUM, w);
+        int rc = mixed_call(w, me, P, call, n, in, out, NULL);
         CHECK(rc == WEFT_OK, "call %d: %s", call, weft_last_error());
-        for (int i = 0; i < n; i++)
-            CHECK(out[i] == want(all, P, call, i), "call %d [%d]: %d", call, i, out[i]);
+        check_mixed(all, P, me, call, n, out, "blocking");
     }
-    CHECK(!strcmp(weft_last_algorithm(w, WEFT_COLL_ALLREDUCE), "board"), "served by %s",
-          weft_last_algorithm(w, WEFT_COLL_ALLREDUCE));
+    for (int k = 0; k < 3; k++)
+        CHECK(!strcmp(weft_last_algorithm(w, colls[k]), "board"), "%s served by %s",
+              weft_coll_name(colls[k]), weft_last_algorithm(w, colls[k]));
+}
+
+/* A bcast's root leaves as soon as it wrote its slot: the same root many
+ * times in a row runs ahead of the readers and must wait for its slot,
+ * not overwrite it. */
+static void root_runs_ahead(weft_comm_t w)
+{
+    for (int call = 0; call < 1000; call++) {
+        int32_t v[3];
+        for (int i = 0; i < 3; i++)
+            v[i] = me == 0 ? val(0, call, i) : -1;
+        if (me == 1 && call % 100 == 0)
+            usleep(2000); /* a slow reader */
+        CHECK(weft_bcast(v, 3, WEFT_INT32, 0, w) == WEFT_OK, "bcast %d: %s", call,
+              weft_last_error());
+        for (int i = 0; i < 3; i++)
+            CHECK(v[i] == val(0, call, i), "run-ahead bcast %d [%d]: %d", call, i, v[i]);
+        int32_t in = val(me, call, 0), out = -1;
+        CHECK(weft_reduce(&in, &out, 1, WEFT_INT32, WEFT_SUM, P - 1, w) == WEFT_OK,
+              "reduce %d: %s", call, weft_last_error());
+        if (me == P - 1) {
+            int all[256];
+            for (int r = 0; r < P && r < 256; r++)
+                all[r] = r;
+            CHECK(out == want(all, P, call, 0), "run-ahead reduce %d: %d", call, out);
+        }
+    }
 }
 
 /* k split-phase calls in flight over two communicators, waited for in
@@ -60,17 +138,14 @@ static void in_flight(weft_comm_t a, weft_comm_t b, const int *all)
         int32_t in[K][4], out[K][4];
         weft_request_t req[K];
         for (int k = 0; k < K; k++) {
-            for (int i = 0; i < 4; i++)
-                in[k][i] = val(me, round * K + k, i);
-            int rc = weft_iallreduce(in[k], out[k], 4, WEFT_INT32, WEFT_SUM, k % 3 ? a : b,
-                                     &req[k]);
-            CHECK(rc == WEFT_OK, "iallreduce %d: %s", k, weft_last_error());
+            /* calls on a are numbered k = 1, 2, 4, 5, 7, 8 and on b 0, 3, 6:
+             * the mixed sequence's collective and root follow k + round */
+            int rc = mixed_call(k % 3 ? a : b, me, P, round * K + k, 4, in[k], out[k], &req[k]);
+            CHECK(rc == WEFT_OK, "split-phase call %d: %s", k, weft_last_error());
         }
         for (int k = K - 1; k >= 0; k--) {
             CHECK(weft_wait(&req[k]) == WEFT_OK, "wait %d: %s", k, weft_last_error());
-            for (int i = 0; i < 4; i++)
-                CHECK(out[k][i] == want(all, P, round * K + k, i), "round %d call %d [%d]",
-                      round, k, i);
+            check_mixed(all, P, me, round * K + k, 4, out[k], "in flight");
         }
     }
 }
@@ -85,9 +160,9 @@ static void sub_comm(weft_comm_t w)
         members[n++] = r;
     for (int call = 0; call < 300; call++) {
         int32_t in = val(me, call, 0), out = 0;
-        CHECK(weft_allreduce(&in, &out, 1, WEFT_INT32, WEFT_SUM, half) == WEFT_OK, "half: %s",
+        CHECK(mixed_call(half, me / 2, n, call, 1, &in, &out, NULL) == WEFT_OK, "half: %s",
               weft_last_error());
-        CHECK(out == want(members, n, call, 0), "half call %d: %d", call, out);
+        check_mixed(members, n, me / 2, call, 1, &out, "half");
         if (call % 50 == 0) { /* and the world in between */
             CHECK(weft_allreduce(&in, &out, 1, WEFT_INT32, WEFT_SUM, w) == WEFT_OK, "world");
         }
@@ -108,9 +183,20 @@ static void noncommutative_in_place(weft_comm_t w)
             ref[i] = r ? affine_compose(ref[i], v) : v;
         }
     }
+    uint64_t mine[3];
+    memcpy(mine, x, sizeof x);
     int rc = weft_allreduce(WEFT_IN_PLACE, x, 3, WEFT_UINT64, op, w);
     CHECK(rc == WEFT_OK, "affine: %s", weft_last_error());
     CHECK(!memcmp(x, ref, sizeof x), "affine in place: rank order not kept");
+    for (int root = 0; root < P; root++) { /* reduce: in place at the root */
+        uint64_t y[3];
+        memcpy(y, mine, sizeof y);
+        rc = weft_reduce(me == root ? WEFT_IN_PLACE : y, y, 3, WEFT_UINT64, op, root, w);
+        CHECK(rc == WEFT_OK, "affine reduce: %s", weft_last_error());
+        if (me == root)
+            CHECK(!memcmp(y, ref, sizeof y), "affine reduce to %d in place: rank order not kept",
+                  root);
+    }
     weft_op_free(&op);
 }
 
@@ -122,12 +208,31 @@ static void refusals(weft_comm_t w)
           rc, weft_last_error());
     rc = weft_allreduce(big, big, 21, WEFT_FLOAT64, WEFT_SUM, w); /* 168: served */
     CHECK(rc == WEFT_OK, "168 bytes: %s", weft_last_error());
+    rc = weft_bcast(big, 22, WEFT_FLOAT64, 0, w);
+    CHECK(rc == WEFT_EINVAL && strstr(weft_last_error(), "bcast board carries at most 168"),
+          "bcast of 176 bytes: %d %s", rc, weft_last_error());
+    rc = weft_reduce(big, me ? NULL : big, 22, WEFT_FLOAT64, WEFT_SUM, 0, w);
+    CHECK(rc == WEFT_EINVAL && strstr(weft_last_error(), "reduce board carries at most 168"),
+          "reduce of 176 bytes: %d %s", rc, weft_last_error());
 }
 
-static int mismatch_mode(weft_comm_t w)
+/* Ranks that disagree: counts of an allreduce ("mismatch"), the root of a
+ * bcast ("roots": every rank but the last thinks it is the root, so that
+ * most roots only post and leave) or of a reduce ("reduce_roots").  A rank
+ * that left with OK learns of it in a later call; none may hang. */
+static int mismatch_mode(weft_comm_t w, const char *mode)
 {
     int32_t buf[4] = {0};
-    int rc = weft_allreduce(WEFT_IN_PLACE, buf, me == 0 ? 2 : 3, WEFT_INT32, WEFT_SUM, w);
+    int rc;
+    if (!strcmp(mode, "roots"))
+        rc = weft_bcast(buf, 4, WEFT_INT32, me == P - 1 && P > 2 ? 0 : me, w);
+    else if (!strcmp(mode, "reduce_roots"))
+        rc = weft_reduce(me == me % 2 ? WEFT_IN_PLACE : buf, buf, 4, WEFT_INT32, WEFT_SUM,
+                         me % 2, w);
+    else
+        rc = weft_allreduce(WEFT_IN_PLACE, buf, me == 0 ? 2 : 3, WEFT_INT32, WEFT_SUM, w);
+    for (int call = 0; rc == WEFT_OK && call < 10; call++) /* the slots come round again */
+        rc = weft_bcast(buf, 4, WEFT_INT32, 0, w);
     printf("rank %d: mismatched board call -> %s: %s\n", me, weft_strerror(rc), weft_last_error());
     weft_finalize();
     return rc == WEFT_EMISMATCH || rc == WEFT_EPEER ? 0 : 1;
@@ -143,12 +248,13 @@ int main(int argc, char **argv)
     me = weft_comm_rank(w);
     P = weft_comm_size(w);
     board_on(w);
-    if (argc > 1 && !strcmp(argv[1], "mismatch"))
-        return mismatch_mode(w);
+    if (argc > 1)
+        return mismatch_mode(w, argv[1]);
     int all[256];
     for (int r = 0; r < P && r < 256; r++)
         all[r] = r;
     blocking_loop(w, all);
+    root_runs_ahead(w);
     CHECK(weft_comm_dup(w, &d) == WEFT_OK, "dup");
     board_on(d);
     in_flight(w, d, all);

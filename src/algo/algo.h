@@ -160,7 +160,7 @@ WEFT_TOOL_API int algo_reduce_bcast_allreduce(sched_t *s, const coll_args_t *a);
 int algo_binomial_allreduce(sched_t *s, const coll_args_t *a);
 int algo_direct_allreduce(sched_t *s, const coll_args_t *a);
 /* The board algorithms (src/shmcoll/board.c). */
-extern const struct board_ops board_allreduce_ops;
+extern const struct board_ops board_ops;
 int algo_board_build(sched_t *s, const coll_args_t *a);
 int algo_board_usable(const coll_args_t *a, char *why, size_t len);
 int algo_dissemination_barrier(sched_t *s, const coll_args_t *a);

@@ -21,6 +21,9 @@ typedef struct board_ops {
     bool (*ready)(void *e);
     /* the communicator ranks it still waits for, up to max; their number */
     int (*waiting_for)(const struct exec *e, int *ranks, int max);
+    /* asked by the watch when the call has not moved for a while: a weft
+     * error when the algorithm's own state proves it can never finish */
+    int (*stalled)(struct exec *e);
 } board_ops_t;
 
 /* Where a board algorithm is in its call. */
@@ -28,6 +31,7 @@ typedef struct board_run {
     int phase;     /* BOARD_* of the algorithm */
     unsigned slot; /* this call's slot index */
     int next;      /* the next communicator rank to look for */
+    int end;       /* and the end of the ranks it looks for */
 } board_run_t;
 
 typedef struct exec {

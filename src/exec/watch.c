@@ -157,6 +157,11 @@ int watch_stalled(exec_t *e)
 {
     if (!e->desc || !e->x->ops->peer_view)
         return WEFT_OK;
+    if (e->board && e->board->stalled) {
+        int rc = e->board->stalled(e);
+        if (rc)
+            return rc;
+    }
     int peers[WATCH_PEERS], n = waited_for(e, peers, WATCH_PEERS);
     for (int k = 0; k < n; k++) {
         int rc = check_peer(e, peers[k]);

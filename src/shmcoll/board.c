@@ -1,21 +1,33 @@
-/* board.c — the board allreduce: tiny payloads without a schedule.
+/* board.c — the board collectives: tiny payloads without a schedule.
  *
- * Each rank writes its contribution into a slot of its own on the board
- * (segment.h: a slot is four cache lines, the first holding the call's
- * stamp, signature and 40 bytes), then waits until every peer's slot
- * carries the same call, and combines x0 op x1 op ... op x(P-1) from the
- * slots itself.  One store and one wait per rank per call, no message, no
- * lock, no step queue: the latency of the cache lines that cross.  Every
- * rank evaluates the same expression on the same bytes, so results are
- * identical everywhere and non-commutative ops are served.
+ * A rank that contributes writes its bytes into a slot of its own on the
+ * board (segment.h: a slot is four cache lines, the first holding the
+ * call's stamp, signature and 40 bytes); a rank that needs others' bytes
+ * waits until their slots carry the same call and reads them there.  One
+ * store or one wait per peer per call, no message, no lock, no step
+ * queue: the latency of the cache lines that cross.
+ *
+ *   allreduce  every rank posts; every rank combines x0 op x1 op ... op
+ *              x(P-1) from the slots itself (the same expression on the
+ *              same bytes everywhere: identical results, and
+ *              non-commutative ops served);
+ *   bcast      the root posts and leaves; the others copy its slot;
+ *   reduce     the non-roots post and leave; the root combines in rank
+ *              order, its own input taken from its buffer.
  *
  * A slot is chosen by the call's communicator and sequence number, and is
  * rewritten only once every reader of its last contents has counted itself
  * out (the slot's reads), so calls of any communicator, blocking or
  * split-phase, may share it: a writer that finds it busy waits like any
  * other wait, and the readers it waits for progress their calls in theirs.
+ *
+ * Ranks that disagree: a reader checks the signature of every slot it
+ * reads; a rank that waits is watched like any other (watch.c); a rank
+ * that posts and leaves compares its call with its two neighbours' call
+ * logs, as a schedule that only sends does; and a writer held up by a
+ * slot nobody reads looks for the peer that made that call differently.
  * The second kind of algorithm of DESIGN.md: not a schedule, so the
- * checker does not prove it; test_coll and weft stress run it. */
+ * checker does not prove it; test_board, test_coll and weft stress run it. */
 #include <stdio.h>
 #include <string.h>
 
@@ -23,7 +35,7 @@
 #include "../exec/engine.h"
 #include "../xport/segment.h"
 
-enum { BOARD_FREE_WAIT = 0, BOARD_POSTED = 1 };
+enum { BOARD_FREE_WAIT = 0, BOARD_POSTED = 1, BOARD_READING = 2 };
 
 static board_slot_t *slot_of(const exec_t *e, int rank)
 {
@@ -34,6 +46,31 @@ static uint64_t stamp_of(const exec_t *e) { return e->desc->key + 1; }
 
 /* The call's bytes per rank (its count is in the published call). */
 static size_t bytes_of(const exec_t *e) { return e->desc->count * e->esize; }
+
+static bool is_root(const exec_t *e) { return e->s->rank == e->desc->root; }
+
+/* What this rank does in the call: post its bytes, read the others'. */
+static bool posts(const exec_t *e)
+{
+    return e->desc->coll == WEFT_COLL_ALLREDUCE || (e->desc->coll == WEFT_COLL_BCAST) == is_root(e);
+}
+
+static bool reads(const exec_t *e)
+{
+    return e->desc->coll == WEFT_COLL_ALLREDUCE || (e->desc->coll == WEFT_COLL_REDUCE) == is_root(e);
+}
+
+/* A slot's bytes are read by every peer, except in a reduce (the root). */
+static uint32_t readers_of(const exec_t *e)
+{
+    return e->desc->coll == WEFT_COLL_REDUCE ? 1u : (uint32_t)(e->s->nrank - 1);
+}
+
+/* The bytes this rank contributes: a bcast's are in the root's buffer. */
+static const char *contribution(const exec_t *e)
+{
+    return e->buf[e->desc->coll == WEFT_COLL_BCAST ? BUF_OUT : BUF_IN];
+}
 
 /* Writes this rank's contribution when its slot is free; false if not yet.
  * Only this process writes its slots, and always under the transport's
@@ -46,24 +83,36 @@ static bool post(exec_t *e)
         atomic_load_explicit(&me->reads, memory_order_acquire) < me->readers)
         return false;
     size_t bytes = bytes_of(e);
-    me->readers = (uint32_t)(e->s->nrank - 1);
+    me->readers = readers_of(e);
     atomic_store_explicit(&me->reads, 0, memory_order_relaxed);
     me->sig = e->sig;
     me->len = (uint32_t)bytes;
     if (bytes)
-        memcpy(me->data, e->buf[BUF_IN], bytes);
+        memcpy(me->data, contribution(e), bytes);
     atomic_store_explicit(&me->stamp, stamp_of(e), memory_order_release);
-    e->x->ops->wake_ranks(e->x, e->world, e->s->nrank);
-    e->br.phase = BOARD_POSTED;
+    if (e->desc->coll == WEFT_COLL_REDUCE)
+        e->x->ops->wake_ranks(e->x, &e->world[e->desc->root], 1);
+    else
+        e->x->ops->wake_ranks(e->x, e->world, e->s->nrank);
     return true;
+}
+
+/* The communicator ranks whose slots this rank reads: all others, or a
+ * bcast's root alone. */
+static void read_range(const exec_t *e, int *first, int *end)
+{
+    if (e->desc->coll == WEFT_COLL_BCAST)
+        *first = e->desc->root, *end = e->desc->root + 1;
+    else
+        *first = 0, *end = e->s->nrank;
 }
 
 static void board_start(exec_t *e)
 {
-    e->br.phase = BOARD_FREE_WAIT;
     uint64_t key = e->desc->key;
     e->br.slot = (unsigned)(((key >> 32) * 2 + (key & 1)) % BOARD_SLOTS);
-    e->br.next = 0;
+    e->br.phase = posts(e) ? BOARD_FREE_WAIT : BOARD_READING;
+    read_range(e, &e->br.next, &e->br.end);
 }
 
 /* A peer's slot holds this call made differently: say how, end the job. */
@@ -78,7 +127,7 @@ static int differs(exec_t *e, int q, const board_slot_t *ps)
     else
         snprintf(msg, sizeof msg, "rank %d and rank %d disagree on a collective (signature "
                  "%08x vs %08x, %u vs %llu bytes): do all ranks pass the same count, "
-                 "datatype, op and algorithm?", e->s->rank, q, (unsigned)e->sig,
+                 "datatype, op, root and algorithm?", e->s->rank, q, (unsigned)e->sig,
                  (unsigned)ps->sig, (unsigned)ps->len,
                  (unsigned long long)bytes_of(e));
     if (e->x->ops->fail_job)
@@ -86,20 +135,62 @@ static int differs(exec_t *e, int q, const board_slot_t *ps)
     return -weft_error(WEFT_EMISMATCH, "%s", msg);
 }
 
-/* Every slot holds the call: combine in rank order, release the slots. */
-static void combine(exec_t *e)
+/* Where peer q's part of the result is: its slot, or this rank's own
+ * input when it read but did not post (a reduce's root). */
+static const char *part_of(const exec_t *e, int q)
+{
+    return q == e->s->rank && !posts(e) ? e->buf[BUF_IN] : slot_of(e, q)->data;
+}
+
+/* Every slot read holds the call: combine in rank order (or copy the
+ * root's bytes), then release the slots. */
+static void finish_reading(exec_t *e)
+{
+    int me = e->s->rank, first, end;
+    read_range(e, &first, &end);
+    size_t bytes = bytes_of(e);
+    if (e->desc->coll == WEFT_COLL_BCAST) {
+        if (bytes)
+            memcpy(e->buf[BUF_OUT], slot_of(e, first)->data, bytes);
+    } else {
+        char acc[BOARD_PAYLOAD];
+        if (bytes)
+            memcpy(acc, part_of(e, 0), bytes);
+        for (int q = 1; q < e->s->nrank; q++)
+            reducer_apply(&e->red, acc, part_of(e, q), e->desc->count, false);
+        if (bytes)
+            memcpy(e->buf[BUF_OUT], acc, bytes);
+    }
+    /* the last reader wakes the owner: a rank that posted and left (a
+     * bcast's root) may be asleep waiting to post its next call here */
+    for (int q = first; q < end; q++) {
+        if (q == me)
+            continue;
+        board_slot_t *ps = slot_of(e, q);
+        uint32_t readers = ps->readers;
+        if (atomic_fetch_add_explicit(&ps->reads, 1, memory_order_acq_rel) + 1 == readers)
+            e->x->ops->wake_ranks(e->x, &e->world[q], 1);
+    }
+}
+
+/* A rank that posted and leaves without reading has seen none of its
+ * peers: like a schedule that only sends, it compares its call with the
+ * logs of two neighbours (a root in its own eyes only differs from all). */
+static int check_neighbours(exec_t *e)
 {
     int P = e->s->nrank, me = e->s->rank;
-    size_t bytes = bytes_of(e);
-    char acc[BOARD_PAYLOAD];
-    memcpy(acc, slot_of(e, 0)->data, bytes);
-    for (int q = 1; q < P; q++)
-        reducer_apply(&e->red, acc, slot_of(e, q)->data, e->desc->count, false);
-    if (bytes)
-        memcpy(e->buf[BUF_OUT], acc, bytes);
-    for (int q = 0; q < P; q++)
-        if (q != me)
-            atomic_fetch_add_explicit(&slot_of(e, q)->reads, 1, memory_order_release);
+    if (P < 2 || !e->x->ops->peer_view)
+        return 0;
+    int nb[2] = {(me + 1) % P, (me + P - 1) % P};
+    for (int k = 0; k < 2; k++) {
+        if (k && nb[1] == nb[0])
+            break;
+        peer_view_t v;
+        if (!e->x->ops->peer_view(e->x, e->world[nb[k]], e->desc->key, true, &v) && v.found &&
+            v.call.sig != e->desc->sig)
+            return differs(e, nb[k], slot_of(e, me));
+    }
+    return 0;
 }
 
 static int board_progress(exec_t *e)
@@ -109,8 +200,13 @@ static int board_progress(exec_t *e)
         if (!post(e))
             goto idle;
         moved = 1;
+        if (!reads(e)) {
+            e->moved = 1;
+            return check_neighbours(e) ?: 1;
+        }
+        e->br.phase = BOARD_POSTED;
     }
-    while (e->br.next < e->s->nrank) {
+    while (e->br.next < e->br.end) {
         int q = e->br.next;
         if (q != e->s->rank) {
             const board_slot_t *ps = slot_of(e, q);
@@ -122,7 +218,7 @@ static int board_progress(exec_t *e)
         e->br.next++;
         moved = 1;
     }
-    combine(e);
+    finish_reading(e);
     e->moved = 1;
     return 1;
 idle:
@@ -142,27 +238,62 @@ static bool board_ready(void *arg)
         const board_slot_t *me = slot_of(e, e->s->rank);
         return atomic_load_explicit(&me->reads, memory_order_acquire) >= me->readers;
     }
-    return e->br.next < e->s->nrank &&
+    return e->br.next < e->br.end &&
            atomic_load_explicit(&slot_of(e, e->br.next)->stamp, memory_order_acquire) ==
                stamp_of(e);
 }
 
-/* Posted: the ranks whose slots do not hold the call yet.  Waiting for a
+/* Reading: the ranks whose slots do not hold the call yet.  Waiting for a
  * free slot: the readers of its last contents are not known, so every peer
  * is named (the watch fails only on what it proves). */
 static int board_waiting_for(const exec_t *e, int *ranks, int max)
 {
     int n = 0;
-    for (int q = e->br.phase == BOARD_POSTED ? e->br.next : 0; q < e->s->nrank && n < max; q++)
+    bool freeing = e->br.phase == BOARD_FREE_WAIT;
+    for (int q = freeing ? 0 : e->br.next; q < (freeing ? e->s->nrank : e->br.end) && n < max;
+         q++)
         if (q != e->s->rank &&
-            (e->br.phase == BOARD_FREE_WAIT ||
+            (freeing ||
              atomic_load_explicit(&slot_of(e, q)->stamp, memory_order_acquire) != stamp_of(e)))
             ranks[n++] = q;
     return n;
 }
 
-const board_ops_t board_allreduce_ops = {board_start, board_progress, board_ready,
-                                         board_waiting_for};
+/* Held up by this rank's own slot: a peer that made the slot's call
+ * differently (a second root of a bcast, say) will never read it.  The
+ * slot keeps that call's key and signature; the peers' call logs tell. */
+static int board_stalled(exec_t *e)
+{
+    if (e->br.phase != BOARD_FREE_WAIT || !e->x->ops->peer_view)
+        return 0;
+    board_slot_t *me = slot_of(e, e->s->rank);
+    uint64_t stamp = atomic_load_explicit(&me->stamp, memory_order_acquire);
+    if (!stamp || stamp == stamp_of(e))
+        return 0;
+    /* the slot's call may be of another communicator: its ranks are not
+     * known here, so only this communicator's peers are asked, and only a
+     * record of that very call (same key) proves anything */
+    for (int q = 0; q < e->s->nrank; q++) {
+        peer_view_t v;
+        if (q == e->s->rank ||
+            e->x->ops->peer_view(e->x, e->world[q], stamp - 1, true, &v) || !v.found ||
+            v.call.sig == me->sig)
+            continue;
+        char msg[512];
+        snprintf(msg, sizeof msg, "rank %d made call #%llu of its communicator differently from "
+                 "rank %d (signature %08x vs %08x), so it never read rank %d's board slot: do "
+                 "all ranks pass the same count, datatype, op, root and algorithm?", q,
+                 (unsigned long long)(uint32_t)(stamp - 1), e->s->rank, (unsigned)v.call.sig,
+                 (unsigned)me->sig, e->s->rank);
+        if (e->x->ops->fail_job)
+            e->x->ops->fail_job(e->x, msg);
+        return weft_error(WEFT_EMISMATCH, "%s", msg);
+    }
+    return 0;
+}
+
+const board_ops_t board_ops = {board_start, board_progress, board_ready, board_waiting_for,
+                               board_stalled};
 
 /* The registry's builder: a board algorithm has no steps. */
 int algo_board_build(sched_t *s, const coll_args_t *a)
@@ -173,13 +304,14 @@ int algo_board_build(sched_t *s, const coll_args_t *a)
 
 int algo_board_usable(const coll_args_t *a, char *why, size_t len)
 {
+    const char *cn = weft_coll_name(a->coll);
     if (!a->shared_board) {
-        snprintf(why, len, "allreduce board needs every rank on one machine's shared memory "
-                           "(weft run, or MPI ranks of one node)");
+        snprintf(why, len, "%s board needs every rank on one machine's shared memory "
+                           "(weft run, or MPI ranks of one node)", cn);
         return -1;
     }
     if (a->count * a->esize > BOARD_PAYLOAD) {
-        snprintf(why, len, "allreduce board carries at most %u bytes per rank, not %llu",
+        snprintf(why, len, "%s board carries at most %u bytes per rank, not %llu", cn,
                  BOARD_PAYLOAD, (unsigned long long)(a->count * a->esize));
         return -1;
     }

@@ -14,7 +14,11 @@
  * board (no messages: each rank writes its slot and reads the others'),
  * where ranks outnumber cores 2-4x faster than the tree or linear choice
  * (P = 8, 8 B: 10.8-11 us against 20-23; P = 16: 26-34 against 98-116; at
- * P = 2 it ties recursive doubling, which stays).  Non-commutative allreduce from 16 KiB at 4-8
+ * P = 2 it ties recursive doubling, which stays).  Bcast of up to 168 bytes
+ * at 4-8 ranks: the board too (the root posts and leaves; median of three
+ * runs 0.72-0.98x linear's time in 10 of 12 cells at 4 and 8 ranks, 8-168 B,
+ * both conventions); the board's reduce ties linear (0.85-1.24x) and is
+ * not chosen.  Non-commutative allreduce from 16 KiB at 4-8
  * ranks: bst, 1.5-2x faster than recursive doubling (weft bench --op
  * noncommutative, P = 8, 64 KiB: 114 us against 219; 4 MiB: 10.5-13.8 ms
  * against 19.3-21.8; P = 4, 256 KiB: 108 against 188).  The table is measured on shared memory; over
@@ -52,7 +56,8 @@ static const char builtin_text[] =
     "allreduce        commutative     *:pow2      1048577-*     rabenseifner\n"
     "allreduce        commutative     *:notpow2   1048577-*     ring\n"
     "bcast            any             1-3         *             binomial\n"
-    "bcast            any             4-8         0-256K        linear\n"
+    "bcast            any             4-8         0-168         board|linear\n"
+    "bcast            any             4-8         169-256K      linear\n"
     "bcast            any             9-*         0-256K        binomial\n"
     "bcast            any             4-*         262145-*      twotree\n"
     "reduce           any             4-8         0-16K         linear\n"
