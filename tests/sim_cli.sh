@@ -121,5 +121,53 @@ expect 2 "chooses the chunk count itself" "$weft" sim bcast --algo pipeline --np
 # an algorithm that cannot serve the call is a row with the reason, not a failure
 "$weft" sim allreduce --algo board,ring --np 4 --size 8 >"$tmp/o" && grep -q "not a schedule" "$tmp/o" &&
     ok || bad "board not refused with a reason: $(cat "$tmp/o")"
+
+# weft explain with predictions: every usable schedule has a figure, the
+# one marked * is the smallest, and "fastest predicted" names it
+"$weft" explain allreduce --np 8 --size 1M --preset loggopsim >"$tmp/ex" || bad "explain failed"
+grep -q "^predicted: .*preset loggopsim" "$tmp/ex" && ok || bad "explain names no preset: $(cat "$tmp/ex")"
+awk '$2 == "yes" && $1 != "board" { n++; v = $3; sub(/\*$/, "", v); if (v + 0 <= 0) bad = 1;
+        if (min == "" || v + 0 < min) { min = v + 0; who = $1 } if ($3 ~ /\*$/) star = $1 }
+     /^fastest predicted: / { said = $3; sub(/,$/, "", said) }
+     END { exit !(n >= 10 && !bad && star == who && said == who) }' "$tmp/ex" && ok ||
+    bad "explain's predictions or its fastest are wrong: $(cat "$tmp/ex")"
+# the figure is weft sim's for the same call
+want=$("$weft" sim allreduce --algo ring --np 8 --size 1M --preset loggopsim --csv - | tail -1 |
+       awk -F, '{ printf "%.2f", $4 / 1000 }')
+got=$(awk '$1 == "ring" { v = $3; sub(/\*$/, "", v); print v }' "$tmp/ex")
+[ "$want" = "$got" ] && ok || bad "explain's ring figure $got is not weft sim's $want"
+# too large to simulate in explain: said, not hung
+"$weft" explain bcast --np 100000 --size 8 --preset loggopsim >"$tmp/ex2" &&
+    grep -q "too large for explain" "$tmp/ex2" && ok || bad "no event limit in explain: $(head -20 "$tmp/ex2")"
+"$weft" explain allreduce --np 4 --size 8 --predict off >"$tmp/ex3" &&
+    ! grep -q "^predicted" "$tmp/ex3" && ok || bad "--predict off still predicts"
+expect 2 "unknown preset 'nonesuch'" "$weft" explain allreduce --np 4 --size 8 --preset nonesuch
+expect 2 "want on or off" "$weft" explain allreduce --np 4 --size 8 --predict maybe
+expect 2 "at most 4096" "$weft" explain allreduce --np 5000 --size 8 --measure
+# --measure: weft bench's medians beside the predictions, one of them starred
+"$weft" explain reduce --np 2 --size 64 --measure --preset loggopsim >"$tmp/ex4" &&
+    grep -q "^fastest measured: " "$tmp/ex4" &&
+    awk '$1 == "binomial" && $4 + 0 > 0 { f = 1 } END { exit !f }' "$tmp/ex4" && ok ||
+    bad "explain --measure gave no figures: $(cat "$tmp/ex4")"
+
+# weft tune --by sim: a table whose rows AUTO takes, with the chunk count the
+# simulator found, and whose figures are weft sim's
+"$weft" tune bcast --np 16 --by sim --preset loggopsim --sizes 64K,4M --out "$tmp/sim.tab" \
+    >/dev/null 2>"$tmp/tune.err" || bad "tune --by sim failed: $(cat "$tmp/tune.err")"
+row=$(grep -m1 '^bcast' "$tmp/sim.tab")
+algo=$(awk '{ print $5 }' <<<"$row")
+name=${algo%%/*} params=${algo#*/}
+[ "$name" != "$algo" ] && [ "${params%%=*}" = chunks ] && ok ||
+    bad "the 64K row has no chunk count (pipelined algorithms win there): $row"
+"$weft" explain bcast --np 16 --size 64K --table "$tmp/sim.tab" --predict off |
+    grep -q "^AUTO picks $name: .*sim.tab, line" && ok || bad "AUTO does not take the simulated row"
+want=$("$weft" sim bcast --algo "$name" --params "$params" --np 16 --size 64K --preset loggopsim \
+       --csv - | tail -1 | awk -F, '{ printf "%.2f", $4 / 1000 }')
+got=$(sed -n 's/.*# \([0-9.]*\) us at 65536 B.*/\1/p' <<<"$row")
+[ "$want" = "$got" ] && ok || bad "tune's figure $got is not weft sim's $want: $row"
+expect 2 "--preset is for --by sim" "$weft" tune bcast --np 4 --preset loggopsim
+expect 2 "want measure or sim" "$weft" tune bcast --np 4 --by guess
+expect 2 "at most 4096 (--by sim" "$weft" tune bcast --np 5000
+
 echo "$passes passed, $fails failed"
 [ "$fails" -eq 0 ]

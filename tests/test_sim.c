@@ -622,6 +622,36 @@ static void test_start_times(void)
     free(h);
 }
 
+/* The limits a caller may set: past each, WEFT_ENOTSUP and a reason that
+ * starts "stopped"; a run that needs exactly max_events is not stopped. */
+static void test_limits(void)
+{
+    sim_model_t m = test_model();
+    sim_algo_t w;
+    memset(&w, 0, sizeof w);
+    w.al = algo_find(WEFT_COLL_BCAST, "binomial");
+    w.a.coll = WEFT_COLL_BCAST, w.a.nrank = 64, w.a.count = 16, w.a.esize = 4;
+    w.a.commutative = true;
+    sim_result_t r;
+    char msg[300];
+    sim_opts_t so = {.order = g_order};
+    CHECK(sim_run(&m, 64, sim_build_algo, &w, &so, &r, msg, sizeof msg) == 0, "free run: %s", msg);
+    uint64_t need = r.events;
+    so.max_events = need;
+    CHECK(sim_run(&m, 64, sim_build_algo, &w, &so, &r, msg, sizeof msg) == 0,
+          "a run of exactly max_events (%llu) was stopped: %s", (unsigned long long)need, msg);
+    so.max_events = need / 2;
+    int rc = sim_run(&m, 64, sim_build_algo, &w, &so, &r, msg, sizeof msg);
+    CHECK(rc == WEFT_ENOTSUP && !strncmp(msg, "stopped after", 13), "max_events: %d %s", rc, msg);
+    so.max_events = 0, so.max_bytes = 1000;
+    rc = sim_run(&m, 64, sim_build_algo, &w, &so, &r, msg, sizeof msg);
+    CHECK(rc == WEFT_ENOTSUP && !strncmp(msg, "stopped at", 10), "max_bytes: %d %s", rc, msg);
+    so.max_bytes = 0, so.max_seconds = 1e-9;
+    rc = sim_run(&m, 64, sim_build_algo, &w, &so, &r, msg, sizeof msg);
+    CHECK(rc == WEFT_ENOTSUP && strstr(msg, "s (the limit asked for)"), "max_seconds: %d %s", rc,
+          msg);
+}
+
 int main(void)
 {
     for (g_order = SIM_ORDER_LOGGOPSIM; g_order <= SIM_ORDER_FIFO; g_order++) {
@@ -631,6 +661,7 @@ int main(void)
         test_bounds();
         test_bad_input();
         test_start_times();
+        test_limits();
         test_goal_round_trip();
         test_goal_parse();
     }

@@ -143,6 +143,9 @@ static int check_cases(const algo_t *al, build_ctx_t *bp, const uint64_t *counts
                        uint64_t *nruns, char *report, size_t rlen)
 {
     build_ctx_t b = *bp;
+    /* a composed algorithm needs what its parts need (hier inter=butterfly:
+     * an idempotent op) */
+    unsigned flags = algo_effective_flags(al, &b.a);
     for (int ci = 0; ci < nc; ci++)
         for (int ri = 0; ri < nr; ri++)
             for (int variant = 0; variant < 3; variant++)
@@ -153,7 +156,7 @@ static int check_cases(const algo_t *al, build_ctx_t *bp, const uint64_t *counts
                      * whose schedule then differs */
                     bool ordered = variant == 1 && !al->usable;
                     if (variant == 1 && !al->usable &&
-                        (!coll_is_reduction(al->coll) || (al->flags & ALGO_NEEDS_COMMUTATIVE)))
+                        (!coll_is_reduction(al->coll) || (flags & ALGO_NEEDS_COMMUTATIVE)))
                         continue;
                     if (variant == 2 && !(al->flags & ALGO_USES_INVERSE))
                         continue;
@@ -166,7 +169,7 @@ static int check_cases(const algo_t *al, build_ctx_t *bp, const uint64_t *counts
                     b.a.commutative = !ordered;
                     /* algorithms with a per-call condition (dissem) are also
                      * checked with an idempotent op, where they hold for all P */
-                    b.a.idempotent = (al->flags & ALGO_NEEDS_IDEMPOTENT) != 0 ||
+                    b.a.idempotent = (flags & ALGO_NEEDS_IDEMPOTENT) != 0 ||
                                      (al->usable && variant == 1);
                     if (algo_check_usable(al, &b.a))
                         continue;
@@ -268,6 +271,17 @@ static int check_algo(const algo_t *al, const check_opts_t *o, uint64_t *nruns)
     if (atomic_load(&j.failed_p) != INT_MAX) {
         fputs(j.report, stdout);
         return 1;
+    }
+    if (!j.runs) { /* nothing was proved: not an "ok" */
+        coll_args_t a;
+        memset(&a, 0, sizeof a);
+        a.coll = al->coll, a.nrank = o->lo, a.count = 1, a.esize = 4, a.commutative = true;
+        a.params = j.params;
+        bool said = algo_check_usable(al, &a) != WEFT_OK;
+        fprintf(stderr, "weft check: %s %s: every case for P=%d..%d was refused%s%s\n",
+                weft_coll_name(al->coll), al->name, o->lo, o->hi, said ? ": " : "",
+                said ? weft_last_error() : "");
+        return 2;
     }
     printf("ok   %-14s %-20s P=%d..%d  %" PRIu64 " steps, %" PRIu64 " messages, %.2f s\n",
            weft_coll_name(al->coll), al->name, o->lo, o->hi, j.total.steps, j.total.messages,

@@ -14,6 +14,7 @@
 
 #include "algo/algo.h"
 #include "sim/goal.h"
+#include "predict.h"
 #include "sim/sim.h"
 #include "tool.h"
 #include "tune/table.h"
@@ -597,6 +598,45 @@ static int run_point(const sim_opts_cli_t *o, const algo_t *al, int P, uint64_t 
     return pt->rc;
 }
 
+int sim_predict(const sim_model_t *m, const algo_t *al, const char *params, int P,
+                uint64_t bytes, weft_dtype_t dt, int op, const sim_opts_t *limits,
+                sim_result_t *r, char *why, size_t len)
+{
+    static sim_opts_cli_t o; /* large (the sweep's lists); one caller at a time */
+    memset(&o, 0, sizeof o);
+    o.coll = al->coll;
+    o.model = *m;
+    o.dtype = dt;
+    o.op = op;
+    o.order = SIM_ORDER_LOGGOPSIM;
+    sim_algo_t b;
+    int *node_of;
+    point_t pt;
+    if (prepare(&o, al, P, bytes, params ? params : "", &b, &node_of, &pt)) {
+        free(node_of);
+        snprintf(why, len, "%s", pt.why);
+        return pt.rc;
+    }
+    sim_opts_t so = {.order = SIM_ORDER_LOGGOPSIM};
+    if (limits) {
+        so.max_events = limits->max_events;
+        so.max_bytes = limits->max_bytes;
+        so.max_seconds = limits->max_seconds;
+    }
+    int rc = sim_run(m, P, sim_build_algo, &b, &so, r, why, len);
+    free(node_of);
+    return rc;
+}
+
+int sim_model_for_tools(const char *preset, sim_model_t *m, char *name, size_t nlen, char *msg,
+                        size_t len)
+{
+    if (!preset)
+        preset = access("this-machine.preset", R_OK) ? "loggopsim" : "this-machine";
+    snprintf(name, nlen, "%s", preset);
+    return sim_preset_load(preset, m, msg, len);
+}
+
 static int export_goal(const sim_opts_cli_t *o, const algo_t *al)
 {
     sim_algo_t b;
@@ -728,6 +768,54 @@ static double time_at(const sim_opts_cli_t *o, const algo_t *al, int P, uint64_t
     return t;
 }
 
+double sim_search_chunks(double (*eval)(void *ctx, int k), void *ctx, int kmax, int *best)
+{
+    *best = 1;
+    double t_best = eval(ctx, 1);
+    /* doubling until the time has risen twice in a row past the best:
+     * large k are the costly runs, and the curve is (near) unimodal */
+    for (int k = 2, rises = 0; k <= kmax && t_best >= 0 && rises < 2; k *= 2) {
+        double t = eval(ctx, k);
+        if (t >= 0 && t < t_best)
+            *best = k, t_best = t, rises = 0;
+        else
+            rises++;
+    }
+    /* then a ternary search between the neighbours of the best power of
+     * two, and a scan of what is left */
+    int lo = *best / 2 > 1 ? *best / 2 : 1, hi = *best * 2 < kmax ? *best * 2 : kmax;
+    for (int evals = 0; hi - lo > 2 && evals < 40; evals += 2) {
+        int m1 = lo + (hi - lo) / 3, m2 = hi - (hi - lo) / 3;
+        double t1 = eval(ctx, m1), t2 = eval(ctx, m2);
+        if (t1 <= t2)
+            hi = m2;
+        else
+            lo = m1;
+    }
+    for (int k = lo; k <= hi; k++) {
+        double t = eval(ctx, k);
+        if (t >= 0 && (t_best < 0 || t < t_best))
+            *best = k, t_best = t;
+    }
+    return t_best;
+}
+
+typedef struct {
+    const sim_opts_cli_t *o;
+    const algo_t *al;
+    int P;
+    uint64_t bytes;
+    const double *start;
+    kcache_t *c;
+    point_t *pt;
+} chunk_eval_t;
+
+static double eval_chunks(void *ctx, int k)
+{
+    chunk_eval_t *e = ctx;
+    return time_at(e->o, e->al, e->P, e->bytes, k, e->start, e->c, e->pt);
+}
+
 static void best_chunks_row(const sim_opts_cli_t *o, const algo_t *al, int P, uint64_t bytes,
                             const double *start)
 {
@@ -749,32 +837,9 @@ static void best_chunks_row(const sim_opts_cli_t *o, const algo_t *al, int P, ui
                                         sim_beta(&o->model));
     k_form = k_form > kmax ? kmax : k_form;
     double t_form = time_at(o, al, P, bytes, k_form, start, &c, &pt);
-    int best = 1;
-    double t_best = time_at(o, al, P, bytes, 1, start, &c, &pt);
-    /* doubling until the time has risen twice in a row past the best:
-     * large k are the costly runs, and the curve is (near) unimodal */
-    for (int k = 2, rises = 0; k <= kmax && t_best >= 0 && rises < 2; k *= 2) {
-        double t = time_at(o, al, P, bytes, k, start, &c, &pt);
-        if (t >= 0 && t < t_best)
-            best = k, t_best = t, rises = 0;
-        else
-            rises++;
-    }
-    int lo = best / 2 > 1 ? best / 2 : 1, hi = best * 2 < kmax ? best * 2 : kmax;
-    while (hi - lo > 2 && c.n < 56) {
-        int m1 = lo + (hi - lo) / 3, m2 = hi - (hi - lo) / 3;
-        double t1 = time_at(o, al, P, bytes, m1, start, &c, &pt);
-        double t2 = time_at(o, al, P, bytes, m2, start, &c, &pt);
-        if (t1 <= t2)
-            hi = m2;
-        else
-            lo = m1;
-    }
-    for (int k = lo; k <= hi; k++) {
-        double t = time_at(o, al, P, bytes, k, start, &c, &pt);
-        if (t >= 0 && t < t_best)
-            best = k, t_best = t;
-    }
+    chunk_eval_t ev = {o, al, P, bytes, start, &c, &pt};
+    int best;
+    double t_best = sim_search_chunks(eval_chunks, &ev, kmax, &best);
     if (t_form >= 0 && t_form < t_best)
         best = k_form, t_best = t_form;
     printf("%-20s %9d %11" PRIu64 " %6d %12.3f %6d %12.3f %6d %12.3f %8.3f\n", al->name, P,

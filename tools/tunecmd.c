@@ -3,12 +3,14 @@
  * and `weft tune` (measure every algorithm with `weft bench` and write a
  * tuning table of the winners, docs/TUNING.md). */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "algo/algo.h"
+#include "predict.h"
 #include "tool.h"
 #include "tune/table.h"
 
@@ -20,6 +22,11 @@ static bool parse_u64(const char *s, uint64_t *out)
 
 /* ---- weft explain ---- */
 
+/* what one prediction in weft explain may take (about a second) */
+#define EXPLAIN_MAX_EVENTS 5000000u
+static const sim_opts_t explain_limits = {.max_events = EXPLAIN_MAX_EVENTS,
+                                          .max_bytes = 1ull << 30, .max_seconds = 2};
+
 static void show_trace(void *ctx, const tune_table_t *t, const tune_row_t *row,
                        const tune_choice_t *c, const char *why_not)
 {
@@ -30,55 +37,241 @@ static void show_trace(void *ctx, const tune_table_t *t, const tune_row_t *row,
 static int explain_usage(FILE *f, int rc)
 {
     fprintf(f, "usage: weft explain COLL --np P --size BYTES [--op OP|noncommutative]\n"
-               "                    [--dtype T] [--table FILE]\n"
+               "                    [--dtype T] [--table FILE] [--preset NAME|FILE]\n"
+               "                    [--predict on|off] [--measure]\n"
                "What AUTO picks for a call of BYTES per rank (count x element size; K, M, G\n"
                "allowed), the tuning-table row that decided, and every algorithm of COLL\n"
                "with why it can or cannot serve the call.  --table FILE reads FILE as\n"
-               "WEFT_TUNING_FILE would.\n");
+               "WEFT_TUNING_FILE would.\n"
+               "Figures: 'predicted' is the LogGOPS simulation of the very schedule (weft\n"
+               "sim) under --preset (default: ./this-machine.preset from weft fit if there\n"
+               "is one, else loggopsim); --predict off leaves it out, and it is left out\n"
+               "for an algorithm whose simulation would take over %d M events, 1 GiB or\n"
+               "2 s.  "
+               "--measure runs weft bench for this size on P ranks of this\n"
+               "machine (shared memory, P <= 4096) and shows its median beside the\n"
+               "prediction.\n",
+            (int)(EXPLAIN_MAX_EVENTS / 1000000));
     return rc;
+}
+
+typedef struct {
+    weft_coll_t coll;
+    uint64_t np, size;
+    int dt, op; /* op: a builtin op, or OP_AFFINE for a non-commutative one */
+    const char *preset;
+    bool predict, measure;
+} explain_opts_t;
+
+static int explain_parse(int argc, char **argv, explain_opts_t *o)
+{
+    memset(o, 0, sizeof *o);
+    o->dt = WEFT_FLOAT32, o->op = WEFT_SUM, o->predict = true;
+    if ((o->coll = coll_from_name(argv[1])) == WEFT_COLL_COUNT)
+        return fprintf(stderr, "weft explain: unknown collective '%s'\n", argv[1]), 2;
+    bool have_size = false;
+    for (int i = 2; i < argc; i++) {
+        const char *k = argv[i];
+        if (!strcmp(k, "--measure")) {
+            o->measure = true;
+            continue;
+        }
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!v)
+            return fprintf(stderr, "weft explain: %s needs a value\n", k), 2;
+        i++;
+        if (!strcmp(k, "--np")) {
+            if (!parse_u64(v, &o->np) || o->np < 1 || o->np > (1u << 24))
+                return fprintf(stderr, "weft explain: --np %s: want 1 to 2^24 ranks\n", v), 2;
+        } else if (!strcmp(k, "--size")) {
+            if (!parse_u64(v, &o->size) || o->size > (1ull << 40))
+                return fprintf(stderr, "weft explain: --size %s: want bytes, 0 to 2^40\n", v), 2;
+            have_size = true;
+        } else if (!strcmp(k, "--dtype")) {
+            if ((o->dt = dtype_from_name(v)) < 0)
+                return fprintf(stderr, "weft explain: --dtype %s: unknown datatype\n", v), 2;
+        } else if (!strcmp(k, "--op")) {
+            if ((o->op = !strcmp(v, "noncommutative") ? OP_AFFINE : op_from_name(v)) == -1)
+                return fprintf(stderr, "weft explain: --op %s: want a builtin op or "
+                                       "noncommutative (a user op)\n", v), 2;
+        } else if (!strcmp(k, "--table")) {
+            setenv("WEFT_TUNING_FILE", v, 1);
+        } else if (!strcmp(k, "--preset")) {
+            o->preset = v;
+        } else if (!strcmp(k, "--predict")) {
+            if (strcmp(v, "on") && strcmp(v, "off"))
+                return fprintf(stderr, "weft explain: --predict %s: want on or off\n", v), 2;
+            o->predict = !strcmp(v, "on");
+        } else {
+            fprintf(stderr, "weft explain: unknown option %s\n", k);
+            return explain_usage(stderr, 2);
+        }
+    }
+    if (!o->np || !have_size)
+        return fprintf(stderr, "weft explain: give --np P and --size BYTES\n"), 2;
+    if (o->measure && o->np > 4096)
+        return fprintf(stderr, "weft explain: --measure runs P = %llu ranks on this machine: "
+                               "at most 4096\n", (unsigned long long)o->np), 2;
+    return 0;
+}
+
+/* The call's arguments as the library would see them. */
+static void explain_args(const explain_opts_t *o, coll_args_t *a)
+{
+    memset(a, 0, sizeof *a);
+    a->coll = o->coll;
+    a->nrank = (int)o->np;
+    a->esize = weft_dtype_size((weft_dtype_t)o->dt);
+    a->count = o->size / a->esize;
+    a->shared_board = true; /* as under weft run, whose shared memory has the board */
+    bool reduces = coll_is_reduction(o->coll), noncomm = o->op == OP_AFFINE;
+    int op = o->op, dt = o->dt;
+    a->commutative = !reduces || !noncomm;
+    a->idempotent = reduces && !noncomm && op != WEFT_SUM && op != WEFT_PROD && op != WEFT_BXOR;
+    a->invertible = reduces && !noncomm && (op == WEFT_SUM || op == WEFT_BXOR) &&
+                    !elem_is_float((weft_dtype_t)dt);
+}
+
+/* weft bench's median (us) per registry index for the usable algorithms,
+ * -1 where it gave none; false if the benchmark could not run. */
+static bool explain_measure(const explain_opts_t *o, const coll_args_t *a, double *med)
+{
+    size_t n;
+    const algo_t *t = algo_table(&n);
+    char list[4096] = "", np[24], size[24], why[256];
+    size_t used = 0;
+    for (size_t i = 0; i < n; i++) {
+        med[i] = -1;
+        if (t[i].coll == o->coll && !algo_usable_why(&t[i], a, why, sizeof why) &&
+            used + strlen(t[i].name) + 2 < sizeof list)
+            used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", used ? "," : "",
+                                     t[i].name);
+    }
+    char csv[] = "/tmp/weft-explain-XXXXXX";
+    int fd = mkstemp(csv);
+    if (fd < 0 || !used) {
+        if (fd >= 0)
+            close(fd), unlink(csv);
+        return false;
+    }
+    close(fd);
+    snprintf(np, sizeof np, "%llu", (unsigned long long)o->np);
+    snprintf(size, sizeof size, "%llu", (unsigned long long)(a->count * a->esize));
+    char *bargv[16] = {"bench", (char *)weft_coll_name(o->coll), "--np", np, "--algo", list,
+                       "--sizes", size, "--csv", csv};
+    int bargc = 10;
+    if (coll_is_reduction(o->coll)) {
+        bargv[bargc++] = "--op";
+        bargv[bargc++] = (char *)bench_op_name(o->op);
+    }
+    if (o->op != OP_AFFINE) {
+        bargv[bargc++] = "--dtype";
+        bargv[bargc++] = (char *)weft_dtype_name((weft_dtype_t)o->dt);
+    }
+    fflush(stdout);
+    int saved = dup(1), devnull = open("/dev/null", O_WRONLY);
+    if (saved >= 0 && devnull >= 0)
+        dup2(devnull, 1); /* the benchmark's own table: the figures come back by CSV */
+    int rc = cmd_bench(bargc, bargv);
+    fflush(stdout);
+    if (saved >= 0 && devnull >= 0)
+        dup2(saved, 1);
+    if (saved >= 0)
+        close(saved);
+    if (devnull >= 0)
+        close(devnull);
+    FILE *f = rc ? NULL : fopen(csv, "r");
+    char line[512];
+    while (f && fgets(line, sizeof line, f)) {
+        char *field[12];
+        int nf = 0;
+        for (char *save = NULL, *c = strtok_r(line, ",\n", &save); c && nf < 12;
+             c = strtok_r(NULL, ",\n", &save))
+            field[nf++] = c;
+        for (size_t i = 0; nf >= 7 && i < n; i++)
+            if (t[i].coll == o->coll && !strcmp(t[i].name, field[4]))
+                med[i] = strtod(field[6], NULL);
+    }
+    if (f)
+        fclose(f);
+    unlink(csv);
+    return rc == 0;
+}
+
+/* The predicted time (us) per registry index, -1 where there is none
+ * (note says why). */
+static void explain_predict(const explain_opts_t *o, const coll_args_t *a, const sim_model_t *m,
+                            double *pred, const char **note)
+{
+    size_t n;
+    const algo_t *t = algo_table(&n);
+    for (size_t i = 0; i < n; i++) {
+        char why[256], msg[256];
+        sim_result_t r;
+        pred[i] = -1, note[i] = "";
+        if (t[i].coll != o->coll || algo_usable_why(&t[i], a, why, sizeof why))
+            continue;
+        if (t[i].board)
+            note[i] = " [not a schedule: no prediction]";
+        else if (!sim_predict(m, &t[i], NULL, a->nrank, a->count * a->esize,
+                              (weft_dtype_t)o->dt, o->op, &explain_limits, &r, msg,
+                              sizeof msg))
+            pred[i] = r.t_max / 1e3;
+        else
+            note[i] = !strncmp(msg, "stopped", 7) ? " [not predicted: too large for explain; "
+                                                     "weft sim gives it]"
+                                                   : " [not predicted]";
+    }
+}
+
+/* The index of the smallest figure, or -1. */
+static long fastest(const double *v, size_t n)
+{
+    long best = -1;
+    for (size_t i = 0; v && i < n; i++)
+        if (v[i] >= 0 && (best < 0 || v[i] < v[best]))
+            best = (long)i;
+    return best;
+}
+
+/* Every algorithm of the collective: can it serve the call, its figures
+ * (* the fastest), its cost formula or why it is excluded. */
+static void explain_candidates(const explain_opts_t *o, const coll_args_t *a, const double *pred,
+                               const char **note, const double *measured)
+{
+    size_t n;
+    const algo_t *t = algo_table(&n);
+    long bp = fastest(pred, n), bm = fastest(measured, n);
+    if (bp >= 0)
+        printf("fastest predicted: %s, %.2f us\n", t[bp].name, pred[bp]);
+    if (bm >= 0)
+        printf("fastest measured: %s, %.2f us\n", t[bm].name, measured[bm]);
+    printf("\n%-20s %-6s %13s %13s  %s\n", "algorithm", "serves", pred ? "predicted_us" : "",
+           measured ? "measured_us" : "", "cost (a latency, b per byte, g per byte reduced)");
+    for (size_t i = 0; i < n; i++) {
+        if (t[i].coll != o->coll)
+            continue;
+        char why[256], ps[24] = "", ms[24] = "";
+        bool ok = !algo_usable_why(&t[i], a, why, sizeof why);
+        if (pred && ok)
+            snprintf(ps, sizeof ps, pred[i] >= 0 ? "%.2f%s" : "-", pred[i],
+                     (long)i == bp ? "*" : " ");
+        if (measured && ok)
+            snprintf(ms, sizeof ms, measured[i] >= 0 ? "%.2f%s" : "-", measured[i],
+                     (long)i == bm ? "*" : " ");
+        printf("%-20s %-6s %13s %13s  %s%s%s%s\n", t[i].name, ok ? "yes" : "no", ps, ms,
+               ok ? t[i].cost : "", ok ? "" : "excluded: ", ok ? "" : why, note ? note[i] : "");
+    }
 }
 
 int cmd_explain(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "--help"))
         return explain_usage(argc < 2 ? stderr : stdout, argc < 2 ? 2 : 0);
-    weft_coll_t coll = coll_from_name(argv[1]);
-    if (coll == WEFT_COLL_COUNT) {
-        fprintf(stderr, "weft explain: unknown collective '%s'\n", argv[1]);
-        return 2;
-    }
-    uint64_t np = 0, size = 0;
-    int dt = WEFT_FLOAT32, op = WEFT_SUM;
-    bool noncomm = false, have_size = false;
-    for (int i = 2; i < argc; i++) {
-        const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!v)
-            return fprintf(stderr, "weft explain: %s needs a value\n", k), 2;
-        i++;
-        if (!strcmp(k, "--np")) {
-            if (!parse_u64(v, &np) || np < 1 || np > (1u << 24))
-                return fprintf(stderr, "weft explain: --np %s: want 1 to 2^24 ranks\n", v), 2;
-        } else if (!strcmp(k, "--size")) {
-            if (!parse_u64(v, &size) || size > (1ull << 40))
-                return fprintf(stderr, "weft explain: --size %s: want bytes, 0 to 2^40\n", v), 2;
-            have_size = true;
-        } else if (!strcmp(k, "--dtype")) {
-            if ((dt = dtype_from_name(v)) < 0)
-                return fprintf(stderr, "weft explain: --dtype %s: unknown datatype\n", v), 2;
-        } else if (!strcmp(k, "--op")) {
-            noncomm = !strcmp(v, "noncommutative");
-            if (!noncomm && (op = op_from_name(v)) < 0)
-                return fprintf(stderr, "weft explain: --op %s: want a builtin op or "
-                                       "noncommutative (a user op)\n", v), 2;
-        } else if (!strcmp(k, "--table")) {
-            setenv("WEFT_TUNING_FILE", v, 1);
-        } else {
-            fprintf(stderr, "weft explain: unknown option %s\n", k);
-            return explain_usage(stderr, 2);
-        }
-    }
-    if (!np || !have_size)
-        return fprintf(stderr, "weft explain: give --np P and --size BYTES\n"), 2;
+    explain_opts_t o;
+    int rc = explain_parse(argc, argv, &o);
+    if (rc)
+        return rc;
     const tune_table_t *file, *builtin;
     const char *file_err;
     tune_active(&file, &builtin, &file_err);
@@ -86,24 +279,20 @@ int cmd_explain(int argc, char **argv)
         fprintf(stderr, "weft explain: %s\n", file_err);
         return 2;
     }
+    sim_model_t model;
+    char mname[256] = "", msg[512];
+    if (o.predict && sim_model_for_tools(o.preset, &model, mname, sizeof mname, msg, sizeof msg)) {
+        fprintf(stderr, "weft explain: --preset: %s\n", msg);
+        return 2;
+    }
     coll_args_t a;
-    memset(&a, 0, sizeof a);
-    a.coll = coll;
-    a.nrank = (int)np;
-    a.esize = weft_dtype_size((weft_dtype_t)dt);
-    a.count = size / a.esize;
-    a.shared_board = true; /* as under weft run, whose shared memory has the board */
-    bool reduces = coll_is_reduction(coll);
-    a.commutative = !reduces || !noncomm;
-    a.idempotent = reduces && !noncomm && op != WEFT_SUM && op != WEFT_PROD && op != WEFT_BXOR;
-    a.invertible = reduces && !noncomm && (op == WEFT_SUM || op == WEFT_BXOR) &&
-                   dt != WEFT_FLOAT32 && dt != WEFT_FLOAT64 && dt != WEFT_FLOAT16 &&
-                   dt != WEFT_BFLOAT16;
+    explain_args(&o, &a);
+    bool reduces = coll_is_reduction(o.coll), noncomm = o.op == OP_AFFINE;
     printf("weft explain %s: P=%d, %llu bytes per rank (%llu x %s)%s%s%s; looked up as %llu "
-           "bytes\n", weft_coll_name(coll), a.nrank, (unsigned long long)(a.count * a.esize),
-           (unsigned long long)a.count, weft_dtype_name((weft_dtype_t)dt),
+           "bytes\n", weft_coll_name(o.coll), a.nrank, (unsigned long long)(a.count * a.esize),
+           (unsigned long long)a.count, weft_dtype_name((weft_dtype_t)o.dt),
            reduces ? ", op " : "", reduces ? (noncomm ? "a non-commutative user op"
-                                                      : weft_op_name(op)) : "",
+                                                      : weft_op_name(o.op)) : "",
            reduces && !noncomm ? " (commutative)" : "", (unsigned long long)tune_bytes(&a));
     printf("tables: %s%s%s, then the built-in table (%d rows)\n",
            file ? file->source : "no WEFT_TUNING_FILE", file ? " " : "",
@@ -118,18 +307,28 @@ int cmd_explain(int argc, char **argv)
     else
         printf("AUTO picks %s: no row serves the call; the registry's first usable algorithm\n",
                p.al->name);
-    printf("\n%-20s %-9s %s\n", "algorithm", "serves", "cost (a latency, b per byte, g per byte "
-           "reduced; figures come from `weft bench`)");
+    if (o.predict)
+        printf("predicted: LogGOPS simulation of each schedule (time of the last rank, all "
+               "starting together), preset %s\n", mname);
     size_t n;
-    const algo_t *t = algo_table(&n);
-    for (size_t i = 0; i < n; i++) {
-        if (t[i].coll != coll)
-            continue;
-        char why[256];
-        bool ok = !algo_usable_why(&t[i], &a, why, sizeof why);
-        printf("%-20s %-9s %s%s%s\n", t[i].name, ok ? "yes" : "no", ok ? t[i].cost : "",
-               ok ? "" : "excluded: ", ok ? "" : why);
+    algo_table(&n);
+    double *pred = o.predict ? malloc(n * sizeof *pred) : NULL;
+    const char **note = o.predict ? calloc(n, sizeof *note) : NULL;
+    double *measured = o.measure ? malloc(n * sizeof *measured) : NULL;
+    if ((o.predict && (!pred || !note)) || (o.measure && !measured)) {
+        free(pred), free(note), free(measured);
+        return fprintf(stderr, "weft explain: out of memory\n"), 1;
     }
+    if (pred)
+        explain_predict(&o, &a, &model, pred, note);
+    if (measured) {
+        printf("measured: weft bench on %d ranks of this machine (median of the slowest "
+               "rank's time)\n", a.nrank);
+        if (!explain_measure(&o, &a, measured))
+            printf("measured: weft bench could not run (see above)\n");
+    }
+    explain_candidates(&o, &a, pred, note, measured);
+    free(pred), free(note), free(measured);
     return 0;
 }
 
@@ -186,80 +385,225 @@ static int tune_usage(FILE *f, int rc)
 {
     fprintf(f, "usage: weft tune allreduce|bcast|reduce --np P [--sizes LO:HI|S1,S2,..]\n"
                "                 [--op commutative|noncommutative] [--out FILE]\n"
-               "Runs `weft bench COLL --np P --algo all` and writes a tuning table\n"
-               "(docs/TUNING.md) whose rows give, for P ranks, the fastest algorithm per\n"
-               "size range; sizes between two measured ones go to the nearer.  The rows are\n"
-               "for commutative ops, measured with float32 sum (the default), or with\n"
-               "--op noncommutative for non-commutative ones, measured with a user op\n"
-               "(weft bench --op noncommutative).  Load the table with WEFT_TUNING_FILE=FILE\n"
-               "(tables for both op classes can be concatenated under one header line);\n"
-               "calls it has no row for use the built-in table.\n");
+               "                 [--by measure|sim] [--preset NAME|FILE]\n"
+               "Writes a tuning table (docs/TUNING.md) whose rows give, for P ranks, the\n"
+               "fastest algorithm per size range; sizes between two measured ones go to the\n"
+               "nearer.  --by measure (the default) runs `weft bench COLL --np P --algo all`\n"
+               "on this machine (P <= 4096).  --by sim predicts instead, with the LogGOPS\n"
+               "simulator under --preset (default: ./this-machine.preset if weft fit wrote\n"
+               "one, else loggopsim), for any P up to 2^24; a pipelined algorithm gets the\n"
+               "chunk count the simulator finds best, written into its row (chunks=K).\n"
+               "The rows are for commutative ops, measured with float32 sum (the default),\n"
+               "or with --op noncommutative for non-commutative ones (a user op, affine\n"
+               "maps on uint64).  Load the table with WEFT_TUNING_FILE=FILE (tables for\n"
+               "both op classes can be concatenated under one header line); calls it has\n"
+               "no row for use the built-in table.\n");
     return rc;
+}
+
+typedef struct {
+    weft_coll_t coll;
+    const char *coll_name, *out, *sizes, *opclass, *preset;
+    uint64_t np;
+    bool by_sim, noncomm;
+} tune_opts_t;
+
+static int tune_cli_parse(int argc, char **argv, tune_opts_t *o)
+{
+    memset(o, 0, sizeof *o);
+    o->sizes = "4:67108864", o->opclass = "commutative", o->coll_name = argv[1];
+    o->coll = coll_from_name(argv[1]);
+    if (o->coll != WEFT_COLL_ALLREDUCE && o->coll != WEFT_COLL_BCAST &&
+        o->coll != WEFT_COLL_REDUCE) {
+        fprintf(stderr, "weft tune: '%s': weft tune serves allreduce, bcast and reduce\n",
+                argv[1]);
+        return 2;
+    }
+    for (int i = 2; i < argc; i += 2) {
+        const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!v)
+            return fprintf(stderr, "weft tune: %s needs a value\n", k), 2;
+        if (!strcmp(k, "--np")) {
+            if (!parse_u64(v, &o->np) || o->np < 1 || o->np > (1u << 24))
+                return fprintf(stderr, "weft tune: --np %s: want 1 to 2^24\n", v), 2;
+        } else if (!strcmp(k, "--sizes")) {
+            o->sizes = v;
+        } else if (!strcmp(k, "--out")) {
+            o->out = v;
+        } else if (!strcmp(k, "--preset")) {
+            o->preset = v;
+        } else if (!strcmp(k, "--by")) {
+            if (strcmp(v, "measure") && strcmp(v, "sim"))
+                return fprintf(stderr, "weft tune: --by %s: want measure or sim\n", v), 2;
+            o->by_sim = !strcmp(v, "sim");
+        } else if (!strcmp(k, "--op")) {
+            o->opclass = v;
+            if (strcmp(v, "commutative") && strcmp(v, "noncommutative"))
+                return fprintf(stderr, "weft tune: --op %s: want commutative or "
+                                       "noncommutative\n", v), 2;
+        } else {
+            fprintf(stderr, "weft tune: unknown option %s\n", k);
+            return tune_usage(stderr, 2);
+        }
+    }
+    if (!o->np)
+        return fprintf(stderr, "weft tune: give --np P\n"), 2;
+    if (!o->by_sim && o->np > 4096)
+        return fprintf(stderr, "weft tune: --np %llu: measuring runs the ranks on this machine, "
+                               "at most 4096 (--by sim predicts for more)\n",
+                       (unsigned long long)o->np), 2;
+    if (o->preset && !o->by_sim)
+        return fprintf(stderr, "weft tune: --preset is for --by sim\n"), 2;
+    o->noncomm = !strcmp(o->opclass, "noncommutative") && o->coll != WEFT_COLL_BCAST;
+    return 0;
+}
+
+/* --by measure: weft bench's fastest median per size; their number, or -1. */
+static int tune_measure(const tune_opts_t *o, winner_t *w, int max)
+{
+    char csv[] = "/tmp/weft-tune-XXXXXX";
+    int fd = mkstemp(csv);
+    if (fd < 0) {
+        fprintf(stdout, "weft tune: cannot make a temporary file: %s\n", strerror(errno));
+        return -1;
+    }
+    close(fd);
+    char npbuf[24];
+    snprintf(npbuf, sizeof npbuf, "%llu", (unsigned long long)o->np);
+    char *bargv[] = {"bench", (char *)o->coll_name, "--np", npbuf, "--algo", "all", "--sizes",
+                     (char *)o->sizes, "--csv", csv, o->noncomm ? "--op" : NULL,
+                     "noncommutative", NULL};
+    int rc = cmd_bench(o->noncomm ? 12 : 10, bargv);
+    int n = rc ? -1 : read_winners(csv, w, max);
+    unlink(csv);
+    if (n <= 0)
+        fprintf(stdout, "weft tune: the measurement failed (weft bench exited %d)\n", rc);
+    return n;
+}
+
+/* what one simulation in weft tune --by sim may take: a chunk count
+ * beyond it is not tried, an algorithm beyond it at its default is left
+ * out */
+static const sim_opts_t tune_limits = {.max_events = 20000000u, .max_bytes = 4ull << 30,
+                                       .max_seconds = 30};
+
+typedef struct {
+    const sim_model_t *m;
+    const algo_t *al;
+    int P;
+    uint64_t bytes;
+    weft_dtype_t dt;
+    int op;
+} tune_point_t;
+
+/* The predicted time (ns) with k chunks, or -1. */
+static double predict_chunks(void *ctx, int k)
+{
+    const tune_point_t *p = ctx;
+    char params[32], why[256];
+    snprintf(params, sizeof params, "chunks=%d", k);
+    sim_result_t r;
+    return sim_predict(p->m, p->al, params, p->P, p->bytes, p->dt, p->op, &tune_limits, &r,
+                       why, sizeof why) ? -1 : r.t_max;
+}
+
+/* --by sim: the fastest prediction per size (chunk counts searched for the
+ * pipelined algorithms); their number, or -1. */
+static int tune_simulate(const tune_opts_t *o, winner_t *w, int max, char *mname, size_t mlen)
+{
+    sim_model_t m;
+    char msg[512];
+    if (sim_model_for_tools(o->preset, &m, mname, mlen, msg, sizeof msg)) {
+        fprintf(stderr, "weft tune: --preset: %s\n", msg);
+        return -2;
+    }
+    bench_opts_t sz; /* the size list, read as weft bench reads it */
+    char *bargv[] = {"bench", (char *)o->coll_name, "--sizes", (char *)o->sizes, NULL};
+    if (bench_parse(4, bargv, &sz))
+        return -2;
+    weft_dtype_t dt = o->noncomm ? WEFT_UINT64 : WEFT_FLOAT32;
+    coll_args_t a;
+    memset(&a, 0, sizeof a);
+    a.coll = o->coll, a.nrank = (int)o->np, a.esize = weft_dtype_size(dt);
+    a.commutative = !o->noncomm, a.shared_board = false;
+    size_t nt;
+    const algo_t *t = algo_table(&nt);
+    int n = 0;
+    for (int s = 0; s < sz.nsizes && n < max; s++) {
+        a.count = sz.sizes[s] / a.esize;
+        winner_t *cur = &w[n];
+        cur->bytes = a.count * a.esize, cur->med = -1, cur->algo[0] = '\0';
+        for (size_t i = 0; i < nt; i++) {
+            char why[256];
+            if (t[i].coll != o->coll || t[i].board || algo_usable_why(&t[i], &a, why, sizeof why))
+                continue;
+            tune_point_t p = {&m, &t[i], a.nrank, cur->bytes, dt, o->noncomm ? OP_AFFINE : WEFT_SUM};
+            int k = 0;
+            double ns;
+            if (strstr(t[i].params, "chunks")) {
+                uint64_t kmax = a.count < 4096 ? (a.count ? a.count : 1) : 4096;
+                ns = sim_search_chunks(predict_chunks, &p, (int)kmax, &k);
+            } else {
+                sim_result_t r;
+                ns = sim_predict(&m, &t[i], NULL, a.nrank, cur->bytes, dt, p.op,
+                                 &tune_limits, &r, why, sizeof why) ? -1 : r.t_max;
+            }
+            if (ns >= 0 && (cur->med < 0 || ns / 1e3 < cur->med)) {
+                cur->med = ns / 1e3;
+                if (k)
+                    snprintf(cur->algo, sizeof cur->algo, "%s/chunks=%d", t[i].name, k);
+                else
+                    snprintf(cur->algo, sizeof cur->algo, "%s", t[i].name);
+            }
+        }
+        if (cur->med >= 0) {
+            fprintf(stderr, "weft tune: %llu B: %s, %.2f us predicted\n",
+                    (unsigned long long)cur->bytes, cur->algo, cur->med);
+            n++;
+        }
+    }
+    return n;
 }
 
 int cmd_tune(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "--help"))
         return tune_usage(argc < 2 ? stderr : stdout, argc < 2 ? 2 : 0);
-    const char *out = NULL, *sizes = "4:67108864", *opclass = "commutative";
-    uint64_t np = 0;
-    weft_coll_t coll = coll_from_name(argv[1]);
-    if (coll != WEFT_COLL_ALLREDUCE && coll != WEFT_COLL_BCAST && coll != WEFT_COLL_REDUCE) {
-        fprintf(stderr, "weft tune: '%s': weft bench measures allreduce, bcast and reduce\n",
-                argv[1]);
-        return 2;
-    }
-    for (int i = 2; i < argc; i += 2) {
-        if (i + 1 >= argc)
-            return fprintf(stderr, "weft tune: %s needs a value\n", argv[i]), 2;
-        if (!strcmp(argv[i], "--np")) {
-            if (!parse_u64(argv[i + 1], &np) || np < 1 || np > 4096)
-                return fprintf(stderr, "weft tune: --np %s: want 1 to 4096\n", argv[i + 1]), 2;
-        } else if (!strcmp(argv[i], "--sizes")) {
-            sizes = argv[i + 1];
-        } else if (!strcmp(argv[i], "--out")) {
-            out = argv[i + 1];
-        } else if (!strcmp(argv[i], "--op")) {
-            opclass = argv[i + 1];
-            if (strcmp(opclass, "commutative") && strcmp(opclass, "noncommutative"))
-                return fprintf(stderr, "weft tune: --op %s: want commutative or "
-                                       "noncommutative\n", opclass), 2;
-        } else {
-            fprintf(stderr, "weft tune: unknown option %s\n", argv[i]);
-            return tune_usage(stderr, 2);
-        }
-    }
-    if (!np)
-        return fprintf(stderr, "weft tune: give --np P\n"), 2;
-    char csv[] = "/tmp/weft-tune-XXXXXX";
-    int fd = mkstemp(csv);
-    if (fd < 0)
-        return fprintf(stderr, "weft tune: cannot make a temporary file: %s\n", strerror(errno)), 1;
-    close(fd);
-    char npbuf[24];
-    snprintf(npbuf, sizeof npbuf, "%llu", (unsigned long long)np);
-    bool noncomm = !strcmp(opclass, "noncommutative") && coll != WEFT_COLL_BCAST;
-    char *bargv[] = {"bench", argv[1], "--np", npbuf, "--algo", "all", "--sizes", (char *)sizes,
-                     "--csv", csv, noncomm ? "--op" : NULL, "noncommutative", NULL};
-    int rc = cmd_bench(noncomm ? 12 : 10, bargv);
+    tune_opts_t o;
+    int rc = tune_cli_parse(argc, argv, &o);
+    if (rc)
+        return rc;
     winner_t w[64];
-    int n = rc ? -1 : read_winners(csv, w, 64);
-    unlink(csv);
+    char mname[256] = "";
+    int n = o.by_sim ? tune_simulate(&o, w, 64, mname, sizeof mname) : tune_measure(&o, w, 64);
+    if (n == -2)
+        return 2;
     if (n <= 0) {
-        fprintf(stdout, "weft tune: the measurement failed (weft bench exited %d)\n", rc);
+        if (o.by_sim)
+            fprintf(stdout, "weft tune: no algorithm could be simulated for these sizes\n");
         return 1;
     }
-    FILE *f = out ? fopen(out, "w") : stdout;
+    FILE *f = o.out ? fopen(o.out, "w") : stdout;
     if (!f) {
-        fprintf(stdout, "weft tune: cannot write %s: %s\n", out, strerror(errno));
+        fprintf(stdout, "weft tune: cannot write %s: %s\n", o.out, strerror(errno));
         return 1;
     }
-    fprintf(f, "weft-tuning 1\n# weft tune %s --np %s --sizes %s: fastest median of weft bench "
-               "(%s) per size\n", argv[1], npbuf, sizes,
-            noncomm ? "uint64, a non-commutative user op" : "float32 sum");
-    fprintf(f, "# %-14s %-14s %-6s %-22s %s\n", "collective", "ops", "ranks", "bytes",
-            "algorithm   # measured median");
-    const char *ops = coll == WEFT_COLL_BCAST ? "any" : noncomm ? "noncommutative" : "commutative";
+    char npbuf[24];
+    snprintf(npbuf, sizeof npbuf, "%llu", (unsigned long long)o.np);
+    if (o.by_sim)
+        fprintf(f, "weft-tuning 1\n# weft tune %s --np %s --sizes %s --by sim: fastest LogGOPS "
+                   "prediction (preset %s, %s) per size\n", o.coll_name, npbuf, o.sizes, mname,
+                o.noncomm ? "uint64, a non-commutative op"
+                          : o.coll == WEFT_COLL_BCAST ? "float32" : "float32 sum");
+    else
+        fprintf(f, "weft-tuning 1\n# weft tune %s --np %s --sizes %s: fastest median of weft "
+                   "bench (%s) per size\n", o.coll_name, npbuf, o.sizes,
+                o.noncomm ? "uint64, a non-commutative user op" : "float32 sum");
+    const char *what = o.by_sim ? "predicted" : "measured median";
+    fprintf(f, "# %-14s %-14s %-6s %-22s algorithm   # %s\n", "collective", "ops", "ranks",
+            "bytes", what);
+    const char *ops = o.coll == WEFT_COLL_BCAST ? "any" : o.noncomm ? "noncommutative"
+                                                                     : "commutative";
     for (int i = 0; i < n;) {
         int j = i;
         while (j + 1 < n && !strcmp(w[j + 1].algo, w[i].algo))
@@ -273,16 +617,16 @@ int cmd_tune(int argc, char **argv)
         else
             snprintf(hi, sizeof hi, "%llu", (unsigned long long)((w[j].bytes + w[j + 1].bytes) / 2));
         snprintf(range, sizeof range, "%llu-%s", (unsigned long long)lo, hi);
-        fprintf(f, "%-16s %-14s %-6s %-22s %-12s # %.2f us at %llu B", weft_coll_name(coll), ops,
-                npbuf, range, w[i].algo, w[i].med, (unsigned long long)w[i].bytes);
+        fprintf(f, "%-16s %-14s %-6s %-22s %-12s # %.2f us at %llu B", weft_coll_name(o.coll),
+                ops, npbuf, range, w[i].algo, w[i].med, (unsigned long long)w[i].bytes);
         if (j > i)
             fprintf(f, " .. %.2f us at %llu B", w[j].med, (unsigned long long)w[j].bytes);
         fprintf(f, "\n");
         i = j + 1;
     }
-    if (out) {
+    if (o.out) {
         fclose(f);
-        printf("weft tune: wrote %s (load it with WEFT_TUNING_FILE=%s)\n", out, out);
+        printf("weft tune: wrote %s (load it with WEFT_TUNING_FILE=%s)\n", o.out, o.out);
     }
     return 0;
 }

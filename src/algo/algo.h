@@ -76,7 +76,7 @@ WEFT_TOOL_API int algo_check_usable(const algo_t *al, const coll_args_t *a);
 WEFT_TOOL_API int algo_usable_why(const algo_t *al, const coll_args_t *a, char *why, size_t n);
 /* The properties of al for this call: a composition's follow from its parts
  * (reduce_bcast's reduce, hier's algorithm among leaders). */
-unsigned algo_effective_flags(const algo_t *al, const coll_args_t *a);
+WEFT_TOOL_API unsigned algo_effective_flags(const algo_t *al, const coll_args_t *a);
 /* Initialises *s for a->rank, builds and commits. */
 WEFT_TOOL_API int algo_build(const algo_t *al, const coll_args_t *a, sched_t *s);
 /* Parses "key=value,..." into p (keys must be in al->params). */

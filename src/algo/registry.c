@@ -318,6 +318,27 @@ static void alternatives(const coll_args_t *a, char *out, size_t n)
     }
 }
 
+/* A part of a composed algorithm that is not a schedule (the board): its
+ * steps cannot be spliced into the whole, so it is refused by name. */
+static bool board_part(const algo_t *al, const coll_args_t *a, char *why, size_t n)
+{
+    const algo_t *parts[2] = {NULL, NULL};
+    const char *key[2] = {"reduce", "bcast"};
+    if (al->build == algo_reduce_bcast_allreduce) {
+        parts[0] = algo_find(WEFT_COLL_REDUCE, reduce_bcast_part_name(a, WEFT_COLL_REDUCE));
+        parts[1] = algo_find(WEFT_COLL_BCAST, reduce_bcast_part_name(a, WEFT_COLL_BCAST));
+    } else if (al->flags & ALGO_TOPOLOGY) {
+        parts[0] = part_of(al, a), key[0] = "inter";
+    }
+    for (int k = 0; k < 2; k++)
+        if (parts[k] && parts[k]->board) {
+            snprintf(why, n, "%s: %s=%s is not a schedule (the shared-memory board), so it "
+                     "cannot be a part of one", al->name, key[k], parts[k]->name);
+            return true;
+        }
+    return false;
+}
+
 int algo_usable_why(const algo_t *al, const coll_args_t *a, char *why, size_t n)
 {
     if (al->build == algo_reduce_bcast_allreduce &&
@@ -326,6 +347,8 @@ int algo_usable_why(const algo_t *al, const coll_args_t *a, char *why, size_t n)
         snprintf(why, n, "reduce_bcast: unknown reduce= or bcast= algorithm");
         return -1;
     }
+    if (board_part(al, a, why, n))
+        return -1;
     return usable_why(al, a, why, n);
 }
 
@@ -340,6 +363,8 @@ int algo_check_usable(const algo_t *al, const coll_args_t *a)
             return weft_error(WEFT_EINVAL, "reduce_bcast: unknown bcast algorithm '%s'", bn);
     }
     char why[256], alt[256];
+    if (board_part(al, a, why, sizeof why))
+        return weft_error(WEFT_EINVAL, "%s", why);
     if (!usable_why(al, a, why, sizeof why))
         return WEFT_OK;
     alternatives(a, alt, sizeof alt);

@@ -19,6 +19,7 @@
  * time and freed when its last operation is done; the rest is per rank a
  * few clocks, plus the event heap and the match table (only what is in
  * flight). */
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,17 +106,22 @@ typedef struct sim {
     uint32_t *work_rank;
 
     uint64_t events, messages;
-    size_t bytes, peak;
+    size_t bytes, peak, max_bytes;
 } sim_t;
+
+__attribute__((format(printf, 3, 4))) static int fail(sim_t *s, int code, const char *fmt, ...);
 
 static void account(sim_t *s, ssize_t delta)
 {
     s->bytes += (size_t)delta;
     if (s->bytes > s->peak)
         s->peak = s->bytes;
+    if (s->max_bytes && s->bytes > s->max_bytes)
+        fail(s, WEFT_ENOTSUP, "stopped at %zu MiB held (the limit asked for: %zu MiB)",
+             s->bytes >> 20, s->max_bytes >> 20);
 }
 
-__attribute__((format(printf, 3, 4))) static int fail(sim_t *s, int code, const char *fmt, ...)
+static int fail(sim_t *s, int code, const char *fmt, ...)
 {
     if (!s->err) {
         s->err = code;
@@ -886,6 +892,14 @@ static void explain_stuck(sim_t *s)
              unrecv->src, unrecv->dst, unrecv->tag);
 }
 
+static bool over_time(const struct timespec *t0, const sim_opts_t *opts)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)(now.tv_sec - t0->tv_sec) + (double)(now.tv_nsec - t0->tv_nsec) * 1e-9 >
+           opts->max_seconds;
+}
+
 static int sim_alloc(sim_t *s)
 {
     size_t P = (size_t)s->P;
@@ -967,6 +981,7 @@ int sim_run(const sim_model_t *m, int nrank, sim_build_fn build, void *ctx,
         s.rng = opts->noise_seed * 0x9E3779B97F4A7C15ull | 1;
     }
     s.msg = msg, s.msglen = len;
+    s.max_bytes = opts ? opts->max_bytes : 0;
     uint32_t *order = NULL;
     struct timespec a, b;
     clock_gettime(CLOCK_MONOTONIC, &a);
@@ -983,6 +998,17 @@ int sim_run(const sim_model_t *m, int nrank, sim_build_fn build, void *ctx,
     }
     uint32_t next = 0; /* ranks start in order of their start time */
     while (!s.err) {
+        if (opts && opts->max_events && s.events >= opts->max_events &&
+            (s.nheap || next < (uint32_t)nrank)) {
+            fail(&s, WEFT_ENOTSUP, "stopped after %" PRIu64 " events (the limit asked for)",
+                 s.events);
+            break;
+        }
+        if (opts && opts->max_seconds > 0 && !(s.events & 63) && over_time(&a, opts)) {
+            fail(&s, WEFT_ENOTSUP, "stopped after %.1f s (the limit asked for)",
+                 opts->max_seconds);
+            break;
+        }
         if (next < (uint32_t)nrank) {
             uint32_t r = order ? order[next] : next;
             double t0 = st ? st[r] : 0;

@@ -144,6 +144,13 @@ typedef struct sim_opts {
      * repeatable) */
     double noise_prob, noise_ns;
     uint64_t noise_seed;
+    /* stop with WEFT_ENOTSUP after this many events (0: no limit), for
+     * callers that want a prediction only when it is cheap */
+    uint64_t max_events;
+    /* and once it holds more than this many bytes (programs, queues), or
+     * has run this many seconds (0: no limit; looked at every 64 events) */
+    size_t max_bytes;
+    double max_seconds;
 } sim_opts_t;
 
 typedef struct sim_result {
