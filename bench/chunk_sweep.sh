@@ -6,8 +6,9 @@
 #   k_form  the closed form under this machine's fitted model
 #   k_sim   the simulator's best under that model (weft sim --best-chunks)
 #
-# then a measured sweep around all three (k ± 10, ± 20, × 2, ÷ 2 and the
-# three themselves) with weft bench in one run, and for each way its
+# then a measured sweep around all three and around the smallest k whose
+# chunks are below the transport's 64 KiB single-copy threshold (k ± 10,
+# ± 20, × 2, ÷ 2 and the four themselves) with weft bench in one run, and for each way its
 # measured time against the best measured count.
 #
 # Usage: bench/chunk_sweep.sh [OUT]   (OUT default bench/results/chunks-DATE)
@@ -37,7 +38,11 @@ for coll in $COLLS; do
                 # k_def, k_form, k_sim from the simulator's search
                 read -r kd kf ks < <("$weft" sim "$coll" --algo "$algo" --np "$np" --size "$size" \
                     --preset "$PRESET" --best-chunks | awk -v a="$algo" '$1 == a { print $4, $6, $8 }')
-                ks_list=$(for k in $kd $kf $ks; do
+                # and the smallest k whose chunks stay below the shared-memory
+                # transport's single-copy threshold for copy-only sends (64 KiB:
+                # below it a chunk goes eagerly through cells)
+                ke=$(( (size + 65535) / 65536 + 1 ))
+                ks_list=$(for k in $kd $kf $ks $ke; do
                     for d in -20 -10 0 10 20; do echo $((k + d)); done
                     echo $((k * 2)) $((k / 2))
                 done | tr ' ' '\n' | awk '$1 >= 1' | sort -n -u)

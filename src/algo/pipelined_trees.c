@@ -71,12 +71,28 @@ int pipelined_kind_set(const char *algo)
     return strncmp(algo, "twotree", 7) ? -1 : 2;
 }
 
+/* On shared memory a bcast's chunk of 64 KiB or more goes by single copy,
+ * which holds the sender until the receiver has read it; below that it
+ * goes eagerly through the cells.  bench/chunk_sweep.sh (4 and 8 ranks on
+ * 2 cores, 1-16 MiB, two runs) measured the best chunk counts at or above
+ * the count that keeps chunks under 64 KiB, and the closed form's count
+ * (chunks of 75-300 KiB) 1.3-4x slower; at 2 ranks it made no steady
+ * difference.  So a bcast on shared memory keeps its chunks at 48 KiB or
+ * less.  (A reduce's chunks go through cells whatever their size and keep
+ * the closed form.)  The schedule is the same on every rank: it depends
+ * on the communicator's transport only, not on any rank's settings. */
+#define SHM_BCAST_CHUNK_MAX (48u << 10)
+
 static int chunk_count(const coll_args_t *a, const tree_set_t *ts)
 {
     int k = a->params.chunks;
     if (k <= 0) {
         int set = ts->kind[0] == TREE_CHAIN ? 0 : ts->ntrees == 1 ? 1 : 2;
-        k = pipelined_default_chunks(set, a->nrank, a->count * a->esize);
+        uint64_t bytes = a->count * a->esize;
+        k = pipelined_default_chunks(set, a->nrank, bytes);
+        uint64_t eager = (bytes + SHM_BCAST_CHUNK_MAX - 1) / SHM_BCAST_CHUNK_MAX;
+        if (a->coll == WEFT_COLL_BCAST && a->shared_board && a->nrank > 2 && eager > (uint64_t)k)
+            k = eager > 4096 ? 4096 : (int)eager;
     }
     if ((uint64_t)k > a->count)
         k = a->count ? (int)a->count : 1; /* chunks smaller than an element make no sense */
