@@ -242,6 +242,32 @@ static void test_params(void)
                      .commutative = true, .idempotent = true};
     CHECK(algo_parse_params(ds, "fanout=1024", &m.params) == 0 && algo_check_usable(ds, &m) == 0,
           "dissem fanout=1024 at P=100: %s", weft_last_error());
+    /* a pipelined bcast on shared memory keeps its chunks at 48 KiB or less
+     * (more than 2 ranks): the largest send of each rank's schedule */
+    for (int shm = 0; shm < 2; shm++)
+        for (int P = 2; P <= 8; P += 2) {
+            const char *names[] = {"pipeline", "twotree", "bintree"};
+            for (int ni = 0; ni < 3; ni++) {
+                uint64_t largest = 0;
+                for (int r = 0; r < P; r++) {
+                    coll_args_t b = {.coll = WEFT_COLL_BCAST, .nrank = P, .rank = r,
+                                     .count = 1u << 20, .esize = 4, .commutative = true,
+                                     .shared_board = shm};
+                    sched_t sc;
+                    sched_init(&sc, P, r);
+                    CHECK(algo_build(algo_find(WEFT_COLL_BCAST, names[ni]), &b, &sc) == 0,
+                          "build %s", names[ni]);
+                    for (uint32_t i = 0; i < sc.nsteps; i++)
+                        if (sc.steps[i].kind == STEP_SEND && sc.steps[i].len > largest)
+                            largest = sc.steps[i].len;
+                    sched_free(&sc);
+                }
+                bool capped = largest * 4 <= (48u << 10);
+                CHECK(capped == (shm && P > 2), "%s bcast of 4 MiB, P=%d, %s: largest chunk %llu B",
+                      names[ni], P, shm ? "shared memory" : "elsewhere",
+                      (unsigned long long)largest * 4);
+            }
+        }
     /* the environment's numbers */
     int ns;
     uint64_t to;
