@@ -43,6 +43,7 @@ static void bench_usage(FILE *f)
             "                  from weft_alloc: the shared arena, which peers read in place)\n"
             "                  [--transport mpi|shm]  (under mpirun; algorithm 'native' is the\n"
             "                  MPI library's own collective, and ratios against it are shown)\n"
+            "                  [--mif X[,Y..] [--redraw]]  (imbalanced: a table per factor X)\n"
             "Sizes are in bytes, K, M or G allowed (LO:HI doubles from LO); default 4:64M,\n"
             "--np 4, iterations scaled to the size unless --iters is given.\n"
             "Without --algo: per size, AUTO's figure and choice, the fastest algorithm\n"
@@ -50,7 +51,13 @@ static void bench_usage(FILE *f)
             "Figures: median over iterations of the slowest rank's time, each iteration\n"
             "after a barrier; --osu: the OSU micro-benchmarks' convention instead (each\n"
             "rank's mean time, averaged over ranks).  --op noncommutative: a user op,\n"
-            "affine maps x -> ax + b (mod 2^32) composed in rank order, on uint64.\n");
+            "affine maps x -> ax + b (mod 2^32) composed in rank order, on uint64.\n"
+            "--mif X: before each timed call (after the barrier) each rank waits\n"
+            "r alpha(size), r uniform in [0, X] drawn once per rank (--redraw: per call),\n"
+            "alpha(size) the one-way time of a message of that size between ranks 0 and\n"
+            "1 (measured first); the figures are then the time each rank spends inside\n"
+            "the collective: avg over ranks and calls, median over calls of the ranks'\n"
+            "mean, and (CSV, JSON) the worst rank's mean.\n");
 }
 
 /* A size in bytes (size_prefix: digits and an optional K, M or G), at
@@ -93,6 +100,25 @@ static int parse_sizes(const char *s, bench_opts_t *o)
     return o->nsizes ? 0 : -1;
 }
 
+/* --mif X[,Y..]: at most 16 factors, each 0 to 1000. */
+static int parse_mif(const char *s, bench_opts_t *o)
+{
+    o->nmif = 0;
+    for (const char *p = s;;) {
+        char *e;
+        double x = strtod(p, &e);
+        if (e == p || !(x >= 0 && x <= 1000) || (*e && *e != ',') || o->nmif == 16) {
+            fprintf(stderr, "weft bench: --mif %s: want up to 16 factors, each 0 to 1000, "
+                            "comma-separated\n", s);
+            return 2;
+        }
+        o->mif[o->nmif++] = x;
+        if (!*e)
+            return 0;
+        p = e + 1;
+    }
+}
+
 int dtype_from_name(const char *n)
 {
     for (int d = 0; d < WEFT_DTYPE_COUNT; d++)
@@ -133,8 +159,9 @@ int bench_parse(int argc, char **argv, bench_opts_t *o)
     for (int i = 2; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         char *e = NULL;
-        if (!strcmp(argv[i], "--check") || !strcmp(argv[i], "--osu")) {
-            *(argv[i][2] == 'c' ? &o->check : &o->osu) = 1;
+        if (!strcmp(argv[i], "--check") || !strcmp(argv[i], "--osu") ||
+            !strcmp(argv[i], "--redraw")) {
+            *(argv[i][2] == 'c' ? &o->check : argv[i][2] == 'o' ? &o->osu : &o->redraw) = 1;
             continue;
         }
         if (!v) {
@@ -209,6 +236,9 @@ int bench_parse(int argc, char **argv, bench_opts_t *o)
                 return 2;
             }
             o->transport = v;
+        } else if (!strcmp(argv[i - 1], "--mif")) {
+            if (parse_mif(v, o))
+                return 2;
         } else if (!strcmp(argv[i - 1], "--csv")) {
             o->csv = v;
         } else if (!strcmp(argv[i - 1], "--json")) {
@@ -220,6 +250,15 @@ int bench_parse(int argc, char **argv, bench_opts_t *o)
     }
     if (o->root < 0 || (!o->transport && o->root >= o->np)) {
         fprintf(stderr, "weft bench: --root %d out of range for --np %d\n", o->root, o->np);
+        return 2;
+    }
+    if (o->redraw && !o->nmif) {
+        fprintf(stderr, "weft bench: --redraw draws the delays of --mif: give --mif too\n");
+        return 2;
+    }
+    if (o->nmif && o->osu) {
+        fprintf(stderr, "weft bench: --mif has a convention of its own (the time inside the "
+                        "collective); leave out --osu\n");
         return 2;
     }
     if (o->op == OP_AFFINE && o->dtype != WEFT_UINT64) {
@@ -241,6 +280,8 @@ typedef struct {
     const algo_t *al;
     const char *params; /* "k=v,..." or NULL */
     double avg, med, min;
+    double mif, alpha, worst; /* --mif: the factor (-1: balanced), alpha(size) in
+                               * seconds, the worst rank's mean time inside (us) */
     int iters;
     int bad; /* --check failures */
     const char *skipped; /* "n/a": it could not run (the lineup says why) */
@@ -500,6 +541,9 @@ static void lineup_free(lineup_t *L)
 
 static const char *convention(const bench_opts_t *o)
 {
+    if (o->nmif)
+        return "imbalanced (--mif): each rank's time inside the collective, avg over ranks "
+               "and calls, median over calls of the ranks' mean";
     return o->osu ? "OSU convention: each rank's mean time, averaged over ranks"
                   : "median of the slowest rank's time per iteration, after a barrier";
 }
@@ -624,13 +668,18 @@ static void print_not_run(const lineup_t *L, const result_t *res, int nsizes)
 static void write_csv_row(FILE *csv, const bench_opts_t *o, int P, size_t bytes,
                           const char *label, const result_t *r)
 {
-    fprintf(csv, "%s,%d,%s,%zu,%s,%.3f,%.3f,%.3f,%.4f,%d,%s,%s\n", weft_coll_name(o->coll), P,
+    fprintf(csv, "%s,%d,%s,%zu,%s,%.3f,%.3f,%.3f,%.4f,%d,%s,", weft_coll_name(o->coll), P,
             weft_dtype_name(o->dtype), bytes, label, r->avg, r->med, r->min,
-            busbw_of(o, P, bytes, r->med), r->iters, r->chose ? r->chose : "",
-            o->osu ? "osu" : "max-median");
+            busbw_of(o, P, bytes, r->med), r->iters, r->chose ? r->chose : "");
+    if (r->mif >= 0)
+        fprintf(csv, "inside-mif=%g%s,%.3f,%.3f,%g\n", r->mif, o->redraw ? "-redraw" : "",
+                r->worst, r->alpha * 1e6, r->mif);
+    else
+        fprintf(csv, "%s,,,\n", o->osu ? "osu" : "max-median");
 }
 
-static void write_json(const bench_opts_t *o, int P, const lineup_t *L, const result_t *res)
+static void write_json(const bench_opts_t *o, int P, const lineup_t *L, const result_t *res,
+                       int npass)
 {
     FILE *j = fopen(o->json, "w");
     if (!j) {
@@ -641,12 +690,13 @@ static void write_json(const bench_opts_t *o, int P, const lineup_t *L, const re
     fprintf(j, "{\"collective\": \"%s\", \"np\": %d, \"dtype\": \"%s\", \"op\": \"%s\", "
                "\"transport\": \"%s\", \"convention\": \"%s\", \"results\": [",
             weft_coll_name(o->coll), P, weft_dtype_name(o->dtype), bench_op_name(o->op),
-            o->transport ? o->transport : "shm", o->osu ? "osu" : "max-median");
+            o->transport ? o->transport : "shm",
+            o->nmif ? "inside" : o->osu ? "osu" : "max-median");
     int first = 1;
-    for (int s = 0; s < o->nsizes; s++)
+    for (int s = 0; s < o->nsizes * npass; s++)
         for (size_t a = 0; a < L->n; a++) {
             const result_t *r = &res[(size_t)s * L->n + a];
-            size_t bytes = o->sizes[s] / es * es;
+            size_t bytes = o->sizes[s % o->nsizes] / es * es;
             if (r->skipped)
                 continue;
             fprintf(j, "%s\n  {\"bytes\": %zu, \"algorithm\": \"%s\", \"avg_us\": %.3f, "
@@ -656,6 +706,9 @@ static void write_json(const bench_opts_t *o, int P, const lineup_t *L, const re
                     busbw_of(o, P, bytes, r->med), r->iters);
             if (r->chose)
                 fprintf(j, ", \"chose\": \"%s\"", r->chose);
+            if (r->mif >= 0)
+                fprintf(j, ", \"mif\": %g, \"alpha_us\": %.3f, \"worst_rank_us\": %.3f", r->mif,
+                        r->alpha * 1e6, r->worst);
             if (o->check)
                 fprintf(j, ", \"check\": \"%s\"", r->bad ? "failed" : "ok");
             fprintf(j, "}");
@@ -665,14 +718,60 @@ static void write_json(const bench_opts_t *o, int P, const lineup_t *L, const re
     fclose(j);
 }
 
+/* --mif: this rank's delay before call i, r alpha with r uniform in
+ * [0, mif], drawn from the rank (and, redrawn, the call), then spent
+ * computing, as the seed's benchmark does: a busy wait, not a sleep. */
+static void arrive_late(int rank, int i, double mif, double alpha, bool redraw)
+{
+    uint64_t x = (uint64_t)(rank + 1) * 0x9E3779B97F4A7C15ull;
+    if (redraw)
+        x ^= (uint64_t)(i + 1) * 0xD1B54A32D192ED03ull;
+    for (int k = 0; k < 4; k++) /* mix the seed */
+        x ^= x >> 31, x *= 0xBF58476D1CE4E5B9ull;
+    double u = (double)(x >> 11) / 9007199254740992.0;
+    double until = weft_now() + u * mif * alpha;
+    while (weft_now() < until)
+        ;
+}
+
+/* alpha(size): the one-way time of a message of count elements between
+ * ranks 0 and 1 (a broadcast on a communicator of those two, there and
+ * back), known to every rank; 0 with one rank. */
+static double measure_alpha(weft_comm_t comm, const bench_opts_t *o, size_t count, void *buf)
+{
+    int rank = weft_comm_rank(comm), P = weft_comm_size(comm);
+    double alpha = 0;
+    if (P < 2)
+        return 0;
+    weft_comm_t pair = NULL;
+    if (weft_comm_split(comm, rank < 2 ? 0 : WEFT_UNDEFINED, rank, &pair) != WEFT_OK)
+        return 0;
+    if (pair) {
+        size_t bytes = count * weft_dtype_size(o->dtype);
+        int reps = (int)fmax(5, fmin(100, (double)(1u << 26) / fmax((double)bytes, 1)));
+        double t0 = 0;
+        for (int i = 0; i < 5 + reps; i++) {
+            if (i == 5)
+                t0 = weft_now();
+            weft_bcast(buf, count, o->dtype, 0, pair);
+            weft_bcast(buf, count, o->dtype, 1, pair);
+        }
+        alpha = (weft_now() - t0) / (2.0 * reps);
+        weft_comm_free(&pair);
+    }
+    weft_bcast(&alpha, 1, WEFT_FLOAT64, 0, comm);
+    return alpha;
+}
+
 /* Times one algorithm at one size into *r (every rank alike); nonzero if
  * it cannot serve the call (r->skipped, and the reason in why). */
 static int time_one(const bench_opts_t *o, weft_comm_t comm, const lineup_t *L, size_t a,
                     size_t count, void *in, void *out, double *times, int iters, int warm,
-                    result_t *r, char *why, size_t whylen)
+                    double mif, double alpha, result_t *r, char *why, size_t whylen)
 {
     int rank = weft_comm_rank(comm), P = weft_comm_size(comm), rc = WEFT_OK;
     const algo_t *al = L->al[a];
+    r->mif = mif, r->alpha = alpha;
     r->al = al;
     r->params = L->params[a];
     r->chose = NULL;
@@ -685,6 +784,8 @@ static int time_one(const bench_opts_t *o, weft_comm_t comm, const lineup_t *L, 
         rc = run_one(comm, o, al, count, in, out);
     for (int i = 0; i < iters && !rc; i++) {
         bench_barrier(comm, o);
+        if (mif >= 0)
+            arrive_late(rank, i, mif, alpha, o->redraw);
         double t0 = weft_now();
         rc = run_one(comm, o, al, count, in, out);
         times[i] = weft_now() - t0;
@@ -701,7 +802,18 @@ static int time_one(const bench_opts_t *o, weft_comm_t comm, const lineup_t *L, 
     double sum = 0;
     for (int i = 0; i < iters; i++)
         sum += times[i];
-    if (o->osu) { /* each rank's mean, averaged over ranks */
+    if (mif >= 0) { /* the time inside: over ranks and calls, per call, worst rank */
+        double mean = sum / iters, worst = mean;
+        weft_allreduce(WEFT_IN_PLACE, &mean, 1, WEFT_FLOAT64, WEFT_SUM, comm);
+        weft_allreduce(WEFT_IN_PLACE, &worst, 1, WEFT_FLOAT64, WEFT_MAX, comm);
+        weft_allreduce(WEFT_IN_PLACE, times, (size_t)iters, WEFT_FLOAT64, WEFT_SUM, comm);
+        qsort(times, (size_t)iters, sizeof *times, cmp_double);
+        r->avg = mean / P * 1e6;
+        r->worst = worst * 1e6;
+        r->med = (iters % 2 ? times[iters / 2]
+                            : 0.5 * (times[iters / 2 - 1] + times[iters / 2])) / P * 1e6;
+        r->min = times[0] / P * 1e6;
+    } else if (o->osu) { /* each rank's mean, averaged over ranks */
         double mean = sum / iters;
         weft_allreduce(WEFT_IN_PLACE, &mean, 1, WEFT_FLOAT64, WEFT_SUM, comm);
         r->avg = r->med = mean / P * 1e6;
@@ -768,8 +880,10 @@ static int bench_rank(const bench_opts_t *o, weft_comm_t comm)
     }
     int maxiters = o->iters > 0 ? o->iters : 1000;
     double *times = malloc((size_t)maxiters * sizeof *times);
-    result_t *res = calloc((size_t)o->nsizes * na, sizeof *res);
-    if (!in || !out || !times || !res) {
+    int npass = o->nmif ? o->nmif : 1; /* one table per imbalance factor */
+    result_t *res = calloc((size_t)o->nsizes * na * (size_t)npass, sizeof *res);
+    double *alpha = calloc((size_t)o->nsizes, sizeof *alpha);
+    if (!in || !out || !times || !res || !alpha) {
         fprintf(stderr, "weft bench: out of memory for %zu-byte buffers\n", maxbytes);
         return 1;
     }
@@ -778,20 +892,32 @@ static int bench_rank(const bench_opts_t *o, weft_comm_t comm)
         fprintf(stderr, "weft bench: cannot write %s: %s\n", o->csv, strerror(errno));
     if (csv)
         fprintf(csv, "collective,np,dtype,bytes,algorithm,avg_us,median_us,min_us,busbw_gbs,"
-                     "iters,chose,convention\n");
+                     "iters,chose,convention,worst_rank_us,alpha_us,mif\n");
     if (!rank)
         print_header(o, P, L);
     int failures = 0;
+    for (int s = 0; s < o->nsizes && o->nmif; s++) {
+        alpha[s] = measure_alpha(comm, o, o->sizes[s] / es, out);
+        if (!rank)
+            printf("%s %zu B %.3f us%s", s ? "," : "# alpha(size), ranks 0 and 1:",
+                   o->sizes[s] / es * es, alpha[s] * 1e6, s + 1 == o->nsizes ? "\n" : "");
+    }
+    for (int pass = 0; pass < npass; pass++)
     for (int s = 0; s < o->nsizes; s++) {
         size_t count = o->sizes[s] / es, bytes = count * es;
         int iters = o->iters > 0 ? o->iters
                                  : (int)fmax(5, fmin(1000, (double)(1u << 27) / fmax(bytes, 4096) / P));
         int warm = o->warmup >= 0 ? o->warmup : (iters / 10 > 2 ? iters / 10 : 2);
-        result_t *row = &res[(size_t)s * na];
+        result_t *row = &res[((size_t)pass * (size_t)o->nsizes + (size_t)s) * na];
+        double mif = o->nmif ? o->mif[pass] : -1;
+        if (!rank && o->nmif && s == 0)
+            printf("# imbalance factor %g: each rank arrives r alpha(size) late, r uniform in "
+                   "[0, %g] %s; figures: time inside the collective\n", mif, mif,
+                   o->redraw ? "per call" : "per rank");
         for (size_t a = 0; a < na; a++) {
             char why[200];
-            if (time_one(o, comm, L, a, count, in, out, times, iters, warm, &row[a], why,
-                         sizeof why)) {
+            if (time_one(o, comm, L, a, count, in, out, times, iters, warm, mif, alpha[s],
+                         &row[a], why, sizeof why)) {
                 if (!L->reason[a][0])
                     snprintf(L->reason[a], sizeof L->reason[a], "%s", why);
                 continue;
@@ -811,9 +937,9 @@ static int bench_rank(const bench_opts_t *o, weft_comm_t comm)
         fflush(stdout);
     }
     if (!rank) {
-        print_not_run(L, res, o->nsizes);
+        print_not_run(L, res, o->nsizes * npass);
         if (o->json)
-            write_json(o, P, L, res);
+            write_json(o, P, L, res, npass);
     }
     if (csv)
         fclose(csv);
@@ -829,6 +955,7 @@ static int bench_rank(const bench_opts_t *o, weft_comm_t comm)
     }
     free(times);
     free(res);
+    free(alpha);
     if (affine_op >= 0)
         weft_op_free(&affine_op), affine_op = -1;
     lineup_free(L);

@@ -35,6 +35,13 @@ typedef struct bench_opts {
     weft_op_t op;
     int root;
     const char *transport; /* NULL: a weft job of its own; "mpi"/"shm": under mpirun */
+    /* --mif X,..: the imbalanced benchmark (process-arrival-pattern-aware-
+     * collectives.txt, Listing 4.2): before each timed call a rank waits
+     * r alpha(size), r uniform in [0, X], drawn once per rank or, with
+     * --redraw, per call */
+    double mif[16];
+    int nmif;
+    int redraw;
 } bench_opts_t;
 /* bench_opts.op for --op noncommutative: a user op (affine maps on uint64) */
 #define OP_AFFINE (-2)
