@@ -136,6 +136,13 @@ want=$("$weft" sim allreduce --algo ring --np 8 --size 1M --preset loggopsim --c
        awk -F, '{ printf "%.2f", $4 / 1000 }')
 got=$(awk '$1 == "ring" { v = $3; sub(/\*$/, "", v); print v }' "$tmp/ex")
 [ "$want" = "$got" ] && ok || bad "explain's ring figure $got is not weft sim's $want"
+# a bcast on shared memory is predicted as it is built there: chunks of at
+# most 48 KiB (4 MiB at 8 ranks: 86 chunks, not the closed form's)
+want=$("$weft" sim bcast --algo twotree --params chunks=86 --np 8 --size 4M --preset loggopsim \
+       --csv - | tail -1 | awk -F, '{ printf "%.2f", $4 / 1000 }')
+got=$("$weft" explain bcast --np 8 --size 4M --preset loggopsim |
+      awk '$1 == "twotree" { v = $3; sub(/\*$/, "", v); print v }')
+[ "$want" = "$got" ] && ok || bad "explain's twotree bcast $got is not the 86-chunk schedule's $want"
 # too large to simulate in explain: said, not hung
 "$weft" explain bcast --np 100000 --size 8 --preset loggopsim >"$tmp/ex2" &&
     grep -q "too large for explain" "$tmp/ex2" && ok || bad "no event limit in explain: $(head -20 "$tmp/ex2")"

@@ -8,12 +8,13 @@
 
 /* The LogGOPS time of one call of al (params "k=v,..." or NULL) on P ranks
  * of bytes each, under model m, LogGOPSim's order, all ranks starting at
- * 0; op is a builtin op or OP_AFFINE.  limits (NULL: none) gives the
+ * 0; op is a builtin op or OP_AFFINE.  shm: the schedule as weft builds it
+ * on its shared memory (a bcast's chunks capped there), else as elsewhere.  limits (NULL: none) gives the
  * simulation's max_events, max_bytes and max_seconds: past one it gives up
  * with WEFT_ENOTSUP and a reason starting "stopped".  0, or a weft error
  * code with the reason in why. */
 int sim_predict(const sim_model_t *m, const algo_t *al, const char *params, int P,
-                uint64_t bytes, weft_dtype_t dt, int op, const sim_opts_t *limits,
+                uint64_t bytes, weft_dtype_t dt, int op, bool shm, const sim_opts_t *limits,
                 sim_result_t *r, char *why, size_t len);
 
 /* The model a command predicts with: preset (a name or a preset file), or

@@ -599,7 +599,7 @@ static int run_point(const sim_opts_cli_t *o, const algo_t *al, int P, uint64_t 
 }
 
 int sim_predict(const sim_model_t *m, const algo_t *al, const char *params, int P,
-                uint64_t bytes, weft_dtype_t dt, int op, const sim_opts_t *limits,
+                uint64_t bytes, weft_dtype_t dt, int op, bool shm, const sim_opts_t *limits,
                 sim_result_t *r, char *why, size_t len)
 {
     static sim_opts_cli_t o; /* large (the sweep's lists); one caller at a time */
@@ -617,6 +617,7 @@ int sim_predict(const sim_model_t *m, const algo_t *al, const char *params, int 
         snprintf(why, len, "%s", pt.why);
         return pt.rc;
     }
+    b.a.shared_board = shm; /* prepare() refused the board algorithms themselves */
     sim_opts_t so = {.order = SIM_ORDER_LOGGOPSIM};
     if (limits) {
         so.max_events = limits->max_events;
