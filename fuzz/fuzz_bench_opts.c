@@ -33,6 +33,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n)
                (o.op == OP_AFFINE && o.dtype == WEFT_UINT64));
         assert(memchr(o.algos, '\0', sizeof o.algos));
         assert(o.nmif >= 0 && o.nmif <= 16 && (!o.redraw || o.nmif) && !(o.nmif && o.osu));
+        assert(!(o.arrivals && (o.nmif || o.osu)));
         for (int i = 0; i < o.nmif; i++)
             assert(o.mif[i] >= 0 && o.mif[i] <= 1000);
     }

@@ -1,5 +1,5 @@
 #!/bin/bash
-# weft bench --mif: the imbalanced benchmark's output (a table per factor,
+# weft bench --mif and --arrivals: the imbalanced benchmark's output (a table per factor,
 # alpha(size) measured and said, every figure in the CSV and JSON, the worst
 # rank's mean never below the mean) and its bad input.  Structure only: the
 # figures themselves are benchmarks, not tests.
@@ -51,5 +51,21 @@ expect 2 "want up to 16 factors, each 0 to 1000" "$weft" bench allreduce --mif a
 expect 2 "want up to 16 factors, each 0 to 1000" "$weft" bench allreduce --mif 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17
 expect 2 "give --mif too" "$weft" bench allreduce --redraw
 expect 2 "leave out --osu" "$weft" bench allreduce --mif 1 --osu
+# --arrivals: a recorded pattern (us per rank per call, lines in turn)
+printf '# rank 2 late, then rank 0\n0 0 50\n\n50 0 0  # comment\n' >"$tmp/arr"
+"$weft" bench allreduce --np 3 --arrivals "$tmp/arr" --algo recursive_doubling,board --sizes 8 \
+    --iters 10 --check --csv "$tmp/a.csv" >"$tmp/aout" 2>&1 &&
+    grep -q "^# arrivals: 2 calls' delays from" "$tmp/aout" &&
+    grep -q "# check: every result verified" "$tmp/aout" &&
+    awk -F, 'NR > 1 { n++; if ($12 != "inside-arrivals" || !($13 + 0.0005 >= $6)) bad = 1 }
+             END { exit !(n == 2 && !bad) }' "$tmp/a.csv" && ok || bad "--arrivals: $(cat "$tmp/aout" "$tmp/a.csv")"
+printf '1 2\n' >"$tmp/b1"; printf '1 -2 3\n' >"$tmp/b2"; printf '# none\n\n' >"$tmp/b3"
+printf '0 0 0\n1 2 x\n' >"$tmp/b4"
+expect 2 "b1: line 1: 2 delays for 3 ranks" "$weft" bench allreduce --np 3 --arrivals "$tmp/b1" --sizes 8
+expect 2 "b2: line 1: delay 2 is negative" "$weft" bench allreduce --np 3 --arrivals "$tmp/b2" --sizes 8
+expect 2 "b3: no delays in it" "$weft" bench allreduce --np 3 --arrivals "$tmp/b3" --sizes 8
+expect 2 "b4: line 2: 'x' is not a number" "$weft" bench allreduce --np 3 --arrivals "$tmp/b4" --sizes 8
+expect 2 "cannot open it" "$weft" bench allreduce --np 3 --arrivals "$tmp/nonesuch" --sizes 8
+expect 2 "leave out --mif and --osu" "$weft" bench allreduce --arrivals "$tmp/arr" --mif 2
 echo "$passes passed, $fails failed"
 [ "$fails" -eq 0 ]

@@ -44,6 +44,7 @@ static void bench_usage(FILE *f)
             "                  [--transport mpi|shm]  (under mpirun; algorithm 'native' is the\n"
             "                  MPI library's own collective, and ratios against it are shown)\n"
             "                  [--mif X[,Y..] [--redraw]]  (imbalanced: a table per factor X)\n"
+            "                  [--arrivals FILE]  (imbalanced by a recorded pattern)\n"
             "Sizes are in bytes, K, M or G allowed (LO:HI doubles from LO); default 4:64M,\n"
             "--np 4, iterations scaled to the size unless --iters is given.\n"
             "Without --algo: per size, AUTO's figure and choice, the fastest algorithm\n"
@@ -57,7 +58,10 @@ static void bench_usage(FILE *f)
             "alpha(size) the one-way time of a message of that size between ranks 0 and\n"
             "1 (measured first); the figures are then the time each rank spends inside\n"
             "the collective: avg over ranks and calls, median over calls of the ranks'\n"
-            "mean, and (CSV, JSON) the worst rank's mean.\n");
+            "mean, and (CSV, JSON) the worst rank's mean.  --arrivals FILE: the delays\n"
+            "from FILE instead, in microseconds, one line per call with one number per\n"
+            "rank ('#' starts a comment), the lines taken in turn and again from the\n"
+            "first when the calls outnumber them.\n");
 }
 
 /* A size in bytes (size_prefix: digits and an optional K, M or G), at
@@ -236,6 +240,8 @@ int bench_parse(int argc, char **argv, bench_opts_t *o)
                 return 2;
             }
             o->transport = v;
+        } else if (!strcmp(argv[i - 1], "--arrivals")) {
+            o->arrivals = v;
         } else if (!strcmp(argv[i - 1], "--mif")) {
             if (parse_mif(v, o))
                 return 2;
@@ -254,6 +260,11 @@ int bench_parse(int argc, char **argv, bench_opts_t *o)
     }
     if (o->redraw && !o->nmif) {
         fprintf(stderr, "weft bench: --redraw draws the delays of --mif: give --mif too\n");
+        return 2;
+    }
+    if (o->arrivals && (o->nmif || o->osu)) {
+        fprintf(stderr, "weft bench: --arrivals replays its own delays: leave out --mif and "
+                        "--osu\n");
         return 2;
     }
     if (o->nmif && o->osu) {
@@ -280,8 +291,9 @@ typedef struct {
     const algo_t *al;
     const char *params; /* "k=v,..." or NULL */
     double avg, med, min;
-    double mif, alpha, worst; /* --mif: the factor (-1: balanced), alpha(size) in
+    double mif, alpha, worst; /* --mif: the factor (-1: none), alpha(size) in
                                * seconds, the worst rank's mean time inside (us) */
+    bool late; /* --mif or --arrivals: the figures are the time inside */
     int iters;
     int bad; /* --check failures */
     const char *skipped; /* "n/a": it could not run (the lineup says why) */
@@ -541,8 +553,8 @@ static void lineup_free(lineup_t *L)
 
 static const char *convention(const bench_opts_t *o)
 {
-    if (o->nmif)
-        return "imbalanced (--mif): each rank's time inside the collective, avg over ranks "
+    if (o->nmif || o->arrivals)
+        return "imbalanced: each rank's time inside the collective, avg over ranks "
                "and calls, median over calls of the ranks' mean";
     return o->osu ? "OSU convention: each rank's mean time, averaged over ranks"
                   : "median of the slowest rank's time per iteration, after a barrier";
@@ -674,6 +686,8 @@ static void write_csv_row(FILE *csv, const bench_opts_t *o, int P, size_t bytes,
     if (r->mif >= 0)
         fprintf(csv, "inside-mif=%g%s,%.3f,%.3f,%g\n", r->mif, o->redraw ? "-redraw" : "",
                 r->worst, r->alpha * 1e6, r->mif);
+    else if (r->late)
+        fprintf(csv, "inside-arrivals,%.3f,,\n", r->worst);
     else
         fprintf(csv, "%s,,,\n", o->osu ? "osu" : "max-median");
 }
@@ -691,7 +705,7 @@ static void write_json(const bench_opts_t *o, int P, const lineup_t *L, const re
                "\"transport\": \"%s\", \"convention\": \"%s\", \"results\": [",
             weft_coll_name(o->coll), P, weft_dtype_name(o->dtype), bench_op_name(o->op),
             o->transport ? o->transport : "shm",
-            o->nmif ? "inside" : o->osu ? "osu" : "max-median");
+            o->nmif || o->arrivals ? "inside" : o->osu ? "osu" : "max-median");
     int first = 1;
     for (int s = 0; s < o->nsizes * npass; s++)
         for (size_t a = 0; a < L->n; a++) {
@@ -707,8 +721,9 @@ static void write_json(const bench_opts_t *o, int P, const lineup_t *L, const re
             if (r->chose)
                 fprintf(j, ", \"chose\": \"%s\"", r->chose);
             if (r->mif >= 0)
-                fprintf(j, ", \"mif\": %g, \"alpha_us\": %.3f, \"worst_rank_us\": %.3f", r->mif,
-                        r->alpha * 1e6, r->worst);
+                fprintf(j, ", \"mif\": %g, \"alpha_us\": %.3f", r->mif, r->alpha * 1e6);
+            if (r->late)
+                fprintf(j, ", \"worst_rank_us\": %.3f", r->worst);
             if (o->check)
                 fprintf(j, ", \"check\": \"%s\"", r->bad ? "failed" : "ok");
             fprintf(j, "}");
@@ -718,21 +733,139 @@ static void write_json(const bench_opts_t *o, int P, const lineup_t *L, const re
     fclose(j);
 }
 
-/* --mif: this rank's delay before call i, r alpha with r uniform in
- * [0, mif], drawn from the rank (and, redrawn, the call), then spent
- * computing, as the seed's benchmark does: a busy wait, not a sleep. */
-static void arrive_late(int rank, int i, double mif, double alpha, bool redraw)
+/* How ranks arrive at the timed calls: late by r alpha, r uniform in
+ * [0, mif] (--mif), or by a recorded pattern (--arrivals: us[call * P +
+ * rank] microseconds, ncalls lines taken in turn). */
+typedef struct arrival {
+    double mif, alpha; /* mif -1: the pattern */
+    const double *us;
+    int ncalls, P;
+} arrival_t;
+
+/* This rank's delay before call i, spent computing, as the seed's
+ * benchmark does: a busy wait, not a sleep.  --mif draws r from the rank
+ * (and, redrawn, the call). */
+static void arrive_late(const arrival_t *ar, int rank, int i, bool redraw)
 {
-    uint64_t x = (uint64_t)(rank + 1) * 0x9E3779B97F4A7C15ull;
-    if (redraw)
-        x ^= (uint64_t)(i + 1) * 0xD1B54A32D192ED03ull;
-    for (int k = 0; k < 4; k++) /* mix the seed */
-        x ^= x >> 31, x *= 0xBF58476D1CE4E5B9ull;
-    double u = (double)(x >> 11) / 9007199254740992.0;
-    double until = weft_now() + u * mif * alpha;
+    double delay;
+    if (ar->us) {
+        delay = ar->us[(size_t)(i % ar->ncalls) * (size_t)ar->P + (size_t)rank] * 1e-6;
+    } else {
+        uint64_t x = (uint64_t)(rank + 1) * 0x9E3779B97F4A7C15ull;
+        if (redraw)
+            x ^= (uint64_t)(i + 1) * 0xD1B54A32D192ED03ull;
+        for (int k = 0; k < 4; k++) /* mix the seed */
+            x ^= x >> 31, x *= 0xBF58476D1CE4E5B9ull;
+        delay = (double)(x >> 11) / 9007199254740992.0 * ar->mif * ar->alpha;
+    }
+    double until = weft_now() + delay;
     while (weft_now() < until)
         ;
 }
+
+/* One line of --arrivals: exactly P delays (us, 0 to 10 s) into out; ""
+ * or what is wrong in why. */
+static void parse_arrival_line(const char *p, int P, double *out, char *why, size_t len)
+{
+    int k = 0;
+    for (;;) {
+        char *e;
+        double v = strtod(p, &e);
+        if (e == p)
+            break;
+        if (k == P) {
+            snprintf(why, len, "more delays than the %d ranks", P);
+            return;
+        }
+        if (!(v >= 0 && v <= 1e7)) {
+            snprintf(why, len, "delay %d is negative, not a number or above 10 s", k + 1);
+            return;
+        }
+        out[k++] = v;
+        p = e;
+    }
+    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+        p++;
+    if (*p)
+        snprintf(why, len, "'%.20s' is not a number", p);
+    else if (k != P)
+        snprintf(why, len, "%d delays for %d ranks", k, P);
+}
+
+/* --arrivals FILE, read by rank 0 and sent to all: lines of P delays in
+ * microseconds ('#' comments, blank lines skipped).  NULL after saying
+ * FILE:LINE: what on rank 0 (every rank returns NULL alike). */
+static double *read_arrivals(const char *path, weft_comm_t comm, int *ncalls)
+{
+    int rank = weft_comm_rank(comm), P = weft_comm_size(comm);
+    double *us = NULL;
+    int64_t n = 0; /* lines read; -1: refused */
+    if (!rank) {
+        FILE *f = fopen(path, "r");
+        char line[65536], why[160] = "";
+        int lineno = 0;
+        size_t cap = 0;
+        if (!f)
+            snprintf(why, sizeof why, "cannot open it: %s", strerror(errno));
+        while (f && !why[0] && fgets(line, sizeof line, f)) {
+            lineno++;
+            char *hash = strchr(line, '#'), *p = line;
+            if (!strchr(line, '\n') && !feof(f)) {
+                snprintf(why, sizeof why, "line %d is longer than %zu bytes", lineno,
+                         sizeof line - 1);
+                break;
+            }
+            if (hash)
+                *hash = '\0';
+            line[strcspn(line, "\r\n")] = '\0';
+            while (*p == ' ' || *p == '\t')
+                p++;
+            if (!*p)
+                continue;
+            if ((size_t)(n + 1) * (size_t)P > cap) {
+                size_t nc = cap ? cap * 2 : (size_t)P * 64;
+                double *g = realloc(us, nc * sizeof *us);
+                if (!g) {
+                    snprintf(why, sizeof why, "out of memory");
+                    break;
+                }
+                us = g, cap = nc;
+            }
+            char what[100] = "";
+            parse_arrival_line(p, P, us + (size_t)n * (size_t)P, what, sizeof what);
+            if (what[0])
+                snprintf(why, sizeof why, "line %d: %s", lineno, what);
+            else
+                n++;
+        }
+        if (f)
+            fclose(f);
+        if (!why[0] && !n)
+            snprintf(why, sizeof why, "no delays in it (want a line of %d per call)", P);
+        if (why[0]) {
+            fprintf(stderr, "weft bench: --arrivals %s: %s\n", path, why);
+            n = -1;
+        }
+    }
+    weft_bcast(&n, 1, WEFT_INT64, 0, comm);
+    if (n <= 0) {
+        free(us);
+        return NULL;
+    }
+    double *got = rank ? malloc((size_t)n * (size_t)P * sizeof *got) : us;
+    int ok = got != NULL;
+    weft_allreduce(WEFT_IN_PLACE, &ok, 1, WEFT_INT32, WEFT_MIN, comm);
+    if (!ok) {
+        if (!rank)
+            fprintf(stderr, "weft bench: --arrivals %s: out of memory\n", path);
+        free(got);
+        return NULL;
+    }
+    weft_bcast(got, (size_t)n * (size_t)P, WEFT_FLOAT64, 0, comm);
+    *ncalls = (int)n;
+    return got;
+}
+
 
 /* alpha(size): the one-way time of a message of count elements between
  * ranks 0 and 1 (a broadcast on a communicator of those two, there and
@@ -767,11 +900,11 @@ static double measure_alpha(weft_comm_t comm, const bench_opts_t *o, size_t coun
  * it cannot serve the call (r->skipped, and the reason in why). */
 static int time_one(const bench_opts_t *o, weft_comm_t comm, const lineup_t *L, size_t a,
                     size_t count, void *in, void *out, double *times, int iters, int warm,
-                    double mif, double alpha, result_t *r, char *why, size_t whylen)
+                    const arrival_t *ar, result_t *r, char *why, size_t whylen)
 {
     int rank = weft_comm_rank(comm), P = weft_comm_size(comm), rc = WEFT_OK;
     const algo_t *al = L->al[a];
-    r->mif = mif, r->alpha = alpha;
+    r->mif = ar ? ar->mif : -1, r->alpha = ar ? ar->alpha : 0, r->late = ar != NULL;
     r->al = al;
     r->params = L->params[a];
     r->chose = NULL;
@@ -784,8 +917,8 @@ static int time_one(const bench_opts_t *o, weft_comm_t comm, const lineup_t *L, 
         rc = run_one(comm, o, al, count, in, out);
     for (int i = 0; i < iters && !rc; i++) {
         bench_barrier(comm, o);
-        if (mif >= 0)
-            arrive_late(rank, i, mif, alpha, o->redraw);
+        if (ar)
+            arrive_late(ar, rank, i, o->redraw);
         double t0 = weft_now();
         rc = run_one(comm, o, al, count, in, out);
         times[i] = weft_now() - t0;
@@ -802,7 +935,7 @@ static int time_one(const bench_opts_t *o, weft_comm_t comm, const lineup_t *L, 
     double sum = 0;
     for (int i = 0; i < iters; i++)
         sum += times[i];
-    if (mif >= 0) { /* the time inside: over ranks and calls, per call, worst rank */
+    if (ar) { /* the time inside: over ranks and calls, per call, worst rank */
         double mean = sum / iters, worst = mean;
         weft_allreduce(WEFT_IN_PLACE, &mean, 1, WEFT_FLOAT64, WEFT_SUM, comm);
         weft_allreduce(WEFT_IN_PLACE, &worst, 1, WEFT_FLOAT64, WEFT_MAX, comm);
@@ -895,14 +1028,22 @@ static int bench_rank(const bench_opts_t *o, weft_comm_t comm)
                      "iters,chose,convention,worst_rank_us,alpha_us,mif\n");
     if (!rank)
         print_header(o, P, L);
-    int failures = 0;
+    int failures = 0, ncalls = 0;
+    double *pattern = NULL;
+    if (o->arrivals) {
+        if (!(pattern = read_arrivals(o->arrivals, comm, &ncalls)))
+            failures = -1; /* said on rank 0; every rank stops alike */
+        else if (!rank)
+            printf("# arrivals: %d calls' delays from %s, taken in turn; figures: time inside "
+                   "the collective\n", ncalls, o->arrivals);
+    }
     for (int s = 0; s < o->nsizes && o->nmif; s++) {
         alpha[s] = measure_alpha(comm, o, o->sizes[s] / es, out);
         if (!rank)
             printf("%s %zu B %.3f us%s", s ? "," : "# alpha(size), ranks 0 and 1:",
                    o->sizes[s] / es * es, alpha[s] * 1e6, s + 1 == o->nsizes ? "\n" : "");
     }
-    for (int pass = 0; pass < npass; pass++)
+    for (int pass = 0; pass < npass && failures >= 0; pass++)
     for (int s = 0; s < o->nsizes; s++) {
         size_t count = o->sizes[s] / es, bytes = count * es;
         int iters = o->iters > 0 ? o->iters
@@ -910,14 +1051,15 @@ static int bench_rank(const bench_opts_t *o, weft_comm_t comm)
         int warm = o->warmup >= 0 ? o->warmup : (iters / 10 > 2 ? iters / 10 : 2);
         result_t *row = &res[((size_t)pass * (size_t)o->nsizes + (size_t)s) * na];
         double mif = o->nmif ? o->mif[pass] : -1;
+        arrival_t ar = {mif, alpha[s], pattern, ncalls, P};
         if (!rank && o->nmif && s == 0)
             printf("# imbalance factor %g: each rank arrives r alpha(size) late, r uniform in "
                    "[0, %g] %s; figures: time inside the collective\n", mif, mif,
                    o->redraw ? "per call" : "per rank");
         for (size_t a = 0; a < na; a++) {
             char why[200];
-            if (time_one(o, comm, L, a, count, in, out, times, iters, warm, mif, alpha[s],
-                         &row[a], why, sizeof why)) {
+            if (time_one(o, comm, L, a, count, in, out, times, iters, warm,
+                         o->nmif || pattern ? &ar : NULL, &row[a], why, sizeof why)) {
                 if (!L->reason[a][0])
                     snprintf(L->reason[a], sizeof L->reason[a], "%s", why);
                 continue;
@@ -936,14 +1078,14 @@ static int bench_rank(const bench_opts_t *o, weft_comm_t comm)
             print_row_wide(o, P, bytes, L, row);
         fflush(stdout);
     }
-    if (!rank) {
+    if (!rank && failures >= 0) {
         print_not_run(L, res, o->nsizes * npass);
         if (o->json)
             write_json(o, P, L, res, npass);
     }
     if (csv)
         fclose(csv);
-    if (!rank && o->check)
+    if (!rank && o->check && failures >= 0)
         printf(failures ? "# check: %d results WRONG\n" : "# check: every result verified\n",
                failures);
     if (o->arena) {
@@ -956,11 +1098,12 @@ static int bench_rank(const bench_opts_t *o, weft_comm_t comm)
     free(times);
     free(res);
     free(alpha);
+    free(pattern);
     if (affine_op >= 0)
         weft_op_free(&affine_op), affine_op = -1;
     lineup_free(L);
     free(L);
-    return failures ? 1 : 0;
+    return failures < 0 ? 2 : failures ? 1 : 0;
 }
 
 int cmd_bench_kernels(int argc, char **argv);

@@ -42,6 +42,9 @@ typedef struct bench_opts {
     double mif[16];
     int nmif;
     int redraw;
+    /* --arrivals FILE: a recorded pattern instead (delays in us, a line of
+     * one per rank per call, lines reused in turn) */
+    const char *arrivals;
 } bench_opts_t;
 /* bench_opts.op for --op noncommutative: a user op (affine maps on uint64) */
 #define OP_AFFINE (-2)
