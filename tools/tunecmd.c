@@ -132,6 +132,48 @@ static void explain_args(const explain_opts_t *o, coll_args_t *a)
                     !elem_is_float((weft_dtype_t)dt);
 }
 
+/* Calls row(ctx, algorithm, bytes, median us) for each row of the CSV file
+ * `weft bench --csv` wrote; -1 if it cannot be read or has no header. */
+static int bench_csv_rows(const char *path,
+                          void (*row)(void *ctx, const char *algo, uint64_t bytes, double med),
+                          void *ctx)
+{
+    FILE *f = fopen(path, "r");
+    char line[1024];
+    if (!f || !fgets(line, sizeof line, f)) {
+        if (f)
+            fclose(f);
+        return -1;
+    }
+    while (fgets(line, sizeof line, f)) {
+        char *field[8];
+        int nf = 0;
+        for (char *save = NULL, *c = strtok_r(line, ",\n", &save); c && nf < 8;
+             c = strtok_r(NULL, ",\n", &save))
+            field[nf++] = c;
+        if (nf >= 7)
+            row(ctx, field[4], strtoull(field[3], NULL, 10), strtod(field[6], NULL));
+    }
+    fclose(f);
+    return 0;
+}
+
+typedef struct {
+    weft_coll_t coll;
+    double *med;
+} measured_t;
+
+static void keep_median(void *ctx, const char *algo, uint64_t bytes, double med)
+{
+    measured_t *m = ctx;
+    size_t n;
+    const algo_t *t = algo_table(&n);
+    (void)bytes;
+    for (size_t i = 0; i < n; i++)
+        if (t[i].coll == m->coll && !strcmp(t[i].name, algo))
+            m->med[i] = med;
+}
+
 /* weft bench's median (us) per registry index for the usable algorithms,
  * -1 where it gave none; false if the benchmark could not run. */
 static bool explain_measure(const explain_opts_t *o, const coll_args_t *a, double *med)
@@ -180,20 +222,9 @@ static bool explain_measure(const explain_opts_t *o, const coll_args_t *a, doubl
         close(saved);
     if (devnull >= 0)
         close(devnull);
-    FILE *f = rc ? NULL : fopen(csv, "r");
-    char line[512];
-    while (f && fgets(line, sizeof line, f)) {
-        char *field[12];
-        int nf = 0;
-        for (char *save = NULL, *c = strtok_r(line, ",\n", &save); c && nf < 12;
-             c = strtok_r(NULL, ",\n", &save))
-            field[nf++] = c;
-        for (size_t i = 0; nf >= 7 && i < n; i++)
-            if (t[i].coll == o->coll && !strcmp(t[i].name, field[4]))
-                med[i] = strtod(field[6], NULL);
-    }
-    if (f)
-        fclose(f);
+    measured_t m = {o->coll, med};
+    if (!rc && bench_csv_rows(csv, keep_median, &m))
+        rc = 1;
     unlink(csv);
     return rc == 0;
 }
@@ -340,45 +371,37 @@ typedef struct winner {
     double med;
 } winner_t;
 
+typedef struct {
+    winner_t *w;
+    int n, max;
+} winners_t;
+
+static void keep_fastest(void *ctx, const char *algo, uint64_t bytes, double med)
+{
+    winners_t *ws = ctx;
+    if (!strcmp(algo, "auto") || !strcmp(algo, "native"))
+        return;
+    int k = 0;
+    while (k < ws->n && ws->w[k].bytes != bytes)
+        k++;
+    if (k == ws->n) {
+        if (ws->n == ws->max)
+            return;
+        ws->w[k].bytes = bytes;
+        ws->w[k].med = med + 1;
+        ws->n++;
+    }
+    if (med < ws->w[k].med) {
+        ws->w[k].med = med;
+        snprintf(ws->w[k].algo, sizeof ws->w[k].algo, "%s", algo);
+    }
+}
+
 /* The fastest algorithm per size from `weft bench --csv`'s file. */
 static int read_winners(const char *csv, winner_t *w, int max)
 {
-    FILE *f = fopen(csv, "r");
-    if (!f)
-        return -1;
-    char line[512];
-    int n = 0;
-    if (!fgets(line, sizeof line, f)) {
-        fclose(f);
-        return -1;
-    }
-    while (fgets(line, sizeof line, f)) {
-        char *field[12];
-        int nf = 0;
-        for (char *save = NULL, *c = strtok_r(line, ",\n", &save); c && nf < 12;
-             c = strtok_r(NULL, ",\n", &save))
-            field[nf++] = c;
-        if (nf < 7 || !strcmp(field[4], "auto") || !strcmp(field[4], "native"))
-            continue;
-        uint64_t bytes = strtoull(field[3], NULL, 10);
-        double med = strtod(field[6], NULL);
-        int k = 0;
-        while (k < n && w[k].bytes != bytes)
-            k++;
-        if (k == n) {
-            if (n == max)
-                continue;
-            w[n].bytes = bytes;
-            w[n].med = med + 1;
-            n++;
-        }
-        if (med < w[k].med) {
-            w[k].med = med;
-            snprintf(w[k].algo, sizeof w[k].algo, "%s", field[4]);
-        }
-    }
-    fclose(f);
-    return n;
+    winners_t ws = {w, 0, max};
+    return bench_csv_rows(csv, keep_fastest, &ws) ? -1 : ws.n;
 }
 
 static int tune_usage(FILE *f, int rc)
