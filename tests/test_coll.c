@@ -253,12 +253,16 @@ static int serves_noncommutative(weft_coll_t coll, const char *name)
     return rc == WEFT_OK;
 }
 
-/* The board serves tiny payloads on shared memory only, and says so. */
+/* The board serves tiny payloads on shared memory only, and the
+ * arrival-driven algorithms (shm_twostep, pap_*) shared memory only; each
+ * says so. */
 static bool board_refused(const char *name, int rc)
 {
-    return rc == WEFT_EINVAL && !strcmp(name, "board") &&
-           (strstr(weft_last_error(), "carries at most") ||
-            strstr(weft_last_error(), "one machine's shared memory"));
+    if (rc != WEFT_EINVAL)
+        return false;
+    if (strstr(weft_last_error(), "one machine's shared memory"))
+        return !strcmp(name, "board") || !strcmp(name, "shm_twostep") || !strncmp(name, "pap_", 4);
+    return !strcmp(name, "board") && strstr(weft_last_error(), "carries at most");
 }
 
 static void counts_for(size_t *counts, int *nc, int large)

@@ -375,8 +375,9 @@ int cmd_check(int argc, char **argv)
         if ((strcmp(algos, "all") && !name_in_list(algos, t[i].name)) || name_in_list(skip, t[i].name))
             continue;
         if (t[i].board) {
-            printf("skip %-9s %-20s not a schedule (driven by the shared-memory board): "
-                   "test_coll and weft stress run it\n", weft_coll_name(t[i].coll), t[i].name);
+            printf("skip %-9s %-20s not a schedule (driven by the shared-memory board or by "
+                   "arrival): test_coll, test_board, test_arrival and weft stress run it\n",
+                   weft_coll_name(t[i].coll), t[i].name);
             continue;
         }
         matched++;

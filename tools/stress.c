@@ -352,7 +352,8 @@ static bool legit_refusal(int rc)
     return (rc == WEFT_EINVAL || rc == WEFT_ENOTSUP) &&
            (strstr(m, "commutative") || strstr(m, "idempotent") || strstr(m, "adaptable") ||
             strstr(m, "exact only") || strstr(m, "colouring") || strstr(m, "tags") ||
-            strstr(m, "carries at most") || strstr(m, "one machine's shared memory"));
+            strstr(m, "carries at most") || strstr(m, "one machine's shared memory") ||
+            strstr(m, "is not a schedule") || strstr(m, "arrival record's"));
 }
 
 static uint64_t hash_bytes(const void *p, size_t n)

@@ -41,6 +41,22 @@ static const algo_t table[] = {
      "each rank writes its slot of the shared-memory board, combines all P slots (tiny n)",
      "about alpha_line + (P-1) n gamma: one cache-line transfer per peer, no message",
      algo_board_usable, &board_ops},
+    {"shm_twostep", WEFT_COLL_ALLREDUCE, I | S, algo_board_build, "",
+     "rank 0 leads: the others send it their input, it reduces in rank order and sends the "
+     "result back (MVAPICH's static leader)",
+     "2 alpha + (P-1) n (beta_in + gamma) + (P-1) n beta_out at rank 0, after rank 0 and the last arrival",
+     arrival_usable, &shm_twostep_ops},
+    {"pap_leader", WEFT_COLL_ALLREDUCE, C | I | S, algo_board_build, "",
+     "the first rank to arrive leads: it reduces each input as it comes and sends the result back "
+     "(arrival-aware, small n)",
+     "as shm_twostep, from the first arrival: alpha + n (beta + gamma) + (P-1) n beta after the last arrival",
+     arrival_usable, &pap_leader_ops},
+    {"pap_chain", WEFT_COLL_ALLREDUCE, C | I | S, algo_board_build, "",
+     "a chain in arrival order (each adds its input and hands on), then a binomial bcast from the "
+     "last arrival",
+     "(P-1)(alpha + n beta + n gamma) + ceil(lg P)(alpha + n beta); after the last arrival: "
+     "alpha + n (beta + gamma) + ceil(lg P)(alpha + n beta)",
+     arrival_usable, &pap_chain_ops},
     {"pipeline", WEFT_COLL_ALLREDUCE, C | I | S, algo_pipeline_allreduce, "chunks",
      "pipelined chain reduce to rank 0, then pipelined chain bcast (k chunks)",
      "2 (P - 2 + k)(alpha + n/k beta) + (P - 2 + k) n/k gamma"},
@@ -137,6 +153,11 @@ static const algo_t table[] = {
      "the others write their slots of the shared-memory board and leave; the root combines them (tiny n)",
      "about alpha_line + (P-1) n gamma at the root, no message",
      algo_board_usable, &board_ops},
+    {"pap_chain", WEFT_COLL_REDUCE, C | S, algo_board_build, "",
+     "a chain in arrival order: each adds its input, hands on to the next arrival and leaves; "
+     "the last sends to the root (arrival-aware, large n)",
+     "(P-1)(alpha + n beta + n gamma) + alpha + n beta; after the last arrival: 2 alpha + n (2 beta + gamma)",
+     arrival_usable, &pap_chain_ops},
     /* reduce_scatter (n = P * count elements in bytes) */
     {"ring", WEFT_COLL_REDUCE_SCATTER, C, algo_ring_reduce_scatter, "",
      "P-1 steps around a ring", "(P-1) alpha + (P-1)/P n (beta + gamma)"},
@@ -318,7 +339,8 @@ static void alternatives(const coll_args_t *a, char *out, size_t n)
     }
 }
 
-/* A part of a composed algorithm that is not a schedule (the board): its
+/* A part of a composed algorithm that is not a schedule (the board, the
+ * arrival-driven ones): its
  * steps cannot be spliced into the whole, so it is refused by name. */
 static bool board_part(const algo_t *al, const coll_args_t *a, char *why, size_t n)
 {
@@ -332,7 +354,7 @@ static bool board_part(const algo_t *al, const coll_args_t *a, char *why, size_t
     }
     for (int k = 0; k < 2; k++)
         if (parts[k] && parts[k]->board) {
-            snprintf(why, n, "%s: %s=%s is not a schedule (the shared-memory board), so it "
+            snprintf(why, n, "%s: %s=%s is not a schedule (it runs on the shared-memory board), so it "
                      "cannot be a part of one", al->name, key[k], parts[k]->name);
             return true;
         }

@@ -101,6 +101,9 @@ static int shm_nodes(weft_comm_t c)
 
 void comm_destroy(weft_comm_t c)
 {
+    /* the arrival records this communicator's rank 0 claimed (src/shmcoll) */
+    if (c->rank == 0 && c->x->ops->arrival_rec && c != weft_g.world)
+        arrival_comm_freed(c->x, c->world[0], c->ctx);
     free(c->node_of);
     for (int i = 0; i < SCHED_CACHE_SIZE; i++) {
         sched_entry_t *e = &c->cache[i];
@@ -113,9 +116,18 @@ void comm_destroy(weft_comm_t c)
         c->pending.req->next = c->dead;
         c->dead = c->pending.req;
     }
-    request_list_free(c->dead);
-    if (c->owns_x)
+    if (c->owns_x) {
         c->x->ops->close(c->x);
+        request_list_free(c->dead);
+    } else if (c->dead) {
+        weft_request_t last = c->dead;
+        while (last->next)
+            last = last->next;
+        pthread_mutex_lock(&weft_g.lock);
+        last->next = weft_g.graveyard;
+        weft_g.graveyard = c->dead;
+        pthread_mutex_unlock(&weft_g.lock);
+    }
     free(c->world);
     free(c);
 }
@@ -206,6 +218,8 @@ weft_err_t weft_finalize(void)
         weft_g.x->ops->close(weft_g.x);
         weft_g.x = NULL;
     }
+    request_list_free(weft_g.graveyard);
+    weft_g.graveyard = NULL;
     weft_g.initialized = 0;
     weft_g.finalized = 1;
     return rc;

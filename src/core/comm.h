@@ -96,6 +96,10 @@ typedef struct weft_state {
     uint64_t timeout_ns; /* WEFT_TIMEOUT_MS: every new communicator's timeout */
     int unfinished; /* requests started and not finished, on communicators not revoked */
     int finalized;  /* weft_finalize has run: weft_init may not run again */
+    /* failed requests of freed communicators over the job's transport: it
+     * may still hold their messages (posted receives into their scratch,
+     * sends in flight), so they are freed only once it is closed */
+    struct weft_request *graveyard;
     pthread_mutex_t lock;
 } weft_state_t;
 extern weft_state_t weft_g;

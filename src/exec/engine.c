@@ -14,9 +14,9 @@
 #include "../algo/algo.h" /* coll_is_reduction */
 #include "engine.h"
 
-int exec_prepare(exec_t *e, const sched_t *s, size_t esize)
+int exec_reserve(exec_t *e, uint32_t n)
 {
-    uint32_t n = s->nsteps ? s->nsteps : 1;
+    n = n ? n : 1;
     if (n > e->cap) {
         free(e->pending), free(e->ready), free(e->reqs);
         e->pending = malloc(n * sizeof *e->pending);
@@ -28,16 +28,30 @@ int exec_prepare(exec_t *e, const sched_t *s, size_t esize)
         }
         e->cap = n;
     }
-    size_t tb = s->tmp_len * esize;
-    if (tb > e->tmp_bytes) {
+    return WEFT_OK;
+}
+
+int exec_reserve_tmp(exec_t *e, size_t bytes)
+{
+    if (bytes > e->tmp_bytes) {
         free(e->tmp);
-        e->tmp = malloc(tb);
+        e->tmp = malloc(bytes);
         if (!e->tmp) {
             e->tmp_bytes = 0;
-            return weft_error(WEFT_ENOMEM, "out of memory for %zu bytes of scratch", tb);
+            return weft_error(WEFT_ENOMEM, "out of memory for %zu bytes of scratch", bytes);
         }
-        e->tmp_bytes = tb;
+        e->tmp_bytes = bytes;
     }
+    return WEFT_OK;
+}
+
+int exec_prepare(exec_t *e, const sched_t *s, size_t esize)
+{
+    int rc = exec_reserve(e, s->nsteps);
+    if (!rc)
+        rc = exec_reserve_tmp(e, s->tmp_len * esize);
+    if (rc)
+        return rc;
     e->s = s;
     e->esize = esize;
     return WEFT_OK;
@@ -173,6 +187,8 @@ int exec_finish(exec_t *e, int rc)
         rc = watch_sent(e);
     if (rc && e->desc && x->ops->call_note)
         x->ops->call_note(x, e->desc, CALL_ABANDONED);
+    if (rc && e->board && e->board->abandon)
+        e->board->abandon(e);
     return rc;
 }
 

@@ -24,6 +24,9 @@ typedef struct board_ops {
     /* asked by the watch when the call has not moved for a while: a weft
      * error when the algorithm's own state proves it can never finish */
     int (*stalled)(struct exec *e);
+    /* optional: the call failed on this rank; give back what it holds in
+     * shared memory so that other calls do not wait for it forever */
+    void (*abandon)(struct exec *e);
 } board_ops_t;
 
 /* Where a board algorithm is in its call. */
@@ -34,10 +37,28 @@ typedef struct board_run {
     int end;       /* and the end of the ranks it looks for */
 } board_run_t;
 
+/* Where an arrival-driven algorithm (src/shmcoll/arrival.h) is in its
+ * call: its messages use reqs[], pending[i] set when reqs[i] completes. */
+typedef struct arrival_run {
+    int phase;              /* the algorithm's */
+    int order;              /* this rank's place in the arrival order, -1 not yet */
+    int leader, pred, succ, last; /* communicator ranks, -1 unknown or none */
+    int host;               /* transport rank holding the call's record */
+    int rec;                /* and its index there, -1 not known yet */
+    bool await_claim;       /* it waits for rank 0 to claim the records */
+    uint64_t gen;           /* the call's generation in the record */
+    int await_order;        /* the arrival whose entry it waits for, -1 none */
+    bool await_ticket;      /* it waits for the record to be free */
+    bool left;              /* counted itself out of the record */
+    uint32_t nposted, ndone; /* messages posted and completed */
+    int next;               /* the algorithm's cursor (next peer to reduce) */
+} arrival_run_t;
+
 typedef struct exec {
     const sched_t *s;
     const board_ops_t *board; /* NULL: run the schedule */
     board_run_t br;           /* (its buffers are buf[BUF_IN] and buf[BUF_OUT]) */
+    arrival_run_t ar;
     const call_desc_t *desc; /* the call, as published in the call log */
     xport_t *x;
     const int *world; /* communicator rank -> transport rank */
@@ -71,6 +92,10 @@ typedef struct exec {
 
 /* Sizes the per-step arrays and scratch for s (reusing earlier memory). */
 int exec_prepare(exec_t *e, const sched_t *s, size_t esize);
+/* The same for n steps (or n messages of an algorithm that is not a
+ * schedule), and bytes of scratch in e->tmp. */
+int exec_reserve(exec_t *e, uint32_t n);
+int exec_reserve_tmp(exec_t *e, size_t bytes);
 void exec_release(exec_t *e);
 /* Starts the schedule; in/out are the caller's buffers.  Publishes e->desc
  * in the call log; a split-phase call (list) is also put on the transport's

@@ -293,7 +293,7 @@ static int board_stalled(exec_t *e)
 }
 
 const board_ops_t board_ops = {board_start, board_progress, board_ready, board_waiting_for,
-                               board_stalled};
+                               board_stalled, NULL};
 
 /* The registry's builder: a board algorithm has no steps. */
 int algo_board_build(sched_t *s, const coll_args_t *a)

@@ -41,7 +41,7 @@ static size_t align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 /* Where the segment's parts go for a ring geometry. */
 typedef struct geometry {
     uint32_t ncells, payload, cell_bytes;
-    size_t ranks_off, board_off, log_off, dir_off, chans_off, stride;
+    size_t ranks_off, board_off, arrival_off, log_off, dir_off, chans_off, stride;
     size_t size;   /* the file: room for a ring per ordered pair (sparse) */
     size_t needed; /* the fixed part and the planned rings */
 } geometry_t;
@@ -54,7 +54,8 @@ static void lay_out(int nrank, uint32_t ncells, uint32_t payload, geometry_t *g)
     g->cell_bytes = (uint32_t)align_up(sizeof(cell_t) + payload, 64);
     g->ranks_off = align_up(sizeof(seg_hdr_t), 4096);
     g->board_off = align_up(g->ranks_off + P * sizeof(seg_rank_t), 4096);
-    g->log_off = align_up(g->board_off + P * SEG_BOARD_BYTES_PER_RANK, 4096);
+    g->arrival_off = align_up(g->board_off + P * SEG_BOARD_BYTES_PER_RANK, 4096);
+    g->log_off = align_up(g->arrival_off + P * SEG_ARRIVAL_BYTES_PER_RANK, 4096);
     g->dir_off = align_up(g->log_off + P * SEG_CALLLOG * sizeof(call_rec_t), 4096);
     g->chans_off = align_up(g->dir_off + P * P * sizeof(uint32_t), 4096);
     g->stride = sizeof(ring_hdr_t) + (size_t)ncells * g->cell_bytes;
@@ -151,6 +152,7 @@ int seg_create(int nrank, seg_t *s, char *name, size_t namelen, int *keep_fd)
     h->size = size;
     h->ranks_off = g.ranks_off;
     h->board_off = g.board_off;
+    h->arrival_off = g.arrival_off;
     h->chans_off = g.chans_off;
     h->log_off = g.log_off;
     h->dir_off = g.dir_off;

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SEG_MAGIC 0x3147455374666577ull
+#define SEG_MAGIC 0x3247455374666577ull /* bumped with the layout */
 #define CELL_PAYLOAD 16384u   /* a cell's payload when memory allows */
 #define CELL_PAYLOAD_MIN 1024u /* and the least it may shrink to (seg_create) */
 #define CELLS_MIN 2u
@@ -42,6 +42,26 @@ typedef struct board_slot {
 } __attribute__((aligned(64))) board_slot_t;
 #define SEG_BOARD_BYTES_PER_RANK (BOARD_SLOTS * sizeof(board_slot_t))
 
+/* The arrival records of the arrival-driven collectives (src/shmcoll/
+ * arrival.c): ARRIVAL_PAIRS pairs per rank.  A communicator whose rank 0
+ * that rank is claims a pair for its own (owner, in the pair's first
+ * record: (context + 1) << 1, | 1 once the communicator is freed), and its
+ * calls take the pair's records by the parity of their sequence number.
+ * Unlike a board slot, every rank of a call writes the record: ticket
+ * counts the arrivals (the call's generation, the ranks expected, the ranks
+ * arrived), left the ranks done with it, and order[i] who arrived i-th
+ * (generation and rank, so a stale entry is never taken for this call's). */
+#define ARRIVAL_PAIRS 8u
+#define ARRIVAL_MAX 64u /* ranks of one call */
+typedef struct arrival_rec {
+    _Atomic uint64_t ticket; /* gen << 24 | total << 12 | arrived */
+    _Atomic uint64_t left;   /* gen << 24 | done */
+    _Atomic uint64_t owner;  /* the pair's first record only */
+    char pad[40];
+    _Atomic uint64_t order[ARRIVAL_MAX]; /* gen << 24 | rank + 1 */
+} __attribute__((aligned(64))) arrival_rec_t;
+#define SEG_ARRIVAL_BYTES_PER_RANK (2 * ARRIVAL_PAIRS * sizeof(arrival_rec_t))
+
 enum { RANK_NEW = 0, RANK_ATTACHED = 1, RANK_FINALIZED = 2, RANK_FINALIZING = 3 };
 enum { ABORT_NONE = 0, ABORT_DIED = 1, ABORT_ERROR = 2 };
 
@@ -52,6 +72,7 @@ typedef struct seg_hdr {
     uint32_t payload;    /* payload bytes per cell */
     uint64_t size, ranks_off, board_off, chans_off, chan_stride;
     uint64_t log_off; /* the call logs: SEG_CALLLOG records per rank */
+    uint64_t arrival_off; /* the arrival records: 2 ARRIVAL_PAIRS per rank */
     uint64_t dir_off; /* P x P ring numbers (+1; 0: the pair has none yet) */
     uint64_t budget;  /* bytes the segment may reserve in all */
     uint64_t fixed;   /* bytes of everything before the pool */
@@ -151,6 +172,12 @@ static inline seg_rank_t *seg_rank(const seg_t *s, int r)
 static inline board_slot_t *seg_board(const seg_t *s, int r, unsigned i)
 {
     return (board_slot_t *)((char *)s->hdr + s->hdr->board_off) + (size_t)r * BOARD_SLOTS + i;
+}
+
+static inline arrival_rec_t *seg_arrival(const seg_t *s, int r, unsigned i)
+{
+    return (arrival_rec_t *)((char *)s->hdr + s->hdr->arrival_off) + (size_t)r * 2 * ARRIVAL_PAIRS +
+           i;
 }
 
 static inline call_rec_t *seg_calllog(const seg_t *s, int r)

@@ -764,6 +764,11 @@ static struct board_slot *shm_board_slot(xport_t *xp, int rank, unsigned i)
     return seg_board(&((shm_xport_t *)xp)->seg, rank, i);
 }
 
+static struct arrival_rec *shm_arrival_rec(xport_t *xp, int rank, unsigned i)
+{
+    return seg_arrival(&((shm_xport_t *)xp)->seg, rank, i);
+}
+
 /* As notify, one fence for all: the slot was written before. */
 static void shm_wake_ranks(xport_t *xp, const int *ranks, int n)
 {
@@ -778,7 +783,7 @@ static void shm_wake_ranks(xport_t *xp, const int *ranks, int n)
 static const xport_ops_t shm_ops = {
     "shm", shm_isend, shm_irecv, shm_progress, shm_block, shm_health, shm_close,
     NULL, shm_call_note, shm_peer_view, shm_note_finalize, shm_fail_job, NULL,
-    shm_board_slot, shm_wake_ranks,
+    shm_board_slot, shm_wake_ranks, shm_arrival_rec,
 };
 
 /* Single copy unless WEFT_CMA=0: lets peers read this process (Yama's
@@ -885,7 +890,7 @@ static void self_close(xport_t *x)
 
 static const xport_ops_t self_ops = {
     "self", self_comm, self_comm, self_progress, self_block, self_health, self_close,
-    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
 };
 
 int xport_self_open(xport_t **out)

@@ -126,6 +126,12 @@ static struct board_slot *tl_board_slot(xport_t *xp, int rank, unsigned i)
     return t->shm->ops->board_slot(t->shm, t->route[rank], i);
 }
 
+static struct arrival_rec *tl_arrival_rec(xport_t *xp, int rank, unsigned i)
+{
+    twolevel_t *t = (twolevel_t *)xp;
+    return t->shm->ops->arrival_rec(t->shm, t->route[rank], i);
+}
+
 static void tl_wake_ranks(xport_t *xp, const int *ranks, int n)
 {
     twolevel_t *t = (twolevel_t *)xp;
@@ -141,12 +147,12 @@ static void tl_wake_ranks(xport_t *xp, const int *ranks, int n)
 static const xport_ops_t twolevel_ops = {
     "shm+mpi", tl_isend,     tl_irecv,     tl_progress, tl_block, tl_health,  tl_close,
     tl_derive, tl_call_note, tl_peer_view, NULL,        tl_fail_job, tl_announce,
-    NULL,      NULL, /* no board: the ranks span nodes */
+    NULL,      NULL, NULL, /* no board: the ranks span nodes */
 };
 static const xport_ops_t twolevel_one_node_ops = {
     "shm+mpi", tl_isend,     tl_irecv,     tl_progress, tl_block, tl_health,  tl_close,
     tl_derive, tl_call_note, tl_peer_view, NULL,        tl_fail_job, tl_announce,
-    tl_board_slot, tl_wake_ranks,
+    tl_board_slot, tl_wake_ranks, tl_arrival_rec,
 };
 
 /* Node id of every rank of the transport's MPI communicator. */

@@ -23,7 +23,8 @@
 
 typedef struct xport xport_t;
 typedef struct xreq xreq_t;
-struct board_slot; /* segment.h */
+struct board_slot;   /* segment.h */
+struct arrival_rec;  /* segment.h */
 
 /* What a rank is calling, published in the call log so that peers can tell
  * a slow rank from one that called something else.  key = context << 32 |
@@ -140,6 +141,9 @@ typedef struct xport_ops {
      * wrote its slot. */
     struct board_slot *(*board_slot)(xport_t *x, int rank, unsigned i);
     void (*wake_ranks)(xport_t *x, const int *ranks, int n);
+    /* Optional (shared memory only, with board_slot): arrival record i of a
+     * rank (segment.h), which every rank of a call may write. */
+    struct arrival_rec *(*arrival_rec)(xport_t *x, int rank, unsigned i);
 } xport_ops_t;
 
 struct xport {

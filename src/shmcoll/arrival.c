@@ -1,0 +1,342 @@
+/* arrival.c — the arrival record and the messages of the arrival-driven
+ * collectives (arrival.h): pap_leader and shm_twostep (pap_leader.c),
+ * pap_chain (pap_chain.c), after the process-arrival-pattern seed's
+ * Algorithms 4.1 and 5.1.  The seed serialises arrivals with a mutex; here
+ * one compare-and-swap on a word that holds the call's generation, the
+ * ranks expected and the ranks arrived does it, so a rank that is
+ * descheduled mid-way holds no lock that others spin on. */
+#include <stdio.h>
+#include <string.h>
+
+#include "arrival.h"
+
+#define FIELD 0xfffull     /* ticket: ranks expected, ranks arrived */
+#define DONE 0xffffffull   /* left: ranks done; order: rank + 1 */
+
+static arrival_rec_t *rec_of(const exec_t *e)
+{
+    return e->x->ops->arrival_rec(e->x, e->ar.host, (unsigned)e->ar.rec);
+}
+
+static uint64_t ctx_of(const exec_t *e) { return e->desc->key >> 32; }
+
+static void wake_all(exec_t *e) { e->x->ops->wake_ranks(e->x, e->world, e->s->nrank); }
+
+bool arrival_begin(exec_t *e, uint32_t nreq, size_t tmp_bytes)
+{
+    arrival_run_t *ar = &e->ar;
+    memset(ar, 0, sizeof *ar);
+    ar->order = ar->leader = ar->pred = ar->succ = ar->last = ar->await_order = -1;
+    /* ctx (16 bits) and the 24-bit sequence number: 40 bits, + 1 so that a
+     * never-used record (all zero) matches no call */
+    uint64_t key = e->desc->key, ctx = key >> 32, seq = key & 0xffffffu;
+    ar->gen = (ctx << 24 | seq) + 1;
+    ar->host = e->world[0];
+    ar->rec = -1;
+    int rc = exec_reserve(e, nreq);
+    if (!rc)
+        rc = exec_reserve_tmp(e, tmp_bytes);
+    if (rc) {
+        e->err = rc;
+        return false;
+    }
+    memset(e->pending, 0, nreq * sizeof *e->pending);
+    memset(e->ready, 0, nreq * sizeof *e->ready);
+    return true;
+}
+
+/* The pair owned by ctx on the host, or -1. */
+static int owned_pair(xport_t *x, int host, uint64_t ctx)
+{
+    for (unsigned j = 0; j < ARRIVAL_PAIRS; j++)
+        if (atomic_load_explicit(&x->ops->arrival_rec(x, host, 2 * j)->owner,
+                                 memory_order_acquire) >> 1 == ctx + 1)
+            return (int)j;
+    return -1;
+}
+
+static bool rec_free(arrival_rec_t *r, uint64_t t);
+
+/* Rank 0 claims a pair nobody owns, or one of a freed communicator whose
+ * last calls are complete; false with e->err set when none is. */
+static bool claim_pair(exec_t *e)
+{
+    xport_t *x = e->x;
+    uint64_t ctx = ctx_of(e);
+    for (unsigned j = 0; j < ARRIVAL_PAIRS; j++) {
+        arrival_rec_t *a = x->ops->arrival_rec(x, e->ar.host, 2 * j),
+                      *b = x->ops->arrival_rec(x, e->ar.host, 2 * j + 1);
+        uint64_t o = atomic_load_explicit(&a->owner, memory_order_acquire);
+        if (o && !((o & 1) && rec_free(a, atomic_load_explicit(&a->ticket, memory_order_acquire)) &&
+                   rec_free(b, atomic_load_explicit(&b->ticket, memory_order_acquire))))
+            continue;
+        /* only this rank claims on its own transport rank, under no lock:
+         * the CAS guards against a concurrent thread's claim */
+        if (atomic_compare_exchange_strong_explicit(&a->owner, &o, (ctx + 1) << 1,
+                                                    memory_order_acq_rel, memory_order_acquire)) {
+            wake_all(e);
+            return true;
+        }
+    }
+    e->err = weft_error(WEFT_ENOTSUP, "%s: all %u arrival-record pairs of rank %d are taken "
+                        "(each communicator whose rank 0 it is and that runs an arrival-driven "
+                        "algorithm holds one until it is freed): free communicators you no "
+                        "longer use, or choose another algorithm",
+                        weft_coll_name((weft_coll_t)e->desc->coll), ARRIVAL_PAIRS, e->world[0]);
+    return false;
+}
+
+/* Finds the call's record: false while rank 0 has not claimed the pair
+ * (or, with e->err set, when it cannot). */
+static bool locate(exec_t *e)
+{
+    if (e->ar.rec >= 0)
+        return true;
+    uint64_t seq = e->desc->key & 0xffffffu;
+    int j = owned_pair(e->x, e->ar.host, ctx_of(e));
+    if (j < 0 && e->s->rank == 0 && claim_pair(e))
+        j = owned_pair(e->x, e->ar.host, ctx_of(e));
+    if (j < 0) {
+        e->ar.await_claim = !e->err;
+        return false;
+    }
+    e->ar.await_claim = false;
+    e->ar.rec = 2 * j + (int)(seq & 1);
+    return true;
+}
+
+void arrival_comm_freed(xport_t *x, int host, uint32_t ctx)
+{
+    int j = owned_pair(x, host, ctx);
+    if (j >= 0)
+        atomic_fetch_or_explicit(&x->ops->arrival_rec(x, host, 2 * (unsigned)j)->owner, 1,
+                                 memory_order_acq_rel);
+}
+
+/* The record is free for a new call when every rank of the call holding
+ * it has arrived and counted itself out. */
+static bool rec_free(arrival_rec_t *r, uint64_t t)
+{
+    if (!t)
+        return true;
+    uint64_t total = t >> 12 & FIELD;
+    return (t & FIELD) == total &&
+           atomic_load_explicit(&r->left, memory_order_acquire) == ((t >> 24) << 24 | total);
+}
+
+bool arrival_take(exec_t *e)
+{
+    if (!locate(e))
+        return false;
+    arrival_rec_t *r = rec_of(e);
+    uint64_t gen = e->ar.gen, P = (uint64_t)e->s->nrank;
+    uint64_t t = atomic_load_explicit(&r->ticket, memory_order_acquire);
+    for (;;) {
+        uint64_t nt;
+        int order;
+        if (t >> 24 == gen) {
+            order = (int)(t & FIELD);
+            if ((uint64_t)order >= P) { /* arrival_abandon closed it */
+                e->err = weft_error(WEFT_EPEER, "%s: a peer abandoned this call (call #%llu on "
+                                    "its communicator) before this rank arrived",
+                                    weft_coll_name((weft_coll_t)e->desc->coll),
+                                    (unsigned long long)(e->desc->key & 0xffffffu));
+                return false;
+            }
+            nt = t + 1;
+        } else if (rec_free(r, t)) {
+            order = 0;
+            nt = gen << 24 | P << 12 | 1;
+        } else {
+            e->ar.await_ticket = true;
+            return false;
+        }
+        if (atomic_compare_exchange_weak_explicit(&r->ticket, &t, nt, memory_order_acq_rel,
+                                                  memory_order_acquire)) {
+            e->ar.await_ticket = false;
+            e->ar.order = order;
+            atomic_store_explicit(&r->order[order], gen << 24 | (uint64_t)(e->s->rank + 1),
+                                  memory_order_release);
+            wake_all(e);
+            return true;
+        }
+    }
+}
+
+int arrival_who(exec_t *e, int i)
+{
+    uint64_t v = atomic_load_explicit(&rec_of(e)->order[i], memory_order_acquire);
+    if (v >> 24 != e->ar.gen) {
+        e->ar.await_order = i;
+        return -1;
+    }
+    e->ar.await_order = -1;
+    return (int)(v & DONE) - 1;
+}
+
+void arrival_leave(exec_t *e)
+{
+    if (e->ar.left)
+        return;
+    e->ar.left = true;
+    arrival_rec_t *r = rec_of(e);
+    uint64_t gen = e->ar.gen, v = atomic_load_explicit(&r->left, memory_order_acquire), nv;
+    /* a count of another generation is the previous call's, complete (the
+     * ticket was taken only then) */
+    do {
+        if (v >> 24 == gen && (v & DONE) >= (uint64_t)e->s->nrank)
+            return; /* closed by arrival_abandon */
+        nv = v >> 24 == gen ? v + 1 : (gen << 24 | 1);
+    } while (!atomic_compare_exchange_weak_explicit(&r->left, &v, nv, memory_order_acq_rel,
+                                                    memory_order_acquire));
+    if ((nv & DONE) == (uint64_t)e->s->nrank)
+        wake_all(e); /* the record is free: the communicator's next call may wait for it */
+}
+
+void arrival_abandon(exec_t *e)
+{
+    if (e->ar.order < 0)
+        return; /* it holds no ticket */
+    /* (having left is not enough: the ranks that have not arrived keep the
+     * record.)  Mark the call complete: every rank arrived (late arrivals learn that
+     * it was abandoned) and done; ranks still inside wait for entries of
+     * this generation that may now be overwritten, which they never take
+     * for theirs, until the watch finds this rank's call abandoned */
+    arrival_rec_t *r = rec_of(e);
+    uint64_t gen = e->ar.gen, P = (uint64_t)e->s->nrank;
+    uint64_t t = atomic_load_explicit(&r->ticket, memory_order_acquire);
+    while (t >> 24 == gen && (t & FIELD) < P)
+        if (atomic_compare_exchange_weak_explicit(&r->ticket, &t, gen << 24 | P << 12 | P,
+                                                  memory_order_acq_rel, memory_order_acquire))
+            break;
+    uint64_t v = atomic_load_explicit(&r->left, memory_order_acquire);
+    if (t >> 24 == gen)
+        while (!atomic_compare_exchange_weak_explicit(&r->left, &v, gen << 24 | P,
+                                                      memory_order_acq_rel, memory_order_acquire))
+            ;
+    e->ar.left = true;
+    wake_all(e);
+}
+
+static void on_done(xreq_t *r, int err)
+{
+    exec_t *e = r->owner;
+    e->pending[r - e->reqs] = 2;
+    e->ar.ndone++;
+    if (err && !e->err)
+        e->err = err;
+}
+
+static xreq_t *fill(exec_t *e, uint32_t i, int peer, uint32_t tag, size_t bytes)
+{
+    xreq_t *r = &e->reqs[i];
+    memset(r, 0, sizeof *r);
+    r->cb = on_done;
+    r->owner = e;
+    r->peer = e->world[peer];
+    r->tag = e->tagbase | tag;
+    r->sig = e->sig;
+    r->bytes = bytes;
+    e->pending[i] = 1;
+    e->ar.nposted++;
+    return r;
+}
+
+int arrival_send(exec_t *e, uint32_t i, int peer, uint32_t tag, const void *buf, size_t bytes)
+{
+    xreq_t *r = fill(e, i, peer, tag, bytes);
+    r->sbuf = buf;
+    return e->x->ops->isend(e->x, r);
+}
+
+int arrival_recv(exec_t *e, uint32_t i, int peer, uint32_t tag, void *dst, size_t bytes,
+                 bool reduce)
+{
+    xreq_t *r = fill(e, i, peer, tag, bytes);
+    r->sink.dst = dst;
+    r->sink.red = reduce ? &e->red : NULL;
+    r->sink.src_left = true;
+    return e->x->ops->irecv(e->x, r);
+}
+
+int arrival_poll(exec_t *e, int *moved)
+{
+    int m = e->x->ops->progress(e->x);
+    if (m < 0)
+        return m;
+    if (m > 0)
+        *moved = 1;
+    return e->err ? -e->err : 0;
+}
+
+int arrival_idle(exec_t *e, int moved)
+{
+    e->moved = moved;
+    if (e->err)
+        return -e->err;
+    if (!moved) {
+        int h = e->x->ops->health(e->x);
+        if (h)
+            return -h;
+    }
+    return 0;
+}
+
+int arrival_check_peer(exec_t *e, int peer)
+{
+    peer_view_t v;
+    if (!e->x->ops->peer_view ||
+        e->x->ops->peer_view(e->x, e->world[peer], e->desc->key, true, &v) || !v.found ||
+        v.call.sig == e->desc->sig)
+        return 0;
+    char msg[512];
+    call_disagreement(e->desc, e->s->rank, &v.call, peer, msg, sizeof msg);
+    if (e->x->ops->fail_job)
+        e->x->ops->fail_job(e->x, msg);
+    return -weft_error(WEFT_EMISMATCH, "%s", msg);
+}
+
+bool arrival_ready(void *arg)
+{
+    exec_t *e = arg;
+    if (e->ar.await_claim)
+        return owned_pair(e->x, e->ar.host, ctx_of(e)) >= 0;
+    if (e->ar.rec < 0)
+        return false;
+    arrival_rec_t *r = rec_of(e);
+    if (e->ar.await_ticket) {
+        uint64_t t = atomic_load_explicit(&r->ticket, memory_order_acquire);
+        return t >> 24 == e->ar.gen || rec_free(r, t);
+    }
+    if (e->ar.await_order >= 0)
+        return atomic_load_explicit(&r->order[e->ar.await_order], memory_order_acquire) >> 24 ==
+               e->ar.gen;
+    return false; /* messages wake the rank themselves */
+}
+
+/* Who a rank waits for depends on who has arrived: every peer is named,
+ * and the watch fails only on what a peer's call log proves. */
+int arrival_waiting_for(const exec_t *e, int *ranks, int max)
+{
+    int n = 0;
+    for (int q = 0; q < e->s->nrank && n < max; q++)
+        if (q != e->s->rank)
+            ranks[n++] = q;
+    return n;
+}
+
+int arrival_usable(const coll_args_t *a, char *why, size_t len)
+{
+    const char *cn = weft_coll_name(a->coll);
+    if (!a->shared_board) {
+        snprintf(why, len, "%s's arrival-driven algorithms need every rank on one machine's "
+                           "shared memory (weft run, or MPI ranks of one node)", cn);
+        return -1;
+    }
+    if (a->nrank > (int)ARRIVAL_MAX) {
+        snprintf(why, len, "%s's arrival-driven algorithms serve at most %u ranks (the arrival "
+                           "record's), not %d", cn, ARRIVAL_MAX, a->nrank);
+        return -1;
+    }
+    return 0;
+}

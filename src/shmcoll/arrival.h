@@ -1,0 +1,72 @@
+/* arrival.h — what the arrival-driven collectives share (arrival.c): the
+ * arrival record that tells each rank of a call where it arrived, and the
+ * messages such an algorithm posts itself, since who talks to whom is only
+ * known once ranks have arrived.
+ *
+ * The records (segment.h's arrival_rec_t) live on the transport rank of
+ * the communicator's rank 0, which claims a pair of them for the
+ * communicator at its first arrival-driven call (the others wait for that
+ * claim once) and gives them back when the communicator is freed.  A call
+ * takes the pair's record of its parity from its first arrival until
+ * every rank has counted itself out; the communicator's call after next
+ * waits for it until then, like any other wait.  Records are never shared
+ * between communicators: a call on one never waits for a call on another,
+ * whose ranks may be busy elsewhere.  Every word carries the call's
+ * generation, so no flag is ever reset and no stale entry is read as new. */
+#ifndef WEFT_ARRIVAL_H
+#define WEFT_ARRIVAL_H
+
+#include "../algo/algo.h"
+#include "../exec/engine.h"
+#include "../xport/segment.h"
+
+/* Step tags of the algorithms' messages (the call's tag space). */
+enum { ARRIVAL_TAG_DATA = 1, ARRIVAL_TAG_RESULT = 2, ARRIVAL_TAG_FINAL = 3 };
+
+/* Resets e->ar for this call and sizes nreq messages and tmp_bytes of
+ * scratch; false (e->err set) when memory runs out. */
+bool arrival_begin(exec_t *e, uint32_t nreq, size_t tmp_bytes);
+/* Takes this rank's ticket: true with e->ar.order set, false while the
+ * record is held by another call (try again). */
+bool arrival_take(exec_t *e);
+/* The communicator rank that arrived i-th, or -1 if it has not yet. */
+int arrival_who(exec_t *e, int i);
+/* Counts this rank out of the record: it reads nothing more of it. */
+void arrival_leave(exec_t *e);
+/* board_ops.abandon: the call failed here; the record is closed (marked
+ * complete) so that other calls may take it. */
+void arrival_abandon(exec_t *e);
+
+/* Message i of the call (peer: a communicator rank).  A receive with
+ * reduce combines the incoming bytes into dst (commutative ops only). */
+int arrival_send(exec_t *e, uint32_t i, int peer, uint32_t tag, const void *buf, size_t bytes);
+int arrival_recv(exec_t *e, uint32_t i, int peer, uint32_t tag, void *dst, size_t bytes,
+                 bool reduce);
+static inline bool arrival_done(const exec_t *e, uint32_t i) { return e->pending[i] == 2; }
+
+/* One pass of the transport (*moved set if anything moved); a negative
+ * weft error when the job died or a message failed. */
+int arrival_poll(exec_t *e, int *moved);
+/* The end of a progress call that did not finish: idle bookkeeping, the
+ * job's health when nothing moved.  0 or a negative weft error. */
+int arrival_idle(exec_t *e, int moved);
+/* A rank that leaves having received nothing compares its call with the
+ * peer it sent to (a send-only schedule's check); 0 or -WEFT_EMISMATCH. */
+int arrival_check_peer(exec_t *e, int peer);
+
+/* board_ops members shared by the algorithms. */
+bool arrival_ready(void *arg);
+int arrival_waiting_for(const exec_t *e, int *ranks, int max);
+
+/* The communicator (context ctx, rank 0 on transport rank host) is freed:
+ * its records may go to another once its last call is complete.  Called
+ * by the communicator's rank 0. */
+void arrival_comm_freed(xport_t *x, int host, uint32_t ctx);
+
+/* usable() of the arrival-driven algorithms: shared memory, the record's
+ * rank limit. */
+int arrival_usable(const coll_args_t *a, char *why, size_t len);
+
+static inline size_t arrival_bytes(const exec_t *e) { return e->desc->count * e->esize; }
+
+#endif

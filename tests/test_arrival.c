@@ -1,0 +1,475 @@
+/* test_arrival.c — the arrival-driven collectives (src/shmcoll: shm_twostep,
+ * pap_leader, pap_chain) where test_coll's synchronised calls never take
+ * them: ranks arriving in random order with random delays, on the world
+ * and on communicators from dup and split (whose records may share a
+ * host), call after call so that records are reused (10 000 pap_leader
+ * calls), algorithms alternating on one record, split-phase calls in
+ * flight (a call two ahead waits for the record), and the chain letting
+ * early ranks go.  Modes "mismatch", "mixed" and "schedule": ranks that
+ * disagree must fail, not hang. */
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "weft.h"
+
+static int me, P;
+#define CHECK_WHO() fprintf(stderr, "rank %d/%d: ", me, P)
+#include "testing.h"
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+
+/* xorshift: the same draws on every run, different per rank */
+static uint64_t rng;
+static double uniform(void)
+{
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    return (double)(rng >> 11) / 9007199254740992.0;
+}
+
+/* Arrive late: sleep past a millisecond, spin below (a spin of a few
+ * microseconds still reorders arrivals). */
+static void arrive_after(double seconds)
+{
+    if (seconds >= 1e-3) {
+        struct timespec ts = {(time_t)seconds, (long)((seconds - (time_t)seconds) * 1e9)};
+        nanosleep(&ts, NULL);
+        return;
+    }
+    double end = now() + seconds;
+    while (now() < end)
+        ;
+}
+
+typedef struct algo_case {
+    weft_coll_t coll;
+    const char *name;
+} algo_case_t;
+
+static const algo_case_t cases[] = {
+    {WEFT_COLL_ALLREDUCE, "shm_twostep"},
+    {WEFT_COLL_ALLREDUCE, "pap_leader"},
+    {WEFT_COLL_ALLREDUCE, "pap_chain"},
+    {WEFT_COLL_REDUCE, "pap_chain"},
+};
+#define NCASES (int)(sizeof cases / sizeof cases[0])
+
+static int32_t val(int rank, int call, size_t i) { return rank * 1000 + call * 7 + (int32_t)i; }
+
+/* One call of case c on comm (rank r of n ranks, members[k] their world
+ * ranks): int32 sum, exact; root rotates; in place every third call. */
+static int run_call(const algo_case_t *c, weft_comm_t comm, int r, int n, const int *members,
+                    int call, size_t cnt, int32_t *in, int32_t *out, weft_request_t *req)
+{
+    int root = call % n;
+    bool inplace = call % 3 == 2 && (c->coll == WEFT_COLL_ALLREDUCE || r == root);
+    for (size_t i = 0; i < cnt; i++)
+        in[i] = val(me, call, i);
+    memcpy(out, in, cnt * sizeof *in);
+    const void *src = inplace ? WEFT_IN_PLACE : in;
+    (void)members;
+    if (c->coll == WEFT_COLL_ALLREDUCE)
+        return req ? weft_iallreduce(src, out, cnt, WEFT_INT32, WEFT_SUM, comm, req)
+                   : weft_allreduce(src, out, cnt, WEFT_INT32, WEFT_SUM, comm);
+    return req ? weft_ireduce(src, out, cnt, WEFT_INT32, WEFT_SUM, root, comm, req)
+               : weft_reduce(src, out, cnt, WEFT_INT32, WEFT_SUM, root, comm);
+}
+
+static size_t check_call(const algo_case_t *c, int r, int n, const int *members, int call,
+                         size_t cnt, const int32_t *out)
+{
+    if (c->coll == WEFT_COLL_REDUCE && r != call % n)
+        return 0;
+    size_t bad = 0;
+    for (size_t i = 0; i < cnt; i++) {
+        int32_t want = 0;
+        for (int k = 0; k < n; k++)
+            want += val(members[k], call, i);
+        bad += out[i] != want;
+    }
+    return bad;
+}
+
+static int members_of(weft_comm_t comm, int *members)
+{
+    int n = weft_comm_size(comm), w = me;
+    for (int k = 0; k < n; k++)
+        members[k] = -1;
+    /* every member's world rank, gathered */
+    int *all = calloc((size_t)n, sizeof *all);
+    weft_allgather(&w, all, 1, WEFT_INT32, comm);
+    memcpy(members, all, (size_t)n * sizeof *all);
+    free(all);
+    return n;
+}
+
+/* Random arrivals: each call, each rank waits 0..max_us first. */
+static void random_arrivals(weft_comm_t comm, const char *label, int calls, double max_us,
+                            size_t cnt)
+{
+    int members[128], n = members_of(comm, members), r = weft_comm_rank(comm);
+    int32_t *in = malloc((cnt + 1) * sizeof *in), *out = malloc((cnt + 1) * sizeof *out);
+    for (int k = 0; k < NCASES; k++) {
+        const algo_case_t *c = &cases[k];
+        CHECK(weft_set_algorithm(comm, c->coll, c->name, NULL) == WEFT_OK, "%s %s: %s", label,
+              c->name, weft_last_error());
+        size_t bad = 0;
+        int errs = 0;
+        for (int call = 0; call < calls; call++) {
+            arrive_after(uniform() * max_us * 1e-6);
+            int rc = run_call(c, comm, r, n, members, call, cnt, in, out, NULL);
+            if (rc != WEFT_OK && errs++ < 3)
+                CHECK(0, "%s %s %s call %d: error %d: %s", label, weft_coll_name(c->coll),
+                      c->name, call, rc, weft_last_error());
+            bad += check_call(c, r, n, members, call, cnt, out);
+            const char *used = weft_last_algorithm(comm, c->coll);
+            if (call == 0)
+                CHECK(used && !strcmp(used, c->name), "%s: ran %s, not %s", label,
+                      used ? used : "NULL", c->name);
+        }
+        CHECK(!bad, "%s %s %s, %zu elements, %d calls, arrivals 0-%.0f us: %zu wrong", label,
+              weft_coll_name(c->coll), c->name, cnt, calls, max_us, bad);
+        weft_set_algorithm(comm, c->coll, "auto", NULL);
+    }
+    free(in);
+    free(out);
+}
+
+/* Every call a different algorithm on the same records: a record taken by
+ * one kind is freed for the next. */
+static void alternating(weft_comm_t comm, int calls)
+{
+    int members[128], n = members_of(comm, members), r = weft_comm_rank(comm);
+    int32_t in[64], out[64];
+    size_t bad = 0;
+    for (int call = 0; call < calls; call++) {
+        const algo_case_t *c = &cases[call % NCASES];
+        weft_set_algorithm(comm, c->coll, c->name, NULL);
+        arrive_after(uniform() * 30e-6);
+        int rc = run_call(c, comm, r, n, members, call, 17, in, out, NULL);
+        CHECK(rc == WEFT_OK, "alternating call %d (%s): %s", call, c->name, weft_last_error());
+        bad += check_call(c, r, n, members, call, 17, out);
+    }
+    CHECK(!bad, "alternating algorithms, %d calls: %zu wrong", calls, bad);
+    weft_set_algorithm(comm, WEFT_COLL_ALLREDUCE, "auto", NULL);
+    weft_set_algorithm(comm, WEFT_COLL_REDUCE, "auto", NULL);
+}
+
+/* Split-phase: `depth` calls in flight before the first wait (the call two
+ * ahead shares the first's record and must wait for it), finished in
+ * reverse order, polled with weft_test. */
+static void split_phase(weft_comm_t comm, int rounds, int depth)
+{
+    int members[128], n = members_of(comm, members), r = weft_comm_rank(comm);
+    size_t cnt = 33;
+    int32_t *in = malloc((size_t)depth * cnt * sizeof *in),
+            *out = malloc((size_t)depth * cnt * sizeof *out);
+    weft_request_t *req = calloc((size_t)depth, sizeof *req);
+    for (int k = 0; k < NCASES; k++) {
+        const algo_case_t *c = &cases[k];
+        weft_set_algorithm(comm, c->coll, c->name, NULL);
+        size_t bad = 0;
+        for (int round = 0; round < rounds; round++) {
+            arrive_after(uniform() * 200e-6);
+            for (int d = 0; d < depth; d++) {
+                int call = round * depth + d;
+                int rc = run_call(c, comm, r, n, members, call, cnt, in + d * cnt, out + d * cnt,
+                                  &req[d]);
+                CHECK(rc == WEFT_OK, "split-phase %s start: %s", c->name, weft_last_error());
+            }
+            for (int d = depth - 1; d >= 0; d--) {
+                int done = 0;
+                while (!done && weft_test(&req[d], &done) == WEFT_OK)
+                    ;
+                CHECK(done, "split-phase %s: test failed: %s", c->name, weft_last_error());
+            }
+            for (int d = 0; d < depth; d++)
+                bad += check_call(c, r, n, members, round * depth + d, cnt, out + d * cnt);
+        }
+        CHECK(!bad, "split-phase %s %s, %d in flight: %zu wrong", weft_coll_name(c->coll),
+              c->name, depth, bad);
+        weft_set_algorithm(comm, c->coll, "auto", NULL);
+    }
+    free(in);
+    free(out);
+    free(req);
+}
+
+/* Floats against a float64 reference: the order of the additions follows
+ * arrival, so only a tolerance holds; every rank must still get the same
+ * bits (the result comes from one rank). */
+static void floats(weft_comm_t comm, int calls)
+{
+    int n = weft_comm_size(comm);
+    size_t cnt = 1000;
+    float *in = malloc(cnt * sizeof *in), *out = malloc(cnt * sizeof *out),
+          *first = malloc(cnt * sizeof *first);
+    for (int k = 0; k < 3; k++) {
+        const char *name = cases[k].name;
+        weft_set_algorithm(comm, WEFT_COLL_ALLREDUCE, name, NULL);
+        size_t bad = 0, differ = 0;
+        for (int call = 0; call < calls; call++) {
+            for (size_t i = 0; i < cnt; i++)
+                in[i] = 1.0f / (float)(1 + me + (int)i % 13) + (float)call * 1e-3f;
+            arrive_after(uniform() * 100e-6);
+            CHECK(weft_allreduce(in, out, cnt, WEFT_FLOAT32, WEFT_SUM, comm) == WEFT_OK,
+                  "float %s: %s", name, weft_last_error());
+            int members[128];
+            members_of(comm, members);
+            for (size_t i = 0; i < cnt; i++) {
+                double ref = 0;
+                for (int q = 0; q < n; q++)
+                    ref += 1.0 / (double)(1 + members[q] + (int)i % 13) + call * 1e-3;
+                if (fabs(out[i] - ref) > 1e-5 * n * fabs(ref) + 1e-6)
+                    bad++;
+            }
+            /* rank 0's bits to everyone, compared */
+            memcpy(first, out, cnt * sizeof *out);
+            weft_bcast(first, cnt, WEFT_FLOAT32, 0, comm);
+            differ += memcmp(first, out, cnt * sizeof *out) != 0;
+        }
+        CHECK(!bad, "float32 sum %s: %zu elements off the float64 reference", name, bad);
+        CHECK(!differ, "float32 sum %s: %zu calls gave ranks different bits", name, differ);
+    }
+    weft_set_algorithm(comm, WEFT_COLL_ALLREDUCE, "auto", NULL);
+    free(in);
+    free(out);
+    free(first);
+}
+
+/* Rank r arrives r * step late, the root last: in the chain each rank
+ * waits only for the next to arrive; in a binomial tree rooted at the last
+ * rank, early ranks wait for their late parents.  The mean time inside
+ * over the ranks that are not the root: the chain's must be below. */
+static double mean_inside(const char *algo, size_t cnt, double step, int reps)
+{
+    int root = P - 1;
+    weft_set_algorithm(weft_comm_world(), WEFT_COLL_REDUCE, algo, NULL);
+    float *in = calloc(cnt, sizeof *in), *out = calloc(cnt, sizeof *out);
+    double sum = 0;
+    for (int rep = 0; rep < reps; rep++) {
+        weft_barrier(weft_comm_world());
+        arrive_after(me * step);
+        double t0 = now();
+        CHECK(weft_reduce(in, out, cnt, WEFT_FLOAT32, WEFT_SUM, root, weft_comm_world()) ==
+                  WEFT_OK,
+              "reduce %s: %s", algo, weft_last_error());
+        double inside = me == root ? 0 : now() - t0;
+        weft_allreduce(WEFT_IN_PLACE, &inside, 1, WEFT_FLOAT64, WEFT_SUM, weft_comm_world());
+        sum += inside / (P - 1);
+    }
+    weft_set_algorithm(weft_comm_world(), WEFT_COLL_REDUCE, "auto", NULL);
+    free(in);
+    free(out);
+    return sum / reps;
+}
+
+static void chain_lets_go(void)
+{
+    if (P < 3)
+        return;
+    size_t cnt = 1 << 20; /* 4 MiB: no eager send lets a binomial leaf go */
+    double step = 0.01;
+    double chain = mean_inside("pap_chain", cnt, step, 3),
+           binomial = mean_inside("binomial", cnt, step, 3);
+    if (me == 0)
+        printf("rank r arrives r x 10 ms late, root last: mean time inside reduce over the "
+               "non-roots: pap_chain %.1f ms, binomial %.1f ms\n", chain * 1e3, binomial * 1e3);
+    CHECK(chain < binomial, "pap_chain's early ranks wait %.1f ms, binomial's %.1f ms",
+          chain * 1e3, binomial * 1e3);
+}
+
+/* A call abandoned on one rank (its timeout expires: the others never
+ * make it) must not keep its arrival record: calls on new communicators,
+ * some of which share that record, still run. */
+static void abandoned(void)
+{
+    weft_comm_t w = weft_comm_world(), a;
+    CHECK(weft_comm_dup(w, &a) == WEFT_OK, "dup: %s", weft_last_error());
+    int32_t in[4] = {1, 2, 3, 4}, out[4];
+    if (me == 0 && P > 1) {
+        weft_set_algorithm(a, WEFT_COLL_ALLREDUCE, "pap_leader", NULL);
+        weft_comm_set_timeout(a, 100);
+        int rc = weft_allreduce(in, out, 4, WEFT_INT32, WEFT_SUM, a);
+        CHECK(rc == WEFT_ETIMEDOUT, "a call nobody else makes: %d (%s)", rc, weft_last_error());
+    }
+    weft_barrier(w);
+    for (int k = 0; k < 8; k++) {
+        weft_comm_t b = NULL;
+        CHECK(weft_comm_dup(w, &b) == WEFT_OK, "dup: %s", weft_last_error());
+        if (!b)
+            break;
+        weft_comm_set_timeout(b, 20000);
+        weft_set_algorithm(b, WEFT_COLL_ALLREDUCE, cases[k % 3].name, NULL);
+        for (int call = 0; call < 4; call++) {
+            int rc = weft_allreduce(in, out, 4, WEFT_INT32, WEFT_SUM, b);
+            CHECK(rc == WEFT_OK && out[3] == 4 * P, "after an abandoned call: %s on a new "
+                  "communicator: %d (%s)", cases[k % 3].name, rc, weft_last_error());
+        }
+        weft_comm_free(&b);
+    }
+    weft_comm_free(&a);
+}
+
+/* Two communicators hosted by the same rank, called in different orders by
+ * different ranks, as MPI allows: rank 0 calls X then Y, rank 1 only X,
+ * rank 2 only Y and before the others.  A record shared between X and Y
+ * would leave rank 0 waiting in X for Y's call to end. */
+static void two_communicators(void)
+{
+    if (P < 3)
+        return;
+    weft_comm_t w = weft_comm_world(), x, y;
+    weft_comm_split(w, me <= 1 ? 0 : WEFT_UNDEFINED, me, &x);
+    weft_comm_split(w, me == 0 || me == 2 ? 0 : WEFT_UNDEFINED, me, &y);
+    int32_t in[2] = {me, 1}, out[2];
+    for (int round = 0; round < 20; round++) {
+        if (me == 0)
+            arrive_after(2e-3); /* rank 2 reaches Y first */
+        if (x) {
+            weft_set_algorithm(x, WEFT_COLL_ALLREDUCE, cases[round % 3].name, NULL);
+            int rc = weft_allreduce(in, out, 2, WEFT_INT32, WEFT_SUM, x);
+            CHECK(rc == WEFT_OK && out[0] == 1 && out[1] == 2, "X round %d: %d %s", round, rc,
+                  weft_last_error());
+        }
+        if (y) {
+            weft_set_algorithm(y, WEFT_COLL_ALLREDUCE, cases[round % 3].name, NULL);
+            int rc = weft_allreduce(in, out, 2, WEFT_INT32, WEFT_SUM, y);
+            CHECK(rc == WEFT_OK && out[0] == 2 && out[1] == 2, "Y round %d: %d %s", round, rc,
+                  weft_last_error());
+        }
+    }
+    if (x)
+        weft_comm_free(&x);
+    if (y)
+        weft_comm_free(&y);
+    weft_barrier(w);
+}
+
+/* More communicators than a rank has record pairs: the one too many is
+ * refused on its rank 0 with the reason, its peers get an error, nobody
+ * hangs; freeing one makes room. */
+static void too_many_communicators(void)
+{
+    if (P < 2)
+        return;
+    weft_comm_t w = weft_comm_world(), c[10] = {NULL};
+    int32_t in = 1, out = 0;
+    int n = 0, rc = WEFT_OK;
+    for (; n < 10; n++) {
+        CHECK(weft_comm_dup(w, &c[n]) == WEFT_OK, "dup %d: %s", n, weft_last_error());
+        if (!c[n])
+            return;
+        weft_comm_set_timeout(c[n], 20000);
+        weft_set_algorithm(c[n], WEFT_COLL_ALLREDUCE, "pap_leader", NULL);
+        rc = weft_allreduce(&in, &out, 1, WEFT_INT32, WEFT_SUM, c[n]);
+        if (rc)
+            break;
+    }
+    /* the world (and the other tests' communicators) may hold pairs too */
+    CHECK(rc != WEFT_OK && n >= 6 && n <= 8, "communicator %d of pap_leader: %d %s", n, rc,
+          weft_last_error());
+    if (me == 0)
+        CHECK(rc == WEFT_ENOTSUP && strstr(weft_last_error(), "arrival-record pairs"),
+              "rank 0: %d %s", rc, weft_last_error());
+    for (int k = 0; k <= n && k < 10; k++)
+        weft_comm_free(&c[k]);
+    weft_comm_t d = NULL;
+    CHECK(weft_comm_dup(w, &d) == WEFT_OK, "dup: %s", weft_last_error());
+    if (!d)
+        return;
+    weft_set_algorithm(d, WEFT_COLL_ALLREDUCE, "pap_leader", NULL);
+    rc = weft_allreduce(&in, &out, 1, WEFT_INT32, WEFT_SUM, d);
+    CHECK(rc == WEFT_OK && out == P, "after freeing: %d %s", rc, weft_last_error());
+    weft_comm_free(&d);
+}
+
+/* Ranks that disagree: counts (mismatch) or algorithms (mixed: two
+ * arrival-driven ones; schedule: rank 0 runs a schedule, which never takes
+ * its ticket, so the others' record is never complete). */
+static int disagree(const char *mode)
+{
+    weft_comm_t w = weft_comm_world();
+    bool mixed = strcmp(mode, "mismatch") != 0;
+    const char *other = !strcmp(mode, "mixed") ? "pap_chain" : "recursive_doubling";
+    const char *algo = mixed && me == 0 ? other : "pap_leader";
+    weft_set_algorithm(w, WEFT_COLL_ALLREDUCE, algo, NULL);
+    int32_t in[8] = {0}, out[8];
+    size_t cnt = !mixed && me == P - 1 ? 5 : 6;
+    int rc = weft_allreduce(in, out, cnt, WEFT_INT32, WEFT_SUM, w);
+    fprintf(stderr, "rank %d: %s allreduce of %zu -> %s: %s\n", me, algo, cnt,
+            rc == WEFT_OK ? "success" : "error", rc ? weft_last_error() : "");
+    return rc == WEFT_OK ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (weft_init(&argc, &argv))
+        return 1;
+    weft_comm_t w = weft_comm_world();
+    me = weft_comm_rank(w);
+    P = weft_comm_size(w);
+    rng = 0x9e3779b97f4a7c15ull * (uint64_t)(me + 1);
+    if (argc > 1 && (!strcmp(argv[1], "mismatch") || !strcmp(argv[1], "mixed") ||
+                     !strcmp(argv[1], "schedule"))) {
+        int rc = disagree(argv[1]);
+        weft_finalize();
+        return rc;
+    }
+    bool quick = argc > 1 && !strcmp(argv[1], "quick");
+    random_arrivals(w, "world", quick ? 20 : 60, 500, 37);
+    random_arrivals(w, "world", 6, 20000, 5); /* 0-20 ms */
+    random_arrivals(w, "world large", 4, 2000, 300000);
+    random_arrivals(w, "world empty", 5, 100, 0);
+    weft_comm_t dup, half;
+    CHECK(weft_comm_dup(w, &dup) == WEFT_OK, "dup: %s", weft_last_error());
+    CHECK(weft_comm_split(w, me % 2, P - me, &half) == WEFT_OK, "split: %s", weft_last_error());
+    random_arrivals(dup, "dup", 20, 300, 9);
+    random_arrivals(half, "split", 20, 300, 9);
+    alternating(w, quick ? 200 : 2000);
+    alternating(half, 200);
+    split_phase(w, 10, 5);
+    split_phase(half, 10, 3);
+    floats(dup, 10);
+    /* 10 000 pap_leader calls back to back, random arrivals of 0-20 us */
+    {
+        int members[128];
+        members_of(w, members);
+        const algo_case_t *c = &cases[1];
+        weft_set_algorithm(w, c->coll, c->name, NULL);
+        int32_t in[3], out[3];
+        size_t bad = 0;
+        int calls = quick ? 2000 : 10000;
+        for (int call = 0; call < calls; call++) {
+            arrive_after(uniform() * 20e-6);
+            int rc = run_call(c, w, me, P, members, call, 3, in, out, NULL);
+            if (rc)
+                CHECK(0, "pap_leader call %d: %s", call, weft_last_error());
+            bad += check_call(c, me, P, members, call, 3, out);
+        }
+        CHECK(!bad, "%d pap_leader calls: %zu wrong", calls, bad);
+    }
+    chain_lets_go();
+    abandoned();
+    two_communicators();
+    weft_comm_free(&dup);
+    weft_comm_free(&half);
+    too_many_communicators();
+    weft_comm_free(&half);
+    int total = failures;
+    weft_allreduce(WEFT_IN_PLACE, &total, 1, WEFT_INT32, WEFT_SUM, w);
+    if (me == 0)
+        printf("test_arrival P=%d: %d checks on rank 0, %d failures on all ranks\n", P, checks,
+               total);
+    weft_finalize();
+    return total ? 1 : 0;
+}
