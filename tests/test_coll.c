@@ -261,7 +261,8 @@ static bool board_refused(const char *name, int rc)
     if (rc != WEFT_EINVAL)
         return false;
     if (strstr(weft_last_error(), "one machine's shared memory"))
-        return !strcmp(name, "board") || !strcmp(name, "shm_twostep") || !strncmp(name, "pap_", 4);
+        return !strcmp(name, "board") || !strcmp(name, "shm_twostep") ||
+               !strncmp(name, "pap_", 4) || !strcmp(name, "adaptive");
     return !strcmp(name, "board") && strstr(weft_last_error(), "carries at most");
 }
 

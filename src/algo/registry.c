@@ -57,6 +57,12 @@ static const algo_t table[] = {
      "(P-1)(alpha + n beta + n gamma) + ceil(lg P)(alpha + n beta); after the last arrival: "
      "alpha + n (beta + gamma) + ceil(lg P)(alpha + n beta)",
      arrival_usable, &pap_chain_ops},
+    {"adaptive", WEFT_COLL_ALLREDUCE, C | I | S, algo_board_build, "",
+     "chooses per call from the arrival spread of recent calls: recursive doubling/rabenseifner "
+     "when ranks arrive together, pap_leader/pap_chain when they do not",
+     "the chosen one's, + one arrival ticket per call; switches when the spread exceeds "
+     "ceil(lg P)(alpha + n beta)",
+     arrival_usable, &adaptive_ops},
     {"pipeline", WEFT_COLL_ALLREDUCE, C | I | S, algo_pipeline_allreduce, "chunks",
      "pipelined chain reduce to rank 0, then pipelined chain bcast (k chunks)",
      "2 (P - 2 + k)(alpha + n/k beta) + (P - 2 + k) n/k gamma"},

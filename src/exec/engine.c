@@ -115,6 +115,10 @@ void exec_release(exec_t *e)
 {
     if (e->listed)
         unlist(e);
+    if (e->aux) {
+        sched_free(e->aux);
+        free(e->aux);
+    }
     free(e->pending), free(e->ready), free(e->reqs), free(e->tmp);
     memset(e, 0, sizeof *e);
 }
@@ -143,6 +147,32 @@ static void on_comm_done(xreq_t *r, int err)
     complete(e, (uint32_t)(r - e->reqs));
 }
 
+/* The steps that depend on nothing start the schedule. */
+static void enqueue_roots(exec_t *e, const sched_t *s)
+{
+    e->rhead = e->rtail = 0;
+    e->ndone = 0;
+    for (uint32_t i = 0; i < s->nsteps; i++) {
+        e->pending[i] = s->steps[i].ndeps;
+        if (!e->pending[i])
+            enqueue(e, i);
+    }
+}
+
+int exec_switch_to_schedule(exec_t *e, const sched_t *s)
+{
+    int rc = exec_reserve(e, s->nsteps);
+    if (!rc)
+        rc = exec_reserve_tmp(e, s->tmp_len * e->esize);
+    if (rc)
+        return rc;
+    e->board = NULL;
+    e->s = s;
+    e->buf[BUF_TMP] = e->tmp;
+    enqueue_roots(e, s);
+    return WEFT_OK;
+}
+
 int exec_start(exec_t *e, const void *in, void *out, bool list)
 {
     const sched_t *s = e->s;
@@ -154,17 +184,11 @@ int exec_start(exec_t *e, const void *in, void *out, bool list)
     e->next_watch = 0;
     e->buf[BUF_IN] = (char *)in;
     e->buf[BUF_OUT] = out;
+    e->err = 0; /* before start, which may set it */
     if (e->board)
         e->board->start(e);
     e->buf[BUF_TMP] = e->tmp;
-    e->rhead = e->rtail = 0;
-    e->ndone = 0;
-    e->err = 0;
-    for (uint32_t i = 0; i < s->nsteps; i++) {
-        e->pending[i] = s->steps[i].ndeps;
-        if (!e->pending[i])
-            enqueue(e, i);
-    }
+    enqueue_roots(e, s);
     if (list) { /* last: from here on other threads' waits may progress it */
         pthread_mutex_lock(&active_lock);
         e->aprev = NULL;

@@ -52,6 +52,10 @@ typedef struct arrival_run {
     bool left;              /* counted itself out of the record */
     uint32_t nposted, ndone; /* messages posted and completed */
     int next;               /* the algorithm's cursor (next peer to reduce) */
+    /* adaptive: the first arrival's choice for the call from the arrival
+     * spread of the record's last call (decide), and that choice */
+    int (*decide)(struct exec *e, uint64_t spread_us, int last_choice);
+    int mode;
 } arrival_run_t;
 
 typedef struct exec {
@@ -59,6 +63,12 @@ typedef struct exec {
     const board_ops_t *board; /* NULL: run the schedule */
     board_run_t br;           /* (its buffers are buf[BUF_IN] and buf[BUF_OUT]) */
     arrival_run_t ar;
+    /* a schedule an algorithm that is not one builds and hands over to
+     * (adaptive's balanced mode), kept with the request for its next call;
+     * owned, freed by exec_release */
+    sched_t *aux;
+    const void *aux_key; /* what aux was built for */
+    int aux_logged;      /* adaptive: the choice last logged + 1 (WEFT_VERBOSE) */
     const call_desc_t *desc; /* the call, as published in the call log */
     xport_t *x;
     const int *world; /* communicator rank -> transport rank */
@@ -96,6 +106,10 @@ int exec_prepare(exec_t *e, const sched_t *s, size_t esize);
  * schedule), and bytes of scratch in e->tmp. */
 int exec_reserve(exec_t *e, uint32_t n);
 int exec_reserve_tmp(exec_t *e, size_t bytes);
+/* An algorithm that is not a schedule hands the rest of its call over to
+ * schedule s (committed, for this call's rank and arguments): from the
+ * next exec_progress on, e runs s.  No message of its own may be in flight. */
+int exec_switch_to_schedule(exec_t *e, const sched_t *s);
 void exec_release(exec_t *e);
 /* Starts the schedule; in/out are the caller's buffers.  Publishes e->desc
  * in the call log; a split-phase call (list) is also put on the transport's

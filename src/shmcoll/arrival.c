@@ -24,15 +24,12 @@ static void wake_all(exec_t *e) { e->x->ops->wake_ranks(e->x, e->world, e->s->nr
 
 bool arrival_begin(exec_t *e, uint32_t nreq, size_t tmp_bytes)
 {
-    arrival_run_t *ar = &e->ar;
-    memset(ar, 0, sizeof *ar);
-    ar->order = ar->leader = ar->pred = ar->succ = ar->last = ar->await_order = -1;
-    /* ctx (16 bits) and the 24-bit sequence number: 40 bits, + 1 so that a
-     * never-used record (all zero) matches no call */
-    uint64_t key = e->desc->key, ctx = key >> 32, seq = key & 0xffffffu;
-    ar->gen = (ctx << 24 | seq) + 1;
-    ar->host = e->world[0];
-    ar->rec = -1;
+    arrival_reset(e);
+    return arrival_reserve(e, nreq, tmp_bytes);
+}
+
+bool arrival_reserve(exec_t *e, uint32_t nreq, size_t tmp_bytes)
+{
     int rc = exec_reserve(e, nreq);
     if (!rc)
         rc = exec_reserve_tmp(e, tmp_bytes);
@@ -43,6 +40,19 @@ bool arrival_begin(exec_t *e, uint32_t nreq, size_t tmp_bytes)
     memset(e->pending, 0, nreq * sizeof *e->pending);
     memset(e->ready, 0, nreq * sizeof *e->ready);
     return true;
+}
+
+void arrival_reset(exec_t *e)
+{
+    arrival_run_t *ar = &e->ar;
+    memset(ar, 0, sizeof *ar);
+    ar->order = ar->leader = ar->pred = ar->succ = ar->last = ar->await_order = -1;
+    /* ctx (16 bits) and the 24-bit sequence number: 40 bits, + 1 so that a
+     * never-used record (all zero) matches no call */
+    uint64_t key = e->desc->key, ctx = key >> 32, seq = key & 0xffffffu;
+    ar->gen = (ctx << 24 | seq) + 1;
+    ar->host = e->world[0];
+    ar->rec = -1;
 }
 
 /* The pair owned by ctx on the host, or -1. */
@@ -124,6 +134,23 @@ static bool rec_free(arrival_rec_t *r, uint64_t t)
            atomic_load_explicit(&r->left, memory_order_acquire) == ((t >> 24) << 24 | total);
 }
 
+/* The arrival spread (last arrival minus first, in us) for adaptive: the
+ * first arrival stamps its time, the last writes the spread; a last
+ * arrival that does not see this call's stamp yet leaves the old spread. */
+static void note_spread(exec_t *e, arrival_rec_t *r, int order)
+{
+    uint64_t now = weft_now_ns() / 1000u & ((1ull << 40) - 1), tag = e->ar.gen & 0xffffffu;
+    e->ar.mode = (int)atomic_load_explicit(&r->mode, memory_order_relaxed);
+    if (order == 0)
+        atomic_store_explicit(&r->first_us, tag << 40 | now, memory_order_release);
+    if (order == e->s->nrank - 1 && order > 0) {
+        uint64_t f = atomic_load_explicit(&r->first_us, memory_order_acquire);
+        if (f >> 40 == tag)
+            atomic_store_explicit(&r->spread_us, (now - (f & ((1ull << 40) - 1))) &
+                                  ((1ull << 40) - 1), memory_order_relaxed);
+    }
+}
+
 bool arrival_take(exec_t *e)
 {
     if (!locate(e))
@@ -147,6 +174,15 @@ bool arrival_take(exec_t *e)
         } else if (rec_free(r, t)) {
             order = 0;
             nt = gen << 24 | P << 12 | 1;
+            /* before the ticket: its release publishes the choice (a rank
+             * of this call that loses the race writes the same value, from
+             * the same complete last call) */
+            if (e->ar.decide) {
+                uint64_t spread = atomic_load_explicit(&r->spread_us, memory_order_relaxed);
+                int last = (int)atomic_load_explicit(&r->mode, memory_order_relaxed);
+                atomic_store_explicit(&r->mode, (uint64_t)e->ar.decide(e, spread, last),
+                                      memory_order_relaxed);
+            }
         } else {
             e->ar.await_ticket = true;
             return false;
@@ -157,6 +193,8 @@ bool arrival_take(exec_t *e)
             e->ar.order = order;
             atomic_store_explicit(&r->order[order], gen << 24 | (uint64_t)(e->s->rank + 1),
                                   memory_order_release);
+            if (e->ar.decide)
+                note_spread(e, r, order);
             wake_all(e);
             return true;
         }

@@ -24,8 +24,11 @@
 enum { ARRIVAL_TAG_DATA = 1, ARRIVAL_TAG_RESULT = 2, ARRIVAL_TAG_FINAL = 3 };
 
 /* Resets e->ar for this call and sizes nreq messages and tmp_bytes of
- * scratch; false (e->err set) when memory runs out. */
+ * scratch; false (e->err set) when memory runs out.  The two halves, for
+ * an algorithm that hands over to another after its ticket (adaptive). */
 bool arrival_begin(exec_t *e, uint32_t nreq, size_t tmp_bytes);
+void arrival_reset(exec_t *e);
+bool arrival_reserve(exec_t *e, uint32_t nreq, size_t tmp_bytes);
 /* Takes this rank's ticket: true with e->ar.order set, false while the
  * record is held by another call (try again). */
 bool arrival_take(exec_t *e);
@@ -62,6 +65,11 @@ int arrival_waiting_for(const exec_t *e, int *ranks, int max);
  * its records may go to another once its last call is complete.  Called
  * by the communicator's rank 0. */
 void arrival_comm_freed(xport_t *x, int host, uint32_t ctx);
+
+/* Hand-over points for adaptive: the call continues as pap_leader or
+ * pap_chain from just after this rank took its ticket. */
+void pap_leader_arrived(exec_t *e);
+void pap_chain_arrived(exec_t *e);
 
 /* usable() of the arrival-driven algorithms: shared memory, the record's
  * rank limit. */

@@ -42,6 +42,12 @@ static void chain_start(exec_t *e)
     }
 }
 
+void pap_chain_arrived(exec_t *e)
+{
+    if (arrival_reserve(e, 3 + CHILDREN_MAX, allreduce(e) ? 0 : arrival_bytes(e)))
+        e->ar.phase = e->ar.order ? PRED : NEXT;
+}
+
 /* Where this rank's partial result builds up: the first arrival passes its
  * input on as it is; the others add into their output, or scratch where
  * they have none (a reduce's non-roots) or it must wait for the result (a

@@ -18,7 +18,7 @@
 
 #include "arrival.h"
 
-enum { ARRIVE, LEARN, MEMBER, MEMBER_WAIT, LEAD, GATHER, SCATTER, FINISHED };
+enum { ARRIVE, ARRIVED, LEARN, MEMBER, MEMBER_WAIT, LEAD, GATHER, SCATTER, FINISHED };
 
 /* Messages: the leader's receive from q is number q, its send to q P + q;
  * a member sends as 0 and receives as 1. */
@@ -39,6 +39,13 @@ static void leader_start(exec_t *e, bool dynamic)
         e->ar.leader = 0;
         e->ar.phase = e->s->rank == 0 ? LEAD : MEMBER;
     }
+}
+
+void pap_leader_arrived(exec_t *e)
+{
+    int P = e->s->nrank;
+    if (arrival_reserve(e, 2 * (uint32_t)P, (size_t)P * arrival_bytes(e)))
+        e->ar.phase = ARRIVED;
 }
 
 static void twostep_start(exec_t *e) { leader_start(e, false); }
@@ -79,6 +86,9 @@ static int leader_progress(exec_t *e)
             if (!arrival_take(e))
                 return arrival_idle(e, moved);
             moved = 1;
+            e->ar.phase = ARRIVED;
+            continue;
+        case ARRIVED:
             if (e->ar.order == 0) {
                 e->ar.leader = me;
                 arrival_leave(e);

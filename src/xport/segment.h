@@ -57,7 +57,11 @@ typedef struct arrival_rec {
     _Atomic uint64_t ticket; /* gen << 24 | total << 12 | arrived */
     _Atomic uint64_t left;   /* gen << 24 | done */
     _Atomic uint64_t owner;  /* the pair's first record only */
-    char pad[40];
+    /* the arrival spread (adaptive): the first arrival's time (the
+     * generation's low 24 bits << 40 | us), the last call's spread in us
+     * (written by its last arrival), and the first arrival's choice */
+    _Atomic uint64_t first_us, spread_us, mode;
+    char pad[16];
     _Atomic uint64_t order[ARRIVAL_MAX]; /* gen << 24 | rank + 1 */
 } __attribute__((aligned(64))) arrival_rec_t;
 #define SEG_ARRIVAL_BYTES_PER_RANK (2 * ARRIVAL_PAIRS * sizeof(arrival_rec_t))
