@@ -18,6 +18,7 @@ int cmd_explain(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
 int cmd_sim(int argc, char **argv);
 int cmd_fit(int argc, char **argv);
+int cmd_pap(int argc, char **argv);
 
 /* `weft bench`'s options (bench.c). */
 typedef struct bench_opts {

@@ -23,7 +23,8 @@ static void usage(FILE *f)
                "  explain COLL --np P --size B  what AUTO picks for a call, and why\n"
                "  tune COLL --np P [--out F]    measure the algorithms, write a tuning table\n"
                "  sim COLL --algo A --np P --size B  predict schedules under LogGOPS\n"
-               "  fit [--out FILE]         measure this machine's LogGOPS parameters (a preset)\n\n"
+               "  fit [--out FILE]         measure this machine's LogGOPS parameters (a preset)\n"
+               "  pap report DIR           arrival patterns of a profiled run (WEFT_PROFILE=DIR)\n\n"
                "`weft COMMAND --help` for the options of each.\n");
 }
 
@@ -90,6 +91,8 @@ int main(int argc, char **argv)
         return cmd_sim(argc - 1, argv + 1);
     if (!strcmp(c, "fit"))
         return cmd_fit(argc - 1, argv + 1);
+    if (!strcmp(c, "pap"))
+        return cmd_pap(argc - 1, argv + 1);
     if (!strcmp(c, "algorithms"))
         return cmd_algorithms(argc - 1, argv + 1);
     if (!strcmp(c, "--help") || !strcmp(c, "help")) {

@@ -127,6 +127,7 @@ static int wait_and_finish(weft_request_t r, int timeout_ms);
 int coll_run(weft_comm_t comm, weft_coll_t coll, const void *in, void *out, size_t count,
              weft_dtype_t dt, weft_op_t op, int root, bool inplace, weft_request_t *reqp)
 {
+    int64_t arrive_ns = profile_on() ? profile_now() : 0;
     const char *cn = weft_coll_name(coll);
     int rc = comm_check(comm, cn);
     if (rc)
@@ -212,6 +213,7 @@ int coll_run(weft_comm_t comm, weft_coll_t coll, const void *in, void *out, size
     r->comm = comm;
     r->ent = ent;
     r->next = NULL;
+    r->arrive_ns = arrive_ns;
     if ((rc = exec_prepare(&r->e, &ent->s, es))) {
         exec_release(&r->e);
         free(r->stage);
@@ -322,6 +324,8 @@ int request_finish(weft_request_t r, int rc)
     }
     c->active--;
     ent->refs--;
+    if (!rc && profile_on())
+        profile_note(r, r->arrive_ns);
     if (rc) {
         /* The transport may still hold this request's messages: never reuse
          * it; the communicator frees it when it is destroyed. */

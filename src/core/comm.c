@@ -189,6 +189,13 @@ weft_err_t weft_init(int *argc, char ***argv)
         return rc;
     }
     weft_g.x = x;
+    if ((rc = profile_init(weft_g.world))) {
+        char why[400];
+        snprintf(why, sizeof why, "%s", weft_last_error());
+        comm_destroy(weft_g.world), weft_g.world = NULL;
+        x->ops->close(x), weft_g.x = NULL;
+        return weft_error(rc, "weft_init: %s", why);
+    }
     return WEFT_OK;
 }
 
@@ -213,6 +220,9 @@ weft_err_t weft_finalize(void)
             weft_g.world->call_flags = CALL_FINALIZE;
             rc = weft_barrier(weft_g.world);
         }
+        int prc = profile_write(weft_g.world);
+        if (!rc)
+            rc = prc;
         comm_destroy(weft_g.world);
         weft_g.world = NULL;
         weft_g.x->ops->close(weft_g.x);

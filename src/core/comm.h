@@ -82,6 +82,7 @@ struct weft_request {
     bool counted;     /* in weft_g.unfinished */
     void *stage; /* private copy of an in-place input */
     size_t stage_bytes;
+    int64_t arrive_ns; /* WEFT_PROFILE: when the call was made (profile.c) */
     struct weft_request *next;
 };
 
@@ -105,6 +106,15 @@ typedef struct weft_state {
 extern weft_state_t weft_g;
 
 int comm_check(weft_comm_t comm, const char *fn);
+
+/* WEFT_PROFILE (profile.c): set up at weft_init (a barrier of the world
+ * fixes the clock's origin), each finished call noted, the file written at
+ * weft_finalize. */
+int profile_init(weft_comm_t world);
+bool profile_on(void);
+int64_t profile_now(void);
+void profile_note(weft_request_t r, int64_t arrive_ns);
+int profile_write(weft_comm_t world);
 /* Reads the configuration once; weft_init and weft_comm_from_mpi call it. */
 int lib_init(void);
 int comm_create(xport_t *x, int rank, int size, const int *world, uint32_t ctx,

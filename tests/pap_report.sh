@@ -1,0 +1,87 @@
+#!/bin/bash
+# weft pap report on traces with known arrivals (exact Omega, Delta and
+# factors, cluster-wide and node-wide), on broken traces (each problem named
+# with its file and line, the rest still reported), and on a real run under
+# WEFT_PROFILE (every call recorded, clocks that agree).
+set -u
+weft=$1 prog=$2
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+fails=0 checks=0
+check() { # description, command...
+    local what=$1; shift
+    checks=$((checks + 1))
+    if ! "$@"; then echo "FAIL: $what"; fails=$((fails + 1)); fi
+}
+has() { grep -qE -- "$2" <<<"$1"; }
+
+# alpha = L + 2o + (s-1)G = 1000 ns for every size
+printf 'weft-preset 1\nL 1000\no 0\ng 0\nG 0\nO 0\n' >"$dir/one-us.preset"
+mkdir "$dir/t"
+# 4 ranks, nodes {0,1} and {2,3}; call 0: allreduce of 8 B arriving at 0,
+# 1000, 3000, 6000 ns (Omega 6 us, mean 2500, Delta 2 us; node-wide Omega
+# 1 and 3 us, Delta 0.5 and 1.5 us: averages 2 and 1); call 1: a 2 MiB
+# allreduce, all at 10000 ns; call 2: a bcast
+arr=(0 1000 3000 6000)
+for r in 0 1 2 3; do
+    {
+        echo "# weft pap trace 1"
+        echo "rank $r size 4 node $((r / 2))"
+        echo "call allreduce float32 2 8 5.0 0 ${arr[$r]} 7000"
+        echo "call allreduce float32 524288 2097152 5.0 1 10000 20000"
+        echo "call bcast int8 16 16 5.0 2 30000 30500"
+    } >"$dir/t/rank-$r.pap"
+done
+out=$("$weft" pap report "$dir/t" --preset "$dir/one-us.preset" 2>&1)
+st=$?
+echo "$out"
+check "exit 0 on good traces" test "$st" -eq 0
+check "4 files, 12 records, 3 invocations" has "$out" "4 rank files of 4, 12 call records, 3 invocations"
+check "allreduce: 2 calls" has "$out" "^allreduce +2 "
+check "bcast: 1 call" has "$out" "^bcast +1 "
+check "small class: Omega 6 us, Delta 2 us, factors 6 and 2, node 2 and 1" \
+    has "$out" "^small \(0-1 KiB\) +1 +[0-9.]+% +6\.00 +2\.00 +6\.00 +2\.00 +2\.00 +1\.00$"
+check "large class: no imbalance" has "$out" "^large \(> 1 MiB\) +1 +[0-9.]+% +0\.00 +0\.00 +0\.00 +0\.00 +0\.00 +0\.00$"
+check "no clock complaint" bash -c "! grep -q 'clocks disagree' <<<\"\$0\"" "$out"
+
+# broken: rank 3 missing, rank 1 with a bad line and a truncated last line,
+# rank 2 leaves the allreduce before rank 1 arrives (clocks disagree)
+mkdir "$dir/b"
+cp "$dir/t/rank-0.pap" "$dir/b/"
+{ head -3 "$dir/t/rank-1.pap"; echo "call allreduce float32 two 8 5.0 1 0 1"; printf 'call bcast int8 16 16 5.0 2 30000'; } >"$dir/b/rank-1.pap"
+{
+    echo "# weft pap trace 1"
+    echo "rank 2 size 4 node 1"
+    echo "call allreduce float32 2 8 5.0 0 500 600"
+} >"$dir/b/rank-2.pap"
+out=$("$weft" pap report "$dir/b" --preset "$dir/one-us.preset" 2>&1)
+st=$?
+echo "$out"
+check "exit 1 on broken traces" test "$st" -eq 1
+check "bad line named" has "$out" "rank-1.pap: line 4: want 'call COLL"
+check "truncated line named" has "$out" "rank-1.pap: line 5: truncated"
+check "missing rank said" has "$out" "a rank's file is missing"
+check "clocks that disagree said" has "$out" "clocks disagree: in 1 allreduce"
+check "still reports" has "$out" "^allreduce +2 "
+printf 'not a trace\n' >"$dir/b/rank-9.pap"
+out=$("$weft" pap report "$dir/b" 2>&1)
+check "a foreign file named" has "$out" "rank-9.pap: line 1: not a weft pap trace"
+mkdir "$dir/empty"
+out=$("$weft" pap report "$dir/empty" 2>&1)
+st=$?
+check "no trace: exit 2, said" test "$st" -eq 2
+check "no trace said" has "$out" "no readable rank-R.pap trace"
+
+# a real run: test_arrival's adaptive mode makes 60 allreduces and 60
+# barriers, then one allreduce to count failures and weft_finalize's barrier
+WEFT_PROFILE="$dir/run" "$weft" run -n 3 "$prog" adaptive >/dev/null 2>&1
+out=$("$weft" pap report "$dir/run" 2>&1)
+st=$?
+echo "$out"
+check "real run: exit 0" test "$st" -eq 0
+check "real run: 3 files" has "$out" "3 rank files of 3"
+check "real run: 61 allreduces" has "$out" "^allreduce +61 "
+check "real run: 61 barriers" has "$out" "^barrier +61 "
+check "real run: clocks agree" bash -c "! grep -q 'clocks disagree' <<<\"\$0\"" "$out"
+echo "$checks checks, $fails failed"
+[ "$fails" -eq 0 ] && echo "1 passed, 0 failed"

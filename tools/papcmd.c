@@ -1,0 +1,438 @@
+/* papcmd.c — `weft pap report DIR`: the arrival pattern of a program's
+ * collectives from its traces (src/core/pap_trace.h: WEFT_PROFILE or
+ * libweft-prof.so), as the process-arrival-pattern seed's chapter 3
+ * characterises Horovod: calls and share of communication time per
+ * collective; for allreduce, calls and time by message class (small
+ * 0-1 KiB, medium 1 KiB-1 MiB, large above) and, per call, the worst-case
+ * imbalance Omega = max a_i - min a_i and the average-case imbalance
+ * Delta = mean |a_i - mean a| (its equations 2.1-2.3), with the factors
+ * Omega/alpha and Delta/alpha (alpha: the one-way time of a message of the
+ * call's size, L + 2o + (s-1)G under the model's preset), cluster-wide and
+ * node-wide (Tables 3.1-3.4).  --plot DIR draws the factors per invocation
+ * over time (Figures 3.9-3.13) with gnuplot.
+ *
+ * Bad traces are reported file by file and line by line, and what can be
+ * read is reported: a missing rank, a truncated line, ranks that disagree
+ * on a call, and clocks that disagree (a rank that left an allreduce or
+ * barrier before another arrived). */
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../src/core/pap_trace.h"
+#include "predict.h"
+#include "tool.h"
+
+typedef struct rec {
+    pap_call_t c;
+    int rank, node;
+} rec_t;
+
+typedef struct trace {
+    rec_t *r;
+    size_t n, cap;
+    int size;       /* ranks the files say the job had (-1: none read) */
+    int *node;      /* node of each rank, -1: no file */
+    int files, problems;
+} trace_t;
+
+static void problem(trace_t *t, const char *fmt, const char *a, int line, const char *what)
+{
+    if (t->problems++ < 20)
+        fprintf(stderr, fmt, a, line, what);
+    else if (t->problems == 21)
+        fprintf(stderr, "weft pap: (more problems not shown)\n");
+}
+
+static int add_rec(trace_t *t, const rec_t *r)
+{
+    if (t->n == t->cap) {
+        size_t ncap = t->cap ? 2 * t->cap : 4096;
+        rec_t *p = realloc(t->r, ncap * sizeof *p);
+        if (!p)
+            return -1;
+        t->r = p, t->cap = ncap;
+    }
+    t->r[t->n++] = *r;
+    return 0;
+}
+
+/* One rank's file; its problems are counted and said, its good lines kept. */
+static void read_file(trace_t *t, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        problem(t, "weft pap: %s: line %d: cannot open: %s\n", path, 0, strerror(errno));
+        return;
+    }
+    char line[512];
+    int ln = 0, rank = -1, size = -1, node = -1;
+    while (fgets(line, sizeof line, f)) {
+        ln++;
+        size_t len = strlen(line);
+        if (len && line[len - 1] != '\n' && !feof(f)) {
+            problem(t, "weft pap: %s: line %d: %s\n", path, ln, "longer than 511 bytes");
+            int ch;
+            while ((ch = fgetc(f)) != EOF && ch != '\n')
+                ;
+            continue;
+        }
+        if (len && line[len - 1] == '\n')
+            line[--len] = 0;
+        else if (ln > 2) { /* a last line without its newline: cut short */
+            problem(t, "weft pap: %s: line %d: %s\n", path, ln, "truncated (no newline at the end)");
+            continue;
+        }
+        if (ln == 1) {
+            if (strcmp(line, PAP_TRACE_MAGIC)) {
+                problem(t, "weft pap: %s: line %d: %s\n", path, ln,
+                        "not a weft pap trace (want '" PAP_TRACE_MAGIC "')");
+                break;
+            }
+            continue;
+        }
+        if (ln == 2) {
+            char extra;
+            if (sscanf(line, "rank %d size %d node %d %c", &rank, &size, &node, &extra) != 3 ||
+                rank < 0 || size < 1 || size > (1 << 24) || rank >= size || node < 0) {
+                problem(t, "weft pap: %s: line %d: %s\n", path, ln,
+                        "want 'rank R size P node N' with 0 <= R < P");
+                break;
+            }
+            if (t->size < 0) {
+                t->size = size;
+                t->node = malloc((size_t)size * sizeof *t->node);
+                if (!t->node)
+                    break;
+                for (int i = 0; i < size; i++)
+                    t->node[i] = -1;
+            } else if (size != t->size) {
+                problem(t, "weft pap: %s: line %d: %s\n", path, ln,
+                        "another job's trace (its size differs from the first file's)");
+                break;
+            }
+            if (t->node[rank] >= 0) {
+                problem(t, "weft pap: %s: line %d: %s\n", path, ln,
+                        "a second file for this rank");
+                break;
+            }
+            t->node[rank] = node;
+            t->files++;
+            continue;
+        }
+        rec_t r;
+        memset(&r, 0, sizeof r);
+        unsigned long long count, bytes, seq;
+        long long a, x;
+        char extra;
+        if (sscanf(line, "call %31s %15s %llu %llu %31s %llu %lld %lld %c", r.c.coll, r.c.dtype,
+                   &count, &bytes, r.c.comm, &seq, &a, &x, &extra) != 8 || x < a) {
+            problem(t, "weft pap: %s: line %d: %s\n", path, ln,
+                    "want 'call COLL DTYPE COUNT BYTES COMM SEQ ARRIVE_NS EXIT_NS' (exit >= arrive)");
+            continue;
+        }
+        r.c.count = count, r.c.bytes = bytes, r.c.seq = seq;
+        r.c.arrive_ns = a, r.c.exit_ns = x;
+        r.rank = rank, r.node = node;
+        if (add_rec(t, &r))
+            break;
+    }
+    if (ln < 2)
+        problem(t, "weft pap: %s: line %d: %s\n", path, ln, "empty or without its header");
+    fclose(f);
+}
+
+static int by_call(const void *pa, const void *pb)
+{
+    const rec_t *a = pa, *b = pb;
+    int c = strcmp(a->c.comm, b->c.comm);
+    if (c)
+        return c;
+    if (a->c.seq != b->c.seq)
+        return a->c.seq < b->c.seq ? -1 : 1;
+    return a->rank - b->rank;
+}
+
+/* One invocation: its ranks' records r[0..n). */
+typedef struct inv {
+    const rec_t *r;
+    size_t n;
+    double omega, delta;           /* ns, cluster-wide */
+    double node_omega, node_delta; /* ns, averaged over nodes with 2+ ranks; <0 none */
+    double t;                      /* first arrival */
+} inv_t;
+
+static void imbalance(const rec_t *r, size_t n, double *omega, double *delta)
+{
+    double lo = INFINITY, hi = -INFINITY, mean = 0;
+    for (size_t i = 0; i < n; i++) {
+        double a = (double)r[i].c.arrive_ns;
+        lo = a < lo ? a : lo, hi = a > hi ? a : hi, mean += a;
+    }
+    mean /= (double)n;
+    double d = 0;
+    for (size_t i = 0; i < n; i++)
+        d += fabs((double)r[i].c.arrive_ns - mean);
+    *omega = hi - lo, *delta = d / (double)n;
+}
+
+static void node_imbalance(inv_t *v)
+{
+    double so = 0, sd = 0;
+    int nodes = 0;
+    rec_t tmp[256];
+    for (size_t i = 0; i < v->n; i++) {
+        int node = v->r[i].node;
+        bool first = true;
+        for (size_t j = 0; j < i && first; j++)
+            first = v->r[j].node != node;
+        if (!first)
+            continue;
+        size_t m = 0;
+        for (size_t j = i; j < v->n && m < 256; j++)
+            if (v->r[j].node == node)
+                tmp[m++] = v->r[j];
+        if (m < 2)
+            continue;
+        double o, d;
+        imbalance(tmp, m, &o, &d);
+        so += o, sd += d, nodes++;
+    }
+    v->node_omega = nodes ? so / nodes : -1;
+    v->node_delta = nodes ? sd / nodes : -1;
+}
+
+static double alpha_ns(const sim_model_t *m, uint64_t bytes)
+{
+    double s = bytes ? (double)bytes : 1;
+    return m->L + 2 * m->o + (s - 1) * m->G;
+}
+
+static const char *const class_name[3] = {"small (0-1 KiB)", "medium (1 KiB-1 MiB)",
+                                          "large (> 1 MiB)"};
+static int class_of(uint64_t bytes) { return bytes <= 1024 ? 0 : bytes <= (1u << 20) ? 1 : 2; }
+
+typedef struct agg {
+    char coll[32];
+    long calls;
+    double time_ns; /* inside, summed over ranks */
+} agg_t;
+
+static int plot(const char *dir, const inv_t *v, size_t nv, const sim_model_t *m)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/imbalance.dat", dir);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "weft pap: --plot %s: cannot write %s: %s\n", dir, path, strerror(errno));
+        return 2;
+    }
+    fprintf(f, "# allreduce invocations: time_s omega/alpha delta/alpha node_omega/alpha "
+               "node_delta/alpha bytes\n");
+    for (size_t i = 0; i < nv; i++) {
+        if (strcmp(v[i].r->c.coll, "allreduce"))
+            continue;
+        double al = alpha_ns(m, v[i].r->c.bytes);
+        fprintf(f, "%.9f %.4f %.4f %.4f %.4f %llu\n", v[i].t * 1e-9, v[i].omega / al,
+                v[i].delta / al, v[i].node_omega < 0 ? NAN : v[i].node_omega / al,
+                v[i].node_delta < 0 ? NAN : v[i].node_delta / al,
+                (unsigned long long)v[i].r->c.bytes);
+    }
+    fclose(f);
+    char cmd[16384];
+    snprintf(cmd, sizeof cmd,
+             "gnuplot -e \"set terminal png size 1000,500; set xlabel 'time (s)'; "
+             "set ylabel 'imbalance factor'; set key outside; set datafile missing 'nan'; "
+             "set output '%s/imbalance-cluster.png'; set title 'allreduce: cluster-wide'; "
+             "plot '%s' using 1:2 with points pt 7 ps 0.4 title 'Omega/alpha', '' using 1:3 "
+             "with points pt 7 ps 0.4 title 'Delta/alpha'; "
+             "set output '%s/imbalance-node.png'; set title 'allreduce: node-wide'; "
+             "plot '%s' using 1:4 with points pt 7 ps 0.4 title 'Omega/alpha', '' using 1:5 "
+             "with points pt 7 ps 0.4 title 'Delta/alpha'\"",
+             dir, path, dir, path);
+    if (system(cmd)) {
+        fprintf(stderr, "weft pap: --plot: gnuplot failed (is gnuplot installed? Debian: "
+                        "gnuplot-nox); the data are in %s\n", path);
+        return 2;
+    }
+    printf("plots: %s/imbalance-cluster.png, %s/imbalance-node.png\n", dir, dir);
+    return 0;
+}
+
+static int report(const char *dir, const char *preset, const char *plot_dir)
+{
+    sim_model_t m;
+    char pname[256], msg[512];
+    if (sim_model_for_tools(preset, &m, pname, sizeof pname, msg, sizeof msg)) {
+        fprintf(stderr, "weft pap: %s\n", msg);
+        return 2;
+    }
+    DIR *d = opendir(dir);
+    if (!d) {
+        fprintf(stderr, "weft pap: %s: %s\n", dir, strerror(errno));
+        return 2;
+    }
+    trace_t t;
+    memset(&t, 0, sizeof t);
+    t.size = -1;
+    struct dirent *ent;
+    while ((ent = readdir(d))) {
+        size_t l = strlen(ent->d_name);
+        if (strncmp(ent->d_name, "rank-", 5) || l < 10 || strcmp(ent->d_name + l - 4, ".pap"))
+            continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, ent->d_name);
+        read_file(&t, path);
+    }
+    closedir(d);
+    if (!t.files) {
+        fprintf(stderr, "weft pap: %s: no readable rank-R.pap trace\n", dir);
+        free(t.r), free(t.node);
+        return 2;
+    }
+    for (int i = 0; i < t.size; i++)
+        if (t.node[i] < 0)
+            problem(&t, "weft pap: %s: line %d: %s\n", dir, 0, "a rank's file is missing");
+    qsort(t.r, t.n, sizeof *t.r, by_call);
+    inv_t *v = calloc(t.n ? t.n : 1, sizeof *v);
+    agg_t agg[16];
+    int nagg = 0;
+    size_t nv = 0;
+    long disagree = 0, skewed = 0;
+    double worst_skew = 0, total = 0;
+    for (size_t i = 0; i < t.n;) {
+        size_t j = i;
+        while (j < t.n && !strcmp(t.r[j].c.comm, t.r[i].c.comm) && t.r[j].c.seq == t.r[i].c.seq)
+            j++;
+        inv_t *x = &v[nv++];
+        x->r = &t.r[i], x->n = j - i;
+        imbalance(x->r, x->n, &x->omega, &x->delta);
+        node_imbalance(x);
+        double last = -INFINITY;
+        x->t = INFINITY;
+        for (size_t k = i; k < j; k++) {
+            const pap_call_t *c = &t.r[k].c;
+            if (strcmp(c->coll, t.r[i].c.coll) || c->bytes != t.r[i].c.bytes)
+                disagree++;
+            x->t = fmin(x->t, (double)c->arrive_ns);
+            last = fmax(last, (double)c->arrive_ns);
+        }
+        /* in an allreduce or a barrier no rank can leave before all came */
+        if (!strcmp(t.r[i].c.coll, "allreduce") || !strcmp(t.r[i].c.coll, "barrier"))
+            for (size_t k = i; k < j; k++) {
+                double early = last - (double)t.r[k].c.exit_ns;
+                if (early > 0) {
+                    skewed++;
+                    worst_skew = fmax(worst_skew, early);
+                    break;
+                }
+            }
+        int a = 0;
+        while (a < nagg && strcmp(agg[a].coll, t.r[i].c.coll))
+            a++;
+        if (a == nagg && nagg < 16) {
+            memset(&agg[nagg], 0, sizeof agg[nagg]);
+            snprintf(agg[nagg++].coll, sizeof agg[0].coll, "%s", t.r[i].c.coll);
+        }
+        if (a < nagg) {
+            agg[a].calls++;
+            for (size_t k = i; k < j; k++) {
+                double in = (double)(t.r[k].c.exit_ns - t.r[k].c.arrive_ns);
+                agg[a].time_ns += in, total += in;
+            }
+        }
+        i = j;
+    }
+    printf("# weft pap report %s: %d rank files of %d, %zu call records, %zu invocations; alpha "
+           "from preset %s\n", dir, t.files, t.size, t.n, nv, pname);
+    if (disagree)
+        printf("# %ld records disagree with their invocation's first rank on the collective or "
+               "the bytes\n", disagree);
+    if (skewed)
+        printf("# clocks disagree: in %ld allreduce/barrier invocations a rank left before "
+               "another arrived (by up to %.1f us): their imbalance is not to be trusted\n",
+               skewed, worst_skew * 1e-3);
+    printf("\n%-16s %10s %14s %8s\n", "collective", "calls", "time (ms)", "share");
+    for (int a = 0; a < nagg; a++)
+        printf("%-16s %10ld %14.3f %7.1f%%\n", agg[a].coll, agg[a].calls, agg[a].time_ns * 1e-6,
+               total > 0 ? 100 * agg[a].time_ns / total : 0);
+    /* allreduce by class */
+    long calls[3] = {0};
+    double time[3] = {0}, om[3] = {0}, de[3] = {0}, nom[3] = {0}, nde[3] = {0}, omu[3] = {0},
+           deu[3] = {0}, allr = 0;
+    long nodecalls[3] = {0};
+    for (size_t i = 0; i < nv; i++) {
+        if (strcmp(v[i].r->c.coll, "allreduce"))
+            continue;
+        int c = class_of(v[i].r->c.bytes);
+        double al = alpha_ns(&m, v[i].r->c.bytes);
+        calls[c]++;
+        for (size_t k = 0; k < v[i].n; k++)
+            time[c] += (double)(v[i].r[k].c.exit_ns - v[i].r[k].c.arrive_ns);
+        om[c] += v[i].omega / al, de[c] += v[i].delta / al;
+        omu[c] += v[i].omega, deu[c] += v[i].delta;
+        if (v[i].node_omega >= 0) {
+            nodecalls[c]++;
+            nom[c] += v[i].node_omega / al, nde[c] += v[i].node_delta / al;
+        }
+    }
+    for (int c = 0; c < 3; c++)
+        allr += time[c];
+    if (calls[0] + calls[1] + calls[2]) {
+        printf("\nallreduce by message class (Omega: worst-case, Delta: average-case imbalance; "
+               "factors divided by alpha(size); averages over invocations)\n");
+        printf("%-22s %8s %7s %10s %10s %9s %9s %9s %9s\n", "class", "calls", "share", "Omega us",
+               "Delta us", "Omega/a", "Delta/a", "node O/a", "node D/a");
+        for (int c = 0; c < 3; c++) {
+            if (!calls[c])
+                continue;
+            char no[16] = "-", nd[16] = "-";
+            if (nodecalls[c]) {
+                snprintf(no, sizeof no, "%.2f", nom[c] / nodecalls[c]);
+                snprintf(nd, sizeof nd, "%.2f", nde[c] / nodecalls[c]);
+            }
+            printf("%-22s %8ld %6.1f%% %10.2f %10.2f %9.2f %9.2f %9s %9s\n", class_name[c],
+                   calls[c], allr > 0 ? 100 * time[c] / allr : 0, omu[c] / calls[c] * 1e-3,
+                   deu[c] / calls[c] * 1e-3, om[c] / calls[c], de[c] / calls[c], no, nd);
+        }
+    }
+    int rc = t.problems ? 1 : 0;
+    if (plot_dir && plot(plot_dir, v, nv, &m))
+        rc = 2;
+    if (t.problems)
+        printf("# %d problem%s in the traces (above, on stderr): the report covers what could "
+               "be read\n", t.problems, t.problems == 1 ? "" : "s");
+    free(v);
+    free(t.r);
+    free(t.node);
+    return rc;
+}
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: weft pap report DIR [--preset NAME|FILE] [--plot OUTDIR]\n"
+                    "  DIR holds rank-R.pap traces (WEFT_PROFILE=DIR, or LD_PRELOAD=libweft-prof.so\n"
+                    "  with WEFT_PROFILE=DIR under mpirun)\n");
+    return 2;
+}
+
+int cmd_pap(int argc, char **argv)
+{
+    if (argc < 3 || strcmp(argv[1], "report"))
+        return usage();
+    const char *dir = argv[2], *preset = NULL, *plot_dir = NULL;
+    for (int i = 3; i < argc; i++) {
+        if (!strcmp(argv[i], "--preset") && i + 1 < argc)
+            preset = argv[++i];
+        else if (!strcmp(argv[i], "--plot") && i + 1 < argc)
+            plot_dir = argv[++i];
+        else {
+            fprintf(stderr, "weft pap: unknown option %s\n", argv[i]);
+            return usage();
+        }
+    }
+    return report(dir, preset, plot_dir);
+}
