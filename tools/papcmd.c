@@ -320,8 +320,11 @@ static int report(const char *dir, const char *preset, const char *plot_dir)
             x->t = fmin(x->t, (double)c->arrive_ns);
             last = fmax(last, (double)c->arrive_ns);
         }
-        /* in an allreduce or a barrier no rank can leave before all came */
-        if (!strcmp(t.r[i].c.coll, "allreduce") || !strcmp(t.r[i].c.coll, "barrier"))
+        /* in an allreduce (of at least one element: MPI libraries return
+         * from an empty one at once) or a barrier no rank can leave before
+         * all came */
+        if ((!strcmp(t.r[i].c.coll, "allreduce") && t.r[i].c.count) ||
+            !strcmp(t.r[i].c.coll, "barrier"))
             for (size_t k = i; k < j; k++) {
                 double early = last - (double)t.r[k].c.exit_ns;
                 if (early > 0) {
