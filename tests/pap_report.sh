@@ -44,6 +44,18 @@ check "small class: Omega 6 us, Delta 2 us, factors 6 and 2, node 2 and 1" \
 check "large class: no imbalance" has "$out" "^large \(> 1 MiB\) +1 +[0-9.]+% +0\.00 +0\.00 +0\.00 +0\.00 +0\.00 +0\.00$"
 check "no clock complaint" bash -c "! grep -q 'clocks disagree' <<<\"\$0\"" "$out"
 
+# what if: both allreduces replayed through every schedule that can serve them
+out=$("$weft" pap whatif "$dir/t" --preset "$dir/one-us.preset" 2>&1)
+st=$?
+echo "$out"
+check "whatif: exit 0" test "$st" -eq 0
+check "whatif: 2 allreduces replayed" has "$out" "^allreduce: 2 invocations, 2 replayed"
+check "whatif: ring replayed" has "$out" "^  ring +[0-9.]+ +[0-9.]+x"
+check "whatif: a best one named" has "$out" "^  best: [a-z_]+; it would have saved"
+check "whatif: bcast replayed" has "$out" "^bcast: 1 invocations, 1 replayed"
+out=$("$weft" pap whatif "$dir/t" --max-calls 0 2>&1)
+check "whatif: bad --max-calls refused" has "$out" "max-calls 0: want 1..10000000"
+
 # broken: rank 3 missing, rank 1 with a bad line and a truncated last line,
 # rank 2 leaves the allreduce before rank 1 arrives (clocks disagree)
 mkdir "$dir/b"

@@ -262,22 +262,17 @@ static int plot(const char *dir, const inv_t *v, size_t nv, const sim_model_t *m
     return 0;
 }
 
-static int report(const char *dir, const char *preset, const char *plot_dir)
+/* Reads every rank-R.pap of dir into t, sorted by invocation; 0, or 2
+ * (said) when none could be read. */
+static int load(const char *dir, trace_t *t)
 {
-    sim_model_t m;
-    char pname[256], msg[512];
-    if (sim_model_for_tools(preset, &m, pname, sizeof pname, msg, sizeof msg)) {
-        fprintf(stderr, "weft pap: %s\n", msg);
-        return 2;
-    }
+    memset(t, 0, sizeof *t);
+    t->size = -1;
     DIR *d = opendir(dir);
     if (!d) {
         fprintf(stderr, "weft pap: %s: %s\n", dir, strerror(errno));
         return 2;
     }
-    trace_t t;
-    memset(&t, 0, sizeof t);
-    t.size = -1;
     struct dirent *ent;
     while ((ent = readdir(d))) {
         size_t l = strlen(ent->d_name);
@@ -285,18 +280,47 @@ static int report(const char *dir, const char *preset, const char *plot_dir)
             continue;
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", dir, ent->d_name);
-        read_file(&t, path);
+        read_file(t, path);
     }
     closedir(d);
-    if (!t.files) {
+    if (!t->files) {
         fprintf(stderr, "weft pap: %s: no readable rank-R.pap trace\n", dir);
-        free(t.r), free(t.node);
+        free(t->r), free(t->node);
         return 2;
     }
-    for (int i = 0; i < t.size; i++)
-        if (t.node[i] < 0)
-            problem(&t, "weft pap: %s: line %d: %s\n", dir, 0, "a rank's file is missing");
-    qsort(t.r, t.n, sizeof *t.r, by_call);
+    for (int i = 0; i < t->size; i++)
+        if (t->node[i] < 0)
+            problem(t, "weft pap: %s: line %d: %s\n", dir, 0, "a rank's file is missing");
+    qsort(t->r, t->n, sizeof *t->r, by_call);
+    return 0;
+}
+
+/* The end of the records of the invocation that starts at i. */
+static size_t invocation_end(const trace_t *t, size_t i)
+{
+    size_t j = i;
+    while (j < t->n && !strcmp(t->r[j].c.comm, t->r[i].c.comm) && t->r[j].c.seq == t->r[i].c.seq)
+        j++;
+    return j;
+}
+
+static int model(const char *preset, sim_model_t *m, char *pname, size_t plen)
+{
+    char msg[512];
+    if (sim_model_for_tools(preset, m, pname, plen, msg, sizeof msg)) {
+        fprintf(stderr, "weft pap: %s\n", msg);
+        return 2;
+    }
+    return 0;
+}
+
+static int report(const char *dir, const char *preset, const char *plot_dir)
+{
+    sim_model_t m;
+    char pname[256];
+    trace_t t;
+    if (model(preset, &m, pname, sizeof pname) || load(dir, &t))
+        return 2;
     inv_t *v = calloc(t.n ? t.n : 1, sizeof *v);
     agg_t agg[16];
     int nagg = 0;
@@ -304,9 +328,7 @@ static int report(const char *dir, const char *preset, const char *plot_dir)
     long disagree = 0, skewed = 0;
     double worst_skew = 0, total = 0;
     for (size_t i = 0; i < t.n;) {
-        size_t j = i;
-        while (j < t.n && !strcmp(t.r[j].c.comm, t.r[i].c.comm) && t.r[j].c.seq == t.r[i].c.seq)
-            j++;
+        size_t j = invocation_end(&t, i);
         inv_t *x = &v[nv++];
         x->r = &t.r[i], x->n = j - i;
         imbalance(x->r, x->n, &x->omega, &x->delta);
@@ -414,9 +436,141 @@ static int report(const char *dir, const char *preset, const char *plot_dir)
     return rc;
 }
 
+/* ---- what if ---- */
+
+/* One collective's replay: its invocations (sampled), the time inside
+ * they took (summed over ranks), and each candidate's predicted one. */
+#define WHATIF_ALGOS 48
+typedef struct whatif {
+    weft_coll_t coll;
+    long calls, replayed;
+    double measured;
+    const algo_t *al[WHATIF_ALGOS];
+    double predicted[WHATIF_ALGOS];
+    bool refused[WHATIF_ALGOS]; /* could not serve an invocation: out */
+    char why[WHATIF_ALGOS][160];
+    int nal;
+} whatif_t;
+
+/* Replays invocation r[0..n) through al with the recorded arrivals as
+ * start times; the predicted time inside summed over ranks, or -1. */
+static double replay(const sim_model_t *m, const algo_t *al, const rec_t *r, size_t n,
+                     char *why, size_t len)
+{
+    double *start = malloc(n * sizeof *start), lo = INFINITY, sum = 0;
+    if (!start)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        lo = fmin(lo, (double)r[i].c.arrive_ns);
+    for (size_t i = 0; i < n; i++)
+        start[i] = (double)r[i].c.arrive_ns - lo, sum += start[i];
+    uint64_t bytes = r[0].c.bytes;
+    weft_dtype_t dt = bytes % 4 ? WEFT_UINT8 : WEFT_FLOAT32;
+    sim_opts_t lim = {.start = start, .max_events = 2000000, .max_seconds = 2};
+    sim_result_t res;
+    int rc = sim_predict(m, al, NULL, (int)n, bytes, dt, WEFT_SUM, true, &lim, &res, why, len);
+    free(start);
+    return rc ? -1 : res.t_mean * (double)n - sum;
+}
+
+static void whatif_coll(const sim_model_t *m, const trace_t *t, whatif_t *w, long max_calls)
+{
+    size_t n = 0;
+    const algo_t *tab = algo_table(&n);
+    w->nal = 0;
+    for (size_t k = 0; k < n && w->nal < WHATIF_ALGOS; k++)
+        if (tab[k].coll == w->coll && !tab[k].board)
+            w->al[w->nal++] = &tab[k];
+    const char *name = weft_coll_name(w->coll);
+    long total = 0;
+    for (size_t i = 0; i < t->n; i = invocation_end(t, i))
+        total += !strcmp(t->r[i].c.coll, name);
+    long stride = total > max_calls ? (total + max_calls - 1) / max_calls : 1, seen = 0;
+    for (size_t i = 0; i < t->n;) {
+        size_t j = invocation_end(t, i);
+        if (strcmp(t->r[i].c.coll, name) || seen++ % stride) {
+            i = j;
+            continue;
+        }
+        w->calls++;
+        double measured = 0;
+        for (size_t k = i; k < j; k++)
+            measured += (double)(t->r[k].c.exit_ns - t->r[k].c.arrive_ns);
+        /* an algorithm that cannot serve an invocation (its op class, its
+         * process count) leaves the comparison, so that the sums of the
+         * others and the measured one cover the same invocations */
+        for (int a = 0; a < w->nal; a++) {
+            if (w->refused[a])
+                continue;
+            char why[160] = "";
+            double p = replay(m, w->al[a], &t->r[i], j - i, why, sizeof why);
+            if (p < 0) {
+                w->refused[a] = 1;
+                snprintf(w->why[a], sizeof w->why[a], "%s", why);
+            } else {
+                w->predicted[a] += p;
+            }
+        }
+        w->replayed++;
+        w->measured += measured;
+        i = j;
+    }
+    w->calls = total;
+}
+
+static int whatif(const char *dir, const char *preset, long max_calls)
+{
+    sim_model_t m;
+    char pname[256];
+    trace_t t;
+    if (model(preset, &m, pname, sizeof pname) || load(dir, &t))
+        return 2;
+    printf("# weft pap whatif %s: each recorded invocation replayed through the LogGOPS "
+           "simulator (preset %s) with its ranks starting at their recorded arrivals; time "
+           "inside summed over ranks, sum op assumed, root 0 for rooted collectives\n",
+           dir, pname);
+    static const weft_coll_t colls[3] = {WEFT_COLL_ALLREDUCE, WEFT_COLL_BCAST, WEFT_COLL_REDUCE};
+    for (int c = 0; c < 3; c++) {
+        whatif_t w;
+        memset(&w, 0, sizeof w);
+        w.coll = colls[c];
+        whatif_coll(&m, &t, &w, max_calls);
+        if (!w.calls)
+            continue;
+        printf("\n%s: %ld invocations, %ld replayed; measured time inside %.3f ms\n",
+               weft_coll_name(w.coll), w.calls, w.replayed, w.measured * 1e-6);
+        int best = -1;
+        for (int a = 0; a < w.nal; a++)
+            if (!w.refused[a] && (best < 0 || w.predicted[a] < w.predicted[best]))
+                best = a;
+        printf("  %-20s %14s %12s\n", "algorithm", "predicted ms", "vs best");
+        for (int a = 0; a < w.nal; a++) {
+            if (w.refused[a]) {
+                printf("  %-20s %14s %12s  (cannot serve it: %s)\n", w.al[a]->name, "-", "-",
+                       w.why[a]);
+                continue;
+            }
+            printf("  %-20s %14.3f %11.2fx%s\n", w.al[a]->name, w.predicted[a] * 1e-6,
+                   w.predicted[a] / w.predicted[best], a == best ? "  *" : "");
+        }
+        if (best >= 0)
+            printf("  best: %s; it would have saved %.3f ms of the %.3f ms measured (%.0f%%), "
+                   "as far as the model matches this machine\n", w.al[best]->name,
+                   (w.measured - w.predicted[best]) * 1e-6, w.measured * 1e-6,
+                   w.measured > 0 ? 100 * (w.measured - w.predicted[best]) / w.measured : 0);
+    }
+    printf("\n# arrival-driven algorithms (pap_leader, pap_chain, shm_twostep, adaptive) are not "
+           "schedules and are not replayed yet\n");
+    int rc = t.problems ? 1 : 0;
+    free(t.r);
+    free(t.node);
+    return rc;
+}
+
 static int usage(void)
 {
     fprintf(stderr, "usage: weft pap report DIR [--preset NAME|FILE] [--plot OUTDIR]\n"
+                    "       weft pap whatif DIR [--preset NAME|FILE] [--max-calls N]\n"
                     "  DIR holds rank-R.pap traces (WEFT_PROFILE=DIR, or LD_PRELOAD=libweft-prof.so\n"
                     "  with WEFT_PROFILE=DIR under mpirun)\n");
     return 2;
@@ -424,18 +578,27 @@ static int usage(void)
 
 int cmd_pap(int argc, char **argv)
 {
-    if (argc < 3 || strcmp(argv[1], "report"))
+    bool is_report = argc >= 3 && !strcmp(argv[1], "report");
+    if (argc < 3 || (!is_report && strcmp(argv[1], "whatif")))
         return usage();
     const char *dir = argv[2], *preset = NULL, *plot_dir = NULL;
+    long max_calls = 2000;
     for (int i = 3; i < argc; i++) {
-        if (!strcmp(argv[i], "--preset") && i + 1 < argc)
+        char *e = NULL;
+        if (!strcmp(argv[i], "--preset") && i + 1 < argc) {
             preset = argv[++i];
-        else if (!strcmp(argv[i], "--plot") && i + 1 < argc)
+        } else if (is_report && !strcmp(argv[i], "--plot") && i + 1 < argc) {
             plot_dir = argv[++i];
-        else {
+        } else if (!is_report && !strcmp(argv[i], "--max-calls") && i + 1 < argc) {
+            max_calls = strtol(argv[++i], &e, 10);
+            if (*e || max_calls < 1 || max_calls > 10000000) {
+                fprintf(stderr, "weft pap: --max-calls %s: want 1..10000000\n", argv[i]);
+                return 2;
+            }
+        } else {
             fprintf(stderr, "weft pap: unknown option %s\n", argv[i]);
             return usage();
         }
     }
-    return report(dir, preset, plot_dir);
+    return is_report ? report(dir, preset, plot_dir) : whatif(dir, preset, max_calls);
 }

@@ -8,7 +8,8 @@
 
 /* The LogGOPS time of one call of al (params "k=v,..." or NULL) on P ranks
  * of bytes each, under model m, LogGOPSim's order, all ranks starting at
- * 0; op is a builtin op or OP_AFFINE.  shm: the schedule as weft builds it
+ * 0 unless limits->start gives their start times; op is a builtin op or
+ * OP_AFFINE.  shm: the schedule as weft builds it
  * on its shared memory (a bcast's chunks capped there), else as elsewhere.  limits (NULL: none) gives the
  * simulation's max_events, max_bytes and max_seconds: past one it gives up
  * with WEFT_ENOTSUP and a reason starting "stopped".  0, or a weft error

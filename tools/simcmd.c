@@ -623,6 +623,7 @@ int sim_predict(const sim_model_t *m, const algo_t *al, const char *params, int 
         so.max_events = limits->max_events;
         so.max_bytes = limits->max_bytes;
         so.max_seconds = limits->max_seconds;
+        so.start = limits->start;
     }
     int rc = sim_run(m, P, sim_build_algo, &b, &so, r, why, len);
     free(node_of);

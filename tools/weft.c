@@ -24,7 +24,8 @@ static void usage(FILE *f)
                "  tune COLL --np P [--out F]    measure the algorithms, write a tuning table\n"
                "  sim COLL --algo A --np P --size B  predict schedules under LogGOPS\n"
                "  fit [--out FILE]         measure this machine's LogGOPS parameters (a preset)\n"
-               "  pap report DIR           arrival patterns of a profiled run (WEFT_PROFILE=DIR)\n\n"
+               "  pap report DIR           arrival patterns of a profiled run (WEFT_PROFILE=DIR)\n"
+               "  pap whatif DIR           replay them through each algorithm (the simulator)\n\n"
                "`weft COMMAND --help` for the options of each.\n");
 }
 
