@@ -88,11 +88,25 @@ static bool claim_pair(exec_t *e)
             return true;
         }
     }
+    /* tell the communicator's other ranks, which wait for the claim */
+    arrival_rec_t *refused = x->ops->arrival_rec(x, e->ar.host, 2 * ARRIVAL_PAIRS);
+    uint64_t slot = atomic_fetch_add_explicit(&refused->ticket, 1, memory_order_relaxed);
+    atomic_store_explicit(&refused->order[slot % ARRIVAL_REFUSED], ctx + 1, memory_order_release);
+    wake_all(e);
     e->err = weft_error(WEFT_ENOTSUP, "%s: all %u arrival-record pairs of rank %d are taken "
                         "(each communicator whose rank 0 it is and that runs an arrival-driven "
                         "algorithm holds one until it is freed): free communicators you no "
                         "longer use, or choose another algorithm",
                         weft_coll_name((weft_coll_t)e->desc->coll), ARRIVAL_PAIRS, e->world[0]);
+    return false;
+}
+
+static bool was_refused(const exec_t *e)
+{
+    arrival_rec_t *refused = e->x->ops->arrival_rec(e->x, e->ar.host, 2 * ARRIVAL_PAIRS);
+    for (unsigned k = 0; k < ARRIVAL_REFUSED; k++)
+        if (atomic_load_explicit(&refused->order[k], memory_order_acquire) == ctx_of(e) + 1)
+            return true;
     return false;
 }
 
@@ -106,6 +120,13 @@ static bool locate(exec_t *e)
     int j = owned_pair(e->x, e->ar.host, ctx_of(e));
     if (j < 0 && e->s->rank == 0 && claim_pair(e))
         j = owned_pair(e->x, e->ar.host, ctx_of(e));
+    if (j < 0 && !e->err && was_refused(e)) {
+        e->err = weft_error(WEFT_ENOTSUP, "%s: rank 0 of this communicator could not claim "
+                            "arrival records (all %u pairs of rank %d are taken): free "
+                            "communicators you no longer use, or choose another algorithm",
+                            weft_coll_name((weft_coll_t)e->desc->coll), ARRIVAL_PAIRS,
+                            e->world[0]);
+    }
     if (j < 0) {
         e->ar.await_claim = !e->err;
         return false;
@@ -338,7 +359,7 @@ bool arrival_ready(void *arg)
 {
     exec_t *e = arg;
     if (e->ar.await_claim)
-        return owned_pair(e->x, e->ar.host, ctx_of(e)) >= 0;
+        return owned_pair(e->x, e->ar.host, ctx_of(e)) >= 0 || was_refused(e);
     if (e->ar.rec < 0)
         return false;
     arrival_rec_t *r = rec_of(e);

@@ -64,7 +64,12 @@ typedef struct arrival_rec {
     char pad[16];
     _Atomic uint64_t order[ARRIVAL_MAX]; /* gen << 24 | rank + 1 */
 } __attribute__((aligned(64))) arrival_rec_t;
-#define SEG_ARRIVAL_BYTES_PER_RANK (2 * ARRIVAL_PAIRS * sizeof(arrival_rec_t))
+/* After the pairs, one more record per rank: the communicators it could
+ * not give a pair (their contexts + 1 in order[], a ring whose next slot
+ * is ticket mod ARRIVAL_REFUSED), so that their other ranks, waiting for
+ * the claim, fail too instead of waiting for ever. */
+#define ARRIVAL_REFUSED 16u
+#define SEG_ARRIVAL_BYTES_PER_RANK ((2 * ARRIVAL_PAIRS + 1) * sizeof(arrival_rec_t))
 
 enum { RANK_NEW = 0, RANK_ATTACHED = 1, RANK_FINALIZED = 2, RANK_FINALIZING = 3 };
 enum { ABORT_NONE = 0, ABORT_DIED = 1, ABORT_ERROR = 2 };
@@ -180,8 +185,8 @@ static inline board_slot_t *seg_board(const seg_t *s, int r, unsigned i)
 
 static inline arrival_rec_t *seg_arrival(const seg_t *s, int r, unsigned i)
 {
-    return (arrival_rec_t *)((char *)s->hdr + s->hdr->arrival_off) + (size_t)r * 2 * ARRIVAL_PAIRS +
-           i;
+    return (arrival_rec_t *)((char *)s->hdr + s->hdr->arrival_off) +
+           (size_t)r * (2 * ARRIVAL_PAIRS + 1) + i;
 }
 
 static inline call_rec_t *seg_calllog(const seg_t *s, int r)
