@@ -21,8 +21,8 @@ trap 'rm -rf "$work"' EXIT
 # melt: LJ liquid (4000 atoms, 250 steps, run longer here); peptide: a
 # protein in water with long-range PPPM (more collectives: its FFTs use
 # all-to-all, thermo output reduces)
-cp "$ex/melt/in.melt" "$work/" && sed -i 's/^run.*/run 2000/' "$work/in.melt"
-cp "$ex/peptide/"* "$work/" && sed -i 's/^run.*/run 600/' "$work/in.peptide"
+cp "$ex/melt/in.melt" "$work/" && sed -i "s/^run.*/run ${MELT_STEPS:-2000}/" "$work/in.melt"
+cp "$ex/peptide/"* "$work/" && sed -i "s/^run.*/run ${PEPTIDE_STEPS:-600}/" "$work/in.peptide"
 loop_time() { sed -n 's/^Loop time of \([0-9.]*\) on.*/\1/p' "$1" | tail -1; }
 median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 cd "$work"
