@@ -138,7 +138,7 @@ static void note(const char *coll, MPI_Datatype dt, int count, MPI_Comm comm, in
         return;
     pap_call_t c;
     memset(&c, 0, sizeof c);
-    snprintf(c.coll, sizeof c.coll, "%s", coll);
+    snprintf(c.coll, sizeof c.coll, "%.31s", coll);
     int len = 0, tsize = 0;
     char name[MPI_MAX_OBJECT_NAME] = "";
     if (dt != MPI_DATATYPE_NULL) {
@@ -148,10 +148,10 @@ static void note(const char *coll, MPI_Datatype dt, int count, MPI_Comm comm, in
     for (char *p = name; *p; p++)
         if (*p == ' ')
             *p = '_';
-    snprintf(c.dtype, sizeof c.dtype, "%s", name[0] ? name : "none");
+    snprintf(c.dtype, sizeof c.dtype, "%.31s", name[0] ? name : "none");
     c.count = count > 0 ? (uint64_t)count : 0;
     c.bytes = c.count * (uint64_t)(tsize > 0 ? tsize : 0);
-    snprintf(c.comm, sizeof c.comm, "%s", ci->name);
+    snprintf(c.comm, sizeof c.comm, "%.31s", ci->name);
     c.seq = ci->seq++;
     c.arrive_ns = arrive;
     c.exit_ns = exit_ns;

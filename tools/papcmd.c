@@ -128,7 +128,7 @@ static void read_file(trace_t *t, const char *path)
         unsigned long long count, bytes, seq;
         long long a, x;
         char extra;
-        if (sscanf(line, "call %31s %15s %llu %llu %31s %llu %lld %lld %c", r.c.coll, r.c.dtype,
+        if (sscanf(line, "call %31s %31s %llu %llu %31s %llu %lld %lld %c", r.c.coll, r.c.dtype,
                    &count, &bytes, r.c.comm, &seq, &a, &x, &extra) != 8 || x < a) {
             problem(t, "weft pap: %s: line %d: %s\n", path, ln,
                     "want 'call COLL DTYPE COUNT BYTES COMM SEQ ARRIVE_NS EXIT_NS' (exit >= arrive)");

@@ -24,7 +24,7 @@
 #define PAP_TRACE_MAGIC "# weft pap trace 1"
 
 typedef struct pap_call {
-    char coll[32], dtype[16];
+    char coll[32], dtype[32];
     uint64_t count, bytes;
     char comm[32];
     uint64_t seq;
