@@ -328,7 +328,7 @@ int request_finish(weft_request_t r, int rc)
         profile_note(r, r->arrive_ns);
     if (rc) {
         /* The transport may still hold this request's messages: never reuse
-         * it; the communicator frees it when it is destroyed. */
+         * it; it is freed once its transport is closed (comm_destroy). */
         r->next = c->dead;
         c->dead = r;
         return rc;
