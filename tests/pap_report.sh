@@ -15,13 +15,14 @@ check() { # description, command...
 }
 has() { grep -qE -- "$2" <<<"$1"; }
 
-# alpha = L + 2o + (s-1)G = 1000 ns for every size
-printf 'weft-preset 1\nL 1000\no 0\ng 0\nG 0\nO 0\n' >"$dir/one-us.preset"
+# alpha = L + 2o + (s-1)G = 1000 ns for every size; no reduction cost
+printf 'weft-preset 1\nL 1000\no 0\ng 0\nG 0\nO 0\ngamma 0\n' >"$dir/one-us.preset"
 mkdir "$dir/t"
 # 4 ranks, nodes {0,1} and {2,3}; call 0: allreduce of 8 B arriving at 0,
 # 1000, 3000, 6000 ns (Omega 6 us, mean 2500, Delta 2 us; node-wide Omega
 # 1 and 3 us, Delta 0.5 and 1.5 us: averages 2 and 1); call 1: a 2 MiB
-# allreduce, all at 10000 ns; call 2: a bcast
+# allreduce, all at 10000 ns; call 2: a bcast; call 3: a reduce arriving as
+# call 0 did
 arr=(0 1000 3000 6000)
 for r in 0 1 2 3; do
     {
@@ -30,13 +31,14 @@ for r in 0 1 2 3; do
         echo "call allreduce float32 2 8 5.0 0 ${arr[$r]} 7000"
         echo "call allreduce float32 524288 2097152 5.0 1 10000 20000"
         echo "call bcast int8 16 16 5.0 2 30000 30500"
+        echo "call reduce float32 2 8 5.0 3 $((40000 + ${arr[$r]})) 50000"
     } >"$dir/t/rank-$r.pap"
 done
 out=$("$weft" pap report "$dir/t" --preset "$dir/one-us.preset" 2>&1)
 st=$?
 echo "$out"
 check "exit 0 on good traces" test "$st" -eq 0
-check "4 files, 12 records, 3 invocations" has "$out" "4 rank files of 4, 12 call records, 3 invocations"
+check "4 files, 16 records, 4 invocations" has "$out" "4 rank files of 4, 16 call records, 4 invocations"
 check "allreduce: 2 calls" has "$out" "^allreduce +2 "
 check "bcast: 1 call" has "$out" "^bcast +1 "
 check "small class: Omega 6 us, Delta 2 us, factors 6 and 2, node 2 and 1" \
@@ -53,6 +55,20 @@ check "whatif: 2 allreduces replayed" has "$out" "^allreduce: 2 invocations, 2 r
 check "whatif: ring replayed" has "$out" "^  ring +[0-9.]+ +[0-9.]+x"
 check "whatif: a best one named" has "$out" "^  best: [a-z_]+; it would have saved"
 check "whatif: bcast replayed" has "$out" "^bcast: 1 invocations, 1 replayed"
+# the arrival-driven ones followed step by step (tools/pap_model.c), by
+# hand: pap_leader (rank 0 first, so also shm_twostep) holds the result at
+# 7000 ns and sends it at once: inside 7000 + 7000 + 5000 + 2000 ns, then
+# 1000 + 3 x 2000 for the second call, 0.028 ms in all; pap_chain hands on
+# at 1000, 3000, 6000, done at 7000, then the binomial bcast from rank 3:
+# 8000 + 7000 + 6000 + 1000, and 16000 for the second call: 0.038 ms
+check "whatif: pap_leader by hand" has "$out" "^  pap_leader +0\.028 "
+check "whatif: shm_twostep by hand" has "$out" "^  shm_twostep +0\.028 "
+check "whatif: pap_chain by hand" has "$out" "^  pap_chain +0\.038 "
+# pap_chain's reduce to rank 0 (first to arrive): the partial leaves ranks
+# 0, 1, 2 at 1000, 3000, 6000, rank 3 holds it at 7000 and rank 0 has it at
+# 8000: inside 8000 + 2000 + 3000 + 1000 ns
+check "whatif: reduce replayed" has "$out" "^reduce: 1 invocations, 1 replayed"
+check "whatif: pap_chain reduce by hand" has "$out" "^  pap_chain +0\.014 "
 out=$("$weft" pap whatif "$dir/t" --max-calls 0 2>&1)
 check "whatif: bad --max-calls refused" has "$out" "max-calls 0: want 1..10000000"
 
