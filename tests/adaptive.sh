@@ -22,4 +22,18 @@ case "$seq" in
 recursive_doubling\ *pap_leader*) ;;
 *) fail "adaptive chose '$seq': want recursive_doubling first, then pap_leader" ;;
 esac
+# threshold=US moves the switching point: past any spread here (100 s) it
+# never leaves the balanced schedule; a bad value is refused
+out=$(WEFT_VERBOSE=1 timeout 120 "$weft" run -n "$np" "$prog" adaptive threshold=100000000 2>&1)
+seq=$(echo "$out" | sed -n 's/^weft: adaptive: allreduce, .*call #[0-9]*: \([a-z_]*\) .*/\1/p' | tr '\n' ' ')
+echo "threshold=100000000: choices: $seq"
+case "$seq" in
+recursive_doubling\ *) ;;
+*) fail "threshold=100000000 chose '$seq'" ;;
+esac
+echo "$seq" | grep -q pap_leader && fail "threshold=100000000 still turned to pap_leader"
+echo "$out" | grep -q "0 failures on all ranks" || fail "threshold=100000000: wrong results"
+out=$(timeout 120 "$weft" run -n "$np" "$prog" adaptive threshold=-1 2>&1)
+echo "$out" | grep -q "threshold=-1: expected an arrival spread in microseconds" ||
+    fail "threshold=-1 not refused: $out"
 echo "1 passed, 0 failed"

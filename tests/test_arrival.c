@@ -400,10 +400,11 @@ static void too_many_communicators(void)
 /* Mode "adaptive": balanced calls, then rank r arriving r * 2 ms late,
  * then balanced again; adaptive.sh reads its WEFT_VERBOSE log (recursive
  * doubling, pap_leader, recursive doubling) and this checks the data. */
-static void adaptive_switches(void)
+static void adaptive_switches(const char *params)
 {
     weft_comm_t w = weft_comm_world();
-    weft_set_algorithm(w, WEFT_COLL_ALLREDUCE, "adaptive", NULL);
+    CHECK(weft_set_algorithm(w, WEFT_COLL_ALLREDUCE, "adaptive", params) == WEFT_OK,
+          "adaptive %s: %s", params ? params : "", weft_last_error());
     int32_t in[16], out[16];
     size_t bad = 0;
     for (int call = 0; call < 60; call++) {
@@ -453,7 +454,7 @@ int main(int argc, char **argv)
         return rc;
     }
     if (argc > 1 && !strcmp(argv[1], "adaptive")) {
-        adaptive_switches();
+        adaptive_switches(argc > 2 ? argv[2] : NULL);
         int total = failures;
         weft_allreduce(WEFT_IN_PLACE, &total, 1, WEFT_INT32, WEFT_SUM, w);
         if (me == 0)

@@ -20,6 +20,7 @@ typedef struct algo_params {
     char reduce[24], bcast[24]; /* parts of a composed allreduce */
     char inter[24];             /* the algorithm between node leaders */
     int sync;                   /* twotree_s: 0 data-driven, 1 edge-colouring rounds */
+    int threshold;              /* adaptive: its switching spread in us + 1; 0: the model's */
 } algo_params_t;
 
 typedef struct coll_args {

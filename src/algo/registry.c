@@ -57,7 +57,7 @@ static const algo_t table[] = {
      "(P-1)(alpha + n beta + n gamma) + ceil(lg P)(alpha + n beta); after the last arrival: "
      "alpha + n (beta + gamma) + ceil(lg P)(alpha + n beta)",
      arrival_usable, &pap_chain_ops},
-    {"adaptive", WEFT_COLL_ALLREDUCE, C | I | S, algo_board_build, "",
+    {"adaptive", WEFT_COLL_ALLREDUCE, C | I | S, algo_board_build, "threshold",
      "chooses per call from the arrival spread of recent calls: recursive doubling/rabenseifner "
      "when ranks arrive together, pap_leader/pap_chain when they do not",
      "the chosen one's, + one arrival ticket per call; switches when the spread exceeds "
@@ -484,6 +484,12 @@ int algo_parse_params(const algo_t *al, const char *text, algo_params_t *p)
             if (v < 1)
                 return weft_error(WEFT_EINVAL, "chunks=%s: expected an integer 1..16384", val);
             p->chunks = (int)v;
+        } else if (kl == 9 && !strncmp(q, "threshold", 9)) {
+            long v = plain_number(val, 100000000);
+            if (v < 0)
+                return weft_error(WEFT_EINVAL, "threshold=%s: expected an arrival spread in "
+                                  "microseconds, 0..100000000", val);
+            p->threshold = (int)v + 1;
         } else if (kl == 6 && !strncmp(q, "fanout", 6)) {
             /* auto: the algorithm's default (dissem_adapted: the smallest
              * n with a tuple; dissem, bruck: 1) */

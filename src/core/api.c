@@ -247,6 +247,7 @@ int coll_run(weft_comm_t comm, weft_coll_t coll, const void *in, void *out, size
     }
     r->e.x = comm->x;
     r->e.board = al->board;
+    r->e.params = &ent->params;
     r->e.world = comm->world;
     r->e.red = red;
     r->e.tagbase = (uint64_t)comm->ctx << 48 | (uint64_t)(comm->seq & 0xffffffu) << 24;

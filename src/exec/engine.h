@@ -68,6 +68,7 @@ typedef struct exec {
      * owned, freed by exec_release */
     sched_t *aux;
     const void *aux_key; /* what aux was built for */
+    const struct algo_params *params; /* the algorithm's parameters for this call */
     int aux_logged;      /* adaptive: the choice last logged + 1 (WEFT_VERBOSE) */
     const call_desc_t *desc; /* the call, as published in the call log */
     xport_t *x;

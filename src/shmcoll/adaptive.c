@@ -17,9 +17,10 @@
  *
  * The threshold T is what the balanced schedule costs when all arrive
  * together, ceil(lg P) (alpha + n beta) with alpha = 1.5 us and beta =
- * 0.2 ns/B (this machine's ping-pong, weft bench --mif; not yet a
- * parameter); with hysteresis: arrival-aware once the spread exceeds 4 T,
- * balanced again once it is back within T.
+ * 0.2 ns/B (this machine's ping-pong, weft bench --mif); with
+ * hysteresis: arrival-aware once the spread exceeds 4 T, balanced again
+ * once it is back within T.  threshold=US sets the first point instead
+ * (the second is then a quarter of it).
  * Below it a late rank costs the balanced schedule little more than it
  * costs any algorithm; above it the arrival-aware ones let the early ranks
  * work or leave.  The spread of the call before last is the evidence (the
@@ -45,12 +46,18 @@ static double threshold_us(const exec_t *e)
     return lg * (1.5 + (double)arrival_bytes(e) * 0.2e-3);
 }
 
-/* Hysteresis: into arrival-aware past 4x the threshold, back only below
- * it, so that the noise of ranks sharing cores does not flip the choice
- * call after call. */
+/* The spread past which it turns arrival-aware: threshold=US, or 4T.
+ * Hysteresis: it turns back only below a quarter of that, so that the
+ * noise of ranks sharing cores does not flip the choice call after call. */
+static double switch_us(const exec_t *e)
+{
+    int set = e->params ? e->params->threshold : 0;
+    return set ? (double)(set - 1) : 4 * threshold_us(e);
+}
+
 static int decide(exec_t *e, uint64_t spread_us, int last)
 {
-    double thr = threshold_us(e) * (last == AWARE ? 1 : 4);
+    double thr = switch_us(e) / (last == AWARE ? 4 : 1);
     return (double)spread_us > thr ? AWARE : BALANCED;
 }
 
@@ -73,7 +80,7 @@ static void log_choice(exec_t *e)
             "spread of the call before last %s %.1f us)\n", e->s->nrank, arrival_bytes(e),
             (unsigned)(e->desc->key & 0xffffffu), choice_name(e, e->ar.mode),
             e->ar.mode == AWARE ? "exceeds" : "is within",
-            threshold_us(e) * (e->ar.mode == AWARE ? 4 : 1));
+            switch_us(e) / (e->ar.mode == AWARE ? 1 : 4));
 }
 
 static void adaptive_start(exec_t *e)
