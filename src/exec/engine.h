@@ -139,6 +139,10 @@ void exec_for_each_active(void (*fn)(exec_t *e, void *arg), void *arg);
  * (and, for a mismatch, ends the job so that no peer hangs). */
 int watch_stalled(exec_t *e); /* caller holds e->x->lock */
 int watch_sent(exec_t *e);    /* caller does not */
+/* Compares this rank's call with the record peer (a communicator rank)
+ * keeps of it; WEFT_EMISMATCH (the job ended) when they differ.  locked:
+ * the caller holds e->x->lock. */
+int watch_peer_agrees(exec_t *e, int peer, bool locked);
 /* the message for an expired wait: which ranks, and where each is */
 void watch_expired(exec_t *e, char *msg, size_t n);
 /* "allreduce ring, 4 x int32 sum (call #7 on communicator 1)" */

@@ -171,22 +171,28 @@ int watch_stalled(exec_t *e)
     return WEFT_OK;
 }
 
-int watch_sent(exec_t *e)
+int watch_peer_agrees(exec_t *e, int peer, bool locked)
 {
     xport_t *x = e->x;
-    if (!e->desc || !x->ops->peer_view)
+    peer_view_t v;
+    if (!e->desc || !x->ops->peer_view ||
+        x->ops->peer_view(x, e->world[peer], e->desc->key, true, &v) || !v.found ||
+        v.call.sig == e->desc->sig)
         return WEFT_OK;
+    return differs(e, e->s->rank, peer, &v.call, locked);
+}
+
+int watch_sent(exec_t *e)
+{
     /* the first and the last peer: a root that is one in its own eyes only
      * differs from all of them */
-    const sched_t *s = e->s;
     const int *peers = e->sent_to;
     for (int k = 0; k < 2; k++) {
         if (peers[k] < 0 || (k && peers[1] == peers[0]))
             continue;
-        peer_view_t v;
-        if (!x->ops->peer_view(x, e->world[peers[k]], e->desc->key, true, &v) && v.found &&
-            v.call.sig != e->desc->sig)
-            return differs(e, s->rank, peers[k], &v.call, false);
+        int rc = watch_peer_agrees(e, peers[k], false);
+        if (rc)
+            return rc;
     }
     return WEFT_OK;
 }

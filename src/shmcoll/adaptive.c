@@ -85,15 +85,9 @@ static void log_choice(exec_t *e)
 
 static void adaptive_start(exec_t *e)
 {
-    size_t bytes = arrival_bytes(e);
     arrival_reset(e);
     e->ar.decide = decide;
-    e->ar.phase = ARRIVE;
-    if (e->s->nrank == 1 || !bytes) {
-        if (bytes && e->buf[BUF_OUT] != e->buf[BUF_IN])
-            memcpy(e->buf[BUF_OUT], e->buf[BUF_IN], bytes);
-        e->ar.phase = FINISHED;
-    }
+    e->ar.phase = arrival_trivial(e) ? FINISHED : ARRIVE;
 }
 
 /* The balanced schedule for this call, built once per request (a request

@@ -53,9 +53,9 @@ int arrival_poll(exec_t *e, int *moved);
 /* The end of a progress call that did not finish: idle bookkeeping, the
  * job's health when nothing moved.  0 or a negative weft error. */
 int arrival_idle(exec_t *e, int moved);
-/* A rank that leaves having received nothing compares its call with the
- * peer it sent to (a send-only schedule's check); 0 or -WEFT_EMISMATCH. */
-int arrival_check_peer(exec_t *e, int peer);
+/* One rank or no bytes: the call is done at its start (the input copied
+ * to the output where they differ); true then. */
+bool arrival_trivial(exec_t *e);
 
 /* board_ops members shared by the algorithms. */
 bool arrival_ready(void *arg);

@@ -34,12 +34,7 @@ static void chain_start(exec_t *e)
     size_t bytes = arrival_bytes(e);
     if (!arrival_begin(e, 3 + CHILDREN_MAX, allreduce(e) ? 0 : bytes))
         return;
-    e->ar.phase = ARRIVE;
-    if (e->s->nrank == 1 || !bytes) {
-        if (bytes && e->buf[BUF_OUT] != e->buf[BUF_IN])
-            memcpy(e->buf[BUF_OUT], e->buf[BUF_IN], bytes);
-        e->ar.phase = FINISHED;
-    }
+    e->ar.phase = arrival_trivial(e) ? FINISHED : ARRIVE;
 }
 
 void pap_chain_arrived(exec_t *e)
@@ -125,8 +120,9 @@ static int after_pass(exec_t *e, int *moved)
         arrival_leave(e);
         e->ar.phase = FINISHED;
         *moved = 1;
-        /* the first arrival received nothing: compare with its successor */
-        return e->ar.order == 0 ? -arrival_check_peer(e, e->ar.succ) : 0;
+        /* the first arrival received nothing: compare with its successor,
+         * as a schedule that only sends does */
+        return e->ar.order == 0 ? watch_peer_agrees(e, e->ar.succ, true) : 0;
     }
     e->ar.phase = LAST;
     return 0;

@@ -29,9 +29,7 @@ static void leader_start(exec_t *e, bool dynamic)
     size_t bytes = arrival_bytes(e);
     if (!arrival_begin(e, 2 * (uint32_t)P, (size_t)P * bytes))
         return;
-    if (P == 1 || !bytes) {
-        if (bytes && e->buf[BUF_OUT] != e->buf[BUF_IN])
-            memcpy(e->buf[BUF_OUT], e->buf[BUF_IN], bytes);
+    if (arrival_trivial(e)) {
         e->ar.phase = FINISHED;
     } else if (dynamic) {
         e->ar.phase = ARRIVE;
