@@ -35,6 +35,7 @@ for np in 2 3 5; do
     scenario finalize_busy "$np" 0
     scenario revoke "$np" any
     scenario stopped "$np" any
+    scenario left_after_fault "$np" any
 done
 
 # the launcher's edges

@@ -196,6 +196,33 @@ static int stopped(void)
     return 0;
 }
 
+/* Rank 0 times out in a call on {0, 1} that rank 1 never makes, then
+ * finalizes; the others wait for it in an allreduce on the world.  It did
+ * not skip that allreduce, it left after a fault: EPEER, not EMISMATCH
+ * (stress --faults found the difference). */
+static int left_after_fault(void)
+{
+    weft_comm_t pair;
+    CHECK(weft_comm_split(world, me < 2 ? 0 : 1, me, &pair) == WEFT_OK, "split: %s",
+          weft_last_error());
+    int32_t v = 1;
+    if (me == 0) {
+        weft_comm_set_timeout(pair, 300);
+        int rc = weft_allreduce(WEFT_IN_PLACE, &v, 1, WEFT_INT32, WEFT_SUM, pair);
+        CHECK(rc == WEFT_ETIMEDOUT, "the pair's call got %d: %s", rc, weft_last_error());
+        weft_finalize();
+        return 1;
+    }
+    int rc = weft_allreduce(WEFT_IN_PLACE, &v, 1, WEFT_INT32, WEFT_SUM, world);
+    CHECK(rc == WEFT_EPEER, "waiting for a rank that left after a fault got %d (%s): %s", rc,
+          weft_strerror(rc), weft_last_error());
+    CHECK(rc != WEFT_EPEER || strstr(weft_last_error(), "rank 0 "),
+          "the message does not name rank 0: %s", weft_last_error());
+    fprintf(stderr, "rank %d: left after a fault -> %s\n", me, weft_last_error());
+    weft_comm_free(&pair);
+    return 0;
+}
+
 /* weft_finalize with an unfinished *_timeout call: EBUSY, and weft stays
  * usable until the call is finished. */
 static int finalize_busy(void)
@@ -292,7 +319,8 @@ int main(int argc, char **argv)
                {"skip", skip, 1},               {"finalize_early", finalize_early, 1},
                {"dup_split", dup_split, 1},     {"wait_order", wait_order, 0},
                {"stopped", stopped, 0},         {"finalize_busy", finalize_busy, 0},
-               {"revoke", revoke_call, 0},     {"late", late, 0}};
+               {"revoke", revoke_call, 0},     {"late", late, 0},
+               {"left_after_fault", left_after_fault, 0}};
     int finalized = 0, found = 0;
     for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
         if (!strcmp(sc, tab[i].name)) {

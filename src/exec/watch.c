@@ -8,6 +8,7 @@
  *   - the peer's record of this very call differs      -> WEFT_EMISMATCH
  *   - the peer abandoned it (timeout, revoke)           -> WEFT_EPEER
  *   - the peer is in weft_finalize, not in this call    -> WEFT_EMISMATCH
+ *     (WEFT_EPEER when it gave up a call before: a fault, not a skip)
  * Over MPI there is no log to read: the stalled wait announces its call to
  * those peers (xport announce), and reads what they announced in turn, so
  * two stalled ranks that disagree both find out one watch round later.
@@ -86,6 +87,20 @@ void call_disagreement(const call_desc_t *mine, int me, const call_desc_t *their
              "rank %d calls %s", me, peer, diff, me, mine_s, peer, their_s);
 }
 
+/* A peer in weft_finalize after a call failed on it did not skip this
+ * collective: it left after a fault (EPEER, the job goes on). */
+static int left_after_fault(exec_t *e, int peer, const peer_view_t *v, bool locked)
+{
+    char mine_s[160], theirs[160] = "a collective", msg[512];
+    call_describe(e->desc, mine_s, sizeof mine_s);
+    if (v->abandoned_found)
+        call_describe(&v->abandoned_call, theirs, sizeof theirs);
+    snprintf(msg, sizeof msg, "rank %d has reached weft_finalize after %s failed there (an error, a "
+             "timeout or a revoke) while rank %d waits for it in %s", peer, theirs, e->s->rank,
+             mine_s);
+    return fail(e, WEFT_EPEER, msg, locked);
+}
+
 static int differs(exec_t *e, int me, int peer, const call_desc_t *theirs, bool locked)
 {
     char msg[512];
@@ -137,6 +152,9 @@ static int check_peer(exec_t *e, int peer)
         call_disagreement(&v.mine, me, &v.call, peer, msg, sizeof msg);
         return fail(e, WEFT_EMISMATCH, msg, true);
     }
+    bool gone = v.rank_state == PEER_FINALIZING || v.rank_state == PEER_FINALIZED;
+    if (v.abandoned && ((v.found && (v.call.flags & CALL_FINALIZE)) || (!v.found && gone)))
+        return left_after_fault(e, peer, &v, true);
     if (v.found && v.call.sig != d->sig)
         return differs(e, me, peer, &v.call, true);
     if (v.found && v.state == CALL_ABANDONED) {
@@ -144,7 +162,7 @@ static int check_peer(exec_t *e, int peer)
                  "communicator) while rank %d waits for it", peer, mine_s, me);
         return fail(e, WEFT_EPEER, msg, true);
     }
-    if (!v.found && (v.rank_state == PEER_FINALIZING || v.rank_state == PEER_FINALIZED)) {
+    if (!v.found && gone) {
         snprintf(msg, sizeof msg, "rank %d %s weft_finalize while rank %d waits for it in %s "
                  "(did it skip this collective?)", peer,
                  v.rank_state == PEER_FINALIZING ? "is in" : "has called", me, mine_s);
@@ -179,6 +197,8 @@ int watch_peer_agrees(exec_t *e, int peer, bool locked)
         x->ops->peer_view(x, e->world[peer], e->desc->key, true, &v) || !v.found ||
         v.call.sig == e->desc->sig)
         return WEFT_OK;
+    if (v.abandoned && (v.call.flags & CALL_FINALIZE))
+        return left_after_fault(e, peer, &v, locked);
     return differs(e, e->s->rank, peer, &v.call, locked);
 }
 

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SEG_MAGIC 0x3247455374666577ull /* bumped with the layout */
+#define SEG_MAGIC 0x3347455374666577ull /* bumped with the layout */
 #define CELL_PAYLOAD 16384u   /* a cell's payload when memory allows */
 #define CELL_PAYLOAD_MIN 1024u /* and the least it may shrink to (seg_create) */
 #define CELLS_MIN 2u
@@ -105,7 +105,13 @@ typedef struct seg_rank {
     int32_t arena_fd;    /* this rank's arena (arena.h): its memfd's number */
     uint32_t pad1;
     uint64_t arena_span; /* and size; 0: peers may not map it */
-    char pad[24];
+    /* the calls that failed on this rank (an error, a timeout, a revoke)
+     * and the newest one's key: a peer that finds it in weft_finalize knows it left after a
+     * fault, not that it skipped a collective */
+    _Atomic uint32_t abandoned;
+    uint32_t pad2;
+    _Atomic uint64_t abandoned_key;
+    char pad[8];
 } __attribute__((aligned(64))) seg_rank_t;
 
 /* One record of a rank's call log (SEG_CALLLOG slots, the slot chosen by

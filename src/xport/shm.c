@@ -646,6 +646,15 @@ static call_rec_t *rec_of(shm_xport_t *x, int rank, uint64_t key)
     return seg_calllog(&x->seg, rank) + call_slot(key, SEG_CALLLOG);
 }
 
+/* Kept apart from the record, which a skipped publication or a newer call
+ * in its slot may lose: whether this rank ever gave up a call must not be. */
+static void note_abandoned(shm_xport_t *x, uint64_t key)
+{
+    seg_rank_t *me = seg_rank(&x->seg, x->base.rank);
+    atomic_store_explicit(&me->abandoned_key, key, memory_order_relaxed);
+    atomic_fetch_add_explicit(&me->abandoned, 1, memory_order_release);
+}
+
 /* Lock-free: threads on different communicators may publish at once, and a
  * writer takes a record by making its version odd (a record another thread
  * holds is skipped: its call goes unpublished, which loses a diagnosis,
@@ -655,6 +664,8 @@ static void shm_call_note(xport_t *xp, const call_desc_t *d, int state)
     shm_xport_t *x = (shm_xport_t *)xp;
     call_rec_t *rec = rec_of(x, x->base.rank, d->key);
     uint64_t v = atomic_load_explicit(&rec->ver, memory_order_relaxed);
+    if (state == CALL_ABANDONED)
+        note_abandoned(x, d->key);
     if ((v & 1) || !atomic_compare_exchange_strong_explicit(&rec->ver, &v, v + 1,
                                                             memory_order_acquire,
                                                             memory_order_relaxed))
@@ -702,9 +713,18 @@ static int shm_peer_view(xport_t *xp, int peer, uint64_t key, bool quick, peer_v
         out->state = state;
         out->call = d;
     }
+    seg_rank_t *pr = seg_rank(&x->seg, peer);
+    if (atomic_load_explicit(&pr->abandoned, memory_order_acquire)) {
+        uint64_t ak = atomic_load_explicit(&pr->abandoned_key, memory_order_relaxed);
+        call_desc_t a;
+        out->abandoned = true;
+        out->abandoned_found = rec_read(rec_of(x, peer, ak), &a, &state) && a.key == ak;
+        if (out->abandoned_found)
+            out->abandoned_call = a;
+    }
     if (quick)
         return WEFT_OK;
-    switch (atomic_load(&seg_rank(&x->seg, peer)->state)) {
+    switch (atomic_load(&pr->state)) {
     case RANK_NEW: out->rank_state = PEER_NEW; break;
     case RANK_ATTACHED: out->rank_state = PEER_ATTACHED; break;
     case RANK_FINALIZING: out->rank_state = PEER_FINALIZING; break;

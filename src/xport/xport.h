@@ -80,6 +80,10 @@ typedef struct peer_view {
     call_desc_t mine;
     /* or another rank ended the job: the message is in weft_last_error() */
     bool aborted;
+    /* a call failed on the peer (error, timeout, revoke): the newest one,
+     * described when its record is still in the log (abandoned_found) */
+    bool abandoned, abandoned_found;
+    call_desc_t abandoned_call;
 } peer_view_t;
 
 typedef struct xsink {
