@@ -133,8 +133,17 @@ static void draw_params(rng_t *r, const algo_t *al, char *out, size_t n)
                 snprintf(val, sizeof val, "%s", f[pick(r, 4)]);
             } else if (!strcmp(key, "sync")) {
                 snprintf(val, sizeof val, "%s", pick(r, 2) ? "colouring" : "none");
+            } else if (!strcmp(key, "threshold")) { /* adaptive's switch point, µs */
+                static const char *const t[] = {"0", "5", "200", "100000000"};
+                snprintf(val, sizeof val, "%s", t[pick(r, 4)]);
             } else {
-                /* reduce=, bcast=, inter=: any algorithm of that collective */
+                /* reduce=, bcast=, inter=: any algorithm of that collective
+                 * (a new key must be taught here: a value it refuses turns
+                 * a fault job's mismatch into a refusal on every rank) */
+                if (strcmp(key, "reduce") && strcmp(key, "bcast") && strcmp(key, "inter")) {
+                    fprintf(stderr, "stress: no values known for %s's key %s\n", al->name, key);
+                    abort();
+                }
                 weft_coll_t pc = !strcmp(key, "reduce") ? WEFT_COLL_REDUCE
                                : !strcmp(key, "bcast")  ? WEFT_COLL_BCAST
                                                         : al->coll;
@@ -142,7 +151,9 @@ static void draw_params(rng_t *r, const algo_t *al, char *out, size_t n)
                 while (weft_algorithm_name(pc, cnt))
                     cnt++;
                 const char *nm = weft_algorithm_name(pc, pick(r, cnt));
-                if (strcmp(nm, "hier") || strcmp(key, "inter"))
+                const algo_t *part = algo_find(pc, nm);
+                bool board = part && part->board; /* refused alike everywhere: a wasted call */
+                if (!board && (strcmp(nm, "hier") || strcmp(key, "inter")))
                     snprintf(val, sizeof val, "%s", nm);
             }
         }
@@ -548,13 +559,13 @@ static int stress_rank(const stress_opts_t *o)
     rng_t r = {o->seed};
     stats_t st = {0, 0, 0};
     double t0 = weft_now(), last_print = t0;
-    long max_rss = 0, limit = o->fault ? o->fault_at + 200 : -1;
+    long max_rss = 0, limit = o->fault ? o->fault_at + 200 : -1, fault_at = o->fault_at;
     int first_rc = 0;
     for (long i = 0; limit < 0 || i < limit; i++) {
         call_t c;
         draw(&r, P, &c);
         c.index = i;
-        if (o->fault && i == o->fault_at && me == o->fault_rank) {
+        if (o->fault && i == fault_at && me == o->fault_rank) {
             if (!strcmp(o->fault, "kill"))
                 raise(SIGKILL);
             if (!strcmp(o->fault, "stop"))
@@ -568,6 +579,8 @@ static int stress_rank(const stress_opts_t *o)
             c.count++; /* mismatch */
         }
         int res = run_call(o, comms[c.comm], ctrls[c.comm], &c, &first_rc);
+        if (res == 1 && i == fault_at)
+            fault_at++; /* refused before any byte moved: the fault is not made yet */
         st.checked += res == 0;
         st.refused += res == 1;
         st.failed += res < 0;
