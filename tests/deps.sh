@@ -20,6 +20,14 @@ command -v mpicc >/dev/null && command -v mpirun >/dev/null || need+=(openmpi-bi
 command -v pkg-config >/dev/null || need+=(pkg-config)
 command -v python3 >/dev/null || need+=(python3)       # JSON checks of the tools' output
 command -v gnuplot >/dev/null || need+=(gnuplot-nox)   # weft sim --plot
+# the Python package's tests run with Debian's interpreter, which sees the
+# python3-* packages (a python3 earlier on PATH, pyenv's say, does not)
+py=/usr/bin/python3
+[ -x $py ] || need+=(python3)
+for mod in numpy:python3-numpy pytest:python3-pytest mpi4py:python3-mpi4py torch:python3-torch \
+           pip:python3-pip setuptools:python3-setuptools; do
+    [ -x $py ] && $py -c "import ${mod%%:*}" 2>/dev/null || need+=("${mod#*:}")
+done
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "tests/deps.sh: installing ${need[*]}"

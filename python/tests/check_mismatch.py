@@ -1,0 +1,40 @@
+"""Ranks that disagree end in a weft.Error on every rank, never in a hang or
+a wrong result: `weft run -n P python3 check_mismatch.py CASE` (tests/
+CMakeLists.txt runs each case).  The first failing call aborts the job, so
+each case is a job of its own; every rank prints 'CASE ok' when it got
+what is allowed: Mismatch where it saw the disagreement, PeerError where
+another rank saw it first."""
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import weft  # noqa: E402
+
+weft.init()
+comm = weft.comm_world()
+case = sys.argv[1]
+last = comm.size - 1
+try:
+    if case == "count":  # the last rank's array is one element longer
+        comm.allreduce(np.ones(100 + (comm.rank == last), np.float32))
+    elif case == "dtype":  # same bytes, another dtype
+        comm.allreduce(np.ones(8, np.int32 if comm.rank == last else np.float32))
+    elif case == "root":
+        comm.bcast(np.ones(8), root=0 if comm.rank == last else last)
+    elif case == "skip":  # the last rank skips the allreduce and goes on to a barrier
+        if comm.rank != last:
+            comm.allreduce(np.ones(8))
+        comm.barrier()
+    elif case == "algo":
+        comm.allreduce(np.ones(64, np.int64), algo="ring" if comm.rank == last else "twotree")
+    else:
+        sys.exit("unknown case " + case)
+    print("rank %d: %s: no error" % (comm.rank, case))
+    comm.barrier()  # a rank that finished must learn of it now
+    print("rank %d: %s: the job went on after a disagreement" % (comm.rank, case))
+    sys.exit(1)
+except (weft.Mismatch, weft.PeerError) as e:
+    print("rank %d: %s -> %s: %s" % (comm.rank, case, e.name, e))
+    print("%s ok" % case)

@@ -1,0 +1,152 @@
+"""Bad input: a weft.Error subclass with weft's message, never a crash, a
+hang or a wrong result.  Every rank makes the same bad call here, so each
+is refused before any byte moves and the job goes on; ranks that disagree
+end the job, so they have their own script (check_mismatch.py)."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import weft
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def test_error_carries_code_and_message(comm):
+    with pytest.raises(weft.InvalidArgument) as e:
+        comm.allreduce(np.ones(4, np.int32), op="median")
+    assert e.value.code == 1 and e.value.name == "EINVAL"
+    assert "median" in e.value.message and "sum" in str(e.value)
+    assert isinstance(e.value, weft.Error) and isinstance(e.value, ValueError)
+
+
+def test_non_contiguous(comm):
+    x = np.ones((4, 4), np.float32)
+    for bad in (x[:, 1], x.T, x[::2]):
+        with pytest.raises(weft.InvalidArgument, match="not C-contiguous"):
+            comm.allreduce(bad)
+    with pytest.raises(weft.InvalidArgument, match="not C-contiguous"):
+        comm.bcast(x[:, 0])
+    with pytest.raises(weft.InvalidArgument, match="not C-contiguous"):
+        comm.allreduce(np.ones(4, np.float32), out=x[:, 0])
+
+
+def test_read_only(comm):
+    x = np.ones(8, np.int64)
+    x.flags.writeable = False
+    with pytest.raises(weft.InvalidArgument, match="read-only"):
+        comm.allreduce(x)  # in place writes into it
+    with pytest.raises(weft.InvalidArgument, match="read-only"):
+        comm.bcast(x)
+    out = np.zeros(8, np.int64)
+    comm.allreduce(x, out=out)  # an input may be read-only
+    assert (out == comm.size).all()
+    with pytest.raises(weft.InvalidArgument, match="read-only"):
+        comm.allreduce(out, out=x)
+
+
+@pytest.mark.parametrize("dt", [np.complex64, np.bool_, np.float128 if hasattr(np, "float128")
+                                else np.complex128, object, "U3"])
+def test_dtype_weft_lacks(comm, dt):
+    with pytest.raises(weft.InvalidArgument, match="not one weft reduces or moves"):
+        comm.allreduce(np.zeros(3, dtype=dt))
+
+
+def test_byte_order(comm):
+    with pytest.raises(weft.InvalidArgument, match="byte order"):
+        comm.allreduce(np.zeros(3, dtype=">i4"))
+
+
+def test_not_arrays(comm):
+    with pytest.raises(weft.InvalidArgument, match="NumPy array"):
+        comm.allreduce([1, 2, 3])
+    with pytest.raises(weft.InvalidArgument, match="NumPy array"):
+        comm.allreduce(np.ones(3), out=bytearray(24))
+
+
+def test_unknown_names(comm):
+    with pytest.raises(weft.InvalidArgument, match="no allreduce algorithm named 'nope'"):
+        comm.allreduce(np.ones(3), algo="nope")
+    with pytest.raises(weft.InvalidArgument, match="chunks"):
+        comm.allreduce(np.ones(3), algo="twotree", params="chunks=-4")
+    with pytest.raises(weft.InvalidArgument, match="unknown collective"):
+        weft.algorithms("alltoall")
+    with pytest.raises(weft.InvalidArgument, match="no algorithm 'nope'"):
+        weft.algorithm_properties("bcast", "nope")
+    x = np.arange(5, dtype=np.int32)
+    comm.allreduce(x)  # the refusals left the communicator as it was
+    assert (x == np.arange(5) * comm.size).all()
+
+
+def test_op_for_dtype(comm):
+    with pytest.raises(weft.InvalidArgument, match="integer types only"):
+        comm.allreduce(np.ones(3, np.float64), op="band")
+
+
+def test_shapes_and_sizes(comm):
+    with pytest.raises(weft.InvalidArgument, match="output has 3 elements, the input 4"):
+        comm.allreduce(np.ones(4), out=np.ones(3))
+    with pytest.raises(weft.InvalidArgument, match="dtype"):
+        comm.allreduce(np.ones(4), out=np.ones(4, np.float32))
+    with pytest.raises(weft.InvalidArgument, match="want %d" % (2 * comm.size)):
+        comm.allgather(np.ones(2), out=np.ones(2 * comm.size + 1))
+    if comm.size > 1:
+        with pytest.raises(weft.InvalidArgument, match="equal blocks"):
+            comm.reduce_scatter(np.ones(comm.size + 1))
+    if comm.size > 1:
+        root = 1
+        if comm.rank != root:
+            with pytest.raises(weft.InvalidArgument, match="root only"):
+                comm.reduce(np.ones(2), out=weft.IN_PLACE, root=root)
+        comm.barrier()
+
+
+def test_bad_root(comm):
+    with pytest.raises(weft.InvalidArgument, match="root %d out of range" % comm.size):
+        comm.bcast(np.ones(2), root=comm.size)
+
+
+def test_algorithms_and_properties():
+    names = weft.algorithms("allreduce")
+    assert "ring" in names and "recursive_doubling" in names and "auto" not in names
+    assert weft.algorithm_properties("allreduce", "butterfly")["needs_idempotent"]
+    assert not weft.algorithm_properties("allreduce", "ring")["needs_idempotent"]
+    assert weft.algorithms("barrier")
+
+
+def test_explain(comm):
+    text = weft.explain("allreduce", 1 << 20)
+    assert "P=%d" % comm.size in text and "AUTO picks" in text
+    with pytest.raises(weft.InvalidArgument, match="unknown collective"):
+        weft.explain("alltoall", 8)
+    with pytest.raises(weft.InvalidArgument, match="--dtype"):
+        weft.explain("allreduce", 8, dtype="complex")
+
+
+def run_alone(code):
+    """code in a fresh interpreter that is no rank of this job"""
+    env = dict(os.environ)
+    for k in list(env):
+        if k.startswith("WEFT_") and k not in ("WEFT_LIBRARY", "WEFT_BIN"):
+            del env[k]
+    env["PYTHONPATH"] = os.path.join(HERE, "..")
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=60)
+
+
+def test_before_init_and_after_finalize(comm):
+    r = run_alone("import weft\n"
+                  "try:\n weft.comm_world()\nexcept weft.NotInitialized as e:\n"
+                  " print('refused', e.code, e)\n")
+    assert r.returncode == 0 and "refused 7 weft.comm_world: call weft.init() first" in r.stdout, \
+        r.stdout + r.stderr
+    r = run_alone("import numpy as np, weft\nweft.init()\nc = weft.comm_world()\n"
+                  "d = c.dup()\nweft.finalize()\n"
+                  "for f in (lambda: c.allreduce(np.ones(2)), d.barrier):\n"
+                  " try:\n  f()\n except weft.NotInitialized as e:\n  print('refused', e)\n"
+                  "try:\n weft.init()\nexcept weft.NotInitialized as e:\n print('again', e)\n")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.count("weft was finalized; this communicator is gone") == 2, r.stdout
+    assert "again weft.init: weft was finalized" in r.stdout, r.stdout

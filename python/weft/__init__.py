@@ -1,0 +1,528 @@
+"""weft for Python: weft's collectives on NumPy arrays.
+
+    import numpy as np, weft
+    weft.init()                      # under `weft run -n P python3 prog.py`
+    comm = weft.comm_world()
+    x = np.full(1000, comm.rank, dtype=np.float32)
+    comm.allreduce(x)                # in place: every rank now holds the sum
+    weft.finalize()                  # or let the interpreter's exit do it
+
+Arrays must be NumPy arrays, C-contiguous, of a dtype weft has (int8..uint64,
+float16, float32, float64, and bfloat16 where the array's dtype is one, as
+ml_dtypes' is); outputs must be writable.  Ranks must pass the same element
+count and dtype, as in MPI: the shape itself is not compared (a (2, 3) array
+meets a (3, 2) one as six elements).  Everything weft refuses raises a
+weft.Error subclass carrying weft's code and message.  See docs/PYTHON.md.
+"""
+import atexit
+import ctypes
+import os
+import shutil
+import subprocess
+
+import numpy as np
+
+from . import _lib
+from ._lib import COLLS, DTYPES, OPS
+
+__all__ = ["init", "finalize", "initialized", "comm_world", "comm_from_mpi", "Comm", "Request",
+           "algorithms", "algorithm_properties", "explain", "Error", "InvalidArgument",
+           "OutOfMemory", "PeerError", "Timeout", "Busy", "NotSupported", "NotInitialized",
+           "Mismatch", "SystemCallError", "InternalError", "Revoked", "IN_PLACE"]
+
+IN_PLACE = object()  # reduce(..., out=weft.IN_PLACE) at the root: the result replaces the input
+
+# ---- errors ----
+
+
+class Error(Exception):
+    """A weft error: .code (weft.h's weft_err_t value), .name ("EINVAL", ...)
+    and .message (weft's own message, naming what was wrong)."""
+
+    def __init__(self, code, message):
+        super().__init__(message)
+        self.code = code
+        self.name = _lib.ERRORS[code] if 0 <= code < len(_lib.ERRORS) else str(code)
+        self.message = message
+
+
+class InvalidArgument(Error, ValueError):
+    """WEFT_EINVAL: a bad argument (also raised for arrays weft cannot take)."""
+
+
+class OutOfMemory(Error, MemoryError):
+    """WEFT_ENOMEM"""
+
+
+class PeerError(Error):
+    """WEFT_EPEER: a peer process died, gave up or ended the job."""
+
+
+class Timeout(Error):
+    """WEFT_ETIMEDOUT: the communicator's timeout expired (it is now revoked)."""
+
+
+class Busy(Error):
+    """WEFT_EBUSY"""
+
+
+class NotSupported(Error):
+    """WEFT_ENOTSUP: valid, but not something weft implements."""
+
+
+class NotInitialized(Error):
+    """WEFT_ENOTINIT: weft.init() was not called, or weft.finalize() was."""
+
+
+class Mismatch(Error):
+    """WEFT_EMISMATCH: the ranks disagree on a collective's arguments."""
+
+
+class SystemCallError(Error):
+    """WEFT_ESYS: an operating-system call failed."""
+
+
+class InternalError(Error):
+    """WEFT_EINTERNAL: a bug in weft."""
+
+
+class Revoked(Error):
+    """WEFT_EREVOKED: the communicator was revoked."""
+
+
+_BY_CODE = {1: InvalidArgument, 2: OutOfMemory, 3: PeerError, 4: Timeout, 5: Busy,
+            6: NotSupported, 7: NotInitialized, 8: Mismatch, 9: SystemCallError,
+            10: InternalError, 11: Revoked}
+
+
+def _raise(code, message=None):
+    if message is None:
+        message = (_lib.weft_last_error() or b"").decode(errors="replace")
+        if not message:
+            message = _lib.weft_strerror(code).decode()
+    raise _BY_CODE.get(code, Error)(code, message)
+
+
+def _check(rc):
+    if rc:
+        _raise(rc)
+
+
+def _invalid(msg):
+    raise InvalidArgument(1, msg)
+
+
+# ---- the job ----
+
+_state = {"init": False, "finalized": False, "world": None, "gen": 0}
+
+
+def init():
+    """Joins the job `weft run` started (a job of one rank without it).
+    Calling it again does nothing; after finalize() it raises."""
+    if _state["init"]:
+        return
+    if _state["finalized"]:
+        _raise(7, "weft.init: weft was finalized in this process; it cannot start again")
+    _check(_lib.weft_init(None, None))
+    _state["init"] = True
+    _state["gen"] += 1
+    atexit.register(_finalize_at_exit)
+
+
+def initialized():
+    return bool(_lib.weft_initialized())
+
+
+def finalize():
+    """Leaves the job (a barrier with the other ranks).  The interpreter's
+    exit calls it for a program that does not."""
+    if not _state["init"]:
+        return
+    _state["init"] = False
+    _state["finalized"] = True
+    _state["world"] = None
+    _check(_lib.weft_finalize())
+
+
+def _finalize_at_exit():
+    try:
+        finalize()
+    except Error:
+        pass  # a failed job's finalize reports what the calls already raised
+
+
+def comm_world():
+    """The communicator of every rank of the job."""
+    if not _state["init"]:
+        _raise(7, "weft.comm_world: call weft.init() first")
+    if _state["world"] is None:
+        _state["world"] = Comm(_lib.weft_comm_world(), owned=False)
+    return _state["world"]
+
+
+def comm_from_mpi(mpi_comm):
+    """A weft communicator over an mpi4py communicator (under mpirun): the
+    same ranks, messages through MPI, or shared memory where the ranks share
+    a node.  Needs libweft built with MPI and mpi4py; weft.init() is not
+    needed.  Free it (comm.free()) before MPI_Finalize."""
+    if _lib.weft_comm_from_mpi is None:
+        _raise(6, "weft.comm_from_mpi: this libweft.so was built without MPI (%s)" % _lib.path)
+    from mpi4py import MPI
+    handle = MPI._handleof(mpi_comm)
+    # MPI_Comm is a pointer in Open MPI, an int in MPICH
+    htype = ctypes.c_void_p if MPI._sizeof(MPI.Comm) == ctypes.sizeof(ctypes.c_void_p) \
+        else ctypes.c_int
+    f = _lib.weft_comm_from_mpi
+    f.restype = ctypes.c_int
+    f.argtypes = [htype, ctypes.POINTER(_lib.comm_t)]
+    out = _lib.comm_t()
+    _check(f(handle, ctypes.byref(out)))
+    return Comm(out, owned=True, job=False)
+
+
+# ---- arrays ----
+
+def _dtype_code(arr, what):
+    dt = arr.dtype
+    if not dt.isnative:
+        _invalid("%s: dtype %s is not in the machine's byte order" % (what, dt))
+    name = dt.name
+    if name not in DTYPES:
+        _invalid("%s: dtype %s is not one weft reduces or moves (weft has %s)"
+                 % (what, name, ", ".join(DTYPES)))
+    return DTYPES.index(name)
+
+
+def _array(arr, what, writable):
+    if not isinstance(arr, np.ndarray):
+        _invalid("%s: want a NumPy array, got %s" % (what, type(arr).__name__))
+    if not arr.flags.c_contiguous:
+        _invalid("%s: the array is not C-contiguous (np.ascontiguousarray makes a copy that is)"
+                 % what)
+    if writable and not arr.flags.writeable:
+        _invalid("%s: the array is read-only, and weft writes the result into it" % what)
+    return arr.ctypes.data, _dtype_code(arr, what)
+
+
+def _op_code(op, what):
+    if isinstance(op, str) and op.lower() in OPS:
+        return OPS.index(op.lower())
+    _invalid("%s: unknown op %r (weft has %s)" % (what, op, ", ".join(OPS)))
+
+
+def _same(a, b, what):
+    if a.dtype != b.dtype:
+        _invalid("%s: the output's dtype %s differs from the input's %s" % (what, b.dtype, a.dtype))
+
+
+class Request:
+    """A split-phase collective: wait() blocks until it is done and returns
+    its result; test() progresses it and says whether it is.  The arrays
+    must stay untouched until then; every request must be waited for."""
+
+    def __init__(self, what, keep, result):
+        self._h = _lib.req_t()
+        self._what = what
+        self._keep = keep  # the arrays weft reads and writes: alive until done
+        self._result = result
+        self._done = False
+
+    def test(self):
+        if self._done:
+            return True
+        done = ctypes.c_int(0)
+        rc = _lib.weft_test(ctypes.byref(self._h), ctypes.byref(done))
+        if rc:
+            self._done = True
+            self._keep = None
+            _raise(rc)
+        if done.value:
+            self._done = True
+            self._keep = None
+        return self._done
+
+    def wait(self):
+        if not self._done:
+            rc = _lib.weft_wait(ctypes.byref(self._h))
+            self._done = True
+            self._keep = None
+            _check(rc)
+        return self._result
+
+    @property
+    def done(self):
+        return self._done
+
+
+class Comm:
+    """A weft communicator: .rank, .size and the collectives.
+
+    algo= names an algorithm for that call (`weft.algorithms(coll)`); None
+    keeps the communicator's choice (AUTO, or WEFT_<COLL>_ALGO from the
+    environment).  params= passes its parameters ("chunks=8").  Every rank
+    must make the same choice."""
+
+    def __init__(self, handle, owned, job=True):
+        # a communicator of weft's own job dies with weft.finalize(); the C
+        # handle is freed then, so every later use must be refused here
+        self._gen = _state["gen"] if job else None
+        self._h = handle if isinstance(handle, _lib.comm_t) else _lib.comm_t(handle)
+        self._owned = owned
+        self.rank = _lib.weft_comm_rank(self._h)
+        self.size = _lib.weft_comm_size(self._h)
+        if self.rank < 0 or self.size < 1:
+            _raise(7, "weft: not a live communicator (was weft finalized?)")
+        # per collective: the choice set_algorithm made (None: the default),
+        # and the one the C side holds now (a call's algo= changes it)
+        self._choice = {}
+        self._held = {}
+
+    def _live(self, what):
+        if self._gen is not None and (not _state["init"] or self._gen != _state["gen"]):
+            _raise(7, "%s: weft was finalized; this communicator is gone" % what)
+        if not self._h.value:
+            _invalid("%s: the communicator was freed" % what)
+        return self._h
+
+    @property
+    def handle(self):
+        """The weft_comm_t, as an integer (for C code called from Python)."""
+        return self._h.value
+
+    # -- communicators --
+    def dup(self):
+        out = _lib.comm_t()
+        _check(_lib.weft_comm_dup(self._live("dup"), ctypes.byref(out)))
+        return Comm(out, owned=True, job=self._gen is not None)
+
+    def split(self, color, key=0):
+        """Ranks with the same color form a new communicator, ordered by key;
+        color < 0 gives None."""
+        out = _lib.comm_t()
+        _check(_lib.weft_comm_split(self._live("split"), int(color), int(key), ctypes.byref(out)))
+        return Comm(out, owned=True, job=self._gen is not None) if out.value else None
+
+    def free(self):
+        if self._owned and self._h.value:
+            self._live("free")
+            _check(_lib.weft_comm_free(ctypes.byref(self._h)))
+
+    def set_timeout(self, ms):
+        _check(_lib.weft_comm_set_timeout(self._live("set_timeout"), int(ms)))
+
+    def set_algorithm(self, coll, name, params=None):
+        """The algorithm of every later call of coll on this communicator
+        ("auto" for AUTO)."""
+        c = _coll_code(coll)
+        self._set(c, name, params)
+        self._choice[c] = self._held[c] = (name or "auto", params)
+
+    def last_algorithm(self, coll):
+        """The algorithm that served the last call of coll (AUTO's pick)."""
+        s = _lib.weft_last_algorithm(self._live("last_algorithm"), _coll_code(coll))
+        return s.decode() if s else None
+
+    def _set(self, c, name, params):
+        _check(_lib.weft_set_algorithm(self._live("set_algorithm"), c, (name or "auto").encode(),
+                                       params.encode() if params else None))
+
+    def _use(self, coll, algo, params):
+        """Makes the C side's choice for this call what was asked; returns
+        the handle to call with."""
+        h = self._live(coll)
+        c = COLLS.index(coll)
+        want = (algo, params) if algo else self._choice.get(c)
+        if want == self._held.get(c):
+            return h
+        if want is None:  # back to the default the environment gave the communicator
+            env = coll.upper()
+            self._set(c, os.environ.get("WEFT_%s_ALGO" % env, "auto"),
+                      os.environ.get("WEFT_%s_PARAMS" % env) or None)
+        else:
+            self._set(c, want[0], want[1])
+        self._held[c] = want
+        return h
+
+    # -- collectives --
+    def barrier(self):
+        _check(_lib.weft_barrier(self._live("barrier")))
+
+    def _reduction_args(self, what, array, out, op):
+        sp, dt = _array(array, what + " input", writable=out is None)
+        if out is None:
+            return _lib.c_void_p(1), sp, array, dt  # WEFT_IN_PLACE
+        rp, _ = _array(out, what + " output", writable=True)
+        _same(array, out, what)
+        if out.size != array.size:
+            _invalid("%s: the output has %d elements, the input %d" % (what, out.size, array.size))
+        return sp, rp, out, dt
+
+    def allreduce(self, array, out=None, op="sum", algo=None, params=None):
+        """Reduces array over the ranks: into array itself (in place) or
+        into out.  Returns the array holding the result."""
+        sp, rp, res, dt = self._reduction_args("allreduce", array, out, op)
+        o = _op_code(op, "allreduce")
+        h = self._use("allreduce", algo, params)
+        _check(_lib.weft_allreduce(sp, rp, array.size, dt, o, h))
+        return res
+
+    def iallreduce(self, array, out=None, op="sum", algo=None, params=None):
+        sp, rp, res, dt = self._reduction_args("iallreduce", array, out, op)
+        o = _op_code(op, "iallreduce")
+        h = self._use("allreduce", algo, params)
+        r = Request("iallreduce", (array, out), res)
+        _check(_lib.weft_iallreduce(sp, rp, array.size, dt, o, h, ctypes.byref(r._h)))
+        return r
+
+    def bcast(self, array, root=0, algo=None, params=None):
+        """The root's array to every rank's array (in place)."""
+        p, dt = _array(array, "bcast", writable=True)
+        h = self._use("bcast", algo, params)
+        _check(_lib.weft_bcast(p, array.size, dt, int(root), h))
+        return array
+
+    def ibcast(self, array, root=0, algo=None, params=None):
+        p, dt = _array(array, "ibcast", writable=True)
+        h = self._use("bcast", algo, params)
+        r = Request("ibcast", (array,), array)
+        _check(_lib.weft_ibcast(p, array.size, dt, int(root), h, ctypes.byref(r._h)))
+        return r
+
+    def _reduce_args(self, what, array, out, root):
+        root = int(root)
+        at_root = self.rank == root
+        if out is IN_PLACE:
+            if not at_root:
+                _invalid("%s: out=weft.IN_PLACE is for the root only" % what)
+            p, dt = _array(array, what + " input", writable=True)
+            return _lib.c_void_p(1), p, array, dt, root
+        sp, dt = _array(array, what + " input", writable=False)
+        if not at_root:
+            return sp, None, None, dt, root
+        if out is None:
+            out = np.empty_like(array)
+        rp, _ = _array(out, what + " output", writable=True)
+        _same(array, out, what)
+        if out.size != array.size:
+            _invalid("%s: the output has %d elements, the input %d" % (what, out.size, array.size))
+        return sp, rp, out, dt, root
+
+    def reduce(self, array, out=None, op="sum", root=0, algo=None, params=None):
+        """Reduces array over the ranks to the root: into out (a new array
+        when None; weft.IN_PLACE: into array).  Returns the result at the
+        root, None elsewhere."""
+        sp, rp, res, dt, root = self._reduce_args("reduce", array, out, root)
+        o = _op_code(op, "reduce")
+        h = self._use("reduce", algo, params)
+        _check(_lib.weft_reduce(sp, rp, array.size, dt, o, root, h))
+        return res
+
+    def ireduce(self, array, out=None, op="sum", root=0, algo=None, params=None):
+        sp, rp, res, dt, root = self._reduce_args("ireduce", array, out, root)
+        o = _op_code(op, "ireduce")
+        h = self._use("reduce", algo, params)
+        r = Request("ireduce", (array, res), res)
+        _check(_lib.weft_ireduce(sp, rp, array.size, dt, o, root, h, ctypes.byref(r._h)))
+        return r
+
+    def allgather(self, array, out=None, algo=None, params=None):
+        """Every rank's array, in rank order: out (new when None) has shape
+        (size,) + array.shape."""
+        sp, dt = _array(array, "allgather input", writable=False)
+        if out is None:
+            out = np.empty((self.size,) + array.shape, dtype=array.dtype)
+        rp, _ = _array(out, "allgather output", writable=True)
+        _same(array, out, "allgather")
+        if out.size != array.size * self.size:
+            _invalid("allgather: the output has %d elements, want %d (size x the input's %d)"
+                     % (out.size, array.size * self.size, array.size))
+        h = self._use("allgather", algo, params)
+        _check(_lib.weft_allgather(sp, rp, array.size, dt, h))
+        return out
+
+    def reduce_scatter(self, array, out=None, op="sum", algo=None, params=None):
+        """Reduces array over the ranks and leaves block `rank` of the result
+        (array.size / size elements, flat) at each rank, in out (new when
+        None)."""
+        sp, dt = _array(array, "reduce_scatter input", writable=False)
+        if array.size % self.size:
+            _invalid("reduce_scatter: the input's %d elements do not split into %d equal blocks"
+                     % (array.size, self.size))
+        n = array.size // self.size
+        if out is None:
+            out = np.empty(n, dtype=array.dtype)
+        rp, _ = _array(out, "reduce_scatter output", writable=True)
+        _same(array, out, "reduce_scatter")
+        if out.size != n:
+            _invalid("reduce_scatter: the output has %d elements, want %d" % (out.size, n))
+        o = _op_code(op, "reduce_scatter")
+        h = self._use("reduce_scatter", algo, params)
+        _check(_lib.weft_reduce_scatter(sp, rp, n, dt, o, h))
+        return out
+
+
+def _coll_code(coll):
+    if coll in COLLS:
+        return COLLS.index(coll)
+    _invalid("unknown collective %r (weft has %s)" % (coll, ", ".join(COLLS)))
+
+
+# ---- algorithms ----
+
+def algorithms(coll="allreduce"):
+    """The names of coll's algorithms, in the registry's order."""
+    c = _coll_code(coll)
+    names, i = [], 0
+    while True:
+        s = _lib.weft_algorithm_name(c, i)
+        if not s:
+            return names
+        names.append(s.decode())
+        i += 1
+
+
+def algorithm_properties(coll, name):
+    """{'needs_commutative', 'needs_idempotent', 'identical'} of an algorithm."""
+    p = _lib.weft_algorithm_properties(_coll_code(coll), name.encode())
+    if p < 0:
+        _invalid("%s has no algorithm %r (weft.algorithms(%r) lists them)" % (coll, name, coll))
+    return {"needs_commutative": bool(p & _lib.ALGO_NEEDS_COMMUTATIVE),
+            "needs_idempotent": bool(p & _lib.ALGO_NEEDS_IDEMPOTENT),
+            "identical": bool(p & _lib.ALGO_IDENTICAL)}
+
+
+def _weft_tool():
+    env = os.environ.get("WEFT_BIN")
+    if env:
+        return env
+    try:
+        from . import _paths
+        cand = os.path.join(_paths.BINDIR, "weft")
+        if os.path.exists(cand):
+            return cand
+    except ImportError:
+        pass
+    cand = os.path.join(os.path.dirname(os.path.abspath(_lib.path)), "weft")
+    if os.path.exists(cand):  # the build tree: the tool sits beside the library
+        return cand
+    return shutil.which("weft")
+
+
+def explain(coll, size, np=None, op="sum", dtype="float32"):
+    """What AUTO picks for a call of coll with size bytes per rank at np
+    ranks (this job's world size by default), the rule that decided, and
+    every candidate with its predicted time or the reason it is excluded:
+    the text of `weft explain`, which this runs."""
+    _coll_code(coll)
+    if np is None:
+        np = comm_world().size if _state["init"] else 1
+    tool = _weft_tool()
+    if not tool:
+        _raise(6, "weft.explain: the weft tool was not found (set WEFT_BIN, or make install)")
+    r = subprocess.run([tool, "explain", coll, "--np", str(int(np)), "--size", str(int(size)),
+                        "--op", str(op), "--dtype", str(dtype)],
+                       capture_output=True, text=True, check=False)
+    if r.returncode:
+        _invalid("weft.explain: " + (r.stderr.strip() or "weft explain exited %d" % r.returncode))
+    return r.stdout
