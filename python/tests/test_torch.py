@@ -1,0 +1,144 @@
+"""weft.torch: the DDP hook and the "weft" backend against gloo.  A model
+trained N steps data-parallel must end with the same parameters (to float
+tolerance) whether gloo, the weft hook on gloo's process group, or the weft
+backend averaged its gradients, on every rank."""
+import numpy as np
+import pytest
+
+import torch  # a dependency (tests/deps.sh installs python3-torch): never skipped
+import torch.distributed as dist  # noqa: E402
+import torch.nn as nn  # noqa: E402
+from torch.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
+
+import weft  # noqa: E402
+import weft.torch as wt  # noqa: E402
+
+STEPS = 6
+
+
+@pytest.fixture(scope="module")
+def groups(comm):
+    if not dist.is_initialized():
+        wt.init_process_group("gloo")
+    return {"gloo": dist.distributed_c10d._get_default_group(),
+            "weft": dist.new_group(backend="weft")}
+
+
+def make_model():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Conv2d(1, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 6 * 6, 16),
+                         nn.ReLU(), nn.Linear(16, 3))
+
+
+def train(model, rank, steps=STEPS):
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    g = torch.Generator().manual_seed(1000 + rank)  # each rank its own data
+    for _ in range(steps):
+        x = torch.randn(8, 1, 8, 8, generator=g)
+        y = torch.randint(0, 3, (8,), generator=g)
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+    return loss.item()
+
+
+def params(model):
+    return torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+
+
+def same_everywhere(comm, t):
+    """the tensor is bitwise the same on every rank"""
+    mine = t.numpy().view(np.uint8)
+    everyone = comm.allgather(mine)
+    return all(np.array_equal(everyone[r], mine) for r in range(comm.size))
+
+
+def test_hook_matches_gloo(comm, groups):
+    ref = DDP(make_model(), process_group=groups["gloo"])
+    loss_ref = train(ref, comm.rank)
+    hooked = DDP(make_model(), process_group=groups["gloo"])
+    state = wt.HookState(comm)
+    hooked.register_comm_hook(state, wt.allreduce_hook)
+    loss = train(hooked, comm.rank)
+    assert state.calls >= STEPS  # one call per bucket per step
+    torch.testing.assert_close(params(hooked), params(ref), rtol=1e-5, atol=1e-6)
+    assert abs(loss - loss_ref) <= 1e-4 * max(1.0, abs(loss_ref))
+    assert same_everywhere(comm, params(hooked))
+    # and it trained: not the initial parameters
+    assert not torch.equal(params(hooked), params(make_model()))
+
+
+@pytest.mark.parametrize("algo", ["ring", "recursive_doubling", "twotree"])
+def test_hook_forced_algorithm(comm, groups, algo):
+    ref = DDP(make_model(), process_group=groups["gloo"])
+    train(ref, comm.rank, 3)
+    m = DDP(make_model(), process_group=groups["gloo"])
+    m.register_comm_hook(wt.HookState(comm, algo=algo), wt.allreduce_hook)
+    train(m, comm.rank, 3)
+    assert comm.last_algorithm("allreduce") == algo
+    torch.testing.assert_close(params(m), params(ref), rtol=1e-5, atol=1e-6)
+
+
+def test_backend_ddp_matches_gloo(comm, groups):
+    ref = DDP(make_model(), process_group=groups["gloo"])
+    train(ref, comm.rank)
+    m = DDP(make_model(), process_group=groups["weft"])
+    train(m, comm.rank)
+    torch.testing.assert_close(params(m), params(ref), rtol=1e-5, atol=1e-6)
+    assert same_everywhere(comm, params(m))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16,
+                                   torch.int64, torch.int8])
+def test_backend_collectives(comm, groups, dtype):
+    g, P, r = groups["weft"], comm.size, comm.rank
+    t = (torch.arange(10) % 7 + r).to(dtype)
+    dist.all_reduce(t, group=g)
+    want = (torch.arange(10) % 7 * P + P * (P - 1) // 2).to(dtype)
+    assert torch.equal(t, want), (t, want)  # small integers: exact in every dtype here
+    t = torch.full((5,), r).to(dtype)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX, group=g)
+    assert (t == P - 1).all()
+    b = torch.full((4,), r).to(dtype)
+    dist.broadcast(b, src=P - 1, group=g)
+    assert (b == P - 1).all()
+    s = torch.ones(6, dtype=dtype)
+    dist.reduce(s, dst=0, group=g)
+    if r == 0:
+        assert (s == P).all()
+    outs = [torch.zeros(2, dtype=dtype) for _ in range(P)]
+    dist.all_gather(outs, torch.full((2,), r).to(dtype), group=g)
+    assert [int(o[0]) for o in outs] == list(range(P))
+    flat = torch.zeros(2 * P, dtype=dtype)
+    dist.all_gather_into_tensor(flat, torch.full((2,), r).to(dtype), group=g)
+    assert flat.tolist() == [float(q) if dtype.is_floating_point else q
+                             for q in range(P) for _ in range(2)]
+    out = torch.zeros(3, dtype=dtype)
+    dist.reduce_scatter(out, [torch.full((3,), q + r).to(dtype) for q in range(P)], group=g)
+    assert (out == P * r + P * (P - 1) // 2).all()
+    dist.barrier(group=g)
+
+
+def test_hook_tensor_dtypes(comm):
+    for dtype in (torch.bfloat16, torch.float16, torch.float32, torch.int32):
+        t = torch.full((1000,), comm.rank + 1).to(dtype)
+        wt.allreduce_(comm, t)
+        assert (t == comm.size * (comm.size + 1) // 2).all()
+
+
+def test_bad_tensors(comm, groups):
+    with pytest.raises(weft.InvalidArgument, match="not contiguous"):
+        wt.allreduce_(comm, torch.ones(4, 4).t())
+    with pytest.raises(weft.InvalidArgument, match="not one weft has"):
+        wt.allreduce_(comm, torch.ones(3, dtype=torch.complex64))
+    with pytest.raises(weft.InvalidArgument, match="torch.Tensor"):
+        wt.allreduce_(comm, np.ones(3))
+    with pytest.raises(weft.NotSupported, match="no alltoall"):
+        dist.all_to_all([torch.ones(1)] * comm.size, [torch.ones(1)] * comm.size,
+                        group=groups["weft"])
+    with pytest.raises(weft.NotSupported, match="reduce op"):
+        dist.all_reduce(torch.ones(2), op=dist.ReduceOp.AVG, group=groups["weft"])
+    t = torch.arange(4.0)
+    dist.all_reduce(t, group=groups["weft"])  # the group still works
+    assert torch.equal(t, torch.arange(4.0) * comm.size)

@@ -1,0 +1,248 @@
+"""weft.torch — weft's collectives for PyTorch's data-parallel training.
+
+Two ways in, both zero-copy on CPU tensors (weft reads and writes the
+tensor's own memory):
+
+  * a DDP communication hook, on any process group (gloo's, say):
+        model = DDP(model)
+        model.register_comm_hook(weft.torch.HookState(), weft.torch.allreduce_hook)
+    each gradient bucket is averaged by weft's allreduce instead of the
+    process group's;
+
+  * a torch.distributed backend named "weft", so that everything DDP and
+    torch.distributed do goes through weft:
+        weft.torch.init_process_group()          # under `weft run`
+    PyTorch 1.13 (Debian 12's python3-torch) lets Python subclass
+    ProcessGroup, and Backend.register_backend takes a function that returns
+    one, so no C++ extension is needed.  The backend implements allreduce,
+    broadcast, reduce, allgather (and _allgather_base), reduce_scatter and
+    barrier; other calls raise, naming themselves.  Every call completes
+    before it returns (its Work is done at once), so DDP's overlap of
+    communication with the backward pass is not there: weft's calls are
+    short, and the hook's path is the same.
+
+Under `weft run` nothing else is needed: weft.init() joins the job, and
+the rank and size come from it (the launcher exports WEFT_RANK and
+WEFT_SIZE), and init_process_group() puts torch's TCP store on a loopback
+port rank 0 picks and weft broadcasts; init_process_group("gloo") sets up
+gloo the same way, for comparison.
+"""
+import datetime
+import socket
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from torch._C._distributed_c10d import ProcessGroup, _create_work_from_future
+
+import weft
+from weft import _lib
+
+_DTYPES = {torch.int8: "int8", torch.int16: "int16", torch.int32: "int32", torch.int64: "int64",
+           torch.uint8: "uint8", torch.float16: "float16", torch.bfloat16: "bfloat16",
+           torch.float32: "float32", torch.float64: "float64"}
+_OPS = {dist.ReduceOp.SUM: "sum", dist.ReduceOp.PRODUCT: "prod", dist.ReduceOp.MIN: "min",
+        dist.ReduceOp.MAX: "max", dist.ReduceOp.BAND: "band", dist.ReduceOp.BOR: "bor",
+        dist.ReduceOp.BXOR: "bxor"}
+
+
+def _tensor(t, what, writable=True):
+    """(pointer, element count, weft dtype code) of a tensor weft can use in place."""
+    if not isinstance(t, torch.Tensor):
+        weft._invalid("%s: want a torch.Tensor, got %s" % (what, type(t).__name__))
+    if t.device.type != "cpu":
+        weft._invalid("%s: the tensor is on %s; weft reduces CPU memory" % (what, t.device))
+    if not t.is_contiguous():
+        weft._invalid("%s: the tensor is not contiguous (.contiguous() makes a copy that is)"
+                      % what)
+    if t.dtype not in _DTYPES:
+        weft._invalid("%s: dtype %s is not one weft has (%s)"
+                      % (what, t.dtype, ", ".join(str(d) for d in _DTYPES)))
+    return t.data_ptr(), t.numel(), _lib.DTYPES.index(_DTYPES[t.dtype])
+
+
+def _op(op, what):
+    if op not in _OPS:
+        weft._raise(6, "%s: reduce op %s is not one weft has (SUM, PRODUCT, MIN, MAX, BAND, "
+                       "BOR, BXOR; average by SUM and a division)" % (what, op))
+    return _lib.OPS.index(_OPS[op])
+
+
+def allreduce_(comm, t, op="sum", algo=None, params=None):
+    """Reduces tensor t over comm's ranks in place (zero-copy); returns t."""
+    p, n, dt = _tensor(t, "allreduce")
+    h = comm._use("allreduce", algo, params)
+    weft._check(_lib.weft_allreduce(_lib.c_void_p(1), p, n, dt, _lib.OPS.index(op), h))
+    return t
+
+
+class HookState:
+    """The DDP hook's state: the communicator (the world by default, after
+    weft.init()), the algorithm (None: AUTO) and its parameters, and the time
+    spent in weft's allreduce (seconds, summed over calls) for benchmarks."""
+
+    def __init__(self, comm=None, algo=None, params=None):
+        if comm is None:
+            weft.init()
+            comm = weft.comm_world()
+        self.comm, self.algo, self.params = comm, algo, params
+        self.seconds, self.calls = 0.0, 0
+
+
+def allreduce_hook(state, bucket):
+    """DDP communication hook: averages the bucket's gradients with weft's
+    allreduce, in the bucket's own buffer."""
+    import time
+    buf = bucket.buffer()
+    t0 = time.perf_counter()
+    allreduce_(state.comm, buf, "sum", state.algo, state.params)
+    buf.div_(state.comm.size)
+    state.seconds += time.perf_counter() - t0
+    state.calls += 1
+    fut = torch.futures.Future()
+    fut.set_result(buf)
+    return fut
+
+
+# ---- the "weft" backend ----
+
+def _Done(result):
+    """A Work that finished before it was returned: 1.13's documented way
+    for a process group written in Python (a Python subclass of Work is not
+    seen by C++ waits, which would block on it forever)."""
+    fut = torch.futures.Future()
+    fut.set_result(result)
+    return _create_work_from_future(fut)
+
+
+class ProcessGroupWeft(ProcessGroup):
+    """A torch.distributed process group whose collectives are weft's."""
+
+    def __init__(self, comm):
+        super().__init__(comm.rank, comm.size)
+        self.comm = comm
+
+    def getBackendName(self):
+        return "weft"
+
+    def _each(self, tensors, what):
+        if not isinstance(tensors, (list, tuple)):
+            tensors = [tensors]
+        return tensors
+
+    def allreduce(self, tensors, opts=None):
+        op = _op(opts.reduceOp if opts is not None else dist.ReduceOp.SUM, "allreduce")
+        h = self.comm._use("allreduce", None, None)
+        for t in self._each(tensors, "allreduce"):
+            p, n, dt = _tensor(t, "allreduce")
+            weft._check(_lib.weft_allreduce(_lib.c_void_p(1), p, n, dt, op, h))
+        return _Done(tensors)
+
+    def allreduce_coalesced(self, tensors, opts=None):
+        return self.allreduce(tensors, opts)
+
+    def broadcast(self, tensors, opts=None):
+        root = opts.rootRank if opts is not None else 0
+        h = self.comm._use("bcast", None, None)
+        for t in self._each(tensors, "broadcast"):
+            p, n, dt = _tensor(t, "broadcast")
+            weft._check(_lib.weft_bcast(p, n, dt, root, h))
+        return _Done(tensors)
+
+    def reduce(self, tensors, opts=None):
+        root = opts.rootRank if opts is not None else 0
+        op = _op(opts.reduceOp if opts is not None else dist.ReduceOp.SUM, "reduce")
+        h = self.comm._use("reduce", None, None)
+        for t in self._each(tensors, "reduce"):
+            p, n, dt = _tensor(t, "reduce")
+            send = _lib.c_void_p(1) if self.comm.rank == root else p  # in place at the root
+            weft._check(_lib.weft_reduce(send, p, n, dt, op, root, h))
+        return _Done(tensors)
+
+    def _allgather_into(self, out, t, what):
+        sp, n, dt = _tensor(t, what, writable=False)
+        rp, m, odt = _tensor(out, what)
+        if odt != dt or m != n * self.comm.size:
+            weft._invalid("%s: the output holds %d %s, want %d x %s" % (
+                what, m, out.dtype, n * self.comm.size, t.dtype))
+        h = self.comm._use("allgather", None, None)
+        weft._check(_lib.weft_allgather(sp, rp, n, dt, h))
+
+    def allgather(self, output_tensors, input_tensors, opts=None):
+        # one list of size tensors per input: gathered flat, then copied out
+        for outs, t in zip(output_tensors, input_tensors):
+            flat = torch.empty(t.numel() * self.comm.size, dtype=t.dtype)
+            self._allgather_into(flat, t.contiguous(), "allgather")
+            for r, o in enumerate(outs):
+                o.copy_(flat[r * t.numel():(r + 1) * t.numel()].view_as(o))
+        return _Done(output_tensors)
+
+    def _allgather_base(self, output, input, opts=None):
+        self._allgather_into(output, input, "_allgather_base")
+        return _Done([output])
+
+    def reduce_scatter(self, output_tensors, input_tensors, opts=None):
+        op = _op(opts.reduceOp if opts is not None else dist.ReduceOp.SUM, "reduce_scatter")
+        h = self.comm._use("reduce_scatter", None, None)
+        for out, ins in zip(output_tensors, input_tensors):
+            flat = torch.cat([i.reshape(-1) for i in ins])
+            sp, _, dt = _tensor(flat, "reduce_scatter", writable=False)
+            rp, n, odt = _tensor(out, "reduce_scatter")
+            if odt != dt or n * self.comm.size != flat.numel():
+                weft._invalid("reduce_scatter: the output holds %d elements, the inputs %d"
+                              % (n, flat.numel()))
+            weft._check(_lib.weft_reduce_scatter(sp, rp, n, dt, op, h))
+        return _Done(output_tensors)
+
+    def barrier(self, opts=None):
+        self.comm.barrier()
+        return _Done([torch.empty(0)])
+
+
+def _refuse(name):
+    def f(self, *args, **kwargs):
+        weft._raise(6, "the weft backend has no %s (it has allreduce, broadcast, reduce, "
+                       "allgather, reduce_scatter and barrier)" % name)
+    return f
+
+
+for _name in ("alltoall", "alltoall_base", "gather", "scatter", "send", "recv",
+              "recv_anysource", "allgather_coalesced", "_reduce_scatter_base",
+              "monitored_barrier"):
+    setattr(ProcessGroupWeft, _name, _refuse(_name))
+
+
+def _create(store, rank, size, timeout):
+    weft.init()
+    comm = weft.comm_world()
+    if (rank, size) != (comm.rank, comm.size):
+        weft._invalid("the weft backend: torch.distributed says rank %d of %d, the weft job "
+                      "rank %d of %d (start the program with weft run, and let "
+                      "weft.torch.init_process_group set them)" % (rank, size, comm.rank,
+                                                                      comm.size))
+    return ProcessGroupWeft(comm)
+
+
+dist.Backend.register_backend("weft", _create)
+
+
+def _free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def init_process_group(backend="weft", timeout_s=120):
+    """torch.distributed.init_process_group for a job started by `weft run`:
+    the rank and size are weft's, and the TCP store every backend needs
+    (torch's own start-up barrier runs on it, gloo connects through it) is on
+    a loopback port that rank 0 chose and weft broadcast.  Returns the weft
+    world communicator."""
+    weft.init()
+    comm = weft.comm_world()
+    timeout = datetime.timedelta(seconds=timeout_s)
+    port = np.array([_free_port() if comm.rank == 0 else 0], dtype=np.int32)
+    comm.bcast(port, root=0)
+    dist.init_process_group(backend, init_method="tcp://127.0.0.1:%d" % port[0],
+                            rank=comm.rank, world_size=comm.size, timeout=timeout)
+    return comm
