@@ -36,3 +36,9 @@ add_test(NAME python_install COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/py_install
          ${CMAKE_BINARY_DIR} ${CMAKE_SOURCE_DIR} ${WEFT_PYTHON})
 set_tests_properties(python_install PROPERTIES TIMEOUT 300 LABELS "python"
                      PASS_REGULAR_EXPRESSION " passed, 0 failed")
+foreach(np 2 3)
+  add_test(NAME python_train_np${np} COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/py_train.sh ${WEFT}
+           ${WEFT_PYTHON} ${CMAKE_SOURCE_DIR} ${np})
+  set_tests_properties(python_train_np${np} PROPERTIES ENVIRONMENT "${PY_ENV}" TIMEOUT 300
+                       LABELS "python" PASS_REGULAR_EXPRESSION "same loss and parameters")
+endforeach()
