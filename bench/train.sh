@@ -7,14 +7,19 @@
 # milliseconds averaging gradients per step, gloo beside weft, and the ratio)
 # and OUT/train.png (gnuplot: steps per second per configuration).
 #
-# Every configuration of one model and rank count must end at the same loss
-# and parameter checksum (to float tolerance), whatever averaged the
-# gradients: the table says so per row, and the script fails if not.
+# Every configuration of one model and rank count must end at gloo's loss,
+# whatever averaged the gradients: the table gives the relative difference
+# per row, and the script fails above 1e-3.  Not closer: each algorithm adds
+# the P gradients in an order of its own, and training amplifies the last-bit
+# differences step by step (the CNN at P = 4, ring against rabenseifner:
+# parameters agree to 1e-9 after 1 step, 1e-5 after 15, 5e-4 after 30).
+# Bitwise agreement over a few steps is a test (tests/py_train.sh).
 #
 # Environment: RANKS ("2 4 8"), MODELS ("mlp cnn"), MIFS ("0 4": the
 # maximum imbalance factor; each rank sleeps r x DELAY_US per step, r
 # uniform in [0, MIF]), DELAY_US (1000), STEPS (30), ALGOS (the forced weft
-# algorithms: "ring recursive_doubling"), OUT (bench/results/train-DATE).
+# algorithms: "ring recursive_doubling"), OUT (bench/results/train-DATE),
+# REPLOT (1: only remake the table and the plot from OUT/train.csv).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 RANKS=${RANKS:-"2 4 8"}
@@ -30,13 +35,14 @@ mkdir -p "$OUT"
 [ -x "$weft" ] || make -C "$here" build >/dev/null
 bash "$here/tests/deps.sh"
 csv=$OUT/train.csv
-rm -f "$csv"
+[ "${REPLOT:-0}" = 1 ] && [ -f "$csv" ] || rm -f "$csv"
 run() { # P model mif comm [algo]
     local args=(--model "$2" --mif "$3" --delay-us "$DELAY_US" --steps "$STEPS" --comm "$4" --csv "$csv")
     [ -n "${5:-}" ] && args+=(--algo "$5")
     "$weft" run -n "$1" "$PY" "$here/examples/train_ddp.py" "${args[@]}" | grep '^model='
 }
 st=0
+[ -f "$csv" ] && RANKS=""  # REPLOT=1: the table and the plot from OUT's CSV, nothing run
 for P in $RANKS; do
     for model in $MODELS; do
         for mif in $MIFS; do
@@ -66,15 +72,15 @@ for r in rows:
         continue
     g = [q for q in rows if q["comm"] == "gloo" and
          (q["model"], q["P"], q["mif"]) == (r["model"], r["P"], r["mif"])][0]
-    same = abs(float(r["final_loss"]) - float(g["final_loss"])) <= 1e-4 * abs(float(g["final_loss"])) \
-        and abs(float(r["checksum"]) - float(g["checksum"])) <= 1e-4 * max(1, abs(float(g["checksum"])))
+    dloss = abs(float(r["final_loss"]) - float(g["final_loss"])) / abs(float(g["final_loss"]))
+    same = dloss <= 1e-3
     bad += not same
     label = name(r)[5:] + (" (%s)" % r["picked"] if r["algo"] == "auto" and r["comm"] == "weft" else "")
-    out.write("| %s | %s | %s | %s | %.2f | %.2f | %.2fx | %.2f | %s | %s |\n" % (
+    out.write("| %s | %s | %s | %s | %.2f | %.2f | %.2fx | %.2f | %s | %s (%.0e) |\n" % (
         r["model"], r["P"], r["mif"], label, float(g["steps_per_s"]), float(r["steps_per_s"]),
         float(r["steps_per_s"]) / float(g["steps_per_s"]), float(g["comm_ms_per_step"]),
         "-" if r["comm_ms_per_step"] == "nan" else "%.2f" % float(r["comm_ms_per_step"]),
-        "yes" if same else "NO"))
+        "yes" if same else "NO", dloss))
 out.close()
 cols = []
 for r in rows:
