@@ -150,3 +150,14 @@ def test_before_init_and_after_finalize(comm):
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.count("weft was finalized; this communicator is gone") == 2, r.stdout
     assert "again weft.init: weft was finalized" in r.stdout, r.stdout
+
+
+def test_finalize_with_a_held_request():
+    r = run_alone("import numpy as np, weft\nweft.init()\nc = weft.comm_world()\n"
+                  "req = c.iallreduce(np.ones(10))\n"
+                  "try:\n weft.finalize()\nexcept weft.Busy as e:\n print('busy', e)\n"
+                  "print('still', weft.initialized())\n"
+                  "print(req.wait()[0])\nweft.finalize()\nprint('finalized', weft.initialized())\n")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "busy" in r.stdout and "still True" in r.stdout and "1.0" in r.stdout, r.stdout
+    assert "finalized False" in r.stdout, r.stdout

@@ -207,3 +207,16 @@ def test_split_phase(comm, dtype):
         check(got, reference(dtype, comm.size, 500, "sum"), dtype, "ireduce", comm.size)
     else:
         assert got is None
+
+
+def test_dropped_request(comm):
+    """a request dropped unfinished keeps its arrays alive; finalize (or
+    here, the next wait on the same communicator) finishes it"""
+    import gc
+    x = inp("float64", comm.rank, 50000)
+    comm.iallreduce(x)  # the request is dropped at once
+    gc.collect()
+    assert len(weft._orphans) <= 1
+    weft._finish_orphans()
+    assert not weft._orphans
+    check(x, reference("float64", comm.size, 50000, "sum"), "float64", "dropped", comm.size)

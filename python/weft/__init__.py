@@ -136,13 +136,16 @@ def initialized():
 
 def finalize():
     """Leaves the job (a barrier with the other ranks).  The interpreter's
-    exit calls it for a program that does not."""
+    exit calls it for a program that does not.  Requests dropped unfinished
+    are finished first; one still held and unfinished makes it raise Busy
+    (weft stays initialised: wait for it, then call again)."""
     if not _state["init"]:
         return
+    _finish_orphans()
+    _check(_lib.weft_finalize())
     _state["init"] = False
     _state["finalized"] = True
     _state["world"] = None
-    _check(_lib.weft_finalize())
 
 
 def _finalize_at_exit():
@@ -216,10 +219,23 @@ def _same(a, b, what):
         _invalid("%s: the output's dtype %s differs from the input's %s" % (what, b.dtype, a.dtype))
 
 
+# Requests dropped while unfinished: weft still reads and writes their
+# arrays, so the arrays stay referenced here until the call is done
+# (finalize() waits for them).
+_orphans = []
+
+
+def _finish_orphans():
+    while _orphans:
+        h, keep = _orphans.pop()
+        _lib.weft_wait(ctypes.byref(h))  # its error was the dropped request's to see
+
+
 class Request:
     """A split-phase collective: wait() blocks until it is done and returns
     its result; test() progresses it and says whether it is.  The arrays
-    must stay untouched until then; every request must be waited for."""
+    must stay untouched until then.  A request dropped before it is done is
+    not lost: its arrays stay alive until weft.finalize() finishes it."""
 
     def __init__(self, what, keep, result):
         self._h = _lib.req_t()
@@ -253,6 +269,10 @@ class Request:
     @property
     def done(self):
         return self._done
+
+    def __del__(self):
+        if not self._done and self._h.value and _orphans is not None:
+            _orphans.append((self._h, self._keep))
 
 
 class Comm:
