@@ -61,6 +61,7 @@ static const algo_case_t cases[] = {
     {WEFT_COLL_ALLREDUCE, "pap_chain"},
     {WEFT_COLL_REDUCE, "pap_chain"},
     {WEFT_COLL_ALLREDUCE, "adaptive"},
+    {WEFT_COLL_ALLREDUCE, "hier_pap"},
 };
 #define NCASES (int)(sizeof cases / sizeof cases[0])
 
@@ -421,15 +422,18 @@ static void adaptive_switches(const char *params)
     CHECK(!bad, "adaptive: %zu wrong", bad);
 }
 
-/* Ranks that disagree: counts (mismatch) or algorithms (mixed: two
- * arrival-driven ones; schedule: rank 0 runs a schedule, which never takes
- * its ticket, so the others' record is never complete). */
-static int disagree(const char *mode)
+/* Ranks that disagree, running `base` (pap_leader unless named): counts
+ * (mismatch) or algorithms (mixed: two arrival-driven ones; schedule: rank
+ * 0 runs a schedule, which never takes its ticket, so the others' record
+ * is never complete). */
+static int disagree(const char *mode, const char *base)
 {
     weft_comm_t w = weft_comm_world();
     bool mixed = strcmp(mode, "mismatch") != 0;
-    const char *other = !strcmp(mode, "mixed") ? "pap_chain" : "recursive_doubling";
-    const char *algo = mixed && me == 0 ? other : "pap_leader";
+    const char *other = !strcmp(mode, "mixed") ? (strcmp(base, "pap_chain") ? "pap_chain"
+                                                                              : "pap_leader")
+                                               : "recursive_doubling";
+    const char *algo = mixed && me == 0 ? other : base;
     weft_set_algorithm(w, WEFT_COLL_ALLREDUCE, algo, NULL);
     int32_t in[8] = {0}, out[8];
     size_t cnt = !mixed && me == P - 1 ? 5 : 6;
@@ -449,7 +453,7 @@ int main(int argc, char **argv)
     rng = 0x9e3779b97f4a7c15ull * (uint64_t)(me + 1);
     if (argc > 1 && (!strcmp(argv[1], "mismatch") || !strcmp(argv[1], "mixed") ||
                      !strcmp(argv[1], "schedule"))) {
-        int rc = disagree(argv[1]);
+        int rc = disagree(argv[1], argc > 2 ? argv[2] : "pap_leader");
         weft_finalize();
         return rc;
     }

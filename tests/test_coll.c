@@ -254,7 +254,8 @@ static int serves_noncommutative(weft_coll_t coll, const char *name)
 }
 
 /* The board serves tiny payloads on shared memory only, and the
- * arrival-driven algorithms (shm_twostep, pap_*) shared memory only; each
+ * arrival-driven algorithms (shm_twostep, pap_*, adaptive, hier_pap) shared
+ * memory only; each
  * says so. */
 static bool board_refused(const char *name, int rc)
 {
@@ -262,7 +263,8 @@ static bool board_refused(const char *name, int rc)
         return false;
     if (strstr(weft_last_error(), "one machine's shared memory"))
         return !strcmp(name, "board") || !strcmp(name, "shm_twostep") ||
-               !strncmp(name, "pap_", 4) || !strcmp(name, "adaptive");
+               !strncmp(name, "pap_", 4) || !strcmp(name, "adaptive") ||
+               !strcmp(name, "hier_pap");
     return !strcmp(name, "board") && strstr(weft_last_error(), "carries at most");
 }
 

@@ -488,7 +488,7 @@ static void whatif_coll(const sim_model_t *m, const trace_t *t, whatif_t *w, lon
     w->nal = 0;
     for (size_t k = 0; k < n && w->nal < WHATIF_ALGOS; k++)
         if (tab[k].coll == w->coll && strcmp(tab[k].name, "board") &&
-            strcmp(tab[k].name, "adaptive"))
+            strcmp(tab[k].name, "adaptive") && strcmp(tab[k].name, "hier_pap"))
             w->al[w->nal++] = &tab[k];
     const char *name = weft_coll_name(w->coll);
     long total = 0;
@@ -570,8 +570,8 @@ static int whatif(const char *dir, const char *preset, long max_calls)
     }
     printf("\n# shm_twostep, pap_leader and pap_chain are not schedules: their protocols are "
            "followed under the model's LogGP quantities (tools/pap_model.c); adaptive is "
-           "whichever of its two it would choose, and the board serves tiny payloads "
-           "only\n");
+           "whichever of its two it would choose, the board serves tiny payloads only, "
+           "and hier_pap (not modelled) is left to hier, its schedule twin\n");
     int rc = t.problems ? 1 : 0;
     free(t.r);
     free(t.node);

@@ -166,12 +166,16 @@ int algo_board_build(sched_t *s, const coll_args_t *a);
 int algo_board_usable(const coll_args_t *a, char *why, size_t len);
 /* The arrival-driven algorithms (src/shmcoll: arrival.c, pap_leader.c,
  * pap_chain.c); their builder is algo_board_build. */
-extern const struct board_ops shm_twostep_ops, pap_leader_ops, pap_chain_ops, adaptive_ops;
+extern const struct board_ops shm_twostep_ops, pap_leader_ops, pap_chain_ops, adaptive_ops,
+    hier_pap_ops;
 int arrival_usable(const coll_args_t *a, char *why, size_t len);
 struct xport;
 void arrival_comm_freed(struct xport *x, int host, uint32_t ctx);
 int algo_dissemination_barrier(sched_t *s, const coll_args_t *a);
 int algo_hier_allreduce(sched_t *s, const coll_args_t *a);
+/* hier allreduce after its node level (the node's sum in the leader's
+ * output): hier_pap's hand-over */
+int algo_hier_tail_allreduce(sched_t *s, const coll_args_t *a);
 int algo_pipeline_bcast(sched_t *s, const coll_args_t *a);
 int algo_bintree_bcast(sched_t *s, const coll_args_t *a);
 int algo_twotree_bcast(sched_t *s, const coll_args_t *a);

@@ -86,7 +86,10 @@ const char *hier_inter_name(const coll_args_t *a)
     return a->coll == WEFT_COLL_ALLREDUCE ? "rabenseifner" : "binomial";
 }
 
-int algo_hier_allreduce(sched_t *s, const coll_args_t *a)
+/* hier allreduce, with or without its first phase: hier_pap (src/shmcoll)
+ * reduces inside the node in arrival order itself and hands the rest over
+ * to this schedule, the node's sum then in the leader's output. */
+static int hier_allreduce_phases(sched_t *s, const coll_args_t *a, bool node_reduce)
 {
     tagspace_t o = sched_space(s);
     group_t g;
@@ -94,7 +97,9 @@ int algo_hier_allreduce(sched_t *s, const coll_args_t *a)
     if (rc)
         return rc;
     /* 1: reduce to the node leader, whose output then holds the node's sum */
-    rc = sub_build(s, a, WEFT_COLL_REDUCE, "binomial", g.members, g.nmembers, g.myidx, 0, o, 0);
+    if (node_reduce)
+        rc = sub_build(s, a, WEFT_COLL_REDUCE, "binomial", g.members, g.nmembers, g.myidx, 0, o,
+                       0);
     /* 2: leaders allreduce that in place */
     if (!rc && g.myidx == 0) {
         sched_remap(s, BUF_IN, BUF_OUT, 0);
@@ -108,6 +113,16 @@ int algo_hier_allreduce(sched_t *s, const coll_args_t *a)
     group_free(&g);
     sched_space_restore(s, o);
     return rc;
+}
+
+int algo_hier_allreduce(sched_t *s, const coll_args_t *a)
+{
+    return hier_allreduce_phases(s, a, true);
+}
+
+int algo_hier_tail_allreduce(sched_t *s, const coll_args_t *a)
+{
+    return hier_allreduce_phases(s, a, false);
 }
 
 int algo_hier_bcast(sched_t *s, const coll_args_t *a)

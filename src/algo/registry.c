@@ -105,6 +105,13 @@ static const algo_t table[] = {
     {"hier", WEFT_COLL_ALLREDUCE, C | I | S | T, algo_hier_allreduce, "inter",
      "reduce in each node, allreduce among node leaders (inter=NAME), bcast in each node",
      "2 ceil(lg k)(a_node + n b_node) + cost_leaders(allreduce, N nodes)"},
+    {"hier_pap", WEFT_COLL_ALLREDUCE, C | I | S | T, algo_board_build, "inter",
+     "hier with an arrival-driven node level: a chain in arrival order inside each node to its "
+     "leader, allreduce among leaders (inter=NAME), bcast in each node",
+     "in each node of k: (k-1)(alpha + n beta + n gamma), of which alpha + n (beta + gamma) "
+     "after its last arrival; + alpha + n beta to the leader + cost_leaders(allreduce, N nodes) "
+     "+ ceil(lg k)(alpha + n beta)",
+     arrival_usable, &hier_pap_ops},
     /* bcast */
     {"linear", WEFT_COLL_BCAST, I | S, algo_linear_bcast, "",
      "the root sends the whole buffer to every rank", "(P-1) (alpha + n beta) at the root"},

@@ -249,6 +249,8 @@ int coll_run(weft_comm_t comm, weft_coll_t coll, const void *in, void *out, size
     r->e.board = al->board;
     r->e.params = &ent->params;
     r->e.world = comm->world;
+    r->e.node_of = comm->node_of;
+    r->e.nnodes = comm->node_of ? comm->nnodes : 1;
     r->e.red = red;
     r->e.tagbase = (uint64_t)comm->ctx << 48 | (uint64_t)(comm->seq & 0xffffffu) << 24;
     describe_call(comm, ent, dt, op_ident, &r->desc);

@@ -56,6 +56,9 @@ typedef struct arrival_run {
      * spread of the record's last call (decide), and that choice */
     int (*decide)(struct exec *e, uint64_t spread_us, int last_choice);
     int mode;
+    /* hier_pap: this rank's node (its leader and size) and the node's ranks
+     * seen so far in the arrival order */
+    int node_leader, node_size, node_seen;
 } arrival_run_t;
 
 typedef struct exec {
@@ -73,6 +76,9 @@ typedef struct exec {
     const call_desc_t *desc; /* the call, as published in the call log */
     xport_t *x;
     const int *world; /* communicator rank -> transport rank */
+    const int *node_of; /* communicator rank -> node index (NULL: one node), for
+                         * algorithms that are not schedules (hier_pap) */
+    int nnodes;
     char *buf[BUF_COUNT];
     reducer_t red;
     size_t esize;

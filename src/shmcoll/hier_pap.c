@@ -1,0 +1,244 @@
+/* hier_pap.c — hierarchical allreduce whose node level is arrival-driven
+ * (process-arrival-pattern seed, chapter 6: a hierarchical allreduce
+ * beats the flat one under imbalance; its node level here is Algorithm
+ * 5.1's chain).  Inside each node the ranks form a chain in the order they
+ * arrive (the communicator's arrival record, arrival.h: a rank's place in
+ * its node's chain is its place among the node's ranks in the global
+ * order); each adds its input to its predecessor's partial sum and hands it
+ * on, and the node's last arrival hands the node's sum to the node leader
+ * (its lowest rank).  From there the call is hier's own schedule without
+ * its first phase (algo_hier_tail_allreduce: the leaders allreduce the
+ * node sums, inter=NAME, then each leader broadcasts inside its node),
+ * handed over to the engine.  So the early ranks of a node add their part
+ * and wait only for the broadcast, while the node-level reduce of hier
+ * (binomial) waits for its subtrees in a fixed order.
+ *
+ * The node map is the communicator's: WEFT_NODE_SIZE's virtual nodes on
+ * one machine.  The arrival record is one for the whole communicator, on
+ * its rank 0's machine, so every rank must share that machine's memory:
+ * over MPI across real nodes hier_pap is refused (per-node records, each
+ * on its node's leader, would lift that; not built).  One node makes it
+ * pap_chain's reduce to rank 0 and a binomial broadcast.
+ * The op must be commutative (the chain adds in arrival order), and the
+ * leaders' algorithm must be a schedule. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "arrival.h"
+
+enum { ARRIVE, SCAN_PRED, RECV, SCAN_SUCC, PASSED, SCAN_LAST, AT_LEADER, TAIL, FINISHED };
+
+/* Messages: 0 the partial sum from the predecessor, 1 it on to the
+ * successor (or, from the node's last, to the leader), 2 the node's sum at
+ * the leader.  The tail schedule's tags start above the arrival tags. */
+#define TAIL_TAG_BASE 4u
+
+static int node_of(const exec_t *e, int r) { return e->node_of ? e->node_of[r] : 0; }
+
+static bool same_node(const exec_t *e, int r) { return node_of(e, r) == node_of(e, e->s->rank); }
+
+/* The node's leader (its lowest rank) and size, once per call. */
+static void find_node(exec_t *e)
+{
+    e->ar.node_leader = -1;
+    e->ar.node_size = 0;
+    for (int r = 0; r < e->s->nrank; r++)
+        if (same_node(e, r)) {
+            if (e->ar.node_leader < 0)
+                e->ar.node_leader = r;
+            e->ar.node_size++;
+        }
+}
+
+static void hp_start(exec_t *e)
+{
+    if (!arrival_begin(e, 3, 0))
+        return;
+    find_node(e);
+    e->ar.phase = arrival_trivial(e) ? FINISHED : ARRIVE;
+}
+
+/* The node's partial sum at this rank: the node's first arrival passes its
+ * input on as it is; the others add into their output. */
+static char *partial(const exec_t *e) { return e->ar.pred < 0 ? e->buf[BUF_IN] : e->buf[BUF_OUT]; }
+
+/* Reads the arrival order on from place e->ar.next for this node's ranks,
+ * counting them (node_seen) and keeping the latest (last), until place
+ * `end` or until the node's ranks seen reach `want`; false while an entry
+ * on the way is not written yet. */
+static bool scan(exec_t *e, int end, int want)
+{
+    while (e->ar.next < end && e->ar.node_seen < want) {
+        int who = arrival_who(e, e->ar.next);
+        if (who < 0)
+            return false;
+        if (same_node(e, who))
+            e->ar.last = who, e->ar.node_seen++;
+        e->ar.next++;
+    }
+    return true;
+}
+
+/* hier's schedule after the node level, built once per request (which
+ * serves one call shape on one communicator) and kept with it. */
+static const sched_t *tail(exec_t *e)
+{
+    if (e->aux && e->aux_key == &hier_pap_ops)
+        return e->aux;
+    if (!e->aux && !(e->aux = calloc(1, sizeof *e->aux))) {
+        e->err = weft_error(WEFT_ENOMEM, "out of memory");
+        return NULL;
+    }
+    sched_free(e->aux);
+    e->aux_key = NULL;
+    coll_args_t a;
+    memset(&a, 0, sizeof a);
+    a.coll = WEFT_COLL_ALLREDUCE;
+    a.nrank = e->s->nrank;
+    a.rank = e->s->rank;
+    a.count = e->desc->count;
+    a.esize = e->esize;
+    a.commutative = true; /* hier_pap serves commutative ops only */
+    a.shared_board = true;
+    a.node_of = e->node_of;
+    a.nnodes = e->nnodes;
+    if (e->params)
+        a.params = *e->params;
+    sched_init(e->aux, a.nrank, a.rank);
+    e->aux->tag_add = TAIL_TAG_BASE; /* above the chain's messages */
+    int rc = algo_hier_tail_allreduce(e->aux, &a);
+    if (!rc)
+        rc = sched_commit(e->aux);
+    if (rc) {
+        sched_free(e->aux);
+        e->err = weft_error(rc, "building hier_pap's schedule after the node level failed "
+                                "(error %d)", rc);
+        return NULL;
+    }
+    e->aux_key = &hier_pap_ops;
+    return e->aux;
+}
+
+/* The node's sum is where the tail expects it (the leader's output): go on
+ * as a schedule. */
+static int to_tail(exec_t *e)
+{
+    arrival_leave(e);
+    const sched_t *s = tail(e);
+    int rc = s ? exec_switch_to_schedule(e, s) : e->err;
+    if (rc)
+        return rc < 0 ? rc : -rc;
+    return exec_progress(e);
+}
+
+/* This rank has added its part: hand the partial sum on, to the next of
+ * its node or, from the node's last, to the leader.  node_seen counts the
+ * node's ranks up to and including this one. */
+static int pass_on(exec_t *e, int *moved)
+{
+    size_t bytes = arrival_bytes(e);
+    int me = e->s->rank;
+    if (e->ar.node_seen == e->ar.node_size) { /* the node's last arrival */
+        *moved = 1;
+        if (me == e->ar.node_leader) {
+            if (partial(e) != e->buf[BUF_OUT])
+                memcpy(e->buf[BUF_OUT], partial(e), bytes);
+            e->ar.phase = TAIL;
+            return 0;
+        }
+        e->ar.phase = PASSED;
+        return arrival_send(e, 1, e->ar.node_leader, ARRIVAL_TAG_FINAL, partial(e), bytes);
+    }
+    if (!scan(e, e->s->nrank, e->ar.node_seen + 1))
+        return 0;
+    *moved = 1;
+    e->ar.succ = e->ar.last;
+    e->ar.phase = PASSED;
+    return arrival_send(e, 1, e->ar.succ, ARRIVAL_TAG_DATA, partial(e), bytes);
+}
+
+static int hp_progress(exec_t *e)
+{
+    int moved = 0, rc = 0;
+    size_t bytes = arrival_bytes(e);
+    if (e->err)
+        return -e->err;
+    for (;;) {
+        int phase = e->ar.phase;
+        switch (phase) {
+        case ARRIVE:
+            if (!arrival_take(e))
+                return arrival_idle(e, moved);
+            moved = 1;
+            e->ar.next = 0, e->ar.node_seen = 0, e->ar.last = -1;
+            e->ar.phase = SCAN_PRED;
+            break;
+        case SCAN_PRED:
+            if (!scan(e, e->ar.order, e->ar.node_size))
+                return arrival_idle(e, moved);
+            moved = 1;
+            e->ar.pred = e->ar.last;
+            e->ar.next = e->ar.order + 1; /* on after this rank */
+            e->ar.node_seen++;            /* this rank */
+            if (e->ar.pred < 0) {
+                e->ar.phase = SCAN_SUCC;
+                break;
+            }
+            if (partial(e) != e->buf[BUF_IN])
+                memcpy(partial(e), e->buf[BUF_IN], bytes);
+            e->ar.phase = RECV;
+            rc = arrival_recv(e, 0, e->ar.pred, ARRIVAL_TAG_DATA, partial(e), bytes, true);
+            break;
+        case RECV:
+            if ((rc = arrival_poll(e, &moved)))
+                return rc;
+            if (!arrival_done(e, 0))
+                return arrival_idle(e, moved);
+            e->ar.phase = SCAN_SUCC;
+            break;
+        case SCAN_SUCC:
+            rc = pass_on(e, &moved);
+            break;
+        case PASSED:
+            if ((rc = arrival_poll(e, &moved)))
+                return rc;
+            if (e->ar.ndone < e->ar.nposted)
+                return arrival_idle(e, moved);
+            if (e->s->rank != e->ar.node_leader) {
+                e->ar.phase = TAIL;
+                break;
+            }
+            /* the leader passed its part on: the node's sum comes from
+             * the node's last arrival, found further on in the order */
+            e->ar.phase = SCAN_LAST;
+            break;
+        case SCAN_LAST:
+            if (!scan(e, e->s->nrank, e->ar.node_size))
+                return arrival_idle(e, moved);
+            moved = 1;
+            e->ar.phase = AT_LEADER;
+            rc = arrival_recv(e, 2, e->ar.last, ARRIVAL_TAG_FINAL, e->buf[BUF_OUT], bytes,
+                              false);
+            break;
+        case AT_LEADER:
+            if ((rc = arrival_poll(e, &moved)))
+                return rc;
+            if (!arrival_done(e, 2))
+                return arrival_idle(e, moved);
+            e->ar.phase = TAIL;
+            break;
+        case TAIL:
+            return to_tail(e);
+        default:
+            e->moved = 1;
+            return 1;
+        }
+        if (rc)
+            return rc < 0 ? rc : -rc;
+        if (e->ar.phase == phase) /* waiting for an arrival (pass_on) */
+            return arrival_idle(e, moved);
+    }
+}
+
+const board_ops_t hier_pap_ops = {hp_start, hp_progress, arrival_ready, arrival_waiting_for,
+                                  NULL, arrival_abandon};
