@@ -8,8 +8,8 @@
     weft.finalize()                  # or let the interpreter's exit do it
 
 Arrays must be NumPy arrays, C-contiguous, of a dtype weft has (int8..uint64,
-float16, float32, float64, and bfloat16 where the array's dtype is one, as
-ml_dtypes' is); outputs must be writable.  Ranks must pass the same element
+float16, float32, float64; bfloat16, which NumPy lacks, through weft.torch);
+outputs must be writable.  Ranks must pass the same element
 count and dtype, as in MPI: the shape itself is not compared (a (2, 3) array
 meets a (3, 2) one as six elements).  Everything weft refuses raises a
 weft.Error subclass carrying weft's code and message.  See docs/PYTHON.md.
