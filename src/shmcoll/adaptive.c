@@ -105,14 +105,7 @@ static const sched_t *balanced(exec_t *e)
     }
     e->aux_key = NULL;
     coll_args_t a;
-    memset(&a, 0, sizeof a);
-    a.coll = WEFT_COLL_ALLREDUCE;
-    a.nrank = e->s->nrank;
-    a.rank = e->s->rank;
-    a.count = e->desc->count;
-    a.esize = e->esize;
-    a.commutative = true; /* adaptive serves commutative ops only */
-    a.shared_board = true;
+    arrival_coll_args(e, &a);
     int rc = algo_build(al, &a, e->aux);
     if (rc) {
         e->err = rc;

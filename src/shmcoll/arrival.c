@@ -395,3 +395,17 @@ int arrival_usable(const coll_args_t *a, char *why, size_t len)
     }
     return 0;
 }
+
+void arrival_coll_args(const exec_t *e, coll_args_t *a)
+{
+    memset(a, 0, sizeof *a);
+    a->coll = (weft_coll_t)e->desc->coll;
+    a->nrank = e->s->nrank;
+    a->rank = e->s->rank;
+    a->count = e->desc->count;
+    a->esize = e->esize;
+    a->commutative = true;
+    a->shared_board = true;
+    a->node_of = e->node_of;
+    a->nnodes = e->nnodes;
+}

@@ -77,4 +77,9 @@ int arrival_usable(const coll_args_t *a, char *why, size_t len);
 
 static inline size_t arrival_bytes(const exec_t *e) { return e->desc->count * e->esize; }
 
+/* The call's arguments as a schedule builder takes them, for an algorithm
+ * that hands over to a schedule (adaptive, hier_pap): commutative ops only,
+ * as theirs are, and the communicator's node map. */
+void arrival_coll_args(const exec_t *e, coll_args_t *a);
+
 #endif

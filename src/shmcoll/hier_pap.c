@@ -92,17 +92,8 @@ static const sched_t *tail(exec_t *e)
     sched_free(e->aux);
     e->aux_key = NULL;
     coll_args_t a;
-    memset(&a, 0, sizeof a);
-    a.coll = WEFT_COLL_ALLREDUCE;
-    a.nrank = e->s->nrank;
-    a.rank = e->s->rank;
-    a.count = e->desc->count;
-    a.esize = e->esize;
-    a.commutative = true; /* hier_pap serves commutative ops only */
-    a.shared_board = true;
-    a.node_of = e->node_of;
-    a.nnodes = e->nnodes;
-    if (e->params)
+    arrival_coll_args(e, &a);
+    if (e->params) /* inter= */
         a.params = *e->params;
     sched_init(e->aux, a.nrank, a.rank);
     e->aux->tag_add = TAIL_TAG_BASE; /* above the chain's messages */
