@@ -95,9 +95,9 @@ static int left_after_fault(exec_t *e, int peer, const peer_view_t *v, bool lock
     call_describe(e->desc, mine_s, sizeof mine_s);
     if (v->abandoned_found)
         call_describe(&v->abandoned_call, theirs, sizeof theirs);
-    snprintf(msg, sizeof msg, "rank %d has reached weft_finalize after %s failed there (an error, a "
-             "timeout or a revoke) while rank %d waits for it in %s", peer, theirs, e->s->rank,
-             mine_s);
+    snprintf(msg, sizeof msg, "rank %d has reached weft_finalize after %s failed there (an "
+             "error, a timeout or a revoke) while rank %d waits for it in %s", peer, theirs,
+             e->s->rank, mine_s);
     return fail(e, WEFT_EPEER, msg, locked);
 }
 

@@ -33,9 +33,15 @@ enum { ARRIVE, SCAN_PRED, RECV, SCAN_SUCC, PASSED, SCAN_LAST, AT_LEADER, TAIL, F
  * the leader.  The tail schedule's tags start above the arrival tags. */
 #define TAIL_TAG_BASE 4u
 
-static int node_of(const exec_t *e, int r) { return e->node_of ? e->node_of[r] : 0; }
+static int node_of(const exec_t *e, int r)
+{
+    return e->node_of ? e->node_of[r] : 0;
+}
 
-static bool same_node(const exec_t *e, int r) { return node_of(e, r) == node_of(e, e->s->rank); }
+static bool same_node(const exec_t *e, int r)
+{
+    return node_of(e, r) == node_of(e, e->s->rank);
+}
 
 /* The node's leader (its lowest rank) and size, once per call. */
 static void find_node(exec_t *e)
@@ -60,7 +66,10 @@ static void hp_start(exec_t *e)
 
 /* The node's partial sum at this rank: the node's first arrival passes its
  * input on as it is; the others add into their output. */
-static char *partial(const exec_t *e) { return e->ar.pred < 0 ? e->buf[BUF_IN] : e->buf[BUF_OUT]; }
+static char *partial(const exec_t *e)
+{
+    return e->ar.pred < 0 ? e->buf[BUF_IN] : e->buf[BUF_OUT];
+}
 
 /* Reads the arrival order on from place e->ar.next for this node's ranks,
  * counting them (node_seen) and keeping the latest (last), until place
@@ -102,8 +111,10 @@ static const sched_t *tail(exec_t *e)
         rc = sched_commit(e->aux);
     if (rc) {
         sched_free(e->aux);
-        e->err = weft_error(rc, "building hier_pap's schedule after the node level failed "
-                                "(error %d)", rc);
+        e->err = weft_error(rc,
+                            "building hier_pap's schedule after the node level failed "
+                            "(error %d)",
+                            rc);
         return NULL;
     }
     e->aux_key = &hier_pap_ops;
@@ -208,8 +219,7 @@ static int hp_progress(exec_t *e)
                 return arrival_idle(e, moved);
             moved = 1;
             e->ar.phase = AT_LEADER;
-            rc = arrival_recv(e, 2, e->ar.last, ARRIVAL_TAG_FINAL, e->buf[BUF_OUT], bytes,
-                              false);
+            rc = arrival_recv(e, 2, e->ar.last, ARRIVAL_TAG_FINAL, e->buf[BUF_OUT], bytes, false);
             break;
         case AT_LEADER:
             if ((rc = arrival_poll(e, &moved)))
@@ -231,5 +241,5 @@ static int hp_progress(exec_t *e)
     }
 }
 
-const board_ops_t hier_pap_ops = {hp_start, hp_progress, arrival_ready, arrival_waiting_for,
-                                  NULL, arrival_abandon};
+const board_ops_t hier_pap_ops = {hp_start, hp_progress,    arrival_ready, arrival_waiting_for,
+                                  NULL,     arrival_abandon};

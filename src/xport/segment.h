@@ -106,8 +106,8 @@ typedef struct seg_rank {
     uint32_t pad1;
     uint64_t arena_span; /* and size; 0: peers may not map it */
     /* the calls that failed on this rank (an error, a timeout, a revoke)
-     * and the newest one's key: a peer that finds it in weft_finalize knows it left after a
-     * fault, not that it skipped a collective */
+     * and the newest one's key: a peer that finds it in weft_finalize
+     * knows it left after a fault, not that it skipped a collective */
     _Atomic uint32_t abandoned;
     uint32_t pad2;
     _Atomic uint64_t abandoned_key;
