@@ -241,5 +241,5 @@ static int hp_progress(exec_t *e)
     }
 }
 
-const board_ops_t hier_pap_ops = {hp_start, hp_progress,    arrival_ready, arrival_waiting_for,
-                                  NULL,     arrival_abandon};
+const board_ops_t hier_pap_ops = {hp_start, hp_progress, arrival_ready, arrival_waiting_for,
+                                  NULL, arrival_abandon};
