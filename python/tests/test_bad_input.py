@@ -71,6 +71,8 @@ def test_unknown_names(comm):
         comm.allreduce(np.ones(3), algo="nope")
     with pytest.raises(weft.InvalidArgument, match="chunks"):
         comm.allreduce(np.ones(3), algo="twotree", params="chunks=-4")
+    with pytest.raises(weft.InvalidArgument, match="names no algorithm"):
+        comm.allreduce(np.ones(3), params="chunks=4")
     with pytest.raises(weft.InvalidArgument, match="unknown collective"):
         weft.algorithms("alltoall")
     with pytest.raises(weft.InvalidArgument, match="no algorithm 'nope'"):

@@ -351,6 +351,9 @@ class Comm:
         """Makes the C side's choice for this call what was asked; returns
         the handle to call with."""
         h = self._live(coll)
+        if params and not algo:
+            _invalid("%s: params=%r names no algorithm (pass algo= too, or use set_algorithm)"
+                     % (coll, params))
         c = COLLS.index(coll)
         want = (algo, params) if algo else self._choice.get(c)
         if want == self._held.get(c):
