@@ -130,7 +130,35 @@ static comm_info_t *info_of(MPI_Comm comm)
     return ci;
 }
 
-static void note(const char *coll, MPI_Datatype dt, int count, MPI_Comm comm, int64_t arrive)
+/* The trace's name of an MPI op (pap_trace.h). */
+static void op_name(MPI_Op op, char *out, size_t n)
+{
+    static const struct {
+        MPI_Op op;
+        const char *name;
+    } known[] = {{MPI_SUM, "sum"},   {MPI_PROD, "prod"}, {MPI_MIN, "min"},
+                 {MPI_MAX, "max"},   {MPI_BAND, "band"}, {MPI_BOR, "bor"},
+                 {MPI_BXOR, "bxor"}, {MPI_LAND, "land"}, {MPI_LOR, "lor"}};
+    if (op == MPI_OP_NULL) {
+        snprintf(out, n, "-");
+        return;
+    }
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (op == known[i].op) {
+            snprintf(out, n, "%s", known[i].name);
+            return;
+        }
+    if (op == MPI_MINLOC || op == MPI_MAXLOC || op == MPI_REPLACE || op == MPI_NO_OP) {
+        snprintf(out, n, "other");
+        return;
+    }
+    int commute = 1;
+    PMPI_Op_commutative(op, &commute);
+    snprintf(out, n, "%s", commute ? "user_c" : "user_nc");
+}
+
+static void note(const char *coll, MPI_Datatype dt, int count, MPI_Comm comm, int64_t arrive,
+                 MPI_Op op, int root)
 {
     int64_t exit_ns = now_ns() - prof.t0;
     comm_info_t *ci = info_of(comm);
@@ -153,6 +181,8 @@ static void note(const char *coll, MPI_Datatype dt, int count, MPI_Comm comm, in
     c.bytes = c.count * (uint64_t)(tsize > 0 ? tsize : 0);
     snprintf(c.comm, sizeof c.comm, "%.31s", ci->name);
     c.seq = ci->seq++;
+    op_name(op, c.op, sizeof c.op);
+    c.root = root;
     c.arrive_ns = arrive;
     c.exit_ns = exit_ns;
     if (prof.n == prof.cap) {
@@ -166,17 +196,17 @@ static void note(const char *coll, MPI_Datatype dt, int count, MPI_Comm comm, in
 }
 
 #define ARRIVE() int64_t arrive_ = prof.on ? now_ns() - prof.t0 : 0
-#define NOTE(coll, dt, count, comm)                                                              \
+#define NOTE(coll, dt, count, comm, op, root)                                                    \
     do {                                                                                         \
         if (prof.on && rc == MPI_SUCCESS)                                                        \
-            note(coll, dt, count, comm, arrive_);                                                \
+            note(coll, dt, count, comm, arrive_, op, root);                                      \
     } while (0)
 
 int MPI_Allreduce(const void *sb, void *rb, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
 {
     ARRIVE();
     int rc = PMPI_Allreduce(sb, rb, count, dt, op, comm);
-    NOTE("allreduce", dt, count, comm);
+    NOTE("allreduce", dt, count, comm, op, -1);
     return rc;
 }
 
@@ -185,7 +215,7 @@ int MPI_Reduce(const void *sb, void *rb, int count, MPI_Datatype dt, MPI_Op op, 
 {
     ARRIVE();
     int rc = PMPI_Reduce(sb, rb, count, dt, op, root, comm);
-    NOTE("reduce", dt, count, comm);
+    NOTE("reduce", dt, count, comm, op, root);
     return rc;
 }
 
@@ -193,7 +223,7 @@ int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
 {
     ARRIVE();
     int rc = PMPI_Bcast(buf, count, dt, root, comm);
-    NOTE("bcast", dt, count, comm);
+    NOTE("bcast", dt, count, comm, MPI_OP_NULL, root);
     return rc;
 }
 
@@ -201,7 +231,7 @@ int MPI_Barrier(MPI_Comm comm)
 {
     ARRIVE();
     int rc = PMPI_Barrier(comm);
-    NOTE("barrier", MPI_DATATYPE_NULL, 0, comm);
+    NOTE("barrier", MPI_DATATYPE_NULL, 0, comm, MPI_OP_NULL, -1);
     return rc;
 }
 
@@ -210,7 +240,7 @@ int MPI_Allgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc_, MP
 {
     ARRIVE();
     int rc = PMPI_Allgather(sb, sc, st, rb, rc_, rt, comm);
-    NOTE("allgather", rt, rc_, comm);
+    NOTE("allgather", rt, rc_, comm, MPI_OP_NULL, -1);
     return rc;
 }
 
@@ -219,7 +249,7 @@ int MPI_Allgatherv(const void *sb, int sc, MPI_Datatype st, void *rb, const int 
 {
     ARRIVE();
     int rc = PMPI_Allgatherv(sb, sc, st, rb, rcs, displs, rt, comm);
-    NOTE("allgatherv", st, sc, comm);
+    NOTE("allgatherv", st, sc, comm, MPI_OP_NULL, -1);
     return rc;
 }
 
@@ -228,7 +258,7 @@ int MPI_Alltoall(const void *sb, int sc, MPI_Datatype st, void *rb, int rc_, MPI
 {
     ARRIVE();
     int rc = PMPI_Alltoall(sb, sc, st, rb, rc_, rt, comm);
-    NOTE("alltoall", st, sc, comm);
+    NOTE("alltoall", st, sc, comm, MPI_OP_NULL, -1);
     return rc;
 }
 
@@ -237,7 +267,7 @@ int MPI_Gather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc_, MPI_D
 {
     ARRIVE();
     int rc = PMPI_Gather(sb, sc, st, rb, rc_, rt, root, comm);
-    NOTE("gather", st, sc, comm);
+    NOTE("gather", st, sc, comm, MPI_OP_NULL, root);
     return rc;
 }
 
@@ -246,7 +276,7 @@ int MPI_Scatter(const void *sb, int sc, MPI_Datatype st, void *rb, int rc_, MPI_
 {
     ARRIVE();
     int rc = PMPI_Scatter(sb, sc, st, rb, rc_, rt, root, comm);
-    NOTE("scatter", rt, rc_, comm);
+    NOTE("scatter", rt, rc_, comm, MPI_OP_NULL, root);
     return rc;
 }
 
@@ -255,7 +285,7 @@ int MPI_Reduce_scatter_block(const void *sb, void *rb, int count, MPI_Datatype d
 {
     ARRIVE();
     int rc = PMPI_Reduce_scatter_block(sb, rb, count, dt, op, comm);
-    NOTE("reduce_scatter", dt, count, comm);
+    NOTE("reduce_scatter", dt, count, comm, op, -1);
     return rc;
 }
 
@@ -263,7 +293,7 @@ int MPI_Scan(const void *sb, void *rb, int count, MPI_Datatype dt, MPI_Op op, MP
 {
     ARRIVE();
     int rc = PMPI_Scan(sb, rb, count, dt, op, comm);
-    NOTE("scan", dt, count, comm);
+    NOTE("scan", dt, count, comm, op, -1);
     return rc;
 }
 

@@ -100,6 +100,44 @@ st=$?
 check "no trace: exit 2, said" test "$st" -eq 2
 check "no trace said" has "$out" "no readable rank-R.pap trace"
 
+# version 2 traces carry each call's op and root, and whatif replays with
+# them: a bcast rooted at the late rank 2 waits for it, rooted at rank 0 it
+# does not; a non-commutative reduce leaves out what needs a commutative op
+for root in 0 2; do
+    mkdir "$dir/v2r$root"
+    arr=(0 1000 9000)
+    for r in 0 1 2; do
+        {
+            echo "# weft pap trace 2"
+            echo "rank $r size 3 node 0"
+            echo "call bcast float32 2 8 5.0 0 ${arr[$r]} 12000 - $root"
+            echo "call reduce float32 2 8 5.0 1 ${arr[$r]} 12000 user_nc $root"
+        } >"$dir/v2r$root/rank-$r.pap"
+    done
+done
+out0=$("$weft" pap whatif "$dir/v2r0" --preset "$dir/one-us.preset" 2>&1)
+out2=$("$weft" pap whatif "$dir/v2r2" --preset "$dir/one-us.preset" 2>&1)
+echo "$out2"
+lin() { sed -n '/^bcast:/,/^$/p' <<<"$1" | awk '$1 == "linear" { print $2 }'; }
+check "v2: bcast replayed at both roots" test -n "$(lin "$out0")" -a -n "$(lin "$out2")"
+check "v2: the root matters (linear bcast from the late rank is slower)" \
+    awk -v a="$(lin "$out0")" -v b="$(lin "$out2")" 'BEGIN { exit !(b > a) }'
+check "v2: a non-commutative reduce leaves pap_chain out" \
+    has "$out2" "^  pap_chain +- +- +\(cannot serve it: .*commutative"
+check "v2: and binomial serves it" has "$out2" "^  binomial +[0-9.]+ "
+mkdir "$dir/v2bad"
+{
+    echo "# weft pap trace 2"
+    echo "rank 0 size 1 node 0"
+    echo "call allreduce float32 2 8 5.0 0 0 10 avg -1"
+    echo "call bcast float32 2 8 5.0 1 0 10 - 3"
+    echo "call allreduce float32 2 8 5.0 2 0 10"
+} >"$dir/v2bad/rank-0.pap"
+out=$("$weft" pap report "$dir/v2bad" 2>&1)
+check "v2: an unknown op named" has "$out" "rank-0.pap: line 3: want 'call .* OP ROOT'"
+check "v2: a root past P named" has "$out" "rank-0.pap: line 4: want 'call .* OP ROOT'"
+check "v2: a version 1 line in a version 2 trace named" has "$out" "rank-0.pap: line 5: want"
+
 # a real run: test_arrival's adaptive mode makes 60 allreduces and 60
 # barriers, then one allreduce to count failures and weft_finalize's barrier
 WEFT_PROFILE="$dir/run" "$weft" run -n 3 "$prog" adaptive >/dev/null 2>&1
@@ -111,5 +149,7 @@ check "real run: 3 files" has "$out" "3 rank files of 3"
 check "real run: 61 allreduces" has "$out" "^allreduce +61 "
 check "real run: 61 barriers" has "$out" "^barrier +61 "
 check "real run: clocks agree" bash -c "! grep -q 'clocks disagree' <<<\"\$0\"" "$out"
+check "real run: version 2, op and root recorded" \
+    grep -qE "^call allreduce int32 16 64 [0-9.]+ [0-9]+ [0-9]+ [0-9]+ sum -1$" "$dir/run/rank-0.pap"
 echo "$checks checks, $fails failed"
 [ "$fails" -eq 0 ] && echo "1 passed, 0 failed"

@@ -60,6 +60,48 @@ static int add_rec(trace_t *t, const rec_t *r)
     return 0;
 }
 
+/* The ops a trace names (pap_trace.h), and the op each is replayed as:
+ * its class is what matters (which algorithms may serve it). */
+static const struct {
+    const char *name;
+    int op;
+} trace_ops[] = {{"sum", WEFT_SUM},   {"prod", WEFT_PROD},  {"min", WEFT_MIN},
+                 {"max", WEFT_MAX},   {"band", WEFT_BAND},  {"bor", WEFT_BOR},
+                 {"bxor", WEFT_BXOR}, {"land", WEFT_LAND},  {"lor", WEFT_LOR},
+                 {"-", WEFT_SUM},     {"user_c", WEFT_PROD}, {"other", WEFT_PROD},
+                 {"user_nc", OP_AFFINE}};
+#define TRACE_OPS (int)(sizeof trace_ops / sizeof trace_ops[0])
+
+static int trace_op(const char *name)
+{
+    for (int i = 0; i < TRACE_OPS; i++)
+        if (!strcmp(name, trace_ops[i].name))
+            return i;
+    return -1;
+}
+
+/* A call line of a trace of this version (size ranks); 0 when it is one.
+ * Version 1 has no op and root: sum and root 0, as weft pap assumed then. */
+static int parse_call(const char *line, int version, int size, pap_call_t *c)
+{
+    unsigned long long count, bytes, seq;
+    long long a, x;
+    int root = 0;
+    char extra, op[16] = "sum";
+    int n = version == 1
+                ? sscanf(line, "call %31s %31s %llu %llu %31s %llu %lld %lld %c", c->coll,
+                         c->dtype, &count, &bytes, c->comm, &seq, &a, &x, &extra)
+                : sscanf(line, "call %31s %31s %llu %llu %31s %llu %lld %lld %15s %d %c", c->coll,
+                         c->dtype, &count, &bytes, c->comm, &seq, &a, &x, op, &root, &extra);
+    if (n != (version == 1 ? 8 : 10) || x < a || trace_op(op) < 0 || root < -1 || root >= size)
+        return -1;
+    c->count = count, c->bytes = bytes, c->seq = seq;
+    c->arrive_ns = a, c->exit_ns = x;
+    snprintf(c->op, sizeof c->op, "%s", op);
+    c->root = root;
+    return 0;
+}
+
 /* One rank's file; its problems are counted and said, its good lines kept. */
 static void read_file(trace_t *t, const char *path)
 {
@@ -69,7 +111,7 @@ static void read_file(trace_t *t, const char *path)
         return;
     }
     char line[512];
-    int ln = 0, rank = -1, size = -1, node = -1;
+    int ln = 0, rank = -1, size = -1, node = -1, version = 2;
     while (fgets(line, sizeof line, f)) {
         ln++;
         size_t len = strlen(line);
@@ -87,9 +129,10 @@ static void read_file(trace_t *t, const char *path)
             continue;
         }
         if (ln == 1) {
-            if (strcmp(line, PAP_TRACE_MAGIC)) {
+            version = !strcmp(line, PAP_TRACE_MAGIC) ? 2 : !strcmp(line, PAP_TRACE_MAGIC_V1) ? 1 : 0;
+            if (!version) {
                 problem(t, "weft pap: %s: line %d: %s\n", path, ln,
-                        "not a weft pap trace (want '" PAP_TRACE_MAGIC "')");
+                        "not a weft pap trace (want '" PAP_TRACE_MAGIC "', or version 1)");
                 break;
             }
             continue;
@@ -125,17 +168,14 @@ static void read_file(trace_t *t, const char *path)
         }
         rec_t r;
         memset(&r, 0, sizeof r);
-        unsigned long long count, bytes, seq;
-        long long a, x;
-        char extra;
-        if (sscanf(line, "call %31s %31s %llu %llu %31s %llu %lld %lld %c", r.c.coll, r.c.dtype,
-                   &count, &bytes, r.c.comm, &seq, &a, &x, &extra) != 8 || x < a) {
+        if (parse_call(line, version, size, &r.c)) {
             problem(t, "weft pap: %s: line %d: %s\n", path, ln,
-                    "want 'call COLL DTYPE COUNT BYTES COMM SEQ ARRIVE_NS EXIT_NS' (exit >= arrive)");
+                    version == 1 ? "want 'call COLL DTYPE COUNT BYTES COMM SEQ ARRIVE_NS "
+                                   "EXIT_NS' (exit >= arrive)"
+                                 : "want 'call COLL DTYPE COUNT BYTES COMM SEQ ARRIVE_NS EXIT_NS "
+                                   "OP ROOT' (exit >= arrive, a known op, -1 <= ROOT < P)");
             continue;
         }
-        r.c.count = count, r.c.bytes = bytes, r.c.seq = seq;
-        r.c.arrive_ns = a, r.c.exit_ns = x;
         r.rank = rank, r.node = node;
         if (add_rec(t, &r))
             break;
@@ -465,8 +505,17 @@ static double replay(const sim_model_t *m, const algo_t *al, const rec_t *r, siz
     for (size_t i = 0; i < n; i++)
         start[i] = (double)r[i].c.arrive_ns - lo, sum += start[i];
     uint64_t bytes = r[0].c.bytes;
+    int root = r[0].c.root > 0 ? r[0].c.root : 0, op = trace_ops[trace_op(r[0].c.op)].op;
     if (al->board) { /* not a schedule: its protocol under the model */
-        double in = pap_model_inside(al->name, al->coll, m, start, (int)n, bytes, 0);
+        coll_args_t a; /* what the op and the rank count allow (schedules: sim_predict) */
+        memset(&a, 0, sizeof a);
+        a.coll = al->coll, a.nrank = (int)n, a.root = root, a.count = bytes, a.esize = 1;
+        a.commutative = op != OP_AFFINE, a.shared_board = true;
+        if (algo_usable_why(al, &a, why, len)) {
+            free(start);
+            return -1;
+        }
+        double in = pap_model_inside(al->name, al->coll, m, start, (int)n, bytes, root);
         free(start);
         if (in < 0)
             snprintf(why, len, "%s is not modelled (the board: tiny payloads, no arrival "
@@ -476,7 +525,7 @@ static double replay(const sim_model_t *m, const algo_t *al, const rec_t *r, siz
     weft_dtype_t dt = bytes % 4 ? WEFT_UINT8 : WEFT_FLOAT32;
     sim_opts_t lim = {.start = start, .max_events = 2000000, .max_seconds = 2};
     sim_result_t res;
-    int rc = sim_predict(m, al, NULL, (int)n, bytes, dt, WEFT_SUM, true, &lim, &res, why, len);
+    int rc = sim_predict(m, al, NULL, (int)n, bytes, dt, op, root, true, &lim, &res, why, len);
     free(start);
     return rc ? -1 : res.t_mean * (double)n - sum;
 }
@@ -536,7 +585,8 @@ static int whatif(const char *dir, const char *preset, long max_calls)
         return 2;
     printf("# weft pap whatif %s: each recorded invocation replayed through the LogGOPS "
            "simulator (preset %s) with its ranks starting at their recorded arrivals; time "
-           "inside summed over ranks, sum op assumed, root 0 for rooted collectives\n",
+           "inside summed over ranks, each with its recorded op and root (a version 1 "
+           "trace has neither: sum and root 0)\n",
            dir, pname);
     static const weft_coll_t colls[3] = {WEFT_COLL_ALLREDUCE, WEFT_COLL_BCAST, WEFT_COLL_REDUCE};
     for (int c = 0; c < 3; c++) {

@@ -9,14 +9,14 @@
 /* The LogGOPS time of one call of al (params "k=v,..." or NULL) on P ranks
  * of bytes each, under model m, LogGOPSim's order, all ranks starting at
  * 0 unless limits->start gives their start times; op is a builtin op or
- * OP_AFFINE.  shm: the schedule as weft builds it
+ * OP_AFFINE, root the root of a rooted collective.  shm: the schedule as weft builds it
  * on its shared memory (a bcast's chunks capped there), else as elsewhere.  limits (NULL: none) gives the
  * simulation's max_events, max_bytes and max_seconds: past one it gives up
  * with WEFT_ENOTSUP and a reason starting "stopped".  0, or a weft error
  * code with the reason in why. */
 int sim_predict(const sim_model_t *m, const algo_t *al, const char *params, int P,
-                uint64_t bytes, weft_dtype_t dt, int op, bool shm, const sim_opts_t *limits,
-                sim_result_t *r, char *why, size_t len);
+                uint64_t bytes, weft_dtype_t dt, int op, int root, bool shm,
+                const sim_opts_t *limits, sim_result_t *r, char *why, size_t len);
 
 /* The model a command predicts with: preset (a name or a preset file), or
  * with NULL this machine's (./this-machine.preset, which weft fit writes)

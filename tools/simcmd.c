@@ -599,8 +599,8 @@ static int run_point(const sim_opts_cli_t *o, const algo_t *al, int P, uint64_t 
 }
 
 int sim_predict(const sim_model_t *m, const algo_t *al, const char *params, int P,
-                uint64_t bytes, weft_dtype_t dt, int op, bool shm, const sim_opts_t *limits,
-                sim_result_t *r, char *why, size_t len)
+                uint64_t bytes, weft_dtype_t dt, int op, int root, bool shm,
+                const sim_opts_t *limits, sim_result_t *r, char *why, size_t len)
 {
     static sim_opts_cli_t o; /* large (the sweep's lists); one caller at a time */
     memset(&o, 0, sizeof o);
@@ -608,6 +608,7 @@ int sim_predict(const sim_model_t *m, const algo_t *al, const char *params, int 
     o.model = *m;
     o.dtype = dt;
     o.op = op;
+    o.root = root;
     o.order = SIM_ORDER_LOGGOPSIM;
     sim_algo_t b;
     int *node_of;

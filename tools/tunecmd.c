@@ -245,8 +245,8 @@ static void explain_predict(const explain_opts_t *o, const coll_args_t *a, const
         if (t[i].board)
             note[i] = " [not a schedule: no prediction]";
         else if (!sim_predict(m, &t[i], NULL, a->nrank, a->count * a->esize,
-                              (weft_dtype_t)o->dt, o->op, true, &explain_limits, &r, msg,
-                              sizeof msg))
+                              (weft_dtype_t)o->dt, o->op, a->root, true, &explain_limits, &r,
+                              msg, sizeof msg))
             pred[i] = r.t_max / 1e3;
         else
             note[i] = !strncmp(msg, "stopped", 7) ? " [not predicted: too large for explain; "
@@ -526,7 +526,7 @@ static double predict_chunks(void *ctx, int k)
     char params[32], why[256];
     snprintf(params, sizeof params, "chunks=%d", k);
     sim_result_t r;
-    return sim_predict(p->m, p->al, params, p->P, p->bytes, p->dt, p->op, false, &tune_limits, &r,
+    return sim_predict(p->m, p->al, params, p->P, p->bytes, p->dt, p->op, 0, false, &tune_limits, &r,
                        why, sizeof why) ? -1 : r.t_max;
 }
 
@@ -568,7 +568,7 @@ static int tune_simulate(const tune_opts_t *o, winner_t *w, int max, char *mname
                 ns = sim_search_chunks(predict_chunks, &p, (int)kmax, &k);
             } else {
                 sim_result_t r;
-                ns = sim_predict(&m, &t[i], NULL, a.nrank, cur->bytes, dt, p.op, false,
+                ns = sim_predict(&m, &t[i], NULL, a.nrank, cur->bytes, dt, p.op, 0, false,
                                  &tune_limits, &r, why, sizeof why) ? -1 : r.t_max;
             }
             if (ns >= 0 && (cur->med < 0 || ns / 1e3 < cur->med)) {

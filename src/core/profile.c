@@ -62,6 +62,13 @@ void profile_note(weft_request_t r, int64_t arrive_ns)
     c.bytes = d->count * weft_dtype_size((weft_dtype_t)d->dtype);
     snprintf(c.comm, sizeof c.comm, "%u.%d", (unsigned)(d->key >> 32), r->comm->world[0]);
     c.seq = d->key & 0xffffffu;
+    if (!d->op)
+        snprintf(c.op, sizeof c.op, "-");
+    else if (d->op <= WEFT_OP_BUILTIN_COUNT)
+        snprintf(c.op, sizeof c.op, "%s", weft_op_name((weft_op_t)(d->op - 1)));
+    else
+        snprintf(c.op, sizeof c.op, "%s", r->ent->commutative ? "user_c" : "user_nc");
+    c.root = coll_is_rooted((weft_coll_t)d->coll) ? d->root : -1;
     c.arrive_ns = arrive_ns;
     c.exit_ns = profile_now();
     pthread_mutex_lock(&prof.lock);
