@@ -134,6 +134,8 @@ def test_bad_tensors(comm, groups):
         wt.allreduce_(comm, torch.ones(3, dtype=torch.complex64))
     with pytest.raises(weft.InvalidArgument, match="torch.Tensor"):
         wt.allreduce_(comm, np.ones(3))
+    with pytest.raises(weft.InvalidArgument, match="unknown op"):
+        wt.allreduce_(comm, torch.ones(3), op="avg")
     with pytest.raises(weft.NotSupported, match="no alltoall"):
         dist.all_to_all([torch.ones(1)] * comm.size, [torch.ones(1)] * comm.size,
                         group=groups["weft"])

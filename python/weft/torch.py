@@ -71,8 +71,9 @@ def _op(op, what):
 def allreduce_(comm, t, op="sum", algo=None, params=None):
     """Reduces tensor t over comm's ranks in place (zero-copy); returns t."""
     p, n, dt = _tensor(t, "allreduce")
+    o = weft._op_code(op, "allreduce")
     h = comm._use("allreduce", algo, params)
-    weft._check(_lib.weft_allreduce(_lib.c_void_p(1), p, n, dt, _lib.OPS.index(op), h))
+    weft._check(_lib.weft_allreduce(_lib.c_void_p(1), p, n, dt, o, h))
     return t
 
 
