@@ -44,8 +44,39 @@ int comm_create(xport_t *x, int rank, int size, const int *world, uint32_t ctx,
     c->timeout_ns = weft_g.timeout_ns;
     if (choice)
         memcpy(c->choice, choice, sizeof c->choice);
+    pthread_mutex_lock(&weft_g.lock);
+    c->lnext = weft_g.live;
+    if (weft_g.live)
+        weft_g.live->lprev = c;
+    weft_g.live = c;
+    pthread_mutex_unlock(&weft_g.lock);
     *out = c;
     return WEFT_OK;
+}
+
+static void unlink_live(weft_comm_t c)
+{
+    pthread_mutex_lock(&weft_g.lock);
+    if (c->lprev)
+        c->lprev->lnext = c->lnext;
+    else if (weft_g.live == c)
+        weft_g.live = c->lnext;
+    if (c->lnext)
+        c->lnext->lprev = c->lprev;
+    c->lnext = c->lprev = NULL;
+    pthread_mutex_unlock(&weft_g.lock);
+}
+
+/* weft_finalize: the communicators the program did not free.  Those over
+ * the job's transport go with it; one with a call still running (another
+ * thread's, against the rules) is left as it is. */
+static void free_left_comms(void)
+{
+    for (weft_comm_t c = weft_g.live, next; c; c = next) {
+        next = c->lnext;
+        if (c != weft_g.world && !c->owns_x && c->x == weft_g.x && !c->active)
+            comm_destroy(c);
+    }
 }
 
 void request_list_free(weft_request_t r)
@@ -101,6 +132,7 @@ static int shm_nodes(weft_comm_t c)
 
 void comm_destroy(weft_comm_t c)
 {
+    unlink_live(c);
     /* the arrival records this communicator's rank 0 claimed (src/shmcoll) */
     if (c->rank == 0 && c->x->ops->arrival_rec && c != weft_g.world)
         arrival_comm_freed(c->x, c->world[0], c->ctx);
@@ -223,6 +255,7 @@ weft_err_t weft_finalize(void)
         int prc = profile_write(weft_g.world);
         if (!rc)
             rc = prc;
+        free_left_comms();
         comm_destroy(weft_g.world);
         weft_g.world = NULL;
         weft_g.x->ops->close(weft_g.x);
@@ -371,6 +404,9 @@ weft_err_t weft_comm_free(weft_comm_t *comm)
 {
     if (!comm || !*comm)
         return weft_error(WEFT_EINVAL, "weft_comm_free: communicator is NULL");
+    if (weft_g.finalized && !weft_g.initialized)
+        return weft_error(WEFT_EINVAL, "weft_comm_free: weft_finalize has run, and freed the "
+                                       "communicators the program left");
     if (*comm == weft_g.world && weft_g.world)
         return weft_error(WEFT_EINVAL, "weft_comm_free: the world communicator is freed by "
                                        "weft_finalize");

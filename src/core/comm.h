@@ -62,6 +62,7 @@ struct weft_comm {
     char revoked[400];   /* why the communicator was revoked, "" if it is not */
     uint32_t call_flags; /* CALL_* flags of the next call (weft_finalize's barrier) */
     struct weft_request *dead; /* failed requests, freed with the communicator */
+    struct weft_comm *lnext, *lprev; /* weft_g.live */
     struct {                   /* the unfinished GASPI-style call, if any */
         weft_request_t req;
         weft_coll_t coll;
@@ -101,6 +102,10 @@ typedef struct weft_state {
      * may still hold their messages (posted receives into their scratch,
      * sends in flight), so they are freed only once it is closed */
     struct weft_request *graveyard;
+    /* every communicator not freed yet: weft_finalize frees those of the
+     * job's transport that the program left (as MPI_Finalize does), so
+     * that nothing of them outlives weft */
+    struct weft_comm *live;
     pthread_mutex_t lock;
 } weft_state_t;
 extern weft_state_t weft_g;
