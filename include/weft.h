@@ -89,9 +89,10 @@ typedef enum {
 /* Join the job started by `weft run`; without it, start a job of one rank.
  * argc/argv may be NULL. */
 WEFT_API weft_err_t weft_init(int *argc, char ***argv);
-/* Leaves the job (a barrier with the other ranks) and frees the
+/* Leaves the job (a barrier with the other ranks) and frees the job's
  * communicators the program did not free; their handles are then invalid
- * (weft_comm_free of one returns WEFT_EINVAL). */
+ * (weft_comm_free of one returns WEFT_EINVAL).  Communicators made by
+ * weft_comm_from_mpi are the program's to free, before MPI_Finalize. */
 WEFT_API weft_err_t weft_finalize(void);
 WEFT_API int weft_initialized(void);
 WEFT_API weft_comm_t weft_comm_world(void);
