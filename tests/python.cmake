@@ -1,8 +1,9 @@
 # The Python package (python/): its pytest suite under `weft run` at
-# P = 1..5, ranks that disagree, and weft over mpi4py under mpirun.  The
-# interpreter is Debian's (/usr/bin/python3, where python3-numpy, -pytest,
-# -mpi4py and -torch install; tests/deps.sh installs them), whatever python3
-# comes first on PATH (WEFT_PYTHON, set in the top CMakeLists.txt).
+# P = 1..5, ranks that disagree, weft over mpi4py under mpirun, installing,
+# and the training example.  The interpreter is Debian's (WEFT_PYTHON,
+# /usr/bin/python3 by default, set in the top CMakeLists.txt), which sees
+# python3-numpy, -pytest, -mpi4py and -torch (tests/deps.sh installs them),
+# not the python3 first on PATH (pyenv's, say, which does not).
 set(PY_ENV "WEFT_LIBRARY=$<TARGET_FILE:weft>;WEFT_BIN=$<TARGET_FILE:weft_tool>;PYTHONDONTWRITEBYTECODE=1")
 set(PY_TESTS ${CMAKE_SOURCE_DIR}/python/tests)
 foreach(np 1 2 3 4 5)
