@@ -526,9 +526,11 @@ def _weft_tool():
             return cand
     except ImportError:
         pass
-    cand = os.path.join(os.path.dirname(os.path.abspath(_lib.path)), "weft")
-    if os.path.exists(cand):  # the build tree: the tool sits beside the library
-        return cand
+    libdir = os.path.dirname(os.path.abspath(_lib.path))
+    for cand in (os.path.join(libdir, "weft"),  # the build tree: beside the library
+                 os.path.join(libdir, "..", "bin", "weft")):  # an install prefix
+        if os.path.exists(cand):
+            return os.path.normpath(cand)
     return shutil.which("weft")
 
 
