@@ -328,6 +328,24 @@ int arrival_poll(exec_t *e, int *moved)
     return e->err ? -e->err : 0;
 }
 
+int arrival_chain_recv(exec_t *e, char *acc)
+{
+    size_t bytes = arrival_bytes(e);
+    if (acc != e->buf[BUF_IN] && bytes)
+        memcpy(acc, e->buf[BUF_IN], bytes);
+    return arrival_recv(e, 0, e->ar.pred, ARRIVAL_TAG_DATA, acc, bytes, true);
+}
+
+bool arrival_await(exec_t *e, int i, int *moved, int *ret)
+{
+    if ((*ret = arrival_poll(e, moved)))
+        return false;
+    if (i == ARRIVAL_ALL ? e->ar.ndone >= e->ar.nposted : arrival_done(e, (uint32_t)i))
+        return true;
+    *ret = arrival_idle(e, *moved);
+    return false;
+}
+
 int arrival_idle(exec_t *e, int moved)
 {
     e->moved = moved;

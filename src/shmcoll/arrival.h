@@ -53,6 +53,15 @@ int arrival_poll(exec_t *e, int *moved);
 /* The end of a progress call that did not finish: idle bookkeeping, the
  * job's health when nothing moved.  0 or a negative weft error. */
 int arrival_idle(exec_t *e, int moved);
+/* A chain's step (pap_chain, hier_pap): this rank's input into acc (unless
+ * acc is the input), and message 0 from its predecessor e->ar.pred reduced
+ * into it. */
+int arrival_chain_recv(exec_t *e, char *acc);
+/* One pass of the transport, then: is message i (ARRIVAL_ALL: every one
+ * this rank posted) done?  When not, *ret is what the progress call
+ * returns now (arrival_idle's, or the transport's error). */
+#define ARRIVAL_ALL (-1)
+bool arrival_await(exec_t *e, int i, int *moved, int *ret);
 /* One rank or no bytes: the call is done at its start (the input copied
  * to the output where they differ); true then. */
 bool arrival_trivial(exec_t *e);

@@ -186,26 +186,20 @@ static int hp_progress(exec_t *e)
                 e->ar.phase = SCAN_SUCC;
                 break;
             }
-            if (partial(e) != e->buf[BUF_IN])
-                memcpy(partial(e), e->buf[BUF_IN], bytes);
             e->ar.phase = RECV;
-            rc = arrival_recv(e, 0, e->ar.pred, ARRIVAL_TAG_DATA, partial(e), bytes, true);
+            rc = arrival_chain_recv(e, partial(e));
             break;
         case RECV:
-            if ((rc = arrival_poll(e, &moved)))
+            if (!arrival_await(e, 0, &moved, &rc))
                 return rc;
-            if (!arrival_done(e, 0))
-                return arrival_idle(e, moved);
             e->ar.phase = SCAN_SUCC;
             break;
         case SCAN_SUCC:
             rc = pass_on(e, &moved);
             break;
         case PASSED:
-            if ((rc = arrival_poll(e, &moved)))
+            if (!arrival_await(e, ARRIVAL_ALL, &moved, &rc))
                 return rc;
-            if (e->ar.ndone < e->ar.nposted)
-                return arrival_idle(e, moved);
             if (e->s->rank != e->ar.node_leader) {
                 e->ar.phase = TAIL;
                 break;
@@ -222,10 +216,8 @@ static int hp_progress(exec_t *e)
             rc = arrival_recv(e, 2, e->ar.last, ARRIVAL_TAG_FINAL, e->buf[BUF_OUT], bytes, false);
             break;
         case AT_LEADER:
-            if ((rc = arrival_poll(e, &moved)))
+            if (!arrival_await(e, 2, &moved, &rc))
                 return rc;
-            if (!arrival_done(e, 2))
-                return arrival_idle(e, moved);
             e->ar.phase = TAIL;
             break;
         case TAIL:

@@ -147,16 +147,12 @@ static int chain_progress(exec_t *e)
             if ((e->ar.pred = arrival_who(e, e->ar.order - 1)) < 0)
                 return arrival_idle(e, moved);
             moved = 1;
-            if (partial(e) != e->buf[BUF_IN])
-                memcpy(partial(e), e->buf[BUF_IN], bytes);
             e->ar.phase = RECV;
-            rc = arrival_recv(e, 0, e->ar.pred, ARRIVAL_TAG_DATA, partial(e), bytes, true);
+            rc = arrival_chain_recv(e, partial(e));
             break;
         case RECV:
-            if ((rc = arrival_poll(e, &moved)))
+            if (!arrival_await(e, 0, &moved, &rc))
                 return rc;
-            if (!arrival_done(e, 0))
-                return arrival_idle(e, moved);
             e->ar.phase = NEXT;
             break;
         case NEXT:
@@ -167,10 +163,8 @@ static int chain_progress(exec_t *e)
         case FINAL:
         case BCAST_RECV:
         case BCAST_SENT:
-            if ((rc = arrival_poll(e, &moved)))
+            if (!arrival_await(e, ARRIVAL_ALL, &moved, &rc))
                 return rc;
-            if (e->ar.ndone < e->ar.nposted)
-                return arrival_idle(e, moved);
             if (phase == PASSED)
                 rc = after_pass(e, &moved);
             else if (phase == BCAST_RECV)

@@ -143,10 +143,8 @@ static int leader_progress(exec_t *e)
                     return -rc;
             continue;
         case SCATTER:
-            if ((rc = arrival_poll(e, &moved)))
+            if (!arrival_await(e, ARRIVAL_ALL, &moved, &rc))
                 return rc;
-            if (e->ar.ndone < e->ar.nposted)
-                return arrival_idle(e, moved);
             e->ar.phase = FINISHED;
             continue;
         default:
