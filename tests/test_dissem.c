@@ -38,12 +38,12 @@ typedef struct {
     inbox_t box[MAXP];
 } trace_t;
 
-static int build(void *ctx, int rank, sched_t *out)
+static int build(void *ctx, int rank, sched_t *builder, sched_img_t **out)
 {
     trace_t *t = ctx;
     coll_args_t a = t->a;
     a.rank = rank;
-    return algo_build(t->al, &a, out);
+    return algo_build_with(t->al, &a, builder, out);
 }
 
 static void on_transfer(void *ctx, int from, int to, uint32_t to_step, uint64_t len,

@@ -219,17 +219,19 @@ static void test_hand_cases(void)
 static void test_reduce_cost(void)
 {
     sim_model_t m = test_model();
-    sched_t s;
-    sched_init(&s, 2, 1);
-    sched_recv_reduce(&s, 0, 0, reg(BUF_OUT, 0, 50), false);
-    CHECK(sched_commit(&s) == 0, "commit");
+    sched_t b;
+    sched_img_t *s = NULL;
+    sched_init(&b, 2, 1);
+    sched_recv_reduce(&b, 0, 0, reg(BUF_OUT, 0, 50), false);
+    CHECK(sched_commit(&b, &s) == 0, "commit");
     sim_prog_t p;
-    CHECK(sim_prog_from_sched(&s, 4, &p) == 0 && p.nops == 2 && p.ops[0].kind == SIM_RECV &&
+    CHECK(s && sim_prog_from_sched(s, 4, &p) == 0 && p.nops == 2 && p.ops[0].kind == SIM_RECV &&
               p.ops[1].kind == SIM_CALC && (p.ops[1].flags & SIM_REDUCE) && p.ops[1].size == 200 &&
               p.ops[1].pending == 1 && p.succ_first[1] - p.succ_first[0] == 1,
           "recv_reduce becomes a receive and a reduce");
     sim_prog_free(&p);
-    sched_free(&s);
+    sched_img_free(s);
+    sched_free(&b);
     (void)m;
 }
 

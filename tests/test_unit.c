@@ -253,14 +253,15 @@ static void test_params(void)
                     coll_args_t b = {.coll = WEFT_COLL_BCAST, .nrank = P, .rank = r,
                                      .count = 1u << 20, .esize = 4, .commutative = true,
                                      .shared_board = shm};
-                    sched_t sc;
-                    sched_init(&sc, P, r);
+                    sched_img_t *sc = NULL;
                     CHECK(algo_build(algo_find(WEFT_COLL_BCAST, names[ni]), &b, &sc) == 0,
                           "build %s", names[ni]);
-                    for (uint32_t i = 0; i < sc.nsteps; i++)
-                        if (sc.steps[i].kind == STEP_SEND && sc.steps[i].len > largest)
-                            largest = sc.steps[i].len;
-                    sched_free(&sc);
+                    for (uint32_t i = 0; sc && i < sc->nsteps; i++) {
+                        step_t st = sched_step(sc, i);
+                        if (st.kind == STEP_SEND && st.len > largest)
+                            largest = st.len;
+                    }
+                    sched_img_free(sc);
                 }
                 bool capped = largest * 4 <= (48u << 10);
                 CHECK(capped == (shm && P > 2), "%s bcast of 4 MiB, P=%d, %s: largest chunk %llu B",
@@ -288,12 +289,11 @@ static void test_params(void)
 
 typedef int (*bad_builder)(sched_t *s, int rank, int P);
 
-static int build_bad(void *ctx, int rank, sched_t *s)
+static int build_bad(void *ctx, int rank, sched_t *s, sched_img_t **out)
 {
     bad_builder fn = (bad_builder)ctx;
-    sched_init(s, 4, rank);
     int rc = fn(s, rank, 4);
-    return rc ? rc : sched_commit(s);
+    return rc ? rc : sched_commit(s, out);
 }
 
 /* allreduce where rank 0 adds rank 1's data twice */
@@ -393,11 +393,11 @@ static void test_bruck_example(void)
     coll_args_t a = {.coll = WEFT_COLL_ALLREDUCE, .nrank = 8, .rank = 0, .count = 4, .esize = 4,
                      .commutative = true};
     a.params.fanout = 2;
-    sched_t s;
+    sched_img_t *s = NULL;
     CHECK(al && algo_build(al, &a, &s) == 0, "build bruck");
     int sends[8], nsend = 0, recvs[8], nrecv = 0, sbuf[8];
-    for (uint32_t i = 0; i < s.nsteps; i++) {
-        const step_t *st = &s.steps[i];
+    for (uint32_t i = 0; s && i < s->nsteps; i++) {
+        const step_t sv = sched_step(s, i), *st = &sv;
         if (st->kind == STEP_SEND && nsend < 8)
             sbuf[nsend] = st->src_buf, sends[nsend++] = st->peer;
         else if (st->kind == STEP_RECV && nrecv < 8)
@@ -408,7 +408,7 @@ static void test_bruck_example(void)
     CHECK(nsend == 4 && sbuf[2] == BUF_OUT && sbuf[3] == BUF_TMP, "S[1] to 5, S[0] to 3");
     CHECK(nrecv == 4 && recvs[0] == 1 && recvs[1] == 2 && recvs[2] == 3 && recvs[3] == 5,
           "bruck receives %d: %d %d %d %d", nrecv, recvs[0], recvs[1], recvs[2], recvs[3]);
-    sched_free(&s);
+    sched_img_free(s);
 }
 
 /* A composition's properties and refusals follow from its parts (issue 9,

@@ -29,12 +29,12 @@ typedef struct {
     coll_args_t a;
 } build_ctx_t;
 
-static int build_rank(void *ctx, int rank, sched_t *out)
+static int build_rank(void *ctx, int rank, sched_t *builder, sched_img_t **out)
 {
     build_ctx_t *b = ctx;
     coll_args_t a = b->a;
     a.rank = rank;
-    return algo_build(b->al, &a, out);
+    return algo_build_with(b->al, &a, builder, out);
 }
 
 static bool vector_coll(weft_coll_t c)

@@ -532,6 +532,7 @@ static int prepare(const sim_opts_cli_t *o, const algo_t *al, int P, uint64_t by
                    const char *params, sim_algo_t *b, int **node_of, point_t *pt)
 {
     memset(pt, 0, sizeof *pt);
+    memset(b, 0, sizeof *b);
     pt->algo = al->name, pt->P = P, pt->bytes = bytes;
     *node_of = NULL;
     size_t es = weft_dtype_size(o->dtype);
@@ -546,7 +547,6 @@ static int prepare(const sim_opts_cli_t *o, const algo_t *al, int P, uint64_t by
                  "%s is not a schedule (an arrival-driven shared-memory algorithm)", al->name);
         return pt->rc = WEFT_ENOTSUP;
     }
-    memset(b, 0, sizeof *b);
     b->al = al;
     b->a.coll = o->coll;
     b->a.nrank = P;
@@ -577,8 +577,25 @@ static int prepare(const sim_opts_cli_t *o, const algo_t *al, int P, uint64_t by
     }
     if (algo_usable_why(al, &b->a, pt->why, sizeof pt->why))
         return pt->rc = WEFT_EINVAL;
+    /* one builder for every rank's schedule */
+    if (!(b->builder = malloc(sizeof *b->builder))) {
+        snprintf(pt->why, sizeof pt->why, "out of memory");
+        pt->refused = false;
+        return pt->rc = WEFT_ENOMEM;
+    }
+    sched_init(b->builder, P, 0);
     pt->refused = false;
     return 0;
+}
+
+/* Frees what prepare() made. */
+static void unprepare(sim_algo_t *b, int *node_of)
+{
+    if (b->builder)
+        sched_free(b->builder);
+    free(b->builder);
+    b->builder = NULL;
+    free(node_of);
 }
 
 static int run_point(const sim_opts_cli_t *o, const algo_t *al, int P, uint64_t bytes,
@@ -587,13 +604,13 @@ static int run_point(const sim_opts_cli_t *o, const algo_t *al, int P, uint64_t 
     sim_algo_t b;
     int *node_of;
     if (prepare(o, al, P, bytes, params, &b, &node_of, pt)) {
-        free(node_of);
+        unprepare(&b, node_of);
         return pt->rc;
     }
     sim_opts_t so = {.start = start, .order = o->order, .noise_prob = o->noise_prob,
                      .noise_ns = o->noise_ns, .noise_seed = o->seed};
     pt->rc = sim_run(&o->model, P, sim_build_algo, &b, &so, &pt->r, pt->why, sizeof pt->why);
-    free(node_of);
+    unprepare(&b, node_of);
     pt->bound = sim_lower_bound(o->coll, P, bytes, &o->model);
     return pt->rc;
 }
@@ -614,7 +631,7 @@ int sim_predict(const sim_model_t *m, const algo_t *al, const char *params, int 
     int *node_of;
     point_t pt;
     if (prepare(&o, al, P, bytes, params ? params : "", &b, &node_of, &pt)) {
-        free(node_of);
+        unprepare(&b, node_of);
         snprintf(why, len, "%s", pt.why);
         return pt.rc;
     }
@@ -627,7 +644,7 @@ int sim_predict(const sim_model_t *m, const algo_t *al, const char *params, int 
         so.start = limits->start;
     }
     int rc = sim_run(m, P, sim_build_algo, &b, &so, r, why, len);
-    free(node_of);
+    unprepare(&b, node_of);
     return rc;
 }
 
@@ -647,7 +664,7 @@ static int export_goal(const sim_opts_cli_t *o, const algo_t *al)
     point_t pt;
     int P = (int)o->np[0];
     if (prepare(o, al, P, o->size[0], o->params, &b, &node_of, &pt)) {
-        free(node_of);
+        unprepare(&b, node_of);
         fprintf(stderr, "weft sim: %s: %s\n", al->name, pt.why);
         return 1;
     }
@@ -662,7 +679,7 @@ static int export_goal(const sim_opts_cli_t *o, const algo_t *al)
         if (rc)
             fprintf(stderr, "weft sim: --export-goal: %s\n", pt.why);
     }
-    free(node_of);
+    unprepare(&b, node_of);
     return rc ? 1 : 0;
 }
 
@@ -692,13 +709,6 @@ static double *starts_for(const sim_opts_cli_t *o, int P, int *rc)
 
 /* ---- --sched-stats ---- */
 
-/* What one committed schedule holds: its steps array as allocated, the
- * dependency table and the reverse table. */
-static size_t sched_bytes(const sched_t *s)
-{
-    uint32_t m = s->nsteps ? s->succ_first[s->nsteps] : 0;
-    return (size_t)s->cap * sizeof(step_t) + ((size_t)m * 2 + s->nsteps + 1) * 4;
-}
 
 static void sched_stats_row(const sim_opts_cli_t *o, const algo_t *al, int P, uint64_t bytes)
 {
@@ -706,7 +716,7 @@ static void sched_stats_row(const sim_opts_cli_t *o, const algo_t *al, int P, ui
     int *node_of;
     point_t pt;
     if (prepare(o, al, P, bytes, o->params, &b, &node_of, &pt)) {
-        free(node_of);
+        unprepare(&b, node_of);
         printf("%-20s %9d %11" PRIu64 "  %s\n", al->name, P, bytes, pt.why);
         return;
     }
@@ -716,30 +726,30 @@ static void sched_stats_row(const sim_opts_cli_t *o, const algo_t *al, int P, ui
     for (int i = 0; i < n; i++) {
         b.a.rank = n > 1 ? (int)((int64_t)i * (P - 1) / (n - 1)) : 0;
         struct timespec t0, t1;
-        sched_t sc;
+        sched_img_t *sc;
         clock_gettime(CLOCK_MONOTONIC, &t0);
-        int rc = algo_build(b.al, &b.a, &sc);
+        int rc = algo_build_with(b.al, &b.a, b.builder, &sc);
         clock_gettime(CLOCK_MONOTONIC, &t1);
         if (rc) {
             printf("%-20s %9d %11" PRIu64 "  rank %d: %s\n", al->name, P, bytes, b.a.rank,
                    weft_last_error());
-            free(node_of);
+            unprepare(&b, node_of);
             return;
         }
         double u = (double)(t1.tv_sec - t0.tv_sec) * 1e6 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e3;
         sim_prog_t prog;
-        if (!sim_prog_from_sched(&sc, b.a.esize, &prog)) {
+        if (!sim_prog_from_sched(sc, b.a.esize, &prog)) {
             pb += (double)sim_prog_bytes(&prog);
             sim_prog_free(&prog);
         }
-        steps += sc.nsteps;
-        sb += (double)sched_bytes(&sc);
-        maxsb = sched_bytes(&sc) > maxsb ? sched_bytes(&sc) : maxsb;
+        steps += sc->nsteps;
+        sb += (double)sc->bytes;
+        maxsb = sc->bytes > maxsb ? sc->bytes : maxsb;
         us += u;
         maxus = u > maxus ? u : maxus;
-        sched_free(&sc);
+        sched_img_free(sc);
     }
-    free(node_of);
+    unprepare(&b, node_of);
     printf("%-20s %9d %11" PRIu64 " %9.1f %10.0f %10zu %10.0f %9.2f %9.2f %10.2f\n", al->name, P,
            bytes, steps / n, sb / n, maxsb, pb / n, us / n, maxus, sb / n * P / 1e9);
     fflush(stdout);
@@ -951,8 +961,9 @@ static int select_algos(const sim_opts_cli_t *o, const algo_t **algs, int max)
 static int run_sched_stats(const sim_opts_cli_t *o, const algo_t **algs, int nalgo)
 {
     printf("# schedule sizes per rank (mean over up to 32 sampled ranks, and the largest):\n"
-           "# steps, bytes of weft's schedule (sched_t as built), bytes of the simulator's\n"
-           "# program, build time (us); all_GB: the mean schedule times P\n");
+           "# steps, bytes of weft's committed schedule (the image), bytes of the\n"
+           "# simulator's program, build time (us: build and commit, with a builder reused\n"
+           "# from rank to rank); all_GB: the mean schedule times P\n");
     printf("%-20s %9s %11s %9s %10s %10s %10s %9s %9s %10s\n", "algorithm", "ranks", "bytes",
            "steps", "sched_B", "max_B", "prog_B", "build_us", "max_us", "all_GB");
     for (int a = 0; a < nalgo; a++)

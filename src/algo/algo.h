@@ -78,8 +78,12 @@ WEFT_TOOL_API int algo_usable_why(const algo_t *al, const coll_args_t *a, char *
 /* The properties of al for this call: a composition's follow from its parts
  * (reduce_bcast's reduce, hier's algorithm among leaders). */
 WEFT_TOOL_API unsigned algo_effective_flags(const algo_t *al, const coll_args_t *a);
-/* Initialises *s for a->rank, builds and commits. */
-WEFT_TOOL_API int algo_build(const algo_t *al, const coll_args_t *a, sched_t *s);
+/* Builds a->rank's schedule into the builder b (reset first; it keeps its
+ * memory for the next build) and commits it into *out (sched_img_free). */
+WEFT_TOOL_API int algo_build_with(const algo_t *al, const coll_args_t *a, sched_t *b,
+                                  sched_img_t **out);
+/* The same with a builder of its own. */
+WEFT_TOOL_API int algo_build(const algo_t *al, const coll_args_t *a, sched_img_t **out);
 /* Parses "key=value,..." into p (keys must be in al->params). */
 WEFT_TOOL_API int algo_parse_params(const algo_t *al, const char *text, algo_params_t *p);
 

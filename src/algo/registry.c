@@ -407,18 +407,25 @@ int algo_check_usable(const algo_t *al, const coll_args_t *a)
                       alt[0] ? alt : "none (use another collective)");
 }
 
-int algo_build(const algo_t *al, const coll_args_t *a, sched_t *s)
+int algo_build_with(const algo_t *al, const coll_args_t *a, sched_t *b, sched_img_t **out)
 {
-    sched_init(s, a->nrank, a->rank);
-    int rc = al->build(s, a);
+    sched_reset(b, a->nrank, a->rank);
+    int rc = al->build(b, a);
     if (!rc)
-        rc = sched_commit(s);
-    if (rc) {
-        sched_free(s);
+        rc = sched_commit(b, out);
+    if (rc)
         return weft_error(rc, "building the %s %s schedule failed (error %d)",
                           weft_coll_name(al->coll), al->name, rc);
-    }
     return WEFT_OK;
+}
+
+int algo_build(const algo_t *al, const coll_args_t *a, sched_img_t **out)
+{
+    sched_t b;
+    sched_init(&b, a->nrank, a->rank);
+    int rc = algo_build_with(al, a, &b, out);
+    sched_free(&b);
+    return rc;
 }
 
 static bool key_allowed(const char *list, const char *key, size_t klen)

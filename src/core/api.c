@@ -55,22 +55,23 @@ static sched_entry_t *cache_get(weft_comm_t c, const algo_t *al, const coll_args
     }
     if (victim->used) {
         request_list_free(victim->spare);
-        sched_free(&victim->s);
+        sched_img_free(victim->s);
         memset(victim, 0, sizeof *victim);
     }
-    sched_t s;
+    sched_img_t *s;
     *rc = algo_build(al, a, &s);
     if (*rc)
         return NULL;
-    if (s.max_tag > c->x->tag_limit) {
+    if (s->max_tag > c->x->tag_limit) {
         /* Before any message: this rank cannot take part.  Where the
          * transport can, end the job, so that ranks whose own schedule fits
          * do not wait for this one. */
-        sched_free(&s);
+        uint32_t max_tag = s->max_tag;
+        sched_img_free(s);
         char msg[300];
         snprintf(msg, sizeof msg, "%s %s needs step tags up to %u on rank %d for P=%d; the %s "
                  "transport has %u (choose fewer chunks or another algorithm)",
-                 weft_coll_name(al->coll), al->name, s.max_tag - 1, a->rank, a->nrank,
+                 weft_coll_name(al->coll), al->name, max_tag - 1, a->rank, a->nrank,
                  c->x->ops->name, c->x->tag_limit);
         if (c->x->ops->fail_job) {
             pthread_mutex_lock(&c->x->lock);
@@ -106,13 +107,14 @@ static sched_entry_t *cache_get(weft_comm_t c, const algo_t *al, const coll_args
     victim->sig = sig;
     victim->sent_to[0] = victim->sent_to[1] = -1;
     bool recvs = false;
-    for (uint32_t i = 0; i < s.nsteps; i++) {
-        if (s.steps[i].kind == STEP_SEND) {
+    for (uint32_t i = 0; i < s->nsteps; i++) {
+        step_t st = sched_step(s, i);
+        if (st.kind == STEP_SEND) {
             if (victim->sent_to[0] < 0)
-                victim->sent_to[0] = s.steps[i].peer;
-            victim->sent_to[1] = s.steps[i].peer;
+                victim->sent_to[0] = st.peer;
+            victim->sent_to[1] = st.peer;
         }
-        recvs |= s.steps[i].kind == STEP_RECV || s.steps[i].kind == STEP_RECV_REDUCE;
+        recvs |= st.kind == STEP_RECV || st.kind == STEP_RECV_REDUCE;
     }
     if (recvs)
         victim->sent_to[0] = victim->sent_to[1] = -1;
@@ -214,7 +216,7 @@ int coll_run(weft_comm_t comm, weft_coll_t coll, const void *in, void *out, size
     r->ent = ent;
     r->next = NULL;
     r->arrive_ns = arrive_ns;
-    if ((rc = exec_prepare(&r->e, &ent->s, es))) {
+    if ((rc = exec_prepare(&r->e, ent->s, es))) {
         exec_release(&r->e);
         free(r->stage);
         free(r);

@@ -142,7 +142,7 @@ void comm_destroy(weft_comm_t c)
         if (!e->used)
             continue;
         request_list_free(e->spare);
-        sched_free(&e->s);
+        sched_img_free(e->s);
     }
     if (c->pending.req) { /* an abandoned *_timeout call */
         c->pending.req->next = c->dead;

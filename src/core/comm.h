@@ -20,7 +20,7 @@ typedef struct sched_entry {
     bool commutative, idempotent, invertible;
     algo_params_t params;
     /* value */
-    sched_t s;
+    sched_img_t *s;
     uint32_t params_hash;
     uint32_t sig;   /* the call signature's part this schedule fixes */
     int sent_to[2]; /* a schedule that receives nothing: its first and last

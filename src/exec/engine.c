@@ -45,9 +45,26 @@ int exec_reserve_tmp(exec_t *e, size_t bytes)
     return WEFT_OK;
 }
 
-int exec_prepare(exec_t *e, const sched_t *s, size_t esize)
+/* round_left for s's rounds */
+static int reserve_rounds(exec_t *e, const sched_img_t *s)
+{
+    if (s->nrounds > e->rcap) {
+        free(e->round_left);
+        if (!(e->round_left = malloc(s->nrounds * sizeof *e->round_left))) {
+            e->rcap = 0;
+            return weft_error(WEFT_ENOMEM, "out of memory for a schedule of %u rounds",
+                              s->nrounds);
+        }
+        e->rcap = s->nrounds;
+    }
+    return WEFT_OK;
+}
+
+int exec_prepare(exec_t *e, const sched_img_t *s, size_t esize)
 {
     int rc = exec_reserve(e, s->nsteps);
+    if (!rc)
+        rc = reserve_rounds(e, s);
     if (!rc)
         rc = exec_reserve_tmp(e, s->tmp_len * esize);
     if (rc)
@@ -115,11 +132,8 @@ void exec_release(exec_t *e)
 {
     if (e->listed)
         unlist(e);
-    if (e->aux) {
-        sched_free(e->aux);
-        free(e->aux);
-    }
-    free(e->pending), free(e->ready), free(e->reqs), free(e->tmp);
+    sched_img_free(e->aux);
+    free(e->pending), free(e->round_left), free(e->ready), free(e->reqs), free(e->tmp);
     memset(e, 0, sizeof *e);
 }
 
@@ -129,14 +143,18 @@ static inline void enqueue(exec_t *e, uint32_t i) { e->ready[e->rtail++] = i; }
 
 static void complete(exec_t *e, uint32_t i)
 {
-    const sched_t *s = e->s;
+    const sched_img_t *s = e->s;
     e->ndone++;
     e->pending[i] = STEP_DONE;
-    for (uint32_t k = s->succ_first[i]; k < s->succ_first[i + 1]; k++) {
+    uint32_t k, end, first;
+    for (sched_succ(s, i, &k, &end); k < end; k++) {
         uint32_t j = s->succ[k];
         if (--e->pending[j] == 0)
             enqueue(e, j);
     }
+    for (uint32_t n = sched_round_done(s, e->round_left, i, &first), j = first; j < first + n; j++)
+        if (--e->pending[j] == 0)
+            enqueue(e, j);
 }
 
 static void on_comm_done(xreq_t *r, int err)
@@ -148,20 +166,24 @@ static void on_comm_done(xreq_t *r, int err)
 }
 
 /* The steps that depend on nothing start the schedule. */
-static void enqueue_roots(exec_t *e, const sched_t *s)
+static void enqueue_roots(exec_t *e, const sched_img_t *s)
 {
     e->rhead = e->rtail = 0;
     e->ndone = 0;
+    for (uint32_t r = 0; r < s->nrounds; r++)
+        e->round_left[r] = sched_round_size(s, r);
     for (uint32_t i = 0; i < s->nsteps; i++) {
-        e->pending[i] = s->steps[i].ndeps;
+        e->pending[i] = sched_step_waits(s, i);
         if (!e->pending[i])
             enqueue(e, i);
     }
 }
 
-int exec_switch_to_schedule(exec_t *e, const sched_t *s)
+int exec_switch_to_schedule(exec_t *e, const sched_img_t *s)
 {
     int rc = exec_reserve(e, s->nsteps);
+    if (!rc)
+        rc = reserve_rounds(e, s);
     if (!rc)
         rc = exec_reserve_tmp(e, s->tmp_len * e->esize);
     if (rc)
@@ -175,7 +197,7 @@ int exec_switch_to_schedule(exec_t *e, const sched_t *s)
 
 int exec_start(exec_t *e, const void *in, void *out, bool list)
 {
-    const sched_t *s = e->s;
+    const sched_img_t *s = e->s;
     xport_t *x = e->x;
     if (e->desc && x->ops->call_note)
         x->ops->call_note(x, e->desc, CALL_STARTED);
@@ -224,7 +246,7 @@ static inline char *at(char *base, uint64_t off, size_t es)
 
 static int run_step(exec_t *e, uint32_t i)
 {
-    const step_t *st = &e->s->steps[i];
+    const step_t step = sched_step(e->s, i), *st = &step;
     size_t es = e->esize, bytes = st->len * es;
     switch (st->kind) {
     case STEP_NOP:

@@ -62,14 +62,14 @@ typedef struct arrival_run {
 } arrival_run_t;
 
 typedef struct exec {
-    const sched_t *s;
+    const sched_img_t *s;
     const board_ops_t *board; /* NULL: run the schedule */
     board_run_t br;           /* (its buffers are buf[BUF_IN] and buf[BUF_OUT]) */
     arrival_run_t ar;
     /* a schedule an algorithm that is not one builds and hands over to
      * (adaptive's balanced mode), kept with the request for its next call;
      * owned, freed by exec_release */
-    sched_t *aux;
+    sched_img_t *aux;
     const void *aux_key; /* what aux was built for */
     const struct algo_params *params; /* the algorithm's parameters for this call */
     int aux_logged;      /* adaptive: the choice last logged + 1 (WEFT_VERBOSE) */
@@ -86,6 +86,8 @@ typedef struct exec {
     uint32_t sig;
     /* per-step state, sized for s->nsteps */
     uint32_t *pending;
+    uint32_t *round_left; /* per round: its steps not yet complete */
+    uint32_t rcap;
     uint32_t *ready;
     uint32_t rhead, rtail;
     xreq_t *reqs;
@@ -108,7 +110,7 @@ typedef struct exec {
 } exec_t;
 
 /* Sizes the per-step arrays and scratch for s (reusing earlier memory). */
-int exec_prepare(exec_t *e, const sched_t *s, size_t esize);
+int exec_prepare(exec_t *e, const sched_img_t *s, size_t esize);
 /* The same for n steps (or n messages of an algorithm that is not a
  * schedule), and bytes of scratch in e->tmp. */
 int exec_reserve(exec_t *e, uint32_t n);
@@ -116,7 +118,7 @@ int exec_reserve_tmp(exec_t *e, size_t bytes);
 /* An algorithm that is not a schedule hands the rest of its call over to
  * schedule s (committed, for this call's rank and arguments): from the
  * next exec_progress on, e runs s.  No message of its own may be in flight. */
-int exec_switch_to_schedule(exec_t *e, const sched_t *s);
+int exec_switch_to_schedule(exec_t *e, const sched_img_t *s);
 void exec_release(exec_t *e);
 /* Starts the schedule; in/out are the caller's buffers.  Publishes e->desc
  * in the call log; a split-phase call (list) is also put on the transport's

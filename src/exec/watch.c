@@ -110,7 +110,7 @@ static int differs(exec_t *e, int me, int peer, const call_desc_t *theirs, bool 
 
 static bool in_flight(const exec_t *e, uint32_t i)
 {
-    uint8_t k = e->s->steps[i].kind;
+    uint8_t k = sched_step(e->s, i).kind;
     return (k == STEP_SEND || k == STEP_RECV || k == STEP_RECV_REDUCE) && e->pending[i] == 0;
 }
 
@@ -122,9 +122,9 @@ static int waited_for(const exec_t *e, int *peers, int max)
         return e->board->waiting_for(e, peers, max);
     int n = 0, last = -1;
     for (uint32_t i = 0; i < e->s->nsteps && n < max; i++) {
-        if (!in_flight(e, i) || e->s->steps[i].peer == last)
+        if (!in_flight(e, i) || sched_step(e->s, i).peer == last)
             continue;
-        peers[n++] = last = e->s->steps[i].peer;
+        peers[n++] = last = sched_step(e->s, i).peer;
     }
     return n;
 }

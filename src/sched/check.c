@@ -197,7 +197,8 @@ typedef struct {
 #define NIL UINT32_MAX
 
 typedef struct {
-    sched_t s;
+    sched_img_t *s;
+    uint32_t *round_left;
     elem_t *store[BUF_COUNT];
     uint64_t slen[BUF_COUNT];
     int vstore[BUF_COUNT];
@@ -230,7 +231,7 @@ typedef struct {
 
 static void step_describe(const checker_t *c, int rank, uint32_t i, char *out, size_t n)
 {
-    const step_t *st = &c->r[rank].s.steps[i];
+    const step_t sv = sched_step(c->r[rank].s, i), *st = &sv;
     switch (st->kind) {
     case STEP_SEND:
         snprintf(out, n, "send %s[%" PRIu64 "..%" PRIu64 ") to %d tag %u",
@@ -313,7 +314,7 @@ static int race_check(checker_t *c, int rank, uint32_t step, int store, uint64_t
         uint32_t j = r->inflight[k];
         if (j == step)
             continue;
-        const step_t *o = &r->s.steps[j];
+        const step_t ov = sched_step(r->s, j), *o = &ov;
         bool o_writes = o->kind != STEP_SEND;
         if (!write && !o_writes)
             continue;
@@ -359,12 +360,17 @@ static int complete(checker_t *c, int rank, uint32_t step)
     }
     r->state[step] = 2;
     r->ndone++;
-    const sched_t *s = &r->s;
-    for (uint32_t k = s->succ_first[step]; k < s->succ_first[step + 1]; k++) {
+    const sched_img_t *s = r->s;
+    uint32_t k, end, first;
+    for (sched_succ(s, step, &k, &end); k < end; k++) {
         uint32_t j = s->succ[k];
         if (--r->pending[j] == 0 && push_work(c, rank, j))
             return -1;
     }
+    for (uint32_t n = sched_round_done(s, r->round_left, step, &first), j = first; j < first + n;
+         j++)
+        if (--r->pending[j] == 0 && push_work(c, rank, j))
+            return -1;
     return 0;
 }
 
@@ -418,7 +424,7 @@ static int take_out(checker_t *c, int rank, uint32_t step, elem_t *dst, elem_t s
 static int run_local(checker_t *c, int rank, uint32_t i)
 {
     rstate_t *r = &c->r[rank];
-    const step_t *st = &r->s.steps[i];
+    const step_t sv = sched_step(r->s, i), *st = &sv;
     if (st->kind == STEP_NOP)
         return complete(c, rank, i);
     int ss, ds;
@@ -476,7 +482,8 @@ static uint32_t node_new(checker_t *c, int rank, uint32_t step)
 static int transfer(checker_t *c, const mnode_t *sn, const mnode_t *rn)
 {
     rstate_t *sr = &c->r[sn->rank], *rr = &c->r[rn->rank];
-    const step_t *ss = &sr->s.steps[sn->step], *rs = &rr->s.steps[rn->step];
+    const step_t ssv = sched_step(sr->s, sn->step), rsv = sched_step(rr->s, rn->step);
+    const step_t *ss = &ssv, *rs = &rsv;
     if (ss->len != rs->len)
         return fail(c, rn->rank, rn->step,
                     "receives %" PRIu64 " elements but rank %d step %u sends %" PRIu64,
@@ -526,7 +533,7 @@ static int transfer(checker_t *c, const mnode_t *sn, const mnode_t *rn)
 static int post_comm(checker_t *c, int rank, uint32_t i)
 {
     rstate_t *r = &c->r[rank];
-    const step_t *st = &r->s.steps[i];
+    const step_t sv = sched_step(r->s, i), *st = &sv;
     if (st->peer < 0 || st->peer >= c->P)
         return fail(c, rank, i, "peer %d out of range", st->peer);
     if (st->peer == rank)
@@ -553,7 +560,7 @@ static int post_comm(checker_t *c, int rank, uint32_t i)
     uint32_t prev = NIL;
     for (uint32_t k = *head; k != NIL; prev = k, k = c->nodes[k].next) {
         const mnode_t *o = &c->nodes[k];
-        const step_t *os = &c->r[o->rank].s.steps[o->step];
+        const step_t osv = sched_step(c->r[o->rank].s, o->step), *os = &osv;
         int osrc = is_send ? os->peer : o->rank;
         if (osrc != src || os->tag != st->tag)
             continue;
@@ -583,22 +590,23 @@ static int post_comm(checker_t *c, int rank, uint32_t i)
     return 0;
 }
 
-static int init_rank(checker_t *c, int rank, check_build_fn build, void *ctx)
+static int init_rank(checker_t *c, int rank, check_build_fn build, void *ctx,
+                     sched_t *builder)
 {
     const check_spec_t *sp = c->spec;
     rstate_t *r = &c->r[rank];
-    int rc = build(ctx, rank, &r->s);
+    int rc = build(ctx, rank, builder, &r->s);
     if (rc) {
         fail(c, rank, NIL, "the builder failed (error %d)", rc);
         return rc;
     }
-    if (!r->s.committed)
+    if (!r->s)
         return fail(c, rank, NIL, "schedule not committed");
     coll_layout_t lay;
     coll_layout(sp->coll, c->P, rank, sp->root, sp->count, sp->inplace, &lay);
     r->slen[BUF_IN] = lay.in_len;
     r->slen[BUF_OUT] = lay.out_len;
-    r->slen[BUF_TMP] = r->s.tmp_len;
+    r->slen[BUF_TMP] = r->s->tmp_len;
     for (int b = 0; b < BUF_COUNT; b++) {
         r->vstore[b] = b, r->vbase[b] = 0, r->vlen[b] = r->slen[b];
     }
@@ -646,14 +654,17 @@ static int init_rank(checker_t *c, int rank, check_build_fn build, void *ctx)
     }
     r->know = me;
     r->us_head = r->us_tail = r->ur_head = r->ur_tail = NIL;
-    uint32_t n = r->s.nsteps;
+    uint32_t n = r->s->nsteps;
     r->pending = malloc((n ? n : 1) * sizeof *r->pending);
     r->state = calloc(n ? n : 1, 1);
     r->inflight = malloc((n ? n : 1) * sizeof *r->inflight);
-    if (!r->pending || !r->state || !r->inflight)
+    r->round_left = malloc((r->s->nrounds ? r->s->nrounds : 1) * sizeof *r->round_left);
+    if (!r->pending || !r->state || !r->inflight || !r->round_left)
         return fail(c, rank, NIL, "out of memory");
+    for (uint32_t k = 0; k < r->s->nrounds; k++)
+        r->round_left[k] = sched_round_size(r->s, k);
     for (uint32_t i = 0; i < n; i++) {
-        r->pending[i] = r->s.steps[i].ndeps;
+        r->pending[i] = sched_step_waits(r->s, i);
         if (!r->pending[i] && push_work(c, rank, i))
             return -1;
     }
@@ -751,18 +762,20 @@ int sched_check(const check_spec_t *spec, check_build_fn build, void *ctx, char 
         free(c.r);
         return WEFT_ENOMEM;
     }
-    for (int k = 0; k < c.P; k++)
-        sched_init(&c.r[k].s, c.P, k);
+    sched_t builder; /* one for every rank's schedule: no allocation per rank */
+    sched_init(&builder, c.P, 0);
     for (int k = 0; k < c.P && !c.failed; k++) {
-        int brc = init_rank(&c, k, build, ctx);
+        sched_reset(&builder, c.P, k);
+        int brc = init_rank(&c, k, build, ctx, &builder);
         if (brc > 0)
             rc = brc;
     }
+    sched_free(&builder);
     while (!c.failed && c.wn) {
         uint64_t w = c.work[--c.wn];
         int rank = (int)(w >> 32);
         uint32_t i = (uint32_t)w;
-        const step_t *st = &c.r[rank].s.steps[i];
+        const step_t sv = sched_step(c.r[rank].s, i), *st = &sv;
         if (st->kind == STEP_SEND || st->kind == STEP_RECV || st->kind == STEP_RECV_REDUCE)
             post_comm(&c, rank, i);
         else
@@ -775,12 +788,12 @@ int sched_check(const check_spec_t *spec, check_build_fn build, void *ctx, char 
         size_t used = 0;
         for (int k = 0; k < c.P && shown < 3; k++) {
             rstate_t *r = &c.r[k];
-            if (r->ndone == r->s.nsteps)
+            if (!r->s || r->ndone == r->s->nsteps)
                 continue;
             uint32_t i = 0;
-            while (i < r->s.nsteps && r->state[i] != 1)
+            while (i < r->s->nsteps && r->state[i] != 1)
                 i++;
-            if (i == r->s.nsteps)
+            if (i == r->s->nsteps)
                 continue;
             char what[160];
             step_describe(&c, k, i, what, sizeof what);
@@ -802,8 +815,8 @@ int sched_check(const check_spec_t *spec, check_build_fn build, void *ctx, char 
         rstate_t *r = &c.r[k];
         for (int b = 0; b < BUF_COUNT; b++)
             free(r->store[b]);
-        free(r->pending), free(r->state), free(r->inflight);
-        sched_free(&r->s);
+        free(r->pending), free(r->state), free(r->inflight), free(r->round_left);
+        sched_img_free(r->s);
     }
     free(c.r), free(c.nodes), free(c.work);
     setab_free(&c.sets);

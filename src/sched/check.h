@@ -39,9 +39,9 @@ typedef struct check_spec {
     void *trace_ctx;
 } check_spec_t;
 
-/* Builds rank's schedule into *out (initialised and committed); returns a
- * weft error code. */
-typedef int (*check_build_fn)(void *ctx, int rank, sched_t *out);
+/* Builds rank's schedule with builder b (reset for rank, reused from rank
+ * to rank) and commits it into *out; returns a weft error code. */
+typedef int (*check_build_fn)(void *ctx, int rank, sched_t *b, sched_img_t **out);
 
 typedef struct check_stats {
     uint64_t steps, messages, elements_moved;

@@ -1,5 +1,6 @@
 /* sched.c — building schedules: appending steps, rounds, dependencies, and
- * committing them into compact CSR tables the engine and checker walk. */
+ * committing them into the compact image (sched_img_t) the engine, the
+ * checker and the simulator read. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,10 +10,20 @@
 void sched_init(sched_t *s, int nrank, int rank)
 {
     memset(s, 0, sizeof *s);
-    s->round_join = SCHED_NONE;
+    sched_reset(s, nrank, rank);
+}
+
+void sched_reset(sched_t *s, int nrank, int rank)
+{
+    s->nsteps = s->nedges = 0;
+    s->round = s->round_start = 0;
+    s->tmp_len = 0;
+    s->tag_mul = 1, s->tag_add = 0;
+    s->max_tag = 0;
     s->nrank = nrank;
     s->rank = rank;
-    s->tag_mul = 1;
+    s->peer_map = NULL;
+    s->err = 0;
     sched_remap_reset(s);
 }
 
@@ -54,9 +65,6 @@ static region_t map_region(const sched_t *s, region_t r)
 void sched_free(sched_t *s)
 {
     free(s->steps);
-    free(s->dep);
-    free(s->succ_first);
-    free(s->succ);
     free(s->edges);
     memset(s, 0, sizeof *s);
 }
@@ -96,8 +104,7 @@ static uint32_t add_step(sched_t *s, const step_t *st)
     }
     uint32_t id = s->nsteps++;
     s->steps[id] = *st;
-    if (s->round_join != SCHED_NONE)
-        add_edge(s, id, s->round_join);
+    s->steps[id].round = s->round;
     return id;
 }
 
@@ -196,15 +203,8 @@ void sched_depend(sched_t *s, uint32_t step, uint32_t on)
 void sched_round(sched_t *s)
 {
     if (s->err || s->round_start == s->nsteps)
-        return; /* empty round: the old join still holds */
-    uint32_t first = s->round_start, last = s->nsteps;
-    /* the join depends on the round's steps, which already depend on the
-     * previous join */
-    s->round_join = SCHED_NONE;
-    uint32_t j = sched_nop(s);
-    for (uint32_t i = first; i < last; i++)
-        add_edge(s, j, i);
-    s->round_join = j;
+        return; /* empty round: the last one still holds */
+    s->round++;
     s->round_start = s->nsteps;
 }
 
@@ -215,49 +215,100 @@ uint64_t sched_tmp(sched_t *s, uint64_t n)
     return off;
 }
 
-/* Builds the dependency CSR and its reverse with counting sorts: O(steps +
- * edges), no comparison sort (schedules have millions of edges at large P). */
-int sched_commit(sched_t *s)
+static bool fits_narrow(const step_t *st)
 {
+    bool comm = st->kind == STEP_SEND || st->kind == STEP_RECV || st->kind == STEP_RECV_REDUCE;
+    uint64_t off = st->kind == STEP_SEND || !comm ? st->src_off : st->dst_off;
+    return st->len <= UINT32_MAX && off <= UINT32_MAX &&
+           (comm ? st->peer >= 0 : st->dst_off <= UINT32_MAX) && st->ndeps <= CSTEP_NDEPS_MAX;
+}
+
+static void pack_step(const step_t *st, sched_cstep_t *c)
+{
+    bool comm = st->kind == STEP_SEND || st->kind == STEP_RECV || st->kind == STEP_RECV_REDUCE;
+    uint32_t b1 = comm && st->kind != STEP_SEND ? st->dst_buf : st->src_buf;
+    uint32_t b2 = comm ? 0 : st->dst_buf;
+    c->head = (uint32_t)st->kind | (uint32_t)(st->flags & 3) << 3 | (b1 & 3) << 5 | (b2 & 3) << 7 |
+              st->ndeps << 9;
+    c->round = st->round;
+    c->len = (uint32_t)st->len;
+    c->off = (uint32_t)(comm && st->kind != STEP_SEND ? st->dst_off : st->src_off);
+    c->a = comm ? (uint32_t)st->peer : (uint32_t)st->dst_off;
+    c->b = comm ? st->tag : 0;
+}
+
+/* The successor lists of the explicit dependencies, by a counting sort:
+ * O(steps + edges), no comparison sort (schedules have millions of edges at
+ * large P); edges of one step keep the order they were added in. */
+static void fill_succ(const sched_t *s, uint32_t *succ_first, uint32_t *succ)
+{
+    uint32_t n = s->nsteps, m = s->nedges;
+    memset(succ_first, 0, ((size_t)n + 1) * sizeof *succ_first);
+    for (uint32_t i = 0; i < m; i++)
+        succ_first[s->edges[i][1] + 1]++;
+    for (uint32_t i = 0; i < n; i++)
+        succ_first[i + 1] += succ_first[i];
+    /* succ_first[i] serves as step i's fill cursor, which leaves it at
+     * step i + 1's start; shifting the table back restores it */
+    for (uint32_t i = 0; i < m; i++)
+        succ[succ_first[s->edges[i][1]]++] = s->edges[i][0];
+    for (uint32_t i = n; i > 0; i--)
+        succ_first[i] = succ_first[i - 1];
+    succ_first[0] = 0;
+}
+
+int sched_commit(sched_t *s, sched_img_t **out)
+{
+    *out = NULL;
     if (s->err)
         return s->err;
     uint32_t n = s->nsteps, m = s->nedges;
-    s->dep = malloc((m ? m : 1) * sizeof *s->dep);
-    s->succ_first = calloc(n + 1, sizeof *s->succ_first);
-    s->succ = malloc((m ? m : 1) * sizeof *s->succ);
-    uint32_t *fill = calloc(n + 1, sizeof *fill);
-    if (!s->dep || !s->succ_first || !s->succ || !fill) {
-        free(fill);
-        return s->err = WEFT_ENOMEM;
-    }
     for (uint32_t i = 0; i < n; i++)
         s->steps[i].ndeps = 0;
-    for (uint32_t i = 0; i < m; i++) {
+    for (uint32_t i = 0; i < m; i++)
         s->steps[s->edges[i][0]].ndeps++;
-        s->succ_first[s->edges[i][1] + 1]++;
+    bool narrow = true;
+    for (uint32_t i = 0; i < n && narrow; i++)
+        narrow = fits_narrow(&s->steps[i]);
+    uint32_t nrounds = n ? s->steps[n - 1].round + 1 : 0;
+    size_t head = (sizeof(sched_img_t) + 7) & ~(size_t)7;
+    size_t step_bytes = (size_t)n * (narrow ? sizeof(sched_cstep_t) : sizeof(step_t));
+    size_t succ_words = m ? (size_t)n + 1 + m : 0;
+    size_t bytes = head + step_bytes + ((size_t)nrounds + 1 + succ_words) * sizeof(uint32_t);
+    char *mem = malloc(bytes);
+    if (!mem)
+        return s->err = WEFT_ENOMEM;
+    sched_img_t *im = (sched_img_t *)mem;
+    memset(im, 0, sizeof *im);
+    im->nsteps = n, im->nrounds = nrounds, im->nedges = m;
+    im->max_tag = s->max_tag, im->tmp_len = s->tmp_len;
+    im->nrank = s->nrank, im->rank = s->rank;
+    im->narrow = narrow;
+    im->bytes = bytes;
+    char *p = mem + head;
+    im->steps = p;
+    if (narrow)
+        for (uint32_t i = 0; i < n; i++)
+            pack_step(&s->steps[i], (sched_cstep_t *)p + i);
+    else if (n)
+        memcpy(p, s->steps, step_bytes);
+    uint32_t *rf = (uint32_t *)(p + step_bytes);
+    im->round_first = rf;
+    for (uint32_t i = 0, r = 0; i < n; i++)
+        while (r <= s->steps[i].round)
+            rf[r++] = i;
+    rf[nrounds] = n;
+    if (m) {
+        uint32_t *sf = rf + nrounds + 1;
+        fill_succ(s, sf, sf + n + 1);
+        im->succ_first = sf;
+        im->succ = sf + n + 1;
     }
-    uint32_t acc = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        s->steps[i].dep_first = acc;
-        acc += s->steps[i].ndeps;
-        s->succ_first[i + 1] += s->succ_first[i];
-    }
-    for (uint32_t i = 0; i < m; i++) {
-        uint32_t st = s->edges[i][0], on = s->edges[i][1];
-        s->dep[s->steps[st].dep_first + fill[st]++] = on;
-    }
-    memset(fill, 0, (n + 1) * sizeof *fill);
-    for (uint32_t i = 0; i < m; i++) {
-        uint32_t on = s->edges[i][1];
-        s->succ[s->succ_first[on] + fill[on]++] = s->edges[i][0];
-    }
-    free(fill);
-    free(s->edges);
-    s->edges = NULL;
-    s->nedges = s->ecap = 0;
-    s->committed = true;
+    *out = im;
     return 0;
 }
+
+void sched_img_free(sched_img_t *im) { free(im); }
 
 const char *step_kind_name(int kind)
 {

@@ -40,14 +40,18 @@ enum buf_id { BUF_IN = 0, BUF_OUT = 1, BUF_TMP = 2, BUF_COUNT = 3 };
 #define STEP_INVERSE 2u  /* local reduce: take src's contributions out of dst
                           * with the op's exact inverse (coll_args.invertible) */
 
+/* A step as builders make it and readers see it (sched_step decodes a
+ * committed image's steps into this).  A step of round r > 0 starts only
+ * when every step of round r - 1 has completed (and with it every earlier
+ * round), and when its ndeps explicit dependencies have. */
 typedef struct step {
     uint8_t kind;
     uint8_t src_buf, dst_buf;
     uint8_t flags;
     int32_t peer;
     uint32_t tag;
-    uint32_t ndeps;     /* dependencies (CSR in sched.dep) */
-    uint32_t dep_first;
+    uint32_t ndeps; /* explicit dependencies (sched_depend) */
+    uint32_t round;
     uint64_t src_off, dst_off, len; /* elements */
 } step_t;
 
@@ -62,17 +66,15 @@ static inline region_t reg(int buf, uint64_t off, uint64_t len)
     return r;
 }
 
+/* The builder: what algorithms append to.  Caller-owned and reusable:
+ * sched_reset keeps its memory for the next rank's schedule, so building
+ * millions of ranks' schedules costs no allocation per rank. */
 typedef struct sched {
     step_t *steps;
     uint32_t nsteps, cap;
-    /* dependencies: CSR after sched_commit (dep[dep_first..+ndeps]) and the
-     * reverse edges (succ[succ_first[i]..succ_first[i+1]]) */
-    uint32_t *dep;
-    uint32_t *succ_first, *succ;
-    /* build-time edge list (step, depends-on) */
-    uint32_t (*edges)[2];
+    uint32_t (*edges)[2]; /* explicit dependencies (step, depends-on) */
     uint32_t nedges, ecap;
-    uint32_t round_join;  /* steps added now depend on this; UINT32_MAX none */
+    uint32_t round;       /* the round steps added now belong to */
     uint32_t round_start; /* first step of the current round */
     uint64_t tmp_len;     /* scratch elements */
     uint32_t tag_mul, tag_add; /* a builder's tag t becomes t * tag_mul + tag_add */
@@ -85,16 +87,117 @@ typedef struct sched {
     uint8_t remap_buf[BUF_COUNT];
     uint64_t remap_off[BUF_COUNT];
     int err;              /* first build error (WEFT_ENOMEM...) */
-    bool committed;
 } sched_t;
+
+/* The committed schedule: one allocation of exact size, read-only, read
+ * through sched_step and the tables below by the engine, the checker and
+ * the simulator alike.
+ *
+ * Steps are 24 bytes (sched_cstep_t) when every offset and length fits 32
+ * bits, every peer 31 and every explicit dependency count 23 (the image is
+ * then "narrow"), else full step_t.  Rounds replace the join steps a
+ * round-structured builder used to need: round r's steps are
+ * [round_first[r], round_first[r + 1]).  Explicit dependencies are kept
+ * as successor lists (CSR), absent when there are none. */
+typedef struct sched_cstep {
+    uint32_t head;  /* kind:3 | flags:2 | buf:2 | buf2:2 | ndeps:23 */
+    uint32_t round;
+    uint32_t len;
+    uint32_t off;   /* send: src_off; receive: dst_off; reduce, copy: src_off */
+    uint32_t a, b;  /* communication: peer, tag; reduce, copy: dst_off, 0 */
+} sched_cstep_t;
+
+typedef struct sched_img {
+    uint32_t nsteps, nrounds, nedges;
+    uint32_t max_tag; /* largest tag used + 1 */
+    uint64_t tmp_len; /* scratch elements */
+    int32_t nrank, rank;
+    bool narrow;
+    size_t bytes;     /* the whole allocation */
+    const void *steps;           /* nsteps sched_cstep_t (narrow) or step_t */
+    const uint32_t *round_first; /* nrounds + 1 */
+    const uint32_t *succ_first;  /* nsteps + 1; NULL when nedges is 0 */
+    const uint32_t *succ;        /* nedges */
+} sched_img_t;
+
+#define CSTEP_NDEPS_MAX ((1u << 23) - 1)
+
+static inline step_t sched_step(const sched_img_t *im, uint32_t i)
+{
+    if (!im->narrow)
+        return ((const step_t *)im->steps)[i];
+    const sched_cstep_t *c = (const sched_cstep_t *)im->steps + i;
+    step_t st;
+    st.kind = (uint8_t)(c->head & 7);
+    st.flags = (uint8_t)(c->head >> 3 & 3);
+    st.ndeps = c->head >> 9;
+    st.round = c->round;
+    st.len = c->len;
+    uint8_t b1 = (uint8_t)(c->head >> 5 & 3), b2 = (uint8_t)(c->head >> 7 & 3);
+    if (st.kind == STEP_SEND || st.kind == STEP_RECV || st.kind == STEP_RECV_REDUCE) {
+        bool send = st.kind == STEP_SEND;
+        st.peer = (int32_t)c->a;
+        st.tag = c->b;
+        st.src_buf = send ? b1 : 0, st.src_off = send ? c->off : 0;
+        st.dst_buf = send ? 0 : b1, st.dst_off = send ? 0 : c->off;
+    } else {
+        st.peer = -1, st.tag = 0;
+        st.src_buf = b1, st.src_off = c->off;
+        st.dst_buf = b2, st.dst_off = c->a;
+    }
+    return st;
+}
+
+static inline uint32_t sched_step_round(const sched_img_t *im, uint32_t i)
+{
+    return im->narrow ? ((const sched_cstep_t *)im->steps)[i].round
+                      : ((const step_t *)im->steps)[i].round;
+}
+
+/* What step i waits for before it may start: its explicit dependencies,
+ * and (past round 0) its round's predecessor as one. */
+static inline uint32_t sched_step_waits(const sched_img_t *im, uint32_t i)
+{
+    step_t st = sched_step(im, i);
+    return st.ndeps + (st.round > 0);
+}
+
+static inline uint32_t sched_round_size(const sched_img_t *im, uint32_t r)
+{
+    return im->round_first[r + 1] - im->round_first[r];
+}
+
+/* Readers keep round_left[r] (steps of round r not yet complete, from
+ * sched_round_size).  Completing step i counts it out of its round; when
+ * that was the round's last step, the steps [*first, *first + returned) of
+ * the next round each lose one wait.  Returns how many. */
+static inline uint32_t sched_round_done(const sched_img_t *im, uint32_t *round_left, uint32_t i,
+                                        uint32_t *first)
+{
+    uint32_t r = sched_step_round(im, i);
+    if (--round_left[r] || r + 1 >= im->nrounds)
+        return 0;
+    *first = im->round_first[r + 1];
+    return sched_round_size(im, r + 1);
+}
+
+/* Step i's explicit successors: succ[*from .. *to). */
+static inline void sched_succ(const sched_img_t *im, uint32_t i, uint32_t *from, uint32_t *to)
+{
+    *from = im->succ_first ? im->succ_first[i] : 0;
+    *to = im->succ_first ? im->succ_first[i + 1] : 0;
+}
 
 #define SCHED_NONE UINT32_MAX
 
+/* sched_init starts an empty builder; sched_reset empties one for another
+ * schedule and keeps its memory; sched_free gives the memory back. */
 WEFT_TOOL_API void sched_init(sched_t *s, int nrank, int rank);
+WEFT_TOOL_API void sched_reset(sched_t *s, int nrank, int rank);
 WEFT_TOOL_API void sched_free(sched_t *s);
 
 /* Builders append steps; each returns the new step's index.  Every step
- * depends on the current round's join (see sched_round). */
+ * belongs to the current round (see sched_round). */
 uint32_t sched_send(sched_t *s, int peer, uint32_t tag, region_t src);
 uint32_t sched_recv(sched_t *s, int peer, uint32_t tag, region_t dst);
 uint32_t sched_recv_reduce(sched_t *s, int peer, uint32_t tag, region_t dst,
@@ -106,7 +209,8 @@ uint32_t sched_copy(sched_t *s, region_t src, region_t dst);
 uint32_t sched_nop(sched_t *s);
 /* step waits for `on` as well (on < step). */
 void sched_depend(sched_t *s, uint32_t step, uint32_t on);
-/* Close the current round: later steps depend on every step added so far. */
+/* Close the current round: later steps depend on every step added so far
+ * (an empty round is no round). */
 void sched_round(sched_t *s);
 /* Reserve n scratch elements; returns their offset in BUF_TMP. */
 uint64_t sched_tmp(sched_t *s, uint64_t n);
@@ -131,8 +235,10 @@ void sched_space_restore(sched_t *s, tagspace_t t);
 void sched_remap(sched_t *s, int from, int to, uint64_t off);
 void sched_remap_reset(sched_t *s);
 
-/* Build the dependency tables; after this the schedule is read-only. */
-int sched_commit(sched_t *s);
+/* The image of what s holds (s is left as it is: reset it for the next
+ * one).  The image is one allocation: free it with sched_img_free. */
+WEFT_TOOL_API int sched_commit(sched_t *s, sched_img_t **out);
+WEFT_TOOL_API void sched_img_free(sched_img_t *im);
 
 WEFT_TOOL_API const char *step_kind_name(int kind);
 WEFT_TOOL_API const char *buf_name(int buf);

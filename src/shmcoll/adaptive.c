@@ -92,21 +92,17 @@ static void adaptive_start(exec_t *e)
 
 /* The balanced schedule for this call, built once per request (a request
  * serves one call shape) and kept with it. */
-static const sched_t *balanced(exec_t *e)
+static const sched_img_t *balanced(exec_t *e)
 {
     const algo_t *al = algo_find(WEFT_COLL_ALLREDUCE, choice_name(e, BALANCED));
     if (e->aux && e->aux_key == al)
         return e->aux;
-    if (e->aux) {
-        sched_free(e->aux);
-    } else if (!(e->aux = calloc(1, sizeof *e->aux))) {
-        e->err = weft_error(WEFT_ENOMEM, "out of memory");
-        return NULL;
-    }
+    sched_img_free(e->aux);
+    e->aux = NULL;
     e->aux_key = NULL;
     coll_args_t a;
     arrival_coll_args(e, &a);
-    int rc = algo_build(al, &a, e->aux);
+    int rc = algo_build(al, &a, &e->aux);
     if (rc) {
         e->err = rc;
         return NULL;
@@ -136,7 +132,7 @@ static int adaptive_progress(exec_t *e)
         return e->board->progress(e);
     }
     arrival_leave(e);
-    const sched_t *s = balanced(e);
+    const sched_img_t *s = balanced(e);
     int rc = s ? exec_switch_to_schedule(e, s) : e->err;
     if (rc)
         return -rc;

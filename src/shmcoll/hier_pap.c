@@ -90,27 +90,25 @@ static bool scan(exec_t *e, int end, int want)
 
 /* hier's schedule after the node level, built once per request (which
  * serves one call shape on one communicator) and kept with it. */
-static const sched_t *tail(exec_t *e)
+static const sched_img_t *tail(exec_t *e)
 {
     if (e->aux && e->aux_key == &hier_pap_ops)
         return e->aux;
-    if (!e->aux && !(e->aux = calloc(1, sizeof *e->aux))) {
-        e->err = weft_error(WEFT_ENOMEM, "out of memory");
-        return NULL;
-    }
-    sched_free(e->aux);
+    sched_img_free(e->aux);
+    e->aux = NULL;
     e->aux_key = NULL;
     coll_args_t a;
     arrival_coll_args(e, &a);
     if (e->params) /* inter= */
         a.params = *e->params;
-    sched_init(e->aux, a.nrank, a.rank);
-    e->aux->tag_add = TAIL_TAG_BASE; /* above the chain's messages */
-    int rc = algo_hier_tail_allreduce(e->aux, &a);
+    sched_t b;
+    sched_init(&b, a.nrank, a.rank);
+    b.tag_add = TAIL_TAG_BASE; /* above the chain's messages */
+    int rc = algo_hier_tail_allreduce(&b, &a);
     if (!rc)
-        rc = sched_commit(e->aux);
+        rc = sched_commit(&b, &e->aux);
+    sched_free(&b);
     if (rc) {
-        sched_free(e->aux);
         e->err = weft_error(rc,
                             "building hier_pap's schedule after the node level failed "
                             "(error %d)",
@@ -126,7 +124,7 @@ static const sched_t *tail(exec_t *e)
 static int to_tail(exec_t *e)
 {
     arrival_leave(e);
-    const sched_t *s = tail(e);
+    const sched_img_t *s = tail(e);
     int rc = s ? exec_switch_to_schedule(e, s) : e->err;
     if (rc)
         return rc < 0 ? rc : -rc;

@@ -35,72 +35,105 @@ int sim_prog_alloc(sim_prog_t *p, uint32_t nops, uint32_t nedges)
 }
 
 /* A receive-and-reduce is two operations (the receive, then the reduce it
- * requires); every other step is one.  first[i] is step i's first
- * operation; its last is first[i + 1] - 1. */
-int sim_prog_from_sched(const sched_t *s, size_t esize, sim_prog_t *out)
+ * requires); every other step is one.  Between two rounds comes a join (an
+ * instant calc) that requires every step of the first and that every step
+ * of the second requires: the simulator needs no rounds of its own, and
+ * the program is the one a join step per round made.  first[i] is step i's
+ * first operation. */
+static uint32_t step_ops(step_t st) { return st.kind == STEP_RECV_REDUCE ? 2 : 1; }
+
+static void step_op(step_t st, size_t esize, sim_op_t *op)
+{
+    memset(op, 0, sizeof *op);
+    op->nic = SIM_NIC_ANY;
+    op->peer = st.peer;
+    op->tag = st.tag;
+    op->pending = st.ndeps + (st.round > 0);
+    op->size = st.len * esize;
+    switch (st.kind) {
+    case STEP_SEND:
+        op->kind = SIM_SEND;
+        break;
+    case STEP_RECV:
+    case STEP_RECV_REDUCE:
+        op->kind = SIM_RECV;
+        break;
+    case STEP_REDUCE:
+        op->kind = SIM_CALC;
+        op->flags = SIM_REDUCE;
+        break;
+    case STEP_COPY:
+        op->kind = SIM_CALC;
+        op->flags = SIM_COPY;
+        break;
+    default: /* STEP_NOP */
+        op->kind = SIM_CALC;
+        op->flags = SIM_INSTANT;
+        op->size = 0;
+        break;
+    }
+}
+
+int sim_prog_from_sched(const sched_img_t *s, size_t esize, sim_prog_t *out)
 {
     memset(out, 0, sizeof *out);
     uint32_t n = s->nsteps;
     uint32_t *first = malloc(((size_t)n + 1) * sizeof *first);
     if (!first)
         return WEFT_ENOMEM;
-    uint32_t nops = 0, extra = 0;
+    uint32_t nops = 0, nedges = s->nedges;
     for (uint32_t i = 0; i < n; i++) {
+        step_t st = sched_step(s, i);
         first[i] = nops;
-        nops += s->steps[i].kind == STEP_RECV_REDUCE ? 2 : 1;
-        extra += s->steps[i].kind == STEP_RECV_REDUCE;
+        nops += step_ops(st);
+        nedges += step_ops(st) - 1;
+        if (i + 1 == s->round_first[st.round + 1] && st.round + 1 < s->nrounds) {
+            nops++; /* the join after the round */
+            nedges += sched_round_size(s, st.round) + sched_round_size(s, st.round + 1);
+        }
     }
     first[n] = nops;
-    uint32_t nedges = (n ? s->succ_first[n] : 0) + extra;
     if (sim_prog_alloc(out, nops, nedges)) {
         free(first);
         return WEFT_ENOMEM;
     }
     uint32_t e = 0;
     for (uint32_t i = 0; i < n; i++) {
-        const step_t *st = &s->steps[i];
+        step_t st = sched_step(s, i);
         sim_op_t *op = &out->ops[first[i]];
-        memset(op, 0, sizeof *op);
-        op->nic = SIM_NIC_ANY;
-        op->peer = st->peer;
-        op->tag = st->tag;
-        op->pending = st->ndeps;
-        op->size = st->len * esize;
-        switch (st->kind) {
-        case STEP_SEND:
-            op->kind = SIM_SEND;
-            break;
-        case STEP_RECV:
-            op->kind = SIM_RECV;
-            break;
-        case STEP_RECV_REDUCE:
-            op->kind = SIM_RECV;
+        step_op(st, esize, op);
+        uint32_t last = first[i];
+        if (st.kind == STEP_RECV_REDUCE) {
             op[1] = *op;
             op[1].kind = SIM_CALC;
             op[1].flags = SIM_REDUCE;
             op[1].pending = 1;
             op[1].peer = -1;
             out->succ_first[first[i]] = e;
-            out->succ[e++] = first[i] + 1;
-            break;
-        case STEP_REDUCE:
-            op->kind = SIM_CALC;
-            op->flags = SIM_REDUCE;
-            break;
-        case STEP_COPY:
-            op->kind = SIM_CALC;
-            op->flags = SIM_COPY;
-            break;
-        default: /* STEP_NOP */
-            op->kind = SIM_CALC;
-            op->flags = SIM_INSTANT;
-            op->size = 0;
-            break;
+            out->succ[e++] = ++last;
         }
-        uint32_t last = first[i + 1] - 1;
         out->succ_first[last] = e;
-        for (uint32_t k = s->succ_first[i]; k < s->succ_first[i + 1]; k++)
+        uint32_t k, end;
+        for (sched_succ(s, i, &k, &end); k < end; k++)
             out->succ[e++] = first[s->succ[k]];
+        /* round r's join sits just before round r + 1's first operation */
+        bool joins = st.round + 1 < s->nrounds;
+        uint32_t join = joins ? first[s->round_first[st.round + 1]] - 1 : 0;
+        if (joins)
+            out->succ[e++] = join;
+        joins = joins && i + 1 == s->round_first[st.round + 1];
+        if (joins) {
+            sim_op_t *jo = &out->ops[join];
+            memset(jo, 0, sizeof *jo);
+            jo->nic = SIM_NIC_ANY;
+            jo->peer = -1;
+            jo->kind = SIM_CALC;
+            jo->flags = SIM_INSTANT;
+            jo->pending = sched_round_size(s, st.round);
+            out->succ_first[join] = e;
+            for (uint32_t j = i + 1; j < s->round_first[st.round + 2]; j++)
+                out->succ[e++] = first[j];
+        }
     }
     out->succ_first[nops] = e;
     free(first);
@@ -112,13 +145,13 @@ int sim_build_algo(void *ctx, int rank, sim_prog_t *out, char *msg, size_t len)
     const sim_algo_t *b = ctx;
     coll_args_t a = b->a;
     a.rank = rank;
-    sched_t s;
-    int rc = algo_build(b->al, &a, &s);
+    sched_img_t *s;
+    int rc = b->builder ? algo_build_with(b->al, &a, b->builder, &s) : algo_build(b->al, &a, &s);
     if (rc) {
         snprintf(msg, len, "%s", weft_last_error());
         return rc;
     }
-    rc = sim_prog_from_sched(&s, a.esize, out);
-    sched_free(&s);
+    rc = sim_prog_from_sched(s, a.esize, out);
+    sched_img_free(s);
     return rc;
 }

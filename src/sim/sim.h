@@ -101,7 +101,7 @@ size_t sim_prog_bytes(const sim_prog_t *p);
 /* Converts a committed weft schedule of elements of esize bytes: send and
  * receive as themselves, receive-and-reduce as a receive then a reduce
  * calc, reduce and copy as calcs, no-ops as instant joins. */
-int sim_prog_from_sched(const sched_t *s, size_t esize, sim_prog_t *out);
+int sim_prog_from_sched(const sched_img_t *s, size_t esize, sim_prog_t *out);
 
 /* Builds rank's program; returns 0 or a weft error code, with the reason
  * in msg. */
@@ -109,10 +109,12 @@ typedef int (*sim_build_fn)(void *ctx, int rank, sim_prog_t *out, char *msg, siz
 
 /* The sim_build_fn of a registry algorithm: ctx is a sim_algo_t, whose
  * args are the call's (a.rank is set per rank); the schedule is built and
- * converted, then freed. */
+ * converted, then freed.  With a builder, every rank's schedule is built
+ * in it (no allocation per rank but the image's); NULL: one per build. */
 typedef struct sim_algo {
     const algo_t *al;
     coll_args_t a;
+    sched_t *builder;
 } sim_algo_t;
 int sim_build_algo(void *ctx, int rank, sim_prog_t *out, char *msg, size_t len);
 
