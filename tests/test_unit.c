@@ -514,6 +514,109 @@ static void test_tuning_tables(void)
     tune_free(&t);
 }
 
+/* ---- the committed image holds what the builder was given ---- */
+
+/* Builds one schedule of every step kind, flags, an explicit dependency,
+ * three rounds and an empty one, with offsets scaled by big (2^33 forces
+ * the wide image). */
+static void build_mixed(sched_t *b, uint64_t big)
+{
+    uint32_t s0 = sched_send(b, 1, 7, reg(BUF_IN, 3 * big, 5));
+    sched_recv(b, 2, 8, reg(BUF_TMP, sched_tmp(b, 5), 5));
+    sched_round(b);
+    sched_round(b); /* empty: no round */
+    uint32_t rr = sched_recv_reduce(b, 3, 9, reg(BUF_OUT, big, 5), true);
+    sched_reduce_inverse(b, reg(BUF_TMP, 0, 5), reg(BUF_OUT, 2 * big, 5));
+    sched_round(b);
+    uint32_t c = sched_copy(b, reg(BUF_OUT, big, 5), reg(BUF_TMP, 0, 5));
+    uint32_t n = sched_nop(b);
+    sched_depend(b, c, rr);
+    sched_depend(b, n, s0);
+    sched_depend(b, n, c);
+}
+
+static void check_image(const sched_t *b, const sched_img_t *im, bool narrow)
+{
+    CHECK(im->nsteps == 6 && im->nrounds == 3 && im->nedges == 3 && im->narrow == narrow &&
+              im->tmp_len == 5 && im->max_tag == 10 && im->rank == 0 && im->nrank == 4,
+          "image header: %u steps, %u rounds, %u edges, narrow %d", im->nsteps, im->nrounds,
+          im->nedges, im->narrow);
+    for (uint32_t i = 0; i < im->nsteps; i++) {
+        step_t a = b->steps[i], g = sched_step(im, i);
+        bool comm = a.kind == STEP_SEND || a.kind == STEP_RECV || a.kind == STEP_RECV_REDUCE;
+        bool same = a.kind == g.kind && a.flags == g.flags && a.round == g.round &&
+                    a.ndeps == g.ndeps && a.len == g.len;
+        if (comm)
+            same = same && a.peer == g.peer && a.tag == g.tag &&
+                   (a.kind == STEP_SEND ? a.src_buf == g.src_buf && a.src_off == g.src_off
+                                        : a.dst_buf == g.dst_buf && a.dst_off == g.dst_off);
+        else
+            same = same && g.peer == -1 && a.src_buf == g.src_buf && a.src_off == g.src_off &&
+                   a.dst_buf == g.dst_buf && a.dst_off == g.dst_off;
+        CHECK(same, "step %u reads back as built (narrow %d)", i, narrow);
+    }
+    CHECK(im->round_first[0] == 0 && im->round_first[1] == 2 && im->round_first[2] == 4 &&
+              im->round_first[3] == 6,
+          "rounds [0,2) [2,4) [4,6)");
+    CHECK(sched_step_waits(im, 0) == 0 && sched_step_waits(im, 2) == 1 &&
+              sched_step_waits(im, 4) == 2 && sched_step_waits(im, 5) == 3,
+          "waits: explicit dependencies plus one for the round");
+    uint32_t k, end;
+    sched_succ(im, 0, &k, &end);
+    CHECK(end - k == 1 && im->succ[k] == 5, "send 0 releases the nop");
+    sched_succ(im, 2, &k, &end);
+    CHECK(end - k == 1 && im->succ[k] == 4, "recv_reduce 2 releases the copy");
+    sched_succ(im, 4, &k, &end);
+    CHECK(end - k == 1 && im->succ[k] == 5, "copy 4 releases the nop");
+    sched_succ(im, 1, &k, &end);
+    CHECK(end == k, "recv 1 has no explicit successor");
+    uint32_t left[3] = {2, 2, 2}, first = 0;
+    CHECK(sched_round_done(im, left, 0, &first) == 0 && sched_round_done(im, left, 1, &first) == 2 &&
+              first == 2,
+          "round 0's last step releases round 1");
+    left[2] = 1;
+    CHECK(sched_round_done(im, left, 5, &first) == 0, "the last round releases nothing");
+    size_t head = (sizeof(sched_img_t) + 7) & ~(size_t)7;
+    size_t want = head + 6 * (narrow ? sizeof(sched_cstep_t) : sizeof(step_t)) + (4 + 7 + 3) * 4;
+    CHECK(im->bytes == want, "exact size %zu (want %zu)", im->bytes, want);
+}
+
+static void test_sched_image(void)
+{
+    CHECK(sizeof(sched_cstep_t) == 24, "a narrow step is 24 bytes");
+    sched_t b;
+    sched_init(&b, 4, 0);
+    for (int pass = 0; pass < 2; pass++) { /* the second reuses the builder */
+        sched_img_t *im = NULL;
+        build_mixed(&b, 1);
+        CHECK(sched_commit(&b, &im) == 0 && im, "commit narrow");
+        if (im)
+            check_image(&b, im, true);
+        sched_img_free(im);
+        sched_reset(&b, 4, 0);
+        im = NULL;
+        build_mixed(&b, 1ull << 33);
+        CHECK(sched_commit(&b, &im) == 0 && im, "commit wide");
+        if (im)
+            check_image(&b, im, false);
+        sched_img_free(im);
+        sched_reset(&b, 4, 0);
+    }
+    /* an empty schedule: no steps, no rounds */
+    sched_img_t *im = NULL;
+    CHECK(sched_commit(&b, &im) == 0 && im && im->nsteps == 0 && im->nrounds == 0 &&
+              im->round_first[0] == 0 && !im->succ_first,
+          "empty image");
+    sched_img_free(im);
+    /* a build error is the commit's error, and reset clears it */
+    sched_depend(&b, 0, 0);
+    CHECK(sched_commit(&b, &im) == WEFT_EINTERNAL && !im, "a bad dependency is refused");
+    sched_reset(&b, 4, 0);
+    CHECK(sched_commit(&b, &im) == 0 && im, "reset clears the error");
+    sched_img_free(im);
+    sched_free(&b);
+}
+
 int main(void)
 {
     test_tuning_tables();
@@ -525,6 +628,7 @@ int main(void)
     test_params();
     test_checker();
     test_bruck_example();
+    test_sched_image();
     printf("test_unit: %d checks, %d failures\n", checks, failures);
     printf("%d passed, %d failed\n", checks - failures, failures);
     return failures ? 1 : 0;
