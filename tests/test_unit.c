@@ -617,6 +617,64 @@ static void test_sched_image(void)
     sched_free(&b);
 }
 
+/* hier with the node groups built once gives every rank the schedule it
+ * builds from the node map alone, over uneven, interleaved nodes. */
+static void test_node_groups(void)
+{
+    static const weft_coll_t colls[] = {WEFT_COLL_ALLREDUCE, WEFT_COLL_BCAST, WEFT_COLL_REDUCE};
+    static const int Ps[] = {1, 2, 5, 13, 40};
+    for (size_t pi = 0; pi < sizeof Ps / sizeof *Ps; pi++) {
+        int P = Ps[pi], node_of[40], nnodes = 0, seen[40];
+        for (int r = 0; r < P; r++) { /* node (r * 7) % 4, numbered by first appearance */
+            int raw = (r * 7) % 4, n = -1;
+            for (int k = 0; k < nnodes; k++)
+                if (seen[k] == raw)
+                    n = k;
+            if (n < 0)
+                seen[n = nnodes++] = raw;
+            node_of[r] = n;
+        }
+        node_groups_t g;
+        CHECK(node_groups_build(node_of, nnodes, P, &g) == 0, "groups P=%d", P);
+        int total = 0;
+        for (int n = 0; n < nnodes; n++) {
+            total += g.first[n + 1] - g.first[n];
+            CHECK(g.leaders[n] == g.members[g.first[n]], "leader of node %d", n);
+            for (int k = g.first[n]; k < g.first[n + 1]; k++)
+                CHECK(node_of[g.members[k]] == n && g.idx_of[g.members[k]] == k - g.first[n] &&
+                          (k == g.first[n] || g.members[k - 1] < g.members[k]),
+                      "member %d of node %d", k, n);
+        }
+        CHECK(total == P, "every rank in one node (P=%d)", P);
+        for (size_t ci = 0; ci < 3; ci++)
+            for (int r = 0; r < P; r++) {
+                coll_args_t a;
+                memset(&a, 0, sizeof a);
+                a.coll = colls[ci], a.nrank = P, a.rank = r, a.root = P - 1, a.count = 10;
+                a.esize = 4, a.commutative = true, a.node_of = node_of, a.nnodes = nnodes;
+                const algo_t *al = algo_find(colls[ci], "hier");
+                sched_img_t *x = NULL, *y = NULL;
+                CHECK(algo_build(al, &a, &x) == 0, "hier without groups");
+                a.groups = &g;
+                CHECK(algo_build(al, &a, &y) == 0, "hier with groups");
+                bool same = x && y && x->nsteps == y->nsteps && x->nrounds == y->nrounds &&
+                            x->nedges == y->nedges;
+                for (uint32_t i = 0; same && i < x->nsteps; i++) {
+                    step_t u = sched_step(x, i), v = sched_step(y, i);
+                    same = u.kind == v.kind && u.flags == v.flags && u.peer == v.peer &&
+                           u.tag == v.tag && u.round == v.round && u.ndeps == v.ndeps &&
+                           u.src_buf == v.src_buf && u.dst_buf == v.dst_buf &&
+                           u.src_off == v.src_off && u.dst_off == v.dst_off && u.len == v.len;
+                }
+                CHECK(same, "%s hier P=%d rank %d: same schedule with groups", weft_coll_name(colls[ci]),
+                      P, r);
+                sched_img_free(x);
+                sched_img_free(y);
+            }
+        node_groups_free(&g);
+    }
+}
+
 int main(void)
 {
     test_tuning_tables();
@@ -629,6 +687,7 @@ int main(void)
     test_checker();
     test_bruck_example();
     test_sched_image();
+    test_node_groups();
     printf("test_unit: %d checks, %d failures\n", checks, failures);
     printf("%d passed, %d failed\n", checks - failures, failures);
     return failures ? 1 : 0;

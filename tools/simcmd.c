@@ -584,6 +584,17 @@ static int prepare(const sim_opts_cli_t *o, const algo_t *al, int P, uint64_t by
         return pt->rc = WEFT_ENOMEM;
     }
     sched_init(b->builder, P, 0);
+    /* a hierarchical algorithm's node groups, once for every rank */
+    if ((al->flags & ALGO_TOPOLOGY) || b->a.node_of) {
+        node_groups_t *g = malloc(sizeof *g);
+        if (!g || node_groups_build(b->a.node_of, b->a.node_of ? b->a.nnodes : 1, P, g)) {
+            free(g);
+            snprintf(pt->why, sizeof pt->why, "out of memory");
+            pt->refused = false;
+            return pt->rc = WEFT_ENOMEM;
+        }
+        b->a.groups = g;
+    }
     pt->refused = false;
     return 0;
 }
@@ -595,6 +606,12 @@ static void unprepare(sim_algo_t *b, int *node_of)
         sched_free(b->builder);
     free(b->builder);
     b->builder = NULL;
+    if (b->a.groups) {
+        node_groups_t *g = (node_groups_t *)b->a.groups;
+        node_groups_free(g);
+        free(g);
+        b->a.groups = NULL;
+    }
     free(node_of);
 }
 

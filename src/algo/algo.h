@@ -23,6 +23,16 @@ typedef struct algo_params {
     int threshold;              /* adaptive: its switching spread in us + 1; 0: the model's */
 } algo_params_t;
 
+/* A node map in group form, built once for every rank of a call (the
+ * simulator, the checker), so that a hierarchical builder needs no O(P)
+ * scan per rank: node n's ranks, ascending, are members[first[n] ..
+ * first[n + 1]); leaders[n] is the first of them, idx_of[r] rank r's place
+ * among its node's ranks. */
+typedef struct node_groups {
+    int nnodes;
+    int *first, *members, *leaders, *idx_of;
+} node_groups_t;
+
 typedef struct coll_args {
     weft_coll_t coll;
     int nrank, rank, root;
@@ -36,6 +46,7 @@ typedef struct coll_args {
      * NULL: one node.  Only hierarchical algorithms read it. */
     const int *node_of;
     int nnodes;
+    const node_groups_t *groups; /* node_of in group form, or NULL */
     bool shared_board; /* the transport offers the board (src/shmcoll) */
 } coll_args_t;
 
@@ -84,6 +95,9 @@ WEFT_TOOL_API int algo_build_with(const algo_t *al, const coll_args_t *a, sched_
                                   sched_img_t **out);
 /* The same with a builder of its own. */
 WEFT_TOOL_API int algo_build(const algo_t *al, const coll_args_t *a, sched_img_t **out);
+/* The group form of node_of (nnodes nodes of P ranks); WEFT_ENOMEM. */
+WEFT_TOOL_API int node_groups_build(const int *node_of, int nnodes, int P, node_groups_t *g);
+WEFT_TOOL_API void node_groups_free(node_groups_t *g);
 /* Parses "key=value,..." into p (keys must be in al->params). */
 WEFT_TOOL_API int algo_parse_params(const algo_t *al, const char *text, algo_params_t *p);
 

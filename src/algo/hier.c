@@ -17,44 +17,73 @@
 #include "algo.h"
 
 typedef struct group {
-    int *members;  /* ranks of my node, ascending */
+    const int *members; /* ranks of my node, ascending */
     int nmembers, myidx;
-    int *leaders;  /* leader (lowest rank) of each node, by node index */
+    const int *leaders; /* leader (lowest rank) of each node, by node index */
     int nnodes, mynode;
+    node_groups_t own;  /* made here when the call brings no group form */
 } group_t;
 
-static int group_of(const coll_args_t *a, group_t *g)
+int node_groups_build(const int *node_of, int nnodes, int P, node_groups_t *g)
 {
-    int P = a->nrank;
+    memset(g, 0, sizeof *g);
+    g->nnodes = nnodes;
+    g->first = calloc((size_t)nnodes + 1, sizeof *g->first);
     g->members = malloc((size_t)P * sizeof *g->members);
-    g->leaders = malloc((size_t)P * sizeof *g->leaders);
-    if (!g->members || !g->leaders) {
-        free(g->members), free(g->leaders);
+    g->leaders = malloc((size_t)nnodes * sizeof *g->leaders);
+    g->idx_of = malloc((size_t)P * sizeof *g->idx_of);
+    if (!g->first || !g->members || !g->leaders || !g->idx_of) {
+        node_groups_free(g);
         return WEFT_ENOMEM;
     }
-    g->nnodes = a->node_of ? a->nnodes : 1;
-    g->mynode = a->node_of ? a->node_of[a->rank] : 0;
-    for (int n = 0; n < g->nnodes; n++)
-        g->leaders[n] = -1;
-    g->nmembers = 0;
+    for (int r = 0; r < P; r++)
+        g->first[(node_of ? node_of[r] : 0) + 1]++;
+    for (int n = 0; n < nnodes; n++)
+        g->first[n + 1] += g->first[n];
+    /* first[n] is node n's fill cursor; it ends at node n + 1's start */
     for (int r = 0; r < P; r++) {
-        int n = a->node_of ? a->node_of[r] : 0;
-        if (g->leaders[n] < 0)
-            g->leaders[n] = r;
-        if (n == g->mynode) {
-            if (r == a->rank)
-                g->myidx = g->nmembers;
-            g->members[g->nmembers++] = r;
-        }
+        int n = node_of ? node_of[r] : 0;
+        g->members[g->first[n]++] = r;
+    }
+    for (int n = nnodes; n > 0; n--)
+        g->first[n] = g->first[n - 1];
+    g->first[0] = 0;
+    for (int n = 0; n < nnodes; n++) {
+        g->leaders[n] = g->members[g->first[n]];
+        for (int k = g->first[n]; k < g->first[n + 1]; k++)
+            g->idx_of[g->members[k]] = k - g->first[n];
     }
     return WEFT_OK;
 }
 
-static void group_free(group_t *g)
+void node_groups_free(node_groups_t *g)
 {
-    free(g->members);
-    free(g->leaders);
+    free(g->first), free(g->members), free(g->leaders), free(g->idx_of);
+    memset(g, 0, sizeof *g);
 }
+
+/* My node's part of the call's group form, made here (O(P)) when the call
+ * brings none. */
+static int group_of(const coll_args_t *a, group_t *g)
+{
+    memset(g, 0, sizeof *g);
+    const node_groups_t *ng = a->groups;
+    if (!ng) {
+        int rc = node_groups_build(a->node_of, a->node_of ? a->nnodes : 1, a->nrank, &g->own);
+        if (rc)
+            return rc;
+        ng = &g->own;
+    }
+    g->nnodes = ng->nnodes;
+    g->mynode = a->node_of ? a->node_of[a->rank] : 0;
+    g->members = ng->members + ng->first[g->mynode];
+    g->nmembers = ng->first[g->mynode + 1] - ng->first[g->mynode];
+    g->myidx = ng->idx_of[a->rank];
+    g->leaders = ng->leaders;
+    return WEFT_OK;
+}
+
+static void group_free(group_t *g) { node_groups_free(&g->own); }
 
 /* Builds algorithm `name` of coll on a sub-group (peers through map). */
 static int sub_build(sched_t *s, const coll_args_t *a, weft_coll_t coll, const char *name,
@@ -70,6 +99,7 @@ static int sub_build(sched_t *s, const coll_args_t *a, weft_coll_t coll, const c
     sub.root = root;
     sub.node_of = NULL;
     sub.nnodes = 1;
+    sub.groups = NULL;
     memset(&sub.params, 0, sizeof sub.params);
     sched_part(s, outer, part, 3);
     s->peer_map = map;

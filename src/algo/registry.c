@@ -301,6 +301,7 @@ static coll_args_t leaders_args(const coll_args_t *a)
     sub.root = a->node_of ? a->node_of[a->root] : 0;
     sub.node_of = NULL;
     sub.nnodes = 1;
+    sub.groups = NULL;
     memset(&sub.params, 0, sizeof sub.params);
     return sub;
 }
