@@ -35,9 +35,31 @@ enum { EV_SEND = 0, EV_CALC = 1, EV_RECV = 2, EV_MSG = 3, EV_WAKE = 4 };
 
 typedef struct ev {
     double t;
-    uint64_t key; /* insertion sequence << 3 | type */
-    uint32_t rank, arg; /* arg: op index, or message record (EV_MSG) */
+    uint32_t rank_type; /* rank << 3 | type */
+    uint32_t arg;       /* op index, or message record (EV_MSG) */
 } ev_t;
+
+/* The event queue: a radix heap (Ahuja, Mehlhorn, Orlin and Tarjan 1990),
+ * keyed by the bits of the time (a non-negative double's bits order as the
+ * double does).  Time never goes back in the simulation, so every key is at
+ * least `last`, the key popped last; bucket 0 holds the events of key last,
+ * bucket b > 0 those whose key first differs from last at bit b - 1.  A pop
+ * takes bucket 0's oldest, or, when it is empty, moves the smallest
+ * non-empty bucket's events down by the new last (each event moves at most
+ * 64 times, in practice a few, in sequential scans: no cache miss per level
+ * as in a binary heap).  All events of one key are always in one bucket and
+ * move together in order, so ties pop in queueing order: the order of
+ * LogGOPSim's heap (time, then insertion). */
+#define EVQ_BUCKETS 65
+typedef struct evq {
+    ev_t *v[EVQ_BUCKETS];
+    size_t n[EVQ_BUCKETS], cap[EVQ_BUCKETS];
+    uint64_t min[EVQ_BUCKETS]; /* the smallest key in each bucket */
+    uint64_t used[2];          /* bit b: bucket b is not empty */
+    size_t head0;              /* bucket 0's next event */
+    uint64_t last;
+    size_t size;
+} evq_t;
 
 /* A message in flight or unexpected, or a posted receive. */
 typedef struct mrec {
@@ -74,9 +96,8 @@ typedef struct sim {
     double t_sum, t_max;
     int slowest, nfinished;
 
-    ev_t *heap;
-    size_t nheap, heapcap;
-    uint64_t seq;
+    evq_t q;
+    uint64_t seq; /* the FIFO order's queueing order */
 
     mrec_t *rec;
     uint32_t nrec, reccap, freerec;
@@ -133,59 +154,107 @@ static int fail(sim_t *s, int code, const char *fmt, ...)
     return code;
 }
 
-/* ---- the event heap (4-ary: half the levels of a binary heap, and a
- * node's children side by side, so fewer cache misses on a heap of
- * millions; keyed by time then insertion order) ---- */
+/* ---- the event queue (evq_t) ---- */
 
-static inline bool ev_before(const ev_t *a, const ev_t *b)
+static inline uint64_t ev_key(double t)
 {
-    return a->t < b->t || (a->t == b->t && a->key < b->key);
+    uint64_t k;
+    t += 0.0; /* -0 becomes +0 */
+    memcpy(&k, &t, sizeof k);
+    return k;
+}
+
+static inline double key_time(uint64_t k)
+{
+    double t;
+    memcpy(&t, &k, sizeof t);
+    return t;
+}
+
+static inline int bucket_of(uint64_t key, uint64_t last)
+{
+    return key == last ? 0 : 64 - __builtin_clzll(key ^ last);
+}
+
+static inline void bucket_mark(evq_t *q, int b, bool on)
+{
+    if (on)
+        q->used[b >> 6] |= 1ull << (b & 63);
+    else
+        q->used[b >> 6] &= ~(1ull << (b & 63));
+}
+
+static int bucket_append(sim_t *s, int b, ev_t e, uint64_t key)
+{
+    evq_t *q = &s->q;
+    if (q->n[b] == q->cap[b]) {
+        size_t nc = q->cap[b] ? q->cap[b] * 2 : 256;
+        ev_t *v = realloc(q->v[b], nc * sizeof *v);
+        if (!v)
+            return fail(s, WEFT_ENOMEM, "out of memory for %zu+ events", q->size);
+        account(s, (ssize_t)((nc - q->cap[b]) * sizeof *v));
+        q->v[b] = v, q->cap[b] = nc;
+    }
+    if (!q->n[b] || key < q->min[b])
+        q->min[b] = key;
+    q->v[b][q->n[b]++] = e;
+    bucket_mark(q, b, true);
+    return 0;
 }
 
 static void push(sim_t *s, double t, int type, uint32_t rank, uint32_t arg)
 {
-    if (s->nheap == s->heapcap) {
-        size_t nc = s->heapcap ? s->heapcap * 2 : 1024;
-        ev_t *h = realloc(s->heap, nc * sizeof *h);
-        if (!h) {
-            fail(s, WEFT_ENOMEM, "out of memory for %d+ events", (int)s->nheap);
+    uint64_t key = ev_key(t);
+    if (key < s->q.last) { /* cannot happen: every event is at or after now */
+        fail(s, WEFT_EINTERNAL, "an event at %.3f ns was queued after %.3f ns", t,
+             key_time(s->q.last));
+        return;
+    }
+    if (!bucket_append(s, bucket_of(key, s->q.last), (ev_t){t, rank << 3 | (uint32_t)type, arg},
+                       key))
+        s->q.size++;
+}
+
+/* Makes bucket 0 hold the earliest events (the queue must not be empty). */
+static void settle(sim_t *s)
+{
+    evq_t *q = &s->q;
+    if (q->head0 < q->n[0])
+        return;
+    q->n[0] = q->head0 = 0;
+    bucket_mark(q, 0, false);
+    int b = q->used[0] ? __builtin_ctzll(q->used[0]) : 64 + __builtin_ctzll(q->used[1]);
+    q->last = q->min[b];
+    size_t n = q->n[b];
+    q->n[b] = 0;
+    bucket_mark(q, b, false);
+    /* bucket b's events all go to lower buckets, so its array is read
+     * while the others grow */
+    for (size_t i = 0; i < n; i++) {
+        ev_t e = q->v[b][i];
+        uint64_t key = ev_key(e.t);
+        if (bucket_append(s, bucket_of(key, q->last), e, key))
             return;
-        }
-        account(s, (ssize_t)((nc - s->heapcap) * sizeof *h));
-        s->heap = h, s->heapcap = nc;
     }
-    ev_t e = {t, s->seq++ << 3 | (uint64_t)type, rank, arg};
-    size_t i = s->nheap++;
-    while (i > 0) {
-        size_t p = (i - 1) / 4;
-        if (!ev_before(&e, &s->heap[p]))
-            break;
-        s->heap[i] = s->heap[p];
-        i = p;
-    }
-    s->heap[i] = e;
+}
+
+/* The earliest event's time (the queue must not be empty), leaving last
+ * as it is: a rank that starts before it queues events at its start. */
+static double peek_time(const sim_t *s)
+{
+    const evq_t *q = &s->q;
+    if (q->head0 < q->n[0])
+        return key_time(q->last);
+    uint64_t low = q->used[0] & ~1ull;
+    int b = low ? __builtin_ctzll(low) : 64 + __builtin_ctzll(q->used[1]);
+    return key_time(q->min[b]);
 }
 
 static ev_t pop(sim_t *s)
 {
-    ev_t top = s->heap[0], last = s->heap[--s->nheap];
-    size_t i = 0, n = s->nheap;
-    for (;;) {
-        size_t c = 4 * i + 1;
-        if (c >= n)
-            break;
-        size_t end = c + 4 < n ? c + 4 : n;
-        for (size_t j = c + 1; j < end; j++)
-            if (ev_before(&s->heap[j], &s->heap[c]))
-                c = j;
-        if (!ev_before(&s->heap[c], &last))
-            break;
-        s->heap[i] = s->heap[c];
-        i = c;
-    }
-    if (n)
-        s->heap[i] = last;
-    return top;
+    settle(s);
+    s->q.size--;
+    return s->q.v[0][s->q.head0++];
 }
 
 /* ---- records and the match table ---- */
@@ -821,21 +890,22 @@ static void on_wake(sim_t *s, uint32_t r, double t)
 
 static void on_event(sim_t *s, const ev_t *e)
 {
-    switch (e->key & 7) {
+    uint32_t rank = e->rank_type >> 3;
+    switch (e->rank_type & 7) {
     case EV_WAKE:
-        on_wake(s, e->rank, e->t);
+        on_wake(s, rank, e->t);
         break;
     case EV_MSG:
-        on_message(s, e->rank, e->arg, e->t);
+        on_message(s, rank, e->arg, e->t);
         break;
     case EV_SEND:
-        on_send(s, e->rank, e->arg, e->t);
+        on_send(s, rank, e->arg, e->t);
         break;
     case EV_RECV:
-        on_recv(s, e->rank, e->arg, e->t);
+        on_recv(s, rank, e->arg, e->t);
         break;
     default:
-        on_calc(s, e->rank, e->arg, e->t);
+        on_calc(s, rank, e->arg, e->t);
         break;
     }
     run_instant(s, e->t);
@@ -944,9 +1014,11 @@ static void sim_release(sim_t *s)
         for (int r = 0; r < s->P; r++)
             sim_prog_free(&s->prog[r]);
     free(s->prog), free(s->cpu), free(s->nic_s), free(s->nic_r), free(s->left);
-    free(s->finish), free(s->heap), free(s->rec), free(s->tab), free(s->work);
+    free(s->finish), free(s->rec), free(s->tab), free(s->work);
     free(s->wq_head), free(s->wq_tail), free(s->wake), free(s->wn);
     free(s->work_rank);
+    for (int b = 0; b < EVQ_BUCKETS; b++)
+        free(s->q.v[b]);
 }
 
 int sim_run(const sim_model_t *m, int nrank, sim_build_fn build, void *ctx,
@@ -999,7 +1071,7 @@ int sim_run(const sim_model_t *m, int nrank, sim_build_fn build, void *ctx,
     uint32_t next = 0; /* ranks start in order of their start time */
     while (!s.err) {
         if (opts && opts->max_events && s.events >= opts->max_events &&
-            (s.nheap || next < (uint32_t)nrank)) {
+            (s.q.size || next < (uint32_t)nrank)) {
             fail(&s, WEFT_ENOTSUP, "stopped after %" PRIu64 " events (the limit asked for)",
                  s.events);
             break;
@@ -1012,16 +1084,18 @@ int sim_run(const sim_model_t *m, int nrank, sim_build_fn build, void *ctx,
         if (next < (uint32_t)nrank) {
             uint32_t r = order ? order[next] : next;
             double t0 = st ? st[r] : 0;
-            if (!s.nheap || t0 <= s.heap[0].t) {
+            if (!s.q.size || t0 <= peek_time(&s)) {
                 next++;
                 s.events++;
                 start_rank(&s, r, t0);
                 continue;
             }
         }
-        if (!s.nheap)
+        if (!s.q.size)
             break;
         ev_t e = pop(&s);
+        if (s.err)
+            break;
         s.events++;
         on_event(&s, &e);
     }
