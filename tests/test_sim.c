@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "algo/algo.h"
+#include "sim/evq.h"
 #include "sim/goal.h"
 #include "sim/sim.h"
 #include "testing.h"
@@ -654,8 +655,85 @@ static void test_limits(void)
           msg);
 }
 
+/* ---- the event queue (evq.h) ---- */
+
+/* Events must pop by time, and those of equal time in the order they were
+ * pushed: a random simulation-like run (each pop pushes a few events at or
+ * after its time, many of them at exactly its time or at a few shared
+ * times) against a linear scan for the earliest. */
+static void test_event_queue(void)
+{
+    enum { MAXQ = 4096 };
+    static evq_item_t ref[MAXQ];
+    static uint64_t ref_seq[MAXQ];
+    evq_t q;
+    memset(&q, 0, sizeof q);
+    size_t nref = 0;
+    uint64_t seq = 0, x = 0x9E3779B97F4A7C15ull;
+    double now = 0;
+    int bad = 0;
+    uint64_t pops = 0;
+    for (int round = 0; round < 200000 && !bad; round++) {
+        int pushes = nref == 0 ? 3 : (int)(sim_uniform(&x) * 3.2); /* sometimes none */
+        for (int k = 0; k < pushes && nref < MAXQ; k++) {
+            double u = sim_uniform(&x), t;
+            if (u < 0.3)
+                t = now; /* a tie with the present */
+            else if (u < 0.6)
+                t = floor(now / 1000) * 1000 + 1000 * (1 + (int)(sim_uniform(&x) * 3)); /* shared */
+            else
+                t = now + sim_uniform(&x) * 1e6 * (u < 0.9 ? 1 : 1e6); /* far, up to 1e12 */
+            evq_item_t e = {t, (uint32_t)seq, (uint32_t)(seq >> 32)};
+            if (evq_push(&q, e)) {
+                bad = 1;
+                break;
+            }
+            ref[nref] = e, ref_seq[nref++] = seq++;
+        }
+        if (!nref || bad)
+            continue;
+        size_t best = 0;
+        for (size_t i = 1; i < nref; i++)
+            if (ref[i].t < ref[best].t || (ref[i].t == ref[best].t && ref_seq[i] < ref_seq[best]))
+                best = i;
+        if (q.size != nref || evq_peek_time(&q) != ref[best].t) {
+            bad = 2;
+            break;
+        }
+        evq_item_t got;
+        if (evq_pop(&q, &got) || got.t != ref[best].t || got.a != ref[best].a ||
+            got.b != ref[best].b) {
+            bad = 3;
+            break;
+        }
+        now = got.t;
+        ref[best] = ref[nref - 1], ref_seq[best] = ref_seq[nref - 1];
+        nref--;
+        pops++;
+    }
+    CHECK(!bad && pops > 100000, "event queue: %llu pops in time-then-push order (failure %d)",
+          (unsigned long long)pops, bad);
+    /* a time before the present, a negative time and NaN are refused and
+     * leave the queue as it was */
+    size_t had = q.size;
+    CHECK(evq_push(&q, (evq_item_t){now - 1, 0, 0}) == -2 &&
+              evq_push(&q, (evq_item_t){-1, 0, 0}) == -2 &&
+              evq_push(&q, (evq_item_t){NAN, 0, 0}) == -2 && q.size == had,
+          "event queue: times before the present refused");
+    /* -0 is 0 */
+    evq_t z;
+    memset(&z, 0, sizeof z);
+    evq_item_t e;
+    CHECK(!evq_push(&z, (evq_item_t){-0.0, 1, 0}) && !evq_push(&z, (evq_item_t){0.0, 2, 0}) &&
+              !evq_pop(&z, &e) && e.a == 1 && !evq_pop(&z, &e) && e.a == 2 && z.size == 0,
+          "event queue: -0 and 0 are one time, popped in push order");
+    evq_free(&z);
+    evq_free(&q);
+}
+
 int main(void)
 {
+    test_event_queue();
     for (g_order = SIM_ORDER_LOGGOPSIM; g_order <= SIM_ORDER_FIFO; g_order++) {
         order_opts.order = g_order;
         test_hand_cases();

@@ -26,6 +26,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "evq.h"
 #include "sim.h"
 
 /* Event types: an operation ready to run (by kind, so that an event whose
@@ -33,33 +34,9 @@
  * run that read is a cache miss), a message arriving, a rank woken. */
 enum { EV_SEND = 0, EV_CALC = 1, EV_RECV = 2, EV_MSG = 3, EV_WAKE = 4 };
 
-typedef struct ev {
-    double t;
-    uint32_t rank_type; /* rank << 3 | type */
-    uint32_t arg;       /* op index, or message record (EV_MSG) */
-} ev_t;
-
-/* The event queue: a radix heap (Ahuja, Mehlhorn, Orlin and Tarjan 1990),
- * keyed by the bits of the time (a non-negative double's bits order as the
- * double does).  Time never goes back in the simulation, so every key is at
- * least `last`, the key popped last; bucket 0 holds the events of key last,
- * bucket b > 0 those whose key first differs from last at bit b - 1.  A pop
- * takes bucket 0's oldest, or, when it is empty, moves the smallest
- * non-empty bucket's events down by the new last (each event moves at most
- * 64 times, in practice a few, in sequential scans: no cache miss per level
- * as in a binary heap).  All events of one key are always in one bucket and
- * move together in order, so ties pop in queueing order: the order of
- * LogGOPSim's heap (time, then insertion). */
-#define EVQ_BUCKETS 65
-typedef struct evq {
-    ev_t *v[EVQ_BUCKETS];
-    size_t n[EVQ_BUCKETS], cap[EVQ_BUCKETS];
-    uint64_t min[EVQ_BUCKETS]; /* the smallest key in each bucket */
-    uint64_t used[2];          /* bit b: bucket b is not empty */
-    size_t head0;              /* bucket 0's next event */
-    uint64_t last;
-    size_t size;
-} evq_t;
+/* An event (evq.h): a = rank << 3 | type, b = op index, or message record
+ * (EV_MSG). */
+typedef evq_item_t ev_t;
 
 /* A message in flight or unexpected, or a posted receive. */
 typedef struct mrec {
@@ -154,107 +131,30 @@ static int fail(sim_t *s, int code, const char *fmt, ...)
     return code;
 }
 
-/* ---- the event queue (evq_t) ---- */
-
-static inline uint64_t ev_key(double t)
-{
-    uint64_t k;
-    t += 0.0; /* -0 becomes +0 */
-    memcpy(&k, &t, sizeof k);
-    return k;
-}
-
-static inline double key_time(uint64_t k)
-{
-    double t;
-    memcpy(&t, &k, sizeof t);
-    return t;
-}
-
-static inline int bucket_of(uint64_t key, uint64_t last)
-{
-    return key == last ? 0 : 64 - __builtin_clzll(key ^ last);
-}
-
-static inline void bucket_mark(evq_t *q, int b, bool on)
-{
-    if (on)
-        q->used[b >> 6] |= 1ull << (b & 63);
-    else
-        q->used[b >> 6] &= ~(1ull << (b & 63));
-}
-
-static int bucket_append(sim_t *s, int b, ev_t e, uint64_t key)
-{
-    evq_t *q = &s->q;
-    if (q->n[b] == q->cap[b]) {
-        size_t nc = q->cap[b] ? q->cap[b] * 2 : 256;
-        ev_t *v = realloc(q->v[b], nc * sizeof *v);
-        if (!v)
-            return fail(s, WEFT_ENOMEM, "out of memory for %zu+ events", q->size);
-        account(s, (ssize_t)((nc - q->cap[b]) * sizeof *v));
-        q->v[b] = v, q->cap[b] = nc;
-    }
-    if (!q->n[b] || key < q->min[b])
-        q->min[b] = key;
-    q->v[b][q->n[b]++] = e;
-    bucket_mark(q, b, true);
-    return 0;
-}
+/* ---- the event queue (evq.h) ---- */
 
 static void push(sim_t *s, double t, int type, uint32_t rank, uint32_t arg)
 {
-    uint64_t key = ev_key(t);
-    if (key < s->q.last) { /* cannot happen: every event is at or after now */
-        fail(s, WEFT_EINTERNAL, "an event at %.3f ns was queued after %.3f ns", t,
-             key_time(s->q.last));
-        return;
+    size_t had = s->q.bytes;
+    int rc = evq_push(&s->q, (ev_t){t, rank << 3 | (uint32_t)type, arg});
+    if (rc == -1)
+        fail(s, WEFT_ENOMEM, "out of memory for %zu+ events", s->q.size);
+    else if (rc) /* cannot happen: every event is at or after now */
+        fail(s, WEFT_EINTERNAL, "an event at %.3f ns was queued after a later one", t);
+    if (s->q.bytes != had)
+        account(s, (ssize_t)(s->q.bytes - had));
+}
+
+static bool pop(sim_t *s, ev_t *e)
+{
+    size_t had = s->q.bytes;
+    if (evq_pop(&s->q, e)) {
+        fail(s, WEFT_ENOMEM, "out of memory for %zu+ events", s->q.size);
+        return false;
     }
-    if (!bucket_append(s, bucket_of(key, s->q.last), (ev_t){t, rank << 3 | (uint32_t)type, arg},
-                       key))
-        s->q.size++;
-}
-
-/* Makes bucket 0 hold the earliest events (the queue must not be empty). */
-static void settle(sim_t *s)
-{
-    evq_t *q = &s->q;
-    if (q->head0 < q->n[0])
-        return;
-    q->n[0] = q->head0 = 0;
-    bucket_mark(q, 0, false);
-    int b = q->used[0] ? __builtin_ctzll(q->used[0]) : 64 + __builtin_ctzll(q->used[1]);
-    q->last = q->min[b];
-    size_t n = q->n[b];
-    q->n[b] = 0;
-    bucket_mark(q, b, false);
-    /* bucket b's events all go to lower buckets, so its array is read
-     * while the others grow */
-    for (size_t i = 0; i < n; i++) {
-        ev_t e = q->v[b][i];
-        uint64_t key = ev_key(e.t);
-        if (bucket_append(s, bucket_of(key, q->last), e, key))
-            return;
-    }
-}
-
-/* The earliest event's time (the queue must not be empty), leaving last
- * as it is: a rank that starts before it queues events at its start. */
-static double peek_time(const sim_t *s)
-{
-    const evq_t *q = &s->q;
-    if (q->head0 < q->n[0])
-        return key_time(q->last);
-    uint64_t low = q->used[0] & ~1ull;
-    int b = low ? __builtin_ctzll(low) : 64 + __builtin_ctzll(q->used[1]);
-    return key_time(q->min[b]);
-}
-
-static ev_t pop(sim_t *s)
-{
-    settle(s);
-    s->q.size--;
-    return s->q.v[0][s->q.head0++];
+    if (s->q.bytes != had)
+        account(s, (ssize_t)(s->q.bytes - had));
+    return true;
 }
 
 /* ---- records and the match table ---- */
@@ -890,22 +790,22 @@ static void on_wake(sim_t *s, uint32_t r, double t)
 
 static void on_event(sim_t *s, const ev_t *e)
 {
-    uint32_t rank = e->rank_type >> 3;
-    switch (e->rank_type & 7) {
+    uint32_t rank = e->a >> 3;
+    switch (e->a & 7) {
     case EV_WAKE:
         on_wake(s, rank, e->t);
         break;
     case EV_MSG:
-        on_message(s, rank, e->arg, e->t);
+        on_message(s, rank, e->b, e->t);
         break;
     case EV_SEND:
-        on_send(s, rank, e->arg, e->t);
+        on_send(s, rank, e->b, e->t);
         break;
     case EV_RECV:
-        on_recv(s, rank, e->arg, e->t);
+        on_recv(s, rank, e->b, e->t);
         break;
     default:
-        on_calc(s, rank, e->arg, e->t);
+        on_calc(s, rank, e->b, e->t);
         break;
     }
     run_instant(s, e->t);
@@ -1017,8 +917,7 @@ static void sim_release(sim_t *s)
     free(s->finish), free(s->rec), free(s->tab), free(s->work);
     free(s->wq_head), free(s->wq_tail), free(s->wake), free(s->wn);
     free(s->work_rank);
-    for (int b = 0; b < EVQ_BUCKETS; b++)
-        free(s->q.v[b]);
+    evq_free(&s->q);
 }
 
 int sim_run(const sim_model_t *m, int nrank, sim_build_fn build, void *ctx,
@@ -1084,7 +983,7 @@ int sim_run(const sim_model_t *m, int nrank, sim_build_fn build, void *ctx,
         if (next < (uint32_t)nrank) {
             uint32_t r = order ? order[next] : next;
             double t0 = st ? st[r] : 0;
-            if (!s.q.size || t0 <= peek_time(&s)) {
+            if (!s.q.size || t0 <= evq_peek_time(&s.q)) {
                 next++;
                 s.events++;
                 start_rank(&s, r, t0);
@@ -1093,8 +992,8 @@ int sim_run(const sim_model_t *m, int nrank, sim_build_fn build, void *ctx,
         }
         if (!s.q.size)
             break;
-        ev_t e = pop(&s);
-        if (s.err)
+        ev_t e;
+        if (!pop(&s, &e))
             break;
         s.events++;
         on_event(&s, &e);
