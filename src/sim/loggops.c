@@ -17,8 +17,8 @@
  *
  * Memory: a rank's program is built when the simulation reaches its start
  * time and freed when its last operation is done; the rest is per rank a
- * few clocks, plus the event heap and the match table (only what is in
- * flight). */
+ * few clocks, plus the event queue (evq.h) and the match table (only what
+ * is in flight). */
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
