@@ -3,13 +3,15 @@
  * bcast and reduce with every root in turn (a bcast's root and a reduce's
  * non-roots leave at once and may run calls ahead), split-phase calls in
  * flight on one communicator and on several at once (they share slots),
- * sub-communicators, a non-commutative op, in place, and refusals.  Modes
+ * sub-communicators, a non-commutative op, in place, the barrier (no rank
+ * leaves before the last has entered), and refusals.  Modes
  * "mismatch", "roots" and "reduce_roots": ranks pass different counts or
  * roots and must fail, not hang. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "weft.h"
@@ -200,6 +202,61 @@ static void noncommutative_in_place(weft_comm_t w)
     weft_op_free(&op);
 }
 
+/* The board barrier: no rank leaves before every rank has entered.  Each
+ * rank enters after a delay of its own (now and then a long one), notes
+ * the monotonic clock, which all processes of the machine share, before and
+ * after; the notes are gathered at the end.  Board allreduces between the
+ * barriers, and barriers on a second communicator, share the slots. */
+static void barrier_holds(weft_comm_t w, weft_comm_t d)
+{
+    enum { ITERS = 200 };
+    double in[ITERS], out[ITERS];
+    CHECK(weft_set_algorithm(w, WEFT_COLL_BARRIER, "board", NULL) == WEFT_OK &&
+              weft_set_algorithm(d, WEFT_COLL_BARRIER, "board", NULL) == WEFT_OK,
+          "set barrier board: %s", weft_last_error());
+    uint64_t x = 0x9E3779B97F4A7C15ull * (uint64_t)(me + 1);
+    for (int it = 0; it < ITERS; it++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        usleep((unsigned)(x % 97 == 0 ? 3000 : x % 200));
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        in[it] = (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+        int rc = weft_barrier(it % 3 == 2 ? d : w);
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        out[it] = (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+        CHECK(rc == WEFT_OK, "barrier %d: %s", it, weft_last_error());
+        if (it % 4 == 1) {
+            int32_t v = me, sum = 0;
+            CHECK(weft_allreduce(&v, &sum, 1, WEFT_INT32, WEFT_SUM, w) == WEFT_OK &&
+                      sum == P * (P - 1) / 2,
+                  "allreduce between barriers: %d", (int)sum);
+        }
+    }
+    CHECK(!strcmp(weft_last_algorithm(w, WEFT_COLL_BARRIER), "board"), "barrier served by %s",
+          weft_last_algorithm(w, WEFT_COLL_BARRIER));
+    double *all_in = malloc(sizeof in * (size_t)P), *all_out = malloc(sizeof out * (size_t)P);
+    CHECK(all_in && all_out &&
+              weft_allgather(in, all_in, ITERS, WEFT_FLOAT64, w) == WEFT_OK &&
+              weft_allgather(out, all_out, ITERS, WEFT_FLOAT64, w) == WEFT_OK,
+          "gather the clocks: %s", weft_last_error());
+    int early = 0;
+    for (int it = 0; all_in && all_out && it < ITERS; it++) {
+        double last_in = 0, first_out = 1e300;
+        for (int r = 0; r < P; r++) {
+            if (all_in[r * ITERS + it] > last_in)
+                last_in = all_in[r * ITERS + it];
+            if (all_out[r * ITERS + it] < first_out)
+                first_out = all_out[r * ITERS + it];
+        }
+        early += first_out < last_in;
+    }
+    CHECK(early == 0, "%d of %d barriers let a rank leave before the last one entered", early,
+          ITERS);
+    free(all_in), free(all_out);
+    weft_set_algorithm(w, WEFT_COLL_BARRIER, "auto", NULL);
+    weft_set_algorithm(d, WEFT_COLL_BARRIER, "auto", NULL);
+}
+
 static void refusals(weft_comm_t w)
 {
     static double big[22];
@@ -258,6 +315,7 @@ int main(int argc, char **argv)
     CHECK(weft_comm_dup(w, &d) == WEFT_OK, "dup");
     board_on(d);
     in_flight(w, d, all);
+    barrier_holds(w, d);
     sub_comm(w);
     noncommutative_in_place(w);
     refusals(w);

@@ -204,6 +204,10 @@ static const algo_t table[] = {
     /* barrier */
     {"dissemination", WEFT_COLL_BARRIER, 0, algo_dissemination_barrier, "",
      "round k: signal r+2^k, wait for r-2^k", "ceil(lg P) alpha"},
+    {"board", WEFT_COLL_BARRIER, 0, algo_board_build, "",
+     "each rank writes its slot of the shared-memory board and waits until every other slot "
+     "holds the call",
+     "about alpha_line: one wait per rank, no message", algo_board_usable, &board_ops},
 };
 
 #undef C

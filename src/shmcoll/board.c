@@ -13,7 +13,11 @@
  *              non-commutative ops served);
  *   bcast      the root posts and leaves; the others copy its slot;
  *   reduce     the non-roots post and leave; the root combines in rank
- *              order, its own input taken from its buffer.
+ *              order, its own input taken from its buffer;
+ *   barrier    every rank posts an empty slot and waits until every other
+ *              slot holds the call: one wait per rank, where a
+ *              dissemination barrier chains lg P waits, each on a rank
+ *              that may have no core when ranks outnumber cores.
  *
  * A slot is chosen by the call's communicator and sequence number, and is
  * rewritten only once every reader of its last contents has counted itself
@@ -50,14 +54,19 @@ static size_t bytes_of(const exec_t *e) { return e->desc->count * e->esize; }
 static bool is_root(const exec_t *e) { return e->s->rank == e->desc->root; }
 
 /* What this rank does in the call: post its bytes, read the others'. */
+static bool all_to_all(const exec_t *e)
+{
+    return e->desc->coll == WEFT_COLL_ALLREDUCE || e->desc->coll == WEFT_COLL_BARRIER;
+}
+
 static bool posts(const exec_t *e)
 {
-    return e->desc->coll == WEFT_COLL_ALLREDUCE || (e->desc->coll == WEFT_COLL_BCAST) == is_root(e);
+    return all_to_all(e) || (e->desc->coll == WEFT_COLL_BCAST) == is_root(e);
 }
 
 static bool reads(const exec_t *e)
 {
-    return e->desc->coll == WEFT_COLL_ALLREDUCE || (e->desc->coll == WEFT_COLL_REDUCE) == is_root(e);
+    return all_to_all(e) || (e->desc->coll == WEFT_COLL_REDUCE) == is_root(e);
 }
 
 /* A slot's bytes are read by every peer, except in a reduce (the root). */
@@ -118,18 +127,16 @@ static void board_start(exec_t *e)
 /* A peer's slot holds this call made differently: say how, end the job. */
 static int differs(exec_t *e, int q, const board_slot_t *ps)
 {
+    /* the peer's call log says how, or that the peer left after a fault
+     * (the barrier of its weft_finalize: EPEER, as for a schedule) */
+    int rc = watch_peer_agrees(e, q, true);
+    if (rc)
+        return -rc;
     char msg[512];
-    peer_view_t v;
-    if (e->x->ops->peer_view &&
-        !e->x->ops->peer_view(e->x, e->world[q], e->desc->key, true, &v) && v.found &&
-        v.call.sig != e->desc->sig)
-        call_disagreement(e->desc, e->s->rank, &v.call, q, msg, sizeof msg);
-    else
-        snprintf(msg, sizeof msg, "rank %d and rank %d disagree on a collective (signature "
-                 "%08x vs %08x, %u vs %llu bytes): do all ranks pass the same count, "
-                 "datatype, op, root and algorithm?", e->s->rank, q, (unsigned)e->sig,
-                 (unsigned)ps->sig, (unsigned)ps->len,
-                 (unsigned long long)bytes_of(e));
+    snprintf(msg, sizeof msg, "rank %d and rank %d disagree on a collective (signature "
+             "%08x vs %08x, %u vs %llu bytes): do all ranks pass the same count, datatype, "
+             "op, root and algorithm?", e->s->rank, q, (unsigned)e->sig, (unsigned)ps->sig,
+             (unsigned)ps->len, (unsigned long long)bytes_of(e));
     if (e->x->ops->fail_job)
         e->x->ops->fail_job(e->x, msg);
     return -weft_error(WEFT_EMISMATCH, "%s", msg);
@@ -152,7 +159,7 @@ static void finish_reading(exec_t *e)
     if (e->desc->coll == WEFT_COLL_BCAST) {
         if (bytes)
             memcpy(e->buf[BUF_OUT], slot_of(e, first)->data, bytes);
-    } else {
+    } else if (e->desc->coll != WEFT_COLL_BARRIER) {
         char acc[BOARD_PAYLOAD];
         if (bytes)
             memcpy(acc, part_of(e, 0), bytes);

@@ -21,9 +21,14 @@
  * not chosen.  Non-commutative allreduce from 16 KiB at 4-8
  * ranks: bst, 1.5-2x faster than recursive doubling (weft bench --op
  * noncommutative, P = 8, 64 KiB: 114 us against 219; 4 MiB: 10.5-13.8 ms
- * against 19.3-21.8; P = 4, 256 KiB: 108 against 188).  The table is measured on shared memory; over
- * MPI between nodes, measure with `weft tune` and load the result.  `weft tune` measures another machine and writes rows
- * that go before them. */
+ * against 19.3-21.8; P = 4, 256 KiB: 108 against 188).  Barrier from 3
+ * ranks: the board (one wait per rank), 2x faster than dissemination at
+ * 3-8 ranks and 2.5-4x at 16-32 on the 2 cores (P = 8: 7.7-9.8 us against
+ * 16-17; P = 32: 52 against 176-220); at P = 2 dissemination is faster
+ * (0.16 us against 0.18) and stays.  The table is measured on shared
+ * memory; over MPI between nodes, measure with `weft tune` and load the
+ * result.  `weft tune` measures another machine and writes rows that go
+ * before them. */
 #include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
@@ -76,7 +81,8 @@ static const char builtin_text[] =
     "allgather        any             *           65537-*       ring\n"
     "scatter          any             *           *             binomial\n"
     "gather           any             *           *             binomial\n"
-    "barrier          any             *           *             dissemination\n";
+    "barrier          any             1-2         *             dissemination\n"
+    "barrier          any             3-*         *             board|dissemination\n";
 
 static bool is_pow2(uint64_t v) { return v && !(v & (v - 1)); }
 
