@@ -53,12 +53,13 @@ static size_t bytes_of(const exec_t *e) { return e->desc->count * e->esize; }
 
 static bool is_root(const exec_t *e) { return e->s->rank == e->desc->root; }
 
-/* What this rank does in the call: post its bytes, read the others'. */
+/* Every rank posts and reads every other slot. */
 static bool all_to_all(const exec_t *e)
 {
     return e->desc->coll == WEFT_COLL_ALLREDUCE || e->desc->coll == WEFT_COLL_BARRIER;
 }
 
+/* What this rank does in the call: post its bytes, read the others'. */
 static bool posts(const exec_t *e)
 {
     return all_to_all(e) || (e->desc->coll == WEFT_COLL_BCAST) == is_root(e);
