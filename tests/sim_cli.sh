@@ -27,6 +27,11 @@ awk -F, 'NR > 1 && ($4 <= 0 || $7 < 1) { bad = 1 } END { exit bad }' "$tmp/s.csv
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert len(d['points']) == 18" \
     "$tmp/s.json" && ok || bad "JSON does not parse or lacks points"
 
+# --algo all runs the schedules and names, once, the algorithms that are not
+"$weft" sim barrier --algo all --np 8 --size 0 >"$tmp/all" &&
+    grep -q "^dissemination " "$tmp/all" && grep -q "^# not simulated: board " "$tmp/all" &&
+    ! grep -q "^board " "$tmp/all" && ok || bad "barrier --algo all: $(cat "$tmp/all")"
+
 # --plot draws a PNG (gnuplot)
 "$weft" sim bcast --algo binomial,pipeline --np 16 --size 1K:1M --plot "$tmp/p.png" >/dev/null &&
     [ "$(head -c 4 "$tmp/p.png" | od -An -c | tr -d ' ')" = '211PNG' ] && ok ||

@@ -1030,6 +1030,25 @@ static void write_outputs(const sim_opts_cli_t *o, const point_t *pts, int npts)
     }
 }
 
+/* --algo all runs the schedules; the algorithms of the collective that
+ * are not (the board and the arrival-driven ones) are named once, so that
+ * a reader does not take their absence for an oversight. */
+static void print_not_schedules(weft_coll_t coll)
+{
+    size_t nt;
+    const algo_t *tab = algo_table(&nt);
+    char names[512] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < nt && used + 40 < sizeof names; i++)
+        if (tab[i].coll == coll && tab[i].board)
+            used += (size_t)snprintf(names + used, sizeof names - used, "%s%s",
+                                     used ? ", " : "", tab[i].name);
+    if (used)
+        printf("# not simulated: %s (not schedules: shared-memory algorithms driven by the "
+               "board or by arrival; `weft pap whatif` models the arrival-driven ones)\n",
+               names);
+}
+
 /* The sweep: every algorithm at every P and size, a row each. */
 static int run_sweep(const sim_opts_cli_t *o, const algo_t **algs, int nalgo)
 {
@@ -1067,6 +1086,8 @@ static int run_sweep(const sim_opts_cli_t *o, const algo_t **algs, int nalgo)
     struct rusage ru;
     if (table && !getrusage(RUSAGE_SELF, &ru))
         printf("# process peak resident memory: %.1f MiB\n", ru.ru_maxrss / 1024.0);
+    if (table && !strcmp(o->algos, "all"))
+        print_not_schedules(o->coll);
     write_outputs(o, pts, npts);
     if (o->plot && write_plot(o, pts, npts, nalgo))
         failed = 1;
