@@ -31,6 +31,12 @@ python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert len(d['point
 "$weft" sim barrier --algo all --np 8 --size 0 >"$tmp/all" &&
     grep -q "^dissemination " "$tmp/all" && grep -q "^# not simulated: board " "$tmp/all" &&
     ! grep -q "^board " "$tmp/all" && ok || bad "barrier --algo all: $(cat "$tmp/all")"
+# the arrival-driven allreduces it models (pap.c) are rows; the others are named
+"$weft" sim allreduce --algo all --np 5 --size 64 --skew 5000 >"$tmp/all" &&
+    grep -q "^pap_chain " "$tmp/all" && grep -q "^pap_leader " "$tmp/all" &&
+    grep -q "^shm_twostep " "$tmp/all" &&
+    grep -q "^# not simulated: board, adaptive, hier_pap " "$tmp/all" && ok ||
+    bad "allreduce --algo all: $(cat "$tmp/all")"
 
 # --plot draws a PNG (gnuplot)
 "$weft" sim bcast --algo binomial,pipeline --np 16 --size 1K:1M --plot "$tmp/p.png" >/dev/null &&

@@ -3,6 +3,7 @@
  * 4-rank binomial broadcast (by hand and as weft builds it), a ping-pong
  * with computation, a 16-to-1 gather; weft's binomial broadcast and linear
  * pipeline against their closed-form LogGP times over several P, n and k;
+ * the arrival-driven algorithms' programs (pap.c) on arrivals worked by hand;
  * the lower bounds; and every bad input (model values, presets, programs
  * that deadlock or leave a message unreceived). */
 #include <math.h>
@@ -655,6 +656,81 @@ static void test_limits(void)
           msg);
 }
 
+/* ---- the arrival-driven algorithms as programs (pap.c) ---- */
+
+/* Three ranks arriving at 0, 10 and 20 us (and the other way round), 8
+ * bytes, L 100, o 10, g 5, no per-byte costs, everything eager; the times
+ * worked out by hand, message by message:
+ *   pap_chain allreduce: 0 -> 1 -> 2 (each takes the partial in when it
+ *     arrives: 10010, 20010), then 2 sends to 1 (20010-20020) and 0
+ *     (20020-20030), taken in at 20130 and 20140: max 20140, mean 20100;
+ *     reversed, the chain runs 2 -> 1 -> 0 and the same times follow;
+ *   pap_leader: rank 0 (first) takes 1's input in at 10110-10120 and 2's at
+ *     20110-20120, sends to 1 and 2 at 20120 and 20130, taken in at 20240
+ *     and 20250: max 20250, mean (20140 + 20240 + 20250) / 3 = 20210;
+ *   shm_twostep, reversed: rank 0 leads though it comes last, takes both
+ *     inputs in at 20000-20020, sends at 20020 and 20030: max 20150, mean
+ *     20110, where pap_leader (rank 2 leads) is 20250 / 20210 again;
+ *   pap_chain reduce to rank 0: the partial reaches 2 at 20010, which
+ *     sends it to 0 (20010-20020), taken in at 20120-20130: max 20130,
+ *     mean (20130 + 10020 + 20020) / 3. */
+static void test_arrival_programs(void)
+{
+    sim_model_t m = test_model();
+    m.g = 5, m.G = 0, m.O = 0, m.gamma = 0, m.S = 1u << 20;
+    const double up[3] = {0, 10000, 20000}, down[3] = {20000, 10000, 0};
+    struct {
+        const char *algo;
+        weft_coll_t coll;
+        const double *start;
+        double t_max, t_mean;
+    } cases[] = {
+        {"pap_chain", WEFT_COLL_ALLREDUCE, up, 20140, 20100},
+        {"pap_chain", WEFT_COLL_ALLREDUCE, down, 20140, 20100},
+        {"pap_leader", WEFT_COLL_ALLREDUCE, up, 20250, 20210},
+        {"pap_leader", WEFT_COLL_ALLREDUCE, down, 20250, 20210},
+        {"shm_twostep", WEFT_COLL_ALLREDUCE, up, 20250, 20210},
+        {"shm_twostep", WEFT_COLL_ALLREDUCE, down, 20150, 20110},
+        {"pap_chain", WEFT_COLL_REDUCE, up, 20130, (20130.0 + 10020 + 20020) / 3},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        sim_pap_t c;
+        sim_result_t r;
+        char msg[200] = "";
+        int rc = sim_pap_init(&c, cases[i].algo, cases[i].coll, 3, 8, 0, cases[i].start);
+        sim_opts_t so = {.start = cases[i].start};
+        if (!rc)
+            rc = sim_run(&m, 3, sim_build_pap, &c, &so, &r, msg, sizeof msg);
+        CHECK(rc == 0 && r.t_max == cases[i].t_max && fabs(r.t_mean - cases[i].t_mean) < 1e-6,
+              "%s %s, arrivals %s: %g (mean %g), by hand %g (%g) %s", cases[i].algo,
+              weft_coll_name(cases[i].coll), cases[i].start == up ? "up" : "down", r.t_max,
+              r.t_mean, cases[i].t_max, cases[i].t_mean, msg);
+        sim_pap_free(&c);
+    }
+    /* one rank: nothing to do; a chain of 1000 ranks arriving in reverse
+     * completes; what they do not serve is refused */
+    sim_pap_t c;
+    sim_result_t r;
+    char msg[200];
+    CHECK(!sim_pap_init(&c, "pap_leader", WEFT_COLL_ALLREDUCE, 1, 8, 0, NULL) &&
+              !sim_run(&m, 1, sim_build_pap, &c, NULL, &r, msg, sizeof msg) && r.t_max == 0,
+          "one rank");
+    sim_pap_free(&c);
+    double *st = malloc(1000 * sizeof *st);
+    for (int i = 0; st && i < 1000; i++)
+        st[i] = (1000 - i) * 50.0;
+    sim_opts_t so = {.start = st};
+    CHECK(st && !sim_pap_init(&c, "pap_chain", WEFT_COLL_ALLREDUCE, 1000, 64, 0, st) &&
+              !sim_run(&m, 1000, sim_build_pap, &c, &so, &r, msg, sizeof msg) &&
+              r.t_max > 50000,
+          "a reversed chain of 1000: %g", r.t_max);
+    sim_pap_free(&c);
+    free(st);
+    CHECK(sim_pap_init(&c, "pap_leader", WEFT_COLL_REDUCE, 3, 8, 0, NULL) == WEFT_ENOTSUP &&
+              sim_pap_init(&c, "ring", WEFT_COLL_ALLREDUCE, 3, 8, 0, NULL) == WEFT_ENOTSUP,
+          "what the arrival programs do not serve is refused");
+}
+
 /* ---- the event queue (evq.h) ---- */
 
 /* Events must pop by time, and those of equal time in the order they were
@@ -746,6 +822,7 @@ int main(void)
         test_goal_parse();
     }
     test_reduce_cost();
+    test_arrival_programs();
     printf("test_sim: %d checks, %d failures\n", checks, failures);
     return failures ? 1 : 0;
 }

@@ -615,9 +615,44 @@ static void unprepare(sim_algo_t *b, int *node_of)
     free(node_of);
 }
 
+/* An arrival-driven algorithm (sim.h, pap.c): its programs follow the
+ * arrival order of the start times. */
+static int run_pap(const sim_opts_cli_t *o, const algo_t *al, int P, uint64_t bytes,
+                   const double *start, point_t *pt)
+{
+    memset(pt, 0, sizeof *pt);
+    pt->algo = al->name, pt->P = P, pt->bytes = bytes;
+    size_t es = weft_dtype_size(o->dtype);
+    pt->refused = true;
+    if (bytes % es) {
+        snprintf(pt->why, sizeof pt->why, "%" PRIu64 " bytes is not a whole number of %s",
+                 bytes, weft_dtype_name(o->dtype));
+        return pt->rc = WEFT_EINVAL;
+    }
+    if ((al->flags & ALGO_NEEDS_COMMUTATIVE) && o->op == OP_AFFINE) {
+        snprintf(pt->why, sizeof pt->why, "%s needs a commutative op", al->name);
+        return pt->rc = WEFT_EINVAL;
+    }
+    pt->refused = false;
+    sim_pap_t c;
+    if ((pt->rc = sim_pap_init(&c, al->name, o->coll, P, bytes, o->root < P ? o->root : P - 1,
+                               start))) {
+        snprintf(pt->why, sizeof pt->why, "out of memory");
+        return pt->rc;
+    }
+    sim_opts_t so = {.start = start, .order = o->order, .noise_prob = o->noise_prob,
+                     .noise_ns = o->noise_ns, .noise_seed = o->seed};
+    pt->rc = sim_run(&o->model, P, sim_build_pap, &c, &so, &pt->r, pt->why, sizeof pt->why);
+    sim_pap_free(&c);
+    pt->bound = sim_lower_bound(o->coll, P, bytes, &o->model);
+    return pt->rc;
+}
+
 static int run_point(const sim_opts_cli_t *o, const algo_t *al, int P, uint64_t bytes,
                      const char *params, const double *start, point_t *pt)
 {
+    if (al->board && sim_pap_kind(al->name, o->coll))
+        return run_pap(o, al, P, bytes, start, pt);
     sim_algo_t b;
     int *node_of;
     if (prepare(o, al, P, bytes, params, &b, &node_of, pt)) {
@@ -958,7 +993,9 @@ static int select_algos(const sim_opts_cli_t *o, const algo_t **algs, int max)
     const algo_t *tab = algo_table(&nt);
     bool all = !strcmp(o->algos, "all");
     for (size_t i = 0; i < nt && n < max; i++)
-        if (tab[i].coll == o->coll && (all ? !tab[i].board : name_in_list(o->algos, tab[i].name)))
+        if (tab[i].coll == o->coll &&
+            (all ? !tab[i].board || sim_pap_kind(tab[i].name, o->coll)
+                 : name_in_list(o->algos, tab[i].name)))
             algs[n++] = &tab[i];
     for (const char *p = o->algos; !all && *p;) {
         const char *e = strchr(p, ',');
@@ -1030,9 +1067,10 @@ static void write_outputs(const sim_opts_cli_t *o, const point_t *pts, int npts)
     }
 }
 
-/* --algo all runs the schedules; the algorithms of the collective that
- * are not (the board and the arrival-driven ones) are named once, so that
- * a reader does not take their absence for an oversight. */
+/* --algo all runs the schedules and the arrival-driven algorithms the
+ * simulator models (pap.c); the others of the collective (the board,
+ * adaptive, hier_pap) are named once, so that a reader does not take their
+ * absence for an oversight. */
 static void print_not_schedules(weft_coll_t coll)
 {
     size_t nt;
@@ -1040,12 +1078,11 @@ static void print_not_schedules(weft_coll_t coll)
     char names[512] = "";
     size_t used = 0;
     for (size_t i = 0; i < nt && used + 40 < sizeof names; i++)
-        if (tab[i].coll == coll && tab[i].board)
+        if (tab[i].coll == coll && tab[i].board && !sim_pap_kind(tab[i].name, coll))
             used += (size_t)snprintf(names + used, sizeof names - used, "%s%s",
                                      used ? ", " : "", tab[i].name);
     if (used)
-        printf("# not simulated: %s (not schedules: shared-memory algorithms driven by the "
-               "board or by arrival; `weft pap whatif` models the arrival-driven ones)\n",
+        printf("# not simulated: %s (not schedules, nor modelled from the arrival order)\n",
                names);
 }
 

@@ -118,6 +118,25 @@ typedef struct sim_algo {
 } sim_algo_t;
 int sim_build_algo(void *ctx, int rank, sim_prog_t *out, char *msg, size_t len);
 
+/* The arrival-driven algorithms (pap.c): pap_chain (reduce, allreduce),
+ * pap_leader and shm_twostep (allreduce) as programs, for an arrival
+ * order given by the start times (NULL: all at 0, ties by rank).
+ * sim_pap_kind: 0 when algo does not serve coll that way. */
+typedef struct sim_pap {
+    int kind;
+    weft_coll_t coll;
+    int P, root;
+    uint64_t bytes;
+    int *order, *pos; /* ranks by arrival, and each rank's place */
+} sim_pap_t;
+int sim_pap_kind(const char *algo, weft_coll_t coll);
+/* 0, WEFT_ENOTSUP (not one of them), or WEFT_ENOMEM. */
+int sim_pap_init(sim_pap_t *c, const char *algo, weft_coll_t coll, int P, uint64_t bytes,
+                 int root, const double *start);
+void sim_pap_free(sim_pap_t *c);
+/* The sim_build_fn: ctx is a sim_pap_t. */
+int sim_build_pap(void *ctx, int rank, sim_prog_t *out, char *msg, size_t len);
+
 /* xorshift64*: a uniform draw in [0, 1) that is the same on every machine
  * for a seed (*x must not be 0). */
 static inline double sim_uniform(uint64_t *x)

@@ -1,0 +1,239 @@
+/* pap.c — the arrival-driven algorithms (src/shmcoll, the process-arrival-
+ * pattern seed, chapters 4-5) as simulator programs.  They are not
+ * schedules: who leads and who hands on to whom is decided by the order in
+ * which ranks arrive.  Given the arrival times (the simulation's start
+ * times), that order is known, and each algorithm becomes an ordinary
+ * program per rank, so the simulator runs it with its contention (a leader
+ * taking in P - 1 messages one after the other, a rank that has not arrived
+ * yet) instead of tools/pap_model.c's formulas.
+ *
+ * Shared memory is modelled as messages: a copy into the segment and the
+ * peer's read of it is one message of n bytes.
+ *
+ *   pap_chain (reduce, allreduce): the k-th arrival receives the partial
+ *       result from the (k-1)-th, adds its own (a reduce of n bytes) and
+ *       sends it to the (k+1)-th; the last arrival holds the result.  A
+ *       reduce sends it to the root (unless the root came last); an
+ *       allreduce broadcasts it from the last arrival down a binomial tree,
+ *       children with the largest subtree first.
+ *   pap_leader (allreduce): the first arrival leads; every other rank sends
+ *       it its input and waits for the result; the leader reduces the
+ *       inputs in arrival order, then sends the result to each in rank
+ *       order.
+ *   shm_twostep (allreduce): the same with rank 0 leading and reducing in
+ *       rank order (the seed's static-leader baseline). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim.h"
+
+enum { PAP_CHAIN = 1, PAP_LEADER = 2, PAP_TWOSTEP = 3 };
+enum { TAG_PART = 0, TAG_RESULT = 1 };
+
+int sim_pap_kind(const char *algo, weft_coll_t coll)
+{
+    if (!strcmp(algo, "pap_chain") && (coll == WEFT_COLL_REDUCE || coll == WEFT_COLL_ALLREDUCE))
+        return PAP_CHAIN;
+    if (coll != WEFT_COLL_ALLREDUCE)
+        return 0;
+    if (!strcmp(algo, "pap_leader"))
+        return PAP_LEADER;
+    if (!strcmp(algo, "shm_twostep"))
+        return PAP_TWOSTEP;
+    return 0;
+}
+
+static const double *arrival_key;
+static int by_arrival(const void *pa, const void *pb)
+{
+    int a = *(const int *)pa, b = *(const int *)pb;
+    double ta = arrival_key ? arrival_key[a] : 0, tb = arrival_key ? arrival_key[b] : 0;
+    if (ta != tb)
+        return ta < tb ? -1 : 1;
+    return a - b;
+}
+
+int sim_pap_init(sim_pap_t *c, const char *algo, weft_coll_t coll, int P, uint64_t bytes,
+                 int root, const double *start)
+{
+    memset(c, 0, sizeof *c);
+    if (!(c->kind = sim_pap_kind(algo, coll)))
+        return WEFT_ENOTSUP;
+    c->coll = coll, c->P = P, c->bytes = bytes, c->root = root;
+    c->order = malloc((size_t)P * sizeof *c->order);
+    c->pos = malloc((size_t)P * sizeof *c->pos);
+    if (!c->order || !c->pos) {
+        sim_pap_free(c);
+        return WEFT_ENOMEM;
+    }
+    for (int i = 0; i < P; i++)
+        c->order[i] = i;
+    if (c->kind != PAP_TWOSTEP) { /* the static leader ignores arrival */
+        arrival_key = start;
+        qsort(c->order, (size_t)P, sizeof *c->order, by_arrival);
+        arrival_key = NULL;
+    }
+    for (int k = 0; k < P; k++)
+        c->pos[c->order[k]] = k;
+    return 0;
+}
+
+void sim_pap_free(sim_pap_t *c)
+{
+    free(c->order), free(c->pos);
+    memset(c, 0, sizeof *c);
+}
+
+/* ---- a program written op by op, each requiring up to two earlier ---- */
+
+typedef struct draft {
+    sim_op_t *ops;
+    int (*deps)[2];
+    uint32_t n, cap;
+    bool oom;
+} draft_t;
+
+/* The new op's index; -1 (and oom) when out of memory. */
+static int add(draft_t *d, int kind, int peer, uint32_t tag, uint64_t size, int dep0, int dep1)
+{
+    if (d->oom)
+        return -1;
+    if (d->n == d->cap) {
+        uint32_t nc = d->cap ? d->cap * 2 : 16;
+        sim_op_t *o = realloc(d->ops, nc * sizeof *o);
+        if (o)
+            d->ops = o;
+        int(*dp)[2] = o ? realloc(d->deps, nc * sizeof *dp) : NULL;
+        if (!dp) {
+            d->oom = true;
+            return -1;
+        }
+        d->deps = dp, d->cap = nc;
+    }
+    sim_op_t *op = &d->ops[d->n];
+    memset(op, 0, sizeof *op);
+    op->kind = (uint8_t)(kind == SIM_REDUCE ? SIM_CALC : kind);
+    op->flags = kind == SIM_REDUCE ? SIM_REDUCE : 0;
+    op->nic = SIM_NIC_ANY;
+    op->peer = peer;
+    op->tag = tag;
+    op->size = size;
+    d->deps[d->n][0] = dep0, d->deps[d->n][1] = dep1;
+    return (int)d->n++;
+}
+
+/* SIM_REDUCE as a kind: a calc that reduces `size` bytes. */
+#define REDUCE SIM_REDUCE
+
+static int finish(draft_t *d, sim_prog_t *out)
+{
+    uint32_t nedges = 0;
+    for (uint32_t i = 0; i < d->n; i++)
+        nedges += (d->deps[i][0] >= 0) + (d->deps[i][1] >= 0);
+    if (sim_prog_alloc(out, d->n, nedges))
+        return WEFT_ENOMEM;
+    memcpy(out->ops, d->ops, d->n * sizeof *d->ops);
+    uint32_t *fill = calloc((size_t)d->n + 1, sizeof *fill);
+    if (!fill) {
+        sim_prog_free(out);
+        return WEFT_ENOMEM;
+    }
+    for (uint32_t i = 0; i < d->n; i++)
+        for (int k = 0; k < 2; k++)
+            if (d->deps[i][k] >= 0)
+                fill[d->deps[i][k] + 1]++;
+    for (uint32_t i = 0; i < d->n; i++)
+        fill[i + 1] += fill[i];
+    memcpy(out->succ_first, fill, ((size_t)d->n + 1) * sizeof *fill);
+    for (uint32_t i = 0; i < d->n; i++) {
+        out->ops[i].pending = 0;
+        for (int k = 0; k < 2; k++)
+            if (d->deps[i][k] >= 0) {
+                out->succ[fill[d->deps[i][k]]++] = i;
+                out->ops[i].pending++;
+            }
+    }
+    free(fill);
+    return 0;
+}
+
+/* ---- the algorithms ---- */
+
+/* The chain up to this rank's hand-over; the op that holds its partial (or
+ * result), or -1 for the first arrival, whose input is its partial. */
+static int chain_part(const sim_pap_t *c, int rank, draft_t *d, int *sent)
+{
+    int k = c->pos[rank], have = -1;
+    *sent = -1;
+    if (k > 0) {
+        int r = add(d, SIM_RECV, c->order[k - 1], TAG_PART, c->bytes, -1, -1);
+        have = add(d, REDUCE, -1, 0, c->bytes, r, -1);
+    }
+    if (k + 1 < c->P)
+        *sent = add(d, SIM_SEND, c->order[k + 1], TAG_PART, c->bytes, have, -1);
+    return have;
+}
+
+static int subtree_span(int v, int P)
+{
+    int span = v ? v & -v : 1;
+    if (!v)
+        while (span < P)
+            span <<= 1;
+    return span;
+}
+
+/* The binomial broadcast of the result from `from`: virtual rank v = rank
+ * - from (mod P) receives from v minus its lowest bit and sends to v + m
+ * for each power of two m below that bit, largest first. */
+static void bcast_from(const sim_pap_t *c, int rank, int from, int have, draft_t *d)
+{
+    int P = c->P, v = (rank - from + P) % P;
+    if (v)
+        have = add(d, SIM_RECV, (v - (v & -v) + from) % P, TAG_RESULT, c->bytes, -1, -1);
+    for (int m = subtree_span(v, P) / 2; m >= 1; m /= 2)
+        if (v + m < P)
+            add(d, SIM_SEND, (v + m + from) % P, TAG_RESULT, c->bytes, have, -1);
+}
+
+static void leader_prog(const sim_pap_t *c, int rank, draft_t *d)
+{
+    int leader = c->order[0];
+    if (rank != leader) {
+        add(d, SIM_SEND, leader, TAG_PART, c->bytes, -1, -1);
+        add(d, SIM_RECV, leader, TAG_RESULT, c->bytes, -1, -1);
+        return;
+    }
+    int acc = -1;
+    for (int k = 1; k < c->P; k++) {
+        int r = add(d, SIM_RECV, c->order[k], TAG_PART, c->bytes, -1, -1);
+        acc = add(d, REDUCE, -1, 0, c->bytes, r, acc);
+    }
+    for (int q = 0; q < c->P; q++)
+        if (q != leader)
+            add(d, SIM_SEND, q, TAG_RESULT, c->bytes, acc, -1);
+}
+
+int sim_build_pap(void *ctx, int rank, sim_prog_t *out, char *msg, size_t len)
+{
+    const sim_pap_t *c = ctx;
+    draft_t d = {0};
+    (void)msg, (void)len;
+    if (c->kind != PAP_CHAIN) {
+        leader_prog(c, rank, &d);
+    } else {
+        int sent, have = chain_part(c, rank, &d, &sent);
+        int last = c->order[c->P - 1];
+        if (c->coll == WEFT_COLL_ALLREDUCE) {
+            if (c->P > 1)
+                bcast_from(c, rank, last, have, &d);
+        } else if (rank == last && last != c->root) {
+            add(&d, SIM_SEND, c->root, TAG_RESULT, c->bytes, have, -1);
+        } else if (rank == c->root && last != c->root) {
+            add(&d, SIM_RECV, last, TAG_RESULT, c->bytes, sent, -1);
+        }
+    }
+    int rc = d.oom ? WEFT_ENOMEM : finish(&d, out);
+    free(d.ops), free(d.deps);
+    return rc;
+}
