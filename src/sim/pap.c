@@ -93,7 +93,8 @@ typedef struct draft {
     bool oom;
 } draft_t;
 
-/* The new op's index; -1 (and oom) when out of memory. */
+/* The new op's index; -1 (and oom) when out of memory.  A SIM_CALC is a
+ * reduction of `size` bytes. */
 static int add(draft_t *d, int kind, int peer, uint32_t tag, uint64_t size, int dep0, int dep1)
 {
     if (d->oom)
@@ -112,8 +113,8 @@ static int add(draft_t *d, int kind, int peer, uint32_t tag, uint64_t size, int 
     }
     sim_op_t *op = &d->ops[d->n];
     memset(op, 0, sizeof *op);
-    op->kind = (uint8_t)(kind == SIM_REDUCE ? SIM_CALC : kind);
-    op->flags = kind == SIM_REDUCE ? SIM_REDUCE : 0;
+    op->kind = (uint8_t)kind;
+    op->flags = kind == SIM_CALC ? SIM_REDUCE : 0; /* the only calc here */
     op->nic = SIM_NIC_ANY;
     op->peer = peer;
     op->tag = tag;
@@ -121,9 +122,6 @@ static int add(draft_t *d, int kind, int peer, uint32_t tag, uint64_t size, int 
     d->deps[d->n][0] = dep0, d->deps[d->n][1] = dep1;
     return (int)d->n++;
 }
-
-/* SIM_REDUCE as a kind: a calc that reduces `size` bytes. */
-#define REDUCE SIM_REDUCE
 
 static int finish(draft_t *d, sim_prog_t *out)
 {
@@ -167,7 +165,7 @@ static int chain_part(const sim_pap_t *c, int rank, draft_t *d, int *sent)
     *sent = -1;
     if (k > 0) {
         int r = add(d, SIM_RECV, c->order[k - 1], TAG_PART, c->bytes, -1, -1);
-        have = add(d, REDUCE, -1, 0, c->bytes, r, -1);
+        have = add(d, SIM_CALC, -1, 0, c->bytes, r, -1);
     }
     if (k + 1 < c->P)
         *sent = add(d, SIM_SEND, c->order[k + 1], TAG_PART, c->bytes, have, -1);
@@ -207,7 +205,7 @@ static void leader_prog(const sim_pap_t *c, int rank, draft_t *d)
     int acc = -1;
     for (int k = 1; k < c->P; k++) {
         int r = add(d, SIM_RECV, c->order[k], TAG_PART, c->bytes, -1, -1);
-        acc = add(d, REDUCE, -1, 0, c->bytes, r, acc);
+        acc = add(d, SIM_CALC, -1, 0, c->bytes, r, acc);
     }
     for (int q = 0; q < c->P; q++)
         if (q != leader)
