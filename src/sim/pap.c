@@ -22,6 +22,7 @@
  *       order.
  *   shm_twostep (allreduce): the same with rank 0 leading and reducing in
  *       rank order (the seed's static-leader baseline). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -216,7 +217,6 @@ int sim_build_pap(void *ctx, int rank, sim_prog_t *out, char *msg, size_t len)
 {
     const sim_pap_t *c = ctx;
     draft_t d = {0};
-    (void)msg, (void)len;
     if (c->kind != PAP_CHAIN) {
         leader_prog(c, rank, &d);
     } else {
@@ -233,5 +233,7 @@ int sim_build_pap(void *ctx, int rank, sim_prog_t *out, char *msg, size_t len)
     }
     int rc = d.oom ? WEFT_ENOMEM : finish(&d, out);
     free(d.ops), free(d.deps);
+    if (rc)
+        snprintf(msg, len, "out of memory for rank %d's program", rank);
     return rc;
 }
