@@ -525,23 +525,33 @@ static int write_plot(const sim_opts_cli_t *o, const point_t *pts, int n, int na
 
 /* ---- the sweep ---- */
 
+/* Starts a point's row: refused (with why) when bytes are not whole
+ * elements of the datatype. */
+static int point_begin(const sim_opts_cli_t *o, const algo_t *al, int P, uint64_t bytes,
+                       point_t *pt)
+{
+    memset(pt, 0, sizeof *pt);
+    pt->algo = al->name, pt->P = P, pt->bytes = bytes;
+    pt->refused = true;
+    if (bytes % weft_dtype_size(o->dtype)) {
+        snprintf(pt->why, sizeof pt->why, "%" PRIu64 " bytes is not a whole number of %s",
+                 bytes, weft_dtype_name(o->dtype));
+        return pt->rc = WEFT_EINVAL;
+    }
+    return 0;
+}
+
 /* The build context of one algorithm at (P, bytes): 0, or nonzero with
  * why it cannot serve (pt->refused) or failed.  *node_of is the node map
  * it may own (free it after). */
 static int prepare(const sim_opts_cli_t *o, const algo_t *al, int P, uint64_t bytes,
                    const char *params, sim_algo_t *b, int **node_of, point_t *pt)
 {
-    memset(pt, 0, sizeof *pt);
     memset(b, 0, sizeof *b);
-    pt->algo = al->name, pt->P = P, pt->bytes = bytes;
     *node_of = NULL;
     size_t es = weft_dtype_size(o->dtype);
-    pt->refused = true;
-    if (bytes % es) {
-        snprintf(pt->why, sizeof pt->why, "%" PRIu64 " bytes is not a whole number of %s",
-                 bytes, weft_dtype_name(o->dtype));
-        return pt->rc = WEFT_EINVAL;
-    }
+    if (point_begin(o, al, P, bytes, pt))
+        return pt->rc;
     if (al->board) {
         snprintf(pt->why, sizeof pt->why,
                  "%s is not a schedule (an arrival-driven shared-memory algorithm)", al->name);
@@ -620,15 +630,8 @@ static void unprepare(sim_algo_t *b, int *node_of)
 static int run_pap(const sim_opts_cli_t *o, const algo_t *al, int P, uint64_t bytes,
                    const double *start, point_t *pt)
 {
-    memset(pt, 0, sizeof *pt);
-    pt->algo = al->name, pt->P = P, pt->bytes = bytes;
-    size_t es = weft_dtype_size(o->dtype);
-    pt->refused = true;
-    if (bytes % es) {
-        snprintf(pt->why, sizeof pt->why, "%" PRIu64 " bytes is not a whole number of %s",
-                 bytes, weft_dtype_name(o->dtype));
-        return pt->rc = WEFT_EINVAL;
-    }
+    if (point_begin(o, al, P, bytes, pt))
+        return pt->rc;
     if ((al->flags & ALGO_NEEDS_COMMUTATIVE) && o->op == OP_AFFINE) {
         snprintf(pt->why, sizeof pt->why, "%s needs a commutative op", al->name);
         return pt->rc = WEFT_EINVAL;
