@@ -542,6 +542,12 @@ static void test_bad_input(void)
     }
     CHECK(sim_preset_load("nosuch", &m, msg, sizeof msg) == -1 && strstr(msg, "loggopsim"),
           "unknown preset names the choices: %s", msg);
+    sim_result_t rr;
+    CHECK(sim_run(&m, 0, build_hand, NULL, NULL, &rr, msg, sizeof msg) == WEFT_EINVAL &&
+              sim_run(&m, (1 << 24) + 1, build_hand, NULL, NULL, &rr, msg, sizeof msg) ==
+                  WEFT_EINVAL &&
+              strstr(msg, "want 1 to 2^24"),
+          "rank counts outside 1 to 2^24 refused: %s", msg);
 
     /* preset files: round trip, then broken ones naming file and line */
     char path[] = "/tmp/weft-test-sim-XXXXXX";

@@ -924,8 +924,8 @@ int sim_run(const sim_model_t *m, int nrank, sim_build_fn build, void *ctx,
             const sim_opts_t *opts, sim_result_t *res, char *msg, size_t len)
 {
     memset(res, 0, sizeof *res);
-    if (nrank < 1) {
-        snprintf(msg, len, "%d ranks: want at least 1", nrank);
+    if (nrank < 1 || nrank > 1 << 24) { /* an event holds rank << 3 in 32 bits */
+        snprintf(msg, len, "%d ranks: want 1 to 2^24", nrank);
         return WEFT_EINVAL;
     }
     if (m->ports < 1 || m->ports > 64 || m->cpus < 1 || m->cpus > 256) {
