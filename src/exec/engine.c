@@ -181,15 +181,10 @@ static void enqueue_roots(exec_t *e, const sched_img_t *s)
 
 int exec_switch_to_schedule(exec_t *e, const sched_img_t *s)
 {
-    int rc = exec_reserve(e, s->nsteps);
-    if (!rc)
-        rc = reserve_rounds(e, s);
-    if (!rc)
-        rc = exec_reserve_tmp(e, s->tmp_len * e->esize);
+    int rc = exec_prepare(e, s, e->esize);
     if (rc)
         return rc;
     e->board = NULL;
-    e->s = s;
     e->buf[BUF_TMP] = e->tmp;
     enqueue_roots(e, s);
     return WEFT_OK;

@@ -111,7 +111,7 @@ static int differs(exec_t *e, int me, int peer, const call_desc_t *theirs, bool 
 static bool in_flight(const exec_t *e, uint32_t i)
 {
     uint8_t k = sched_step(e->s, i).kind;
-    return (k == STEP_SEND || k == STEP_RECV || k == STEP_RECV_REDUCE) && e->pending[i] == 0;
+    return step_kind_is_comm(k) && e->pending[i] == 0;
 }
 
 /* The communicator ranks e waits for, at most max, into peers (a peer

@@ -776,7 +776,7 @@ int sched_check(const check_spec_t *spec, check_build_fn build, void *ctx, char 
         int rank = (int)(w >> 32);
         uint32_t i = (uint32_t)w;
         const step_t sv = sched_step(c.r[rank].s, i), *st = &sv;
-        if (st->kind == STEP_SEND || st->kind == STEP_RECV || st->kind == STEP_RECV_REDUCE)
+        if (step_kind_is_comm(st->kind))
             post_comm(&c, rank, i);
         else
             run_local(&c, rank, i);

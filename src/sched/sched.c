@@ -217,7 +217,7 @@ uint64_t sched_tmp(sched_t *s, uint64_t n)
 
 static bool fits_narrow(const step_t *st)
 {
-    bool comm = st->kind == STEP_SEND || st->kind == STEP_RECV || st->kind == STEP_RECV_REDUCE;
+    bool comm = step_kind_is_comm(st->kind);
     uint64_t off = st->kind == STEP_SEND || !comm ? st->src_off : st->dst_off;
     return st->len <= UINT32_MAX && off <= UINT32_MAX &&
            (comm ? st->peer >= 0 : st->dst_off <= UINT32_MAX) && st->ndeps <= CSTEP_NDEPS_MAX;
@@ -225,7 +225,7 @@ static bool fits_narrow(const step_t *st)
 
 static void pack_step(const step_t *st, sched_cstep_t *c)
 {
-    bool comm = st->kind == STEP_SEND || st->kind == STEP_RECV || st->kind == STEP_RECV_REDUCE;
+    bool comm = step_kind_is_comm(st->kind);
     uint32_t b1 = comm && st->kind != STEP_SEND ? st->dst_buf : st->src_buf;
     uint32_t b2 = comm ? 0 : st->dst_buf;
     c->head = (uint32_t)st->kind | (uint32_t)(st->flags & 3) << 3 | (b1 & 3) << 5 | (b2 & 3) << 7 |

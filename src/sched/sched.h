@@ -122,6 +122,12 @@ typedef struct sched_img {
 
 #define CSTEP_NDEPS_MAX ((1u << 23) - 1)
 
+/* A step that moves a message (a peer and a tag), not a local one. */
+static inline bool step_kind_is_comm(int kind)
+{
+    return kind == STEP_SEND || kind == STEP_RECV || kind == STEP_RECV_REDUCE;
+}
+
 static inline step_t sched_step(const sched_img_t *im, uint32_t i)
 {
     if (!im->narrow)
@@ -134,7 +140,7 @@ static inline step_t sched_step(const sched_img_t *im, uint32_t i)
     st.round = c->round;
     st.len = c->len;
     uint8_t b1 = (uint8_t)(c->head >> 5 & 3), b2 = (uint8_t)(c->head >> 7 & 3);
-    if (st.kind == STEP_SEND || st.kind == STEP_RECV || st.kind == STEP_RECV_REDUCE) {
+    if (step_kind_is_comm(st.kind)) {
         bool send = st.kind == STEP_SEND;
         st.peer = (int32_t)c->a;
         st.tag = c->b;

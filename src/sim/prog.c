@@ -124,11 +124,7 @@ int sim_prog_from_sched(const sched_img_t *s, size_t esize, sim_prog_t *out)
         joins = joins && i + 1 == s->round_first[st.round + 1];
         if (joins) {
             sim_op_t *jo = &out->ops[join];
-            memset(jo, 0, sizeof *jo);
-            jo->nic = SIM_NIC_ANY;
-            jo->peer = -1;
-            jo->kind = SIM_CALC;
-            jo->flags = SIM_INSTANT;
+            step_op((step_t){.kind = STEP_NOP, .peer = -1}, esize, jo);
             jo->pending = sched_round_size(s, st.round);
             out->succ_first[join] = e;
             for (uint32_t j = i + 1; j < s->round_first[st.round + 2]; j++)
