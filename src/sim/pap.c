@@ -131,7 +131,8 @@ static int finish(draft_t *d, sim_prog_t *out)
         nedges += (d->deps[i][0] >= 0) + (d->deps[i][1] >= 0);
     if (sim_prog_alloc(out, d->n, nedges))
         return WEFT_ENOMEM;
-    memcpy(out->ops, d->ops, d->n * sizeof *d->ops);
+    if (d->n) /* a rank with nothing to do has no ops array at all */
+        memcpy(out->ops, d->ops, d->n * sizeof *d->ops);
     uint32_t *fill = calloc((size_t)d->n + 1, sizeof *fill);
     if (!fill) {
         sim_prog_free(out);
