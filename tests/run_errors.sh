@@ -34,5 +34,8 @@ expect 2 "sizes" "$weft" bench allreduce --sizes 4:-1
 expect 2 "want a rank" "$weft" bench bcast --root abc
 expect 2 "want a count 1" "$weft" bench allreduce --iters 0
 expect 2 "integer datatypes only" "$weft" bench allreduce --op band --dtype float32
+expect 2 "moves no data: leave out --sizes" "$weft" bench barrier --sizes 4
+expect 2 "moves no data: leave out --mif" "$weft" bench barrier --mif 10
+expect 2 "moves no data: leave out --dtype" "$weft" bench barrier --dtype int8
 echo "$passes passed, $fails failed"
 [ "$fails" -eq 0 ]

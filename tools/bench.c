@@ -34,7 +34,8 @@
 static void bench_usage(FILE *f)
 {
     fprintf(f,
-            "usage: weft bench allreduce|bcast|reduce [--np P] [--algo all|auto,A,B/k=v;k=v,..]\n"
+            "usage: weft bench allreduce|bcast|reduce|barrier [--np P]\n"
+            "                  [--algo all|auto,A,B/k=v;k=v,..]\n"
             "       weft bench kernels   (reduction kernel throughput against memcpy)\n"
             "                  [--sizes LO:HI | S1,S2,..] [--iters N] [--warmup N] [--check]\n"
             "                  [--dtype float32] [--op sum|...|noncommutative] [--root R] [--csv F]\n"
@@ -61,7 +62,12 @@ static void bench_usage(FILE *f)
             "mean, and (CSV, JSON) the worst rank's mean.  --arrivals FILE: the delays\n"
             "from FILE instead, in microseconds, one line per call with one number per\n"
             "rank ('#' starts a comment), the lines taken in turn and again from the\n"
-            "first when the calls outnumber them.\n");
+            "first when the calls outnumber them.\n"
+            "barrier: one row (no data: no --sizes, --dtype, --op, --root, --mem, --mif\n"
+            "or --arrivals); the barrier before each iteration is AUTO's on a duplicate\n"
+            "communicator, so it is not the algorithm being timed; --check delays one\n"
+            "rank in turn and verifies by the machine's monotonic clock that no rank\n"
+            "left before the last one entered (ranks on one machine).\n");
 }
 
 /* A size in bytes (size_prefix: digits and an optional K, M or G), at
@@ -155,11 +161,12 @@ int bench_parse(int argc, char **argv, bench_opts_t *o)
     }
     o->coll = coll_from_name(argv[1]);
     if (o->coll != WEFT_COLL_ALLREDUCE && o->coll != WEFT_COLL_BCAST &&
-        o->coll != WEFT_COLL_REDUCE) {
-        fprintf(stderr, "weft bench: collective '%s' is not benchmarked (allreduce, bcast, reduce)\n",
-                argv[1]);
+        o->coll != WEFT_COLL_REDUCE && o->coll != WEFT_COLL_BARRIER) {
+        fprintf(stderr, "weft bench: collective '%s' is not benchmarked (allreduce, bcast, "
+                        "reduce, barrier)\n", argv[1]);
         return 2;
     }
+    const char *dataful = NULL; /* an option that means nothing to a barrier */
     for (int i = 2; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         char *e = NULL;
@@ -173,6 +180,11 @@ int bench_parse(int argc, char **argv, bench_opts_t *o)
             return 2;
         }
         i++;
+        static const char *const data_opts[] = {"--sizes", "--dtype", "--op", "--root",
+                                                 "--mem", "--mif", "--arrivals"};
+        for (size_t k = 0; k < sizeof data_opts / sizeof *data_opts; k++)
+            if (!strcmp(argv[i - 1], data_opts[k]))
+                dataful = data_opts[k];
         if (!strcmp(argv[i - 1], "--np")) {
             long n = strtol(v, &e, 10);
             if (*e || n < 1 || n > 4096) {
@@ -253,6 +265,15 @@ int bench_parse(int argc, char **argv, bench_opts_t *o)
             fprintf(stderr, "weft bench: unknown option '%s'\n", argv[i - 1]);
             return 2;
         }
+    }
+    if (o->coll == WEFT_COLL_BARRIER) {
+        if (dataful || o->redraw) {
+            fprintf(stderr, "weft bench barrier: a barrier moves no data: leave out %s\n",
+                    dataful ? dataful : "--redraw");
+            return 2;
+        }
+        o->nsizes = 1, o->sizes[0] = 0; /* one row, of no bytes */
+        return 0;
     }
     if (o->root < 0 || (!o->transport && o->root >= o->np)) {
         fprintf(stderr, "weft bench: --root %d out of range for --np %d\n", o->root, o->np);
@@ -417,6 +438,10 @@ static int run_one(weft_comm_t comm, const bench_opts_t *o, const algo_t *al, si
                    void *in, void *out)
 {
 #ifdef WEFT_HAVE_MPI
+    if (al == &native_algo && o->coll == WEFT_COLL_BARRIER) {
+        int rc = PMPI_Barrier(MPI_COMM_WORLD);
+        return rc == MPI_SUCCESS ? WEFT_OK : weft_error(WEFT_EINTERNAL, "MPI error %d", rc);
+    }
     if (al == &native_algo) {
         static const MPI_Datatype mdt[WEFT_DTYPE_COUNT] = {
             [WEFT_INT8] = MPI_INT8_T,     [WEFT_INT16] = MPI_INT16_T,   [WEFT_INT32] = MPI_INT32_T,
@@ -444,11 +469,13 @@ static int run_one(weft_comm_t comm, const bench_opts_t *o, const algo_t *al, si
     switch (o->coll) {
     case WEFT_COLL_ALLREDUCE: return weft_allreduce(in, out, count, o->dtype, op_handle(o), comm);
     case WEFT_COLL_BCAST: return weft_bcast(out, count, o->dtype, o->root, comm);
+    case WEFT_COLL_BARRIER: return weft_barrier(comm);
     default: return weft_reduce(in, out, count, o->dtype, op_handle(o), o->root, comm);
     }
 }
 
-static void bench_barrier(weft_comm_t comm, const bench_opts_t *o)
+/* The barrier before each timed call, on sync (see lineup_t). */
+static void bench_barrier(weft_comm_t sync, const bench_opts_t *o)
 {
 #ifdef WEFT_HAVE_MPI
     if (o->transport) { /* one barrier for weft and native alike */
@@ -457,7 +484,7 @@ static void bench_barrier(weft_comm_t comm, const bench_opts_t *o)
     }
 #endif
     (void)o;
-    weft_barrier(comm);
+    weft_barrier(sync);
 }
 
 /* The algorithms to time, from --algo: "" (the summary: every algorithm
@@ -470,6 +497,11 @@ typedef struct lineup {
     char reason[66][200]; /* why it could not serve the call, when it could not */
     size_t n;
     bool with_native, summary;
+    /* the communicator of the barrier before each timed call: the timed
+     * one, or for `weft bench barrier` a duplicate left on AUTO, so that
+     * the algorithm being timed does not also decide how calls start */
+    weft_comm_t sync;
+    bool own_sync;
 } lineup_t;
 
 static int pick_algorithms(const bench_opts_t *o, int rank, lineup_t *L)
@@ -547,6 +579,8 @@ static int validate_lineup(const bench_opts_t *o, weft_comm_t comm, int rank, li
 
 static void lineup_free(lineup_t *L)
 {
+    if (L->own_sync)
+        weft_comm_free(&L->sync);
     for (size_t a = 0; a < L->n; a++)
         free(L->params[a]);
 }
@@ -571,13 +605,18 @@ static void print_header(const bench_opts_t *o, int P, const lineup_t *L)
         printf("# native: %s\n", v);
     }
 #endif
-    printf("# weft bench %s: P=%d, %s %s, %s, buffers from %s; latency in us (%s)%s\n",
-           weft_coll_name(o->coll), P, weft_dtype_name(o->dtype),
-           o->coll == WEFT_COLL_BCAST ? "" : bench_op_name(o->op),
+    char data[80] = "";
+    if (o->coll != WEFT_COLL_BARRIER)
+        snprintf(data, sizeof data, " %s%s%s, buffers from %s,", weft_dtype_name(o->dtype),
+                 o->coll == WEFT_COLL_BCAST ? "" : " ",
+                 o->coll == WEFT_COLL_BCAST ? "" : bench_op_name(o->op),
+                 o->arena ? "weft_alloc" : "malloc");
+    printf("# weft bench %s: P=%d,%s %s; latency in us (%s)%s\n", weft_coll_name(o->coll), P,
+           data,
            !o->transport ? "shared memory (weft run)"
            : !strcmp(o->transport, "mpi") ? "weft over MPI point-to-point, under mpirun"
                                           : "weft shared memory, under mpirun",
-           o->arena ? "weft_alloc" : "malloc", convention(o),
+           convention(o),
            L->summary ? "" : "; busbw in GB/s; * = fastest");
     if (L->summary) {
         printf("%12s | %9s %-20s | %9s %-20s | %9s", "bytes", "auto", "(its choice)", "fastest",
@@ -916,7 +955,7 @@ static int time_one(const bench_opts_t *o, weft_comm_t comm, const lineup_t *L, 
     for (int i = 0; i < warm && !rc; i++)
         rc = run_one(comm, o, al, count, in, out);
     for (int i = 0; i < iters && !rc; i++) {
-        bench_barrier(comm, o);
+        bench_barrier(L->sync, o);
         if (ar)
             arrive_late(ar, rank, i, o->redraw);
         double t0 = weft_now();
@@ -985,6 +1024,31 @@ static int check_one(const bench_opts_t *o, weft_comm_t comm, const algo_t *al, 
     return bad;
 }
 
+/* --check of a barrier: 20 calls, before each of which one rank in turn
+ * waits 1 ms (the others 0-50 us); every rank notes the monotonic clock
+ * (one for the whole machine) as it enters and leaves.  Wrong if any rank
+ * left before the last one entered. */
+static int check_barrier(const bench_opts_t *o, weft_comm_t comm, const lineup_t *L,
+                         const algo_t *al)
+{
+    int rank = weft_comm_rank(comm), P = weft_comm_size(comm), bad = 0;
+    for (int i = 0; i < 20; i++) {
+        bench_barrier(L->sync, o);
+        double delay = rank == i % P ? 1e-3 : (double)((rank * 7 + i * 13) % 51) * 1e-6;
+        double until = weft_now() + delay;
+        while (weft_now() < until)
+            ;
+        double enter = weft_now();
+        int rc = run_one(comm, o, al, 0, NULL, NULL);
+        double left = weft_now();
+        weft_allreduce(WEFT_IN_PLACE, &enter, 1, WEFT_FLOAT64, WEFT_MAX, comm);
+        weft_allreduce(WEFT_IN_PLACE, &left, 1, WEFT_FLOAT64, WEFT_MIN, comm);
+        bad += rc != WEFT_OK || left < enter;
+    }
+    weft_allreduce(WEFT_IN_PLACE, &bad, 1, WEFT_INT32, WEFT_MAX, comm);
+    return bad;
+}
+
 static int bench_rank(const bench_opts_t *o, weft_comm_t comm)
 {
     int rank = weft_comm_rank(comm), P = weft_comm_size(comm);
@@ -992,6 +1056,13 @@ static int bench_rank(const bench_opts_t *o, weft_comm_t comm)
     if (!L)
         return 1;
     int rc = pick_algorithms(o, rank, L);
+    L->sync = comm;
+    if (!rc && o->coll == WEFT_COLL_BARRIER) { /* before any algorithm is set on comm */
+        rc = weft_comm_dup(comm, &L->sync);
+        L->own_sync = rc == WEFT_OK;
+        if (rc)
+            fprintf(stderr, "weft bench: %s\n", weft_last_error());
+    }
     if (!rc)
         rc = validate_lineup(o, comm, rank, L);
     if (rc) {
@@ -1064,8 +1135,10 @@ static int bench_rank(const bench_opts_t *o, weft_comm_t comm)
                     snprintf(L->reason[a], sizeof L->reason[a], "%s", why);
                 continue;
             }
-            if (o->check && (row[a].bad = check_one(o, comm, L->al[a], count, in, out,
-                                                    (unsigned)(s * 31 + (int)a))))
+            if (o->check && (row[a].bad = o->coll == WEFT_COLL_BARRIER
+                                              ? check_barrier(o, comm, L, L->al[a])
+                                              : check_one(o, comm, L->al[a], count, in, out,
+                                                          (unsigned)(s * 31 + (int)a))))
                 failures++;
             if (csv)
                 write_csv_row(csv, o, P, bytes, L->labels[a], &row[a]);
