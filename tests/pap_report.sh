@@ -55,20 +55,29 @@ check "whatif: 2 allreduces replayed" has "$out" "^allreduce: 2 invocations, 2 r
 check "whatif: ring replayed" has "$out" "^  ring +[0-9.]+ +[0-9.]+x"
 check "whatif: a best one named" has "$out" "^  best: [a-z_]+; it would have saved"
 check "whatif: bcast replayed" has "$out" "^bcast: 1 invocations, 1 replayed"
-# the arrival-driven ones followed step by step (tools/pap_model.c), by
-# hand: pap_leader (rank 0 first, so also shm_twostep) holds the result at
-# 7000 ns and sends it at once: inside 7000 + 7000 + 5000 + 2000 ns, then
-# 1000 + 3 x 2000 for the second call, 0.028 ms in all; pap_chain hands on
-# at 1000, 3000, 6000, done at 7000, then the binomial bcast from rank 3:
-# 8000 + 7000 + 6000 + 1000, and 16000 for the second call: 0.038 ms
-check "whatif: pap_leader by hand" has "$out" "^  pap_leader +0\.028 "
-check "whatif: shm_twostep by hand" has "$out" "^  shm_twostep +0\.028 "
-check "whatif: pap_chain by hand" has "$out" "^  pap_chain +0\.038 "
-# pap_chain's reduce to rank 0 (first to arrive): the partial leaves ranks
-# 0, 1, 2 at 1000, 3000, 6000, rank 3 holds it at 7000 and rank 0 has it at
-# 8000: inside 8000 + 2000 + 3000 + 1000 ns
+# the arrival-driven ones run as programs for the recorded arrival order
+# (src/sim/pap.c); worked out by hand with every message taking 1000 ns,
+# eager at 8 B (a send is over when issued), rendezvous at 2 MiB (over when
+# the receiver has it).  pap_leader: rank 0 arrives first and leads (so it
+# is also shm_twostep); the inputs reach it at 2000, 4000, 7000, the result
+# reaches the others at 8000: inside 7000 + 7000 + 5000 + 2000 ns.  The
+# 2 MiB call, all at once: inputs in at 1000, results out at 2000, which is
+# also when the leader's rendezvous sends end: 4 x 2000.  0.029 ms in all.
+check "whatif: pap_leader by hand" has "$out" "^  pap_leader +0\.029 "
+check "whatif: shm_twostep by hand" has "$out" "^  shm_twostep +0\.029 "
+# pap_chain: the partial is sent on as soon as a rank holds it, so it waits
+# for each next rank, which holds it on arriving (1000, 3000), rank 3 at
+# 6000; the binomial bcast from rank 3 reaches ranks 0 and 1 at 7000, and
+# rank 1 forwards to rank 2 by 8000: inside 7000 + 6000 + 5000 + 0.  The
+# 2 MiB call: the chain ends at 3000, ranks 0 and 1 have the result at 4000
+# (rank 3's rendezvous sends end then), rank 2 at 5000 (rank 1's send to it
+# too): 4000 + 5000 + 5000 + 4000.  0.036 ms.
+check "whatif: pap_chain by hand" has "$out" "^  pap_chain +0\.036 "
+# pap_chain's reduce to rank 0 (first to arrive): ranks 1-3 leave when they
+# have sent on; rank 3 holds the result at 6000 and rank 0 at 7000: inside
+# 7000 ns in all
 check "whatif: reduce replayed" has "$out" "^reduce: 1 invocations, 1 replayed"
-check "whatif: pap_chain reduce by hand" has "$out" "^  pap_chain +0\.014 "
+check "whatif: pap_chain reduce by hand" has "$out" "^  pap_chain +0\.007 "
 out=$("$weft" pap whatif "$dir/t" --max-calls 0 2>&1)
 check "whatif: bad --max-calls refused" has "$out" "max-calls 0: want 1..10000000"
 

@@ -506,22 +506,6 @@ static double replay(const sim_model_t *m, const algo_t *al, const rec_t *r, siz
         start[i] = (double)r[i].c.arrive_ns - lo, sum += start[i];
     uint64_t bytes = r[0].c.bytes;
     int root = r[0].c.root > 0 ? r[0].c.root : 0, op = trace_ops[trace_op(r[0].c.op)].op;
-    if (al->board) { /* not a schedule: its protocol under the model */
-        coll_args_t a; /* what the op and the rank count allow (schedules: sim_predict) */
-        memset(&a, 0, sizeof a);
-        a.coll = al->coll, a.nrank = (int)n, a.root = root, a.count = bytes, a.esize = 1;
-        a.commutative = op != OP_AFFINE, a.shared_board = true;
-        if (algo_usable_why(al, &a, why, len)) {
-            free(start);
-            return -1;
-        }
-        double in = pap_model_inside(al->name, al->coll, m, start, (int)n, bytes, root);
-        free(start);
-        if (in < 0)
-            snprintf(why, len, "%s is not modelled (the board: tiny payloads, no arrival "
-                               "effect to replay)", al->name);
-        return in;
-    }
     weft_dtype_t dt = bytes % 4 ? WEFT_UINT8 : WEFT_FLOAT32;
     sim_opts_t lim = {.start = start, .max_events = 2000000, .max_seconds = 2};
     sim_result_t res;
@@ -609,8 +593,10 @@ static int whatif(const char *dir, const char *preset, long max_calls)
                        w.why[a]);
                 continue;
             }
-            printf("  %-20s %14.3f %11.2fx%s\n", w.al[a]->name, w.predicted[a] * 1e-6,
-                   w.predicted[a] / w.predicted[best], a == best ? "  *" : "");
+            double vs = w.predicted[best] > 0 ? w.predicted[a] / w.predicted[best]
+                        : w.predicted[a] > 0 ? INFINITY : 1; /* the best spends none */
+            printf("  %-20s %14.3f %11.2fx%s\n", w.al[a]->name, w.predicted[a] * 1e-6, vs,
+                   a == best ? "  *" : "");
         }
         if (best >= 0)
             printf("  best: %s; it would have saved %.3f ms of the %.3f ms measured (%.0f%%), "
@@ -618,10 +604,10 @@ static int whatif(const char *dir, const char *preset, long max_calls)
                    (w.measured - w.predicted[best]) * 1e-6, w.measured * 1e-6,
                    w.measured > 0 ? 100 * (w.measured - w.predicted[best]) / w.measured : 0);
     }
-    printf("\n# shm_twostep, pap_leader and pap_chain are not schedules: their protocols are "
-           "followed under the model's LogGP quantities (tools/pap_model.c); adaptive is "
+    printf("\n# shm_twostep, pap_leader and pap_chain are not schedules: each runs as the "
+           "program the invocation's arrival order makes of it (src/sim/pap.c); adaptive is "
            "whichever of its two it would choose, the board serves tiny payloads only, "
-           "and hier_pap (not modelled) is left to hier, its schedule twin\n");
+           "and hier_pap (not simulated) is left to hier, its schedule twin\n");
     int rc = t.problems ? 1 : 0;
     free(t.r);
     free(t.node);

@@ -670,10 +670,41 @@ static int run_point(const sim_opts_cli_t *o, const algo_t *al, int P, uint64_t 
     return pt->rc;
 }
 
+/* sim_predict of an arrival-driven algorithm (src/sim/pap.c), the arrival
+ * order from so->start: first whether it could serve the call on shared
+ * memory at all (its op class, its size limits). */
+static int predict_pap(const sim_model_t *m, const algo_t *al, int P, uint64_t bytes, int op,
+                       int root, const sim_opts_t *so, sim_result_t *r, char *why, size_t len)
+{
+    coll_args_t a;
+    memset(&a, 0, sizeof a);
+    a.coll = al->coll, a.nrank = P, a.root = root, a.count = bytes, a.esize = 1;
+    a.commutative = op != OP_AFFINE, a.shared_board = true;
+    if (algo_usable_why(al, &a, why, len))
+        return WEFT_EINVAL;
+    sim_pap_t c;
+    if (sim_pap_init(&c, al->name, al->coll, P, bytes, root < P ? root : P - 1, so->start)) {
+        snprintf(why, len, "out of memory");
+        return WEFT_ENOMEM;
+    }
+    int rc = sim_run(m, P, sim_build_pap, &c, so, r, why, len);
+    sim_pap_free(&c);
+    return rc;
+}
+
 int sim_predict(const sim_model_t *m, const algo_t *al, const char *params, int P,
                 uint64_t bytes, weft_dtype_t dt, int op, int root, bool shm,
                 const sim_opts_t *limits, sim_result_t *r, char *why, size_t len)
 {
+    sim_opts_t so = {.order = SIM_ORDER_LOGGOPSIM};
+    if (limits) {
+        so.max_events = limits->max_events;
+        so.max_bytes = limits->max_bytes;
+        so.max_seconds = limits->max_seconds;
+        so.start = limits->start;
+    }
+    if (al->board && sim_pap_kind(al->name, al->coll))
+        return predict_pap(m, al, P, bytes, op, root, &so, r, why, len);
     static sim_opts_cli_t o; /* large (the sweep's lists); one caller at a time */
     memset(&o, 0, sizeof o);
     o.coll = al->coll;
@@ -691,13 +722,6 @@ int sim_predict(const sim_model_t *m, const algo_t *al, const char *params, int 
         return pt.rc;
     }
     b.a.shared_board = shm; /* prepare() refused the board algorithms themselves */
-    sim_opts_t so = {.order = SIM_ORDER_LOGGOPSIM};
-    if (limits) {
-        so.max_events = limits->max_events;
-        so.max_bytes = limits->max_bytes;
-        so.max_seconds = limits->max_seconds;
-        so.start = limits->start;
-    }
     int rc = sim_run(m, P, sim_build_algo, &b, &so, r, why, len);
     unprepare(&b, node_of);
     return rc;

@@ -19,13 +19,6 @@ int cmd_tune(int argc, char **argv);
 int cmd_sim(int argc, char **argv);
 int cmd_fit(int argc, char **argv);
 int cmd_pap(int argc, char **argv);
-/* pap_model.c: an arrival-driven algorithm (shm_twostep, pap_leader,
- * pap_chain) under model m with ranks arriving at arrive[0..n) ns: the
- * time inside summed over ranks, or -1 where it is not modelled. */
-struct sim_model;
-double pap_model_inside(const char *algo, weft_coll_t coll, const struct sim_model *m,
-                        const double *arrive, int n, uint64_t bytes, int root);
-
 /* `weft bench`'s options (bench.c). */
 typedef struct bench_opts {
     weft_coll_t coll;

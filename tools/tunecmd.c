@@ -242,8 +242,8 @@ static void explain_predict(const explain_opts_t *o, const coll_args_t *a, const
         pred[i] = -1, note[i] = "";
         if (t[i].coll != o->coll || algo_usable_why(&t[i], a, why, sizeof why))
             continue;
-        if (t[i].board)
-            note[i] = " [not a schedule: no prediction]";
+        if (t[i].board && !sim_pap_kind(t[i].name, t[i].coll))
+            note[i] = " [not simulated: no prediction]";
         else if (!sim_predict(m, &t[i], NULL, a->nrank, a->count * a->esize,
                               (weft_dtype_t)o->dt, o->op, a->root, true, &explain_limits, &r,
                               msg, sizeof msg))

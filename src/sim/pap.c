@@ -5,7 +5,7 @@
  * times), that order is known, and each algorithm becomes an ordinary
  * program per rank, so the simulator runs it with its contention (a leader
  * taking in P - 1 messages one after the other, a rank that has not arrived
- * yet) instead of tools/pap_model.c's formulas.
+ * yet).  `weft sim` and `weft pap whatif` run them this way.
  *
  * Shared memory is modelled as messages: a copy into the segment and the
  * peer's read of it is one message of n bytes.
