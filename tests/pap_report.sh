@@ -65,19 +65,22 @@ check "whatif: bcast replayed" has "$out" "^bcast: 1 invocations, 1 replayed"
 # also when the leader's rendezvous sends end: 4 x 2000.  0.029 ms in all.
 check "whatif: pap_leader by hand" has "$out" "^  pap_leader +0\.029 "
 check "whatif: shm_twostep by hand" has "$out" "^  shm_twostep +0\.029 "
-# pap_chain: the partial is sent on as soon as a rank holds it, so it waits
-# for each next rank, which holds it on arriving (1000, 3000), rank 3 at
-# 6000; the binomial bcast from rank 3 reaches ranks 0 and 1 at 7000, and
-# rank 1 forwards to rank 2 by 8000: inside 7000 + 6000 + 5000 + 0.  The
-# 2 MiB call: the chain ends at 3000, ranks 0 and 1 have the result at 4000
-# (rank 3's rendezvous sends end then), rank 2 at 5000 (rank 1's send to it
-# too): 4000 + 5000 + 5000 + 4000.  0.036 ms.
-check "whatif: pap_chain by hand" has "$out" "^  pap_chain +0\.036 "
-# pap_chain's reduce to rank 0 (first to arrive): ranks 1-3 leave when they
-# have sent on; rank 3 holds the result at 6000 and rank 0 at 7000: inside
-# 7000 ns in all
+# pap_chain: a rank hands the partial on once the next arrival's 1-byte
+# arrival message is in, so rank 0 sends at 2000, rank 1 holds the partial
+# at 3000 and sends at 4000, rank 2 holds it at 5000 and sends at 7000, rank
+# 3 holds the result at 8000; the binomial bcast from rank 3 reaches ranks
+# 0 and 1 at 9000, and rank 1 forwards to rank 2 by 10000: inside 9000 +
+# 8000 + 7000 + 2000.  The 2 MiB call: the arrival messages are in at 1000,
+# the chain ends at 4000, ranks 0 and 1 have the result at 5000 (rank 3's
+# rendezvous sends end then), rank 2 at 6000 (rank 1's send to it too):
+# 5000 + 6000 + 6000 + 5000.  0.048 ms.
+check "whatif: pap_chain by hand" has "$out" "^  pap_chain +0\.048 "
+# pap_chain's reduce to rank 0 (first to arrive): ranks 1 and 2 leave when
+# they have handed on (4000, 7000: inside 3000 and 4000), rank 3 holds the
+# result at 8000 and sends it to rank 0, inside 2000; rank 0 has it at
+# 9000: 18000 ns in all
 check "whatif: reduce replayed" has "$out" "^reduce: 1 invocations, 1 replayed"
-check "whatif: pap_chain reduce by hand" has "$out" "^  pap_chain +0\.007 "
+check "whatif: pap_chain reduce by hand" has "$out" "^  pap_chain +0\.018 "
 out=$("$weft" pap whatif "$dir/t" --max-calls 0 2>&1)
 check "whatif: bad --max-calls refused" has "$out" "max-calls 0: want 1..10000000"
 

@@ -667,19 +667,24 @@ static void test_limits(void)
 /* Three ranks arriving at 0, 10 and 20 us (and the other way round), 8
  * bytes, L 100, o 10, g 5, no per-byte costs, everything eager; the times
  * worked out by hand, message by message:
- *   pap_chain allreduce: 0 -> 1 -> 2 (each takes the partial in when it
- *     arrives: 10010, 20010), then 2 sends to 1 (20010-20020) and 0
- *     (20020-20030), taken in at 20130 and 20140: max 20140, mean 20100;
- *     reversed, the chain runs 2 -> 1 -> 0 and the same times follow;
+ *   pap_chain allreduce: 0 -> 1 -> 2, each handing on once the next one's
+ *     1-byte arrival message is in: rank 1's reaches 0 at 10110 (taken in
+ *     by 10120), 0 sends the partial (10120-10130), taken in by 1 at
+ *     10230-10240; rank 2's arrival is in at 1 by 20120, 1 sends (20120-
+ *     20130), 2 has the result at 20240 and sends it to 1 (20240-20250) and
+ *     0 (20250-20260), taken in by 20360 and 20370: max 20370, mean
+ *     (20370 + 20360 + 20260) / 3 = 20330; reversed, the chain runs
+ *     2 -> 1 -> 0 and the same times follow;
  *   pap_leader: rank 0 (first) takes 1's input in at 10110-10120 and 2's at
  *     20110-20120, sends to 1 and 2 at 20120 and 20130, taken in at 20240
  *     and 20250: max 20250, mean (20140 + 20240 + 20250) / 3 = 20210;
  *   shm_twostep, reversed: rank 0 leads though it comes last, takes both
  *     inputs in at 20000-20020, sends at 20020 and 20030: max 20150, mean
  *     20110, where pap_leader (rank 2 leads) is 20250 / 20210 again;
- *   pap_chain reduce to rank 0: the partial reaches 2 at 20010, which
- *     sends it to 0 (20010-20020), taken in at 20120-20130: max 20130,
- *     mean (20130 + 10020 + 20020) / 3. */
+ *   pap_chain reduce to rank 0: as the allreduce to 20240, when 2 sends the
+ *     result to 0 (20240-20250), taken in at 20350-20360; rank 1 leaves
+ *     once it has handed on, at 20130: max 20360, mean (20360 + 20130 +
+ *     20250) / 3. */
 static void test_arrival_programs(void)
 {
     sim_model_t m = test_model();
@@ -691,13 +696,13 @@ static void test_arrival_programs(void)
         const double *start;
         double t_max, t_mean;
     } cases[] = {
-        {"pap_chain", WEFT_COLL_ALLREDUCE, up, 20140, 20100},
-        {"pap_chain", WEFT_COLL_ALLREDUCE, down, 20140, 20100},
+        {"pap_chain", WEFT_COLL_ALLREDUCE, up, 20370, 20330},
+        {"pap_chain", WEFT_COLL_ALLREDUCE, down, 20370, 20330},
         {"pap_leader", WEFT_COLL_ALLREDUCE, up, 20250, 20210},
         {"pap_leader", WEFT_COLL_ALLREDUCE, down, 20250, 20210},
         {"shm_twostep", WEFT_COLL_ALLREDUCE, up, 20250, 20210},
         {"shm_twostep", WEFT_COLL_ALLREDUCE, down, 20150, 20110},
-        {"pap_chain", WEFT_COLL_REDUCE, up, 20130, (20130.0 + 10020 + 20020) / 3},
+        {"pap_chain", WEFT_COLL_REDUCE, up, 20360, (20360.0 + 20130 + 20250) / 3},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         sim_pap_t c;

@@ -12,7 +12,11 @@
  *
  *   pap_chain (reduce, allreduce): the k-th arrival receives the partial
  *       result from the (k-1)-th, adds its own (a reduce of n bytes) and
- *       sends it to the (k+1)-th; the last arrival holds the result.  A
+ *       sends it to the (k+1)-th once that one has arrived: src/shmcoll
+ *       learns its successor from the arrival board, so a rank waits for
+ *       the next to come before it can hand on and leave.  Seeing the
+ *       arrival is a message of 1 byte from the successor (the board's
+ *       cache line crossing over).  The last arrival holds the result.  A
  *       reduce sends it to the root (unless the root came last); an
  *       allreduce broadcasts it from the last arrival down a binomial tree,
  *       children with the largest subtree first.
@@ -29,7 +33,7 @@
 #include "sim.h"
 
 enum { PAP_CHAIN = 1, PAP_LEADER = 2, PAP_TWOSTEP = 3 };
-enum { TAG_PART = 0, TAG_RESULT = 1 };
+enum { TAG_PART = 0, TAG_RESULT = 1, TAG_ARRIVED = 2 };
 
 int sim_pap_kind(const char *algo, weft_coll_t coll)
 {
@@ -166,11 +170,14 @@ static int chain_part(const sim_pap_t *c, int rank, draft_t *d, int *sent)
     int k = c->pos[rank], have = -1;
     *sent = -1;
     if (k > 0) {
+        add(d, SIM_SEND, c->order[k - 1], TAG_ARRIVED, 1, -1, -1);
         int r = add(d, SIM_RECV, c->order[k - 1], TAG_PART, c->bytes, -1, -1);
         have = add(d, SIM_CALC, -1, 0, c->bytes, r, -1);
     }
-    if (k + 1 < c->P)
-        *sent = add(d, SIM_SEND, c->order[k + 1], TAG_PART, c->bytes, have, -1);
+    if (k + 1 < c->P) {
+        int next = add(d, SIM_RECV, c->order[k + 1], TAG_ARRIVED, 1, -1, -1);
+        *sent = add(d, SIM_SEND, c->order[k + 1], TAG_PART, c->bytes, have, next);
+    }
     return have;
 }
 
