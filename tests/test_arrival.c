@@ -6,7 +6,10 @@
  * calls), algorithms alternating on one record, split-phase calls in
  * flight (a call two ahead waits for the record), and the chain letting
  * early ranks go.  Modes "mismatch", "mixed" and "schedule": ranks that
- * disagree must fail, not hang. */
+ * disagree must fail, not hang.  `--mpi ALGO [MODE]` (under mpirun): the
+ * same data tests for one algorithm on a communicator from MPI, whose
+ * nodes (WEFT_NODE_SIZE) share no memory with each other: hier_pap's
+ * records are its nodes' own. */
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -16,6 +19,9 @@
 #include <time.h>
 
 #include "weft.h"
+#ifdef WEFT_HAVE_MPI
+#include "weft_mpi.h"
+#endif
 
 static int me, P;
 #define CHECK_WHO() fprintf(stderr, "rank %d/%d: ", me, P)
@@ -64,6 +70,10 @@ static const algo_case_t cases[] = {
     {WEFT_COLL_ALLREDUCE, "hier_pap"},
 };
 #define NCASES (int)(sizeof cases / sizeof cases[0])
+
+/* --mpi ALGO: only that algorithm's cases */
+static const char *only_algo;
+static bool wanted(const algo_case_t *c) { return !only_algo || !strcmp(c->name, only_algo); }
 
 static int32_t val(int rank, int call, size_t i) { return rank * 1000 + call * 7 + (int32_t)i; }
 
@@ -122,6 +132,8 @@ static void random_arrivals(weft_comm_t comm, const char *label, int calls, doub
     int32_t *in = malloc((cnt + 1) * sizeof *in), *out = malloc((cnt + 1) * sizeof *out);
     for (int k = 0; k < NCASES; k++) {
         const algo_case_t *c = &cases[k];
+        if (!wanted(c))
+            continue;
         CHECK(weft_set_algorithm(comm, c->coll, c->name, NULL) == WEFT_OK, "%s %s: %s", label,
               c->name, weft_last_error());
         size_t bad = 0;
@@ -153,8 +165,12 @@ static void alternating(weft_comm_t comm, int calls)
     int members[128], n = members_of(comm, members), r = weft_comm_rank(comm);
     int32_t in[64], out[64];
     size_t bad = 0;
+    int pick[NCASES], npick = 0;
+    for (int k = 0; k < NCASES; k++)
+        if (wanted(&cases[k]))
+            pick[npick++] = k;
     for (int call = 0; call < calls; call++) {
-        const algo_case_t *c = &cases[call % NCASES];
+        const algo_case_t *c = &cases[pick[call % npick]];
         weft_set_algorithm(comm, c->coll, c->name, NULL);
         arrive_after(uniform() * 30e-6);
         int rc = run_call(c, comm, r, n, members, call, 17, in, out, NULL);
@@ -178,6 +194,8 @@ static void split_phase(weft_comm_t comm, int rounds, int depth)
     weft_request_t *req = calloc((size_t)depth, sizeof *req);
     for (int k = 0; k < NCASES; k++) {
         const algo_case_t *c = &cases[k];
+        if (!wanted(c))
+            continue;
         weft_set_algorithm(comm, c->coll, c->name, NULL);
         size_t bad = 0;
         for (int round = 0; round < rounds; round++) {
@@ -216,7 +234,7 @@ static void floats(weft_comm_t comm, int calls)
     float *in = malloc(cnt * sizeof *in), *out = malloc(cnt * sizeof *out),
           *first = malloc(cnt * sizeof *first);
     for (int k = 0; k < NCASES; k++) {
-        if (cases[k].coll != WEFT_COLL_ALLREDUCE)
+        if (cases[k].coll != WEFT_COLL_ALLREDUCE || !wanted(&cases[k]))
             continue;
         const char *name = cases[k].name;
         weft_set_algorithm(comm, WEFT_COLL_ALLREDUCE, name, NULL);
@@ -443,8 +461,89 @@ static int disagree(const char *mode, const char *base)
     return rc == WEFT_OK ? 1 : 0;
 }
 
+/* Calls back to back with random arrivals of 0-20 us: records reused
+ * call after call. */
+static void back_to_back(weft_comm_t comm, const algo_case_t *c, int calls)
+{
+    int members[128], n = members_of(comm, members), r = weft_comm_rank(comm);
+    weft_set_algorithm(comm, c->coll, c->name, NULL);
+    int32_t in[3], out[3];
+    size_t bad = 0;
+    for (int call = 0; call < calls; call++) {
+        arrive_after(uniform() * 20e-6);
+        int rc = run_call(c, comm, r, n, members, call, 3, in, out, NULL);
+        if (rc)
+            CHECK(0, "%s call %d: %s", c->name, call, weft_last_error());
+        bad += check_call(c, r, n, members, call, 3, out);
+    }
+    CHECK(!bad, "%d %s calls: %zu wrong", calls, c->name, bad);
+    weft_set_algorithm(comm, c->coll, "auto", NULL);
+}
+
+/* --mpi ALGO [MODE]: the data tests for one algorithm over MPI; an
+ * algorithm that needs all ranks on one machine is refused there with a
+ * reason when the nodes are several. */
+static int over_mpi(int argc, char **argv)
+{
+#ifdef WEFT_HAVE_MPI
+    MPI_Init(&argc, &argv);
+    weft_comm_t w, dup, half;
+    if (argc < 3 || weft_comm_from_mpi(MPI_COMM_WORLD, &w) != WEFT_OK) {
+        fprintf(stderr, "test_arrival --mpi ALGO [full|quick|sample]: %s\n",
+                argc < 3 ? "name the algorithm" : weft_last_error());
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    only_algo = argv[2];
+    me = weft_comm_rank(w);
+    P = weft_comm_size(w);
+    rng = 0x9e3779b97f4a7c15ull * (uint64_t)(me + 1);
+    const char *mode = argc > 3 ? argv[3] : "full";
+    int div = !strcmp(mode, "sample") ? 20 : !strcmp(mode, "quick") ? 5 : 1;
+    random_arrivals(w, "mpi world", 100 / div + 4, 500, 37);
+    random_arrivals(w, "mpi world", 6, 20000, 5);
+    random_arrivals(w, "mpi world large", 4, 2000, 300000);
+    random_arrivals(w, "mpi world empty", 5, 100, 0);
+    CHECK(weft_comm_dup(w, &dup) == WEFT_OK, "dup: %s", weft_last_error());
+    CHECK(weft_comm_split(w, me % 2, P - me, &half) == WEFT_OK, "split: %s", weft_last_error());
+    random_arrivals(dup, "mpi dup", 60 / div + 4, 300, 9);
+    random_arrivals(half, "mpi split", 60 / div + 4, 300, 9);
+    alternating(w, 200 / div);
+    split_phase(w, 40 / div + 2, 5);
+    split_phase(half, 40 / div + 2, 3);
+    floats(dup, 40 / div + 2);
+    for (int k = 0; k < NCASES; k++)
+        if (wanted(&cases[k]))
+            back_to_back(w, &cases[k], 2000 / div);
+    const char *ns = getenv("WEFT_NODE_SIZE");
+    if (ns && atoi(ns) >= 1 && atoi(ns) < P) { /* several nodes */
+        int32_t x = 1, y = 0;
+        weft_set_algorithm(w, WEFT_COLL_ALLREDUCE, "pap_leader", NULL);
+        int rc = weft_allreduce(&x, &y, 1, WEFT_INT32, WEFT_SUM, w);
+        CHECK(rc != WEFT_OK && strstr(weft_last_error(), "one machine"),
+              "pap_leader across nodes: %d %s", rc, rc ? weft_last_error() : "ran");
+        weft_set_algorithm(w, WEFT_COLL_ALLREDUCE, "auto", NULL);
+    }
+    weft_comm_free(&dup);
+    weft_comm_free(&half);
+    int total = failures;
+    weft_allreduce(WEFT_IN_PLACE, &total, 1, WEFT_INT32, WEFT_SUM, w);
+    if (me == 0)
+        printf("test_arrival --mpi %s P=%d: %d checks on rank 0, %d failures on all ranks\n",
+               only_algo, P, checks, total);
+    weft_comm_free(&w);
+    MPI_Finalize();
+    return total ? 1 : 0;
+#else
+    (void)argc, (void)argv;
+    fprintf(stderr, "test_arrival: built without MPI\n");
+    return 1;
+#endif
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "--mpi"))
+        return over_mpi(argc, argv);
     if (weft_init(&argc, &argv))
         return 1;
     weft_comm_t w = weft_comm_world();
@@ -486,24 +585,7 @@ int main(int argc, char **argv)
     split_phase(w, 40 / div + 2, 5);
     split_phase(half, 40 / div + 2, 3);
     floats(dup, 40 / div + 2);
-    /* 10 000 pap_leader calls back to back (full), random arrivals of 0-20 us */
-    {
-        int members[128];
-        members_of(w, members);
-        const algo_case_t *c = &cases[1];
-        weft_set_algorithm(w, c->coll, c->name, NULL);
-        int32_t in[3], out[3];
-        size_t bad = 0;
-        int calls = 10000 / div;
-        for (int call = 0; call < calls; call++) {
-            arrive_after(uniform() * 20e-6);
-            int rc = run_call(c, w, me, P, members, call, 3, in, out, NULL);
-            if (rc)
-                CHECK(0, "pap_leader call %d: %s", call, weft_last_error());
-            bad += check_call(c, me, P, members, call, 3, out);
-        }
-        CHECK(!bad, "%d pap_leader calls: %zu wrong", calls, bad);
-    }
+    back_to_back(w, &cases[1], 10000 / div); /* 10 000 pap_leader calls (full) */
     chain_lets_go();
     abandoned();
     two_communicators();

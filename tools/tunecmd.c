@@ -123,7 +123,8 @@ static void explain_args(const explain_opts_t *o, coll_args_t *a)
     a->nrank = (int)o->np;
     a->esize = weft_dtype_size((weft_dtype_t)o->dt);
     a->count = o->size / a->esize;
-    a->shared_board = true; /* as under weft run, whose shared memory has the board */
+    a->shared_board = a->node_board = true; /* as under weft run, whose shared memory has the
+                                             * board */
     bool reduces = coll_is_reduction(o->coll), noncomm = o->op == OP_AFFINE;
     int op = o->op, dt = o->dt;
     a->commutative = !reduces || !noncomm;

@@ -48,6 +48,7 @@ typedef struct coll_args {
     int nnodes;
     const node_groups_t *groups; /* node_of in group form, or NULL */
     bool shared_board; /* the transport offers the board (src/shmcoll) */
+    bool node_board;   /* each node's ranks share arrival records (hier_pap) */
 } coll_args_t;
 
 /* property flags (the first three are also public: WEFT_ALGO_*) */
@@ -187,6 +188,7 @@ int algo_board_usable(const coll_args_t *a, char *why, size_t len);
 extern const struct board_ops shm_twostep_ops, pap_leader_ops, pap_chain_ops, adaptive_ops,
     hier_pap_ops;
 int arrival_usable(const coll_args_t *a, char *why, size_t len);
+int hier_pap_usable(const coll_args_t *a, char *why, size_t len);
 struct xport;
 void arrival_comm_freed(struct xport *x, int host, uint32_t ctx);
 int algo_dissemination_barrier(sched_t *s, const coll_args_t *a);

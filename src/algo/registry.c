@@ -111,7 +111,7 @@ static const algo_t table[] = {
      "in each node of k: (k-1)(alpha + n beta + n gamma), of which alpha + n (beta + gamma) "
      "after its last arrival; + alpha + n beta to the leader + cost_leaders(allreduce, N nodes) "
      "+ ceil(lg k)(alpha + n beta)",
-     arrival_usable, &hier_pap_ops},
+     hier_pap_usable, &hier_pap_ops},
     /* bcast */
     {"linear", WEFT_COLL_BCAST, I | S, algo_linear_bcast, "",
      "the root sends the whole buffer to every rank", "(P-1) (alpha + n beta) at the root"},

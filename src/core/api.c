@@ -169,6 +169,7 @@ int coll_run(weft_comm_t comm, weft_coll_t coll, const void *in, void *out, size
     a.node_of = comm->node_of;
     a.nnodes = comm->node_of ? comm->nnodes : 1;
     a.shared_board = comm->x->ops->board_slot != NULL;
+    a.node_board = comm->x->ops->arrival_rec != NULL;
     reducer_t red;
     memset(&red, 0, sizeof red);
     uint64_t op_ident = 0;

@@ -133,9 +133,10 @@ static int shm_nodes(weft_comm_t c)
 void comm_destroy(weft_comm_t c)
 {
     unlink_live(c);
-    /* the arrival records this communicator's rank 0 claimed (src/shmcoll) */
-    if (c->rank == 0 && c->x->ops->arrival_rec && c != weft_g.world)
-        arrival_comm_freed(c->x, c->world[0], c->ctx);
+    /* the arrival records this rank claimed for the communicator, as its
+     * rank 0 or a node leader (src/shmcoll) */
+    if (c->x->ops->arrival_rec && c != weft_g.world)
+        arrival_comm_freed(c->x, c->world[c->rank], c->ctx);
     free(c->node_of);
     for (int i = 0; i < SCHED_CACHE_SIZE; i++) {
         sched_entry_t *e = &c->cache[i];

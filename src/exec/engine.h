@@ -45,7 +45,9 @@ typedef struct arrival_run {
     int leader, pred, succ, last; /* communicator ranks, -1 unknown or none */
     int host;               /* transport rank holding the call's record */
     int rec;                /* and its index there, -1 not known yet */
-    bool await_claim;       /* it waits for rank 0 to claim the records */
+    int host_rank;          /* the communicator rank that claims it (on host) */
+    int nexpect;            /* the ranks that take a ticket in it */
+    bool await_claim;       /* it waits for host_rank to claim the records */
     uint64_t gen;           /* the call's generation in the record */
     int await_order;        /* the arrival whose entry it waits for, -1 none */
     bool await_ticket;      /* it waits for the record to be free */

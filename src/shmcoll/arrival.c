@@ -52,23 +52,35 @@ void arrival_reset(exec_t *e)
     uint64_t key = e->desc->key, ctx = key >> 32, seq = key & 0xffffffu;
     ar->gen = (ctx << 24 | seq) + 1;
     ar->host = e->world[0];
+    ar->host_rank = 0;
+    ar->nexpect = e->s->nrank;
     ar->rec = -1;
+}
+
+void arrival_use_group(exec_t *e, int host_rank, int n)
+{
+    e->ar.host_rank = host_rank;
+    e->ar.host = e->world[host_rank];
+    e->ar.nexpect = n;
 }
 
 /* The pair owned by ctx on the host, or -1. */
 static int owned_pair(xport_t *x, int host, uint64_t ctx)
 {
-    for (unsigned j = 0; j < ARRIVAL_PAIRS; j++)
-        if (atomic_load_explicit(&x->ops->arrival_rec(x, host, 2 * j)->owner,
-                                 memory_order_acquire) >> 1 == ctx + 1)
+    for (unsigned j = 0; j < ARRIVAL_PAIRS; j++) {
+        arrival_rec_t *r = x->ops->arrival_rec(x, host, 2 * j);
+        if (!r) /* no records there (a node of one rank under MPI) */
+            return -1;
+        if (atomic_load_explicit(&r->owner, memory_order_acquire) >> 1 == ctx + 1)
             return (int)j;
+    }
     return -1;
 }
 
 static bool rec_free(arrival_rec_t *r, uint64_t t);
 
-/* Rank 0 claims a pair nobody owns, or one of a freed communicator whose
- * last calls are complete; false with e->err set when none is. */
+/* The host rank claims a pair nobody owns, or one of a freed communicator
+ * whose last calls are complete; false with e->err set when none is. */
 static bool claim_pair(exec_t *e)
 {
     xport_t *x = e->x;
@@ -94,10 +106,11 @@ static bool claim_pair(exec_t *e)
     atomic_store_explicit(&refused->order[slot % ARRIVAL_REFUSED], ctx + 1, memory_order_release);
     wake_all(e);
     e->err = weft_error(WEFT_ENOTSUP, "%s: all %u arrival-record pairs of rank %d are taken "
-                        "(each communicator whose rank 0 it is and that runs an arrival-driven "
-                        "algorithm holds one until it is freed): free communicators you no "
-                        "longer use, or choose another algorithm",
-                        weft_coll_name((weft_coll_t)e->desc->coll), ARRIVAL_PAIRS, e->world[0]);
+                        "(each communicator that runs an arrival-driven algorithm holds one "
+                        "on its rank 0, and for hier_pap on each node leader, until it is "
+                        "freed): free communicators you no longer use, or choose another "
+                        "algorithm",
+                        weft_coll_name((weft_coll_t)e->desc->coll), ARRIVAL_PAIRS, e->ar.host);
     return false;
 }
 
@@ -110,22 +123,22 @@ static bool was_refused(const exec_t *e)
     return false;
 }
 
-/* Finds the call's record: false while rank 0 has not claimed the pair
- * (or, with e->err set, when it cannot). */
+/* Finds the call's record: false while the host rank has not claimed the
+ * pair (or, with e->err set, when it cannot). */
 static bool locate(exec_t *e)
 {
     if (e->ar.rec >= 0)
         return true;
     uint64_t seq = e->desc->key & 0xffffffu;
     int j = owned_pair(e->x, e->ar.host, ctx_of(e));
-    if (j < 0 && e->s->rank == 0 && claim_pair(e))
+    if (j < 0 && e->s->rank == e->ar.host_rank && claim_pair(e))
         j = owned_pair(e->x, e->ar.host, ctx_of(e));
     if (j < 0 && !e->err && was_refused(e)) {
-        e->err = weft_error(WEFT_ENOTSUP, "%s: rank 0 of this communicator could not claim "
+        e->err = weft_error(WEFT_ENOTSUP, "%s: rank %d of this communicator could not claim "
                             "arrival records (all %u pairs of rank %d are taken): free "
                             "communicators you no longer use, or choose another algorithm",
-                            weft_coll_name((weft_coll_t)e->desc->coll), ARRIVAL_PAIRS,
-                            e->world[0]);
+                            weft_coll_name((weft_coll_t)e->desc->coll), e->ar.host_rank,
+                            ARRIVAL_PAIRS, e->ar.host);
     }
     if (j < 0) {
         e->ar.await_claim = !e->err;
@@ -164,7 +177,7 @@ static void note_spread(exec_t *e, arrival_rec_t *r, int order)
     e->ar.mode = (int)atomic_load_explicit(&r->mode, memory_order_relaxed);
     if (order == 0)
         atomic_store_explicit(&r->first_us, tag << 40 | now, memory_order_release);
-    if (order == e->s->nrank - 1 && order > 0) {
+    if (order == e->ar.nexpect - 1 && order > 0) {
         uint64_t f = atomic_load_explicit(&r->first_us, memory_order_acquire);
         if (f >> 40 == tag)
             atomic_store_explicit(&r->spread_us, (now - (f & ((1ull << 40) - 1))) &
@@ -177,7 +190,7 @@ bool arrival_take(exec_t *e)
     if (!locate(e))
         return false;
     arrival_rec_t *r = rec_of(e);
-    uint64_t gen = e->ar.gen, P = (uint64_t)e->s->nrank;
+    uint64_t gen = e->ar.gen, P = (uint64_t)e->ar.nexpect;
     uint64_t t = atomic_load_explicit(&r->ticket, memory_order_acquire);
     for (;;) {
         uint64_t nt;
@@ -243,12 +256,12 @@ void arrival_leave(exec_t *e)
     /* a count of another generation is the previous call's, complete (the
      * ticket was taken only then) */
     do {
-        if (v >> 24 == gen && (v & DONE) >= (uint64_t)e->s->nrank)
+        if (v >> 24 == gen && (v & DONE) >= (uint64_t)e->ar.nexpect)
             return; /* closed by arrival_abandon */
         nv = v >> 24 == gen ? v + 1 : (gen << 24 | 1);
     } while (!atomic_compare_exchange_weak_explicit(&r->left, &v, nv, memory_order_acq_rel,
                                                     memory_order_acquire));
-    if ((nv & DONE) == (uint64_t)e->s->nrank)
+    if ((nv & DONE) == (uint64_t)e->ar.nexpect)
         wake_all(e); /* the record is free: the communicator's next call may wait for it */
 }
 
@@ -262,7 +275,7 @@ void arrival_abandon(exec_t *e)
      * this generation that may now be overwritten, which they never take
      * for theirs, until the watch finds this rank's call abandoned */
     arrival_rec_t *r = rec_of(e);
-    uint64_t gen = e->ar.gen, P = (uint64_t)e->s->nrank;
+    uint64_t gen = e->ar.gen, P = (uint64_t)e->ar.nexpect;
     uint64_t t = atomic_load_explicit(&r->ticket, memory_order_acquire);
     while (t >> 24 == gen && (t & FIELD) < P)
         if (atomic_compare_exchange_weak_explicit(&r->ticket, &t, gen << 24 | P << 12 | P,
@@ -423,7 +436,8 @@ void arrival_coll_args(const exec_t *e, coll_args_t *a)
     a->count = e->desc->count;
     a->esize = e->esize;
     a->commutative = true;
-    a->shared_board = true;
+    a->shared_board = e->x->ops->board_slot != NULL;
+    a->node_board = e->x->ops->arrival_rec != NULL;
     a->node_of = e->node_of;
     a->nnodes = e->nnodes;
 }

@@ -6,7 +6,10 @@
  * The records (segment.h's arrival_rec_t) live on the transport rank of
  * the communicator's rank 0, which claims a pair of them for the
  * communicator at its first arrival-driven call (the others wait for that
- * claim once) and gives them back when the communicator is freed.  A call
+ * claim once) and gives them back when the communicator is freed.  An
+ * algorithm may instead take its tickets in a group of the communicator's
+ * ranks (arrival_use_group: hier_pap, one record per node, on the node
+ * leader, so that a node needs only its own shared memory).  A call
  * takes the pair's record of its parity from its first arrival until
  * every rank has counted itself out; the communicator's call after next
  * waits for it until then, like any other wait.  Records are never shared
@@ -28,6 +31,10 @@ enum { ARRIVAL_TAG_DATA = 1, ARRIVAL_TAG_RESULT = 2, ARRIVAL_TAG_FINAL = 3 };
  * an algorithm that hands over to another after its ticket (adaptive). */
 bool arrival_begin(exec_t *e, uint32_t nreq, size_t tmp_bytes);
 void arrival_reset(exec_t *e);
+/* After arrival_begin: this call's tickets are taken by n ranks only, in
+ * the record of communicator rank host_rank (one of them, which claims
+ * it), on the same machine as all of them. */
+void arrival_use_group(exec_t *e, int host_rank, int n);
 bool arrival_reserve(exec_t *e, uint32_t nreq, size_t tmp_bytes);
 /* Takes this rank's ticket: true with e->ar.order set, false while the
  * record is held by another call (try again). */
@@ -70,9 +77,10 @@ bool arrival_trivial(exec_t *e);
 bool arrival_ready(void *arg);
 int arrival_waiting_for(const exec_t *e, int *ranks, int max);
 
-/* The communicator (context ctx, rank 0 on transport rank host) is freed:
- * its records may go to another once its last call is complete.  Called
- * by the communicator's rank 0. */
+/* The communicator (context ctx) is freed: the records it claimed on
+ * transport rank host may go to another once its last call is complete.
+ * Called by every rank of it for its own transport rank (the claims are
+ * rank 0's and the node leaders'). */
 void arrival_comm_freed(xport_t *x, int host, uint32_t ctx);
 
 /* Hand-over points for adaptive: the call continues as pap_leader or
@@ -81,7 +89,7 @@ void pap_leader_arrived(exec_t *e);
 void pap_chain_arrived(exec_t *e);
 
 /* usable() of the arrival-driven algorithms: shared memory, the record's
- * rank limit. */
+ * rank limit (hier_pap_usable, algo.h: the same per node). */
 int arrival_usable(const coll_args_t *a, char *why, size_t len);
 
 static inline size_t arrival_bytes(const exec_t *e) { return e->desc->count * e->esize; }

@@ -13,14 +13,16 @@
  * and wait only for the broadcast, while the node-level reduce of hier
  * (binomial) waits for its subtrees in a fixed order.
  *
- * The node map is the communicator's: WEFT_NODE_SIZE's virtual nodes on
- * one machine.  The arrival record is one for the whole communicator, on
- * its rank 0's machine, so every rank must share that machine's memory:
- * over MPI across real nodes hier_pap is refused (per-node records, each
- * on its node's leader, would lift that; not built).  One node makes it
- * pap_chain's reduce to rank 0 and a binomial broadcast.
+ * The node map is the communicator's: the MPI library's nodes, or
+ * WEFT_NODE_SIZE's virtual ones.  Each node takes its tickets in a record
+ * of its own, claimed by and kept on its leader (arrival_use_group), so a
+ * node needs only its own shared memory: hier_pap runs over MPI across
+ * real nodes, and a node may have up to ARRIVAL_MAX ranks whatever the
+ * communicator's size.  A node of one rank takes no ticket.  One node makes
+ * it pap_chain's reduce to rank 0 and a binomial broadcast.
  * The op must be commutative (the chain adds in arrival order), and the
  * leaders' algorithm must be a schedule. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,7 +63,34 @@ static void hp_start(exec_t *e)
     if (!arrival_begin(e, 3, 0))
         return;
     find_node(e);
+    arrival_use_group(e, e->ar.node_leader, e->ar.node_size);
     e->ar.phase = arrival_trivial(e) ? FINISHED : ARRIVE;
+}
+
+int hier_pap_usable(const coll_args_t *a, char *why, size_t len)
+{
+    int *size = calloc((size_t)(a->node_of ? a->nnodes : 1), sizeof *size), most = 0;
+    if (!size) {
+        snprintf(why, len, "out of memory");
+        return -1;
+    }
+    for (int r = 0; r < a->nrank; r++) {
+        int k = a->node_of ? a->node_of[r] : 0;
+        if (++size[k] > most)
+            most = size[k];
+    }
+    free(size);
+    if (most > 1 && !a->node_board) { /* (nodes of one rank take no ticket) */
+        snprintf(why, len, "allreduce hier_pap needs shared memory among each node's ranks "
+                           "(weft run, or weft over MPI)");
+        return -1;
+    }
+    if (most > (int)ARRIVAL_MAX) {
+        snprintf(why, len, "allreduce hier_pap serves at most %u ranks in a node (the arrival "
+                           "record's), not %d", ARRIVAL_MAX, most);
+        return -1;
+    }
+    return 0;
 }
 
 /* The node's partial sum at this rank: the node's first arrival passes its
@@ -167,6 +196,11 @@ static int hp_progress(exec_t *e)
         int phase = e->ar.phase;
         switch (phase) {
         case ARRIVE:
+            if (e->ar.node_size == 1) { /* its node's only arrival: no ticket */
+                e->ar.left = true, e->ar.pred = -1, e->ar.node_seen = 1;
+                e->ar.phase = SCAN_SUCC;
+                break;
+            }
             if (!arrival_take(e))
                 return arrival_idle(e, moved);
             moved = 1;

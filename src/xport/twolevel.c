@@ -119,7 +119,10 @@ static void tl_fail_job(xport_t *xp, const char *msg)
 }
 
 /* Where every rank of the transport is on this node, the board is the
- * node segment's, ranks renumbered (the board allreduce under mpirun). */
+ * node segment's, ranks renumbered (the board allreduce under mpirun).
+ * Across nodes there is no board, but each node's ranks reach the arrival
+ * records of their own node (hier_pap's, on its node leader): the callers
+ * name only ranks of this node there, and wake-ups go to those alone. */
 static struct board_slot *tl_board_slot(xport_t *xp, int rank, unsigned i)
 {
     twolevel_t *t = (twolevel_t *)xp;
@@ -129,6 +132,8 @@ static struct board_slot *tl_board_slot(xport_t *xp, int rank, unsigned i)
 static struct arrival_rec *tl_arrival_rec(xport_t *xp, int rank, unsigned i)
 {
     twolevel_t *t = (twolevel_t *)xp;
+    if (t->route[rank] < 0 || !t->shm->ops->arrival_rec) /* off node; a node of one */
+        return NULL;
     return t->shm->ops->arrival_rec(t->shm, t->route[rank], i);
 }
 
@@ -136,18 +141,23 @@ static void tl_wake_ranks(xport_t *xp, const int *ranks, int n)
 {
     twolevel_t *t = (twolevel_t *)xp;
     int local[64];
+    if (!t->shm->ops->wake_ranks)
+        return; /* a node of one rank */
     for (int k = 0; k < n; k += 64) {
         int m = n - k < 64 ? n - k : 64;
+        int nl = 0;
         for (int j = 0; j < m; j++)
-            local[j] = t->route[ranks[k + j]];
-        t->shm->ops->wake_ranks(t->shm, local, m);
+            if (t->route[ranks[k + j]] >= 0)
+                local[nl++] = t->route[ranks[k + j]];
+        if (nl)
+            t->shm->ops->wake_ranks(t->shm, local, nl);
     }
 }
 
 static const xport_ops_t twolevel_ops = {
     "shm+mpi", tl_isend,     tl_irecv,     tl_progress, tl_block, tl_health,  tl_close,
     tl_derive, tl_call_note, tl_peer_view, NULL,        tl_fail_job, tl_announce,
-    NULL,      NULL, NULL, /* no board: the ranks span nodes */
+    NULL, tl_wake_ranks, tl_arrival_rec, /* no board: the ranks span nodes */
 };
 static const xport_ops_t twolevel_one_node_ops = {
     "shm+mpi", tl_isend,     tl_irecv,     tl_progress, tl_block, tl_health,  tl_close,
