@@ -58,22 +58,30 @@ static void arrive_after(double seconds)
 
 typedef struct algo_case {
     weft_coll_t coll;
-    const char *name;
+    const char *name, *params;
 } algo_case_t;
 
 static const algo_case_t cases[] = {
-    {WEFT_COLL_ALLREDUCE, "shm_twostep"},
-    {WEFT_COLL_ALLREDUCE, "pap_leader"},
-    {WEFT_COLL_ALLREDUCE, "pap_chain"},
-    {WEFT_COLL_REDUCE, "pap_chain"},
-    {WEFT_COLL_ALLREDUCE, "adaptive"},
-    {WEFT_COLL_ALLREDUCE, "hier_pap"},
+    {WEFT_COLL_ALLREDUCE, "shm_twostep", NULL},
+    {WEFT_COLL_ALLREDUCE, "pap_leader", NULL},
+    {WEFT_COLL_ALLREDUCE, "pap_chain", NULL},
+    {WEFT_COLL_REDUCE, "pap_chain", NULL},
+    {WEFT_COLL_ALLREDUCE, "adaptive", NULL},
+    {WEFT_COLL_ALLREDUCE, "hier_pap", NULL},
+    /* hier_pap's other node levels: where there are nodes (WEFT_NODE_SIZE) */
+    {WEFT_COLL_ALLREDUCE, "hier_pap", "node=leader"},
+    {WEFT_COLL_ALLREDUCE, "hier_pap", "node=twostep"},
 };
 #define NCASES (int)(sizeof cases / sizeof cases[0])
 
 /* --mpi ALGO: only that algorithm's cases */
 static const char *only_algo;
-static bool wanted(const algo_case_t *c) { return !only_algo || !strcmp(c->name, only_algo); }
+static bool wanted(const algo_case_t *c)
+{
+    if (c->params && !getenv("WEFT_NODE_SIZE"))
+        return false;
+    return !only_algo || !strcmp(c->name, only_algo);
+}
 
 static int32_t val(int rank, int call, size_t i) { return rank * 1000 + call * 7 + (int32_t)i; }
 
@@ -134,7 +142,7 @@ static void random_arrivals(weft_comm_t comm, const char *label, int calls, doub
         const algo_case_t *c = &cases[k];
         if (!wanted(c))
             continue;
-        CHECK(weft_set_algorithm(comm, c->coll, c->name, NULL) == WEFT_OK, "%s %s: %s", label,
+        CHECK(weft_set_algorithm(comm, c->coll, c->name, c->params) == WEFT_OK, "%s %s: %s", label,
               c->name, weft_last_error());
         size_t bad = 0;
         int errs = 0;
@@ -171,7 +179,7 @@ static void alternating(weft_comm_t comm, int calls)
             pick[npick++] = k;
     for (int call = 0; call < calls; call++) {
         const algo_case_t *c = &cases[pick[call % npick]];
-        weft_set_algorithm(comm, c->coll, c->name, NULL);
+        weft_set_algorithm(comm, c->coll, c->name, c->params);
         arrive_after(uniform() * 30e-6);
         int rc = run_call(c, comm, r, n, members, call, 17, in, out, NULL);
         CHECK(rc == WEFT_OK, "alternating call %d (%s): %s", call, c->name, weft_last_error());
@@ -196,7 +204,7 @@ static void split_phase(weft_comm_t comm, int rounds, int depth)
         const algo_case_t *c = &cases[k];
         if (!wanted(c))
             continue;
-        weft_set_algorithm(comm, c->coll, c->name, NULL);
+        weft_set_algorithm(comm, c->coll, c->name, c->params);
         size_t bad = 0;
         for (int round = 0; round < rounds; round++) {
             arrive_after(uniform() * 200e-6);
@@ -237,7 +245,7 @@ static void floats(weft_comm_t comm, int calls)
         if (cases[k].coll != WEFT_COLL_ALLREDUCE || !wanted(&cases[k]))
             continue;
         const char *name = cases[k].name;
-        weft_set_algorithm(comm, WEFT_COLL_ALLREDUCE, name, NULL);
+        weft_set_algorithm(comm, WEFT_COLL_ALLREDUCE, name, cases[k].params);
         size_t bad = 0, differ = 0;
         for (int call = 0; call < calls; call++) {
             for (size_t i = 0; i < cnt; i++)
@@ -466,7 +474,7 @@ static int disagree(const char *mode, const char *base)
 static void back_to_back(weft_comm_t comm, const algo_case_t *c, int calls)
 {
     int members[128], n = members_of(comm, members), r = weft_comm_rank(comm);
-    weft_set_algorithm(comm, c->coll, c->name, NULL);
+    weft_set_algorithm(comm, c->coll, c->name, c->params);
     int32_t in[3], out[3];
     size_t bad = 0;
     for (int call = 0; call < calls; call++) {

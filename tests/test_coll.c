@@ -616,6 +616,12 @@ int main(int argc, char **argv)
                 variants[1] = "fanout=2", variants[2] = "fanout=3"; /* n-way */
                 nv = 3;
             }
+            /* hier_pap's other node levels, where there are nodes */
+            if (getenv("WEFT_NODE_SIZE") &&
+                weft_set_algorithm(world, coll, name, "node=leader") == WEFT_OK) {
+                variants[1] = "node=leader", variants[2] = "node=twostep";
+                nv = 3;
+            }
             for (int vi = 0; vi < nv; vi++) {
                 if (coll == WEFT_COLL_BCAST)
                     test_bcast(name, ai, variants[vi]);

@@ -21,7 +21,9 @@ typedef struct algo_params {
     char inter[24];             /* the algorithm between node leaders */
     int sync;                   /* twotree_s: 0 data-driven, 1 edge-colouring rounds */
     int threshold;              /* adaptive: its switching spread in us + 1; 0: the model's */
+    int node;                   /* hier_pap's node level: a NODE_LEVEL_* */
 } algo_params_t;
+enum { NODE_LEVEL_CHAIN = 0, NODE_LEVEL_LEADER = 1, NODE_LEVEL_TWOSTEP = 2 };
 
 /* A node map in group form, built once for every rank of a call (the
  * simulator, the checker), so that a hierarchical builder needs no O(P)

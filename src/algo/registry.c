@@ -105,9 +105,10 @@ static const algo_t table[] = {
     {"hier", WEFT_COLL_ALLREDUCE, C | I | S | T, algo_hier_allreduce, "inter",
      "reduce in each node, allreduce among node leaders (inter=NAME), bcast in each node",
      "2 ceil(lg k)(a_node + n b_node) + cost_leaders(allreduce, N nodes)"},
-    {"hier_pap", WEFT_COLL_ALLREDUCE, C | I | S | T, algo_board_build, "inter",
+    {"hier_pap", WEFT_COLL_ALLREDUCE, C | I | S | T, algo_board_build, "inter,node",
      "hier with an arrival-driven node level: a chain in arrival order inside each node to its "
-     "leader, allreduce among leaders (inter=NAME), bcast in each node",
+     "leader (node=chain; node=leader: the node's first arrival reduces; node=twostep: its "
+     "leader does), allreduce among leaders (inter=NAME), bcast in each node",
      "in each node of k: (k-1)(alpha + n beta + n gamma), of which alpha + n (beta + gamma) "
      "after its last arrival; + alpha + n beta to the leader + cost_leaders(allreduce, N nodes) "
      "+ ceil(lg k)(alpha + n beta)",
@@ -528,6 +529,15 @@ int algo_parse_params(const algo_t *al, const char *text, algo_params_t *p)
                 p->sync = 1;
             else
                 return weft_error(WEFT_EINVAL, "sync=%s: expected none or colouring", val);
+        } else if (kl == 4 && !strncmp(q, "node", 4)) {
+            if (!strcmp(val, "chain"))
+                p->node = NODE_LEVEL_CHAIN;
+            else if (!strcmp(val, "leader"))
+                p->node = NODE_LEVEL_LEADER;
+            else if (!strcmp(val, "twostep"))
+                p->node = NODE_LEVEL_TWOSTEP;
+            else
+                return weft_error(WEFT_EINVAL, "node=%s: expected chain, leader or twostep", val);
         } else if (kl == 5 && !strncmp(q, "inter", 5)) {
             weft_coll_t ic = al->coll;
             if (!algo_find(ic, val) || !strcmp(val, "hier"))

@@ -20,20 +20,34 @@
  * real nodes, and a node may have up to ARRIVAL_MAX ranks whatever the
  * communicator's size.  A node of one rank takes no ticket.  One node makes
  * it pap_chain's reduce to rank 0 and a binomial broadcast.
- * The op must be commutative (the chain adds in arrival order), and the
- * leaders' algorithm must be a schedule. */
+ *
+ * node=leader and node=twostep put the seed's other node-level algorithms
+ * there instead (pap_leader.c's, reducing to one rank): every rank of the
+ * node sends its input to one reducer, the node's first arrival (leader,
+ * Algorithm 4.1) or its leader (twostep, the static baseline: no ticket),
+ * which adds each as it comes and, if it is not the leader, sends the
+ * node's sum on to it.
+ * The op must be commutative (the node level adds in arrival order), and
+ * the leaders' algorithm must be a schedule. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "arrival.h"
 
-enum { ARRIVE, SCAN_PRED, RECV, SCAN_SUCC, PASSED, SCAN_LAST, AT_LEADER, TAIL, FINISHED };
+enum { ARRIVE, SCAN_PRED, RECV, SCAN_SUCC, PASSED, SCAN_LAST, AT_LEADER, TAIL, FINISHED,
+       G_ARRIVE, G_LEARN, G_MEMBER, G_LEAD, G_GATHER, G_SENT };
 
 /* Messages: 0 the partial sum from the predecessor, 1 it on to the
  * successor (or, from the node's last, to the leader), 2 the node's sum at
- * the leader.  The tail schedule's tags start above the arrival tags. */
+ * the leader.  node=leader|twostep: 0 this rank's input to the reducer, 1
+ * the node's sum from the reducer to the leader (received as 2), and
+ * GATHER_BASE + j the reducer's receive from the node's j-th rank.  The
+ * tail schedule's tags start above the arrival tags. */
 #define TAIL_TAG_BASE 4u
+#define GATHER_BASE 3u
+
+static int level_of(const exec_t *e) { return e->params ? e->params->node : NODE_LEVEL_CHAIN; }
 
 static int node_of(const exec_t *e, int r)
 {
@@ -64,7 +78,20 @@ static void hp_start(exec_t *e)
         return;
     find_node(e);
     arrival_use_group(e, e->ar.node_leader, e->ar.node_size);
-    e->ar.phase = arrival_trivial(e) ? FINISHED : ARRIVE;
+    int level = level_of(e);
+    if (level != NODE_LEVEL_CHAIN &&
+        !arrival_reserve(e, GATHER_BASE + (uint32_t)e->ar.node_size,
+                         (size_t)e->ar.node_size * arrival_bytes(e)))
+        return;
+    if (arrival_trivial(e)) {
+        e->ar.phase = FINISHED;
+    } else if (level == NODE_LEVEL_TWOSTEP) { /* no ticket: the leader reduces */
+        e->ar.left = true;
+        e->ar.leader = e->ar.node_leader;
+        e->ar.phase = e->s->rank == e->ar.node_leader ? G_LEAD : G_MEMBER;
+    } else {
+        e->ar.phase = level == NODE_LEVEL_LEADER ? G_ARRIVE : ARRIVE;
+    }
 }
 
 int hier_pap_usable(const coll_args_t *a, char *why, size_t len)
@@ -186,12 +213,126 @@ static int pass_on(exec_t *e, int *moved)
     return arrival_send(e, 1, e->ar.succ, ARRIVAL_TAG_DATA, partial(e), bytes);
 }
 
+/* node=leader|twostep, the reducer: post a receive from each other rank
+ * of the node (scratch block j for its j-th rank). */
+static int gather_post(exec_t *e)
+{
+    size_t bytes = arrival_bytes(e);
+    if (e->buf[BUF_OUT] != e->buf[BUF_IN])
+        memcpy(e->buf[BUF_OUT], e->buf[BUF_IN], bytes);
+    e->ar.next = 0; /* inputs added so far */
+    for (int q = 0, j = 0; q < e->s->nrank; q++) {
+        if (!same_node(e, q))
+            continue;
+        int rc = q == e->s->rank ? 0
+                                 : arrival_recv(e, GATHER_BASE + (uint32_t)j, q, ARRIVAL_TAG_DATA,
+                                                e->tmp + (size_t)j * bytes, bytes, false);
+        if (rc)
+            return rc;
+        j++;
+    }
+    return 0;
+}
+
+/* Adds each input that has come in; true when all the node's are in. */
+static bool gather_add(exec_t *e, int *moved)
+{
+    size_t bytes = arrival_bytes(e);
+    for (int j = 0; j < e->ar.node_size; j++) {
+        uint32_t i = GATHER_BASE + (uint32_t)j;
+        if (e->pending[i] == 0 || e->ready[i] || !arrival_done(e, i))
+            continue; /* (this rank's own place posts nothing) */
+        reducer_apply(&e->red, e->buf[BUF_OUT], e->tmp + (size_t)j * bytes, e->desc->count,
+                      false);
+        e->ready[i] = 1;
+        e->ar.next++;
+        *moved = 1;
+    }
+    return e->ar.next == e->ar.node_size - 1;
+}
+
+/* node=leader|twostep: the node's inputs to one reducer, its sum to the
+ * leader, then the tail. */
+static int gather_progress(exec_t *e)
+{
+    int moved = 0, rc = 0, me = e->s->rank;
+    size_t bytes = arrival_bytes(e);
+    for (;;) {
+        int phase = e->ar.phase;
+        switch (phase) {
+        case G_ARRIVE:
+            if (e->ar.node_size == 1) { /* its node's only arrival: no ticket */
+                e->ar.left = true, e->ar.leader = me;
+                e->ar.phase = G_LEAD;
+                break;
+            }
+            if (!arrival_take(e))
+                return arrival_idle(e, moved);
+            moved = 1;
+            if (e->ar.order == 0) {
+                e->ar.leader = me;
+                arrival_leave(e);
+                e->ar.phase = G_LEAD;
+            } else {
+                e->ar.phase = G_LEARN;
+            }
+            break;
+        case G_LEARN:
+            if ((e->ar.leader = arrival_who(e, 0)) < 0)
+                return arrival_idle(e, moved);
+            arrival_leave(e);
+            moved = 1;
+            e->ar.phase = G_MEMBER;
+            break;
+        case G_MEMBER:
+            moved = 1;
+            e->ar.phase = G_SENT;
+            rc = arrival_send(e, 0, e->ar.leader, ARRIVAL_TAG_DATA, e->buf[BUF_IN], bytes);
+            if (!rc && me == e->ar.node_leader)
+                rc = arrival_recv(e, 2, e->ar.leader, ARRIVAL_TAG_FINAL, e->buf[BUF_OUT], bytes,
+                                  false);
+            break;
+        case G_LEAD:
+            moved = 1;
+            e->ar.phase = G_GATHER;
+            rc = gather_post(e);
+            break;
+        case G_GATHER:
+            if ((rc = arrival_poll(e, &moved)))
+                return rc;
+            if (!gather_add(e, &moved))
+                return arrival_idle(e, moved);
+            if (me == e->ar.node_leader) {
+                e->ar.phase = TAIL;
+                break;
+            }
+            e->ar.phase = G_SENT;
+            rc = arrival_send(e, 1, e->ar.node_leader, ARRIVAL_TAG_FINAL, e->buf[BUF_OUT], bytes);
+            break;
+        case G_SENT:
+            if (!arrival_await(e, ARRIVAL_ALL, &moved, &rc))
+                return rc;
+            e->ar.phase = TAIL;
+            break;
+        case TAIL:
+            return to_tail(e);
+        default:
+            e->moved = 1;
+            return 1;
+        }
+        if (rc)
+            return rc < 0 ? rc : -rc;
+    }
+}
+
 static int hp_progress(exec_t *e)
 {
     int moved = 0, rc = 0;
     size_t bytes = arrival_bytes(e);
     if (e->err)
         return -e->err;
+    if (e->ar.phase >= G_ARRIVE) /* node=leader|twostep */
+        return gather_progress(e);
     for (;;) {
         int phase = e->ar.phase;
         switch (phase) {
