@@ -6,7 +6,8 @@
 # WEFT_ALLREDUCE_ALGO=adaptive and with weft's AUTO, against the MPI
 # library alone: LAMMPS's own "Loop time", the median of REPS runs.
 #
-#   bench/pap_lammps.sh [BUILD_DIR] [OUT_DIR]      (REPS=3 by default)
+#   bench/pap_lammps.sh [BUILD_DIR] [OUT_DIR]      (REPS=3 by default; the
+#   three alternate run by run, and every run's time goes to summary.txt)
 set -u
 build=$(cd "${1:-build}" && pwd)
 out=${2:-pap-lammps}
@@ -34,8 +35,11 @@ for input in in.melt in.peptide; do
             -screen none >/dev/null 2>&1 || echo "# $name: the profiled run failed"
         echo "## $name: weft pap report"
         "$build/weft" pap report "$out/$name" --plot "$out/$name" | tee "$out/$name.report"
-        for mode in mpi weft-auto weft-adaptive; do
-            for r in $(seq "$reps"); do
+        # the three alternate run by run, so that a slow phase of the
+        # machine falls on all of them alike
+        rm -f "$work"/t.*
+        for r in $(seq "$reps"); do
+            for mode in mpi weft-auto weft-adaptive; do
                 case $mode in
                 mpi) pre=() ;;
                 weft-auto) pre=(-x LD_PRELOAD="$build/libweft-mpi.so") ;;
@@ -43,8 +47,13 @@ for input in in.melt in.peptide; do
                 esac
                 timeout 900 mpirun -n "$np" --mca mpi_yield_when_idle 1 "${pre[@]}" lmp -in "$input" \
                     -log "$work/log.$mode.$r" -screen none >/dev/null 2>&1
-                loop_time "$work/log.$mode.$r"
-            done | median >"$work/t.$mode"
+                loop_time "$work/log.$mode.$r" >>"$work/runs.$mode"
+            done
+        done
+        for mode in mpi weft-auto weft-adaptive; do
+            median <"$work/runs.$mode" >"$work/t.$mode"
+            echo "# $name $mode: $(tr '\n' ' ' <"$work/runs.$mode")" >>"$out/summary.txt"
+            rm -f "$work/runs.$mode"
         done
         printf "## %s: loop time (s, median of %d): MPI %s, weft AUTO %s, weft adaptive %s\n" "$name" \
             "$reps" "$(cat "$work/t.mpi")" "$(cat "$work/t.weft-auto")" "$(cat "$work/t.weft-adaptive")" |
