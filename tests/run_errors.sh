@@ -35,6 +35,9 @@ expect 2 "want a rank" "$weft" bench bcast --root abc
 expect 2 "want a count 1" "$weft" bench allreduce --iters 0
 expect 2 "integer datatypes only" "$weft" bench allreduce --op band --dtype float32
 expect 2 "moves no data: leave out --sizes" "$weft" bench barrier --sizes 4
+expect 2 "arrival measures adaptive" "$weft" tune bcast --np 4 --arrival 0,10
+expect 2 "arrival measures adaptive" "$weft" tune allreduce --np 4 --arrival 0,10 --by sim
+expect 2 "mif" "$weft" tune allreduce --np 2 --arrival -3 --sizes 8
 expect 2 "moves no data: leave out --mif" "$weft" bench barrier --mif 10
 expect 2 "moves no data: leave out --dtype" "$weft" bench barrier --dtype int8
 echo "$passes passed, $fails failed"

@@ -4,6 +4,7 @@
  * tuning table of the winners, docs/TUNING.md). */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -410,6 +411,7 @@ static int tune_usage(FILE *f, int rc)
     fprintf(f, "usage: weft tune allreduce|bcast|reduce --np P [--sizes LO:HI|S1,S2,..]\n"
                "                 [--op commutative|noncommutative] [--out FILE]\n"
                "                 [--by measure|sim] [--preset NAME|FILE]\n"
+               "       weft tune allreduce --np P --arrival X,Y,.. [--sizes ..] [--out FILE]\n"
                "Writes a tuning table (docs/TUNING.md) whose rows give, for P ranks, the\n"
                "fastest algorithm per size range; sizes between two measured ones go to the\n"
                "nearer.  --by measure (the default) runs `weft bench COLL --np P --algo all`\n"
@@ -421,7 +423,15 @@ static int tune_usage(FILE *f, int rc)
                "or with --op noncommutative for non-commutative ones (a user op, affine\n"
                "maps on uint64).  Load the table with WEFT_TUNING_FILE=FILE (tables for\n"
                "both op classes can be concatenated under one header line); calls it has\n"
-               "no row for use the built-in table.\n");
+               "no row for use the built-in table.\n"
+               "--arrival X,Y,..: rows for adaptive instead, with the arrival spread at\n"
+               "which it should turn arrival-aware: per size, weft bench --mif X,Y,..\n"
+               "times its balanced choice (recursive_doubling up to 64 KiB, rabenseifner\n"
+               "above) and its arrival-aware one (pap_leader, pap_chain); between the last\n"
+               "factor where the balanced one wins and the first where the aware one does,\n"
+               "the threshold is the midpoint's expected spread, factor x alpha(size) x\n"
+               "(P-1)/(P+1).  A size where the aware one never wins keeps the balanced\n"
+               "algorithm.\n");
     return rc;
 }
 
@@ -430,6 +440,7 @@ typedef struct {
     const char *coll_name, *out, *sizes, *opclass, *preset;
     uint64_t np;
     bool by_sim, noncomm;
+    const char *arrival; /* --arrival X,Y,..: imbalance factors (weft bench --mif) */
 } tune_opts_t;
 
 static int tune_cli_parse(int argc, char **argv, tune_opts_t *o)
@@ -456,6 +467,8 @@ static int tune_cli_parse(int argc, char **argv, tune_opts_t *o)
             o->out = v;
         } else if (!strcmp(k, "--preset")) {
             o->preset = v;
+        } else if (!strcmp(k, "--arrival")) {
+            o->arrival = v;
         } else if (!strcmp(k, "--by")) {
             if (strcmp(v, "measure") && strcmp(v, "sim"))
                 return fprintf(stderr, "weft tune: --by %s: want measure or sim\n", v), 2;
@@ -478,6 +491,10 @@ static int tune_cli_parse(int argc, char **argv, tune_opts_t *o)
                        (unsigned long long)o->np), 2;
     if (o->preset && !o->by_sim)
         return fprintf(stderr, "weft tune: --preset is for --by sim\n"), 2;
+    if (o->arrival && (o->coll != WEFT_COLL_ALLREDUCE || o->by_sim ||
+                       strcmp(o->opclass, "commutative") || o->np < 2))
+        return fprintf(stderr, "weft tune: --arrival measures adaptive's threshold: allreduce, "
+                               "commutative, --by measure, at least 2 ranks\n"), 2;
     o->noncomm = !strcmp(o->opclass, "noncommutative") && o->coll != WEFT_COLL_BCAST;
     return 0;
 }
@@ -502,6 +519,148 @@ static int tune_measure(const tune_opts_t *o, winner_t *w, int max)
     unlink(csv);
     if (n <= 0)
         fprintf(stdout, "weft tune: the measurement failed (weft bench exited %d)\n", rc);
+    return n;
+}
+
+/* --arrival: weft bench --mif's median time inside per size and factor
+ * for the two algorithms adaptive chooses between at that size. */
+#define ARR_FACTORS 16
+#define ARR_SIZES 64
+typedef struct arrival_meas {
+    double factor[ARR_FACTORS];
+    int nf;
+    uint64_t bytes[ARR_SIZES];
+    int ns;
+    double med[ARR_SIZES][ARR_FACTORS][2]; /* [0] balanced, [1] aware; -1 none */
+    double alpha_us[ARR_SIZES];
+} arrival_meas_t;
+
+/* The fields of one CSV line, empty ones kept (strtok would skip them). */
+static int csv_fields(char *line, char **field, int max)
+{
+    int nf = 0;
+    line[strcspn(line, "\r\n")] = '\0';
+    for (char *p = line; nf < max;) {
+        field[nf++] = p;
+        char *c = strchr(p, ',');
+        if (!c)
+            break;
+        *c = '\0';
+        p = c + 1;
+    }
+    return nf;
+}
+
+/* x's index in v[0..*n), appended if new; -1 when v is full. */
+static int index_of(double *v, int *n, int max, double x)
+{
+    for (int i = 0; i < *n; i++)
+        if (v[i] == x)
+            return i;
+    if (*n == max)
+        return -1;
+    v[*n] = x;
+    return (*n)++;
+}
+
+/* Reads weft bench --mif's CSV into m; -1 if it cannot. */
+static int read_arrival_csv(const char *path, arrival_meas_t *m)
+{
+    FILE *f = fopen(path, "r");
+    char line[1024];
+    if (!f || !fgets(line, sizeof line, f)) {
+        if (f)
+            fclose(f);
+        return -1;
+    }
+    for (int i = 0; i < ARR_SIZES; i++)
+        for (int j = 0; j < ARR_FACTORS; j++)
+            m->med[i][j][0] = m->med[i][j][1] = -1;
+    while (fgets(line, sizeof line, f)) {
+        /* collective,np,dtype,bytes,algorithm,avg_us,median_us,min_us,busbw,
+         * iters,chose,convention,worst_rank_us,alpha_us,mif */
+        char *fd[16];
+        if (csv_fields(line, fd, 16) < 15)
+            continue;
+        const char *algo = fd[4];
+        int aware = !strcmp(algo, "pap_leader") || !strcmp(algo, "pap_chain");
+        uint64_t bytes = strtoull(fd[3], NULL, 10);
+        bool small = bytes <= 65536; /* adaptive's own split (adaptive.c) */
+        if (strcmp(algo, small ? (aware ? "pap_leader" : "recursive_doubling")
+                               : (aware ? "pap_chain" : "rabenseifner")))
+            continue;
+        int fi = index_of(m->factor, &m->nf, ARR_FACTORS, strtod(fd[14], NULL));
+        int si = 0;
+        while (si < m->ns && m->bytes[si] != bytes)
+            si++;
+        if (si == m->ns && m->ns < ARR_SIZES)
+            m->bytes[m->ns++] = bytes;
+        if (fi < 0 || si == m->ns)
+            continue;
+        m->med[si][fi][aware] = strtod(fd[6], NULL);
+        m->alpha_us[si] = strtod(fd[13], NULL);
+    }
+    fclose(f);
+    return 0;
+}
+
+/* --arrival: per size, adaptive with its measured threshold, or the
+ * balanced algorithm where the aware one never wins; their number, -1 if
+ * the measurement failed, -2 if weft bench refused its options. */
+static int tune_arrival(const tune_opts_t *o, winner_t *w, int max)
+{
+    char csv[] = "/tmp/weft-tune-XXXXXX";
+    int fd = mkstemp(csv);
+    if (fd < 0) {
+        fprintf(stdout, "weft tune: cannot make a temporary file: %s\n", strerror(errno));
+        return -1;
+    }
+    close(fd);
+    char npbuf[24];
+    snprintf(npbuf, sizeof npbuf, "%llu", (unsigned long long)o->np);
+    char *bargv[] = {"bench", "allreduce", "--np", npbuf, "--algo",
+                     "recursive_doubling,rabenseifner,pap_leader,pap_chain", "--sizes",
+                     (char *)o->sizes, "--mif", (char *)o->arrival, "--csv", csv, NULL};
+    int rc = cmd_bench(12, bargv);
+    static arrival_meas_t m;
+    memset(&m, 0, sizeof m);
+    if (rc || read_arrival_csv(csv, &m)) {
+        unlink(csv);
+        fprintf(stdout, "weft tune: the measurement failed (weft bench exited %d)\n", rc);
+        return rc == 2 ? -2 : -1;
+    }
+    unlink(csv);
+    int ord[ARR_FACTORS]; /* the factors ascending */
+    for (int i = 0; i < m.nf; i++)
+        ord[i] = i;
+    for (int i = 1; i < m.nf; i++)
+        for (int j = i; j > 0 && m.factor[ord[j]] < m.factor[ord[j - 1]]; j--) {
+            int t = ord[j];
+            ord[j] = ord[j - 1], ord[j - 1] = t;
+        }
+    /* the expected spread of P draws uniform in [0, X alpha]: (P-1)/(P+1) */
+    double P = (double)o->np, spread = (P - 1) / (P + 1);
+    int n = 0;
+    for (int si = 0; si < m.ns && n < max; si++) {
+        int cross = -1;
+        for (int k = 0; k < m.nf && cross < 0; k++) {
+            const double *v = m.med[si][ord[k]];
+            if (v[0] >= 0 && v[1] >= 0 && v[1] < v[0])
+                cross = k;
+        }
+        winner_t *x = &w[n++];
+        x->bytes = m.bytes[si];
+        if (cross < 0) {
+            snprintf(x->algo, sizeof x->algo, "%s",
+                     m.bytes[si] <= 65536 ? "recursive_doubling" : "rabenseifner");
+            x->med = m.med[si][ord[0]][0];
+            continue;
+        }
+        double at = cross ? (m.factor[ord[cross - 1]] + m.factor[ord[cross]]) / 2 : 0;
+        snprintf(x->algo, sizeof x->algo, "adaptive/threshold=%ld",
+                 lround(at * m.alpha_us[si] * spread));
+        x->med = m.med[si][ord[cross]][1];
+    }
     return n;
 }
 
@@ -599,7 +758,9 @@ int cmd_tune(int argc, char **argv)
         return rc;
     winner_t w[64];
     char mname[256] = "";
-    int n = o.by_sim ? tune_simulate(&o, w, 64, mname, sizeof mname) : tune_measure(&o, w, 64);
+    int n = o.by_sim    ? tune_simulate(&o, w, 64, mname, sizeof mname)
+            : o.arrival ? tune_arrival(&o, w, 64)
+                        : tune_measure(&o, w, 64);
     if (n == -2)
         return 2;
     if (n <= 0) {
@@ -619,6 +780,12 @@ int cmd_tune(int argc, char **argv)
                    "prediction (preset %s, %s) per size\n", o.coll_name, npbuf, o.sizes, mname,
                 o.noncomm ? "uint64, a non-commutative op"
                           : o.coll == WEFT_COLL_BCAST ? "float32" : "float32 sum");
+    else if (o.arrival)
+        fprintf(f, "weft-tuning 1\n# weft tune allreduce --np %s --sizes %s --arrival %s: "
+                   "adaptive where the arrival-aware algorithm won at some imbalance factor, "
+                   "its threshold the spread (us) between the factors that bracket the win "
+                   "(float32 sum; the figure: the aware one's median time inside there)\n",
+                npbuf, o.sizes, o.arrival);
     else
         fprintf(f, "weft-tuning 1\n# weft tune %s --np %s --sizes %s: fastest median of weft "
                    "bench (%s) per size\n", o.coll_name, npbuf, o.sizes,
