@@ -685,6 +685,53 @@ static void test_limits(void)
  *     result to 0 (20240-20250), taken in at 20350-20360; rank 1 leaves
  *     once it has handed on, at 20130: max 20360, mean (20360 + 20130 +
  *     20250) / 3. */
+/* hier_pap as a program: by hand on 2 ranks of one node starting
+ * together (the model of test_arrival_programs): rank 1's arrival message
+ * is in at rank 0 by 120, rank 0 sends its input (120-130), rank 1 has the
+ * node's sum at 240 and sends it to the leader (240-250), taken in by 360;
+ * the tail's broadcast reaches rank 1 at 470-480: max 480, mean 425.  With
+ * every rank its own node the node level is empty, and the program must
+ * be hier's exactly. */
+static void test_hier_pap(const sim_model_t *m)
+{
+    coll_args_t a;
+    memset(&a, 0, sizeof a);
+    a.coll = WEFT_COLL_ALLREDUCE, a.nrank = 2, a.count = 8, a.esize = 1;
+    a.commutative = a.shared_board = a.node_board = true;
+    sim_pap_t c;
+    sim_result_t r;
+    char msg[200] = "";
+    int rc = sim_pap_init_hier(&c, &a, NULL);
+    if (!rc)
+        rc = sim_run(m, 2, sim_build_pap, &c, NULL, &r, msg, sizeof msg);
+    CHECK(rc == 0 && r.t_max == 480 && r.t_mean == 425, "hier_pap, 2 ranks: %g (mean %g) %s",
+          r.t_max, r.t_mean, msg);
+    sim_pap_free(&c);
+    static const int ps[] = {3, 8, 13};
+    static const uint64_t counts[] = {8, 65536};
+    for (size_t i = 0; i < 3; i++)
+        for (size_t j = 0; j < 2; j++) {
+            int P = ps[i], node_of[16];
+            for (int q = 0; q < P; q++)
+                node_of[q] = q;
+            a.nrank = P, a.count = counts[j], a.node_of = node_of, a.nnodes = P;
+            sim_algo_t w;
+            memset(&w, 0, sizeof w);
+            w.al = algo_find(WEFT_COLL_ALLREDUCE, "hier");
+            w.a = a;
+            sim_result_t h, hp;
+            rc = sim_run(m, P, sim_build_algo, &w, NULL, &h, msg, sizeof msg);
+            if (!rc)
+                rc = sim_pap_init_hier(&c, &a, NULL);
+            if (!rc)
+                rc = sim_run(m, P, sim_build_pap, &c, NULL, &hp, msg, sizeof msg);
+            CHECK(rc == 0 && h.t_max == hp.t_max && h.t_mean == hp.t_mean,
+                  "hier_pap with nodes of one rank, P=%d, %llu B: %g against hier's %g %s", P,
+                  (unsigned long long)counts[j], hp.t_max, h.t_max, msg);
+            sim_pap_free(&c);
+        }
+}
+
 static void test_arrival_programs(void)
 {
     sim_model_t m = test_model();
@@ -737,6 +784,7 @@ static void test_arrival_programs(void)
           "a reversed chain of 1000: %g", r.t_max);
     sim_pap_free(&c);
     free(st);
+    test_hier_pap(&m);
     CHECK(sim_pap_init(&c, "pap_leader", WEFT_COLL_REDUCE, 3, 8, 0, NULL) == WEFT_ENOTSUP &&
               sim_pap_init(&c, "ring", WEFT_COLL_ALLREDUCE, 3, 8, 0, NULL) == WEFT_ENOTSUP,
           "what the arrival programs do not serve is refused");

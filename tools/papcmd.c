@@ -521,7 +521,7 @@ static void whatif_coll(const sim_model_t *m, const trace_t *t, whatif_t *w, lon
     w->nal = 0;
     for (size_t k = 0; k < n && w->nal < WHATIF_ALGOS; k++)
         if (tab[k].coll == w->coll && strcmp(tab[k].name, "board") &&
-            strcmp(tab[k].name, "adaptive") && strcmp(tab[k].name, "hier_pap"))
+            strcmp(tab[k].name, "adaptive"))
             w->al[w->nal++] = &tab[k];
     const char *name = weft_coll_name(w->coll);
     long total = 0;
@@ -604,10 +604,12 @@ static int whatif(const char *dir, const char *preset, long max_calls)
                    (w.measured - w.predicted[best]) * 1e-6, w.measured * 1e-6,
                    w.measured > 0 ? 100 * (w.measured - w.predicted[best]) / w.measured : 0);
     }
-    printf("\n# shm_twostep, pap_leader and pap_chain are not schedules: each runs as the "
-           "program the invocation's arrival order makes of it (src/sim/pap.c); adaptive is "
+    printf("\n# shm_twostep, pap_leader, pap_chain and hier_pap are not schedules: each runs "
+           "as the program the invocation's arrival order makes of it (src/sim/pap.c); "
+           "adaptive is "
            "whichever of its two it would choose, the board serves tiny payloads only, "
-           "and hier_pap (not simulated) is left to hier, its schedule twin\n");
+           "and hier_pap runs as hier does here, on one node (a profile's node map is not "
+           "replayed)\n");
     int rc = t.problems ? 1 : 0;
     free(t.r);
     free(t.node);

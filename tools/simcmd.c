@@ -627,26 +627,61 @@ static void unprepare(sim_algo_t *b, int *node_of)
 
 /* An arrival-driven algorithm (sim.h, pap.c): its programs follow the
  * arrival order of the start times. */
+/* The arrival programs of al (src/sim/pap.c) into c: hier_pap with the
+ * call's arguments (es-byte elements, ppn ranks per node, 0: one node;
+ * params), the others from their name; 0, or an error with why.  limits:
+ * refuse what the library would (the arrival record's 64 ranks); without,
+ * only an op the algorithm cannot combine (weft sim studies any scale). */
+static int pap_programs(const algo_t *al, int P, uint64_t bytes, size_t es, int op, int root,
+                        int ppn, const char *params, const double *start, bool limits,
+                        sim_pap_t *c, int **node_of, char *why, size_t len)
+{
+    coll_args_t a;
+    memset(&a, 0, sizeof a);
+    a.coll = al->coll, a.nrank = P, a.root = root, a.count = bytes / es, a.esize = es;
+    a.commutative = op != OP_AFFINE, a.shared_board = a.node_board = true;
+    *node_of = NULL;
+    if (ppn && ppn < P) {
+        if (!(*node_of = malloc((size_t)P * sizeof **node_of)))
+            return snprintf(why, len, "out of memory"), WEFT_ENOMEM;
+        for (int r = 0; r < P; r++)
+            (*node_of)[r] = r / ppn;
+        a.node_of = *node_of, a.nnodes = (P + ppn - 1) / ppn;
+    }
+    if (algo_parse_params(al, params, &a.params))
+        return snprintf(why, len, "%s", weft_last_error()), WEFT_EINVAL;
+    if (limits ? algo_usable_why(al, &a, why, len) != 0
+               : (al->flags & ALGO_NEEDS_COMMUTATIVE) && op == OP_AFFINE) {
+        if (!limits)
+            snprintf(why, len, "%s needs a commutative op", al->name);
+        return WEFT_EINVAL;
+    }
+    int rc = !strcmp(al->name, "hier_pap")
+                 ? sim_pap_init_hier(c, &a, start)
+                 : sim_pap_init(c, al->name, al->coll, P, bytes, root, start);
+    if (rc)
+        snprintf(why, len, "out of memory");
+    return rc;
+}
+
 static int run_pap(const sim_opts_cli_t *o, const algo_t *al, int P, uint64_t bytes,
-                   const double *start, point_t *pt)
+                   const char *params, const double *start, point_t *pt)
 {
     if (point_begin(o, al, P, bytes, pt))
         return pt->rc;
-    if ((al->flags & ALGO_NEEDS_COMMUTATIVE) && o->op == OP_AFFINE) {
-        snprintf(pt->why, sizeof pt->why, "%s needs a commutative op", al->name);
-        return pt->rc = WEFT_EINVAL;
-    }
-    pt->refused = false;
     sim_pap_t c;
-    if ((pt->rc = sim_pap_init(&c, al->name, o->coll, P, bytes, o->root < P ? o->root : P - 1,
-                               start))) {
-        snprintf(pt->why, sizeof pt->why, "out of memory");
-        return pt->rc;
+    int *node_of;
+    pt->rc = pap_programs(al, P, bytes, weft_dtype_size(o->dtype), o->op,
+                          o->root < P ? o->root : P - 1, o->ppn, params, start, false, &c,
+                          &node_of, pt->why, sizeof pt->why);
+    pt->refused = pt->rc == WEFT_EINVAL;
+    if (!pt->rc) {
+        sim_opts_t so = {.start = start, .order = o->order, .noise_prob = o->noise_prob,
+                         .noise_ns = o->noise_ns, .noise_seed = o->seed};
+        pt->rc = sim_run(&o->model, P, sim_build_pap, &c, &so, &pt->r, pt->why, sizeof pt->why);
+        sim_pap_free(&c);
     }
-    sim_opts_t so = {.start = start, .order = o->order, .noise_prob = o->noise_prob,
-                     .noise_ns = o->noise_ns, .noise_seed = o->seed};
-    pt->rc = sim_run(&o->model, P, sim_build_pap, &c, &so, &pt->r, pt->why, sizeof pt->why);
-    sim_pap_free(&c);
+    free(node_of);
     pt->bound = sim_lower_bound(o->coll, P, bytes, &o->model);
     return pt->rc;
 }
@@ -655,7 +690,7 @@ static int run_point(const sim_opts_cli_t *o, const algo_t *al, int P, uint64_t 
                      const char *params, const double *start, point_t *pt)
 {
     if (al->board && sim_pap_kind(al->name, o->coll))
-        return run_pap(o, al, P, bytes, start, pt);
+        return run_pap(o, al, P, bytes, params, start, pt);
     sim_algo_t b;
     int *node_of;
     if (prepare(o, al, P, bytes, params, &b, &node_of, pt)) {
@@ -671,24 +706,21 @@ static int run_point(const sim_opts_cli_t *o, const algo_t *al, int P, uint64_t 
 }
 
 /* sim_predict of an arrival-driven algorithm (src/sim/pap.c), the arrival
- * order from so->start: first whether it could serve the call on shared
- * memory at all (its op class, its size limits). */
-static int predict_pap(const sim_model_t *m, const algo_t *al, int P, uint64_t bytes, int op,
-                       int root, const sim_opts_t *so, sim_result_t *r, char *why, size_t len)
+ * order from so->start, on one node: first whether it could serve the call
+ * on shared memory at all (its op class, its size limits). */
+static int predict_pap(const sim_model_t *m, const algo_t *al, const char *params, int P,
+                       uint64_t bytes, weft_dtype_t dt, int op, int root, const sim_opts_t *so,
+                       sim_result_t *r, char *why, size_t len)
 {
-    coll_args_t a;
-    memset(&a, 0, sizeof a);
-    a.coll = al->coll, a.nrank = P, a.root = root, a.count = bytes, a.esize = 1;
-    a.commutative = op != OP_AFFINE, a.shared_board = true;
-    if (algo_usable_why(al, &a, why, len))
-        return WEFT_EINVAL;
     sim_pap_t c;
-    if (sim_pap_init(&c, al->name, al->coll, P, bytes, root < P ? root : P - 1, so->start)) {
-        snprintf(why, len, "out of memory");
-        return WEFT_ENOMEM;
+    int *node_of;
+    int rc = pap_programs(al, P, bytes, weft_dtype_size(dt), op, root < P ? root : P - 1, 0,
+                          params, so->start, true, &c, &node_of, why, len);
+    if (!rc) {
+        rc = sim_run(m, P, sim_build_pap, &c, so, r, why, len);
+        sim_pap_free(&c);
     }
-    int rc = sim_run(m, P, sim_build_pap, &c, so, r, why, len);
-    sim_pap_free(&c);
+    free(node_of);
     return rc;
 }
 
@@ -704,7 +736,7 @@ int sim_predict(const sim_model_t *m, const algo_t *al, const char *params, int 
         so.start = limits->start;
     }
     if (al->board && sim_pap_kind(al->name, al->coll))
-        return predict_pap(m, al, P, bytes, op, root, &so, r, why, len);
+        return predict_pap(m, al, params, P, bytes, dt, op, root, &so, r, why, len);
     static sim_opts_cli_t o; /* large (the sweep's lists); one caller at a time */
     memset(&o, 0, sizeof o);
     o.coll = al->coll;
@@ -1096,7 +1128,7 @@ static void write_outputs(const sim_opts_cli_t *o, const point_t *pts, int npts)
 
 /* --algo all runs the schedules and the arrival-driven algorithms the
  * simulator models (pap.c); the others of the collective (the board,
- * adaptive, hier_pap) are named once, so that a reader does not take their
+ * adaptive) are named once, so that a reader does not take their
  * absence for an oversight. */
 static void print_not_schedules(weft_coll_t coll)
 {

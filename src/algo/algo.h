@@ -197,7 +197,7 @@ int algo_dissemination_barrier(sched_t *s, const coll_args_t *a);
 int algo_hier_allreduce(sched_t *s, const coll_args_t *a);
 /* hier allreduce after its node level (the node's sum in the leader's
  * output): hier_pap's hand-over */
-int algo_hier_tail_allreduce(sched_t *s, const coll_args_t *a);
+WEFT_TOOL_API int algo_hier_tail_allreduce(sched_t *s, const coll_args_t *a);
 int algo_pipeline_bcast(sched_t *s, const coll_args_t *a);
 int algo_bintree_bcast(sched_t *s, const coll_args_t *a);
 int algo_twotree_bcast(sched_t *s, const coll_args_t *a);

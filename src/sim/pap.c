@@ -25,18 +25,28 @@
  *       inputs in arrival order, then sends the result to each in rank
  *       order.
  *   shm_twostep (allreduce): the same with rank 0 leading and reducing in
- *       rank order (the seed's static-leader baseline). */
+ *       rank order (the seed's static-leader baseline).
+ *   hier_pap (allreduce): inside each node the node level -- the chain in
+ *       the node's arrival order to the node's leader (its lowest rank),
+ *       or with node=leader|twostep every rank's input to one reducer (the
+ *       node's first arrival, or its leader) which hands the sum to the
+ *       leader -- then, once a rank's node part is done, hier's own schedule
+ *       after its node phase (algo_hier_tail_allreduce), converted as any
+ *       schedule is and appended to the program. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sim.h"
 
-enum { PAP_CHAIN = 1, PAP_LEADER = 2, PAP_TWOSTEP = 3 };
-enum { TAG_PART = 0, TAG_RESULT = 1, TAG_ARRIVED = 2 };
+enum { PAP_CHAIN = 1, PAP_LEADER = 2, PAP_TWOSTEP = 3, PAP_HIER = 4 };
+/* (hier_pap's node level adds TAG_NODE, above any schedule's tags) */
+enum { TAG_PART = 0, TAG_RESULT = 1, TAG_ARRIVED = 2, TAG_DATA = 3, TAG_NODE = 0x7fff0000 };
 
 int sim_pap_kind(const char *algo, weft_coll_t coll)
 {
+    if (!strcmp(algo, "hier_pap") && coll == WEFT_COLL_ALLREDUCE)
+        return PAP_HIER;
     if (!strcmp(algo, "pap_chain") && (coll == WEFT_COLL_REDUCE || coll == WEFT_COLL_ALLREDUCE))
         return PAP_CHAIN;
     if (coll != WEFT_COLL_ALLREDUCE)
@@ -62,8 +72,8 @@ int sim_pap_init(sim_pap_t *c, const char *algo, weft_coll_t coll, int P, uint64
                  int root, const double *start)
 {
     memset(c, 0, sizeof *c);
-    if (!(c->kind = sim_pap_kind(algo, coll)))
-        return WEFT_ENOTSUP;
+    if (!(c->kind = sim_pap_kind(algo, coll)) || c->kind == PAP_HIER)
+        return WEFT_ENOTSUP; /* (hier_pap: sim_pap_init_hier) */
     c->coll = coll, c->P = P, c->bytes = bytes, c->root = root;
     c->order = malloc((size_t)P * sizeof *c->order);
     c->pos = malloc((size_t)P * sizeof *c->pos);
@@ -83,9 +93,64 @@ int sim_pap_init(sim_pap_t *c, const char *algo, weft_coll_t coll, int P, uint64
     return 0;
 }
 
+/* Ranks by node, then start time, then rank. */
+static const int *node_key;
+static int by_node_arrival(const void *pa, const void *pb)
+{
+    int a = *(const int *)pa, b = *(const int *)pb;
+    int na = node_key ? node_key[a] : 0, nb = node_key ? node_key[b] : 0;
+    return na != nb ? (na < nb ? -1 : 1) : by_arrival(pa, pb);
+}
+
+int sim_pap_init_hier(sim_pap_t *c, const coll_args_t *a, const double *start)
+{
+    memset(c, 0, sizeof *c);
+    int P = a->nrank, nn = a->node_of ? a->nnodes : 1;
+    c->kind = PAP_HIER, c->coll = WEFT_COLL_ALLREDUCE, c->P = P;
+    c->bytes = a->count * a->esize;
+    c->tail = *a;
+    c->order = malloc((size_t)P * sizeof *c->order);
+    c->pos = malloc((size_t)P * sizeof *c->pos);
+    c->node_first = calloc((size_t)nn + 1, sizeof *c->node_first);
+    c->leader = malloc((size_t)nn * sizeof *c->leader);
+    if (!c->order || !c->pos || !c->node_first || !c->leader) {
+        sim_pap_free(c);
+        return WEFT_ENOMEM;
+    }
+    for (int i = 0; i < P; i++)
+        c->order[i] = i;
+    arrival_key = start, node_key = a->node_of;
+    qsort(c->order, (size_t)P, sizeof *c->order, by_node_arrival);
+    arrival_key = NULL, node_key = NULL;
+    for (int n = 0; n < nn; n++)
+        c->leader[n] = P;
+    for (int k = 0; k < P; k++) {
+        int r = c->order[k], n = a->node_of ? a->node_of[r] : 0;
+        c->pos[r] = k;
+        c->node_first[n + 1]++;
+        if (r < c->leader[n])
+            c->leader[n] = r;
+    }
+    for (int n = 0; n < nn; n++)
+        c->node_first[n + 1] += c->node_first[n];
+    /* the tail's node groups, once (hier would build them per rank) */
+    if (!(c->groups = malloc(sizeof *c->groups)) ||
+        node_groups_build(a->node_of, nn, P, c->groups)) {
+        free(c->groups);
+        c->groups = NULL;
+        sim_pap_free(c);
+        return WEFT_ENOMEM;
+    }
+    c->tail.groups = c->groups;
+    return 0;
+}
+
 void sim_pap_free(sim_pap_t *c)
 {
-    free(c->order), free(c->pos);
+    free(c->order), free(c->pos), free(c->node_first), free(c->leader);
+    if (c->groups)
+        node_groups_free(c->groups);
+    free(c->groups);
     memset(c, 0, sizeof *c);
 }
 
@@ -221,10 +286,121 @@ static void leader_prog(const sim_pap_t *c, int rank, draft_t *d)
             add(d, SIM_SEND, q, TAG_RESULT, c->bytes, acc, -1);
 }
 
+/* hier_pap's node level for rank; the op after which the rank goes on to
+ * the tail, or -1 (a node of one rank: none). */
+static int hier_node_part(const sim_pap_t *c, int rank, draft_t *d)
+{
+    int n = c->tail.node_of ? c->tail.node_of[rank] : 0, base = c->node_first[n];
+    int m = c->node_first[n + 1] - base, k = c->pos[rank] - base, leader = c->leader[n];
+    uint64_t b = c->bytes;
+    if (m == 1)
+        return -1;
+    if (c->tail.params.node != NODE_LEVEL_CHAIN) { /* every input to one reducer */
+        int reducer = c->tail.params.node == NODE_LEVEL_TWOSTEP ? leader : c->order[base];
+        if (rank != reducer) {
+            int sent = add(d, SIM_SEND, reducer, TAG_NODE + TAG_DATA, b, -1, -1);
+            return rank == leader ? add(d, SIM_RECV, reducer, TAG_NODE + TAG_RESULT, b, sent, -1)
+                                  : sent;
+        }
+        int acc = -1;
+        for (int j = 0; j < m; j++) { /* in arrival order */
+            int q = c->order[base + j];
+            if (q == rank)
+                continue;
+            int r = add(d, SIM_RECV, q, TAG_NODE + TAG_DATA, b, -1, -1);
+            acc = add(d, SIM_CALC, -1, 0, b, r, acc);
+        }
+        return rank == leader ? acc : add(d, SIM_SEND, leader, TAG_NODE + TAG_RESULT, b, acc, -1);
+    }
+    /* the chain, handing on once the next has arrived (as pap_chain) */
+    int have = -1;
+    if (k > 0) {
+        add(d, SIM_SEND, c->order[base + k - 1], TAG_NODE + TAG_ARRIVED, 1, -1, -1);
+        int r = add(d, SIM_RECV, c->order[base + k - 1], TAG_NODE + TAG_PART, b, -1, -1);
+        have = add(d, SIM_CALC, -1, 0, b, r, -1);
+    }
+    if (k == m - 1) /* the node's last arrival: the sum to the leader */
+        return rank == leader ? have
+                              : add(d, SIM_SEND, leader, TAG_NODE + TAG_RESULT, b, have, -1);
+    int next = add(d, SIM_RECV, c->order[base + k + 1], TAG_NODE + TAG_ARRIVED, 1, -1, -1);
+    int sent = add(d, SIM_SEND, c->order[base + k + 1], TAG_NODE + TAG_PART, b, have, next);
+    return rank == leader
+               ? add(d, SIM_RECV, c->order[base + m - 1], TAG_NODE + TAG_RESULT, b, sent, -1)
+               : sent;
+}
+
+/* a's operations, then b's, every operation of b that requires nothing
+ * made to require a's op gate (if any): one program. */
+static int concat(const sim_prog_t *a, const sim_prog_t *b, int gate, sim_prog_t *out)
+{
+    uint32_t roots = 0, na = a->nops;
+    for (uint32_t i = 0; gate >= 0 && i < b->nops; i++)
+        roots += b->ops[i].pending == 0;
+    if (sim_prog_alloc(out, na + b->nops, a->nedges + b->nedges + roots))
+        return WEFT_ENOMEM;
+    if (na)
+        memcpy(out->ops, a->ops, na * sizeof *a->ops);
+    uint32_t e = 0;
+    for (uint32_t i = 0; i < na; i++) {
+        out->succ_first[i] = e;
+        for (uint32_t k = a->succ_first[i]; k < a->succ_first[i + 1]; k++)
+            out->succ[e++] = a->succ[k];
+        for (uint32_t j = 0; (int)i == gate && j < b->nops; j++)
+            if (b->ops[j].pending == 0)
+                out->succ[e++] = na + j;
+    }
+    for (uint32_t j = 0; j < b->nops; j++) {
+        out->ops[na + j] = b->ops[j];
+        out->ops[na + j].pending += gate >= 0 && b->ops[j].pending == 0;
+        out->succ_first[na + j] = e;
+        for (uint32_t k = b->succ_first[j]; k < b->succ_first[j + 1]; k++) {
+            uint32_t v = b->succ[k];
+            out->succ[e++] = ((v & ~SIM_IREQ) + na) | (v & SIM_IREQ);
+        }
+    }
+    out->succ_first[na + b->nops] = e;
+    return 0;
+}
+
+/* hier_pap for rank: the node level, then hier's schedule after it. */
+static int build_hier(const sim_pap_t *c, int rank, sim_prog_t *out, char *msg, size_t len)
+{
+    draft_t d = {0};
+    int gate = hier_node_part(c, rank, &d);
+    sim_prog_t node, tail;
+    memset(&node, 0, sizeof node);
+    memset(&tail, 0, sizeof tail);
+    int rc = d.oom ? WEFT_ENOMEM : finish(&d, &node);
+    free(d.ops), free(d.deps);
+    coll_args_t a = c->tail;
+    a.rank = rank;
+    sched_t b;
+    sched_img_t *img = NULL;
+    if (!rc) {
+        sched_init(&b, a.nrank, rank);
+        rc = algo_hier_tail_allreduce(&b, &a);
+        if (!rc)
+            rc = sched_commit(&b, &img);
+        sched_free(&b);
+    }
+    if (!rc)
+        rc = sim_prog_from_sched(img, a.esize, &tail);
+    sched_img_free(img);
+    if (!rc)
+        rc = concat(&node, &tail, gate, out);
+    sim_prog_free(&node);
+    sim_prog_free(&tail);
+    if (rc)
+        snprintf(msg, len, "rank %d's hier_pap program: %s", rank, weft_strerror(rc));
+    return rc;
+}
+
 int sim_build_pap(void *ctx, int rank, sim_prog_t *out, char *msg, size_t len)
 {
     const sim_pap_t *c = ctx;
     draft_t d = {0};
+    if (c->kind == PAP_HIER)
+        return build_hier(c, rank, out, msg, len);
     if (c->kind != PAP_CHAIN) {
         leader_prog(c, rank, &d);
     } else {

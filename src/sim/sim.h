@@ -127,12 +127,22 @@ typedef struct sim_pap {
     weft_coll_t coll;
     int P, root;
     uint64_t bytes;
-    int *order, *pos; /* ranks by arrival, and each rank's place */
+    int *order, *pos; /* ranks by arrival (hier_pap: by node, then arrival),
+                       * and each rank's place */
+    /* hier_pap: where each node's ranks start in order, each node's leader
+     * (its lowest rank), and the arguments of the schedule after the node
+     * level (hier's, built per rank; tail.params.node is the node level) */
+    int *node_first, *leader;
+    coll_args_t tail;
+    node_groups_t *groups; /* tail.groups, built once for every rank */
 } sim_pap_t;
 int sim_pap_kind(const char *algo, weft_coll_t coll);
 /* 0, WEFT_ENOTSUP (not one of them), or WEFT_ENOMEM. */
 int sim_pap_init(sim_pap_t *c, const char *algo, weft_coll_t coll, int P, uint64_t bytes,
                  int root, const double *start);
+/* hier_pap, for the call a (its rank count, count, esize, node map and
+ * parameters: inter=, node=); the same returns. */
+int sim_pap_init_hier(sim_pap_t *c, const coll_args_t *a, const double *start);
 void sim_pap_free(sim_pap_t *c);
 /* The sim_build_fn: ctx is a sim_pap_t. */
 int sim_build_pap(void *ctx, int rank, sim_prog_t *out, char *msg, size_t len);
