@@ -625,8 +625,6 @@ static void unprepare(sim_algo_t *b, int *node_of)
     free(node_of);
 }
 
-/* An arrival-driven algorithm (sim.h, pap.c): its programs follow the
- * arrival order of the start times. */
 /* The arrival programs of al (src/sim/pap.c) into c: hier_pap with the
  * call's arguments (es-byte elements, ppn ranks per node, 0: one node;
  * params), the others from their name; 0, or an error with why.  limits:
@@ -664,6 +662,8 @@ static int pap_programs(const algo_t *al, int P, uint64_t bytes, size_t es, int 
     return rc;
 }
 
+/* An arrival-driven algorithm (sim.h, pap.c): its programs follow the
+ * arrival order of the start times. */
 static int run_pap(const sim_opts_cli_t *o, const algo_t *al, int P, uint64_t bytes,
                    const char *params, const double *start, point_t *pt)
 {
