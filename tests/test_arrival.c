@@ -514,11 +514,12 @@ static int over_mpi(int argc, char **argv)
 {
 #ifdef WEFT_HAVE_MPI
     MPI_Init(&argc, &argv);
-    weft_comm_t w, dup, half;
+    weft_comm_t w = NULL, dup, half;
     if (argc < 3 || weft_comm_from_mpi(MPI_COMM_WORLD, &w) != WEFT_OK) {
         fprintf(stderr, "test_arrival --mpi ALGO [full|quick|sample]: %s\n",
                 argc < 3 ? "name the algorithm" : weft_last_error());
         MPI_Abort(MPI_COMM_WORLD, 2);
+        return 2;
     }
     only_algo = argv[2];
     me = weft_comm_rank(w);
