@@ -134,6 +134,56 @@ static void explain_args(const explain_opts_t *o, coll_args_t *a)
                     !elem_is_float((weft_dtype_t)dt);
 }
 
+/* The fields of one CSV line, empty ones kept (strtok would skip them). */
+static int csv_fields(char *line, char **field, int max)
+{
+    int nf = 0;
+    line[strcspn(line, "\r\n")] = '\0';
+    for (char *p = line; nf < max;) {
+        field[nf++] = p;
+        char *c = strchr(p, ',');
+        if (!c)
+            break;
+        *c = '\0';
+        p = c + 1;
+    }
+    return nf;
+}
+
+/* Runs `weft bench` with args[0..nargs) and `--csv` a temporary file,
+ * named into csv (the caller unlinks it); quiet: its table not printed.
+ * weft bench's exit code, or -1 when no temporary file could be made. */
+static int bench_into_csv(char **args, int nargs, bool quiet, char csv[static 24])
+{
+    strcpy(csv, "/tmp/weft-tune-XXXXXX");
+    int fd = mkstemp(csv);
+    if (fd < 0) {
+        fprintf(stdout, "weft: cannot make a temporary file: %s\n", strerror(errno));
+        return -1;
+    }
+    close(fd);
+    char *argv[24];
+    if (nargs + 3 > 24) {
+        unlink(csv);
+        return -1;
+    }
+    memcpy(argv, args, (size_t)nargs * sizeof *args);
+    argv[nargs] = "--csv", argv[nargs + 1] = csv, argv[nargs + 2] = NULL;
+    fflush(stdout);
+    int saved = quiet ? dup(1) : -1, devnull = quiet ? open("/dev/null", O_WRONLY) : -1;
+    if (saved >= 0 && devnull >= 0)
+        dup2(devnull, 1); /* the benchmark's own table: the figures come back by CSV */
+    int rc = cmd_bench(nargs + 2, argv);
+    fflush(stdout);
+    if (saved >= 0 && devnull >= 0)
+        dup2(saved, 1);
+    if (saved >= 0)
+        close(saved);
+    if (devnull >= 0)
+        close(devnull);
+    return rc;
+}
+
 /* Calls row(ctx, algorithm, bytes, median us) for each row of the CSV file
  * `weft bench --csv` wrote; -1 if it cannot be read or has no header. */
 static int bench_csv_rows(const char *path,
@@ -149,11 +199,7 @@ static int bench_csv_rows(const char *path,
     }
     while (fgets(line, sizeof line, f)) {
         char *field[8];
-        int nf = 0;
-        for (char *save = NULL, *c = strtok_r(line, ",\n", &save); c && nf < 8;
-             c = strtok_r(NULL, ",\n", &save))
-            field[nf++] = c;
-        if (nf >= 7)
+        if (csv_fields(line, field, 8) >= 7)
             row(ctx, field[4], strtoull(field[3], NULL, 10), strtod(field[6], NULL));
     }
     fclose(f);
@@ -191,19 +237,13 @@ static bool explain_measure(const explain_opts_t *o, const coll_args_t *a, doubl
             used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", used ? "," : "",
                                      t[i].name);
     }
-    char csv[] = "/tmp/weft-explain-XXXXXX";
-    int fd = mkstemp(csv);
-    if (fd < 0 || !used) {
-        if (fd >= 0)
-            close(fd), unlink(csv);
+    if (!used)
         return false;
-    }
-    close(fd);
     snprintf(np, sizeof np, "%llu", (unsigned long long)o->np);
     snprintf(size, sizeof size, "%llu", (unsigned long long)(a->count * a->esize));
     char *bargv[16] = {"bench", (char *)weft_coll_name(o->coll), "--np", np, "--algo", list,
-                       "--sizes", size, "--csv", csv};
-    int bargc = 10;
+                       "--sizes", size};
+    int bargc = 8;
     if (coll_is_reduction(o->coll)) {
         bargv[bargc++] = "--op";
         bargv[bargc++] = (char *)bench_op_name(o->op);
@@ -212,18 +252,10 @@ static bool explain_measure(const explain_opts_t *o, const coll_args_t *a, doubl
         bargv[bargc++] = "--dtype";
         bargv[bargc++] = (char *)weft_dtype_name((weft_dtype_t)o->dt);
     }
-    fflush(stdout);
-    int saved = dup(1), devnull = open("/dev/null", O_WRONLY);
-    if (saved >= 0 && devnull >= 0)
-        dup2(devnull, 1); /* the benchmark's own table: the figures come back by CSV */
-    int rc = cmd_bench(bargc, bargv);
-    fflush(stdout);
-    if (saved >= 0 && devnull >= 0)
-        dup2(saved, 1);
-    if (saved >= 0)
-        close(saved);
-    if (devnull >= 0)
-        close(devnull);
+    char csv[24];
+    int rc = bench_into_csv(bargv, bargc, true, csv);
+    if (rc < 0)
+        return false;
     measured_t m = {o->coll, med};
     if (!rc && bench_csv_rows(csv, keep_median, &m))
         rc = 1;
@@ -502,19 +534,13 @@ static int tune_cli_parse(int argc, char **argv, tune_opts_t *o)
 /* --by measure: weft bench's fastest median per size; their number, or -1. */
 static int tune_measure(const tune_opts_t *o, winner_t *w, int max)
 {
-    char csv[] = "/tmp/weft-tune-XXXXXX";
-    int fd = mkstemp(csv);
-    if (fd < 0) {
-        fprintf(stdout, "weft tune: cannot make a temporary file: %s\n", strerror(errno));
-        return -1;
-    }
-    close(fd);
-    char npbuf[24];
+    char npbuf[24], csv[24];
     snprintf(npbuf, sizeof npbuf, "%llu", (unsigned long long)o->np);
     char *bargv[] = {"bench", (char *)o->coll_name, "--np", npbuf, "--algo", "all", "--sizes",
-                     (char *)o->sizes, "--csv", csv, o->noncomm ? "--op" : NULL,
-                     "noncommutative", NULL};
-    int rc = cmd_bench(o->noncomm ? 12 : 10, bargv);
+                     (char *)o->sizes, "--op", "noncommutative"};
+    int rc = bench_into_csv(bargv, o->noncomm ? 10 : 8, false, csv);
+    if (rc < 0)
+        return -1;
     int n = rc ? -1 : read_winners(csv, w, max);
     unlink(csv);
     if (n <= 0)
@@ -534,22 +560,6 @@ typedef struct arrival_meas {
     double med[ARR_SIZES][ARR_FACTORS][2]; /* [0] balanced, [1] aware; -1 none */
     double alpha_us[ARR_SIZES];
 } arrival_meas_t;
-
-/* The fields of one CSV line, empty ones kept (strtok would skip them). */
-static int csv_fields(char *line, char **field, int max)
-{
-    int nf = 0;
-    line[strcspn(line, "\r\n")] = '\0';
-    for (char *p = line; nf < max;) {
-        field[nf++] = p;
-        char *c = strchr(p, ',');
-        if (!c)
-            break;
-        *c = '\0';
-        p = c + 1;
-    }
-    return nf;
-}
 
 /* x's index in v[0..*n), appended if new; -1 when v is full. */
 static int index_of(double *v, int *n, int max, double x)
@@ -609,19 +619,14 @@ static int read_arrival_csv(const char *path, arrival_meas_t *m)
  * the measurement failed, -2 if weft bench refused its options. */
 static int tune_arrival(const tune_opts_t *o, winner_t *w, int max)
 {
-    char csv[] = "/tmp/weft-tune-XXXXXX";
-    int fd = mkstemp(csv);
-    if (fd < 0) {
-        fprintf(stdout, "weft tune: cannot make a temporary file: %s\n", strerror(errno));
-        return -1;
-    }
-    close(fd);
-    char npbuf[24];
+    char npbuf[24], csv[24];
     snprintf(npbuf, sizeof npbuf, "%llu", (unsigned long long)o->np);
     char *bargv[] = {"bench", "allreduce", "--np", npbuf, "--algo",
                      "recursive_doubling,rabenseifner,pap_leader,pap_chain", "--sizes",
-                     (char *)o->sizes, "--mif", (char *)o->arrival, "--csv", csv, NULL};
-    int rc = cmd_bench(12, bargv);
+                     (char *)o->sizes, "--mif", (char *)o->arrival};
+    int rc = bench_into_csv(bargv, 10, false, csv);
+    if (rc < 0)
+        return -1;
     static arrival_meas_t m;
     memset(&m, 0, sizeof m);
     if (rc || read_arrival_csv(csv, &m)) {
