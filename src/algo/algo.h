@@ -49,6 +49,7 @@ typedef struct coll_args {
     const int *node_of;
     int nnodes;
     const node_groups_t *groups; /* node_of in group form, or NULL */
+    int node_max;                /* ranks in the largest node; 0: not given */
     bool shared_board; /* the transport offers the board (src/shmcoll) */
     bool node_board;   /* each node's ranks share arrival records (hier_pap) */
 } coll_args_t;

@@ -168,6 +168,7 @@ int coll_run(weft_comm_t comm, weft_coll_t coll, const void *in, void *out, size
     a.esize = es;
     a.node_of = comm->node_of;
     a.nnodes = comm->node_of ? comm->nnodes : 1;
+    a.node_max = comm->node_of ? comm->node_max : P;
     a.shared_board = comm->x->ops->board_slot != NULL;
     a.node_board = comm->x->ops->arrival_rec != NULL;
     reducer_t red;

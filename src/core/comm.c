@@ -102,6 +102,16 @@ int comm_set_nodes(weft_comm_t c, const int *ids)
             j++;
         map[i] = j < i ? map[j] : n++;
     }
+    int *count = calloc((size_t)n, sizeof *count);
+    if (!count) {
+        free(map);
+        return weft_error(WEFT_ENOMEM, "out of memory");
+    }
+    c->node_max = 0;
+    for (int i = 0; i < P; i++)
+        if (++count[map[i]] > c->node_max)
+            c->node_max = count[map[i]];
+    free(count);
     free(c->node_of);
     c->node_of = NULL;
     c->nnodes = n;

@@ -57,6 +57,7 @@ struct weft_comm {
     bool owns_x; /* the transport belongs to this communicator (MPI) */
     int *node_of; /* node of each rank (canonical numbering), NULL: one node */
     int nnodes;
+    int node_max; /* ranks in its largest node (set with node_of) */
     int active; /* unfinished requests */
     uint64_t timeout_ns; /* a blocking call gives up after this long, 0: never */
     char revoked[400];   /* why the communicator was revoked, "" if it is not */

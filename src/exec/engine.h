@@ -43,9 +43,9 @@ typedef struct arrival_run {
     int phase;              /* the algorithm's */
     int order;              /* this rank's place in the arrival order, -1 not yet */
     int leader, pred, succ, last; /* communicator ranks, -1 unknown or none */
-    int host;               /* transport rank holding the call's record */
-    int rec;                /* and its index there, -1 not known yet */
-    int host_rank;          /* the communicator rank that claims it (on host) */
+    int host_rank;          /* the communicator rank whose transport rank holds
+                             * the call's record, and claims it */
+    int rec;                /* its index there, -1 not known yet */
     int nexpect;            /* the ranks that take a ticket in it */
     bool await_claim;       /* it waits for host_rank to claim the records */
     uint64_t gen;           /* the call's generation in the record */

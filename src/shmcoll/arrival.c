@@ -13,9 +13,12 @@
 #define FIELD 0xfffull     /* ticket: ranks expected, ranks arrived */
 #define DONE 0xffffffull   /* left: ranks done; order: rank + 1 */
 
+/* The transport rank that holds the call's records. */
+static int host_of(const exec_t *e) { return e->world[e->ar.host_rank]; }
+
 static arrival_rec_t *rec_of(const exec_t *e)
 {
-    return e->x->ops->arrival_rec(e->x, e->ar.host, (unsigned)e->ar.rec);
+    return e->x->ops->arrival_rec(e->x, host_of(e), (unsigned)e->ar.rec);
 }
 
 static uint64_t ctx_of(const exec_t *e) { return e->desc->key >> 32; }
@@ -51,7 +54,6 @@ void arrival_reset(exec_t *e)
      * never-used record (all zero) matches no call */
     uint64_t key = e->desc->key, ctx = key >> 32, seq = key & 0xffffffu;
     ar->gen = (ctx << 24 | seq) + 1;
-    ar->host = e->world[0];
     ar->host_rank = 0;
     ar->nexpect = e->s->nrank;
     ar->rec = -1;
@@ -60,7 +62,6 @@ void arrival_reset(exec_t *e)
 void arrival_use_group(exec_t *e, int host_rank, int n)
 {
     e->ar.host_rank = host_rank;
-    e->ar.host = e->world[host_rank];
     e->ar.nexpect = n;
 }
 
@@ -86,8 +87,8 @@ static bool claim_pair(exec_t *e)
     xport_t *x = e->x;
     uint64_t ctx = ctx_of(e);
     for (unsigned j = 0; j < ARRIVAL_PAIRS; j++) {
-        arrival_rec_t *a = x->ops->arrival_rec(x, e->ar.host, 2 * j),
-                      *b = x->ops->arrival_rec(x, e->ar.host, 2 * j + 1);
+        arrival_rec_t *a = x->ops->arrival_rec(x, host_of(e), 2 * j),
+                      *b = x->ops->arrival_rec(x, host_of(e), 2 * j + 1);
         uint64_t o = atomic_load_explicit(&a->owner, memory_order_acquire);
         if (o && !((o & 1) && rec_free(a, atomic_load_explicit(&a->ticket, memory_order_acquire)) &&
                    rec_free(b, atomic_load_explicit(&b->ticket, memory_order_acquire))))
@@ -101,7 +102,7 @@ static bool claim_pair(exec_t *e)
         }
     }
     /* tell the communicator's other ranks, which wait for the claim */
-    arrival_rec_t *refused = x->ops->arrival_rec(x, e->ar.host, 2 * ARRIVAL_PAIRS);
+    arrival_rec_t *refused = x->ops->arrival_rec(x, host_of(e), 2 * ARRIVAL_PAIRS);
     uint64_t slot = atomic_fetch_add_explicit(&refused->ticket, 1, memory_order_relaxed);
     atomic_store_explicit(&refused->order[slot % ARRIVAL_REFUSED], ctx + 1, memory_order_release);
     wake_all(e);
@@ -110,13 +111,13 @@ static bool claim_pair(exec_t *e)
                         "on its rank 0, and for hier_pap on each node leader, until it is "
                         "freed): free communicators you no longer use, or choose another "
                         "algorithm",
-                        weft_coll_name((weft_coll_t)e->desc->coll), ARRIVAL_PAIRS, e->ar.host);
+                        weft_coll_name((weft_coll_t)e->desc->coll), ARRIVAL_PAIRS, host_of(e));
     return false;
 }
 
 static bool was_refused(const exec_t *e)
 {
-    arrival_rec_t *refused = e->x->ops->arrival_rec(e->x, e->ar.host, 2 * ARRIVAL_PAIRS);
+    arrival_rec_t *refused = e->x->ops->arrival_rec(e->x, host_of(e), 2 * ARRIVAL_PAIRS);
     for (unsigned k = 0; k < ARRIVAL_REFUSED; k++)
         if (atomic_load_explicit(&refused->order[k], memory_order_acquire) == ctx_of(e) + 1)
             return true;
@@ -130,15 +131,15 @@ static bool locate(exec_t *e)
     if (e->ar.rec >= 0)
         return true;
     uint64_t seq = e->desc->key & 0xffffffu;
-    int j = owned_pair(e->x, e->ar.host, ctx_of(e));
+    int j = owned_pair(e->x, host_of(e), ctx_of(e));
     if (j < 0 && e->s->rank == e->ar.host_rank && claim_pair(e))
-        j = owned_pair(e->x, e->ar.host, ctx_of(e));
+        j = owned_pair(e->x, host_of(e), ctx_of(e));
     if (j < 0 && !e->err && was_refused(e)) {
         e->err = weft_error(WEFT_ENOTSUP, "%s: rank %d of this communicator could not claim "
                             "arrival records (all %u pairs of rank %d are taken): free "
                             "communicators you no longer use, or choose another algorithm",
                             weft_coll_name((weft_coll_t)e->desc->coll), e->ar.host_rank,
-                            ARRIVAL_PAIRS, e->ar.host);
+                            ARRIVAL_PAIRS, host_of(e));
     }
     if (j < 0) {
         e->ar.await_claim = !e->err;
@@ -386,7 +387,7 @@ bool arrival_ready(void *arg)
 {
     exec_t *e = arg;
     if (e->ar.await_claim)
-        return owned_pair(e->x, e->ar.host, ctx_of(e)) >= 0 || was_refused(e);
+        return owned_pair(e->x, host_of(e), ctx_of(e)) >= 0 || was_refused(e);
     if (e->ar.rec < 0)
         return false;
     arrival_rec_t *r = rec_of(e);

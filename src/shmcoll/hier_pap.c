@@ -94,19 +94,31 @@ static void hp_start(exec_t *e)
     }
 }
 
+/* Ranks in a's largest node: the communicator's (a call's), else counted
+ * (the tools'); -1 when out of memory. */
+static int largest_node(const coll_args_t *a)
+{
+    if (a->node_max)
+        return a->node_max;
+    if (!a->node_of)
+        return a->nrank;
+    int *size = calloc((size_t)a->nnodes, sizeof *size), most = 0;
+    if (!size)
+        return -1;
+    for (int r = 0; r < a->nrank; r++)
+        if (++size[a->node_of[r]] > most)
+            most = size[a->node_of[r]];
+    free(size);
+    return most;
+}
+
 int hier_pap_usable(const coll_args_t *a, char *why, size_t len)
 {
-    int *size = calloc((size_t)(a->node_of ? a->nnodes : 1), sizeof *size), most = 0;
-    if (!size) {
+    int most = largest_node(a);
+    if (most < 0) {
         snprintf(why, len, "out of memory");
         return -1;
     }
-    for (int r = 0; r < a->nrank; r++) {
-        int k = a->node_of ? a->node_of[r] : 0;
-        if (++size[k] > most)
-            most = size[k];
-    }
-    free(size);
     if (most > 1 && !a->node_board) { /* (nodes of one rank take no ticket) */
         snprintf(why, len, "allreduce hier_pap needs shared memory among each node's ranks "
                            "(weft run, or weft over MPI)");
