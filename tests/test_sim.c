@@ -707,6 +707,29 @@ static void test_hier_pap(const sim_model_t *m)
     CHECK(rc == 0 && r.t_max == 480 && r.t_mean == 425, "hier_pap, 2 ranks: %g (mean %g) %s",
           r.t_max, r.t_mean, msg);
     sim_pap_free(&c);
+    /* node=leader, rank 1 arriving first (at 0, rank 0 at 100): rank 1
+     * reduces; rank 0's input is in by 220, the sum goes back to the
+     * leader (220-230, in by 340), whose broadcast reaches rank 1 at 450-
+     * 460: max 460, mean (350 + 460) / 2.  node=twostep: rank 0 reduces
+     * (rank 1's input in at 110-120) and broadcasts at 120-130, taken in at
+     * 230-240: max 240, mean (130 + 240) / 2. */
+    const double late0[2] = {100, 0};
+    static const struct {
+        int level;
+        double t_max, t_mean;
+    } lv[] = {{NODE_LEVEL_LEADER, 460, 405}, {NODE_LEVEL_TWOSTEP, 240, 185}};
+    for (size_t i = 0; i < 2; i++) {
+        a.params.node = lv[i].level;
+        sim_opts_t so = {.start = late0};
+        rc = sim_pap_init_hier(&c, &a, late0);
+        if (!rc)
+            rc = sim_run(m, 2, sim_build_pap, &c, &so, &r, msg, sizeof msg);
+        CHECK(rc == 0 && r.t_max == lv[i].t_max && r.t_mean == lv[i].t_mean,
+              "hier_pap node level %d, 2 ranks: %g (mean %g) %s", lv[i].level, r.t_max, r.t_mean,
+              msg);
+        sim_pap_free(&c);
+    }
+    a.params.node = NODE_LEVEL_CHAIN;
     static const int ps[] = {3, 8, 13};
     static const uint64_t counts[] = {8, 65536};
     for (size_t i = 0; i < 3; i++)

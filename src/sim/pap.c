@@ -268,6 +268,19 @@ static void bcast_from(const sim_pap_t *c, int rank, int from, int have, draft_t
             add(d, SIM_SEND, (v + m + from) % P, TAG_RESULT, c->bytes, have, -1);
 }
 
+/* A leader taking in the inputs of from[0..n) (itself skipped), tagged
+ * tag, and reducing each in turn; the op holding the sum (-1: none). */
+static int reduce_in(draft_t *d, const int *from, int n, int self, uint32_t tag, uint64_t bytes)
+{
+    int acc = -1;
+    for (int k = 0; k < n; k++)
+        if (from[k] != self) {
+            int r = add(d, SIM_RECV, from[k], tag, bytes, -1, -1);
+            acc = add(d, SIM_CALC, -1, 0, bytes, r, acc);
+        }
+    return acc;
+}
+
 static void leader_prog(const sim_pap_t *c, int rank, draft_t *d)
 {
     int leader = c->order[0];
@@ -276,11 +289,7 @@ static void leader_prog(const sim_pap_t *c, int rank, draft_t *d)
         add(d, SIM_RECV, leader, TAG_RESULT, c->bytes, -1, -1);
         return;
     }
-    int acc = -1;
-    for (int k = 1; k < c->P; k++) {
-        int r = add(d, SIM_RECV, c->order[k], TAG_PART, c->bytes, -1, -1);
-        acc = add(d, SIM_CALC, -1, 0, c->bytes, r, acc);
-    }
+    int acc = reduce_in(d, c->order, c->P, leader, TAG_PART, c->bytes);
     for (int q = 0; q < c->P; q++)
         if (q != leader)
             add(d, SIM_SEND, q, TAG_RESULT, c->bytes, acc, -1);
@@ -302,14 +311,7 @@ static int hier_node_part(const sim_pap_t *c, int rank, draft_t *d)
             return rank == leader ? add(d, SIM_RECV, reducer, TAG_NODE + TAG_RESULT, b, sent, -1)
                                   : sent;
         }
-        int acc = -1;
-        for (int j = 0; j < m; j++) { /* in arrival order */
-            int q = c->order[base + j];
-            if (q == rank)
-                continue;
-            int r = add(d, SIM_RECV, q, TAG_NODE + TAG_DATA, b, -1, -1);
-            acc = add(d, SIM_CALC, -1, 0, b, r, acc);
-        }
+        int acc = reduce_in(d, c->order + base, m, rank, TAG_NODE + TAG_DATA, b);
         return rank == leader ? acc : add(d, SIM_SEND, leader, TAG_NODE + TAG_RESULT, b, acc, -1);
     }
     /* the chain, handing on once the next has arrived (as pap_chain) */
