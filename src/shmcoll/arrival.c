@@ -247,6 +247,23 @@ int arrival_who(exec_t *e, int i)
     return (int)(v & DONE) - 1;
 }
 
+bool arrival_first(exec_t *e, int *moved)
+{
+    if (e->ar.order < 0) {
+        if (!arrival_take(e))
+            return false;
+        *moved = 1;
+    }
+    if (e->ar.leader < 0) {
+        e->ar.leader = e->ar.order == 0 ? e->s->rank : arrival_who(e, 0);
+        if (e->ar.leader < 0)
+            return false;
+        *moved = 1;
+    }
+    arrival_leave(e);
+    return true;
+}
+
 void arrival_leave(exec_t *e)
 {
     if (e->ar.left)

@@ -41,6 +41,12 @@ bool arrival_reserve(exec_t *e, uint32_t nreq, size_t tmp_bytes);
 bool arrival_take(exec_t *e);
 /* The communicator rank that arrived i-th, or -1 if it has not yet. */
 int arrival_who(exec_t *e, int i);
+/* Takes this rank's ticket (unless it has one) and learns the call's first
+ * arrival into e->ar.leader, then counts itself out of the record: true
+ * once it is known, false while waiting (or with e->err set); *moved set
+ * when anything changed.  The leader algorithms' start (pap_leader, and
+ * hier_pap's node=leader). */
+bool arrival_first(exec_t *e, int *moved);
 /* Counts this rank out of the record: it reads nothing more of it. */
 void arrival_leave(exec_t *e);
 /* board_ops.abandon: the call failed here; the record is closed (marked

@@ -36,7 +36,7 @@
 #include "arrival.h"
 
 enum { ARRIVE, SCAN_PRED, RECV, SCAN_SUCC, PASSED, SCAN_LAST, AT_LEADER, TAIL, FINISHED,
-       G_ARRIVE, G_LEARN, G_MEMBER, G_LEAD, G_GATHER, G_SENT };
+       G_ARRIVE, G_MEMBER, G_LEAD, G_GATHER, G_SENT };
 
 /* Messages: 0 the partial sum from the predecessor, 1 it on to the
  * successor (or, from the node's last, to the leader), 2 the node's sum at
@@ -278,23 +278,9 @@ static int gather_progress(exec_t *e)
                 e->ar.phase = G_LEAD;
                 break;
             }
-            if (!arrival_take(e))
+            if (!arrival_first(e, &moved))
                 return arrival_idle(e, moved);
-            moved = 1;
-            if (e->ar.order == 0) {
-                e->ar.leader = me;
-                arrival_leave(e);
-                e->ar.phase = G_LEAD;
-            } else {
-                e->ar.phase = G_LEARN;
-            }
-            break;
-        case G_LEARN:
-            if ((e->ar.leader = arrival_who(e, 0)) < 0)
-                return arrival_idle(e, moved);
-            arrival_leave(e);
-            moved = 1;
-            e->ar.phase = G_MEMBER;
+            e->ar.phase = e->ar.leader == me ? G_LEAD : G_MEMBER;
             break;
         case G_MEMBER:
             moved = 1;

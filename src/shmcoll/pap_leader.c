@@ -18,7 +18,7 @@
 
 #include "arrival.h"
 
-enum { ARRIVE, ARRIVED, LEARN, MEMBER, MEMBER_WAIT, LEAD, GATHER, SCATTER, FINISHED };
+enum { ARRIVE, ARRIVED, MEMBER, MEMBER_WAIT, LEAD, GATHER, SCATTER, FINISHED };
 
 /* Messages: the leader's receive from q is number q, its send to q P + q;
  * a member sends as 0 and receives as 1. */
@@ -81,26 +81,10 @@ static int leader_progress(exec_t *e)
     for (;;) {
         switch (e->ar.phase) {
         case ARRIVE:
-            if (!arrival_take(e))
+        case ARRIVED: /* (adaptive hands over here, its ticket taken) */
+            if (!arrival_first(e, &moved))
                 return arrival_idle(e, moved);
-            moved = 1;
-            e->ar.phase = ARRIVED;
-            continue;
-        case ARRIVED:
-            if (e->ar.order == 0) {
-                e->ar.leader = me;
-                arrival_leave(e);
-                e->ar.phase = LEAD;
-            } else {
-                e->ar.phase = LEARN;
-            }
-            continue;
-        case LEARN:
-            if ((e->ar.leader = arrival_who(e, 0)) < 0)
-                return arrival_idle(e, moved);
-            arrival_leave(e);
-            moved = 1;
-            e->ar.phase = MEMBER;
+            e->ar.phase = e->ar.leader == me ? LEAD : MEMBER;
             continue;
         case MEMBER:
             moved = 1;
