@@ -871,6 +871,30 @@ static void test_event_queue(void)
     }
     CHECK(!bad && pops > 100000, "event queue: %llu pops in time-then-push order (failure %d)",
           (unsigned long long)pops, bad);
+    /* bursts far beyond a bucket's first arrays, drained: still in order,
+     * and the emptied buckets give their memory back */
+    for (int burst = 0; burst < 3 && !bad; burst++) {
+        enum { BURST = 200000 };
+        for (int k = 0; k < BURST; k++) {
+            double t = now + floor(sim_uniform(&x) * (burst ? 1e9 : 1e4));
+            if (evq_push(&q, (evq_item_t){t, (uint32_t)k, 0}))
+                bad = 4;
+        }
+        double prev = now;
+        evq_item_t got;
+        while (q.size && !bad) {
+            if (evq_pop(&q, &got)) {
+                bad = 5;
+                break;
+            }
+            bad = got.t < prev ? 6 : 0;
+            prev = got.t;
+        }
+        now = prev;
+        CHECK(!bad && q.bytes < BURST / 2 * sizeof got,
+              "event queue burst %d: drained in order (failure %d), %zu bytes held after", burst,
+              bad, q.bytes);
+    }
     /* a time before the present, a negative time and NaN are refused and
      * leave the queue as it was */
     size_t had = q.size;
@@ -889,6 +913,64 @@ static void test_event_queue(void)
     evq_free(&q);
 }
 
+/* Ranks of one shape share a program (shape.h): every prediction and
+ * event count must be the one private programs give, for algorithms whose
+ * ranks have up to 8 peers, more (looked up in sorted pairs), more than
+ * SHAPE_MAX_PEERS (never shared), and with ranks starting apart; and the
+ * sharing must pay, in memory, where ranks repeat a shape. */
+static void test_shared_programs(void)
+{
+    static const struct {
+        weft_coll_t coll;
+        const char *algo;
+        int P;
+        uint64_t count;
+        bool saves;
+    } cases[] = {
+        {WEFT_COLL_ALLREDUCE, "ring", 200, 800, true}, /* equal blocks: ranks alike */
+        {WEFT_COLL_ALLREDUCE, "ring", 200, 2048, false}, /* unequal: every rank its own */
+        {WEFT_COLL_ALLREDUCE, "recursive_doubling", 1000, 16, true},
+        {WEFT_COLL_ALLREDUCE, "rabenseifner", 777, 1 << 14, true},
+        {WEFT_COLL_BCAST, "binomial", 1000, 2, true},
+        {WEFT_COLL_ALLREDUCE, "twotree", 513, 1 << 14, true},
+        {WEFT_COLL_BCAST, "pipeline", 300, 1 << 14, true},
+        {WEFT_COLL_ALLGATHER, "bruck", 200, 64, false},
+        {WEFT_COLL_ALLREDUCE, "direct", 100, 4, false},
+    };
+    sim_model_t m = test_model();
+    m.S = 4096; /* both eager and rendezvous messages */
+    double *start = malloc(1000 * sizeof *start);
+    uint64_t x = 7;
+    for (int r = 0; r < 1000; r++)
+        start[r] = floor(sim_uniform(&x) * 5000);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+        for (int skew = 0; skew < 2; skew++) {
+            sim_algo_t w;
+            memset(&w, 0, sizeof w);
+            w.al = algo_find(cases[c].coll, cases[c].algo);
+            w.a.coll = cases[c].coll, w.a.nrank = cases[c].P, w.a.count = cases[c].count;
+            w.a.esize = 4, w.a.commutative = true;
+            sim_opts_t own = {.order = g_order, .start = skew ? start : NULL},
+                       shared = own;
+            own.private_programs = true;
+            sim_result_t a, b;
+            char msg[300] = "", msg2[300] = "";
+            int ra = sim_run(&m, cases[c].P, sim_build_algo, &w, &own, &a, msg, sizeof msg);
+            int rb = sim_run(&m, cases[c].P, sim_build_algo, &w, &shared, &b, msg2, sizeof msg2);
+            CHECK(!ra && !rb && a.t_max == b.t_max && a.t_mean == b.t_mean &&
+                      a.events == b.events && a.messages == b.messages && a.slowest == b.slowest,
+                  "%s %s P=%d skew %d order %d: own programs %.3f/%.3f ns, %llu events; "
+                  "shared %.3f/%.3f ns, %llu events (%s%s)",
+                  weft_coll_name(cases[c].coll), cases[c].algo, cases[c].P, skew, g_order,
+                  a.t_max, a.t_mean, (unsigned long long)a.events, b.t_max, b.t_mean,
+                  (unsigned long long)b.events, msg, msg2);
+            if (cases[c].saves)
+                CHECK(b.peak_bytes < a.peak_bytes, "%s P=%d: shared programs hold %zu bytes, "
+                      "own programs %zu", cases[c].algo, cases[c].P, b.peak_bytes, a.peak_bytes);
+        }
+    free(start);
+}
+
 int main(void)
 {
     test_event_queue();
@@ -902,6 +984,7 @@ int main(void)
         test_limits();
         test_goal_round_trip();
         test_goal_parse();
+        test_shared_programs();
     }
     test_reduce_cost();
     test_arrival_programs();

@@ -124,6 +124,14 @@ static inline int evq_settle(evq_t *q)
         if (evq_append(q, evq_bucket(key, q->last), e, key))
             return -1;
     }
+    /* An emptied bucket gives its array back: each bucket fills at its own
+     * time, and arrays kept at their peaks held 16 times the most events
+     * ever queued at once.  Regrowing costs as much as filling did. */
+    if (q->cap[b] > 4096) {
+        free(q->v[b]);
+        q->bytes -= q->cap[b] * sizeof *q->v[b];
+        q->v[b] = NULL, q->cap[b] = 0;
+    }
     return 0;
 }
 

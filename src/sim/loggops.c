@@ -16,9 +16,10 @@
  * go into the table.
  *
  * Memory: a rank's program is built when the simulation reaches its start
- * time and freed when its last operation is done; the rest is per rank a
- * few clocks, plus the event queue (evq.h) and the match table (only what
- * is in flight). */
+ * time and then kept once per shape (shape.h: ranks that differ only in
+ * their peers share it), the rank holding a counter per operation until
+ * its last operation is done; the rest is per rank a few clocks, plus the
+ * event queue (evq.h) and the match table (only what is in flight). */
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -27,6 +28,7 @@
 #include <time.h>
 
 #include "evq.h"
+#include "shape.h"
 #include "sim.h"
 
 /* Event types: an operation ready to run (by kind, so that an event whose
@@ -66,7 +68,8 @@ typedef struct sim {
     size_t msglen;
     int err;
 
-    sim_prog_t *prog;
+    sim_rank_prog_t *prog; /* each rank's while it runs */
+    sim_shapes_t shapes;
     double *cpu, *nic_s, *nic_r; /* when each CPU / NIC is next free */
     uint32_t *left;              /* operations not yet done */
     double *finish;              /* -1 until the rank has finished */
@@ -324,7 +327,7 @@ static inline double calc_cost(const sim_model_t *m, const sim_op_t *op)
  * done at once, without waiting for the CPU. */
 static void release(sim_t *s, uint32_t r, uint32_t i, double now)
 {
-    const sim_op_t *op = &s->prog[r].ops[i];
+    const sim_op_t *op = &rp_ops(&s->prog[r])[i];
     /* A receive is posted when the rank's CPU is free (LogGOPSim's rule;
      * it matters: a rendezvous sender completes when its receive is
      * posted).  When the CPU is free already it is posted here and now,
@@ -364,21 +367,24 @@ static void finish_rank(sim_t *s, uint32_t r)
     if (t > s->t_max || s->nfinished == 0)
         s->t_max = t, s->slowest = (int)r;
     s->nfinished++;
-    account(s, -(ssize_t)sim_prog_bytes(&s->prog[r]));
-    sim_prog_free(&s->prog[r]);
+    ssize_t delta = 0;
+    sim_shape_release(&s->shapes, &s->prog[r], &delta);
+    account(s, delta);
 }
 
 /* Satisfies op i's successors of one kind: its requires edges when it is
  * done, its irequires edges when it starts. */
 static void satisfy(sim_t *s, uint32_t r, uint32_t i, double now, bool done)
 {
-    sim_prog_t *p = &s->prog[r];
+    const sim_rank_prog_t *rp = &s->prog[r];
+    const sim_prog_t *p = &rp->sh->p;
+    uint32_t *pend = rp_pend(rp);
     for (uint32_t k = p->succ_first[i]; k < p->succ_first[i + 1]; k++) {
         uint32_t e = p->succ[k];
         if (((e & SIM_IREQ) != 0) == done)
             continue;
         uint32_t j = e & ~SIM_IREQ;
-        if (--p->ops[j].pending == 0)
+        if (--pend[j] == 0)
             release(s, r, j, now);
     }
 }
@@ -398,7 +404,7 @@ static void run_instant(sim_t *s, double now)
     while (s->nwork && !s->err) {
         s->nwork--;
         uint32_t r = s->work_rank[s->nwork], i = s->work[s->nwork];
-        if (s->prog[r].ops[i].kind == SIM_RECV) {
+        if (rp_ops(&s->prog[r])[i].kind == SIM_RECV) {
             on_recv(s, r, i, now);
             continue;
         }
@@ -407,114 +413,61 @@ static void run_instant(sim_t *s, double now)
     }
 }
 
-/* ---- posted receives: the rank's receives indexed by (source, tag) ---- */
-
-#define OP_POSTED 0x10u /* a receive waiting for its message */
-
-static int by_key(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
-static inline uint64_t recv_key(uint32_t src, uint32_t tag) { return (uint64_t)src << 32 | tag; }
-
-/* The rank's receive keys: the distinct (source, tag) pairs of its
- * receives, sorted, and per key the FIFO of its posted receives (head and
- * tail op; a posted receive's `pending` field, free once it is released,
- * links to the next as op + 1, 0 ending).  Appended to the program's
- * allocation: 16 bytes a key.  A message finds the oldest posted receive
- * of its key by a binary search over the keys alone -- one for a ring's
- * thousands of receives from one neighbour. */
-static inline uint32_t *key_head(sim_prog_t *p) { return (uint32_t *)(p->rkeys + p->nkeys); }
-static inline uint32_t *key_tail(sim_prog_t *p) { return key_head(p) + p->nkeys; }
-
-static int index_receives(sim_prog_t *p)
-{
-    uint32_t nr = 0;
-    for (uint32_t i = 0; i < p->nops; i++)
-        nr += p->ops[i].kind == SIM_RECV;
-    p->nkeys = 0;
-    p->rkeys = NULL;
-    if (!nr)
-        return 0;
-    uint64_t *k = malloc((size_t)nr * sizeof *k);
-    if (!k)
-        return WEFT_ENOMEM;
-    nr = 0;
-    for (uint32_t i = 0; i < p->nops; i++)
-        if (p->ops[i].kind == SIM_RECV)
-            k[nr++] = recv_key((uint32_t)p->ops[i].peer, p->ops[i].tag);
-    qsort(k, nr, sizeof *k, by_key);
-    uint32_t nk = 0;
-    for (uint32_t j = 0; j < nr; j++)
-        if (!nk || k[j] != k[nk - 1])
-            k[nk++] = k[j];
-    size_t base = (size_t)p->nops * sizeof(sim_op_t) + ((size_t)p->nops + 1 + p->nedges) * 4;
-    base = (base + 7) & ~(size_t)7;
-    char *mem = realloc(p->ops, base + (size_t)nk * 16);
-    if (!mem) {
-        free(k);
-        return WEFT_ENOMEM;
-    }
-    p->ops = (sim_op_t *)mem;
-    p->succ_first = (uint32_t *)(mem + (size_t)p->nops * sizeof(sim_op_t));
-    p->succ = p->succ_first + p->nops + 1;
-    p->rkeys = (uint64_t *)(mem + base);
-    p->nkeys = nk;
-    memcpy(p->rkeys, k, (size_t)nk * sizeof *k);
-    free(k);
-    for (uint32_t j = 0; j < 2 * nk; j++)
-        key_head(p)[j] = NIL;
-    return 0;
-}
-
-/* The index of key among the rank's receive keys, or NIL. */
-static uint32_t key_find(const sim_prog_t *p, uint64_t key)
-{
-    uint32_t lo = 0, hi = p->nkeys;
-    while (lo < hi) {
-        uint32_t mid = (lo + hi) / 2;
-        if (p->rkeys[mid] < key)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < p->nkeys && p->rkeys[lo] == key ? lo : NIL;
-}
+/* ---- posted receives, found by (source, tag) ----
+ *
+ * The shape holds the rank's receive keys, the distinct (peer, tag) pairs
+ * of its receives, sorted.  A key of one receive needs nothing more: the
+ * receive is posted or not (SHAPE_POSTED in its counter, free once it is
+ * released).  A key of several has a FIFO of posted receives per rank
+ * (head and tail op; the link to the next in the counter as op + 1, 0
+ * ending).  A message finds its receive by a binary search over the keys
+ * alone -- one for a ring's thousands of receives from one neighbour. */
 
 /* Posts receive op i of rank r (no message for it yet). */
 static void recv_post(sim_t *s, uint32_t r, uint32_t i)
 {
-    sim_prog_t *p = &s->prog[r];
-    sim_op_t *op = &p->ops[i];
-    uint32_t k = key_find(p, recv_key((uint32_t)op->peer, op->tag));
-    op->flags |= OP_POSTED;
-    op->pending = 0;
-    if (key_head(p)[k] == NIL)
-        key_head(p)[k] = i;
+    const sim_rank_prog_t *rp = &s->prog[r];
+    const sim_op_t *op = &rp_ops(rp)[i];
+    uint32_t k = rp_key_find(rp, (uint32_t)rp_peer(rp, op), op->tag);
+    uint32_t *pend = rp_pend(rp), info = rp->sh->kinfo[k];
+    pend[i] = SHAPE_POSTED;
+    if (!(info & SHAPE_MULTI))
+        return;
+    uint32_t m = info & ~SHAPE_MULTI, *head = rp_mhead(rp), *tail = rp_mtail(rp);
+    if (head[m] == NIL)
+        head[m] = i;
     else
-        p->ops[key_tail(p)[k]].pending = i + 1;
-    key_tail(p)[k] = i;
+        pend[tail[m]] = SHAPE_POSTED | (i + 1);
+    tail[m] = i;
 }
 
 /* The oldest posted receive of (src, tag) at rank r, taken; or NIL. */
 static uint32_t posted_take(sim_t *s, uint32_t r, uint32_t src, uint32_t tag)
 {
-    sim_prog_t *p = &s->prog[r];
-    uint32_t k = p->nkeys ? key_find(p, recv_key(src, tag)) : NIL;
-    if (k == NIL || key_head(p)[k] == NIL)
+    const sim_rank_prog_t *rp = &s->prog[r];
+    uint32_t k = rp->sh ? rp_key_find(rp, src, tag) : NIL; /* not started, or finished */
+    if (k == NIL)
         return NIL;
-    uint32_t i = key_head(p)[k];
-    sim_op_t *op = &p->ops[i];
-    key_head(p)[k] = op->pending ? op->pending - 1 : NIL;
-    op->flags &= (uint8_t)~OP_POSTED;
+    uint32_t *pend = rp_pend(rp), info = rp->sh->kinfo[k], i;
+    if (!(info & SHAPE_MULTI)) {
+        i = info;
+        if (!(pend[i] & SHAPE_POSTED))
+            return NIL;
+    } else {
+        uint32_t m = info & ~SHAPE_MULTI;
+        i = rp_mhead(rp)[m];
+        if (i == NIL)
+            return NIL;
+        uint32_t next = pend[i] & ~SHAPE_POSTED;
+        rp_mhead(rp)[m] = next ? next - 1 : NIL;
+    }
+    pend[i] = 0;
     return i;
 }
 
 static void start_rank(sim_t *s, uint32_t r, double t0)
 {
-    sim_prog_t *p = &s->prog[r];
+    sim_prog_t built, *p = &built;
     char why[200] = "";
     int rc = s->build(s->ctx, (int)r, p, why, sizeof why);
     if (rc) {
@@ -524,31 +477,40 @@ static void start_rank(sim_t *s, uint32_t r, double t0)
         }
         return;
     }
-    if (index_receives(p)) {
-        fail(s, WEFT_ENOMEM, "rank %u: out of memory for its receives", r);
-        return;
-    }
-    account(s, (ssize_t)sim_prog_bytes(p));
     for (uint32_t i = 0; i < p->nops; i++) {
         const sim_op_t *op = &p->ops[i];
         if (op->kind != SIM_CALC && (op->peer < 0 || op->peer >= s->P)) {
             fail(s, WEFT_EINVAL, "rank %d op %d: peer %d is not a rank of 0..%d", (int)r, (int)i,
                  op->peer, s->P - 1);
+            sim_prog_free(p);
             return;
         }
         if (op->nic != SIM_NIC_ANY && op->nic >= s->m->ports) {
             fail(s, WEFT_EINVAL, "rank %d op %d: NIC %d, but the model has %d", (int)r, (int)i,
                  op->nic, s->m->ports);
+            sim_prog_free(p);
             return;
         }
     }
-    s->left[r] = p->nops;
-    if (!p->nops) {
+    ssize_t delta = 0;
+    rc = s->opts && s->opts->private_programs
+             ? sim_shape_adopt_private(&s->shapes, p, &s->prog[r], &delta)
+             : sim_shape_adopt(&s->shapes, p, &s->prog[r], &delta);
+    account(s, delta);
+    if (rc) {
+        sim_prog_free(p);
+        fail(s, WEFT_ENOMEM, "rank %u: out of memory for its program", r);
+        return;
+    }
+    const sim_rank_prog_t *rp = &s->prog[r];
+    uint32_t nops = rp->sh->p.nops;
+    s->left[r] = nops;
+    if (!nops) {
         finish_rank(s, r);
         return;
     }
-    for (uint32_t i = 0; i < p->nops; i++)
-        if (p->ops[i].pending == 0)
+    for (uint32_t i = 0; i < nops; i++)
+        if (rp_pend(rp)[i] == 0)
             release(s, r, i, t0);
     run_instant(s, t0);
 }
@@ -675,7 +637,8 @@ static void take_message(sim_t *s, uint32_t r, uint32_t mi, double t)
 static void issue_send(sim_t *s, uint32_t r, uint32_t i, double t)
 {
     const sim_model_t *m = s->m;
-    const sim_op_t *op = &s->prog[r].ops[i];
+    const sim_rank_prog_t *rp = &s->prog[r];
+    const sim_op_t *op = &rp_ops(rp)[i];
     int k = send_nic(s, r, op);
     double *cpu = cpu_of(s, r, op->cpu), *nic = &s->nic_s[(size_t)r * m->ports + k];
     satisfy(s, r, i, t, false);
@@ -689,14 +652,14 @@ static void issue_send(sim_t *s, uint32_t r, uint32_t i, double t)
     mr->size = op->size, mr->src = r, mr->op = i, mr->tag = op->tag, mr->next = NIL;
     mr->cpu = op->cpu, mr->nic = (uint8_t)k;
     s->messages++;
-    push(s, t + m->o + m->L, EV_MSG, (uint32_t)op->peer, mi);
+    push(s, t + m->o + m->L, EV_MSG, (uint32_t)rp_peer(rp, op), mi);
     if (op->size <= m->S)
         done(s, r, i, t);
 }
 
 static void run_calc(sim_t *s, uint32_t r, uint32_t i, double t)
 {
-    const sim_op_t *op = &s->prog[r].ops[i];
+    const sim_op_t *op = &rp_ops(&s->prog[r])[i];
     *cpu_of(s, r, op->cpu) = t + calc_cost(s->m, op) + noise(s);
     satisfy(s, r, i, t, false);
     done(s, r, i, t);
@@ -720,7 +683,7 @@ static void on_send(sim_t *s, uint32_t r, uint32_t i, double t)
     if (s->simple) {
         ready = maxd(s->cpu[r], s->nic_s[r]);
     } else {
-        const sim_op_t *op = &s->prog[r].ops[i];
+        const sim_op_t *op = &rp_ops(&s->prog[r])[i];
         ready = maxd(*cpu_of(s, r, op->cpu), s->nic_s[(size_t)r * s->m->ports + send_nic(s, r, op)]);
     }
     if (ready > t || queued(s, r, WQ_SEND))
@@ -731,7 +694,7 @@ static void on_send(sim_t *s, uint32_t r, uint32_t i, double t)
 
 static void on_calc(sim_t *s, uint32_t r, uint32_t i, double t)
 {
-    double ready = s->simple ? s->cpu[r] : *cpu_of(s, r, s->prog[r].ops[i].cpu);
+    double ready = s->simple ? s->cpu[r] : *cpu_of(s, r, rp_ops(&s->prog[r])[i].cpu);
     if (ready > t || queued(s, r, WQ_CALC))
         park(s, r, WQ_CALC, i, ready);
     else
@@ -742,9 +705,10 @@ static void on_calc(sim_t *s, uint32_t r, uint32_t i, double t)
  * (source, tag), else waits for one. */
 static void on_recv(sim_t *s, uint32_t r, uint32_t i, double t)
 {
-    sim_op_t *op = &s->prog[r].ops[i];
+    const sim_rank_prog_t *rp = &s->prog[r];
+    const sim_op_t *op = &rp_ops(rp)[i];
     satisfy(s, r, i, t, false);
-    uint32_t mi = match_take(s, r, (uint32_t)op->peer, op->tag);
+    uint32_t mi = match_take(s, r, (uint32_t)rp_peer(rp, op), op->tag);
     if (mi == NIL) {
         recv_post(s, r, i);
         return;
@@ -827,16 +791,16 @@ static int by_start(const void *a, const void *b)
 static void explain_stuck(sim_t *s)
 {
     for (int r = 0; r < s->P; r++) {
-        if (s->finish[r] >= 0 || !s->prog[r].ops)
+        if (s->finish[r] >= 0 || !s->prog[r].sh)
             continue;
-        const sim_prog_t *p = &s->prog[r];
-        for (uint32_t i = 0; i < p->nops; i++) {
-            const sim_op_t *op = &p->ops[i];
-            if (op->kind == SIM_RECV && (op->flags & OP_POSTED)) {
+        const sim_rank_prog_t *rp = &s->prog[r];
+        for (uint32_t i = 0; i < rp->sh->p.nops; i++) {
+            const sim_op_t *op = &rp_ops(rp)[i];
+            if (op->kind == SIM_RECV && (rp_pend(rp)[i] & SHAPE_POSTED)) {
                 fail(s, WEFT_EINVAL,
                      "deadlock: rank %d waits for a message from %d (tag %u, op %u) that is "
                      "never sent",
-                     r, op->peer, op->tag, i);
+                     r, rp_peer(rp, op), op->tag, i);
                 return;
             }
         }
@@ -910,9 +874,12 @@ static int sim_alloc(sim_t *s)
 
 static void sim_release(sim_t *s)
 {
-    if (s->prog)
+    if (s->prog) {
+        ssize_t delta = 0;
         for (int r = 0; r < s->P; r++)
-            sim_prog_free(&s->prog[r]);
+            sim_shape_release(&s->shapes, &s->prog[r], &delta);
+    }
+    sim_shapes_free(&s->shapes);
     free(s->prog), free(s->cpu), free(s->nic_s), free(s->nic_r), free(s->left);
     free(s->finish), free(s->rec), free(s->tab), free(s->work);
     free(s->wq_head), free(s->wq_tail), free(s->wake), free(s->wn);

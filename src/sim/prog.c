@@ -16,7 +16,7 @@ void sim_prog_free(sim_prog_t *p)
 size_t sim_prog_bytes(const sim_prog_t *p)
 {
     return p->ops ? (size_t)p->nops * sizeof *p->ops + ((size_t)p->nops + 1 + p->nedges) * 4 +
-                        (size_t)p->nkeys * 16
+                        (size_t)p->nkeys * 8
                   : 0;
 }
 

@@ -19,8 +19,9 @@
  * The simulator runs a program per rank (sim_prog_t: send, receive and
  * calc operations with "requires" and "irequires" edges, the shape of a
  * GOAL schedule).  weft's schedules become programs one rank at a time, when
- * the simulation reaches the rank's start, and are freed when the rank has
- * finished: there is never an all-ranks schedule in memory. */
+ * the simulation reaches the rank's start; ranks whose programs differ only
+ * in their peers share one copy (shape.h), and what is a rank's own is freed
+ * when it has finished: there is never an all-ranks schedule in memory. */
 #ifndef WEFT_SIM_H
 #define WEFT_SIM_H
 
@@ -75,7 +76,7 @@ typedef struct sim_op {
     uint8_t kind, cpu, nic, flags;
     uint32_t tag;
     int32_t peer;
-    uint32_t pending; /* edges still unsatisfied (set at build, counted down) */
+    uint32_t pending; /* its edges (the simulator counts them down in the rank's own copy) */
     uint64_t size;    /* bytes (send/recv; reduce/copy calc), or ns for a
                        * plain calc */
 } sim_op_t;
@@ -85,9 +86,9 @@ typedef struct sim_prog {
     sim_op_t *ops;
     uint32_t *succ_first; /* nops + 1 */
     uint32_t *succ;       /* successor op, | SIM_IREQ for irequires */
-    /* the simulator's: the distinct (source, tag) keys of the receives,
-     * sorted, and their FIFOs of posted receives, in the same allocation as
-     * ops (builders leave them 0/NULL) */
+    /* the simulator's (shape.c): the distinct (source, tag) keys of the
+     * receives, sorted, in the same allocation as ops (builders leave them
+     * 0/NULL) */
     uint32_t nkeys;
     uint64_t *rkeys;
 } sim_prog_t;
@@ -182,6 +183,10 @@ typedef struct sim_opts {
      * has run this many seconds (0: no limit; looked at every 64 events) */
     size_t max_bytes;
     double max_seconds;
+    /* every rank keeps its own program instead of sharing one with the
+     * ranks of its shape (shape.h): the same times, more memory; for
+     * checking exactly that */
+    bool private_programs;
 } sim_opts_t;
 
 typedef struct sim_result {
