@@ -27,6 +27,17 @@ awk -F, 'NR > 1 && ($4 <= 0 || $7 < 1) { bad = 1 } END { exit bad }' "$tmp/s.csv
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert len(d['points']) == 18" \
     "$tmp/s.json" && ok || bad "JSON does not parse or lacks points"
 
+# a run that would hold more than --max-memory stops with the limit named
+# (by default the limit is 90 % of the memory available, not the kernel's
+# OOM killer); the option's bad values are refused
+out=$("$weft" sim allreduce --algo twotree --np 4096 --size 1M --max-memory 1M 2>&1); st=$?
+[ "$st" -eq 1 ] && grep -q "past the limit of 1 MiB" <<<"$out" && ok ||
+    bad "--max-memory 1M: exited $st, said: $out"
+"$weft" sim allreduce --algo twotree --np 64 --size 1M --max-memory 0 >/dev/null && ok ||
+    bad "--max-memory 0 (no limit) failed"
+expect 2 "max-memory 10X: want bytes" "$weft" sim allreduce --algo ring --np 4 --size 8 \
+    --max-memory 10X
+
 # --algo all runs the schedules and names, once, the algorithms that are not
 "$weft" sim barrier --algo all --np 8 --size 0 >"$tmp/all" &&
     grep -q "^dissemination " "$tmp/all" && grep -q "^# not simulated: board " "$tmp/all" &&

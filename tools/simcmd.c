@@ -41,6 +41,7 @@ typedef struct {
     const char *goal, *export_goal; /* --goal FILE, --export-goal FILE */
     bool best_chunks;               /* --best-chunks */
     bool sched_stats;               /* --sched-stats */
+    size_t max_bytes;               /* --max-memory; 0: no limit */
 } sim_opts_cli_t;
 
 static int sim_usage(FILE *f, int rc)
@@ -76,7 +77,9 @@ static int sim_usage(FILE *f, int rc)
             "       LogGOPSim (default: the same times), or waits first come first served\n"
             "       (fewer events; simultaneous competitors may be served differently)\n"
             "       --csv FILE|-  --json FILE|-  --plot FILE.png (time against size or P);\n"
-            "       with - the table is left out of standard output\n");
+            "       with - the table is left out of standard output\n"
+            "       --max-memory BYTES (K M G allowed; 0: no limit): a run that would hold\n"
+            "       more stops with an error (default: 90%% of the memory available at start)\n");
     return rc;
 }
 
@@ -220,6 +223,15 @@ static int parse_option(sim_opts_cli_t *o, const char *k, const char *v, bool *h
             fprintf(stderr, "weft sim: --order %s: want loggopsim or fifo\n", v);
             return 2;
         }
+    } else if (!strcmp(k, "--max-memory")) {
+        uint64_t x;
+        const char *e = size_prefix(v, &x);
+        if (!e || *e || x > ((uint64_t)1 << 50)) {
+            fprintf(stderr, "weft sim: --max-memory %s: want bytes (K M G allowed), 0 to 2^50\n",
+                    v);
+            return 2;
+        }
+        o->max_bytes = (size_t)x;
     } else if (!strcmp(k, "--goal")) {
         o->goal = v;
     } else if (!strcmp(k, "--export-goal")) {
@@ -285,6 +297,27 @@ static int check_options(const sim_opts_cli_t *o, bool have_np, bool have_size)
 }
 
 
+/* 90 % of the memory the kernel says is available now (MemAvailable),
+ * else of all of it: a simulation that would need more stops with an
+ * error naming the limit instead of being killed by the kernel. */
+static size_t default_max_bytes(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[256];
+    unsigned long long kb = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+            break;
+    if (f)
+        fclose(f);
+    double avail = (double)kb * 1024;
+    if (!kb) {
+        long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+        avail = pages > 0 && psize > 0 ? (double)pages * (double)psize : 0;
+    }
+    return (size_t)(avail * 0.9);
+}
+
 static int parse_args(int argc, char **argv, sim_opts_cli_t *o)
 {
     memset(o, 0, sizeof *o);
@@ -301,6 +334,7 @@ static int parse_args(int argc, char **argv, sim_opts_cli_t *o)
     o->dtype = WEFT_FLOAT32;
     o->op = WEFT_SUM;
     o->seed = 1;
+    o->max_bytes = default_max_bytes();
     char why[512];
     /* the preset first, so that flags given before it still win */
     for (int i = first; i + 1 < argc; i++)
@@ -677,7 +711,8 @@ static int run_pap(const sim_opts_cli_t *o, const algo_t *al, int P, uint64_t by
     pt->refused = pt->rc == WEFT_EINVAL;
     if (!pt->rc) {
         sim_opts_t so = {.start = start, .order = o->order, .noise_prob = o->noise_prob,
-                         .noise_ns = o->noise_ns, .noise_seed = o->seed};
+                         .noise_ns = o->noise_ns, .noise_seed = o->seed,
+                         .max_bytes = o->max_bytes};
         pt->rc = sim_run(&o->model, P, sim_build_pap, &c, &so, &pt->r, pt->why, sizeof pt->why);
         sim_pap_free(&c);
     }
@@ -698,7 +733,7 @@ static int run_point(const sim_opts_cli_t *o, const algo_t *al, int P, uint64_t 
         return pt->rc;
     }
     sim_opts_t so = {.start = start, .order = o->order, .noise_prob = o->noise_prob,
-                     .noise_ns = o->noise_ns, .noise_seed = o->seed};
+                     .noise_ns = o->noise_ns, .noise_seed = o->seed, .max_bytes = o->max_bytes};
     pt->rc = sim_run(&o->model, P, sim_build_algo, &b, &so, &pt->r, pt->why, sizeof pt->why);
     unprepare(&b, node_of);
     pt->bound = sim_lower_bound(o->coll, P, bytes, &o->model);
@@ -1011,7 +1046,7 @@ static int run_goal(sim_opts_cli_t *o)
     if (table)
         print_header(o, o->goal);
     sim_opts_t so = {.start = start, .order = o->order, .noise_prob = o->noise_prob,
-                     .noise_ns = o->noise_ns, .noise_seed = o->seed};
+                     .noise_ns = o->noise_ns, .noise_seed = o->seed, .max_bytes = o->max_bytes};
     sim_result_t r;
     int rc = sim_run(&o->model, P, sim_goal_build, g, &so, &r, why, sizeof why);
     free(start);

@@ -118,7 +118,7 @@ static void account(sim_t *s, ssize_t delta)
     if (s->bytes > s->peak)
         s->peak = s->bytes;
     if (s->max_bytes && s->bytes > s->max_bytes)
-        fail(s, WEFT_ENOTSUP, "stopped at %zu MiB held (the limit asked for: %zu MiB)",
+        fail(s, WEFT_ENOTSUP, "stopped at %zu MiB held, past the limit of %zu MiB",
              s->bytes >> 20, s->max_bytes >> 20);
 }
 
