@@ -276,6 +276,8 @@ static int adopt(sim_shapes_t *t, sim_prog_t *built, sim_rank_prog_t *rp, ssize_
     if (sh) {
         sim_prog_free(built);
         sh->shared = true;
+        if (!sh->refs)
+            t->idle_bytes -= sh->bytes;
     } else {
         sh = calloc(1, sizeof *sh);
         if (!sh)
@@ -322,7 +324,10 @@ void sim_shape_release(sim_shapes_t *t, sim_rank_prog_t *rp, ssize_t *bytes)
         size_t words = mem_words(sh, rp->npeers);
         block_put(t, rp->mem, words ? words * 4 : 4, bytes);
     }
-    if (--sh->refs == 0 && !(sh->tabled && sh->shared)) {
+    bool keep = sh->tabled && sh->shared && t->idle_bytes + sh->bytes <= SHAPE_IDLE_MAX;
+    if (--sh->refs == 0 && keep) {
+        t->idle_bytes += sh->bytes;
+    } else if (sh->refs == 0) {
         if (sh->tabled)
             table_remove(t, sh);
         *bytes -= (ssize_t)sh->bytes;

@@ -23,6 +23,9 @@
 #include "sim.h"
 
 #define SHAPE_MAX_PEERS 64
+/* Shapes nobody runs are kept for the ranks still to start, up to this
+ * many bytes; beyond, they go as unshared ones do. */
+#define SHAPE_IDLE_MAX ((size_t)64 << 20)
 #define SHAPE_NIL UINT32_MAX
 
 typedef struct sim_shape {
@@ -65,6 +68,7 @@ typedef struct sim_rank_prog {
 typedef struct sim_shapes {
     sim_shape_t **bucket;
     size_t nbucket, count;
+    size_t idle_bytes; /* shapes kept with no rank running them */
     void *free_block[SHAPE_SLAB_MAX / 16];
     char *slab_next;
     size_t slab_left;
