@@ -178,18 +178,22 @@ static void table_remove(sim_shapes_t *t, sim_shape_t *sh)
     t->count--;
 }
 
+/* Where a rank's sorted (rank, slot) pairs start in its block, in words
+ * (8-aligned): after its counters, FIFOs and peers. */
+static size_t pairs_at(const sim_shape_t *sh, uint32_t npeers)
+{
+    return ((size_t)sh->p.nops + 2 * (size_t)sh->nmulti + npeers + 1) & ~(size_t)1;
+}
+
 static size_t mem_words(const sim_shape_t *sh, uint32_t npeers)
 {
-    size_t w = (size_t)sh->p.nops + 2 * (size_t)sh->nmulti + npeers;
-    if (npeers > 8)
-        w = ((w + 1) & ~(size_t)1) + 2 * (size_t)npeers; /* the sorted pairs, 8-aligned */
-    return w;
+    return npeers > 8 ? pairs_at(sh, npeers) + 2 * (size_t)npeers
+                      : (size_t)sh->p.nops + 2 * (size_t)sh->nmulti + npeers;
 }
 
 static uint64_t *sorted_pairs(const sim_rank_prog_t *rp)
 {
-    size_t w = (size_t)rp->sh->p.nops + 2 * (size_t)rp->sh->nmulti + rp->npeers;
-    return (uint64_t *)(rp->mem + ((w + 1) & ~(size_t)1));
+    return (uint64_t *)(rp->mem + pairs_at(rp->sh, rp->npeers));
 }
 
 /* A rank's block of n bytes (n >= 1); what it costs goes into *bytes (a
