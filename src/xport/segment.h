@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SEG_MAGIC 0x3347455374666577ull /* bumped with the layout */
+#define SEG_MAGIC 0x3447455374666577ull /* bumped with the layout */
 #define CELL_PAYLOAD 16384u   /* a cell's payload when memory allows */
 #define CELL_PAYLOAD_MIN 1024u /* and the least it may shrink to (seg_create) */
 #define CELLS_MIN 2u
@@ -138,7 +138,22 @@ typedef struct ring_hdr {
      * when the ring looks full, so a message moves the cell's line once */
     _Atomic uint64_t consumed;
     char pad[40];
+    /* line 1: the single-copy read under way, offered to the sender so that
+     * both copy (shm.c, "Both copy").  The receiver writes the fields, then
+     * claim: COOP_LIVE | (message number mod 2^31) << 32 | next piece;
+     * either side takes a piece by compare-and-swap on claim and counts it
+     * in done when copied.  orphan: a piece the sender took but could not
+     * write, + 1, left to the receiver. */
+    _Atomic uint64_t coop_claim;
+    _Atomic uint64_t coop_done;
+    _Atomic uint64_t coop_dst;
+    _Atomic uint64_t coop_total;
+    _Atomic uint32_t coop_piece;
+    _Atomic int32_t coop_pid;
+    _Atomic uint64_t coop_orphan;
+    char pad2[16];
 } __attribute__((aligned(64))) ring_hdr_t;
+#define COOP_LIVE (1ull << 63)
 
 enum { CELL_DATA = 0, CELL_READ_ME = 1 };
 typedef struct cell {

@@ -26,6 +26,14 @@
  * A send completes only when its bytes are read, as an MPI rendezvous:
  * schedules never wait for a send before posting their receives.
  *
+ * Both copy: a single-copy read that only copies is cut in pieces, which
+ * the receiver reads and the sender, otherwise idle until its send
+ * completes, writes into the receiver with process_vm_writev; both take
+ * pieces from one claim word in the ring header, so two cores copy at once
+ * (a 2-rank bcast of 1 MiB in about half the time).  On where ranks do not
+ * outnumber the cores (a sender with no core of its own would make its
+ * receiver wait for its pieces); WEFT_CMA_HELP=0 or 1 decides instead.
+ *
  * In place: a send of at least arena_min bytes from the sender's arena
  * (weft_alloc, arena.h) names its offset there instead; the receiver, which
  * mapped that arena when it found the ring, copies or reduces straight from
@@ -66,6 +74,7 @@ typedef struct peer_state {
     ring_hdr_t *out, *in;      /* the rings to and from the peer, once known */
     xreq_t *rd_head, *rd_tail; /* single-copy sends the peer has yet to read */
     uint64_t rd_done;          /* single-copy sends to the peer completed */
+    uint32_t may_write;        /* RING_CMA_*: can this rank write the peer's memory? */
     const char *arena;         /* the peer's arena, mapped read-only, or NULL */
     size_t arena_span;
     xreq_t *sq_head, *sq_tail; /* sends to this peer, in order */
@@ -73,6 +82,18 @@ typedef struct peer_state {
     xreq_t *cur;               /* receive being delivered */
     unexp_t *cur_unexp;        /* or unexpected message being drained */
     unexp_t *unexp;            /* unexpected messages (arrival order) */
+    /* a both-copy read whose sender still writes pieces: the ring waits
+     * behind it until they land */
+    struct {
+        bool on;
+        xreq_t *r;              /* the receive it fills, or */
+        unexp_t *u;             /* the unexpected message */
+        cma_desc_t d;
+        char *dst;
+        size_t piece, total;
+        uint64_t sender, landed; /* pieces the sender took; orphans read here */
+        unsigned polls;
+    } coop;
 } peer_state_t;
 
 typedef struct shm_xport {
@@ -85,6 +106,7 @@ typedef struct shm_xport {
     size_t cma_min_copy; /* the same for sends whose receiver only copies */
     size_t cma_max_copy; /* and up to this many bytes */
     size_t arena_min;    /* a send from the arena is read in place from this many bytes */
+    bool both_copy;      /* single-copy reads are shared with their sender */
     int32_t pid;
     char *bounce;   /* CMA_PIECE bytes for single-copy receive-and-reduce */
 } shm_xport_t;
@@ -98,7 +120,8 @@ typedef struct shm_xport {
  * call (a bcast: its root only sends) is faster through cells, where
  * sender and receiver copy at once (16 MiB bcast: 1.31 ms against 1.45);
  * in a reducing call every rank sends and receives, and single copy saves
- * the copy in. */
+ * the copy in.  With both copying (below) single copy wins at every size
+ * from 64 KiB (16 MiB bcast: 1.03-1.07 ms), so that limit goes. */
 #define CMA_MIN_DEFAULT (1u << 20)
 #define CMA_MIN_COPY_DEFAULT (64u << 10)
 #define CMA_MAX_COPY_DEFAULT (4u << 20)
@@ -208,9 +231,10 @@ static void say_paths(shm_xport_t *x, int src)
     if (!weft_verbose() || ((arena && cma) && atomic_flag_test_and_set(&said)))
         return;
     fprintf(stderr, "weft: shm rank %d reads rank %d's large messages by single copy: "
-            "weft_alloc buffers in place (arena): %s; others by process_vm_readv: %s%s\n",
+            "weft_alloc buffers in place (arena): %s; others by process_vm_readv: %s%s%s\n",
             x->base.rank, src, arena ? "yes" : "no", cma ? "yes" : "no",
-            x->cma_min == SIZE_MAX ? " (WEFT_CMA=0)" : arena && cma ? "" : "; else through cells");
+            x->cma_min == SIZE_MAX ? " (WEFT_CMA=0)" : arena && cma ? "" : "; else through cells",
+            cma && x->both_copy ? ", the sender writing pieces too (WEFT_CMA_HELP)" : "");
 }
 
 /* The ring from src, or NULL while src has sent nothing. */
@@ -252,6 +276,192 @@ static int cma_read(shm_xport_t *x, int src, const cma_desc_t *d, const xsink_t 
         off += (size_t)n;
     }
     return WEFT_OK;
+}
+
+/* ---- both copy ---- */
+
+/* Halves: the sender notices the offer within a poll, so two pieces keep
+ * both cores busy with the fewest system calls (each pins its pages);
+ * measured, halves beat eighths at 128 KiB-1 MiB (2-rank bcast of 256 KiB:
+ * 11 us against 16).  At most 512 KiB a piece, so that the side that
+ * finishes first waits for at most one piece of the other.  Below 64 KiB
+ * (only when WEFT_CMA_MIN forces single copy there) the message is cut
+ * in eighths, so that tests meet every interleaving. */
+static size_t coop_piece_of(size_t total)
+{
+    if (total < (64u << 10))
+        return ((total + 7) / 8 + 63) & ~(size_t)63;
+    size_t piece = ((total + 1) / 2 + 4095) & ~(size_t)4095;
+    return piece > (512u << 10) ? 512u << 10 : piece;
+}
+
+static uint64_t coop_base(uint64_t msg) { return COOP_LIVE | (msg & 0x7fffffffu) << 32; }
+
+/* Takes the next piece of the message whose claim word starts with base;
+ * false when none is left (or the word has moved on to another message). */
+static bool coop_take(ring_hdr_t *ring, uint64_t base, uint64_t n, uint64_t *idx)
+{
+    uint64_t v = atomic_load_explicit(&ring->coop_claim, memory_order_acquire);
+    while ((v & ~0xffffffffull) == base && (v & 0xffffffffu) < n)
+        if (atomic_compare_exchange_weak_explicit(&ring->coop_claim, &v, v + 1,
+                                                  memory_order_acq_rel, memory_order_acquire)) {
+            *idx = v & 0xffffffffu;
+            return true;
+        }
+    return false;
+}
+
+/* Starts a both-copy read of total bytes into dst: publishes the message
+ * in the ring header, reads pieces until none is left to take, and closes
+ * the claim.  Pending (ps->coop.on) while pieces the sender took are still
+ * to land: coop_poll finishes it. */
+static int coop_read(shm_xport_t *x, int src, ring_hdr_t *ring, const cma_desc_t *d, char *dst,
+                     size_t total)
+{
+    size_t piece = coop_piece_of(total);
+    uint64_t n = (total + piece - 1) / piece;
+    uint64_t base = coop_base(atomic_load_explicit(&ring->read, memory_order_relaxed) + 1);
+    atomic_store_explicit(&ring->coop_dst, (uint64_t)(uintptr_t)dst, memory_order_relaxed);
+    atomic_store_explicit(&ring->coop_total, total, memory_order_relaxed);
+    atomic_store_explicit(&ring->coop_piece, (uint32_t)piece, memory_order_relaxed);
+    atomic_store_explicit(&ring->coop_pid, x->pid, memory_order_relaxed);
+    atomic_store_explicit(&ring->coop_done, 0, memory_order_relaxed);
+    atomic_store_explicit(&ring->coop_orphan, 0, memory_order_relaxed);
+    atomic_store_explicit(&ring->coop_claim, base, memory_order_release);
+    notify(x, src);
+    uint64_t mine = 0, idx;
+    int rc = WEFT_OK;
+    while (!rc && coop_take(ring, base, n, &idx)) {
+        size_t off = (size_t)idx * piece, len = total - off < piece ? total - off : piece;
+        rc = cma_read(x, src, &(cma_desc_t){d->addr + off, d->pid, 0, 0},
+                      &(xsink_t){dst + off, NULL, false}, len);
+        mine++;
+    }
+    /* nothing more is taken, even after an error */
+    uint64_t v = atomic_exchange_explicit(&ring->coop_claim, base | 0xffffffffu,
+                                          memory_order_acq_rel);
+    uint64_t taken = (v & ~0xffffffffull) == base && (v & 0xffffffffu) < n ? v & 0xffffffffu : n;
+    if (rc)
+        return rc;
+    peer_state_t *ps = &x->peers[src];
+    ps->coop.d = *d;
+    ps->coop.dst = dst;
+    ps->coop.piece = piece;
+    ps->coop.total = total;
+    ps->coop.sender = taken - mine;
+    ps->coop.landed = 0;
+    ps->coop.polls = 0;
+    ps->coop.on = ps->coop.sender > 0;
+    return WEFT_OK;
+}
+
+/* Have the sender's pieces of the pending both-copy read landed (or is
+ * there an orphan to read)? */
+static bool coop_landed(const peer_state_t *ps)
+{
+    return atomic_load_explicit(&ps->in->coop_orphan, memory_order_acquire) ||
+           atomic_load_explicit(&ps->in->coop_done, memory_order_acquire) + ps->coop.landed >=
+               ps->coop.sender;
+}
+
+/* The pending both-copy read from src: 1 once every piece has landed, 0
+ * while the sender still writes, negative on an error.  An orphan (a
+ * piece the sender took but could not write) is read here.  Each of the
+ * sender's pieces is one bounded system call; a sender that stops for good
+ * is the communicator's timeout's to find, one that dies is found here. */
+static int coop_poll(shm_xport_t *x, int src)
+{
+    peer_state_t *ps = &x->peers[src];
+    ring_hdr_t *ring = ps->in;
+    uint64_t o = atomic_load_explicit(&ring->coop_orphan, memory_order_acquire);
+    if (o && atomic_exchange_explicit(&ring->coop_orphan, 0, memory_order_acq_rel) == o) {
+        size_t off = (size_t)(o - 1) * ps->coop.piece;
+        size_t len = ps->coop.total - off < ps->coop.piece ? ps->coop.total - off : ps->coop.piece;
+        int rc = cma_read(x, src, &(cma_desc_t){ps->coop.d.addr + off, ps->coop.d.pid, 0, 0},
+                          &(xsink_t){ps->coop.dst + off, NULL, false}, len);
+        if (rc)
+            return -rc;
+        ps->coop.landed++;
+    }
+    if (!coop_landed(ps)) {
+        if ((++ps->coop.polls & 1023) == 0 && kill(ps->coop.d.pid, 0) != 0 && errno == ESRCH) {
+            x->err = WEFT_EPEER;
+            return -weft_error(WEFT_EPEER, "rank %d died while copying its message into rank %d",
+                               src, x->base.rank);
+        }
+        return 0;
+    }
+    ps->coop.on = false;
+    return 1;
+}
+
+/* Can this rank write dst's memory?  Learnt once per ring by writing dst's
+ * probe word with the value it holds. */
+static bool may_write(shm_xport_t *x, int dst)
+{
+    peer_state_t *ps = &x->peers[dst];
+    if (ps->may_write == RING_CMA_UNKNOWN) {
+        seg_rank_t *rk = seg_rank(&x->seg, dst);
+        uint64_t v = (uint64_t)(uint32_t)rk->pid ^ SEG_MAGIC;
+        struct iovec l = {&v, sizeof v}, r = {(void *)(uintptr_t)rk->probe, sizeof v};
+        ps->may_write = rk->probe && process_vm_writev(rk->pid, &l, 1, &r, 1, 0) ==
+                                         (ssize_t)sizeof v ? RING_CMA_YES : RING_CMA_NO;
+    }
+    return ps->may_write == RING_CMA_YES;
+}
+
+/* Whether dst offers pieces of the single-copy send at the head of this
+ * rank's queue to it (the base of its claim word in *base). */
+static bool coop_offered(shm_xport_t *x, int dst, uint64_t *base)
+{
+    peer_state_t *ps = &x->peers[dst];
+    if (!x->both_copy || !ps->rd_head || ps->may_write == RING_CMA_NO)
+        return false;
+    *base = coop_base(ps->rd_done + 1);
+    uint64_t v = atomic_load_explicit(&ps->out->coop_claim, memory_order_acquire);
+    if ((v & ~0xffffffffull) != *base)
+        return false;
+    uint64_t total = atomic_load_explicit(&ps->out->coop_total, memory_order_relaxed);
+    uint32_t piece = atomic_load_explicit(&ps->out->coop_piece, memory_order_relaxed);
+    return piece && (v & 0xffffffffu) < (total + piece - 1) / piece;
+}
+
+/* The sender's side: writes pieces of its send into dst while any is left
+ * to take.  A piece it cannot write is left to dst (the orphan), and this
+ * rank stops helping dst. */
+static int coop_write(shm_xport_t *x, int dst)
+{
+    peer_state_t *ps = &x->peers[dst];
+    ring_hdr_t *ring = ps->out;
+    uint64_t base, idx;
+    if (!coop_offered(x, dst, &base) || !may_write(x, dst))
+        return 0;
+    const xreq_t *r = ps->rd_head;
+    uint64_t total = atomic_load_explicit(&ring->coop_total, memory_order_relaxed);
+    size_t piece = atomic_load_explicit(&ring->coop_piece, memory_order_relaxed);
+    uint64_t to = atomic_load_explicit(&ring->coop_dst, memory_order_relaxed);
+    pid_t pid = atomic_load_explicit(&ring->coop_pid, memory_order_relaxed);
+    if (total != r->bytes || !piece)
+        return 0;
+    uint64_t n = (total + piece - 1) / piece;
+    int moved = 0;
+    while (coop_take(ring, base, n, &idx)) {
+        size_t off = (size_t)idx * piece, len = total - off < piece ? total - off : piece;
+        struct iovec l = {(char *)r->sbuf + off, len}, rm = {(void *)(uintptr_t)(to + off), len};
+        /* a job that failed meanwhile may have given dst back: leave the
+         * piece to the receiver, which will not read it either */
+        if (atomic_load(&x->seg.hdr->abort_code) != ABORT_NONE ||
+            process_vm_writev(pid, &l, 1, &rm, 1, 0) != (ssize_t)len) {
+            ps->may_write = RING_CMA_NO;
+            atomic_store_explicit(&ring->coop_orphan, idx + 1, memory_order_release);
+            return 1;
+        }
+        atomic_fetch_add_explicit(&ring->coop_done, 1, memory_order_release);
+        moved = 1;
+    }
+    if (moved)
+        notify(x, dst);
+    return moved;
 }
 
 /* Completes the single-copy sends to dst that dst has read. */
@@ -408,8 +618,17 @@ static xreq_t *take_posted(peer_state_t *ps, uint64_t tag)
     return NULL;
 }
 
+/* The single-copy message at the head of src's ring is read: free its
+ * cell and count it (which completes the send). */
+static void read_counted(shm_xport_t *x, int src, ring_hdr_t *ring)
+{
+    cell_free(x, &x->peers[src], ring);
+    atomic_fetch_add_explicit(&ring->read, 1, memory_order_release);
+}
+
 /* A CELL_READ_ME cell at the head of src's ring: reads its message into sk,
- * frees the cell and counts the read (which completes the send). */
+ * frees the cell and counts the read, unless its sender still writes
+ * pieces of it (ps->coop.on: coop_finish does that once they land). */
 static int read_whole(shm_xport_t *x, int src, ring_hdr_t *ring, cell_t *c, const xsink_t *sk)
 {
     cma_desc_t d;
@@ -423,13 +642,47 @@ static int read_whole(shm_xport_t *x, int src, ring_hdr_t *ring, cell_t *c, cons
         return weft_error(WEFT_EINTERNAL, "rank %d sent from its arena, which this rank has "
                           "not mapped", src);
     } else {
-        int rc = cma_read(x, src, &d, sk, c->total);
+        int rc = x->both_copy && !sk->red ? coop_read(x, src, ring, &d, sk->dst, c->total)
+                                          : cma_read(x, src, &d, sk, c->total);
         if (rc)
             return rc;
+        if (ps->coop.on) /* the sender's pieces land later */
+            return WEFT_OK;
     }
-    cell_free(x, &x->peers[src], ring);
-    atomic_fetch_add_explicit(&ring->read, 1, memory_order_release);
+    read_counted(x, src, ring);
     return WEFT_OK;
+}
+
+/* An unexpected message is whole: a receive that waits for it takes it. */
+static void unexp_complete(peer_state_t *ps, unexp_t *u)
+{
+    u->done = u->total;
+    if (u->waiting) {
+        unexp_t **pp = &ps->unexp;
+        while (*pp != u)
+            pp = &(*pp)->next;
+        *pp = u->next;
+        unexp_deliver(u->waiting, u);
+    }
+}
+
+/* The pending both-copy read from src: 1 when it has landed (its receive
+ * completed), 0 while it has not, negative on an error. */
+static int coop_finish(shm_xport_t *x, int src, ring_hdr_t *ring)
+{
+    peer_state_t *ps = &x->peers[src];
+    int m = coop_poll(x, src);
+    if (m <= 0)
+        return m;
+    read_counted(x, src, ring);
+    xreq_t *r = ps->coop.r;
+    unexp_t *u = ps->coop.u;
+    ps->coop.r = NULL, ps->coop.u = NULL;
+    if (r)
+        finish_recv(r, WEFT_OK);
+    else
+        unexp_complete(ps, u);
+    return 1;
 }
 
 /* Reads cells from src while they belong to a matched receive, or must be
@@ -439,6 +692,12 @@ static int poll_from(shm_xport_t *x, int src)
     peer_state_t *ps = &x->peers[src];
     ring_hdr_t *ring = ring_from(x, src);
     int moved = 0;
+    if (ps->coop.on) {
+        int m = coop_finish(x, src, ring);
+        if (m <= 0)
+            return m;
+        moved = 1;
+    }
     for (;;) {
         if (!ring)
             break;
@@ -458,6 +717,10 @@ static int poll_from(shm_xport_t *x, int src)
                     if (rc)
                         return -rc;
                     moved = 1;
+                    if (ps->coop.on) {
+                        ps->coop.r = r;
+                        break;
+                    }
                     finish_recv(r, WEFT_OK);
                     continue;
                 }
@@ -478,8 +741,12 @@ static int poll_from(shm_xport_t *x, int src)
                     int rc = read_whole(x, src, ring, c, &(xsink_t){u->data, NULL, false});
                     if (rc)
                         return -rc;
-                    u->done = u->total;
                     moved = 1;
+                    if (ps->coop.on) {
+                        ps->coop.u = u;
+                        break;
+                    }
+                    u->done = u->total;
                     continue;
                 }
                 ps->cur_unexp = u;
@@ -504,13 +771,7 @@ static int poll_from(shm_xport_t *x, int src)
         } else if (ps->cur_unexp && ps->cur_unexp->done == ps->cur_unexp->total) {
             unexp_t *u = ps->cur_unexp;
             ps->cur_unexp = NULL;
-            if (u->waiting) {
-                unexp_t **pp = &ps->unexp;
-                while (*pp != u)
-                    pp = &(*pp)->next;
-                *pp = u->next;
-                unexp_deliver(u->waiting, u);
-            }
+            unexp_complete(ps, u);
         }
     }
     if (moved)
@@ -536,13 +797,15 @@ static int shm_progress(xport_t *xp)
         peer_state_t *ps = &x->peers[p];
         if (ps->rd_head)
             moved |= reads_done(x, p);
+        if (ps->rd_head)
+            moved |= coop_write(x, p);
         if (ps->sq_head) {
             int m = push_sends(x, p);
             if (m < 0)
                 return m;
             moved |= m;
         }
-        if (ps->rq_head || ps->cur || ps->cur_unexp) {
+        if (ps->rq_head || ps->cur || ps->cur_unexp || ps->coop.on) {
             int m = poll_from(x, p);
             if (m < 0)
                 return m;
@@ -601,7 +864,10 @@ static bool shm_ready(shm_xport_t *x)
         peer_state_t *ps = &x->peers[p];
         if (ps->sq_head && (!ps->out || cell_to_write(x, ps)))
             return true;
-        if (ps->rd_head && atomic_load(&ps->out->read) > ps->rd_done)
+        uint64_t base;
+        if (ps->rd_head && (atomic_load(&ps->out->read) > ps->rd_done || coop_offered(x, p, &base)))
+            return true;
+        if (ps->coop.on && coop_landed(ps))
             return true;
         if (ps->rq_head || ps->cur || ps->cur_unexp) {
             ring_hdr_t *ring = ring_from(x, p);
@@ -810,7 +1076,7 @@ static const xport_ops_t shm_ops = {
  * ptrace_scope 1 allows only ancestors otherwise; Open MPI's CMA path does
  * the same) and publishes the probe word.  WEFT_CMA_MIN sets the size from
  * which it is used. */
-static int cma_offer(shm_xport_t *x)
+static int cma_offer(shm_xport_t *x, int size)
 {
     const char *on = getenv("WEFT_CMA"), *min = getenv("WEFT_CMA_MIN");
     x->cma_min = CMA_MIN_DEFAULT;
@@ -833,6 +1099,15 @@ static int cma_offer(shm_xport_t *x)
         x->cma_min = x->cma_min_copy = x->arena_min = SIZE_MAX;
         return WEFT_OK;
     }
+    const char *help = getenv("WEFT_CMA_HELP");
+    if (help && *help && strcmp(help, "0") && strcmp(help, "1"))
+        return weft_error(WEFT_EINVAL, "WEFT_CMA_HELP=%s: want 0 (a single-copy message is "
+                          "copied by its receiver alone) or 1 (its sender copies pieces too)",
+                          help);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    x->both_copy = help && *help ? *help == '1' : cores > 0 && size <= cores;
+    if (x->both_copy)
+        x->cma_max_copy = SIZE_MAX;
     x->bounce = malloc(CMA_PIECE);
     if (!x->bounce)
         return weft_error(WEFT_ENOMEM, "out of memory");
@@ -853,7 +1128,7 @@ int xport_shm_open(const char *segname, int rank, int size, xport_t **out)
         return weft_error(WEFT_ENOMEM, "out of memory");
     }
     x->pid = (int32_t)getpid();
-    int rc = cma_offer(x);
+    int rc = cma_offer(x, size);
     if (!rc)
         rc = seg_attach(segname, rank, size, &x->seg);
     if (rc) {
