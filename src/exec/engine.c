@@ -162,7 +162,10 @@ static void on_comm_done(xreq_t *r, int err)
     exec_t *e = r->owner;
     if (err && !e->err)
         e->err = err;
-    complete(e, (uint32_t)(r - e->reqs));
+    uint32_t i = (uint32_t)(r - e->reqs);
+    if (sched_step_kind(e->s, i) != STEP_SEND)
+        e->recvs_left--;
+    complete(e, i);
 }
 
 /* The steps that depend on nothing start the schedule. */
@@ -170,6 +173,7 @@ static void enqueue_roots(exec_t *e, const sched_img_t *s)
 {
     e->rhead = e->rtail = 0;
     e->ndone = 0;
+    e->recvs_left = s->nrecvs;
     for (uint32_t r = 0; r < s->nrounds; r++)
         e->round_left[r] = sched_round_size(s, r);
     for (uint32_t i = 0; i < s->nsteps; i++) {
@@ -270,6 +274,7 @@ static int run_step(exec_t *e, uint32_t i)
         r->tag = e->tagbase | st->tag;
         r->sig = e->sig;
         r->copied = e->desc && !coll_is_reduction((weft_coll_t)e->desc->coll);
+        r->sender_idles = !r->copied && e->recvs_left == 0;
         r->bytes = bytes;
         int rc;
         if (st->kind == STEP_SEND) {

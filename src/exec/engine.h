@@ -95,6 +95,7 @@ typedef struct exec {
     xreq_t *reqs;
     uint32_t cap;
     uint32_t ndone;
+    uint32_t recvs_left; /* receive steps not yet complete */
     char *tmp; /* scratch, s->tmp_len elements */
     size_t tmp_bytes;
     int err;

@@ -283,6 +283,8 @@ int sched_commit(sched_t *s, sched_img_t **out)
     im->nsteps = n, im->nrounds = nrounds, im->nedges = m;
     im->max_tag = s->max_tag, im->tmp_len = s->tmp_len;
     im->nrank = s->nrank, im->rank = s->rank;
+    for (uint32_t i = 0; i < n; i++)
+        im->nrecvs += s->steps[i].kind == STEP_RECV || s->steps[i].kind == STEP_RECV_REDUCE;
     im->narrow = narrow;
     im->bytes = bytes;
     char *p = mem + head;

@@ -110,6 +110,7 @@ typedef struct sched_cstep {
 typedef struct sched_img {
     uint32_t nsteps, nrounds, nedges;
     uint32_t max_tag; /* largest tag used + 1 */
+    uint32_t nrecvs;  /* receive steps (plain or reducing) */
     uint64_t tmp_len; /* scratch elements */
     int32_t nrank, rank;
     bool narrow;
@@ -126,6 +127,12 @@ typedef struct sched_img {
 static inline bool step_kind_is_comm(int kind)
 {
     return kind == STEP_SEND || kind == STEP_RECV || kind == STEP_RECV_REDUCE;
+}
+
+static inline int sched_step_kind(const sched_img_t *im, uint32_t i)
+{
+    return im->narrow ? (int)(((const sched_cstep_t *)im->steps)[i].head & 7)
+                      : ((const step_t *)im->steps)[i].kind;
 }
 
 static inline step_t sched_step(const sched_img_t *im, uint32_t i)

@@ -107,6 +107,8 @@ typedef struct shm_xport {
     size_t cma_max_copy; /* and up to this many bytes */
     size_t arena_min;    /* a send from the arena is read in place from this many bytes */
     bool both_copy;      /* single-copy reads are shared with their sender */
+    bool cores_enough;   /* no more ranks than cores */
+    bool forced_min;     /* WEFT_CMA_MIN given: every message from it by single copy */
     int32_t pid;
     char *bounce;   /* CMA_PIECE bytes for single-copy receive-and-reduce */
 } shm_xport_t;
@@ -525,6 +527,11 @@ static bool single_copy(shm_xport_t *x, ring_hdr_t *ring, const xreq_t *r, cma_d
         d->in_arena = 1;
         return true;
     }
+    /* a receiver that reduces a single-copy message reads it into a bounce
+     * buffer and reduces it, alone; through cells the idle sender copies
+     * in while it reduces out (2-rank reduce of 1 MiB: 70 us against 150) */
+    if (r->sender_idles && x->cores_enough && !x->forced_min)
+        return false;
     return r->bytes >= (r->copied ? x->cma_min_copy : x->cma_min) &&
            (!r->copied || r->bytes < x->cma_max_copy) &&
            atomic_load_explicit(&ring->cma, memory_order_acquire) == RING_CMA_YES;
@@ -1094,6 +1101,7 @@ static int cma_offer(shm_xport_t *x, int size)
                               min);
         x->cma_min = x->cma_min_copy = x->arena_min = (size_t)v;
         x->cma_max_copy = SIZE_MAX; /* forced: every message from v bytes */
+        x->forced_min = true;
     }
     if (on && !strcmp(on, "0")) {
         x->cma_min = x->cma_min_copy = x->arena_min = SIZE_MAX;
@@ -1105,7 +1113,8 @@ static int cma_offer(shm_xport_t *x, int size)
                           "copied by its receiver alone) or 1 (its sender copies pieces too)",
                           help);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    x->both_copy = help && *help ? *help == '1' : cores > 0 && size <= cores;
+    x->cores_enough = cores > 0 && size <= cores;
+    x->both_copy = help && *help ? *help == '1' : x->cores_enough;
     if (x->both_copy)
         x->cma_max_copy = SIZE_MAX;
     x->bounce = malloc(CMA_PIECE);

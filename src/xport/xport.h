@@ -100,6 +100,9 @@ struct xreq {
     uint32_t sig;  /* call signature: receivers reject a mismatch */
     bool copied;   /* a send of a call that never reduces what it receives
                     * (bcast, allgather, ...): its receiver only copies */
+    bool sender_idles; /* a send of a reducing call from a rank with nothing
+                        * left to receive in it: its core is free while the
+                        * receiver reduces */
     size_t bytes;
     const void *sbuf;
     xsink_t sink;
