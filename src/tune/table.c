@@ -4,9 +4,11 @@
  * of this project's 2-core test machine (docs/PERFORMANCE.md): e.g. the
  * pipelined two-tree reduce and bcast from 256 KiB (reduce of 1 MiB at
  * P = 2, 4, 8: 92, 403, 626 us against rsg's 130, 602, 967); at 4-8 ranks
- * (oversubscribed here) the linear bcast to 256 KiB (P = 8, 8 B: 7-13 us
- * against binomial's 20-23; 64 KiB: every rank reads the root's buffer by
- * single copy at once), the linear reduce to 16 KiB (P = 8, 8 B: 5.3 us
+ * (oversubscribed here) the linear bcast to 32 KiB (P = 8, 8 B: 7-13 us
+ * against binomial's 20-23) and twotree above it (P = 4, 64 KiB-512 KiB:
+ * 14-17, 19-27, 34-42, 56-67 us against linear's 18, 27-29, 48-50, 97-119;
+ * P = 8: a tie at 64 KiB, 0.6-0.9x linear's time above; three runs under
+ * each launcher), the linear reduce to 16 KiB (P = 8, 8 B: 5.3 us
  * against 31) and reduce + bcast, both linear, for allreduce to 16 KiB
  * (P = 8, 16 KiB: 25 us against recursive doubling's 41): one wait per
  * rank instead of one per tree level, each a sleep and a wake-up when
@@ -62,9 +64,10 @@ static const char builtin_text[] =
     "allreduce        commutative     *:notpow2   1048577-*     ring\n"
     "bcast            any             1-3         *             binomial\n"
     "bcast            any             4-8         0-168         board|linear\n"
-    "bcast            any             4-8         169-256K      linear\n"
+    "bcast            any             4-8         169-32K       linear\n"
+    "bcast            any             4-8         32769-*       twotree\n"
     "bcast            any             9-*         0-256K        binomial\n"
-    "bcast            any             4-*         262145-*      twotree\n"
+    "bcast            any             9-*         262145-*      twotree\n"
     "reduce           any             4-8         0-16K         linear\n"
     "reduce           noncommutative  1-3         *             binomial\n"
     "reduce           noncommutative  4-8         16385-*       binomial\n"
