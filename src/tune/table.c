@@ -8,7 +8,9 @@
  * against binomial's 20-23) and twotree above it (P = 4, 64 KiB-512 KiB:
  * 14-17, 19-27, 34-42, 56-67 us against linear's 18, 27-29, 48-50, 97-119;
  * P = 8: a tie at 64 KiB, 0.6-0.9x linear's time above; three runs under
- * each launcher), the linear reduce to 16 KiB (P = 8, 8 B: 5.3 us
+ * each launcher), the linear reduce to 16 KiB at P = 4 and to 256 KiB at
+ * P = 5-8 (P = 8, 32-256 KiB: 14-26, 21-36, 47-56, 73-93 us against
+ * binomial's 33-41, 39-41, 50-62, 89-99; P = 6: a tie from 64 KiB) (P = 8, 8 B: 5.3 us
  * against 31) and reduce + bcast, both linear, for allreduce to 16 KiB
  * (P = 8, 16 KiB: 25 us against recursive doubling's 41): one wait per
  * rank instead of one per tree level, each a sleep and a wake-up when
@@ -68,12 +70,14 @@ static const char builtin_text[] =
     "bcast            any             4-8         32769-*       twotree\n"
     "bcast            any             9-*         0-256K        binomial\n"
     "bcast            any             9-*         262145-*      twotree\n"
-    "reduce           any             4-8         0-16K         linear\n"
+    "reduce           any             4-4         0-16K         linear\n"
+    "reduce           any             5-8         0-256K        linear\n"
     "reduce           noncommutative  1-3         *             binomial\n"
-    "reduce           noncommutative  4-8         16385-*       binomial\n"
+    "reduce           noncommutative  4-4         16385-*       binomial\n"
+    "reduce           noncommutative  5-8         262145-*      binomial\n"
     "reduce           noncommutative  9-*         *             binomial\n"
     "reduce           commutative     1-3         0-256K        binomial\n"
-    "reduce           commutative     4-8         16385-256K    binomial\n"
+    "reduce           commutative     4-4         16385-256K    binomial\n"
     "reduce           commutative     9-*         0-256K        binomial\n"
     "reduce           commutative     *           262145-*      twotree|rsg|binomial\n"
     "reduce_scatter   noncommutative  *           *             linear\n"
