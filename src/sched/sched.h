@@ -129,9 +129,12 @@ static inline bool step_kind_is_comm(int kind)
     return kind == STEP_SEND || kind == STEP_RECV || kind == STEP_RECV_REDUCE;
 }
 
+static inline int cstep_kind(const sched_cstep_t *c) { return (int)(c->head & 7); }
+
+/* Step i's kind alone, without decoding the rest of a compact step. */
 static inline int sched_step_kind(const sched_img_t *im, uint32_t i)
 {
-    return im->narrow ? (int)(((const sched_cstep_t *)im->steps)[i].head & 7)
+    return im->narrow ? cstep_kind((const sched_cstep_t *)im->steps + i)
                       : ((const step_t *)im->steps)[i].kind;
 }
 
@@ -141,7 +144,7 @@ static inline step_t sched_step(const sched_img_t *im, uint32_t i)
         return ((const step_t *)im->steps)[i];
     const sched_cstep_t *c = (const sched_cstep_t *)im->steps + i;
     step_t st;
-    st.kind = (uint8_t)(c->head & 7);
+    st.kind = (uint8_t)cstep_kind(c);
     st.flags = (uint8_t)(c->head >> 3 & 3);
     st.ndeps = c->head >> 9;
     st.round = c->round;

@@ -8,10 +8,10 @@
  * against binomial's 20-23) and twotree above it (P = 4, 64 KiB-512 KiB:
  * 14-17, 19-27, 34-42, 56-67 us against linear's 18, 27-29, 48-50, 97-119;
  * P = 8: a tie at 64 KiB, 0.6-0.9x linear's time above; three runs under
- * each launcher), the linear reduce to 16 KiB at P = 4 and to 256 KiB at
- * P = 5-8 (P = 8, 32-256 KiB: 14-26, 21-36, 47-56, 73-93 us against
- * binomial's 33-41, 39-41, 50-62, 89-99; P = 6: a tie from 64 KiB) (P = 8, 8 B: 5.3 us
- * against 31) and reduce + bcast, both linear, for allreduce to 16 KiB
+ * each launcher), the linear reduce (P = 8, 8 B: 5.3 us against 31) to
+ * 16 KiB at P = 4 and to 256 KiB at P = 5-8 (P = 8, 32-256 KiB: 14-26,
+ * 21-36, 47-56, 73-93 us against binomial's 33-41, 39-41, 50-62, 89-99;
+ * P = 6: a tie from 64 KiB) and reduce + bcast, both linear, for allreduce to 16 KiB
  * (P = 8, 16 KiB: 25 us against recursive doubling's 41): one wait per
  * rank instead of one per tree level, each a sleep and a wake-up when
  * ranks outnumber cores.  Allreduce of up to 168 bytes from 3 ranks: the
