@@ -22,6 +22,12 @@
 #endif
 
 static int P, me;
+/* From 18 ranks (9 or more a core here, where a call costs milliseconds)
+ * a count's kinds or datatypes take the roots and in-place in turn instead
+ * of all of them: each algorithm still meets every count, kind, root and
+ * in-place at P = 31, 32, 33 and 64, just not every combination of them,
+ * which coll_np1..17 run in full. */
+static bool sparse;
 #define CHECK_WHO() fprintf(stderr, "rank %d/%d: ", me, P)
 #include "testing.h"
 static weft_comm_t world;
@@ -309,6 +315,8 @@ static void test_reduction(weft_coll_t coll, const char *name, int ai, const cha
                 for (int inplace = 0; inplace < 2; inplace++) {
                     if (inplace && large)
                         continue;
+                    if (sparse && !large && ri + nroots * inplace != (ci + k + ai) % (2 * nroots))
+                        continue;
                     const void *src = in;
                     memset(out, 0xa5, n * es);
                     bool ip = inplace && (coll == WEFT_COLL_ALLREDUCE || me == root);
@@ -377,6 +385,8 @@ static void test_bcast(const char *name, int ai, const char *params)
             for (int ri = 0; ri < 3; ri++) {
                 size_t n = counts[ci];
                 if (n == LARGE && (d != (P + ai) % 3 || ri != (P + ai + 1) % 3))
+                    continue;
+                if (sparse && n != LARGE && ri != (ci + d + ai) % 3)
                     continue;
                 int root = roots[ri];
                 size_t es = weft_dtype_size(dts[d]), bytes = n * es;
@@ -451,6 +461,8 @@ static void test_gathers(weft_coll_t coll, const char *name)
                 for (int inplace = 0; inplace < 2; inplace++) {
                     if (ci == 3 && (d != P % 2 || ri != P % nroots || inplace != (P / 2) % 2))
                         continue; /* large: one sampled case per P */
+                    if (sparse && ci != 3 && ri + nroots * inplace != (ci + d + (int)coll) % (2 * nroots))
+                        continue;
                     int root = roots[ri];
                     size_t c = counts[ci], es = weft_dtype_size(dts[d]), bb = c * es;
                     size_t all = (size_t)P * bb;
@@ -580,6 +592,7 @@ int main(int argc, char **argv)
     }
     P = weft_comm_size(world);
     me = weft_comm_rank(world);
+    sparse = P > 17;
     weft_op_create(affine_fn, NULL, 0, 0, &affine_op);
     weft_op_create(user_sum_fn, NULL, 1, 0, &user_sum_op);
     if (argc > 2 && !strcmp(argv[1], "--mem")) {
