@@ -137,7 +137,10 @@ typedef struct ring_hdr {
     /* cells the receiver has consumed, in all: the sender rereads it only
      * when the ring looks full, so a message moves the cell's line once */
     _Atomic uint64_t consumed;
-    char pad[40];
+    /* written by the receiver: its last measured message through these
+     * cells came slower than CELLS_SLOW_GBPS (shm.c, "Slow cells") */
+    _Atomic uint32_t cells_slow;
+    char pad[36];
     /* line 1: the single-copy read under way, offered to the sender so that
      * both copy (shm.c, "Both copy").  The receiver writes the fields, then
      * claim: COOP_LIVE | (message number mod 2^31) << 32 | next piece;

@@ -39,6 +39,19 @@
  * mapped that arena when it found the ring, copies or reduces straight from
  * the sender's pages, with no system call and no bounce buffer.
  *
+ * Slow cells: a receiver times each matched message of 64 KiB to 4 MiB
+ * that comes through cells, from its first cell to its last, and tells the
+ * sender in the ring header whether it came slower than a few GB/s.  On
+ * this 2-core VM that happens in phases in which a line one core wrote
+ * reaches the other about five times slower (a round trip of 350 ns, 64 KiB
+ * written and read across at 1.7 GB/s, against 130 ns and 15 GB/s):
+ * every path in which the sender copies then loses to the receiver reading
+ * the sender's buffer itself, by 2.7x for a 2-rank reduce of 1 MiB
+ * (PERFORMANCE.md).  While the flag is up, reducing messages from 64 KiB go
+ * by single copy, an idle sender's too, and every 16th one through cells
+ * again to look whether the phase is over.  Where ranks do not outnumber
+ * the cores only: oversubscribed, a slow message is a descheduled peer.
+ *
  * Waiting: the engine polls; when nothing moves it calls block(), which sets
  * the rank's sleeping flag, re-checks, and sleeps on its doorbell futex.  A
  * peer that fills or frees a cell bumps the doorbell only when the flag is
@@ -82,6 +95,9 @@ typedef struct peer_state {
     xreq_t *cur;               /* receive being delivered */
     unexp_t *cur_unexp;        /* or unexpected message being drained */
     unexp_t *unexp;            /* unexpected messages (arrival order) */
+    uint64_t cur_t0;           /* when cur's first cell was read (timed: 0 if not) */
+    size_t cur_first;          /* and its bytes */
+    uint32_t slow_sends;       /* reducing sends made single copy by slow cells */
     /* a both-copy read whose sender still writes pieces: the ring waits
      * behind it until they land */
     struct {
@@ -109,6 +125,7 @@ typedef struct shm_xport {
     bool both_copy;      /* single-copy reads are shared with their sender */
     bool cores_enough;   /* no more ranks than cores */
     bool forced_min;     /* WEFT_CMA_MIN given: every message from it by single copy */
+    double cells_slow_gbps; /* slow cells (above); 0: never */
     int32_t pid;
     char *bounce;   /* CMA_PIECE bytes for single-copy receive-and-reduce */
 } shm_xport_t;
@@ -131,6 +148,14 @@ typedef struct shm_xport {
  * the sender's pages and no system call, against two copies through cells. */
 #define ARENA_MIN_DEFAULT (4u << 10)
 #define CMA_PIECE 65536u /* a multiple of every element size */
+/* Slow cells (above): the messages timed, the rate below which cells are
+ * slow (fast: 11-20 GB/s at these sizes, slow: 1.7-2.3), and how often a
+ * sender tries cells again while they are.  WEFT_CELLS_SLOW_GBPS sets the
+ * rate (0: never slow; tests set it high to take the switch every time). */
+#define CELLS_TIMED_MIN (64u << 10)
+#define CELLS_TIMED_MAX (4u << 20)
+#define CELLS_SLOW_GBPS_DEFAULT 5.0
+#define CELLS_RETRY 16u
 /* what a rank's probe word holds: peers that read it back can read us */
 static uint64_t cma_probe_word;
 
@@ -515,6 +540,18 @@ static void cell_free(shm_xport_t *x, peer_state_t *ps, ring_hdr_t *ring)
     atomic_store_explicit(&ring->consumed, ps->rseq, memory_order_release);
 }
 
+/* A reducing send while its receiver finds these cells slow: single copy
+ * from 64 KiB, but every CELLS_RETRY-th one the receiver can time goes
+ * through cells, to learn when they are fast again. */
+static bool slow_cells_say_cma(shm_xport_t *x, ring_hdr_t *ring, const xreq_t *r)
+{
+    if (!x->cells_slow_gbps || x->forced_min || r->bytes < CELLS_TIMED_MIN ||
+        !atomic_load_explicit(&ring->cells_slow, memory_order_relaxed))
+        return false;
+    peer_state_t *ps = &x->peers[r->peer];
+    return r->bytes > CELLS_TIMED_MAX || ++ps->slow_sends % CELLS_RETRY != 0;
+}
+
 /* Whether r goes by single copy, and from where: in place from this
  * rank's arena (no system call, any size from arena_min), else by
  * process_vm_readv within the thresholds measured for it. */
@@ -527,14 +564,16 @@ static bool single_copy(shm_xport_t *x, ring_hdr_t *ring, const xreq_t *r, cma_d
         d->in_arena = 1;
         return true;
     }
+    bool cma = atomic_load_explicit(&ring->cma, memory_order_acquire) == RING_CMA_YES;
+    if (!r->copied && cma && slow_cells_say_cma(x, ring, r))
+        return true;
     /* a receiver that reduces a single-copy message reads it into a bounce
      * buffer and reduces it, alone; through cells the idle sender copies
      * in while it reduces out (2-rank reduce of 1 MiB: 70 us against 150) */
     if (r->sender_idles && x->cores_enough && !x->forced_min)
         return false;
     return r->bytes >= (r->copied ? x->cma_min_copy : x->cma_min) &&
-           (!r->copied || r->bytes < x->cma_max_copy) &&
-           atomic_load_explicit(&ring->cma, memory_order_acquire) == RING_CMA_YES;
+           (!r->copied || r->bytes < x->cma_max_copy) && cma;
 }
 
 /* Pushes as many cells of queued sends to dst as the ring has room for;
@@ -692,6 +731,40 @@ static int coop_finish(shm_xport_t *x, int src, ring_hdr_t *ring)
     return 1;
 }
 
+/* Slow cells (above): the receiver's clock on a message through cells. */
+static void cells_time_start(shm_xport_t *x, peer_state_t *ps, const cell_t *c)
+{
+    /* Only where the receiver's own work is far faster than the rate: a
+     * copy, or a built-in op on 4- or 8-byte elements (a user's op, or a
+     * bfloat16 sum, may well reduce slower than that in any phase). */
+    const reducer_t *red = ps->cur->sink.red;
+    ps->cur_t0 = 0;
+    if (x->cells_slow_gbps && x->cores_enough && c->total >= CELLS_TIMED_MIN &&
+        c->total <= CELLS_TIMED_MAX && (!red || (!red->user && red->esize >= 4))) {
+        ps->cur_t0 = weft_now_ns();
+        ps->cur_first = c->len;
+    }
+}
+
+static void cells_time_end(shm_xport_t *x, peer_state_t *ps, ring_hdr_t *ring, size_t bytes)
+{
+    if (!ps->cur_t0)
+        return;
+    uint64_t ns = weft_now_ns() - ps->cur_t0;
+    double gbps = (double)(bytes - ps->cur_first) / (double)(ns ? ns : 1);
+    uint32_t slow = gbps < x->cells_slow_gbps;
+    ps->cur_t0 = 0;
+    if (atomic_load_explicit(&ring->cells_slow, memory_order_relaxed) == slow)
+        return;
+    atomic_store_explicit(&ring->cells_slow, slow, memory_order_relaxed);
+    static unsigned said; /* a phase that comes and goes: say it a few times */
+    if (weft_verbose() && said++ < 8)
+        fprintf(stderr, "weft: rank %d: a message from rank %d came through cells at %.1f GB/s "
+                "(%s %g): its reducing messages of 64 KiB or more now go %s\n", x->base.rank,
+                (int)(ps - x->peers), gbps, slow ? "below" : "at least", x->cells_slow_gbps,
+                slow ? "by single copy" : "as before");
+}
+
 /* Reads cells from src while they belong to a matched receive, or must be
  * drained to let a waiting receive through. */
 static int poll_from(shm_xport_t *x, int src)
@@ -732,6 +805,7 @@ static int poll_from(shm_xport_t *x, int src)
                     continue;
                 }
                 ps->cur = r;
+                cells_time_start(x, ps, c);
             } else if (ps->rq_head) {
                 unexp_t *u = calloc(1, sizeof *u);
                 if (!u || !(u->data = malloc(c->total ? c->total : 1))) {
@@ -774,6 +848,7 @@ static int poll_from(shm_xport_t *x, int src)
         if (ps->cur && ps->cur->done == ps->cur->bytes) {
             xreq_t *r = ps->cur;
             ps->cur = NULL;
+            cells_time_end(x, ps, ring, r->bytes);
             finish_recv(r, WEFT_OK);
         } else if (ps->cur_unexp && ps->cur_unexp->done == ps->cur_unexp->total) {
             unexp_t *u = ps->cur_unexp;
@@ -1112,6 +1187,16 @@ static int cma_offer(shm_xport_t *x, int size)
         return weft_error(WEFT_EINVAL, "WEFT_CMA_HELP=%s: want 0 (a single-copy message is "
                           "copied by its receiver alone) or 1 (its sender copies pieces too)",
                           help);
+    const char *gbps = getenv("WEFT_CELLS_SLOW_GBPS");
+    x->cells_slow_gbps = CELLS_SLOW_GBPS_DEFAULT;
+    if (gbps && *gbps) {
+        char *e;
+        double v = strtod(gbps, &e);
+        if (*e || !(v >= 0 && v <= 1e6))
+            return weft_error(WEFT_EINVAL, "WEFT_CELLS_SLOW_GBPS=%s: want a rate in GB/s, 0 "
+                              "(never switch) to 1e6", gbps);
+        x->cells_slow_gbps = v;
+    }
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     x->cores_enough = cores > 0 && size <= cores;
     x->both_copy = help && *help ? *help == '1' : x->cores_enough;
