@@ -39,9 +39,10 @@
  * mapped that arena when it found the ring, copies or reduces straight from
  * the sender's pages, with no system call and no bounce buffer.
  *
- * Slow cells: a receiver times each matched message of 64 KiB to 4 MiB
- * that comes through cells, from its first cell to its last, and tells the
- * sender in the ring header whether it came slower than a few GB/s.  On
+ * Slow cells: a receiver times how fast it takes each matched message of
+ * 64 KiB to 4 MiB out of cells (its copies or reductions from them, not
+ * its waits) and, after two slow ones in a row, tells the sender in the
+ * ring header that they come slower than a few GB/s.  On
  * this 2-core VM that happens in phases in which a line one core wrote
  * reaches the other about five times slower (a round trip of 350 ns, 64 KiB
  * written and read across at 1.7 GB/s, against 130 ns and 15 GB/s):
