@@ -17,7 +17,7 @@
  * Single copy: a message of at least cma_min bytes travels as one cell
  * holding its address in the sender (CELL_READ_ME); the receiver reads the
  * bytes straight from the sender's memory with process_vm_readv into the
- * destination (a receive-and-reduce reads 64 KiB pieces into a bounce
+ * destination (a receive-and-reduce reads 256 KiB pieces into a bounce
  * buffer that stays in cache and reduces each), then counts the message in
  * the ring header, which completes the send.  Each receiver learns once
  * per ring whether the kernel lets it read the sender (Yama, seccomp,
@@ -149,7 +149,12 @@ typedef struct shm_xport {
 /* From the arena a message costs its receiver one copy (or reduce) from
  * the sender's pages and no system call, against two copies through cells. */
 #define ARENA_MIN_DEFAULT (4u << 10)
-#define CMA_PIECE 65536u /* a multiple of every element size */
+/* A receive-and-reduce's pieces: a multiple of every element size, and
+ * with its piece of the destination well inside a 1 MiB L2.  Reading and
+ * reducing 1 MiB from another process here: 134-136 us in 64 KiB pieces
+ * (a system call and its page pinning each), 121-123 in 128 KiB, 114-118
+ * in 256 KiB, 110-111 in 512 KiB. */
+#define CMA_PIECE (256u << 10)
 /* Slow cells (above): the messages timed, the rate below which cells are
  * slow (fast: 11-20 GB/s at these sizes, slow: 1.7-2.3), and how often a
  * sender tries cells again while they are.  WEFT_CELLS_SLOW_GBPS sets the
