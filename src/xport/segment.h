@@ -137,8 +137,9 @@ typedef struct ring_hdr {
     /* cells the receiver has consumed, in all: the sender rereads it only
      * when the ring looks full, so a message moves the cell's line once */
     _Atomic uint64_t consumed;
-    /* written by the receiver: its last measured message through these
-     * cells came slower than CELLS_SLOW_GBPS (shm.c, "Slow cells") */
+    /* written by the receiver: messages through these cells come slowly
+     * (shm.c, "Slow cells"): its sender then sends reducing messages by
+     * single copy */
     _Atomic uint32_t cells_slow;
     char pad[36];
     /* line 1: the single-copy read under way, offered to the sender so that

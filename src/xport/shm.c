@@ -39,13 +39,15 @@
  * mapped that arena when it found the ring, copies or reduces straight from
  * the sender's pages, with no system call and no bounce buffer.
  *
- * Slow cells: a receiver times how fast it takes each matched message of
- * 64 KiB to 4 MiB out of cells (its copies or reductions from them, not
- * its waits) and, after two slow ones in a row, tells the sender in the
- * ring header that they come slower than a few GB/s.  On
+ * Slow cells: a sender times how fast it copies each message of 64 KiB to
+ * 4 MiB into cells, and a receiver how fast it takes a matched one out
+ * (its copies or reductions from them, not its waits, telling the sender
+ * in the ring header); two slow ones in a row, under a few GB/s, make the
+ * cells slow for that pair.  On
  * this 2-core VM that happens in phases in which a line one core wrote
- * reaches the other about five times slower (a round trip of 350 ns, 64 KiB
- * written and read across at 1.7 GB/s, against 130 ns and 15 GB/s):
+ * reaches the other several times slower (a two-thread ping-pong: a round
+ * trip of 345-386 ns, 64 KiB written and read across at 1.7-1.9 GB/s,
+ * against 55-80 ns and 5.8-6.7 GB/s):
  * every path in which the sender copies then loses to the receiver reading
  * the sender's buffer itself, by 2.7x for a 2-rank reduce of 1 MiB
  * (PERFORMANCE.md).  While the flag is up, reducing messages from 64 KiB go
@@ -100,6 +102,10 @@ typedef struct peer_state {
     uint64_t cur_ns;           /* the time taken so far to take them out */
     uint32_t slow_run;         /* timed messages in a row that came slowly */
     uint32_t slow_sends;       /* reducing sends made single copy by slow cells */
+    bool out_timed;            /* the same for the send being copied into cells */
+    bool out_slow;
+    uint64_t out_ns;
+    uint32_t out_slow_run;
     /* a both-copy read whose sender still writes pieces: the ring waits
      * behind it until they land */
     struct {
@@ -156,9 +162,11 @@ typedef struct shm_xport {
  * in 256 KiB, 110-111 in 512 KiB. */
 #define CMA_PIECE (256u << 10)
 /* Slow cells (above): the messages timed, the rate below which cells are
- * slow (fast: 11-20 GB/s at these sizes, slow: 1.7-2.3), and how often a
- * sender tries cells again while they are.  WEFT_CELLS_SLOW_GBPS sets the
- * rate (0: never slow; tests set it high to take the switch every time). */
+ * slow, and how often a sender tries cells again while they are.  A 2-rank
+ * reduce of 64 KiB-4 MiB, median (5th percentile) GB/s of a run: copying
+ * in 9.5-17 (6.7-9.6) in the fast phase, 2.6 (1.4) in the slow one; taking
+ * out 26-37 (13-34), and 10 (4.3).  WEFT_CELLS_SLOW_GBPS sets the rate
+ * (0: never slow; tests set it high to take the switch every time). */
 #define CELLS_TIMED_MIN (64u << 10)
 #define CELLS_TIMED_MAX (4u << 20)
 #define CELLS_SLOW_GBPS_DEFAULT 5.0
@@ -547,15 +555,58 @@ static void cell_free(shm_xport_t *x, peer_state_t *ps, ring_hdr_t *ring)
     atomic_store_explicit(&ring->consumed, ps->rseq, memory_order_release);
 }
 
+/* Whether a message of these bytes through cells is timed (slow cells),
+ * given the receiver's reducer (NULL on the sending side, or for a copy):
+ * only where the work timed is far faster than the rate in any phase. */
+static bool cells_timed(const shm_xport_t *x, size_t bytes, const reducer_t *red)
+{
+    return x->cells_slow_gbps && x->cores_enough && bytes >= CELLS_TIMED_MIN &&
+           bytes <= CELLS_TIMED_MAX && (!red || (!red->user && red->esize >= 4));
+}
+
+/* One timed message's rate into a run of slow ones: whether the cells are
+ * slow now.  One slow message in a few hundred is an interrupt or a page
+ * fault: two in a row make the cells slow, one fast message fast again. */
+static bool cells_slow_after(const shm_xport_t *x, uint32_t *run, size_t bytes, uint64_t ns,
+                             double *gbps)
+{
+    *gbps = (double)bytes / (double)(ns ? ns : 1);
+    *run = *gbps < x->cells_slow_gbps ? *run + 1 : 0;
+    return *run >= 2;
+}
+
+static void cells_say(const shm_xport_t *x, const char *what, int peer, double gbps, bool slow)
+{
+    static unsigned said; /* a phase that comes and goes: say it a few times */
+    if (weft_verbose() && said++ < 8)
+        fprintf(stderr, "weft: rank %d: %s rank %d through cells at %.1f GB/s (%s %g): reducing "
+                "messages of 64 KiB or more to it now go %s\n", x->base.rank, what, peer, gbps,
+                slow ? "below" : "at least", x->cells_slow_gbps,
+                slow ? "by single copy" : "as before");
+}
+
+/* The sending side: how fast this rank copied a message into dst's cells
+ * (slow when the lines it writes must first be taken from dst's core). */
+static void cells_out_timed(shm_xport_t *x, peer_state_t *ps, int dst, size_t bytes)
+{
+    double gbps;
+    bool slow = cells_slow_after(x, &ps->out_slow_run, bytes, ps->out_ns, &gbps);
+    ps->out_timed = false;
+    if (slow != ps->out_slow) {
+        ps->out_slow = slow;
+        cells_say(x, "copied a message to", dst, gbps, slow);
+    }
+}
+
 /* A reducing send while its receiver finds these cells slow: single copy
  * from 64 KiB, but every CELLS_RETRY-th one the receiver can time goes
  * through cells, to learn when they are fast again. */
 static bool slow_cells_say_cma(shm_xport_t *x, ring_hdr_t *ring, const xreq_t *r)
 {
-    if (!x->cells_slow_gbps || x->forced_min || r->bytes < CELLS_TIMED_MIN ||
-        !atomic_load_explicit(&ring->cells_slow, memory_order_relaxed))
-        return false;
     peer_state_t *ps = &x->peers[r->peer];
+    if (!x->cells_slow_gbps || x->forced_min || r->bytes < CELLS_TIMED_MIN ||
+        !(ps->out_slow || atomic_load_explicit(&ring->cells_slow, memory_order_relaxed)))
+        return false;
     return r->bytes > CELLS_TIMED_MAX || ++ps->slow_sends % CELLS_RETRY != 0;
 }
 
@@ -628,8 +679,13 @@ static int push_sends(shm_xport_t *x, int dst)
         c->kind = CELL_DATA;
         c->tag = r->tag;
         c->total = r->bytes;
+        if (r->done == 0)
+            ps->out_timed = cells_timed(x, r->bytes, NULL), ps->out_ns = 0;
+        uint64_t t0 = ps->out_timed ? weft_now_ns() : 0;
         if (len)
             memcpy(cell_data(c, r->bytes), (const char *)r->sbuf + r->done, len);
+        if (t0)
+            ps->out_ns += weft_now_ns() - t0;
         cell_post(x, ps, c);
         r->done += len;
         moved = 1;
@@ -637,6 +693,8 @@ static int push_sends(shm_xport_t *x, int dst)
             ps->sq_head = r->next;
             if (!ps->sq_head)
                 ps->sq_tail = NULL;
+            if (ps->out_timed)
+                cells_out_timed(x, ps, dst, r->bytes);
             r->cb(r, WEFT_OK);
         }
     }
@@ -741,15 +799,14 @@ static int coop_finish(shm_xport_t *x, int src, ring_hdr_t *ring)
 /* Slow cells (above): the receiver's clock on a message through cells.
  * It runs only while the receiver takes the message's cells out (its
  * copies or reductions from them), not while it waits for them or serves
- * anything else: how fast lines the sender wrote reach this core. */
+ * anything else: how fast lines the sender wrote reach this core.  The
+ * sender's clock (push_sends) runs likewise only while it copies in. */
 static void cells_time_start(shm_xport_t *x, peer_state_t *ps, const cell_t *c)
 {
     /* Only where the receiver's own work is far faster than the rate: a
      * copy, or a built-in op on 4- or 8-byte elements (a user's op, or a
      * bfloat16 sum, may well reduce slower than that in any phase). */
-    const reducer_t *red = ps->cur->sink.red;
-    ps->cur_timed = x->cells_slow_gbps && x->cores_enough && c->total >= CELLS_TIMED_MIN &&
-                    c->total <= CELLS_TIMED_MAX && (!red || (!red->user && red->esize >= 4));
+    ps->cur_timed = cells_timed(x, c->total, ps->cur->sink.red);
     ps->cur_ns = 0;
 }
 
@@ -758,21 +815,12 @@ static void cells_time_end(shm_xport_t *x, peer_state_t *ps, ring_hdr_t *ring, s
     if (!ps->cur_timed)
         return;
     ps->cur_timed = false;
-    double gbps = (double)bytes / (double)(ps->cur_ns ? ps->cur_ns : 1);
-    /* One slow message in a few hundred is an interrupt or a page fault
-     * (in the fast phase: 14 of 3700 below 5 GB/s, the median 37): two in
-     * a row make the cells slow, one fast message makes them fast again. */
-    ps->slow_run = gbps < x->cells_slow_gbps ? ps->slow_run + 1 : 0;
-    uint32_t slow = ps->slow_run >= 2;
+    double gbps;
+    uint32_t slow = cells_slow_after(x, &ps->slow_run, bytes, ps->cur_ns, &gbps);
     if (atomic_load_explicit(&ring->cells_slow, memory_order_relaxed) == slow)
         return;
     atomic_store_explicit(&ring->cells_slow, slow, memory_order_relaxed);
-    static unsigned said; /* a phase that comes and goes: say it a few times */
-    if (weft_verbose() && said++ < 8)
-        fprintf(stderr, "weft: rank %d: a message from rank %d came through cells at %.1f GB/s "
-                "(%s %g): its reducing messages of 64 KiB or more now go %s\n", x->base.rank,
-                (int)(ps - x->peers), gbps, slow ? "below" : "at least", x->cells_slow_gbps,
-                slow ? "by single copy" : "as before");
+    cells_say(x, "took a message from", (int)(ps - x->peers), gbps, slow);
 }
 
 /* Reads cells from src while they belong to a matched receive, or must be
