@@ -575,13 +575,15 @@ static bool cells_slow_after(const shm_xport_t *x, uint32_t *run, size_t bytes, 
     return *run >= 2;
 }
 
-static void cells_say(const shm_xport_t *x, const char *what, int peer, double gbps, bool slow)
+static void cells_say(const shm_xport_t *x, bool sending, int peer, double gbps, bool slow)
 {
     static unsigned said; /* a phase that comes and goes: say it a few times */
     if (weft_verbose() && said++ < 8)
         fprintf(stderr, "weft: rank %d: %s rank %d through cells at %.1f GB/s (%s %g): reducing "
-                "messages of 64 KiB or more to it now go %s\n", x->base.rank, what, peer, gbps,
+                "messages of 64 KiB or more from rank %d to rank %d now go %s\n", x->base.rank,
+                sending ? "copied a message to" : "took a message from", peer, gbps,
                 slow ? "below" : "at least", x->cells_slow_gbps,
+                sending ? x->base.rank : peer, sending ? peer : x->base.rank,
                 slow ? "by single copy" : "as before");
 }
 
@@ -594,7 +596,7 @@ static void cells_out_timed(shm_xport_t *x, peer_state_t *ps, int dst, size_t by
     ps->out_timed = false;
     if (slow != ps->out_slow) {
         ps->out_slow = slow;
-        cells_say(x, "copied a message to", dst, gbps, slow);
+        cells_say(x, true, dst, gbps, slow);
     }
 }
 
@@ -820,7 +822,7 @@ static void cells_time_end(shm_xport_t *x, peer_state_t *ps, ring_hdr_t *ring, s
     if (atomic_load_explicit(&ring->cells_slow, memory_order_relaxed) == slow)
         return;
     atomic_store_explicit(&ring->cells_slow, slow, memory_order_relaxed);
-    cells_say(x, "took a message from", (int)(ps - x->peers), gbps, slow);
+    cells_say(x, false, (int)(ps - x->peers), gbps, slow);
 }
 
 /* Reads cells from src while they belong to a matched receive, or must be
