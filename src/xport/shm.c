@@ -600,9 +600,10 @@ static void cells_out_timed(shm_xport_t *x, peer_state_t *ps, int dst, size_t by
     }
 }
 
-/* A reducing send while its receiver finds these cells slow: single copy
- * from 64 KiB, but every CELLS_RETRY-th one the receiver can time goes
- * through cells, to learn when they are fast again. */
+/* A reducing send while this pair's cells are slow (by the receiver's
+ * clock, in the ring header, or by this rank's own): single copy from
+ * 64 KiB, but every CELLS_RETRY-th one that can be timed goes through
+ * cells, to learn when they are fast again. */
 static bool slow_cells_say_cma(shm_xport_t *x, ring_hdr_t *ring, const xreq_t *r)
 {
     peer_state_t *ps = &x->peers[r->peer];
