@@ -654,6 +654,7 @@ static int push_sends(shm_xport_t *x, int dst)
     ring_hdr_t *ring = ps->out;
     int moved = 0;
     cma_desc_t d;
+    uint64_t t_run = 0; /* slow cells: a timed message's cells copied in this call from */
     while (ps->sq_head) {
         xreq_t *r = ps->sq_head;
         cell_t *c = cell_to_write(x, ps);
@@ -682,13 +683,13 @@ static int push_sends(shm_xport_t *x, int dst)
         c->kind = CELL_DATA;
         c->tag = r->tag;
         c->total = r->bytes;
-        if (r->done == 0)
-            ps->out_timed = cells_timed(x, r->bytes, NULL), ps->out_ns = 0;
-        uint64_t t0 = ps->out_timed ? weft_now_ns() : 0;
+        if (r->done == 0) /* not on the ring's first pass: its pages fault in */
+            ps->out_timed = ps->wseq >= x->ncells && cells_timed(x, r->bytes, NULL),
+            ps->out_ns = 0;
+        if (ps->out_timed && !t_run) /* two clock reads a call, not a cell */
+            t_run = weft_now_ns();
         if (len)
             memcpy(cell_data(c, r->bytes), (const char *)r->sbuf + r->done, len);
-        if (t0)
-            ps->out_ns += weft_now_ns() - t0;
         cell_post(x, ps, c);
         r->done += len;
         moved = 1;
@@ -696,11 +697,16 @@ static int push_sends(shm_xport_t *x, int dst)
             ps->sq_head = r->next;
             if (!ps->sq_head)
                 ps->sq_tail = NULL;
-            if (ps->out_timed)
+            if (ps->out_timed) {
+                ps->out_ns += weft_now_ns() - t_run;
+                t_run = 0;
                 cells_out_timed(x, ps, dst, r->bytes);
+            }
             r->cb(r, WEFT_OK);
         }
     }
+    if (t_run) /* the ring is full: the rest of the message in a later call */
+        ps->out_ns += weft_now_ns() - t_run;
     if (moved)
         notify(x, dst);
     return moved;
@@ -809,7 +815,7 @@ static void cells_time_start(shm_xport_t *x, peer_state_t *ps, const cell_t *c)
     /* Only where the receiver's own work is far faster than the rate: a
      * copy, or a built-in op on 4- or 8-byte elements (a user's op, or a
      * bfloat16 sum, may well reduce slower than that in any phase). */
-    ps->cur_timed = cells_timed(x, c->total, ps->cur->sink.red);
+    ps->cur_timed = ps->rseq >= x->ncells && cells_timed(x, c->total, ps->cur->sink.red);
     ps->cur_ns = 0;
 }
 
@@ -833,6 +839,7 @@ static int poll_from(shm_xport_t *x, int src)
     peer_state_t *ps = &x->peers[src];
     ring_hdr_t *ring = ring_from(x, src);
     int moved = 0;
+    uint64_t t_run = 0; /* slow cells: cur's cells taken out in this call from */
     if (ps->coop.on) {
         int m = coop_finish(x, src, ring);
         if (m <= 0)
@@ -898,10 +905,9 @@ static int poll_from(shm_xport_t *x, int src)
         }
         size_t len = c->len;
         if (ps->cur) {
-            uint64_t t0 = ps->cur_timed ? weft_now_ns() : 0;
+            if (ps->cur_timed && !t_run)
+                t_run = weft_now_ns();
             deliver(&ps->cur->sink, ps->cur->done, cell_data(c, c->total), len);
-            if (t0)
-                ps->cur_ns += weft_now_ns() - t0;
             ps->cur->done += len;
         } else if (len) {
             memcpy(ps->cur_unexp->data + ps->cur_unexp->done, cell_data(c, c->total), len);
@@ -912,6 +918,10 @@ static int poll_from(shm_xport_t *x, int src)
         if (ps->cur && ps->cur->done == ps->cur->bytes) {
             xreq_t *r = ps->cur;
             ps->cur = NULL;
+            if (t_run) {
+                ps->cur_ns += weft_now_ns() - t_run;
+                t_run = 0;
+            }
             cells_time_end(x, ps, ring, r->bytes);
             finish_recv(r, WEFT_OK);
         } else if (ps->cur_unexp && ps->cur_unexp->done == ps->cur_unexp->total) {
@@ -920,6 +930,8 @@ static int poll_from(shm_xport_t *x, int src)
             unexp_complete(ps, u);
         }
     }
+    if (t_run) /* cur waits for more cells: the wait is not timed */
+        ps->cur_ns += weft_now_ns() - t_run;
     if (moved)
         notify(x, src); /* cells freed: a sender may be waiting for room */
     return moved;
