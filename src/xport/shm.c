@@ -53,7 +53,8 @@
  * (PERFORMANCE.md).  While the flag is up, reducing messages from 64 KiB go
  * by single copy, an idle sender's too, and every 16th one through cells
  * again to look whether the phase is over.  Where ranks do not outnumber
- * the cores only: oversubscribed, a slow message is a descheduled peer.
+ * the cores only: that is where it was measured (oversubscribed, which
+ * path serves a slow pair best is not known).
  *
  * Waiting: the engine polls; when nothing moves it calls block(), which sets
  * the rank's sleeping flag, re-checks, and sleeps on its doorbell futex.  A
@@ -83,6 +84,14 @@ typedef struct unexp {
     struct unexp *next;
 } unexp_t;
 
+/* Slow cells (below): one side's clock on the message it moves through a
+ * ring, and how many timed messages in a row came slowly. */
+typedef struct cells_clock {
+    bool on;           /* the message under way is timed */
+    uint64_t ns;       /* its time so far, copying only */
+    uint32_t slow_run;
+} cells_clock_t;
+
 typedef struct peer_state {
     uint64_t wseq, rseq;      /* cells written to the peer / read from it (the
                                * next cell is seq mod ncells, a power of two) */
@@ -98,14 +107,10 @@ typedef struct peer_state {
     xreq_t *cur;               /* receive being delivered */
     unexp_t *cur_unexp;        /* or unexpected message being drained */
     unexp_t *unexp;            /* unexpected messages (arrival order) */
-    bool cur_timed;            /* cur's cells are timed (slow cells) */
-    uint64_t cur_ns;           /* the time taken so far to take them out */
-    uint32_t slow_run;         /* timed messages in a row that came slowly */
+    cells_clock_t in_clock;    /* cur's cells taken out (slow cells) */
+    cells_clock_t out_clock;   /* the send at sq_head copied in */
+    bool out_slow;             /* by out_clock, these cells are slow */
     uint32_t slow_sends;       /* reducing sends made single copy by slow cells */
-    bool out_timed;            /* the same for the send being copied into cells */
-    bool out_slow;
-    uint64_t out_ns;
-    uint32_t out_slow_run;
     /* a both-copy read whose sender still writes pieces: the ring waits
      * behind it until they land */
     struct {
@@ -564,15 +569,24 @@ static bool cells_timed(const shm_xport_t *x, size_t bytes, const reducer_t *red
            bytes <= CELLS_TIMED_MAX && (!red || (!red->user && red->esize >= 4));
 }
 
-/* One timed message's rate into a run of slow ones: whether the cells are
- * slow now.  One slow message in a few hundred is an interrupt or a page
- * fault: two in a row make the cells slow, one fast message fast again. */
-static bool cells_slow_after(const shm_xport_t *x, uint32_t *run, size_t bytes, uint64_t ns,
-                             double *gbps)
+/* The clock runs from *t_run (0: not running) to now, within one call
+ * that moves cells: two clock reads a call, not a cell, and no waits. */
+static void cells_clock_lap(cells_clock_t *k, uint64_t *t_run)
 {
-    *gbps = (double)bytes / (double)(ns ? ns : 1);
-    *run = *gbps < x->cells_slow_gbps ? *run + 1 : 0;
-    return *run >= 2;
+    if (*t_run)
+        k->ns += weft_now_ns() - *t_run;
+    *t_run = 0;
+}
+
+/* A timed message of bytes has been moved: whether the cells are slow
+ * now.  One slow message in a few hundred is an interrupt or a page
+ * fault: two in a row make the cells slow, one fast message fast again. */
+static bool cells_clock_stop(const shm_xport_t *x, cells_clock_t *k, size_t bytes, double *gbps)
+{
+    k->on = false;
+    *gbps = (double)bytes / (double)(k->ns ? k->ns : 1);
+    k->slow_run = *gbps < x->cells_slow_gbps ? k->slow_run + 1 : 0;
+    return k->slow_run >= 2;
 }
 
 static void cells_say(const shm_xport_t *x, bool sending, int peer, double gbps, bool slow)
@@ -592,8 +606,7 @@ static void cells_say(const shm_xport_t *x, bool sending, int peer, double gbps,
 static void cells_out_timed(shm_xport_t *x, peer_state_t *ps, int dst, size_t bytes)
 {
     double gbps;
-    bool slow = cells_slow_after(x, &ps->out_slow_run, bytes, ps->out_ns, &gbps);
-    ps->out_timed = false;
+    bool slow = cells_clock_stop(x, &ps->out_clock, bytes, &gbps);
     if (slow != ps->out_slow) {
         ps->out_slow = slow;
         cells_say(x, true, dst, gbps, slow);
@@ -684,9 +697,9 @@ static int push_sends(shm_xport_t *x, int dst)
         c->tag = r->tag;
         c->total = r->bytes;
         if (r->done == 0) /* not on the ring's first pass: its pages fault in */
-            ps->out_timed = ps->wseq >= x->ncells && cells_timed(x, r->bytes, NULL),
-            ps->out_ns = 0;
-        if (ps->out_timed && !t_run) /* two clock reads a call, not a cell */
+            ps->out_clock.on = ps->wseq >= x->ncells && cells_timed(x, r->bytes, NULL),
+            ps->out_clock.ns = 0;
+        if (ps->out_clock.on && !t_run)
             t_run = weft_now_ns();
         if (len)
             memcpy(cell_data(c, r->bytes), (const char *)r->sbuf + r->done, len);
@@ -697,16 +710,14 @@ static int push_sends(shm_xport_t *x, int dst)
             ps->sq_head = r->next;
             if (!ps->sq_head)
                 ps->sq_tail = NULL;
-            if (ps->out_timed) {
-                ps->out_ns += weft_now_ns() - t_run;
-                t_run = 0;
+            if (ps->out_clock.on) {
+                cells_clock_lap(&ps->out_clock, &t_run);
                 cells_out_timed(x, ps, dst, r->bytes);
             }
             r->cb(r, WEFT_OK);
         }
     }
-    if (t_run) /* the ring is full: the rest of the message in a later call */
-        ps->out_ns += weft_now_ns() - t_run;
+    cells_clock_lap(&ps->out_clock, &t_run); /* the ring is full: the rest later */
     if (moved)
         notify(x, dst);
     return moved;
@@ -815,17 +826,16 @@ static void cells_time_start(shm_xport_t *x, peer_state_t *ps, const cell_t *c)
     /* Only where the receiver's own work is far faster than the rate: a
      * copy, or a built-in op on 4- or 8-byte elements (a user's op, or a
      * bfloat16 sum, may well reduce slower than that in any phase). */
-    ps->cur_timed = ps->rseq >= x->ncells && cells_timed(x, c->total, ps->cur->sink.red);
-    ps->cur_ns = 0;
+    ps->in_clock.on = ps->rseq >= x->ncells && cells_timed(x, c->total, ps->cur->sink.red);
+    ps->in_clock.ns = 0;
 }
 
 static void cells_time_end(shm_xport_t *x, peer_state_t *ps, ring_hdr_t *ring, size_t bytes)
 {
-    if (!ps->cur_timed)
+    if (!ps->in_clock.on)
         return;
-    ps->cur_timed = false;
     double gbps;
-    uint32_t slow = cells_slow_after(x, &ps->slow_run, bytes, ps->cur_ns, &gbps);
+    uint32_t slow = cells_clock_stop(x, &ps->in_clock, bytes, &gbps);
     if (atomic_load_explicit(&ring->cells_slow, memory_order_relaxed) == slow)
         return;
     atomic_store_explicit(&ring->cells_slow, slow, memory_order_relaxed);
@@ -905,7 +915,7 @@ static int poll_from(shm_xport_t *x, int src)
         }
         size_t len = c->len;
         if (ps->cur) {
-            if (ps->cur_timed && !t_run)
+            if (ps->in_clock.on && !t_run)
                 t_run = weft_now_ns();
             deliver(&ps->cur->sink, ps->cur->done, cell_data(c, c->total), len);
             ps->cur->done += len;
@@ -918,10 +928,7 @@ static int poll_from(shm_xport_t *x, int src)
         if (ps->cur && ps->cur->done == ps->cur->bytes) {
             xreq_t *r = ps->cur;
             ps->cur = NULL;
-            if (t_run) {
-                ps->cur_ns += weft_now_ns() - t_run;
-                t_run = 0;
-            }
+            cells_clock_lap(&ps->in_clock, &t_run);
             cells_time_end(x, ps, ring, r->bytes);
             finish_recv(r, WEFT_OK);
         } else if (ps->cur_unexp && ps->cur_unexp->done == ps->cur_unexp->total) {
@@ -930,8 +937,7 @@ static int poll_from(shm_xport_t *x, int src)
             unexp_complete(ps, u);
         }
     }
-    if (t_run) /* cur waits for more cells: the wait is not timed */
-        ps->cur_ns += weft_now_ns() - t_run;
+    cells_clock_lap(&ps->in_clock, &t_run); /* cur waits for more cells: untimed */
     if (moved)
         notify(x, src); /* cells freed: a sender may be waiting for room */
     return moved;
