@@ -85,6 +85,14 @@ typedef struct sim {
     mslot_t *tab;
     size_t tabcap, tabused;
 
+    /* (rank, op) -> what two bits cannot hold: the edges left of an op
+     * with more than two once it has lost one, and a posted receive's
+     * link to the next posted one of its key (a key of several). */
+    struct aside {
+        uint32_t rank, op, val;
+    } *aside;
+    size_t asidecap, asideused;
+
     /* Work waiting for a busy rank (one CPU): a FIFO per class -- calcs,
      * sends (also waiting for a NIC), messages to take in (also waiting
      * for a receive NIC) -- and at most one wake-up event per rank, so a
@@ -282,6 +290,94 @@ static void match_put(sim_t *s, uint32_t dst, uint32_t src, uint32_t tag, uint32
     }
 }
 
+/* ---- the values set aside (sim_t.aside) ---- */
+
+static inline size_t aside_hash(const sim_t *s, uint32_t r, uint32_t op)
+{
+    uint64_t x = ((uint64_t)r << 32 | op) * 0x9E3779B97F4A7C15ull;
+    x ^= x >> 29;
+    return (size_t)x & (s->asidecap - 1);
+}
+
+static size_t aside_find(const sim_t *s, uint32_t r, uint32_t op)
+{
+    size_t i = aside_hash(s, r, op);
+    while (s->aside[i].rank != NIL && (s->aside[i].rank != r || s->aside[i].op != op))
+        i = (i + 1) & (s->asidecap - 1);
+    return i;
+}
+
+static void aside_put(sim_t *s, uint32_t r, uint32_t op, uint32_t val)
+{
+    if ((s->asideused + 1) * 2 > s->asidecap) {
+        size_t oc = s->asidecap, nc = oc ? oc * 2 : 1024;
+        struct aside *old = s->aside, *t = malloc(nc * sizeof *t);
+        if (!t) {
+            fail(s, WEFT_ENOMEM, "out of memory for %zu operations' counts", s->asideused);
+            return;
+        }
+        for (size_t i = 0; i < nc; i++)
+            t[i].rank = NIL;
+        s->aside = t, s->asidecap = nc;
+        for (size_t i = 0; i < oc; i++)
+            if (old[i].rank != NIL)
+                s->aside[aside_find(s, old[i].rank, old[i].op)] = old[i];
+        free(old);
+        account(s, (ssize_t)((nc - oc) * sizeof *t));
+    }
+    size_t i = aside_find(s, r, op);
+    if (s->aside[i].rank == NIL)
+        s->asideused++;
+    s->aside[i] = (struct aside){r, op, val};
+}
+
+/* The value set aside for (r, op), removed; 0 when there is none. */
+static uint32_t aside_take(sim_t *s, uint32_t r, uint32_t op)
+{
+    if (!s->asideused)
+        return 0;
+    size_t i = aside_find(s, r, op), mask = s->asidecap - 1, j = i;
+    if (s->aside[i].rank == NIL)
+        return 0;
+    uint32_t val = s->aside[i].val;
+    for (;;) { /* backward-shift deletion, as in slot_remove */
+        j = (j + 1) & mask;
+        if (s->aside[j].rank == NIL)
+            break;
+        size_t h = aside_hash(s, s->aside[j].rank, s->aside[j].op);
+        if ((j > i && (h <= i || h > j)) || (j < i && (h <= i && h > j))) {
+            s->aside[i] = s->aside[j];
+            i = j;
+        }
+    }
+    s->aside[i].rank = NIL;
+    s->asideused--;
+    return val;
+}
+
+/* Op j of rank r has one edge fewer left: true when none is. */
+static bool edge_done(sim_t *s, const sim_rank_prog_t *rp, uint32_t r, uint32_t j)
+{
+    uint32_t init = rp_ops(rp)[j].pending;
+    unsigned st = rp_state(rp, j);
+    if (init <= 2) {
+        if (st == SHAPE_INIT && init == 2) {
+            rp_set_state(rp, j, SHAPE_ONE);
+            return false;
+        }
+        rp_set_state(rp, j, SHAPE_ZERO);
+        return true;
+    }
+    uint32_t left = st == SHAPE_INIT ? init - 1 : aside_take(s, r, j) - 1;
+    if (left) {
+        rp_set_state(rp, j, SHAPE_ONE);
+        aside_put(s, r, j, left);
+        return false;
+    }
+    rp_set_state(rp, j, SHAPE_ZERO);
+    return true;
+}
+
 /* ---- ranks and operations ---- */
 
 static inline double *cpu_of(sim_t *s, uint32_t r, int c)
@@ -378,13 +474,12 @@ static void satisfy(sim_t *s, uint32_t r, uint32_t i, double now, bool done)
 {
     const sim_rank_prog_t *rp = &s->prog[r];
     const sim_prog_t *p = &rp->sh->p;
-    uint32_t *pend = rp_pend(rp);
     for (uint32_t k = p->succ_first[i]; k < p->succ_first[i + 1]; k++) {
         uint32_t e = p->succ[k];
         if (((e & SIM_IREQ) != 0) == done)
             continue;
         uint32_t j = e & ~SIM_IREQ;
-        if (--pend[j] == 0)
+        if (edge_done(s, rp, r, j))
             release(s, r, j, now);
     }
 }
@@ -417,11 +512,11 @@ static void run_instant(sim_t *s, double now)
  *
  * The shape holds the rank's receive keys, the distinct (peer, tag) pairs
  * of its receives, sorted.  A key of one receive needs nothing more: the
- * receive is posted or not (SHAPE_POSTED in its counter, free once it is
- * released).  A key of several has a FIFO of posted receives per rank
- * (head and tail op; the link to the next in the counter as op + 1, 0
- * ending).  A message finds its receive by a binary search over the keys
- * alone -- one for a ring's thousands of receives from one neighbour. */
+ * receive is posted or not (its state).  A key of several has a FIFO of
+ * posted receives per rank (head and tail op; the link to the next set
+ * aside under the earlier one as op + 1).  A message finds its receive by
+ * a binary search over the keys alone -- one for a ring's thousands of
+ * receives from one neighbour. */
 
 /* Posts receive op i of rank r (no message for it yet). */
 static void recv_post(sim_t *s, uint32_t r, uint32_t i)
@@ -429,15 +524,15 @@ static void recv_post(sim_t *s, uint32_t r, uint32_t i)
     const sim_rank_prog_t *rp = &s->prog[r];
     const sim_op_t *op = &rp_ops(rp)[i];
     uint32_t k = rp_key_find(rp, (uint32_t)rp_peer(rp, op), op->tag);
-    uint32_t *pend = rp_pend(rp), info = rp->sh->kinfo[k];
-    pend[i] = SHAPE_POSTED;
+    uint32_t info = rp->sh->kinfo[k];
+    rp_set_state(rp, i, SHAPE_POSTED);
     if (!(info & SHAPE_MULTI))
         return;
     uint32_t m = info & ~SHAPE_MULTI, *head = rp_mhead(rp), *tail = rp_mtail(rp);
     if (head[m] == NIL)
         head[m] = i;
     else
-        pend[tail[m]] = SHAPE_POSTED | (i + 1);
+        aside_put(s, r, tail[m], i + 1);
     tail[m] = i;
 }
 
@@ -448,20 +543,20 @@ static uint32_t posted_take(sim_t *s, uint32_t r, uint32_t src, uint32_t tag)
     uint32_t k = rp->sh ? rp_key_find(rp, src, tag) : NIL; /* not started, or finished */
     if (k == NIL)
         return NIL;
-    uint32_t *pend = rp_pend(rp), info = rp->sh->kinfo[k], i;
+    uint32_t info = rp->sh->kinfo[k], i;
     if (!(info & SHAPE_MULTI)) {
         i = info;
-        if (!(pend[i] & SHAPE_POSTED))
+        if (rp_state(rp, i) != SHAPE_POSTED)
             return NIL;
     } else {
         uint32_t m = info & ~SHAPE_MULTI;
         i = rp_mhead(rp)[m];
         if (i == NIL)
             return NIL;
-        uint32_t next = pend[i] & ~SHAPE_POSTED;
+        uint32_t next = aside_take(s, r, i);
         rp_mhead(rp)[m] = next ? next - 1 : NIL;
     }
-    pend[i] = 0;
+    rp_set_state(rp, i, SHAPE_ZERO);
     return i;
 }
 
@@ -510,7 +605,7 @@ static void start_rank(sim_t *s, uint32_t r, double t0)
         return;
     }
     for (uint32_t i = 0; i < nops; i++)
-        if (rp_pend(rp)[i] == 0)
+        if (rp_ops(rp)[i].pending == 0)
             release(s, r, i, t0);
     run_instant(s, t0);
 }
@@ -796,7 +891,7 @@ static void explain_stuck(sim_t *s)
         const sim_rank_prog_t *rp = &s->prog[r];
         for (uint32_t i = 0; i < rp->sh->p.nops; i++) {
             const sim_op_t *op = &rp_ops(rp)[i];
-            if (op->kind == SIM_RECV && (rp_pend(rp)[i] & SHAPE_POSTED)) {
+            if (op->kind == SIM_RECV && rp_state(rp, i) == SHAPE_POSTED) {
                 fail(s, WEFT_EINVAL,
                      "deadlock: rank %d waits for a message from %d (tag %u, op %u) that is "
                      "never sent",
@@ -881,7 +976,7 @@ static void sim_release(sim_t *s)
     }
     sim_shapes_free(&s->shapes);
     free(s->prog), free(s->cpu), free(s->nic_s), free(s->nic_r), free(s->left);
-    free(s->finish), free(s->rec), free(s->tab), free(s->work);
+    free(s->finish), free(s->rec), free(s->tab), free(s->aside), free(s->work);
     free(s->wq_head), free(s->wq_tail), free(s->wake), free(s->wn);
     free(s->work_rank);
     evq_free(&s->q);

@@ -44,19 +44,24 @@ typedef struct sim_shape {
     struct sim_shape *next;  /* the table's chain */
 } sim_shape_t;
 
-/* A running rank: its shape and one block of what is its own: a counter
- * per operation (edges left; for a posted receive SHAPE_POSTED and, for a
- * key of several receives, the link to the next posted one), the FIFO
- * head and tail of each key of several receives (a key of one needs none:
- * its receive is posted or not), the peers of the slots and, above 8
- * peers, (rank, slot) pairs sorted by rank. */
+/* A running rank: its shape and one block of what is its own: two bits
+ * per operation (its state, below), the FIFO head and tail of each key of
+ * several receives (a key of one needs none: its receive is posted or
+ * not), the peers of the slots and, above 8 peers, (rank, slot) pairs
+ * sorted by rank.  Two bits, not a 4-byte counter, because a pipelined
+ * algorithm at weft's default chunk count has thousands of operations a
+ * rank: at 2^24 ranks a counter each would need some 130 GiB. */
 typedef struct sim_rank_prog {
     sim_shape_t *sh;
     uint32_t *mem;
     uint32_t npeers;
 } sim_rank_prog_t;
 
-#define SHAPE_POSTED 0x80000000u
+/* An operation's state.  SHAPE_ONE: one edge left when it has at most
+ * two; with more, its count lives outside the block (loggops.c: only
+ * joins, which are few).  SHAPE_ZERO: released (and for a receive, taken
+ * or not yet posted).  SHAPE_POSTED: a receive waiting for its message. */
+enum { SHAPE_INIT = 0, SHAPE_ONE = 1, SHAPE_ZERO = 2, SHAPE_POSTED = 3 };
 #define SHAPE_MULTI 0x80000000u
 
 /* The table of shapes, and where the ranks' own blocks come from: up to
@@ -90,8 +95,20 @@ void sim_shape_release(sim_shapes_t *t, sim_rank_prog_t *rp, ssize_t *bytes);
 void sim_shapes_free(sim_shapes_t *t);
 
 static inline const sim_op_t *rp_ops(const sim_rank_prog_t *rp) { return rp->sh->p.ops; }
-static inline uint32_t *rp_pend(const sim_rank_prog_t *rp) { return rp->mem; }
-static inline uint32_t *rp_mhead(const sim_rank_prog_t *rp) { return rp->mem + rp->sh->p.nops; }
+static inline uint32_t rp_code_words(uint32_t nops) { return (nops + 15) / 16; }
+static inline unsigned rp_state(const sim_rank_prog_t *rp, uint32_t i)
+{
+    return rp->mem[i >> 4] >> (i & 15) * 2 & 3;
+}
+static inline void rp_set_state(const sim_rank_prog_t *rp, uint32_t i, unsigned st)
+{
+    uint32_t *w = &rp->mem[i >> 4], shift = (i & 15) * 2;
+    *w = (*w & ~(3u << shift)) | st << shift;
+}
+static inline uint32_t *rp_mhead(const sim_rank_prog_t *rp)
+{
+    return rp->mem + rp_code_words(rp->sh->p.nops);
+}
 static inline uint32_t *rp_mtail(const sim_rank_prog_t *rp)
 {
     return rp_mhead(rp) + rp->sh->nmulti;
