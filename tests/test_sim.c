@@ -406,6 +406,37 @@ static void test_goal_parse(void)
         CHECK(rc == 0 && r.t_max == 380, "ping-pong from GOAL: %g, want 380 (%s)", r.t_max, msg);
         sim_goal_free(g);
     }
+    /* Three eager 1-byte sends on one (source, tag), all three receives
+     * posted at 0, and a calc after each rank's three (three edges: its
+     * count is kept outside the rank's two bits a state).  Rank 0 issues
+     * at 0, 20, 40 (NIC gap), its calc runs 50..150.  The messages are in
+     * at 110, 130, 150; the first posted receive must take the first
+     * (FIFO), so rank 1's calc of 1000 after it runs from 120 (CPU after
+     * o) to 1120 -- taking the third first would start it at 160.  The
+     * other two messages wait for that CPU: taken in at 1120 and at 1140
+     * (receive NIC), then the 3-edge calc runs 1150..1160. */
+    const char *fifo = "num_ranks 2\n"
+                       "rank 0 {\n"
+                       "a: send 1b to 1 tag 0\nb: send 1b to 1 tag 0\nc: send 1b to 1 tag 0\n"
+                       "d: calc 100\nd requires a\nd requires b\nd requires c\n"
+                       "}\n"
+                       "rank 1 {\n"
+                       "a: recv 1b from 0 tag 0\nb: recv 1b from 0 tag 0\nc: recv 1b from 0 tag 0\n"
+                       "d: calc 1000\nd requires a\n"
+                       "e: calc 10\ne requires a\ne requires b\ne requires c\n"
+                       "}\n";
+    rc = sim_goal_parse(fifo, strlen(fifo), "fifo.goal", &g, msg, sizeof msg);
+    CHECK(rc == 0, "FIFO GOAL: %s", msg);
+    if (!rc) {
+        sim_model_t m = test_model();
+        m.O = 0, m.G = 0;
+        sim_result_t r;
+        rc = sim_run(&m, 2, sim_goal_build, g, &order_opts, &r, msg, sizeof msg);
+        CHECK(rc == 0 && r.t_max == 1160 && r.t_mean == (150 + 1160) / 2.0,
+              "one key's receives in posting order, 3-edge calcs: %g (mean %g), want 1160 "
+              "(655) (%s)", r.t_max, r.t_mean, rc ? msg : "");
+        sim_goal_free(g);
+    }
     struct {
         const char *text, *want;
     } bad[] = {

@@ -110,8 +110,13 @@ typedef struct sim {
     double noise_prob, noise_ns;
     uint64_t rng;      /* the noise's generator (xorshift64*) */
 
-    uint32_t *work; /* instant operations waiting to run (no recursion) */
-    size_t nwork, workcap;
+    /* Instant operations waiting to run (no recursion), first released
+     * first: receives released together are posted in the order they were
+     * released (a rank's start releases in program order), so the first
+     * of several on one (source, tag) takes the first message, as MPI's
+     * non-overtaking rule has it. */
+    uint32_t *work;
+    size_t nwork, workhead, workcap;
     uint32_t *work_rank;
 
     uint64_t events, messages;
@@ -496,9 +501,8 @@ static void on_recv(sim_t *s, uint32_t r, uint32_t i, double t);
 /* Runs the receives and free calcs released while handling an event. */
 static void run_instant(sim_t *s, double now)
 {
-    while (s->nwork && !s->err) {
-        s->nwork--;
-        uint32_t r = s->work_rank[s->nwork], i = s->work[s->nwork];
+    while (s->workhead < s->nwork && !s->err) {
+        uint32_t r = s->work_rank[s->workhead], i = s->work[s->workhead++];
         if (rp_ops(&s->prog[r])[i].kind == SIM_RECV) {
             on_recv(s, r, i, now);
             continue;
@@ -506,6 +510,7 @@ static void run_instant(sim_t *s, double now)
         satisfy(s, r, i, now, false);
         done(s, r, i, now);
     }
+    s->nwork = s->workhead = 0;
 }
 
 /* ---- posted receives, found by (source, tag) ----
