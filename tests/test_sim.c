@@ -379,6 +379,19 @@ static void test_goal_round_trip(void)
 
 /* GOAL as LogGOPSim's users write it (labels, irequires, cpu, nic,
  * comments), and every malformed file refused with its line. */
+/* Parses a GOAL text and simulates it under m. */
+static int run_goal_text(const char *text, sim_model_t *m, sim_result_t *r, char *msg,
+                         size_t len)
+{
+    sim_goal_t *g;
+    int rc = sim_goal_parse(text, strlen(text), "hand.goal", &g, msg, len);
+    if (rc)
+        return rc;
+    rc = sim_run(m, sim_goal_nrank(g), sim_goal_build, g, &order_opts, r, msg, len);
+    sim_goal_free(g);
+    return rc;
+}
+
 static void test_goal_parse(void)
 {
     const char *good = "// a ping-pong\n"
@@ -395,17 +408,11 @@ static void test_goal_parse(void)
                        "w requires a\n"
                        "b requires w\n"
                        "}\n";
-    sim_goal_t *g;
+    sim_model_t m = test_model();
+    sim_result_t r;
     char msg[300];
-    int rc = sim_goal_parse(good, strlen(good), "pp.goal", &g, msg, sizeof msg);
-    CHECK(rc == 0, "ping-pong GOAL: %s", msg);
-    if (!rc) {
-        sim_model_t m = test_model();
-        sim_result_t r;
-        rc = sim_run(&m, 2, sim_goal_build, g, &order_opts, &r, msg, sizeof msg);
-        CHECK(rc == 0 && r.t_max == 380, "ping-pong from GOAL: %g, want 380 (%s)", r.t_max, msg);
-        sim_goal_free(g);
-    }
+    int rc = run_goal_text(good, &m, &r, msg, sizeof msg);
+    CHECK(rc == 0 && r.t_max == 380, "ping-pong from GOAL: %g, want 380 (%s)", r.t_max, msg);
     /* Three eager 1-byte sends on one (source, tag), all three receives
      * posted at 0, and a calc after each rank's three (three edges: its
      * count is kept outside the rank's two bits a state).  Rank 0 issues
@@ -425,18 +432,12 @@ static void test_goal_parse(void)
                        "d: calc 1000\nd requires a\n"
                        "e: calc 10\ne requires a\ne requires b\ne requires c\n"
                        "}\n";
-    rc = sim_goal_parse(fifo, strlen(fifo), "fifo.goal", &g, msg, sizeof msg);
-    CHECK(rc == 0, "FIFO GOAL: %s", msg);
-    if (!rc) {
-        sim_model_t m = test_model();
-        m.O = 0, m.G = 0;
-        sim_result_t r;
-        rc = sim_run(&m, 2, sim_goal_build, g, &order_opts, &r, msg, sizeof msg);
-        CHECK(rc == 0 && r.t_max == 1160 && r.t_mean == (150 + 1160) / 2.0,
-              "one key's receives in posting order, 3-edge calcs: %g (mean %g), want 1160 "
-              "(655) (%s)", r.t_max, r.t_mean, rc ? msg : "");
-        sim_goal_free(g);
-    }
+    m.O = 0, m.G = 0;
+    rc = run_goal_text(fifo, &m, &r, msg, sizeof msg);
+    CHECK(rc == 0 && r.t_max == 1160 && r.t_mean == (150 + 1160) / 2.0,
+          "one key's receives in posting order, 3-edge calcs: %g (mean %g), want 1160 (655) "
+          "(%s)", r.t_max, r.t_mean, rc ? msg : "");
+    sim_goal_t *g;
     struct {
         const char *text, *want;
     } bad[] = {
@@ -485,7 +486,7 @@ static void test_goal_parse(void)
     rc = sim_goal_parse(annotated, strlen(annotated), "ann.goal", &g, msg, sizeof msg);
     CHECK(rc == 0, "annotated GOAL: %s", msg);
     if (!rc) {
-        sim_model_t m = test_model();
+        m = test_model();
         sim_goal_adapt(g, &m);
         CHECK(m.cpus == 2 && m.ports == 2, "cpus %d ports %d from the file", m.cpus, m.ports);
         char *text = NULL;
@@ -509,16 +510,10 @@ static void test_goal_parse(void)
     /* a deadlocked GOAL file is a simulation error, not a crash */
     const char *cyc = "num_ranks 1\nrank 0 {\na: calc 1\nb: calc 1\na requires b\n"
                       "b requires a\n}\n";
-    rc = sim_goal_parse(cyc, strlen(cyc), "cyc.goal", &g, msg, sizeof msg);
-    CHECK(rc == 0, "cycle parses: %s", msg);
-    if (!rc) {
-        sim_model_t m = test_model();
-        sim_result_t r;
-        rc = sim_run(&m, 1, sim_goal_build, g, &order_opts, &r, msg, sizeof msg);
-        CHECK(rc == WEFT_EINVAL && strstr(msg, "deadlock: rank 0 never finishes"),
-              "a dependency cycle: %s", msg);
-        sim_goal_free(g);
-    }
+    m = test_model();
+    rc = run_goal_text(cyc, &m, &r, msg, sizeof msg);
+    CHECK(rc == WEFT_EINVAL && strstr(msg, "deadlock: rank 0 never finishes"),
+          "a dependency cycle: %s", msg);
 }
 
 /* ---- lower bounds ---- */
