@@ -17,9 +17,10 @@
  *
  * Memory: a rank's program is built when the simulation reaches its start
  * time and then kept once per shape (shape.h: ranks that differ only in
- * their peers share it), the rank holding a counter per operation until
+ * their peers share it), the rank holding two bits per operation until
  * its last operation is done; the rest is per rank a few clocks, plus the
- * event queue (evq.h) and the match table (only what is in flight). */
+ * event queue (evq.h), the match table and the values set aside (only
+ * what is in flight). */
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>

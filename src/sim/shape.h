@@ -5,11 +5,12 @@
  * of a ring but the ends, every rank of recursive doubling.  The simulator
  * keeps one immutable copy of such a program, its shape, in which a peer is
  * a slot (the peers numbered in order of first appearance), and per rank
- * only what changes as it runs: the peers of its slots, a counter per
+ * only what changes as it runs: the peers of its slots, two bits per
  * operation and the FIFOs of its posted receives.  A rank's state then
- * costs 4 bytes an operation, not 30 or more, and the operations and edges
- * every event reads are a few shapes that stay in the cache, not one cold
- * copy per rank (the misses that held million-rank runs to 3 M events/s).
+ * costs a quarter byte an operation, not 30 or more, and the operations
+ * and edges every event reads are a few shapes that stay in the cache, not
+ * one cold copy per rank (the misses that held million-rank runs to 3 M
+ * events/s).
  *
  * A program with more than SHAPE_MAX_PEERS distinct peers (a direct or
  * linear algorithm at scale) keeps its own peers and is not shared. */
