@@ -179,7 +179,7 @@ static void table_remove(sim_shapes_t *t, sim_shape_t *sh)
 }
 
 /* Where a rank's sorted (rank, slot) pairs start in its block, in words
- * (8-aligned): after its counters, FIFOs and peers. */
+ * (8-aligned): after its states, FIFOs and peers. */
 static size_t pairs_at(const sim_shape_t *sh, uint32_t npeers)
 {
     return ((size_t)rp_code_words(sh->p.nops) + 2 * (size_t)sh->nmulti + npeers + 1) &
