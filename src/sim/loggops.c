@@ -243,6 +243,14 @@ static int tab_grow(sim_t *s)
     return 0;
 }
 
+/* Backward-shift deletion in a table with linear probing: the entry at j,
+ * whose home is h, may move into the hole at i unless h lies in (i, j]
+ * (cyclically). */
+static inline bool may_fill(size_t h, size_t i, size_t j)
+{
+    return (j > i && (h <= i || h > j)) || (j < i && (h <= i && h > j));
+}
+
 static void slot_remove(sim_t *s, size_t i)
 {
     size_t mask = s->tabcap - 1, j = i;
@@ -251,9 +259,7 @@ static void slot_remove(sim_t *s, size_t i)
         if (s->tab[j].dst == NIL)
             break;
         size_t h = slot_hash(s, s->tab[j].dst, s->tab[j].src, s->tab[j].tag);
-        /* j's entry may move into the hole at i unless its home lies in
-         * (i, j] (cyclically) */
-        if ((j > i && (h <= i || h > j)) || (j < i && (h <= i && h > j))) {
+        if (may_fill(h, i, j)) {
             s->tab[i] = s->tab[j];
             i = j;
         }
@@ -346,12 +352,11 @@ static uint32_t aside_take(sim_t *s, uint32_t r, uint32_t op)
     if (s->aside[i].rank == NIL)
         return 0;
     uint32_t val = s->aside[i].val;
-    for (;;) { /* backward-shift deletion, as in slot_remove */
+    for (;;) {
         j = (j + 1) & mask;
         if (s->aside[j].rank == NIL)
             break;
-        size_t h = aside_hash(s, s->aside[j].rank, s->aside[j].op);
-        if ((j > i && (h <= i || h > j)) || (j < i && (h <= i && h > j))) {
+        if (may_fill(aside_hash(s, s->aside[j].rank, s->aside[j].op), i, j)) {
             s->aside[i] = s->aside[j];
             i = j;
         }
