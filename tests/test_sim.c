@@ -377,8 +377,6 @@ static void test_goal_round_trip(void)
     CHECK(tried > 80, "only %d round trips", tried);
 }
 
-/* GOAL as LogGOPSim's users write it (labels, irequires, cpu, nic,
- * comments), and every malformed file refused with its line. */
 /* Parses a GOAL text and simulates it under m. */
 static int run_goal_text(const char *text, sim_model_t *m, sim_result_t *r, char *msg,
                          size_t len)
@@ -392,6 +390,8 @@ static int run_goal_text(const char *text, sim_model_t *m, sim_result_t *r, char
     return rc;
 }
 
+/* GOAL as LogGOPSim's users write it (labels, irequires, cpu, nic,
+ * comments), and every malformed file refused with its line. */
 static void test_goal_parse(void)
 {
     const char *good = "// a ping-pong\n"
@@ -413,9 +413,10 @@ static void test_goal_parse(void)
     char msg[300];
     int rc = run_goal_text(good, &m, &r, msg, sizeof msg);
     CHECK(rc == 0 && r.t_max == 380, "ping-pong from GOAL: %g, want 380 (%s)", r.t_max, msg);
-    /* Three eager 1-byte sends on one (source, tag), all three receives
-     * posted at 0, and a calc after each rank's three (three edges: its
-     * count is kept outside the rank's two bits a state).  Rank 0 issues
+    /* Three eager 1-byte sends on one (source, tag) (a key of several
+     * receives: their FIFO's links are set aside), all three receives
+     * posted at 0, and on each rank a calc after all three (three edges:
+     * its count is set aside too, beside the two bits).  Rank 0 issues
      * at 0, 20, 40 (NIC gap), its calc runs 50..150.  The messages are in
      * at 110, 130, 150; the first posted receive must take the first
      * (FIFO), so rank 1's calc of 1000 after it runs from 120 (CPU after
