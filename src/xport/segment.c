@@ -18,11 +18,32 @@
 #include "segment.h"
 
 /* Cells per ring: a power of two (shm.c indexes a ring by sequence number
- * & (ncells - 1)), halved when memory is short. */
+ * & (ncells - 1)), halved when memory is short.
+ *
+ * Up to 8 ranks, none sharing a core, a ring spans twice a core's L2: a
+ * ring that fits the L2 keeps its lines in the reader's cache, so each
+ * line the sender rewrites must first be taken back from the other core.
+ * Two threads streaming 16 KiB chunks from one core to the other here (1
+ * MiB L2 per core) moved 7.5-8 GB/s through a 64-512 KiB ring, 13 through
+ * 1 MiB and 16-25 through 2 MiB; a 2-rank allreduce of 1 MiB through cells
+ * took 67 us with 2 MiB rings against 96 with 512 KiB (PERFORMANCE.md).
+ * Ranks that share cores keep 512 KiB: at 4 ranks on 2 cores the larger
+ * rings made allreduce of 64 KiB-1 MiB about twice as slow (likely because
+ * two ranks on one core pass lines through their common L2, which a larger
+ * ring no longer fits). */
 static uint32_t cells_for(int nrank)
 {
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (nrank <= 8 && cores > 0 && nrank <= cores) {
+        long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+        size_t want = 2 * (size_t)(l2 > 0 && l2 <= (64l << 20) ? l2 : 1l << 20);
+        uint32_t n = CELLS_SMALL_P;
+        while ((size_t)n * CELL_PAYLOAD < want && n < CELLS_MAX)
+            n *= 2;
+        return n;
+    }
     if (nrank <= 8)
-        return 32;
+        return CELLS_SMALL_P;
     if (nrank <= 32)
         return 8;
     if (nrank <= 128)
@@ -64,9 +85,10 @@ static void lay_out(int nrank, uint32_t ncells, uint32_t payload, geometry_t *g)
 }
 
 /* The rings' geometry: as many cells as the rank count suits, of
- * CELL_PAYLOAD bytes, shrunk (payload first, then cells) until the planned
- * rings fit in what the job may take; the least it shrinks to is CELLS_MIN
- * cells of CELL_PAYLOAD_MIN.  A smaller geometry only costs speed. */
+ * CELL_PAYLOAD bytes, shrunk (the cells beyond CELLS_SMALL_P first, then
+ * the payload, then the cells) until the planned rings fit in what the job
+ * may take; the least it shrinks to is CELLS_MIN cells of
+ * CELL_PAYLOAD_MIN.  A smaller geometry only costs speed. */
 static void choose_geometry(int nrank, size_t avail, geometry_t *g)
 {
     uint32_t ncells = cells_for(nrank), payload = CELL_PAYLOAD;
@@ -74,7 +96,9 @@ static void choose_geometry(int nrank, size_t avail, geometry_t *g)
         lay_out(nrank, ncells, payload, g);
         if (g->needed <= avail)
             return;
-        if (payload > CELL_PAYLOAD_MIN)
+        if (ncells > CELLS_SMALL_P)
+            ncells /= 2;
+        else if (payload > CELL_PAYLOAD_MIN)
             payload /= 2;
         else if (ncells > CELLS_MIN)
             ncells /= 2;

@@ -22,6 +22,8 @@
 #define CELL_PAYLOAD 16384u   /* a cell's payload when memory allows */
 #define CELL_PAYLOAD_MIN 1024u /* and the least it may shrink to (seg_create) */
 #define CELLS_MIN 2u
+#define CELLS_SMALL_P 32u /* cells per ring up to 8 ranks, at least (segment.c) */
+#define CELLS_MAX 256u
 /* The board (src/shmcoll): BOARD_SLOTS slots per rank, each written by its
  * rank only and read by the peers of one call. */
 #define BOARD_SLOTS 8u
