@@ -178,6 +178,7 @@ static void enqueue_roots(exec_t *e, const sched_img_t *s)
         e->round_left[r] = sched_round_size(s, r);
     for (uint32_t i = 0; i < s->nsteps; i++) {
         e->pending[i] = sched_step_waits(s, i);
+        e->reqs[i].sink.seed = NULL; /* fuse_copy sets it for this call only */
         if (!e->pending[i])
             enqueue(e, i);
     }
@@ -243,6 +244,32 @@ static inline char *at(char *base, uint64_t off, size_t es)
     return base ? base + off * es : NULL;
 }
 
+/* A copy whose one successor is a receive-and-reduce into the very same
+ * region, waiting for nothing else (rabenseifner's first step keeps its
+ * half of the input so): instead of copying now and reducing into the
+ * copy as the message comes, a second pass over the destination that
+ * comes from memory once the region outgrows the caches, the receive
+ * reduces the copy's source and the message into the destination
+ * (sink.c).  Nothing else may touch the region before the receive
+ * completes: a step that did would race with the receive in the schedule
+ * as built.  2-rank allreduce: PERFORMANCE.md, "The copy fused". */
+static bool fuse_copy(exec_t *e, uint32_t i, const step_t *c, const char *src, char *d,
+                      size_t bytes)
+{
+    uint32_t k, end;
+    sched_succ(e->s, i, &k, &end);
+    if (end - k != 1 || (src < d + bytes && d < src + bytes))
+        return false;
+    uint32_t j = e->s->succ[k];
+    if (e->pending[j] != 1 || sched_step_kind(e->s, j) != STEP_RECV_REDUCE)
+        return false;
+    const step_t r = sched_step(e->s, j);
+    if (r.dst_buf != c->dst_buf || r.dst_off != c->dst_off || r.len != c->len)
+        return false;
+    e->reqs[j].sink.seed = src;
+    return true;
+}
+
 static int run_step(exec_t *e, uint32_t i)
 {
     const step_t step = sched_step(e->s, i), *st = &step;
@@ -253,7 +280,7 @@ static int run_step(exec_t *e, uint32_t i)
     case STEP_COPY: {
         char *d = at(e->buf[st->dst_buf], st->dst_off, es);
         const char *src = at(e->buf[st->src_buf], st->src_off, es);
-        if (d != src && bytes)
+        if (d != src && bytes && !fuse_copy(e, i, st, src, d, bytes))
             memcpy(d, src, bytes);
         break;
     }
@@ -283,7 +310,7 @@ static int run_step(exec_t *e, uint32_t i)
         } else {
             r->sink.dst = at(e->buf[st->dst_buf], st->dst_off, es);
             r->sink.red = st->kind == STEP_RECV_REDUCE ? &e->red : NULL;
-            r->sink.src_left = st->flags & STEP_SRC_LEFT;
+            r->sink.src_left = st->flags & STEP_SRC_LEFT; /* sink.seed: fuse_copy */
             rc = e->x->ops->irecv(e->x, r);
         }
         return rc; /* completion arrives through on_comm_done */

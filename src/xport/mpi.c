@@ -220,8 +220,7 @@ static int mpi_progress(xport_t *xp)
         }
         stage_t *s = r->priv;
         if (s) { /* receive-and-reduce: reduce from the staging buffer */
-            reducer_apply(r->sink.red, r->sink.dst, s->buf, r->bytes / r->sink.red->esize,
-                          r->sink.src_left);
+            xsink_deliver(&r->sink, 0, s->buf, r->bytes);
             s->next = x->free_stages;
             x->free_stages = s;
             r->priv = NULL;

@@ -198,17 +198,6 @@ static void enqueue(xreq_t **head, xreq_t **tail, xreq_t *r)
     *tail = r;
 }
 
-static void deliver(const xsink_t *sk, size_t off, const void *src, size_t len)
-{
-    if (!len)
-        return;
-    char *d = (char *)sk->dst + off;
-    if (!sk->red)
-        memcpy(d, src, len);
-    else
-        reducer_apply(sk->red, d, src, len / sk->red->esize, sk->src_left);
-}
-
 static void notify(shm_xport_t *x, int peer)
 {
     seg_rank_t *rk = seg_rank(&x->seg, peer);
@@ -330,7 +319,7 @@ static int cma_read(shm_xport_t *x, int src, const cma_desc_t *d, const xsink_t 
                               n < 0 ? strerror(errno) : "short read");
         }
         if (sk->red)
-            deliver(sk, off, to, (size_t)n);
+            xsink_deliver(sk, off, to, (size_t)n);
         off += (size_t)n;
     }
     return WEFT_OK;
@@ -392,7 +381,7 @@ static int coop_read(shm_xport_t *x, int src, ring_hdr_t *ring, const cma_desc_t
     while (!rc && coop_take(ring, base, n, &idx)) {
         size_t off = (size_t)idx * piece, len = total - off < piece ? total - off : piece;
         rc = cma_read(x, src, &(cma_desc_t){d->addr + off, d->pid, 0, 0},
-                      &(xsink_t){dst + off, NULL, false}, len);
+                      &(xsink_t){dst + off, NULL, false, NULL}, len);
         mine++;
     }
     /* nothing more is taken, even after an error */
@@ -436,7 +425,7 @@ static int coop_poll(shm_xport_t *x, int src)
         size_t off = (size_t)(o - 1) * ps->coop.piece;
         size_t len = ps->coop.total - off < ps->coop.piece ? ps->coop.total - off : ps->coop.piece;
         int rc = cma_read(x, src, &(cma_desc_t){ps->coop.d.addr + off, ps->coop.d.pid, 0, 0},
-                          &(xsink_t){ps->coop.dst + off, NULL, false}, len);
+                          &(xsink_t){ps->coop.dst + off, NULL, false, NULL}, len);
         if (rc)
             return -rc;
         ps->coop.landed++;
@@ -739,7 +728,7 @@ static void finish_recv(xreq_t *r, int err) { r->cb(r, err); }
 /* Delivers a complete unexpected message to r and frees it. */
 static void unexp_deliver(xreq_t *r, unexp_t *u)
 {
-    deliver(&r->sink, 0, u->data, u->total);
+    xsink_deliver(&r->sink, 0, u->data, u->total);
     free(u->data);
     free(u);
     finish_recv(r, WEFT_OK);
@@ -778,7 +767,7 @@ static int read_whole(shm_xport_t *x, int src, ring_hdr_t *ring, cell_t *c, cons
     peer_state_t *ps = &x->peers[src];
     if (d.in_arena && ps->arena && d.arena_off <= ps->arena_span &&
         c->total <= ps->arena_span - d.arena_off) {
-        deliver(sk, 0, ps->arena + d.arena_off, c->total);
+        xsink_deliver(sk, 0, ps->arena + d.arena_off, c->total);
     } else if (d.in_arena) {
         x->err = WEFT_EINTERNAL;
         return weft_error(WEFT_EINTERNAL, "rank %d sent from its arena, which this rank has "
@@ -908,7 +897,7 @@ static int poll_from(shm_xport_t *x, int src)
                     tail = &(*tail)->next;
                 *tail = u;
                 if (c->kind == CELL_READ_ME) {
-                    int rc = read_whole(x, src, ring, c, &(xsink_t){u->data, NULL, false});
+                    int rc = read_whole(x, src, ring, c, &(xsink_t){u->data, NULL, false, NULL});
                     if (rc)
                         return -rc;
                     moved = 1;
@@ -928,7 +917,7 @@ static int poll_from(shm_xport_t *x, int src)
         if (ps->cur) {
             if (ps->in_clock.on && !t_run)
                 t_run = weft_now_ns();
-            deliver(&ps->cur->sink, ps->cur->done, cell_data(c, c->total), len);
+            xsink_deliver(&ps->cur->sink, ps->cur->done, cell_data(c, c->total), len);
             ps->cur->done += len;
         } else if (len) {
             memcpy(ps->cur_unexp->data + ps->cur_unexp->done, cell_data(c, c->total), len);

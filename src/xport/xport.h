@@ -90,7 +90,15 @@ typedef struct xsink {
     void *dst;
     const reducer_t *red; /* NULL: plain copy */
     bool src_left;        /* incoming data is the left operand */
+    /* A receive-and-reduce whose destination a copy step was to fill just
+     * before (the engine fused them): dst = seed (op) incoming, read from
+     * here at the same offsets, so the destination is written once. */
+    const char *seed;
 } xsink_t;
+
+/* Delivers len bytes of a message at offset off into sk (copying or
+ * reducing; shared by the transports). */
+void xsink_deliver(const xsink_t *sk, size_t off, const void *src, size_t len);
 
 struct xreq {
     void (*cb)(xreq_t *req, int err);

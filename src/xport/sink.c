@@ -1,0 +1,36 @@
+/* sink.c — delivering a message's bytes into a receive's destination, for
+ * every transport: a copy, a reduction into place, or, for a receive the
+ * engine fused with the copy step before it (engine.c, fuse_copy), the
+ * seed reduced with the message into the destination.  The last goes in
+ * blocks small enough that a block of the destination is still in L1
+ * when it is reduced: the destination is written once where copy and
+ * reduction wrote it twice, and read back from memory in between once it
+ * outgrew the caches. */
+#include <string.h>
+
+#include "xport.h"
+
+#define SEED_BLOCK 8192u /* a multiple of every element size */
+
+void xsink_deliver(const xsink_t *sk, size_t off, const void *src, size_t len)
+{
+    if (!len)
+        return;
+    char *d = (char *)sk->dst + off;
+    if (!sk->red) {
+        memcpy(d, src, len);
+        return;
+    }
+    size_t es = sk->red->esize;
+    if (!sk->seed) {
+        reducer_apply(sk->red, d, src, len / es, sk->src_left);
+        return;
+    }
+    const char *seed = sk->seed + off, *in = src;
+    for (size_t at = 0; at < len;) {
+        size_t b = len - at < SEED_BLOCK ? len - at : SEED_BLOCK;
+        memcpy(d + at, seed + at, b);
+        reducer_apply(sk->red, d + at, in + at, b / es, sk->src_left);
+        at += b;
+    }
+}
