@@ -85,7 +85,15 @@ static long env_number(const char *v, long lo, long hi)
 
 int config_numbers_from_env(int *node_size, uint64_t *timeout_ns)
 {
-    const char *ns = getenv("WEFT_NODE_SIZE"), *to = getenv("WEFT_TIMEOUT_MS");
+    const char *ns = getenv("WEFT_NODE_SIZE"), *to = getenv("WEFT_TIMEOUT_MS"),
+               *sm = getenv("WEFT_STREAM_MIN");
+    long st = sm && *sm ? env_number(sm, 1, 1L << 40) : 0;
+    if (st < 0)
+        return weft_error(WEFT_EINVAL, "WEFT_STREAM_MIN=%s: want a size in bytes, 1 to 2^40 (a "
+                                       "received message from this size is written with "
+                                       "streaming stores)", sm);
+    if (st)
+        exec_set_stream_min((uint64_t)st);
     long k = ns && *ns ? env_number(ns, 1, 65536) : 0;
     if (k < 0)
         return weft_error(WEFT_EINVAL, "WEFT_NODE_SIZE=%s: want a number of ranks per node, "

@@ -343,7 +343,7 @@ int arrival_recv(exec_t *e, uint32_t i, int peer, uint32_t tag, void *dst, size_
                  bool reduce)
 {
     xreq_t *r = fill(e, i, peer, tag, bytes);
-    r->sink = (xsink_t){dst, reduce ? &e->red : NULL, true, NULL};
+    r->sink = (xsink_t){.dst = dst, .red = reduce ? &e->red : NULL, .src_left = true};
     return e->x->ops->irecv(e->x, r);
 }
 

@@ -381,7 +381,7 @@ static int coop_read(shm_xport_t *x, int src, ring_hdr_t *ring, const cma_desc_t
     while (!rc && coop_take(ring, base, n, &idx)) {
         size_t off = (size_t)idx * piece, len = total - off < piece ? total - off : piece;
         rc = cma_read(x, src, &(cma_desc_t){d->addr + off, d->pid, 0, 0},
-                      &(xsink_t){dst + off, NULL, false, NULL}, len);
+                      &(xsink_t){.dst = dst + off}, len);
         mine++;
     }
     /* nothing more is taken, even after an error */
@@ -425,7 +425,7 @@ static int coop_poll(shm_xport_t *x, int src)
         size_t off = (size_t)(o - 1) * ps->coop.piece;
         size_t len = ps->coop.total - off < ps->coop.piece ? ps->coop.total - off : ps->coop.piece;
         int rc = cma_read(x, src, &(cma_desc_t){ps->coop.d.addr + off, ps->coop.d.pid, 0, 0},
-                          &(xsink_t){ps->coop.dst + off, NULL, false, NULL}, len);
+                          &(xsink_t){.dst = ps->coop.dst + off}, len);
         if (rc)
             return -rc;
         ps->coop.landed++;
@@ -897,7 +897,7 @@ static int poll_from(shm_xport_t *x, int src)
                     tail = &(*tail)->next;
                 *tail = u;
                 if (c->kind == CELL_READ_ME) {
-                    int rc = read_whole(x, src, ring, c, &(xsink_t){u->data, NULL, false, NULL});
+                    int rc = read_whole(x, src, ring, c, &(xsink_t){.dst = u->data});
                     if (rc)
                         return -rc;
                     moved = 1;

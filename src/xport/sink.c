@@ -6,11 +6,47 @@
  * when it is reduced: the destination is written once where copy and
  * reduction wrote it twice, and read back from memory in between once it
  * outgrew the caches. */
+#include <stdint.h>
 #include <string.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "xport.h"
 
 #define SEED_BLOCK 8192u /* a multiple of every element size */
+
+/* memcpy with streaming stores where the destination is 16-byte aligned
+ * (the head and tail around that by memcpy); a plain memcpy elsewhere.
+ * The caller fences (stream_done) before anything says the bytes are in. */
+static void copy_streaming(char *d, const char *s, size_t n)
+{
+#if defined(__x86_64__)
+    size_t head = (16 - ((uintptr_t)d & 15)) & 15;
+    if (head > n)
+        head = n;
+    memcpy(d, s, head);
+    d += head, s += head, n -= head;
+    for (; n >= 64; d += 64, s += 64, n -= 64) {
+        __m128i a = _mm_loadu_si128((const __m128i *)s),
+                b = _mm_loadu_si128((const __m128i *)(s + 16)),
+                c = _mm_loadu_si128((const __m128i *)(s + 32)),
+                e = _mm_loadu_si128((const __m128i *)(s + 48));
+        _mm_stream_si128((__m128i *)d, a);
+        _mm_stream_si128((__m128i *)(d + 16), b);
+        _mm_stream_si128((__m128i *)(d + 32), c);
+        _mm_stream_si128((__m128i *)(d + 48), e);
+    }
+#endif
+    memcpy(d, s, n);
+}
+
+static void stream_done(void)
+{
+#if defined(__x86_64__)
+    _mm_sfence(); /* streaming stores are not ordered with later ones */
+#endif
+}
 
 void xsink_deliver(const xsink_t *sk, size_t off, const void *src, size_t len)
 {
@@ -18,7 +54,10 @@ void xsink_deliver(const xsink_t *sk, size_t off, const void *src, size_t len)
         return;
     char *d = (char *)sk->dst + off;
     if (!sk->red) {
-        memcpy(d, src, len);
+        if (sk->stream)
+            copy_streaming(d, src, len), stream_done();
+        else
+            memcpy(d, src, len);
         return;
     }
     size_t es = sk->red->esize;
@@ -26,11 +65,19 @@ void xsink_deliver(const xsink_t *sk, size_t off, const void *src, size_t len)
         reducer_apply(sk->red, d, src, len / es, sk->src_left);
         return;
     }
+    /* streaming: each block is reduced in a buffer that stays in L1 and
+     * then streamed out, so the destination is never read */
+    _Alignas(64) char block[SEED_BLOCK];
     const char *seed = sk->seed + off, *in = src;
     for (size_t at = 0; at < len;) {
         size_t b = len - at < SEED_BLOCK ? len - at : SEED_BLOCK;
-        memcpy(d + at, seed + at, b);
-        reducer_apply(sk->red, d + at, in + at, b / es, sk->src_left);
+        char *to = sk->stream ? block : d + at;
+        memcpy(to, seed + at, b);
+        reducer_apply(sk->red, to, in + at, b / es, sk->src_left);
+        if (sk->stream)
+            copy_streaming(d + at, block, b);
         at += b;
     }
+    if (sk->stream)
+        stream_done();
 }

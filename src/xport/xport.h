@@ -94,6 +94,9 @@ typedef struct xsink {
      * before (the engine fused them): dst = seed (op) incoming, read from
      * here at the same offsets, so the destination is written once. */
     const char *seed;
+    /* a destination too large to stay in the caches: written with
+     * streaming stores, which skip reading each line before writing it */
+    bool stream;
 } xsink_t;
 
 /* Delivers len bytes of a message at offset off into sk (copying or
