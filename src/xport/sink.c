@@ -5,7 +5,9 @@
  * blocks small enough that a block of the destination is still in L1
  * when it is reduced: the destination is written once where copy and
  * reduction wrote it twice, and read back from memory in between once it
- * outgrew the caches. */
+ * outgrew the caches.  A large message's copy, or fused reduction, is
+ * written with streaming stores (sink.stream, engine.c says when), which
+ * do not read the destination's lines before writing them. */
 #include <stdint.h>
 #include <string.h>
 #if defined(__x86_64__)
