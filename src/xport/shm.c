@@ -50,9 +50,10 @@
  * against 55-80 ns and 5.8-6.7 GB/s):
  * every path in which the sender copies then loses to the receiver reading
  * the sender's buffer itself, by 2.7x for a 2-rank reduce of 1 MiB
- * (PERFORMANCE.md).  While the flag is up, reducing messages from 64 KiB go
- * by single copy, an idle sender's too, and every 16th one through cells
- * again to look whether the phase is over.  Where ranks do not outnumber
+ * (PERFORMANCE.md).  While the flag is up, messages from 64 KiB go by
+ * single copy (reductions, an idle sender's too, and copies, which rings
+ * past the L2 otherwise keep from 1 MiB), and every 16th one through
+ * cells again to look whether the phase is over.  Where ranks do not outnumber
  * the cores only: that is where it was measured (oversubscribed, which
  * path serves a slow pair best is not known).
  *
@@ -156,13 +157,19 @@ typedef struct shm_xport {
  * from 64 KiB (16 MiB bcast: 1.03-1.07 ms), so that limit goes. */
 #define CMA_MIN_DEFAULT (1u << 20)
 /* Rings larger than a core's L2 (segment.c: up to 8 ranks, none sharing a
- * core) move cells twice as fast, and a reducing message is then faster
+ * core) move cells twice as fast.  A reducing message is then faster
  * through them at every size: a 2-rank rabenseifner allreduce took 132-135
- * us at 2 MiB against 246-249 by single copy, 316-620 against 529-582 at 4
- * MiB, 3.6-3.8 ms against 4.4-4.8 at 16 MiB, 7.4-7.9 against 10.0-11.0 at
- * 32 MiB.  Such a message goes by single copy only while slow cells say
- * so. */
+ * us at 2 MiB against 246-249 by single copy, 3.6-3.8 ms against 4.4-4.8
+ * at 16 MiB, 7.4-7.9 against 10.0-11.0 at 32 MiB.  So is a copy from 1 MiB
+ * (once large messages were streamed out of the cells): a 2-rank binomial
+ * bcast (single copy with both copying) took 33.5-34 us at 1 MiB against
+ * 47-52, 0.83-0.90 ms at 16 MiB against 1.68-1.81, 4.55-4.66 at 64 MiB
+ * against 7.6-7.9; below 1 MiB cells were bimodal from run to run (256
+ * KiB: 9.8-10.2 or 23.7-24.4 us, against 13.3-16.3), so copies keep
+ * single copy there.  Such messages go by single copy otherwise only while
+ * slow cells say so. */
 #define CMA_MIN_LARGE_RINGS (SIZE_MAX / 2)
+#define CMA_MAX_COPY_LARGE_RINGS (1u << 20)
 #define CMA_MIN_COPY_DEFAULT (64u << 10)
 #define CMA_MAX_COPY_DEFAULT (4u << 20)
 /* From the arena a message costs its receiver one copy (or reduce) from
@@ -278,7 +285,8 @@ static void say_paths(shm_xport_t *x, int src)
             "weft_alloc buffers in place (arena): %s; others by process_vm_readv: %s%s%s%s; "
             "rings of %u cells of %u KiB\n",
             x->base.rank, src, arena ? "yes" : "no", cma ? "yes" : "no",
-            cma && x->cma_min == CMA_MIN_LARGE_RINGS ? " (copies; reductions through cells)" : "",
+            cma && x->cma_min == CMA_MIN_LARGE_RINGS ? " (copies below 1 MiB; others only while "
+                                                        "cells are slow)" : "",
             x->cma_min == SIZE_MAX ? " (WEFT_CMA=0)" : arena && cma ? "" : "; else through cells",
             cma && x->both_copy ? ", the sender writing pieces too (WEFT_CMA_HELP)" : "",
             x->ncells, x->payload >> 10);
@@ -613,10 +621,12 @@ static void cells_out_timed(shm_xport_t *x, peer_state_t *ps, int dst, size_t by
     }
 }
 
-/* A reducing send while this pair's cells are slow (by the receiver's
- * clock, in the ring header, or by this rank's own): single copy from
- * 64 KiB, but every CELLS_RETRY-th one that can be timed goes through
- * cells, to learn when they are fast again. */
+/* A send while this pair's cells are slow (by the receiver's clock, in the
+ * ring header, or by this rank's own): single copy from 64 KiB, but every
+ * CELLS_RETRY-th one that can be timed goes through cells, to learn when
+ * they are fast again.  Copies too: with rings past the L2 those of 1 MiB
+ * and more take cells by default, and in the slow phase a receiver
+ * reading the sender's buffer itself loses least. */
 static bool slow_cells_say_cma(shm_xport_t *x, ring_hdr_t *ring, const xreq_t *r)
 {
     peer_state_t *ps = &x->peers[r->peer];
@@ -639,7 +649,7 @@ static bool single_copy(shm_xport_t *x, ring_hdr_t *ring, const xreq_t *r, cma_d
         return true;
     }
     bool cma = atomic_load_explicit(&ring->cma, memory_order_acquire) == RING_CMA_YES;
-    if (!r->copied && cma && slow_cells_say_cma(x, ring, r))
+    if (cma && slow_cells_say_cma(x, ring, r))
         return true;
     /* a receiver that reduces a single-copy message reads it into a bounce
      * buffer and reduces it, alone; through cells the idle sender copies
@@ -1315,8 +1325,10 @@ int xport_shm_open(const char *segname, int rank, int size, xport_t **out)
     }
     x->ncells = x->seg.hdr->ncells;
     x->payload = x->seg.hdr->payload;
-    if (x->ncells > CELLS_SMALL_P && x->cma_min == CMA_MIN_DEFAULT && !x->forced_min)
+    if (x->ncells > CELLS_SMALL_P && x->cma_min == CMA_MIN_DEFAULT && !x->forced_min) {
         x->cma_min = CMA_MIN_LARGE_RINGS;
+        x->cma_max_copy = CMA_MAX_COPY_LARGE_RINGS;
+    }
     if (x->cma_min != SIZE_MAX) {
         cma_probe_word = (uint64_t)(uint32_t)x->pid ^ SEG_MAGIC;
         seg_rank(&x->seg, rank)->probe = (uint64_t)(uintptr_t)&cma_probe_word;
