@@ -39,11 +39,11 @@
  * mapped that arena when it found the ring, copies or reduces straight from
  * the sender's pages, with no system call and no bounce buffer.
  *
- * Slow cells: a sender times how fast it copies each message of 64 KiB to
- * 4 MiB into cells, and a receiver how fast it takes a matched one out
- * (its copies or reductions from them, not its waits, telling the sender
- * in the ring header); two slow ones in a row, under a few GB/s, make the
- * cells slow for that pair.  On
+ * Slow cells: a sender times how fast it copies each message of 64 KiB or
+ * more into cells, and a receiver how fast it takes a matched one of up to
+ * 4 MiB out (its copies or reductions from them, not its waits, telling the sender
+ * in the ring header); three slow ones in a row, under a few GB/s, make
+ * the cells slow for that pair.  On
  * this 2-core VM that happens in phases in which a line one core wrote
  * reaches the other several times slower (a two-thread ping-pong: a round
  * trip of 345-386 ns, 64 KiB written and read across at 1.7-1.9 GB/s,
@@ -68,6 +68,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -186,10 +187,19 @@ typedef struct shm_xport {
  * reduce of 64 KiB-4 MiB, median (5th percentile) GB/s of a run: copying
  * in 9.5-17 (6.7-9.6) in the fast phase, 2.6 (1.4) in the slow one; taking
  * out 26-37 (13-34), and 10 (4.3).  WEFT_CELLS_SLOW_GBPS sets the rate
- * (0: never slow; tests set it high to take the switch every time). */
+ * (0: never slow; tests set it high to take the switch every time).
+ * Since the rings past the L2 carry large messages, the fast phase gave
+ * messages of 3-5 GB/s on either side (a destination beyond the caches;
+ * 2-3 GB/s while a ring's pages still faulted in, ring_fault_in), which at
+ * 5 GB/s and two in a row kept switching pairs to single copy: so 3 GB/s,
+ * three in a row (CELLS_SLOW_RUN).  In the slow phase a sender then copied
+ * in at 2.3-2.9 GB/s and switched; its retries through cells read 3.7-4.3
+ * and switched back, so about 4 messages in 19 still take the slow
+ * cells. */
+#define CELLS_SLOW_RUN 3u
 #define CELLS_TIMED_MIN (64u << 10)
 #define CELLS_TIMED_MAX (4u << 20)
-#define CELLS_SLOW_GBPS_DEFAULT 5.0
+#define CELLS_SLOW_GBPS_DEFAULT 3.0
 #define CELLS_RETRY 16u
 /* what a rank's probe word holds: peers that read it back can read us */
 static uint64_t cma_probe_word;
@@ -292,11 +302,30 @@ static void say_paths(shm_xport_t *x, int src)
             x->ncells, x->payload >> 10);
 }
 
+/* Maps every page of a ring in this process now, writable for its sender
+ * (MADV_POPULATE_WRITE) or readable for its receiver, without touching
+ * the bytes.  Otherwise a ring's pages fault in as messages first reach
+ * them (small messages touch only a cell's first page), so the first
+ * larger messages ran at 2-3 GB/s and slow cells took them for a slow
+ * phase.  A 2 MiB ring: 512 pages, once per pair; a kernel without it
+ * (before 5.14) faults them in as before. */
+static void ring_fault_in(shm_xport_t *x, ring_hdr_t *ring, bool writing)
+{
+#if defined(MADV_POPULATE_READ) && defined(MADV_POPULATE_WRITE)
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), a = (uintptr_t)ring & ~(page - 1);
+    uintptr_t end = (uintptr_t)ring + x->seg.hdr->chan_stride;
+    (void)madvise((void *)a, end - a, writing ? MADV_POPULATE_WRITE : MADV_POPULATE_READ);
+#else
+    (void)x, (void)ring, (void)writing;
+#endif
+}
+
 /* The ring from src, or NULL while src has sent nothing. */
 static ring_hdr_t *ring_from(shm_xport_t *x, int src)
 {
     peer_state_t *ps = &x->peers[src];
     if (!ps->in && (ps->in = seg_ring_find(&x->seg, src, x->base.rank))) {
+        ring_fault_in(x, ps->in, false);
         atomic_store_explicit(&ps->in->cma, cma_probe(x, src), memory_order_release);
         atomic_store_explicit(&ps->in->arena, arena_probe(x, src), memory_order_release);
         say_paths(x, src);
@@ -569,12 +598,16 @@ static void cell_free(shm_xport_t *x, peer_state_t *ps, ring_hdr_t *ring)
 }
 
 /* Whether a message of these bytes through cells is timed (slow cells),
- * given the receiver's reducer (NULL on the sending side, or for a copy):
- * only where the work timed is far faster than the rate in any phase. */
-static bool cells_timed(const shm_xport_t *x, size_t bytes, const reducer_t *red)
+ * on the sending side or on the receiving side with the receiver's
+ * reducer (NULL for a copy): only where the work timed is far faster than
+ * the rate in any phase.  A receiver's larger messages are not timed: it
+ * writes a destination that no longer fits the caches (or faults it in),
+ * which took 1-5 GB/s in the fast phase once such messages went through
+ * the rings past the L2. */
+static bool cells_timed(const shm_xport_t *x, size_t bytes, bool sending, const reducer_t *red)
 {
     return x->cells_slow_gbps && x->cores_enough && bytes >= CELLS_TIMED_MIN &&
-           bytes <= CELLS_TIMED_MAX && (!red || (!red->user && red->esize >= 4));
+           (sending || (bytes <= CELLS_TIMED_MAX && (!red || (!red->user && red->esize >= 4))));
 }
 
 /* The clock runs from *t_run (0: not running) to now, within one call
@@ -588,20 +621,21 @@ static void cells_clock_lap(cells_clock_t *k, uint64_t *t_run)
 
 /* A timed message of bytes has been moved: whether the cells are slow
  * now.  One slow message in a few hundred is an interrupt or a page
- * fault: two in a row make the cells slow, one fast message fast again. */
+ * fault: CELLS_SLOW_RUN in a row make the cells slow, one fast message
+ * fast again. */
 static bool cells_clock_stop(const shm_xport_t *x, cells_clock_t *k, size_t bytes, double *gbps)
 {
     k->on = false;
     *gbps = (double)bytes / (double)(k->ns ? k->ns : 1);
     k->slow_run = *gbps < x->cells_slow_gbps ? k->slow_run + 1 : 0;
-    return k->slow_run >= 2;
+    return k->slow_run >= CELLS_SLOW_RUN;
 }
 
 static void cells_say(const shm_xport_t *x, bool sending, int peer, double gbps, bool slow)
 {
     static unsigned said; /* a phase that comes and goes: say it a few times */
     if (weft_verbose() && said++ < 8)
-        fprintf(stderr, "weft: rank %d: %s rank %d through cells at %.1f GB/s (%s %g): reducing "
+        fprintf(stderr, "weft: rank %d: %s rank %d through cells at %.1f GB/s (%s %g): "
                 "messages of 64 KiB or more from rank %d to rank %d now go %s\n", x->base.rank,
                 sending ? "copied a message to" : "took a message from", peer, gbps,
                 slow ? "below" : "at least", x->cells_slow_gbps,
@@ -623,8 +657,9 @@ static void cells_out_timed(shm_xport_t *x, peer_state_t *ps, int dst, size_t by
 
 /* A send while this pair's cells are slow (by the receiver's clock, in the
  * ring header, or by this rank's own): single copy from 64 KiB, but every
- * CELLS_RETRY-th one that can be timed goes through cells, to learn when
- * they are fast again.  Copies too: with rings past the L2 those of 1 MiB
+ * CELLS_RETRY-th one goes through cells (timed by this rank), to learn
+ * when they are fast again: a job of large messages alone must not stay
+ * on single copy for good after a false alarm.  Copies too: with rings past the L2 those of 1 MiB
  * and more take cells by default, and in the slow phase a receiver
  * reading the sender's buffer itself loses least. */
 static bool slow_cells_say_cma(shm_xport_t *x, ring_hdr_t *ring, const xreq_t *r)
@@ -633,7 +668,7 @@ static bool slow_cells_say_cma(shm_xport_t *x, ring_hdr_t *ring, const xreq_t *r
     if (!x->cells_slow_gbps || x->forced_min || r->bytes < CELLS_TIMED_MIN ||
         !(ps->out_slow || atomic_load_explicit(&ring->cells_slow, memory_order_relaxed)))
         return false;
-    return r->bytes > CELLS_TIMED_MAX || ++ps->slow_sends % CELLS_RETRY != 0;
+    return ++ps->slow_sends % CELLS_RETRY != 0;
 }
 
 /* Whether r goes by single copy, and from where: in place from this
@@ -673,6 +708,7 @@ static int push_sends(shm_xport_t *x, int dst)
             x->err = rc;
             return -rc;
         }
+        ring_fault_in(x, ps->out, true);
     }
     ring_hdr_t *ring = ps->out;
     int moved = 0;
@@ -707,7 +743,7 @@ static int push_sends(shm_xport_t *x, int dst)
         c->tag = r->tag;
         c->total = r->bytes;
         if (r->done == 0) /* not on the ring's first pass: its pages fault in */
-            ps->out_clock.on = ps->wseq >= x->ncells && cells_timed(x, r->bytes, NULL),
+            ps->out_clock.on = ps->wseq >= x->ncells && cells_timed(x, r->bytes, true, NULL),
             ps->out_clock.ns = 0;
         if (ps->out_clock.on && !t_run)
             t_run = weft_now_ns();
@@ -836,7 +872,7 @@ static void cells_time_start(shm_xport_t *x, peer_state_t *ps, const cell_t *c)
     /* Only where the receiver's own work is far faster than the rate: a
      * copy, or a built-in op on 4- or 8-byte elements (a user's op, or a
      * bfloat16 sum, may well reduce slower than that in any phase). */
-    ps->in_clock.on = ps->rseq >= x->ncells && cells_timed(x, c->total, ps->cur->sink.red);
+    ps->in_clock.on = ps->rseq >= x->ncells && cells_timed(x, c->total, false, ps->cur->sink.red);
     ps->in_clock.ns = 0;
 }
 
