@@ -41,9 +41,9 @@
  *
  * Slow cells: a sender times how fast it copies each message of 64 KiB or
  * more into cells, and a receiver how fast it takes a matched one of up to
- * 4 MiB out (its copies or reductions from them, not its waits, telling the sender
- * in the ring header); three slow ones in a row, under a few GB/s, make
- * the cells slow for that pair.  On
+ * 4 MiB out (its copies or reductions from them, not its waits, telling
+ * the sender in the ring header); three slow ones in a row, under a few
+ * GB/s, make the cells slow for that pair.  On
  * this 2-core VM that happens in phases in which a line one core wrote
  * reaches the other several times slower (a two-thread ping-pong: a round
  * trip of 345-386 ns, 64 KiB written and read across at 1.7-1.9 GB/s,
@@ -53,9 +53,9 @@
  * (PERFORMANCE.md).  While the flag is up, messages from 64 KiB go by
  * single copy (reductions, an idle sender's too, and copies, which rings
  * past the L2 otherwise keep from 1 MiB), and every 16th one through
- * cells again to look whether the phase is over.  Where ranks do not outnumber
- * the cores only: that is where it was measured (oversubscribed, which
- * path serves a slow pair best is not known).
+ * cells again to look whether the phase is over.  Where ranks do not
+ * outnumber the cores only: that is where it was measured (oversubscribed,
+ * which path serves a slow pair best is not known).
  *
  * Waiting: the engine polls; when nothing moves it calls block(), which sets
  * the rank's sleeping flag, re-checks, and sleeps on its doorbell futex.  A
@@ -659,9 +659,9 @@ static void cells_out_timed(shm_xport_t *x, peer_state_t *ps, int dst, size_t by
  * ring header, or by this rank's own): single copy from 64 KiB, but every
  * CELLS_RETRY-th one goes through cells (timed by this rank), to learn
  * when they are fast again: a job of large messages alone must not stay
- * on single copy for good after a false alarm.  Copies too: with rings past the L2 those of 1 MiB
- * and more take cells by default, and in the slow phase a receiver
- * reading the sender's buffer itself loses least. */
+ * on single copy for good after a false alarm.  Copies too: with rings
+ * past the L2 those of 1 MiB and more take cells by default, and in the
+ * slow phase a receiver reading the sender's buffer itself loses least. */
 static bool slow_cells_say_cma(shm_xport_t *x, ring_hdr_t *ring, const xreq_t *r)
 {
     peer_state_t *ps = &x->peers[r->peer];
