@@ -92,8 +92,7 @@ int config_numbers_from_env(int *node_size, uint64_t *timeout_ns)
         return weft_error(WEFT_EINVAL, "WEFT_STREAM_MIN=%s: want a size in bytes, 1 to 2^40 (a "
                                        "received message from this size is written with "
                                        "streaming stores)", sm);
-    if (st)
-        exec_set_stream_min((uint64_t)st);
+    exec_set_stream_min((uint64_t)st); /* unset: the default, also after a re-init */
     long k = ns && *ns ? env_number(ns, 1, 65536) : 0;
     if (k < 0)
         return weft_error(WEFT_EINVAL, "WEFT_NODE_SIZE=%s: want a number of ranks per node, "

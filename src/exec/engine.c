@@ -276,9 +276,10 @@ static bool fuse_copy(exec_t *e, uint32_t i, const step_t *c, const char *src, c
  * they are written, a third of the memory traffic of a copy.  2-rank
  * allreduce (8 MiB messages and up): 16 MiB 3.3-3.8 -> 2.5-2.6 ms, 64 MiB
  * 18.0-20.6 -> 11.4-12.0 ms (PERFORMANCE.md, "Streaming stores"). */
-static _Atomic uint64_t stream_min = 8u << 20;
+#define STREAM_MIN_DEFAULT (8u << 20)
+static _Atomic uint64_t stream_min = STREAM_MIN_DEFAULT;
 
-void exec_set_stream_min(uint64_t bytes) { stream_min = bytes; }
+void exec_set_stream_min(uint64_t bytes) { stream_min = bytes ? bytes : STREAM_MIN_DEFAULT; }
 
 static int run_step(exec_t *e, uint32_t i)
 {

@@ -124,7 +124,7 @@ int exec_reserve_tmp(exec_t *e, size_t bytes);
 int exec_switch_to_schedule(exec_t *e, const sched_img_t *s);
 void exec_release(exec_t *e);
 /* Received messages of at least this many bytes are written with
- * streaming stores (WEFT_STREAM_MIN; engine.c says why). */
+ * streaming stores (WEFT_STREAM_MIN, 0: the default; engine.c says why). */
 void exec_set_stream_min(uint64_t bytes);
 /* Starts the schedule; in/out are the caller's buffers.  Publishes e->desc
  * in the call log; a split-phase call (list) is also put on the transport's

@@ -742,7 +742,8 @@ static int push_sends(shm_xport_t *x, int dst)
         c->kind = CELL_DATA;
         c->tag = r->tag;
         c->total = r->bytes;
-        if (r->done == 0) /* not on the ring's first pass: its pages fault in */
+        if (r->done == 0) /* not on the ring's first pass (where ring_fault_in
+                           * cannot map the pages ahead, they fault in then) */
             ps->out_clock.on = ps->wseq >= x->ncells && cells_timed(x, r->bytes, true, NULL),
             ps->out_clock.ns = 0;
         if (ps->out_clock.on && !t_run)
