@@ -190,7 +190,7 @@ name=${algo%%/*} params=${algo#*/}
 [ "$name" != "$algo" ] && [ "${params%%=*}" = chunks ] && ok ||
     bad "the 64K row has no chunk count (pipelined algorithms win there): $row"
 "$weft" explain bcast --np 16 --size 64K --table "$tmp/sim.tab" --predict off |
-    grep -q "^AUTO picks $name: .*sim.tab, line" && ok || bad "AUTO does not take the simulated row"
+    grep -q "^AUTO picks $algo: .*sim.tab, line" && ok || bad "AUTO does not take the simulated row ($algo)"
 want=$("$weft" sim bcast --algo "$name" --params "$params" --np 16 --size 64K --preset loggopsim \
        --csv - | tail -1 | awk -F, '{ printf "%.2f", $4 / 1000 }')
 got=$(sed -n 's/.*# \([0-9.]*\) us at 65536 B.*/\1/p' <<<"$row")

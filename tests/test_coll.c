@@ -625,6 +625,13 @@ int main(int argc, char **argv)
             int nv = weft_set_algorithm(world, coll, name, "chunks=3") == WEFT_OK ? 4 : 1;
             if (weft_set_algorithm(world, coll, name, "sync=colouring") == WEFT_OK)
                 nv = 6; /* TwoTreeS in both modes */
+            /* rabenseifner on segments: of one element (segment=1 is less
+             * than any element), of 12 bytes (one 8-byte element, three of
+             * 4 bytes: whole elements, rounded down) and of 40 */
+            if (weft_set_algorithm(world, coll, name, "segment=8") == WEFT_OK) {
+                variants[1] = "segment=1", variants[2] = "segment=12", variants[3] = "segment=40";
+                nv = 4;
+            }
             if (weft_set_algorithm(world, coll, name, "fanout=2") == WEFT_OK) {
                 variants[1] = "fanout=2", variants[2] = "fanout=3"; /* n-way */
                 nv = 3;

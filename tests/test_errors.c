@@ -175,6 +175,24 @@ int main(int argc, char **argv)
     EXPECT(weft_scatter(a, b, 1, WEFT_INT32, P + 5, w), WEFT_EINVAL, "root");
     EXPECT(weft_set_algorithm(w, WEFT_COLL_ALLREDUCE, "fastest", NULL), WEFT_EINVAL, "ring");
     EXPECT(weft_set_algorithm(w, WEFT_COLL_BCAST, "binomial", "chunks=0"), WEFT_EINVAL, "chunks");
+    EXPECT(weft_set_algorithm(w, WEFT_COLL_ALLREDUCE, "rabenseifner", "segment=0"), WEFT_EINVAL,
+           "segment");
+    EXPECT(weft_set_algorithm(w, WEFT_COLL_ALLREDUCE, "rabenseifner", "segment=4X"), WEFT_EINVAL,
+           "segment");
+    EXPECT(weft_set_algorithm(w, WEFT_COLL_ALLREDUCE, "rabenseifner", "segment=2048G"),
+           WEFT_EINVAL, "segment");
+    EXPECT(weft_set_algorithm(w, WEFT_COLL_ALLREDUCE, "ring", "segment=1M"), WEFT_EINVAL,
+           "no parameter");
+    {   /* more segments than a schedule may have: refused, saying how many */
+        int32_t *big = calloc(5000, sizeof *big), *res = calloc(5000, sizeof *res);
+        EXPECT(weft_set_algorithm(w, WEFT_COLL_ALLREDUCE, "rabenseifner", "segment=4"), WEFT_OK,
+               NULL);
+        EXPECT(weft_allreduce(big, res, 5000, WEFT_INT32, WEFT_SUM, w), WEFT_EINVAL, "at most 4096");
+        EXPECT(weft_allreduce(big, res, 4096, WEFT_INT32, WEFT_SUM, w), WEFT_OK, NULL);
+        EXPECT(weft_set_algorithm(w, WEFT_COLL_ALLREDUCE, "auto", NULL), WEFT_OK, NULL);
+        free(big);
+        free(res);
+    }
     EXPECT(weft_set_algorithm(w, (weft_coll_t)99, "ring", NULL), WEFT_EINVAL, "collective");
     EXPECT(weft_set_algorithm(w, WEFT_COLL_BCAST, "twotree_s", "sync=colouring"), WEFT_OK, NULL);
     EXPECT(weft_set_algorithm(w, WEFT_COLL_BCAST, "twotree_s", "sync=sometimes"), WEFT_EINVAL, "sync");

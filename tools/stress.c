@@ -128,6 +128,9 @@ static void draw_params(rng_t *r, const algo_t *al, char *out, size_t n)
             if (!strcmp(key, "chunks")) {
                 static const int ch[] = {1, 2, 3, 7, 64};
                 snprintf(val, sizeof val, "%d", ch[pick(r, 5)]);
+            } else if (!strcmp(key, "segment")) { /* rabenseifner's, bytes */
+                static const char *const sg[] = {"1", "12", "256", "4K", "512K"};
+                snprintf(val, sizeof val, "%s", sg[pick(r, 5)]);
             } else if (!strcmp(key, "fanout")) {
                 static const char *const f[] = {"1", "2", "3", "auto"};
                 snprintf(val, sizeof val, "%s", f[pick(r, 4)]);
@@ -367,7 +370,8 @@ static bool legit_refusal(int rc)
            (strstr(m, "commutative") || strstr(m, "idempotent") || strstr(m, "adaptable") ||
             strstr(m, "exact only") || strstr(m, "colouring") || strstr(m, "tags") ||
             strstr(m, "carries at most") || strstr(m, "one machine's shared memory") ||
-            strstr(m, "is not a schedule") || strstr(m, "arrival record's"));
+            strstr(m, "is not a schedule") || strstr(m, "arrival record's") ||
+            strstr(m, "segments; at most"));
 }
 
 static uint64_t hash_bytes(const void *p, size_t n)

@@ -368,7 +368,7 @@ int cmd_explain(int argc, char **argv)
         return 1;
     }
     if (p.row)
-        printf("AUTO picks %s: %s, line %d\n", p.al->name, p.table->source, p.row->line);
+        printf("AUTO picks %s: %s, line %d\n", p.text, p.table->source, p.row->line);
     else
         printf("AUTO picks %s: no row serves the call; the registry's first usable algorithm\n",
                p.al->name);

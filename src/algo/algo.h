@@ -16,6 +16,7 @@
 /* Parameters an algorithm may take ("key=value,..." in the API). */
 typedef struct algo_params {
     int chunks; /* pipeline chunk count; 0 = algorithm default */
+    uint64_t segment; /* bytes per segment reduced in turn; 0 = the whole vector at once */
     int fanout; /* n-way fan-out; 0 = default */
     char reduce[24], bcast[24]; /* parts of a composed allreduce */
     char inter[24];             /* the algorithm between node leaders */
@@ -229,6 +230,7 @@ int algo_butterfly_allreduce(sched_t *s, const coll_args_t *a);
 int algo_pairwise_allreduce(sched_t *s, const coll_args_t *a);
 int algo_dissem_allreduce(sched_t *s, const coll_args_t *a);
 int algo_dissem_usable(const coll_args_t *a, char *why, size_t len);
+int algo_rabenseifner_usable(const coll_args_t *a, char *why, size_t len);
 int algo_bruck_allreduce(sched_t *s, const coll_args_t *a);
 
 /* The adaptation of n-way dissemination for P ranks (dissem_adapted.c). */

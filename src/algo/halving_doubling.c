@@ -12,6 +12,8 @@
  * 2^floor(lg P) ranks run the power-of-two algorithm, and the result is
  * handed back.  Blocks are assigned so that after the halving each newrank
  * owns one contiguous group of the output. */
+#include <stdio.h>
+
 #include "algo.h"
 
 enum { TAG_FOLD = 0, TAG_UNFOLD = 1, TAG_STEP = 2 };
@@ -163,15 +165,14 @@ static uint64_t rank_goff(const void *ctx, int g)
     return first * rg->c;
 }
 
-int algo_rabenseifner_allreduce(sched_t *s, const coll_args_t *a)
+static void rabenseifner_whole(sched_t *s, const coll_args_t *a, uint64_t n)
 {
     int r = a->rank;
-    uint64_t n = a->count;
     fold_t f = fold_of(a);
     region_t out = reg(BUF_OUT, 0, n);
     if (f.nr < 0) {
         sit_out(s, r, reg(BUF_IN, 0, n), out);
-        return 0;
+        return;
     }
     even_groups_t g = {n, f.P2};
     if (r < 2 * f.rem || f.P2 == 1) { /* folded in: the vector is in out */
@@ -183,6 +184,65 @@ int algo_rabenseifner_allreduce(sched_t *s, const coll_args_t *a)
     doubling(s, &f, BUF_OUT, 0, even_goff, &g, TAG_STEP + (uint32_t)lg2(f.P2));
     if (r < 2 * f.rem)
         sched_send(s, r - 1, TAG_UNFOLD, out);
+}
+
+/* Rabenseifner on segments (segment=BYTES): the vector is cut into
+ * segments of at most that many bytes, each reduced by the whole algorithm
+ * in turn, segment j + 1 once this rank is done with segment j.  What a
+ * step writes is then read again by the next step while it is still in the
+ * shared cache: unsegmented, the halving's result region outgrows the L3
+ * from a few MiB per rank and every later pass over it comes from memory.
+ * The price is 2 lg P messages per segment instead of per call. */
+enum { SEGMENTS_MAX = 4096 };
+
+/* The segments a call is cut into: 1 when the param is unset. */
+static uint64_t segments_of(const coll_args_t *a)
+{
+    if (!a->params.segment)
+        return 1;
+    uint64_t seg = a->params.segment / a->esize;
+    if (!seg)
+        seg = 1; /* a segment smaller than an element is an element */
+    return a->count > seg ? (a->count + seg - 1) / seg : 1;
+}
+
+int algo_rabenseifner_usable(const coll_args_t *a, char *why, size_t len)
+{
+    uint64_t k = segments_of(a);
+    if (k > SEGMENTS_MAX) {
+        snprintf(why, len, "allreduce rabenseifner: segment=%llu bytes cuts %llu elements of "
+                 "%zu bytes into %llu segments; at most %d",
+                 (unsigned long long)a->params.segment, (unsigned long long)a->count, a->esize,
+                 (unsigned long long)k, SEGMENTS_MAX);
+        return -1;
+    }
+    return 0;
+}
+
+int algo_rabenseifner_allreduce(sched_t *s, const coll_args_t *a)
+{
+    uint64_t k = segments_of(a);
+    if (k > SEGMENTS_MAX)
+        return WEFT_EINVAL; /* usable() said why before any build */
+    if (k == 1) {
+        rabenseifner_whole(s, a, a->count);
+        return 0;
+    }
+    tagspace_t outer = sched_space(s);
+    /* a caller composing this one may have remapped the buffers already */
+    uint8_t in_buf = s->remap_buf[BUF_IN], out_buf = s->remap_buf[BUF_OUT];
+    uint64_t in_off = s->remap_off[BUF_IN], out_off = s->remap_off[BUF_OUT];
+    for (uint64_t j = 0; j < k; j++) {
+        uint64_t lo = a->count * j / k, hi = a->count * (j + 1) / k;
+        sched_part(s, outer, (unsigned)j, (unsigned)k);
+        sched_remap(s, BUF_IN, in_buf, in_off + lo);
+        sched_remap(s, BUF_OUT, out_buf, out_off + lo);
+        rabenseifner_whole(s, a, hi - lo);
+        sched_round(s);
+    }
+    sched_remap(s, BUF_IN, in_buf, in_off);
+    sched_remap(s, BUF_OUT, out_buf, out_off);
+    sched_space_restore(s, outer);
     return 0;
 }
 

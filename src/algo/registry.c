@@ -8,6 +8,7 @@
 
 #include "../core/core.h"
 #include "algo.h"
+#include "../tune/table.h" /* size_prefix */
 
 /* most rows leave the optional `usable` callback out */
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
@@ -25,9 +26,12 @@ static const algo_t table[] = {
     {"recursive_doubling", WEFT_COLL_ALLREDUCE, I | S, algo_rd_allreduce, "",
      "lg P exchanges of the whole vector (fold for P not a power of two)",
      "lg P (alpha + n beta + n gamma); +2 alpha + 2 n beta + n gamma when P is not 2^k"},
-    {"rabenseifner", WEFT_COLL_ALLREDUCE, C | I | S, algo_rabenseifner_allreduce, "",
-     "BDE: reduce-scatter by recursive halving + allgather by recursive doubling",
-     "2 lg P alpha + 2(P-1)/P n beta + (P-1)/P n gamma; +2 alpha + 2 n beta + n gamma when P is not 2^k"},
+    {"rabenseifner", WEFT_COLL_ALLREDUCE, C | I | S, algo_rabenseifner_allreduce, "segment",
+     "BDE: reduce-scatter by recursive halving + allgather by recursive doubling (segment=BYTES: "
+     "on segments of the vector in turn)",
+     "2 lg P alpha + 2(P-1)/P n beta + (P-1)/P n gamma; +2 alpha + 2 n beta + n gamma when P is "
+     "not 2^k; segments: 2 lg P alpha per segment",
+     algo_rabenseifner_usable},
     {"binomial", WEFT_COLL_ALLREDUCE, I | S, algo_binomial_allreduce, "",
      "binomial reduce to rank 0 + binomial broadcast",
      "2 ceil(lg P) (alpha + n beta) + ceil(lg P) n gamma"},
@@ -504,6 +508,13 @@ int algo_parse_params(const algo_t *al, const char *text, algo_params_t *p)
             if (v < 1)
                 return weft_error(WEFT_EINVAL, "chunks=%s: expected an integer 1..16384", val);
             p->chunks = (int)v;
+        } else if (kl == 7 && !strncmp(q, "segment", 7)) {
+            uint64_t v = 0;
+            const char *end = size_prefix(val, &v);
+            if (!end || *end || v == 0 || v > (1ull << 40))
+                return weft_error(WEFT_EINVAL, "segment=%s: expected a size in bytes, 1..1T "
+                                  "(K, M and G allowed)", val);
+            p->segment = v;
         } else if (kl == 9 && !strncmp(q, "threshold", 9)) {
             long v = plain_number(val, 100000000);
             if (v < 0)

@@ -58,7 +58,7 @@ static void log_once(const coll_args_t *a, const tune_pick_t *p)
     tune_select(a, note_skip, &sk, &again);
     fprintf(stderr, "weft: auto: %s, P=%d, %llu bytes, %s op: %s (%s)%s%s\n",
             weft_coll_name(a->coll), a->nrank, (unsigned long long)tune_bytes(a),
-            a->commutative ? "commutative" : "non-commutative", p->al->name, where,
+            a->commutative ? "commutative" : "non-commutative", p->text, where,
             sk.used ? "; passed over: " : "", sk.text);
 }
 

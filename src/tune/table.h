@@ -63,6 +63,7 @@ typedef struct tune_pick {
     const algo_params_t *params;
     const tune_table_t *table;
     const tune_row_t *row;
+    const char *text; /* the choice as the row writes it (NAME[/k=v;..]), or the name */
 } tune_pick_t;
 
 /* Looks the call up in the active tables (WEFT_TUNING_FILE's, then the
