@@ -157,15 +157,6 @@ static inline int evq_pop(evq_t *q, evq_item_t *e)
     return 0;
 }
 
-/* The event d places after the next one to pop, when it is already in
- * bucket 0 (the events of the current time); else NULL.  For prefetching
- * what that event will touch: popping never moves bucket 0's events. */
-static inline const evq_item_t *evq_ahead(const evq_t *q, size_t d)
-{
-    size_t i = q->head0 + d;
-    return i < q->n[0] ? &q->v[0][i] : NULL;
-}
-
 static inline void evq_free(evq_t *q)
 {
     for (int b = 0; b < EVQ_BUCKETS; b++)

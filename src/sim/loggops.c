@@ -883,33 +883,6 @@ static void on_event(sim_t *s, const ev_t *e)
 
 /* ---- the run ---- */
 
-/* At millions of ranks nearly every event is at a rank whose state has
- * left the caches: its clocks, its program's handle, then the block of
- * its operations' states, each a miss in turn.  The events of the current
- * time wait in order in the queue's bucket 0, so what they will read is
- * fetched ahead: the handle and clocks LOOKAHEAD events early, the block
- * (whose address is in the handle, by then loaded) half as early. */
-enum { LOOKAHEAD = 32 };
-
-static void prefetch_rank(const sim_t *s, const ev_t *far, const ev_t *near)
-{
-    if (far) {
-        uint32_t r = far->a >> 3;
-        __builtin_prefetch(&s->prog[r], 0);
-        __builtin_prefetch(&s->cpu[(size_t)r * s->m->cpus], 1);
-        __builtin_prefetch(&s->nic_r[(size_t)r * s->m->ports], 1);
-        __builtin_prefetch(&s->nic_s[(size_t)r * s->m->ports], 1);
-        __builtin_prefetch(&s->left[r], 1);
-        if ((far->a & 7) == EV_MSG)
-            __builtin_prefetch(&s->rec[far->b], 0);
-    }
-    if (near) {
-        const sim_rank_prog_t *rp = &s->prog[near->a >> 3];
-        if (rp->mem)
-            __builtin_prefetch(rp->mem, 1);
-    }
-}
-
 static const double *start_of;
 static int by_start(const void *a, const void *b)
 {
@@ -1095,7 +1068,6 @@ int sim_run(const sim_model_t *m, int nrank, sim_build_fn build, void *ctx,
         ev_t e;
         if (!pop(&s, &e))
             break;
-        prefetch_rank(&s, evq_ahead(&s.q, LOOKAHEAD), evq_ahead(&s.q, LOOKAHEAD / 2));
         s.events++;
         on_event(&s, &e);
     }
