@@ -20,6 +20,7 @@
 
 #include "algo/algo.h"
 #include "tune/table.h"
+#include "core/comm.h"
 #include "core/core.h"
 #ifdef WEFT_HAVE_MPI
 #include <mpi.h>
@@ -318,7 +319,8 @@ typedef struct {
     int iters;
     int bad; /* --check failures */
     const char *skipped; /* "n/a": it could not run (the lineup says why) */
-    const char *chose;   /* auto: the algorithm that served the calls */
+    char chose[64];      /* auto: the algorithm that served the calls, with the
+                          * parameters AUTO's row gave it ("" none) */
 } result_t;
 
 static int cmp_double(const void *a, const void *b)
@@ -619,7 +621,7 @@ static void print_header(const bench_opts_t *o, int P, const lineup_t *L)
            convention(o),
            L->summary ? "" : "; busbw in GB/s; * = fastest");
     if (L->summary) {
-        printf("%12s | %9s %-20s | %9s %-20s | %9s", "bytes", "auto", "(its choice)", "fastest",
+        printf("%12s | %9s %-26s | %9s %-20s | %9s", "bytes", "auto", "(its choice)", "fastest",
                "(algorithm)", "auto/best");
         if (L->with_native)
             printf(" | %9s %10s", "native", "native/auto");
@@ -662,7 +664,7 @@ static void print_row_wide(const bench_opts_t *o, int P, size_t bytes, const lin
                busbw_of(o, P, bytes, r->med));
         if (L->with_native && a > 0 && !res[0].skipped)
             printf(" x%.2f", res[0].med / r->med);
-        if (r->chose)
+        if (r->chose[0])
             printf(" =%s", r->chose);
         if (r->bad)
             printf(" CHECK FAILED");
@@ -682,9 +684,9 @@ static void print_row_summary(size_t bytes, const lineup_t *L, const result_t *r
     }
     printf("%12zu", bytes);
     if (au && !au->skipped)
-        printf(" | %9.2f %-20.20s", au->med, au->chose ? au->chose : "?");
+        printf(" | %9.2f %-26.26s", au->med, au->chose[0] ? au->chose : "?");
     else
-        printf(" | %9s %-20s", "n/a", "");
+        printf(" | %9s %-26s", "n/a", "");
     if (best)
         printf(" | %9.2f %-20.20s", best->med, L->labels[best_a]);
     else
@@ -721,7 +723,7 @@ static void write_csv_row(FILE *csv, const bench_opts_t *o, int P, size_t bytes,
 {
     fprintf(csv, "%s,%d,%s,%zu,%s,%.3f,%.3f,%.3f,%.4f,%d,%s,", weft_coll_name(o->coll), P,
             weft_dtype_name(o->dtype), bytes, label, r->avg, r->med, r->min,
-            busbw_of(o, P, bytes, r->med), r->iters, r->chose ? r->chose : "");
+            busbw_of(o, P, bytes, r->med), r->iters, r->chose);
     if (r->mif >= 0)
         fprintf(csv, "inside-mif=%g%s,%.3f,%.3f,%g\n", r->mif, o->redraw ? "-redraw" : "",
                 r->worst, r->alpha * 1e6, r->mif);
@@ -757,7 +759,7 @@ static void write_json(const bench_opts_t *o, int P, const lineup_t *L, const re
                        "\"iters\": %d",
                     first ? "" : ",", bytes, L->labels[a], r->avg, r->med, r->min,
                     busbw_of(o, P, bytes, r->med), r->iters);
-            if (r->chose)
+            if (r->chose[0])
                 fprintf(j, ", \"chose\": \"%s\"", r->chose);
             if (r->mif >= 0)
                 fprintf(j, ", \"mif\": %g, \"alpha_us\": %.3f", r->mif, r->alpha * 1e6);
@@ -946,7 +948,7 @@ static int time_one(const bench_opts_t *o, weft_comm_t comm, const lineup_t *L, 
     r->mif = ar ? ar->mif : -1, r->alpha = ar ? ar->alpha : 0, r->late = ar != NULL;
     r->al = al;
     r->params = L->params[a];
-    r->chose = NULL;
+    r->chose[0] = '\0';
     if (al != &native_algo)
         weft_set_algorithm(comm, o->coll, al->name, L->params[a]);
     fill(in, count, o->dtype, o->op, rank, 0);
@@ -962,8 +964,8 @@ static int time_one(const bench_opts_t *o, weft_comm_t comm, const lineup_t *L, 
         rc = run_one(comm, o, al, count, in, out);
         times[i] = weft_now() - t0;
     }
-    if (al == &auto_algo)
-        r->chose = weft_last_algorithm(comm, o->coll);
+    if (al == &auto_algo && comm_last_choice(comm, o->coll)) /* copied: later calls reuse it */
+        snprintf(r->chose, sizeof r->chose, "%s", comm_last_choice(comm, o->coll));
     if (rc) {
         /* an algorithm that cannot serve this call (e.g. needs a
          * commutative op) fails on every rank alike */

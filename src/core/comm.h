@@ -42,6 +42,7 @@ typedef struct auto_memo {
     unsigned opclass; /* commutative | idempotent << 1 | invertible << 2 */
     const algo_t *al; /* NULL: none yet */
     algo_params_t params;
+    char text[64]; /* the choice as its row writes it: NAME[/k=v;..] */
 } auto_memo_t;
 
 struct weft_comm {
@@ -51,6 +52,7 @@ struct weft_comm {
     xport_t *x;
     algo_choice_t choice[WEFT_COLL_COUNT];
     const char *last[WEFT_COLL_COUNT]; /* the algorithm of the last call */
+    char last_choice[WEFT_COLL_COUNT][64]; /* the same with AUTO's parameters */
     auto_memo_t auto_memo[WEFT_COLL_COUNT]; /* AUTO's last decision per collective */
     sched_entry_t cache[SCHED_CACHE_SIZE];
     uint64_t clock;
@@ -151,5 +153,8 @@ int config_numbers_from_env(int *node_size, uint64_t *timeout_ns);
  * it.  A call shaped like the communicator's previous one of the same
  * collective reuses that decision without a table lookup. */
 const algo_t *select_algo(weft_comm_t comm, coll_args_t *a);
+/* The last call's algorithm as AUTO's row wrote it (with its parameters,
+ * "rabenseifner/segment=512K"), or its name when the program chose it. */
+WEFT_TOOL_API const char *comm_last_choice(weft_comm_t comm, weft_coll_t coll);
 
 #endif

@@ -81,5 +81,6 @@ const algo_t *select_algo(weft_comm_t comm, coll_args_t *a)
     m->count = a->count, m->esize = a->esize, m->root = a->root, m->opclass = opclass;
     m->al = p.al;
     m->params = a->params;
+    snprintf(m->text, sizeof m->text, "%s", p.text);
     return p.al;
 }
