@@ -198,11 +198,11 @@ int coll_run(weft_comm_t comm, weft_coll_t coll, const void *in, void *out, size
         a.params = comm->choice[coll].params;
         if ((rc = algo_check_usable(al, &a)))
             return rc;
-        snprintf(comm->last_choice[coll], sizeof comm->last_choice[coll], "%s", al->name);
+        comm->last_choice[coll] = al->name;
     } else if (!(al = select_algo(comm, &a))) {
         return weft_error(WEFT_EINTERNAL, "%s: no algorithm serves this call", cn);
     } else {
-        memcpy(comm->last_choice[coll], comm->auto_memo[coll].text, sizeof comm->last_choice[coll]);
+        comm->last_choice[coll] = comm->auto_memo[coll].text;
     }
     comm->last[coll] = al->name;
     if (!(al->flags & ALGO_USES_INVERSE))

@@ -436,9 +436,7 @@ const char *weft_last_algorithm(weft_comm_t comm, weft_coll_t coll)
 
 const char *comm_last_choice(weft_comm_t comm, weft_coll_t coll)
 {
-    return comm && (unsigned)coll < WEFT_COLL_COUNT && comm->last_choice[coll][0]
-               ? comm->last_choice[coll]
-               : NULL;
+    return comm && (unsigned)coll < WEFT_COLL_COUNT ? comm->last_choice[coll] : NULL;
 }
 
 weft_err_t weft_set_algorithm(weft_comm_t comm, weft_coll_t coll, const char *name,

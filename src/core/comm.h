@@ -52,7 +52,9 @@ struct weft_comm {
     xport_t *x;
     algo_choice_t choice[WEFT_COLL_COUNT];
     const char *last[WEFT_COLL_COUNT]; /* the algorithm of the last call */
-    char last_choice[WEFT_COLL_COUNT][64]; /* the same with AUTO's parameters */
+    /* the same with AUTO's parameters: the name, or the memo's text (the
+     * memo is per collective, so it is the last call's until the next) */
+    const char *last_choice[WEFT_COLL_COUNT];
     auto_memo_t auto_memo[WEFT_COLL_COUNT]; /* AUTO's last decision per collective */
     sched_entry_t cache[SCHED_CACHE_SIZE];
     uint64_t clock;
