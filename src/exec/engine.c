@@ -275,7 +275,12 @@ static bool fuse_copy(exec_t *e, uint32_t i, const step_t *c, const char *src, c
  * it will not stay in the caches, and its lines need not be read before
  * they are written, a third of the memory traffic of a copy.  2-rank
  * allreduce (8 MiB messages and up): 16 MiB 3.3-3.8 -> 2.5-2.6 ms, 64 MiB
- * 18.0-20.6 -> 11.4-12.0 ms (PERFORMANCE.md, "Streaming stores"). */
+ * 18.0-20.6 -> 11.4-12.0 ms (PERFORMANCE.md, "Streaming stores").  So is
+ * every message of a call that only copies (bcast, the gathers) and moves
+ * this much per rank: a pipelined bcast's chunks are small, but together
+ * they fill a destination that outgrows the caches just the same (4 ranks,
+ * 64 MiB: 16-17 against 20-22 ms).  Not a reduction's: its next step reads
+ * what the last one wrote, from the caches where segments keep it. */
 #define STREAM_MIN_DEFAULT (8u << 20)
 static _Atomic uint64_t stream_min = STREAM_MIN_DEFAULT;
 
@@ -322,7 +327,8 @@ static int run_step(exec_t *e, uint32_t i)
             r->sink.dst = at(e->buf[st->dst_buf], st->dst_off, es);
             r->sink.red = st->kind == STEP_RECV_REDUCE ? &e->red : NULL;
             r->sink.src_left = st->flags & STEP_SRC_LEFT; /* sink.seed: fuse_copy */
-            r->sink.stream = bytes >= atomic_load_explicit(&stream_min, memory_order_relaxed);
+            uint64_t floor = atomic_load_explicit(&stream_min, memory_order_relaxed);
+            r->sink.stream = bytes >= floor || (r->copied && e->desc->count * es >= floor);
             rc = e->x->ops->irecv(e->x, r);
         }
         return rc; /* completion arrives through on_comm_done */
