@@ -278,9 +278,10 @@ static bool fuse_copy(exec_t *e, uint32_t i, const step_t *c, const char *src, c
  * 18.0-20.6 -> 11.4-12.0 ms (PERFORMANCE.md, "Streaming stores").  So is
  * every message of a call that only copies (bcast, the gathers) and moves
  * this much per rank: a pipelined bcast's chunks are small, but together
- * they fill a destination that outgrows the caches just the same (4 ranks,
- * 64 MiB: 16-17 against 20-22 ms).  Not a reduction's: its next step reads
- * what the last one wrote, from the caches where segments keep it. */
+ * they fill a destination that outgrows the caches just the same (AUTO's
+ * twotree, 4 ranks, 64 MiB: 17.6-21.3 against 19.4-21.8 ms).  Not a
+ * reduction's: its next step reads what the last one wrote, from the
+ * caches where segments keep it. */
 #define STREAM_MIN_DEFAULT (8u << 20)
 static _Atomic uint64_t stream_min = STREAM_MIN_DEFAULT;
 
