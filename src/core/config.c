@@ -90,8 +90,9 @@ int config_numbers_from_env(int *node_size, uint64_t *timeout_ns)
     long st = sm && *sm ? env_number(sm, 1, 1L << 40) : 0;
     if (st < 0)
         return weft_error(WEFT_EINVAL, "WEFT_STREAM_MIN=%s: want a size in bytes, 1 to 2^40 (a "
-                                       "received message from this size is written with "
-                                       "streaming stores)", sm);
+                                       "received message from this size, and every message of "
+                                       "a bcast or gather moving this much per rank, is "
+                                       "written with streaming stores)", sm);
     exec_set_stream_min((uint64_t)st); /* unset: the default, also after a re-init */
     long k = ns && *ns ? env_number(ns, 1, 65536) : 0;
     if (k < 0)
