@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "algo/algo.h"
+#include "core/core.h"
 #include "sim/goal.h"
 #include "predict.h"
 #include "sim/sim.h"

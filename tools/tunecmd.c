@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "algo/algo.h"
+#include "core/core.h"
 #include "predict.h"
 #include "tool.h"
 #include "tune/table.h"

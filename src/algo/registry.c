@@ -8,7 +8,6 @@
 
 #include "../core/core.h"
 #include "algo.h"
-#include "../tune/table.h" /* size_prefix */
 
 /* most rows leave the optional `usable` callback out */
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"

@@ -1,6 +1,7 @@
 /* config.c — algorithm choices from the environment (WEFT_ALLREDUCE_ALGO=ring,
  * WEFT_ALLREDUCE_PARAMS=...) and from weft_set_algorithm. */
 #include <ctype.h>
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,6 +73,22 @@ int config_choices_from_env(algo_choice_t *choice)
 }
 
 /* A variable's value as a number: digits only, lo..hi; -1 otherwise. */
+const char *size_prefix(const char *s, uint64_t *out)
+{
+    if (!isdigit((unsigned char)*s)) /* strtoull would take "-5" as 2^64 - 5 */
+        return NULL;
+    errno = 0;
+    char *e;
+    unsigned long long v = strtoull(s, &e, 10);
+    if (errno)
+        return NULL;
+    int shift = *e == 'K' ? 10 : *e == 'M' ? 20 : *e == 'G' ? 30 : 0;
+    if (shift && v > (UINT64_MAX >> shift))
+        return NULL;
+    *out = (uint64_t)v << shift;
+    return e + (shift != 0);
+}
+
 static long env_number(const char *v, long lo, long hi)
 {
     long x = 0;

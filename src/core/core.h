@@ -16,6 +16,11 @@
 
 /* Record code and message as this thread's last error and return code. */
 WEFT_TOOL_API int weft_error(int code, const char *fmt, ...) WEFT_PRINTF(2, 3);
+/* A size at the start of s: digits and an optional K, M or G (powers of
+ * 1024), as tuning tables, algorithm parameters (segment=), `weft bench
+ * --sizes` and `weft explain` write them.  Returns the end of the size, or
+ * NULL (no digits, overflow).  config.c. */
+WEFT_TOOL_API const char *size_prefix(const char *s, uint64_t *out);
 void weft_error_clear(void);
 
 /* ---- datatypes ---- */

@@ -38,7 +38,6 @@
  * memory; over MPI between nodes, measure with `weft tune` and load the
  * result.  `weft tune` measures another machine and writes rows that go
  * before them. */
-#include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -99,22 +98,6 @@ static const char builtin_text[] =
     "barrier          any             3-*         *             board|dissemination\n";
 
 static bool is_pow2(uint64_t v) { return v && !(v & (v - 1)); }
-
-const char *size_prefix(const char *s, uint64_t *out)
-{
-    if (!isdigit((unsigned char)*s)) /* strtoull would take "-5" as 2^64 - 5 */
-        return NULL;
-    errno = 0;
-    char *e;
-    unsigned long long v = strtoull(s, &e, 10);
-    if (errno)
-        return NULL;
-    int shift = *e == 'K' ? 10 : *e == 'M' ? 20 : *e == 'G' ? 30 : 0;
-    if (shift && v > (UINT64_MAX >> shift))
-        return NULL;
-    *out = (uint64_t)v << shift;
-    return e + (shift != 0);
-}
 
 static bool parse_size(const char *s, uint64_t *out)
 {

@@ -43,11 +43,6 @@ WEFT_TOOL_API int tune_parse(const char *text, const char *source, tune_table_t 
 WEFT_TOOL_API int tune_load_file(const char *path, tune_table_t *t);
 WEFT_TOOL_API void tune_free(tune_table_t *t);
 
-/* A size at the start of s: digits and an optional K, M or G (powers of
- * 1024), as tables, `weft bench --sizes` and `weft explain` write them.
- * Returns the end of the size, or NULL (no digits, overflow). */
-WEFT_TOOL_API const char *size_prefix(const char *s, uint64_t *out);
-
 /* The bytes a call is looked up by: count x element size, times P for the
  * block collectives (reduce_scatter, allgather, scatter, gather). */
 WEFT_TOOL_API uint64_t tune_bytes(const coll_args_t *a);
