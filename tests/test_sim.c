@@ -227,7 +227,7 @@ static void test_reduce_cost(void)
     sched_recv_reduce(&b, 0, 0, reg(BUF_OUT, 0, 50), false);
     CHECK(sched_commit(&b, &s) == 0, "commit");
     sim_prog_t p;
-    CHECK(s && sim_prog_from_sched(s, 4, &p) == 0 && p.nops == 2 && p.ops[0].kind == SIM_RECV &&
+    CHECK(s && sim_prog_from_sched(s, 4, true, &p) == 0 && p.nops == 2 && p.ops[0].kind == SIM_RECV &&
               p.ops[1].kind == SIM_CALC && (p.ops[1].flags & SIM_REDUCE) && p.ops[1].size == 200 &&
               p.ops[1].pending == 1 && p.succ_first[1] - p.succ_first[0] == 1,
           "recv_reduce becomes a receive and a reduce");
@@ -354,7 +354,9 @@ static void test_goal_round_trip(void)
                 char *text = NULL;
                 size_t len = 0;
                 FILE *f = open_memstream(&text, &len);
+                w.joins = true;
                 int rc = sim_goal_write(f, &m, Ps[pi], sim_build_algo, &w, why, sizeof why);
+                w.joins = false; /* simulated below as the simulator runs it: rounds */
                 fclose(f);
                 CHECK(rc == 0, "%s %s P=%d: export: %s", weft_coll_name(al->coll), al->name,
                       Ps[pi], why);
@@ -365,7 +367,8 @@ static void test_goal_round_trip(void)
                 sim_result_t a, b;
                 int ra = sim_run(&m, Ps[pi], sim_build_algo, &w, &order_opts, &a, why, sizeof why);
                 int rb = g ? sim_run(&m, Ps[pi], sim_goal_build, g, &order_opts, &b, why, sizeof why) : -1;
-                CHECK(ra == 0 && rb == 0 && a.t_max == b.t_max && a.t_mean == b.t_mean,
+                CHECK(ra == 0 && rb == 0 && a.t_max == b.t_max && a.t_mean == b.t_mean &&
+                          a.events == b.events,
                       "%s %s P=%d: schedule %.3f/%.3f, its GOAL %.3f/%.3f (%s)",
                       weft_coll_name(al->coll), al->name, Ps[pi], a.t_max, a.t_mean, b.t_max,
                       b.t_mean, why);
@@ -994,6 +997,26 @@ static void test_shared_programs(void)
             if (cases[c].saves)
                 CHECK(b.peak_bytes < a.peak_bytes, "%s P=%d: shared programs hold %zu bytes, "
                       "own programs %zu", cases[c].algo, cases[c].P, b.peak_bytes, a.peak_bytes);
+            /* rounds followed by the simulator against joins as operations,
+             * with CPU noise too (the joins must not draw from it) */
+            sim_opts_t noisy = shared;
+            noisy.noise_prob = 0.3, noisy.noise_ns = 700, noisy.noise_seed = 11;
+            for (int n = 0; n < 2; n++) {
+                sim_opts_t *o = n ? &noisy : &shared;
+                sim_result_t j, k;
+                w.joins = true;
+                int rj = sim_run(&m, cases[c].P, sim_build_algo, &w, o, &j, msg, sizeof msg);
+                w.joins = false;
+                int rk = sim_run(&m, cases[c].P, sim_build_algo, &w, o, &k, msg2, sizeof msg2);
+                CHECK(!rj && !rk && j.t_max == k.t_max && j.t_mean == k.t_mean &&
+                          j.events == k.events && j.messages == k.messages &&
+                          j.slowest == k.slowest,
+                      "%s %s P=%d skew %d order %d noise %d: joins %.3f/%.3f ns, %llu events; "
+                      "rounds %.3f/%.3f ns, %llu events (%s%s)",
+                      weft_coll_name(cases[c].coll), cases[c].algo, cases[c].P, skew, g_order, n,
+                      j.t_max, j.t_mean, (unsigned long long)j.events, k.t_max, k.t_mean,
+                      (unsigned long long)k.events, msg, msg2);
+            }
         }
     free(start);
 }

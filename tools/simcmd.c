@@ -815,6 +815,7 @@ static int export_goal(const sim_opts_cli_t *o, const algo_t *al)
         fprintf(stderr, "weft sim: %s: %s\n", al->name, pt.why);
         return 1;
     }
+    b.joins = true; /* GOAL has no rounds */
     FILE *f = open_out(o->export_goal);
     int rc = 1;
     if (f) {
@@ -885,7 +886,7 @@ static void sched_stats_row(const sim_opts_cli_t *o, const algo_t *al, int P, ui
         }
         double u = (double)(t1.tv_sec - t0.tv_sec) * 1e6 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e3;
         sim_prog_t prog;
-        if (!sim_prog_from_sched(sc, b.a.esize, &prog)) {
+        if (!sim_prog_from_sched(sc, b.a.esize, false, &prog)) {
             pb += (double)sim_prog_bytes(&prog);
             sim_prog_free(&prog);
         }

@@ -429,6 +429,25 @@ static inline double calc_cost(const sim_model_t *m, const sim_op_t *op)
                                     : (double)op->size;
 }
 
+/* Op i of rank r (or ROUND_JOIN) runs at once, after what is queued. */
+static void queue_instant(sim_t *s, uint32_t r, uint32_t i)
+{
+    if (s->nwork == s->workcap) {
+        size_t nc = s->workcap ? s->workcap * 2 : 256;
+        uint32_t *w = realloc(s->work, nc * sizeof *w);
+        uint32_t *wr = w ? realloc(s->work_rank, nc * sizeof *wr) : NULL;
+        if (w)
+            s->work = w;
+        if (!wr) {
+            fail(s, WEFT_ENOMEM, "out of memory");
+            return;
+        }
+        s->work_rank = wr, s->workcap = nc;
+    }
+    s->work[s->nwork] = i;
+    s->work_rank[s->nwork++] = r;
+}
+
 /* Op i of rank r has all its edges satisfied at time now.  A calc that
  * costs nothing (a join, a copy when copies are free, GOAL's calc 0) is
  * done at once, without waiting for the CPU. */
@@ -441,20 +460,7 @@ static void release(sim_t *s, uint32_t r, uint32_t i, double now)
      * without an event: at P = 2^20 that is millions fewer at time 0. */
     if ((op->kind == SIM_RECV && *cpu_of(s, r, op->cpu) <= now) ||
         (op->kind == SIM_CALC && calc_cost(s->m, op) == 0)) {
-        if (s->nwork == s->workcap) {
-            size_t nc = s->workcap ? s->workcap * 2 : 256;
-            uint32_t *w = realloc(s->work, nc * sizeof *w);
-            uint32_t *wr = w ? realloc(s->work_rank, nc * sizeof *wr) : NULL;
-            if (w)
-                s->work = w;
-            if (!wr) {
-                fail(s, WEFT_ENOMEM, "out of memory");
-                return;
-            }
-            s->work_rank = wr, s->workcap = nc;
-        }
-        s->work[s->nwork] = i;
-        s->work_rank[s->nwork++] = r;
+        queue_instant(s, r, i);
         return;
     }
     double t = *cpu_of(s, r, op->cpu);
@@ -495,11 +501,35 @@ static void satisfy(sim_t *s, uint32_t r, uint32_t i, double now, bool done)
     }
 }
 
+/* In the work list: the join after rank r's round (a program with rounds,
+ * sim.h), in the place the join operation would have had. */
+#define ROUND_JOIN UINT32_MAX
+
 static void done(sim_t *s, uint32_t r, uint32_t i, double now)
 {
     satisfy(s, r, i, now, true);
+    const sim_rank_prog_t *rp = &s->prog[r];
+    const sim_prog_t *p = &rp->sh->p;
+    if (p->nrounds && sim_ends_step(p, i)) {
+        uint32_t *round = rp_round(rp);
+        if (--round[1] == 0 && round[0] + 1 < p->nrounds)
+            queue_instant(s, r, ROUND_JOIN);
+    }
     if (--s->left[r] == 0)
         finish_rank(s, r);
+}
+
+/* Rank r's round is done: the next one starts, its steps released in
+ * program order, as the join's edges would release them. */
+static void next_round(sim_t *s, uint32_t r, double now)
+{
+    const sim_rank_prog_t *rp = &s->prog[r];
+    const sim_prog_t *p = &rp->sh->p;
+    uint32_t *round = rp_round(rp), k = ++round[0];
+    round[1] = sim_round_steps(p, k);
+    for (uint32_t j = p->round_first[k]; j < p->round_first[k + 1]; j++)
+        if ((j == p->round_first[k] || sim_ends_step(p, j - 1)) && edge_done(s, rp, r, j))
+            release(s, r, j, now);
 }
 
 static void on_recv(sim_t *s, uint32_t r, uint32_t i, double t);
@@ -509,6 +539,10 @@ static void run_instant(sim_t *s, double now)
 {
     while (s->workhead < s->nwork && !s->err) {
         uint32_t r = s->work_rank[s->workhead], i = s->work[s->workhead++];
+        if (i == ROUND_JOIN) {
+            next_round(s, r, now);
+            continue;
+        }
         if (rp_ops(&s->prog[r])[i].kind == SIM_RECV) {
             on_recv(s, r, i, now);
             continue;

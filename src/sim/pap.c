@@ -386,7 +386,7 @@ static int build_hier(const sim_pap_t *c, int rank, sim_prog_t *out, char *msg, 
         sched_free(&b);
     }
     if (!rc)
-        rc = sim_prog_from_sched(img, a.esize, &tail);
+        rc = sim_prog_from_sched(img, a.esize, true, &tail);
     sched_img_free(img);
     if (!rc)
         rc = concat(&node, &tail, gate, out);

@@ -8,54 +8,70 @@
 
 #include "shape.h"
 
-/* The operations and the successor table: one contiguous block (prog.c). */
+/* The operations, the successor table and the round starts: one
+ * contiguous block (prog.c). */
 static size_t body_bytes(const sim_prog_t *p)
 {
-    return (size_t)p->nops * sizeof(sim_op_t) + ((size_t)p->nops + 1 + p->nedges) * 4;
+    return (size_t)p->nops * sizeof(sim_op_t) + ((size_t)p->nops + 1 + p->nedges) * 4 +
+           (p->nrounds ? ((size_t)p->nrounds + 1) * 4 : 0);
 }
 
+/* Four independent lanes of 8 bytes: a single multiply-shift chain was
+ * bound by its own latency, about a cycle a byte, and a program of
+ * recursive doubling at 2^20 ranks is some 3.6 KB hashed for every rank
+ * that starts (the run's largest cost outside the events). */
 static uint64_t hash_bytes(const void *v, size_t n)
 {
     const unsigned char *b = v;
-    uint64_t h = 0x9E3779B97F4A7C15ull ^ n, w;
+    uint64_t h[4] = {0x9E3779B97F4A7C15ull ^ n, 0xC2B2AE3D27D4EB4Full, 0x165667B19E3779F9ull,
+                     0x27D4EB2F165667C5ull},
+             w;
+    for (; n >= 32; b += 32, n -= 32)
+        for (int l = 0; l < 4; l++) {
+            memcpy(&w, b + 8 * l, 8);
+            h[l] = (h[l] ^ w) * 0xFF51AFD7ED558CCDull;
+            h[l] ^= h[l] >> 29;
+        }
+    uint64_t x = h[0] ^ (h[1] * 0x9E3779B97F4A7C15ull) ^ (h[2] * 0xC2B2AE3D27D4EB4Full) ^
+                 (h[3] * 0x165667B19E3779F9ull);
     for (; n >= 8; b += 8, n -= 8) {
         memcpy(&w, b, 8);
-        h = (h ^ w) * 0xFF51AFD7ED558CCDull;
-        h ^= h >> 29;
+        x = (x ^ w) * 0xFF51AFD7ED558CCDull;
+        x ^= x >> 29;
     }
     for (; n; n--)
-        h = (h ^ *b++) * 0x100000001B3ull;
-    h ^= h >> 33;
-    return h * 0xC4CEB9FE1A85EC53ull;
+        x = (x ^ *b++) * 0x100000001B3ull;
+    x ^= x >> 33;
+    return x * 0xC4CEB9FE1A85EC53ull;
 }
 
 /* Rewrites the program's peers as slots, the slots' ranks into peers[];
- * the number of peers, or SHAPE_NIL (program untouched) above
- * SHAPE_MAX_PEERS.  The first pass finds the slots, the second writes them
- * only once they all fit. */
+ * the number of peers, or SHAPE_NIL (program as it was) above
+ * SHAPE_MAX_PEERS: then the slots written so far are turned back into
+ * ranks. */
 static uint32_t to_slots(sim_prog_t *p, uint32_t *peers)
 {
-    uint32_t np = 0;
-    for (int write = 0; write < 2; write++) {
-        uint32_t last = SHAPE_NIL, k = 0;
-        for (uint32_t i = 0; i < p->nops; i++) {
-            sim_op_t *op = &p->ops[i];
-            if (op->kind == SIM_CALC)
-                continue;
-            uint32_t peer = (uint32_t)op->peer;
-            if (peer != last) {
-                for (k = 0; k < np && peers[k] != peer; k++)
-                    ;
-                if (k == np) {
-                    if (np == SHAPE_MAX_PEERS)
-                        return SHAPE_NIL;
-                    peers[np++] = peer;
+    uint32_t np = 0, last = SHAPE_NIL, k = 0;
+    for (uint32_t i = 0; i < p->nops; i++) {
+        sim_op_t *op = &p->ops[i];
+        if (op->kind == SIM_CALC)
+            continue;
+        uint32_t peer = (uint32_t)op->peer;
+        if (peer != last) {
+            for (k = 0; k < np && peers[k] != peer; k++)
+                ;
+            if (k == np) {
+                if (np == SHAPE_MAX_PEERS) {
+                    for (uint32_t j = 0; j < i; j++)
+                        if (p->ops[j].kind != SIM_CALC)
+                            p->ops[j].peer = (int32_t)peers[p->ops[j].peer];
+                    return SHAPE_NIL;
                 }
-                last = peer;
+                peers[np++] = peer;
             }
-            if (write)
-                op->peer = (int32_t)k;
+            last = peer;
         }
+        op->peer = (int32_t)k;
     }
     return np;
 }
@@ -116,6 +132,8 @@ static int index_receives(sim_shape_t *sh)
     p->ops = (sim_op_t *)mem;
     p->succ_first = (uint32_t *)(mem + (size_t)p->nops * sizeof(sim_op_t));
     p->succ = p->succ_first + p->nops + 1;
+    if (p->nrounds)
+        p->round_first = p->succ + p->nedges;
     p->rkeys = (uint64_t *)(mem + base);
     p->nkeys = nk;
     memcpy(p->rkeys, k, (size_t)nk * 8);
@@ -141,6 +159,7 @@ static sim_shape_t *lookup(const sim_shapes_t *t, const sim_prog_t *p, uint64_t 
         return NULL;
     for (sim_shape_t *sh = t->bucket[h & (t->nbucket - 1)]; sh; sh = sh->next)
         if (sh->hash == h && sh->p.nops == p->nops && sh->p.nedges == p->nedges &&
+            sh->p.nrounds == p->nrounds &&
             !memcmp(sh->p.ops, p->ops, body_bytes(p)))
             return sh;
     return NULL;
@@ -182,14 +201,16 @@ static void table_remove(sim_shapes_t *t, sim_shape_t *sh)
  * (8-aligned): after its states, FIFOs and peers. */
 static size_t pairs_at(const sim_shape_t *sh, uint32_t npeers)
 {
-    return ((size_t)rp_code_words(sh->p.nops) + 2 * (size_t)sh->nmulti + npeers + 1) &
+    return ((size_t)rp_code_words(sh->p.nops) + rp_round_words(sh) + 2 * (size_t)sh->nmulti +
+            npeers + 1) &
            ~(size_t)1;
 }
 
 static size_t mem_words(const sim_shape_t *sh, uint32_t npeers)
 {
     return npeers > 8 ? pairs_at(sh, npeers) + 2 * (size_t)npeers
-                      : (size_t)rp_code_words(sh->p.nops) + 2 * (size_t)sh->nmulti + npeers;
+                      : (size_t)rp_code_words(sh->p.nops) + rp_round_words(sh) +
+                            2 * (size_t)sh->nmulti + npeers;
 }
 
 static uint64_t *sorted_pairs(const sim_rank_prog_t *rp)
@@ -258,13 +279,23 @@ static int rank_state(sim_shapes_t *t, sim_rank_prog_t *rp, const uint32_t *peer
     for (uint32_t i = 0; i < sh->p.nops; i++)
         if (!sh->p.ops[i].pending)
             rp_set_state(rp, i, SHAPE_ZERO);
+    if (sh->p.nrounds) {
+        uint32_t *round = rp_round(rp);
+        round[0] = 0;
+        round[1] = sim_round_steps(&sh->p, 0);
+    }
     memset(rp_mhead(rp), 0xff, (size_t)sh->nmulti * 8);
     memcpy((uint32_t *)rp_peers(rp), peers, (size_t)rp->npeers * 4);
     if (rp->npeers > 8) {
         uint64_t *pairs = sorted_pairs(rp);
-        for (uint32_t k = 0; k < rp->npeers; k++)
-            pairs[k] = (uint64_t)peers[k] << 32 | k;
-        qsort(pairs, rp->npeers, 8, by_u64);
+        /* at most SHAPE_MAX_PEERS: an insertion sort beats qsort's calls */
+        for (uint32_t k = 0; k < rp->npeers; k++) {
+            uint64_t v = (uint64_t)peers[k] << 32 | k;
+            uint32_t j = k;
+            for (; j > 0 && pairs[j - 1] > v; j--)
+                pairs[j] = pairs[j - 1];
+            pairs[j] = v;
+        }
     }
     return 0;
 }

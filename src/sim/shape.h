@@ -45,8 +45,24 @@ typedef struct sim_shape {
     struct sim_shape *next;  /* the table's chain */
 } sim_shape_t;
 
+/* Op i of a program with rounds ends its step (it is not the receive of a
+ * receive-and-reduce). */
+static inline bool sim_ends_step(const sim_prog_t *p, uint32_t i)
+{
+    return !(p->ops[i].flags & SIM_PAIRED) || p->ops[i].kind != SIM_RECV;
+}
+/* The steps of round k: its operations that end one. */
+static inline uint32_t sim_round_steps(const sim_prog_t *p, uint32_t k)
+{
+    uint32_t n = 0;
+    for (uint32_t i = p->round_first[k]; i < p->round_first[k + 1]; i++)
+        n += sim_ends_step(p, i);
+    return n;
+}
+
 /* A running rank: its shape and one block of what is its own: two bits
- * per operation (its state, below), the FIFO head and tail of each key of
+ * per operation (its state, below), the round it is in (a program with
+ * rounds), the FIFO head and tail of each key of
  * several receives (a key of one needs none: its receive is posted or
  * not), the peers of the slots and, above 8 peers, (rank, slot) pairs
  * sorted by rank.  Two bits, not a 4-byte counter, because a pipelined
@@ -106,9 +122,16 @@ static inline void rp_set_state(const sim_rank_prog_t *rp, uint32_t i, unsigned 
     uint32_t *w = &rp->mem[i >> 4], shift = (i & 15) * 2;
     *w = (*w & ~(3u << shift)) | st << shift;
 }
-static inline uint32_t *rp_mhead(const sim_rank_prog_t *rp)
+/* A program with rounds (sim.h) has two words more: the round its rank is
+ * in, and the steps of it not yet done. */
+static inline uint32_t rp_round_words(const sim_shape_t *sh) { return sh->p.nrounds ? 2 : 0; }
+static inline uint32_t *rp_round(const sim_rank_prog_t *rp)
 {
     return rp->mem + rp_code_words(rp->sh->p.nops);
+}
+static inline uint32_t *rp_mhead(const sim_rank_prog_t *rp)
+{
+    return rp_round(rp) + rp_round_words(rp->sh);
 }
 static inline uint32_t *rp_mtail(const sim_rank_prog_t *rp)
 {

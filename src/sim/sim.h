@@ -70,6 +70,8 @@ enum sim_op_kind { SIM_SEND = 0, SIM_RECV = 1, SIM_CALC = 2 };
 #define SIM_INSTANT 0x1u    /* calc with no CPU time: a join (weft's NOP) */
 #define SIM_REDUCE 0x2u     /* calc that reduces `size` bytes (gamma) */
 #define SIM_COPY 0x4u       /* calc that copies `size` bytes (copy) */
+#define SIM_PAIRED 0x8u     /* the receive of a receive-and-reduce: its
+                             * step goes on with the next op, the reduce */
 #define SIM_IREQ 0x80000000u /* in prog.succ: an irequires edge */
 
 typedef struct sim_op {
@@ -91,6 +93,15 @@ typedef struct sim_prog {
      * 0/NULL) */
     uint32_t nkeys;
     uint64_t *rkeys;
+    /* A weft schedule's rounds, when the program keeps them (0: none, or
+     * made into joins): round k is ops round_first[k] .. round_first[k +
+     * 1] - 1, and each step of it that comes first (not the reduce of a
+     * receive-and-reduce) has one edge more than its explicit ones, the
+     * round before: the simulator releases it when every step of that
+     * round is done, as the join between them would.  In the block after
+     * the successors, nrounds + 1 entries. */
+    uint32_t nrounds;
+    uint32_t *round_first;
 } sim_prog_t;
 
 /* One allocation for nops operations and nedges edges (ops, then the
@@ -99,10 +110,15 @@ int sim_prog_alloc(sim_prog_t *p, uint32_t nops, uint32_t nedges);
 void sim_prog_free(sim_prog_t *p);
 /* Bytes the program holds (its share of peak memory). */
 size_t sim_prog_bytes(const sim_prog_t *p);
+/* The same with nrounds + 1 round starts after the successors. */
+int sim_prog_alloc_rounds(sim_prog_t *p, uint32_t nops, uint32_t nedges, uint32_t nrounds);
 /* Converts a committed weft schedule of elements of esize bytes: send and
  * receive as themselves, receive-and-reduce as a receive then a reduce
- * calc, reduce and copy as calcs, no-ops as instant joins. */
-int sim_prog_from_sched(const sched_img_t *s, size_t esize, sim_prog_t *out);
+ * calc, reduce and copy as calcs, no-ops as instant joins.  joins: a join
+ * (an instant calc) between every two rounds, as GOAL must have it; else
+ * the program keeps the rounds (nrounds), which the simulator follows
+ * without the joins' operations and edges, to the same times. */
+int sim_prog_from_sched(const sched_img_t *s, size_t esize, bool joins, sim_prog_t *out);
 
 /* Builds rank's program; returns 0 or a weft error code, with the reason
  * in msg. */
@@ -116,6 +132,7 @@ typedef struct sim_algo {
     const algo_t *al;
     coll_args_t a;
     sched_t *builder;
+    bool joins; /* programs with their joins (sim_prog_from_sched): for GOAL */
 } sim_algo_t;
 int sim_build_algo(void *ctx, int rank, sim_prog_t *out, char *msg, size_t len);
 
