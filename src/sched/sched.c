@@ -58,7 +58,7 @@ void sched_space_restore(sched_t *s, tagspace_t t)
 
 static region_t map_region(const sched_t *s, region_t r)
 {
-    region_t m = {s->remap_buf[r.buf], s->remap_off[r.buf] + r.off, r.len};
+    region_t m = reg(s->remap_buf[r.buf], s->remap_off[r.buf] + r.off, r.len);
     return m;
 }
 
