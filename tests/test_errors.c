@@ -167,6 +167,7 @@ int main(int argc, char **argv)
     EXPECT(weft_allreduce(a, NULL, 4, WEFT_INT32, WEFT_SUM, w), WEFT_EINVAL, "receive buffer");
     EXPECT(weft_allreduce(a, b, SIZE_MAX / 2, WEFT_INT32, WEFT_SUM, w), WEFT_EINVAL, "overflow");
     EXPECT(weft_allgather(a, b, SIZE_MAX / 8, WEFT_INT64, w), WEFT_EINVAL, "overflow");
+    EXPECT(weft_bcast(a, (size_t)1 << 62, WEFT_INT8, 0, w), WEFT_EINVAL, "overflow"); /* 2^62 B */
     EXPECT(weft_allreduce(a, b, 1, (weft_dtype_t)42, WEFT_SUM, w), WEFT_EINVAL, "datatype");
     EXPECT(weft_allreduce(a, b, 1, WEFT_INT32, 777, w), WEFT_EINVAL, "unknown op");
     EXPECT(weft_allreduce(a, b, 1, WEFT_FLOAT32, WEFT_BXOR, w), WEFT_EINVAL, "integer types");

@@ -149,7 +149,9 @@ int coll_run(weft_comm_t comm, weft_coll_t coll, const void *in, void *out, size
         return weft_error(WEFT_EINVAL, "%s: unknown datatype %d", cn, (int)dt);
     size_t es = weft_dtype_size(dt);
     int P = comm->size;
-    uint64_t lim = (uint64_t)(SIZE_MAX < INT64_MAX ? SIZE_MAX : INT64_MAX);
+    /* a schedule's regions hold 62-bit lengths (sched.h), and no address
+     * space is near 2^62 bytes */
+    uint64_t lim = (uint64_t)(SIZE_MAX < (1ull << 62) - 1 ? SIZE_MAX : (1ull << 62) - 1);
     bool blocks = coll == WEFT_COLL_REDUCE_SCATTER || coll == WEFT_COLL_ALLGATHER ||
                   coll == WEFT_COLL_SCATTER || coll == WEFT_COLL_GATHER;
     if (count > lim / es / (blocks ? (uint64_t)P : 1))
