@@ -429,7 +429,8 @@ static inline double calc_cost(const sim_model_t *m, const sim_op_t *op)
                                     : (double)op->size;
 }
 
-/* Op i of rank r (or ROUND_JOIN) runs at once, after what is queued. */
+/* Op i of rank r (or a join, ROUND_JOIN | k) runs at once, after what is
+ * queued. */
 static void queue_instant(sim_t *s, uint32_t r, uint32_t i)
 {
     if (s->nwork == s->workcap) {
@@ -501,32 +502,46 @@ static void satisfy(sim_t *s, uint32_t r, uint32_t i, double now, bool done)
     }
 }
 
-/* In the work list: the join after rank r's round (a program with rounds,
- * sim.h), in the place the join operation would have had. */
-#define ROUND_JOIN UINT32_MAX
+/* In the work list, ROUND_JOIN | k: the join before rank r's round k (a
+ * program with rounds, sim.h), in the place the join operation would have
+ * had.  Op indices stay below it (start_rank). */
+#define ROUND_JOIN 0x80000000u
+
+/* The round op i is in: the last that starts at or before it. */
+static uint32_t round_of(const sim_prog_t *p, uint32_t i)
+{
+    uint32_t lo = 0, hi = p->nrounds;
+    while (hi - lo > 1) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (p->round_first[mid] <= i)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
 
 static void done(sim_t *s, uint32_t r, uint32_t i, double now)
 {
     satisfy(s, r, i, now, true);
     const sim_rank_prog_t *rp = &s->prog[r];
     const sim_prog_t *p = &rp->sh->p;
-    if (p->nrounds && sim_ends_step(p, i)) {
-        uint32_t *round = rp_round(rp);
-        if (--round[1] == 0 && round[0] + 1 < p->nrounds)
-            queue_instant(s, r, ROUND_JOIN);
+    if (p->nrounds && sim_ends_step(p, i) && --*rp_round(rp) == 0) {
+        uint32_t k = round_of(p, i) + 1;
+        if (k < p->nrounds)
+            queue_instant(s, r, ROUND_JOIN | k);
     }
     if (--s->left[r] == 0)
         finish_rank(s, r);
 }
 
-/* Rank r's round is done: the next one starts, its steps released in
+/* Rank r's round k - 1 is done: round k starts, its steps released in
  * program order, as the join's edges would release them. */
-static void next_round(sim_t *s, uint32_t r, double now)
+static void next_round(sim_t *s, uint32_t r, uint32_t k, double now)
 {
     const sim_rank_prog_t *rp = &s->prog[r];
     const sim_prog_t *p = &rp->sh->p;
-    uint32_t *round = rp_round(rp), k = ++round[0];
-    round[1] = sim_round_steps(p, k);
+    *rp_round(rp) = sim_round_steps(p, k);
     for (uint32_t j = p->round_first[k]; j < p->round_first[k + 1]; j++)
         if ((j == p->round_first[k] || sim_ends_step(p, j - 1)) && edge_done(s, rp, r, j))
             release(s, r, j, now);
@@ -539,8 +554,8 @@ static void run_instant(sim_t *s, double now)
 {
     while (s->workhead < s->nwork && !s->err) {
         uint32_t r = s->work_rank[s->workhead], i = s->work[s->workhead++];
-        if (i == ROUND_JOIN) {
-            next_round(s, r, now);
+        if (i & ROUND_JOIN) {
+            next_round(s, r, i & ~ROUND_JOIN, now);
             continue;
         }
         if (rp_ops(&s->prog[r])[i].kind == SIM_RECV) {
@@ -633,6 +648,11 @@ static void start_rank(sim_t *s, uint32_t r, double t0)
             sim_prog_free(p);
             return;
         }
+    }
+    if (p->nops >= ROUND_JOIN) {
+        fail(s, WEFT_ENOTSUP, "rank %d: %u operations; at most 2^31 - 1", (int)r, p->nops);
+        sim_prog_free(p);
+        return;
     }
     ssize_t delta = 0;
     rc = s->opts && s->opts->private_programs

@@ -61,9 +61,9 @@ static inline uint32_t sim_round_steps(const sim_prog_t *p, uint32_t k)
 }
 
 /* A running rank: its shape and one block of what is its own: two bits
- * per operation (its state, below), the round it is in (a program with
- * rounds), the FIFO head and tail of each key of
- * several receives (a key of one needs none: its receive is posted or
+ * per operation (its state, below), the steps left of its round (a
+ * program with rounds), the FIFO head and tail of each key of several
+ * receives (a key of one needs none: its receive is posted or
  * not), the peers of the slots and, above 8 peers, (rank, slot) pairs
  * sorted by rank.  Two bits, not a 4-byte counter, because a pipelined
  * algorithm at weft's default chunk count has thousands of operations a
@@ -122,9 +122,10 @@ static inline void rp_set_state(const sim_rank_prog_t *rp, uint32_t i, unsigned 
     uint32_t *w = &rp->mem[i >> 4], shift = (i & 15) * 2;
     *w = (*w & ~(3u << shift)) | st << shift;
 }
-/* A program with rounds (sim.h) has two words more: the round its rank is
- * in, and the steps of it not yet done. */
-static inline uint32_t rp_round_words(const sim_shape_t *sh) { return sh->p.nrounds ? 2 : 0; }
+/* A program with rounds (sim.h) has a word more: the steps of its rank's
+ * round not yet done (which round it is, the simulator finds from the op
+ * that ends it). */
+static inline uint32_t rp_round_words(const sim_shape_t *sh) { return sh->p.nrounds ? 1 : 0; }
 static inline uint32_t *rp_round(const sim_rank_prog_t *rp)
 {
     return rp->mem + rp_code_words(rp->sh->p.nops);
