@@ -69,11 +69,14 @@ typedef struct sim {
     size_t msglen;
     int err;
 
-    sim_rank_prog_t *prog; /* each rank's while it runs */
+    sim_rank_prog_t *prog; /* each rank's while it runs, and its
+                            * operations not yet done */
     sim_shapes_t shapes;
     double *cpu, *nic_s, *nic_r; /* when each CPU / NIC is next free */
-    uint32_t *left;              /* operations not yet done */
-    double *finish;              /* -1 until the rank has finished */
+    uint64_t *finished;          /* a bit a rank: it has finished (a bit,
+                                  * not its time: one rank's write
+                                  * then misses the caches far more
+                                  * rarely; the times go into t_sum) */
     double t_sum, t_max;
     int slowest, nfinished;
 
@@ -471,12 +474,17 @@ static void release(sim_t *s, uint32_t r, uint32_t i, double now)
          r, i);
 }
 
+static bool has_finished(const sim_t *s, uint32_t r)
+{
+    return s->finished[r >> 6] >> (r & 63) & 1;
+}
+
 static void finish_rank(sim_t *s, uint32_t r)
 {
     double t = 0;
     for (int c = 0; c < s->m->cpus; c++)
         t = maxd(t, *cpu_of(s, r, c));
-    s->finish[r] = t;
+    s->finished[r >> 6] |= 1ull << (r & 63);
     s->t_sum += t;
     if (t > s->t_max || s->nfinished == 0)
         s->t_max = t, s->slowest = (int)r;
@@ -531,7 +539,7 @@ static void done(sim_t *s, uint32_t r, uint32_t i, double now)
         if (k < p->nrounds)
             queue_instant(s, r, ROUND_JOIN | k);
     }
-    if (--s->left[r] == 0)
+    if (--s->prog[r].left == 0)
         finish_rank(s, r);
 }
 
@@ -666,7 +674,7 @@ static void start_rank(sim_t *s, uint32_t r, double t0)
     }
     const sim_rank_prog_t *rp = &s->prog[r];
     uint32_t nops = rp->sh->p.nops;
-    s->left[r] = nops;
+    s->prog[r].left = nops;
     if (!nops) {
         finish_rank(s, r);
         return;
@@ -953,7 +961,7 @@ static int by_start(const void *a, const void *b)
 static void explain_stuck(sim_t *s)
 {
     for (int r = 0; r < s->P; r++) {
-        if (s->finish[r] >= 0 || !s->prog[r].sh)
+        if (has_finished(s, (uint32_t)r) || !s->prog[r].sh)
             continue;
         const sim_rank_prog_t *rp = &s->prog[r];
         for (uint32_t i = 0; i < rp->sh->p.nops; i++) {
@@ -972,15 +980,15 @@ static void explain_stuck(sim_t *s)
         if (s->tab[k].dst != NIL)
             unrecv = &s->tab[k];
     for (int r = 0; r < s->P; r++)
-        if (s->finish[r] < 0) {
+        if (!has_finished(s, (uint32_t)r)) {
             if (unrecv)
                 fail(s, WEFT_EINVAL,
                      "deadlock: rank %d never finishes (%u operations left); a message from "
                      "rank %u to rank %u (tag %u) waits unreceived",
-                     r, s->left[r], unrecv->src, unrecv->dst, unrecv->tag);
+                     r, s->prog[r].left, unrecv->src, unrecv->dst, unrecv->tag);
             else
                 fail(s, WEFT_EINVAL, "deadlock: rank %d never finishes (%u operations left)", r,
-                     s->left[r]);
+                     s->prog[r].left);
             return;
         }
     if (unrecv)
@@ -1003,18 +1011,18 @@ static int sim_alloc(sim_t *s)
     s->cpu = malloc(P * s->m->cpus * sizeof *s->cpu);
     s->nic_s = malloc(P * s->m->ports * sizeof *s->nic_s);
     s->nic_r = malloc(P * s->m->ports * sizeof *s->nic_r);
-    s->left = calloc(P, sizeof *s->left);
-    s->finish = malloc(P * sizeof *s->finish);
+    s->finished = calloc((P + 63) / 64, sizeof *s->finished);
     if (s->fifo) { /* the wait queues: only the FIFO order has them */
         s->wq_head = malloc(P * 3 * sizeof *s->wq_head);
         s->wq_tail = malloc(P * 3 * sizeof *s->wq_tail);
         s->wake = malloc(P * sizeof *s->wake);
     }
-    if (!s->prog || !s->cpu || !s->nic_s || !s->nic_r || !s->left || !s->finish ||
+    if (!s->prog || !s->cpu || !s->nic_s || !s->nic_r || !s->finished ||
         (s->fifo && (!s->wq_head || !s->wq_tail || !s->wake)))
         return fail(s, WEFT_ENOMEM, "out of memory for %d ranks", s->P);
-    account(s, (ssize_t)(P * (sizeof *s->prog + s->m->cpus * 8 + s->m->ports * 16 + 4 + 8 +
-                              (s->fifo ? 24 + 8 : 0))));
+    account(s, (ssize_t)(P * (sizeof *s->prog + s->m->cpus * 8 + s->m->ports * 16 +
+                              (s->fifo ? 24 + 8 : 0)) +
+                         (P + 63) / 64 * 8));
     for (size_t q = 0; s->fifo && q < P * 3; q++)
         s->wq_head[q] = NIL;
     const double *st = s->opts ? s->opts->start : NULL;
@@ -1025,7 +1033,6 @@ static int sim_alloc(sim_t *s)
             s->cpu[r * s->m->cpus + c] = t0;
         for (int k = 0; k < s->m->ports; k++)
             s->nic_s[r * s->m->ports + k] = s->nic_r[r * s->m->ports + k] = t0;
-        s->finish[r] = -1;
         if (s->fifo)
             s->wake[r] = -1;
     }
@@ -1042,8 +1049,8 @@ static void sim_release(sim_t *s)
             sim_shape_release(&s->shapes, &s->prog[r], &delta);
     }
     sim_shapes_free(&s->shapes);
-    free(s->prog), free(s->cpu), free(s->nic_s), free(s->nic_r), free(s->left);
-    free(s->finish), free(s->rec), free(s->tab), free(s->aside), free(s->work);
+    free(s->prog), free(s->cpu), free(s->nic_s), free(s->nic_r), free(s->finished);
+    free(s->rec), free(s->tab), free(s->aside), free(s->work);
     free(s->wq_head), free(s->wq_tail), free(s->wake), free(s->wn);
     free(s->work_rank);
     evq_free(&s->q);

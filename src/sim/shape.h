@@ -72,6 +72,8 @@ typedef struct sim_rank_prog {
     sim_shape_t *sh;
     uint32_t *mem;
     uint32_t npeers;
+    uint32_t left; /* the simulator's: operations not yet done (in the
+                    * record's padding, read with the handle anyway) */
 } sim_rank_prog_t;
 
 /* An operation's state.  SHAPE_ONE: one edge left when it has at most
