@@ -101,7 +101,13 @@ typedef struct sim {
      * sends (also waiting for a NIC), messages to take in (also waiting
      * for a receive NIC) -- and at most one wake-up event per rank, so a
      * queue of n waiting items costs O(n) events, not O(n^2) retries. */
-    uint32_t *wq_head, *wq_tail; /* [rank * 3 + class] */
+    /* [rank * 3 + class]: first and last waiting item, and the first's
+     * place in the order (a copy of its node's seq: choosing among a
+     * rank's three queues then reads one record, not three cold nodes) */
+    struct wqueue {
+        uint32_t head, tail;
+        uint64_t seq;
+    } *wq;
     double *wake;                /* the rank's pending wake-up, -1 none */
     struct wnode {
         uint32_t idx, next;
@@ -534,7 +540,7 @@ static void done(sim_t *s, uint32_t r, uint32_t i, double now)
     satisfy(s, r, i, now, true);
     const sim_rank_prog_t *rp = &s->prog[r];
     const sim_prog_t *p = &rp->sh->p;
-    if (p->nrounds && sim_ends_step(p, i) && --*rp_round(rp) == 0) {
+    if (p->nrounds && sim_ends_step(p, i) && --s->prog[r].round_left == 0) {
         uint32_t k = round_of(p, i) + 1;
         if (k < p->nrounds)
             queue_instant(s, r, ROUND_JOIN | k);
@@ -549,7 +555,7 @@ static void next_round(sim_t *s, uint32_t r, uint32_t k, double now)
 {
     const sim_rank_prog_t *rp = &s->prog[r];
     const sim_prog_t *p = &rp->sh->p;
-    *rp_round(rp) = sim_round_steps(p, k);
+    s->prog[r].round_left = sim_round_steps(p, k);
     for (uint32_t j = p->round_first[k]; j < p->round_first[k + 1]; j++)
         if ((j == p->round_first[k] || sim_ends_step(p, j - 1)) && edge_done(s, rp, r, j))
             release(s, r, j, now);
@@ -712,7 +718,7 @@ static void schedule_wake(sim_t *s, uint32_t r)
 {
     double w = -1;
     for (int c = 0; c < 3; c++)
-        if (s->wq_head[(size_t)r * 3 + c] != NIL) {
+        if (s->wq[(size_t)r * 3 + c].head != NIL) {
             double t = wq_ready(s, r, c);
             if (w < 0 || t < w)
                 w = t;
@@ -748,12 +754,12 @@ static void park(sim_t *s, uint32_t r, int cls, uint32_t idx, double ready)
     else
         n = s->nwn++;
     s->wn[n].idx = idx, s->wn[n].next = NIL, s->wn[n].seq = s->seq++;
-    size_t q = (size_t)r * 3 + (size_t)cls;
-    if (s->wq_head[q] == NIL)
-        s->wq_head[q] = n;
+    struct wqueue *q = &s->wq[(size_t)r * 3 + (size_t)cls];
+    if (q->head == NIL)
+        q->head = n, q->seq = s->wn[n].seq;
     else
-        s->wn[s->wq_tail[q]].next = n;
-    s->wq_tail[q] = n;
+        s->wn[q->tail].next = n;
+    q->tail = n;
     schedule_wake(s, r);
 }
 
@@ -761,7 +767,7 @@ static void park(sim_t *s, uint32_t r, int cls, uint32_t idx, double ready)
  * behind it)? */
 static inline bool queued(const sim_t *s, uint32_t r, int cls)
 {
-    return s->fifo && s->wq_head[(size_t)r * 3 + (size_t)cls] != NIL;
+    return s->fifo && s->wq[(size_t)r * 3 + (size_t)cls].head != NIL;
 }
 
 /* ---- running operations and messages ---- */
@@ -900,16 +906,17 @@ static void on_wake(sim_t *s, uint32_t r, double t)
     for (;;) {
         int best = -1;
         uint64_t best_seq = UINT64_MAX;
-        for (int c = 0; c < 3; c++) {
-            uint32_t h = s->wq_head[(size_t)r * 3 + c];
-            if (h != NIL && s->wn[h].seq < best_seq && wq_ready(s, r, c) <= t)
-                best = c, best_seq = s->wn[h].seq;
-        }
+        struct wqueue *q = &s->wq[(size_t)r * 3];
+        for (int c = 0; c < 3; c++)
+            if (q[c].head != NIL && q[c].seq < best_seq && wq_ready(s, r, c) <= t)
+                best = c, best_seq = q[c].seq;
         if (best < 0 || s->err)
             break;
-        size_t q = (size_t)r * 3 + (size_t)best;
-        uint32_t n = s->wq_head[q], idx = s->wn[n].idx;
-        s->wq_head[q] = s->wn[n].next;
+        q += best;
+        uint32_t n = q->head, idx = s->wn[n].idx;
+        q->head = s->wn[n].next;
+        if (q->head != NIL)
+            q->seq = s->wn[q->head].seq;
         s->wn[n].next = s->freewn;
         s->freewn = n;
         if (best == WQ_MSG)
@@ -1013,18 +1020,17 @@ static int sim_alloc(sim_t *s)
     s->nic_r = malloc(P * s->m->ports * sizeof *s->nic_r);
     s->finished = calloc((P + 63) / 64, sizeof *s->finished);
     if (s->fifo) { /* the wait queues: only the FIFO order has them */
-        s->wq_head = malloc(P * 3 * sizeof *s->wq_head);
-        s->wq_tail = malloc(P * 3 * sizeof *s->wq_tail);
+        s->wq = malloc(P * 3 * sizeof *s->wq);
         s->wake = malloc(P * sizeof *s->wake);
     }
     if (!s->prog || !s->cpu || !s->nic_s || !s->nic_r || !s->finished ||
-        (s->fifo && (!s->wq_head || !s->wq_tail || !s->wake)))
+        (s->fifo && (!s->wq || !s->wake)))
         return fail(s, WEFT_ENOMEM, "out of memory for %d ranks", s->P);
     account(s, (ssize_t)(P * (sizeof *s->prog + s->m->cpus * 8 + s->m->ports * 16 +
-                              (s->fifo ? 24 + 8 : 0)) +
+                              (s->fifo ? 3 * sizeof *s->wq + 8 : 0)) +
                          (P + 63) / 64 * 8));
     for (size_t q = 0; s->fifo && q < P * 3; q++)
-        s->wq_head[q] = NIL;
+        s->wq[q].head = NIL;
     const double *st = s->opts ? s->opts->start : NULL;
     for (size_t r = 0; r < P; r++) {
         double t0 = st ? st[r] : 0;
@@ -1051,7 +1057,7 @@ static void sim_release(sim_t *s)
     sim_shapes_free(&s->shapes);
     free(s->prog), free(s->cpu), free(s->nic_s), free(s->nic_r), free(s->finished);
     free(s->rec), free(s->tab), free(s->aside), free(s->work);
-    free(s->wq_head), free(s->wq_tail), free(s->wake), free(s->wn);
+    free(s->wq), free(s->wake), free(s->wn);
     free(s->work_rank);
     evq_free(&s->q);
 }

@@ -201,16 +201,14 @@ static void table_remove(sim_shapes_t *t, sim_shape_t *sh)
  * (8-aligned): after its states, FIFOs and peers. */
 static size_t pairs_at(const sim_shape_t *sh, uint32_t npeers)
 {
-    return ((size_t)rp_code_words(sh->p.nops) + rp_round_words(sh) + 2 * (size_t)sh->nmulti +
-            npeers + 1) &
+    return ((size_t)rp_code_words(sh->p.nops) + 2 * (size_t)sh->nmulti + npeers + 1) &
            ~(size_t)1;
 }
 
 static size_t mem_words(const sim_shape_t *sh, uint32_t npeers)
 {
     return npeers > 8 ? pairs_at(sh, npeers) + 2 * (size_t)npeers
-                      : (size_t)rp_code_words(sh->p.nops) + rp_round_words(sh) +
-                            2 * (size_t)sh->nmulti + npeers;
+                      : (size_t)rp_code_words(sh->p.nops) + 2 * (size_t)sh->nmulti + npeers;
 }
 
 static uint64_t *sorted_pairs(const sim_rank_prog_t *rp)
@@ -279,8 +277,7 @@ static int rank_state(sim_shapes_t *t, sim_rank_prog_t *rp, const uint32_t *peer
     for (uint32_t i = 0; i < sh->p.nops; i++)
         if (!sh->p.ops[i].pending)
             rp_set_state(rp, i, SHAPE_ZERO);
-    if (sh->p.nrounds)
-        *rp_round(rp) = sim_round_steps(&sh->p, 0);
+    rp->round_left = sh->p.nrounds ? sim_round_steps(&sh->p, 0) : 0;
     memset(rp_mhead(rp), 0xff, (size_t)sh->nmulti * 8);
     memcpy((uint32_t *)rp_peers(rp), peers, (size_t)rp->npeers * 4);
     if (rp->npeers > 8) {

@@ -61,9 +61,8 @@ static inline uint32_t sim_round_steps(const sim_prog_t *p, uint32_t k)
 }
 
 /* A running rank: its shape and one block of what is its own: two bits
- * per operation (its state, below), the steps left of its round (a
- * program with rounds), the FIFO head and tail of each key of several
- * receives (a key of one needs none: its receive is posted or
+ * per operation (its state, below), the FIFO head and tail of each key
+ * of several receives (a key of one needs none: its receive is posted or
  * not), the peers of the slots and, above 8 peers, (rank, slot) pairs
  * sorted by rank.  Two bits, not a 4-byte counter, because a pipelined
  * algorithm at weft's default chunk count has thousands of operations a
@@ -72,8 +71,11 @@ typedef struct sim_rank_prog {
     sim_shape_t *sh;
     uint32_t *mem;
     uint32_t npeers;
-    uint32_t left; /* the simulator's: operations not yet done (in the
-                    * record's padding, read with the handle anyway) */
+    /* the simulator's, beside the handle it reads at every event anyway:
+     * operations not yet done, and in a program with rounds (sim.h) the
+     * steps of the rank's round not yet done (which round, the simulator
+     * finds from the op that ends it) */
+    uint32_t left, round_left;
 } sim_rank_prog_t;
 
 /* An operation's state.  SHAPE_ONE: one edge left when it has at most
@@ -124,17 +126,9 @@ static inline void rp_set_state(const sim_rank_prog_t *rp, uint32_t i, unsigned 
     uint32_t *w = &rp->mem[i >> 4], shift = (i & 15) * 2;
     *w = (*w & ~(3u << shift)) | st << shift;
 }
-/* A program with rounds (sim.h) has a word more: the steps of its rank's
- * round not yet done (which round it is, the simulator finds from the op
- * that ends it). */
-static inline uint32_t rp_round_words(const sim_shape_t *sh) { return sh->p.nrounds ? 1 : 0; }
-static inline uint32_t *rp_round(const sim_rank_prog_t *rp)
-{
-    return rp->mem + rp_code_words(rp->sh->p.nops);
-}
 static inline uint32_t *rp_mhead(const sim_rank_prog_t *rp)
 {
-    return rp_round(rp) + rp_round_words(rp->sh);
+    return rp->mem + rp_code_words(rp->sh->p.nops);
 }
 static inline uint32_t *rp_mtail(const sim_rank_prog_t *rp)
 {
