@@ -72,7 +72,7 @@ int config_choices_from_env(algo_choice_t *choice)
     return WEFT_OK;
 }
 
-/* A variable's value as a number: digits only, lo..hi; -1 otherwise. */
+/* A size: digits and an optional K, M or G (core.h). */
 const char *size_prefix(const char *s, uint64_t *out)
 {
     if (!isdigit((unsigned char)*s)) /* strtoull would take "-5" as 2^64 - 5 */
@@ -89,6 +89,7 @@ const char *size_prefix(const char *s, uint64_t *out)
     return e + (shift != 0);
 }
 
+/* A variable's value as a number: digits only, lo..hi; -1 otherwise. */
 static long env_number(const char *v, long lo, long hi)
 {
     long x = 0;

@@ -85,13 +85,12 @@ int sim_goal_write(FILE *f, const sim_model_t *m, int P, sim_build_fn build, voi
             snprintf(msg, len, "rank %d: %s", r, why[0] ? why : weft_strerror(rc));
             return rc;
         }
-        /* GOAL has no rounds: the builder must make them joins */
-        rc = p.nrounds ? WEFT_EINTERNAL : write_rank(f, m, r, &p);
-        if (rc == WEFT_EINTERNAL) {
+        if (p.nrounds) { /* GOAL has no rounds: the builder must make them joins */
             sim_prog_free(&p);
             snprintf(msg, len, "rank %d: a program with rounds (build it with joins)", r);
-            return rc;
+            return WEFT_EINTERNAL;
         }
+        rc = write_rank(f, m, r, &p);
         sim_prog_free(&p);
         if (rc) {
             snprintf(msg, len, "writing rank %d: %s", r, strerror(errno));

@@ -73,10 +73,8 @@ typedef struct sim {
                             * operations not yet done */
     sim_shapes_t shapes;
     double *cpu, *nic_s, *nic_r; /* when each CPU / NIC is next free */
-    uint64_t *finished;          /* a bit a rank: it has finished (a bit,
-                                  * not its time: one rank's write
-                                  * then misses the caches far more
-                                  * rarely; the times go into t_sum) */
+    uint64_t *finished;          /* a bit a rank: it has finished (its
+                                  * time goes into t_sum and t_max only) */
     double t_sum, t_max;
     int slowest, nfinished;
 
