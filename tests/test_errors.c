@@ -34,6 +34,71 @@ static void noncomm(const void *in, void *inout, size_t n, weft_dtype_t dt, void
         b[i] = a[i] - b[i];
 }
 
+static void user_sum(const void *in, void *inout, size_t n, weft_dtype_t dt, void *ctx)
+{
+    for (size_t i = 0; i < n; i++)
+        ((int32_t *)inout)[i] += ((const int32_t *)in)[i];
+}
+
+static void user_max(const void *in, void *inout, size_t n, weft_dtype_t dt, void *ctx)
+{
+    for (size_t i = 0; i < n; i++) {
+        int32_t x = ((const int32_t *)in)[i], *y = (int32_t *)inout + i;
+        *y = x > *y ? x : *y;
+    }
+}
+
+/* A call that repeats the last one's shape reuses its resolution (comm.h,
+ * call_memo_t): what changed in between must still count. */
+static void repeated_calls(weft_comm_t w)
+{
+    int P = weft_comm_size(w);
+    int32_t x[64], y[64];
+    for (int i = 0; i < 64; i++)
+        x[i] = me + 1;
+    EXPECT(weft_allreduce(x, y, 8, WEFT_INT32, WEFT_SUM, w), WEFT_OK, NULL);
+    EXPECT(weft_allreduce(NULL, y, 8, WEFT_INT32, WEFT_SUM, w), WEFT_EINVAL, "send buffer");
+    EXPECT(weft_allreduce(x, NULL, 8, WEFT_INT32, WEFT_SUM, w), WEFT_EINVAL, "receive buffer");
+    EXPECT(weft_allreduce(x, y, 8, WEFT_INT32, WEFT_BXOR, w), WEFT_OK, NULL);
+    EXPECT(weft_allreduce(x, y, 8, WEFT_FLOAT32, WEFT_BXOR, w), WEFT_EINVAL, "integer types");
+    /* the algorithm chosen between two equal calls is the one that runs */
+    EXPECT(weft_set_algorithm(w, WEFT_COLL_ALLREDUCE, "ring", NULL), WEFT_OK, NULL);
+    EXPECT(weft_allreduce(x, y, 8, WEFT_INT32, WEFT_SUM, w), WEFT_OK, NULL);
+    checks++;
+    if (strcmp(weft_last_algorithm(w, WEFT_COLL_ALLREDUCE), "ring"))
+        failures++, fprintf(stderr, "rank %d: FAIL: ring chosen, %s ran\n", me,
+                            weft_last_algorithm(w, WEFT_COLL_ALLREDUCE));
+    EXPECT(weft_set_algorithm(w, WEFT_COLL_ALLREDUCE, "butterfly", NULL), WEFT_OK, NULL);
+    EXPECT(weft_allreduce(x, y, 8, WEFT_INT32, WEFT_SUM, w), WEFT_EINVAL, "idempotent");
+    EXPECT(weft_set_algorithm(w, WEFT_COLL_ALLREDUCE, "auto", NULL), WEFT_OK, NULL);
+    /* a user op freed and its handle given to another function */
+    weft_op_t u, v;
+    EXPECT(weft_op_create(user_sum, NULL, 1, 0, &u), WEFT_OK, NULL);
+    weft_op_t handle = u;
+    EXPECT(weft_allreduce(x, y, 8, WEFT_INT32, u, w), WEFT_OK, NULL);
+    checks++;
+    if (y[0] != P * (P + 1) / 2)
+        failures++, fprintf(stderr, "rank %d: FAIL: user sum gave %d\n", me, (int)y[0]);
+    weft_op_free(&u);
+    EXPECT(weft_allreduce(x, y, 8, WEFT_INT32, handle, w), WEFT_EINVAL, "op");
+    EXPECT(weft_op_create(user_max, NULL, 1, 0, &v), WEFT_OK, NULL);
+    EXPECT(weft_allreduce(x, y, 8, WEFT_INT32, v, w), WEFT_OK, NULL);
+    checks++;
+    if (y[0] != P)
+        failures++, fprintf(stderr, "rank %d: FAIL: user max (handle %d, was %d) gave %d\n",
+                            me, v, handle, (int)y[0]);
+    weft_op_free(&v);
+    /* more call shapes than the schedule cache holds, then the first again */
+    for (int n = 1; n <= 40; n++)
+        EXPECT(weft_allreduce(x, y, (size_t)n, WEFT_INT32, WEFT_SUM, w), WEFT_OK, NULL);
+    y[0] = 0;
+    EXPECT(weft_allreduce(x, y, 1, WEFT_INT32, WEFT_SUM, w), WEFT_OK, NULL);
+    checks++;
+    if (y[0] != P * (P + 1) / 2)
+        failures++, fprintf(stderr, "rank %d: FAIL: sum after evictions gave %d\n", me,
+                            (int)y[0]);
+}
+
 /* weft_alloc / weft_free: usable before weft_init, bad input refused with
  * a message, blocks page-aligned, zeroed, reusable once freed. */
 static void arena_checks(void)
@@ -214,6 +279,7 @@ int main(int argc, char **argv)
     }
     EXPECT(weft_set_algorithm(w, WEFT_COLL_ALLREDUCE, "auto", NULL), WEFT_OK, NULL);
     weft_op_free(&op);
+    repeated_calls(w);
     if (P > 1 && me != 0)
         EXPECT(weft_reduce(WEFT_IN_PLACE, b, 1, WEFT_INT32, WEFT_SUM, 0, w), WEFT_EINVAL, "root only");
     EXPECT(weft_comm_free(&w), WEFT_EINVAL, "world");

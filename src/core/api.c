@@ -54,6 +54,7 @@ static sched_entry_t *cache_get(weft_comm_t c, const algo_t *al, const coll_args
         return NULL;
     }
     if (victim->used) {
+        memset(c->memo, 0, sizeof c->memo); /* one of them may name the victim */
         request_list_free(victim->spare);
         sched_img_free(victim->s);
         memset(victim, 0, sizeof *victim);
@@ -126,6 +127,86 @@ static void describe_call(weft_comm_t comm, const sched_entry_t *ent, weft_dtype
                           uint64_t op_ident, call_desc_t *d);
 static int wait_and_finish(weft_request_t r, int timeout_ms);
 
+/* The buffers a call's layout needs are there. */
+static int buffers_given(const char *cn, const coll_layout_t *lay, const void *in,
+                         const void *out, bool inplace)
+{
+    if (lay->in_len && !in && !inplace)
+        return weft_error(WEFT_EINVAL, "%s: send buffer is NULL", cn);
+    if (lay->out_len && !out && !(inplace && lay->alias == ALIAS_OUT_IN_IN))
+        return weft_error(WEFT_EINVAL, "%s: receive buffer is NULL", cn);
+    return WEFT_OK;
+}
+
+/* Resolves a call into *m: the op, the layout, the algorithm (the
+ * communicator's choice, checked, or AUTO's) and its schedule.  The memo
+ * serves the calls that repeat it (comm.h); a user op is never kept, since
+ * it may be freed and its handle reused. */
+static int resolve_call(weft_comm_t comm, weft_coll_t coll, const void *in, void *out,
+                        size_t count, weft_dtype_t dt, weft_op_t op, int root, bool inplace,
+                        call_memo_t *m)
+{
+    const char *cn = weft_coll_name(coll);
+    int P = comm->size, rc;
+    m->keep = false;
+    coll_args_t a;
+    memset(&a, 0, sizeof a);
+    a.coll = coll;
+    a.nrank = P;
+    a.rank = comm->rank;
+    a.root = coll_is_rooted(coll) ? root : 0;
+    a.count = count;
+    a.esize = weft_dtype_size(dt);
+    a.node_of = comm->node_of;
+    a.nnodes = comm->node_of ? comm->nnodes : 1;
+    a.node_max = comm->node_of ? comm->node_max : P;
+    a.shared_board = comm->x->ops->board_slot != NULL;
+    a.node_board = comm->x->ops->arrival_rec != NULL;
+    reducer_t red;
+    memset(&red, 0, sizeof red);
+    uint64_t op_ident = 0;
+    if (coll_is_reduction(coll)) {
+        op_info_t info;
+        if ((rc = op_lookup(op, dt, &info)))
+            return weft_error(rc, "%s: %s", cn, weft_last_error());
+        op_ident = info.ident;
+        reducer_init(&red, op, dt);
+        a.commutative = info.commutative;
+        a.idempotent = info.idempotent;
+        a.invertible = info.invertible;
+    } else {
+        a.commutative = a.idempotent = true;
+    }
+    coll_layout_t lay;
+    coll_layout(coll, P, comm->rank, a.root, count, inplace, &lay);
+    if ((rc = buffers_given(cn, &lay, in, out, inplace)))
+        return rc;
+
+    const algo_t *al = comm->choice[coll].al;
+    const char *choice;
+    if (al) {
+        a.params = comm->choice[coll].params;
+        if ((rc = algo_check_usable(al, &a)))
+            return rc;
+        choice = al->name;
+    } else if (!(al = select_algo(comm, &a))) {
+        return weft_error(WEFT_EINTERNAL, "%s: no algorithm serves this call", cn);
+    } else {
+        choice = comm->auto_memo[coll].text;
+    }
+    if (!(al->flags & ALGO_USES_INVERSE))
+        a.invertible = false; /* one cached schedule for int and float sums alike */
+    sched_entry_t *ent = cache_get(comm, al, &a, &rc); /* may clear the memos */
+    if (!ent)
+        return rc;
+    *m = (call_memo_t){.al = al, .ent = ent, .count = count, .dt = dt, .op = op,
+                       .root = root, .inplace = inplace, .op_ident = op_ident, .red = red,
+                       .lay = lay, .last_choice = choice,
+                       .keep = !coll_is_reduction(coll) ||
+                               (op >= 0 && op < WEFT_OP_BUILTIN_COUNT)};
+    return WEFT_OK;
+}
+
 int coll_run(weft_comm_t comm, weft_coll_t coll, const void *in, void *out, size_t count,
              weft_dtype_t dt, weft_op_t op, int root, bool inplace, weft_request_t *reqp)
 {
@@ -160,58 +241,20 @@ int coll_run(weft_comm_t comm, weft_coll_t coll, const void *in, void *out, size
     if (coll_is_rooted(coll) && (root < 0 || root >= P))
         return weft_error(WEFT_EINVAL, "%s: root %d out of range (communicator of %d ranks)", cn,
                           root, P);
-    coll_args_t a;
-    memset(&a, 0, sizeof a);
-    a.coll = coll;
-    a.nrank = P;
-    a.rank = comm->rank;
-    a.root = coll_is_rooted(coll) ? root : 0;
-    a.count = count;
-    a.esize = es;
-    a.node_of = comm->node_of;
-    a.nnodes = comm->node_of ? comm->nnodes : 1;
-    a.node_max = comm->node_of ? comm->node_max : P;
-    a.shared_board = comm->x->ops->board_slot != NULL;
-    a.node_board = comm->x->ops->arrival_rec != NULL;
-    reducer_t red;
-    memset(&red, 0, sizeof red);
-    uint64_t op_ident = 0;
-    if (coll_is_reduction(coll)) {
-        op_info_t info;
-        if ((rc = op_lookup(op, dt, &info)))
-            return weft_error(rc, "%s: %s", cn, weft_last_error());
-        op_ident = info.ident;
-        reducer_init(&red, op, dt);
-        a.commutative = info.commutative;
-        a.idempotent = info.idempotent;
-        a.invertible = info.invertible;
-    } else {
-        a.commutative = a.idempotent = true;
-    }
-    coll_layout_t lay;
-    coll_layout(coll, P, comm->rank, a.root, count, inplace, &lay);
-    if (lay.in_len && !in && !inplace)
-        return weft_error(WEFT_EINVAL, "%s: send buffer is NULL", cn);
-    if (lay.out_len && !out && !(inplace && lay.alias == ALIAS_OUT_IN_IN))
-        return weft_error(WEFT_EINVAL, "%s: receive buffer is NULL", cn);
-
-    const algo_t *al = comm->choice[coll].al;
-    if (al) {
-        a.params = comm->choice[coll].params;
-        if ((rc = algo_check_usable(al, &a)))
-            return rc;
-        comm->last_choice[coll] = al->name;
-    } else if (!(al = select_algo(comm, &a))) {
-        return weft_error(WEFT_EINTERNAL, "%s: no algorithm serves this call", cn);
-    } else {
-        comm->last_choice[coll] = comm->auto_memo[coll].text;
-    }
-    comm->last[coll] = al->name;
-    if (!(al->flags & ALGO_USES_INVERSE))
-        a.invertible = false; /* one cached schedule for int and float sums alike */
-    sched_entry_t *ent = cache_get(comm, al, &a, &rc);
-    if (!ent)
+    call_memo_t *m = &comm->memo[coll];
+    if (m->keep && m->count == count && m->dt == dt && m->op == op && m->root == root &&
+        m->inplace == inplace)
+        rc = buffers_given(cn, &m->lay, in, out, inplace);
+    else
+        rc = resolve_call(comm, coll, in, out, count, dt, op, root, inplace, m);
+    if (rc)
         return rc;
+    const coll_layout_t lay = m->lay;
+    const algo_t *al = m->al;
+    sched_entry_t *ent = m->ent;
+    ent->last_use = ++comm->clock;
+    comm->last[coll] = al->name;
+    comm->last_choice[coll] = m->last_choice;
 
     weft_request_t r = ent->spare;
     if (r) {
@@ -260,9 +303,9 @@ int coll_run(weft_comm_t comm, weft_coll_t coll, const void *in, void *out, size
     r->e.world = comm->world;
     r->e.node_of = comm->node_of;
     r->e.nnodes = comm->node_of ? comm->nnodes : 1;
-    r->e.red = red;
+    r->e.red = m->red;
     r->e.tagbase = (uint64_t)comm->ctx << 48 | (uint64_t)(comm->seq & 0xffffffu) << 24;
-    describe_call(comm, ent, dt, op_ident, &r->desc);
+    describe_call(comm, ent, dt, m->op_ident, &r->desc);
     comm->seq++;
     r->e.sig = r->desc.sig;
     r->e.desc = &r->desc;

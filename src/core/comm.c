@@ -449,5 +449,6 @@ weft_err_t weft_set_algorithm(weft_comm_t comm, weft_coll_t coll, const char *na
     if ((rc = config_choice(coll, name, params, &ch)))
         return rc;
     comm->choice[coll] = ch;
+    comm->memo[coll].keep = false;
     return WEFT_OK;
 }

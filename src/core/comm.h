@@ -5,6 +5,7 @@
 
 #include "../algo/algo.h"
 #include "../exec/engine.h"
+#include "../sched/layout.h"
 #include "core.h"
 
 #define SCHED_CACHE_SIZE 32
@@ -45,6 +46,26 @@ typedef struct auto_memo {
     char text[64]; /* the choice as its row writes it: NAME[/k=v;..] */
 } auto_memo_t;
 
+/* The last call of a collective on a communicator, as coll_run resolved it:
+ * a call that repeats it (same count, datatype, builtin op, root, in-place)
+ * skips the op lookup, the layout, AUTO's choice or the usability check,
+ * and the schedule cache's search.  Cleared when the communicator's choice
+ * for the collective changes and when the cache evicts an entry. */
+typedef struct call_memo {
+    bool keep; /* later calls may use it (false: it holds a user op's call) */
+    const algo_t *al;
+    sched_entry_t *ent;
+    uint64_t count;
+    weft_dtype_t dt;
+    weft_op_t op;
+    int root;
+    bool inplace;
+    uint64_t op_ident;
+    reducer_t red;
+    coll_layout_t lay;
+    const char *last_choice;
+} call_memo_t;
+
 struct weft_comm {
     int rank, size;
     int *world; /* rank -> transport rank */
@@ -56,6 +77,7 @@ struct weft_comm {
      * memo is per collective, so it is the last call's until the next) */
     const char *last_choice[WEFT_COLL_COUNT];
     auto_memo_t auto_memo[WEFT_COLL_COUNT]; /* AUTO's last decision per collective */
+    call_memo_t memo[WEFT_COLL_COUNT];
     sched_entry_t cache[SCHED_CACHE_SIZE];
     uint64_t clock;
     bool owns_x; /* the transport belongs to this communicator (MPI) */
