@@ -82,6 +82,14 @@ static const char *contribution(const exec_t *e)
     return e->buf[e->desc->coll == WEFT_COLL_BCAST ? BUF_OUT : BUF_IN];
 }
 
+/* Every reader of the slot's contents is done with them (wanted and reads
+ * wrap together: their difference is what counts). */
+static bool slot_free(const board_slot_t *me)
+{
+    uint32_t reads = atomic_load_explicit(&me->reads, memory_order_acquire);
+    return (int32_t)(reads - me->wanted) >= 0;
+}
+
 /* Writes this rank's contribution when its slot is free; false if not yet.
  * Only this process writes its slots, and always under the transport's
  * lock (exec_progress's callers hold it), so two threads on communicators
@@ -89,12 +97,10 @@ static const char *contribution(const exec_t *e)
 static bool post(exec_t *e)
 {
     board_slot_t *me = slot_of(e, e->s->rank);
-    if (atomic_load_explicit(&me->stamp, memory_order_relaxed) &&
-        atomic_load_explicit(&me->reads, memory_order_acquire) < me->readers)
+    if (!slot_free(me))
         return false;
     size_t bytes = bytes_of(e);
-    me->readers = readers_of(e);
-    atomic_store_explicit(&me->reads, 0, memory_order_relaxed);
+    me->wanted += readers_of(e);
     me->sig = e->sig;
     me->len = (uint32_t)bytes;
     if (bytes)
@@ -117,10 +123,31 @@ static void read_range(const exec_t *e, int *first, int *end)
         *first = 0, *end = e->s->nrank;
 }
 
+/* A communicator's calls alternate between two slots by parity. */
+static unsigned slot_index(uint64_t key)
+{
+    return (unsigned)(((key >> 32) * 2 + (key & 1)) % BOARD_SLOTS);
+}
+
+/* At the end of a call every rank reads and posts in (allreduce, barrier),
+ * the slot the communicator's next call will post in holds the call before
+ * this one, which every peer has read (each posted this call after ending
+ * that one): its lines are fetched now, the data line for writing, so that
+ * the next post finds them here instead of paying for two transfers
+ * between cores (the counter is only read: readers update it). */
+static void prefetch_next_slot(const exec_t *e)
+{
+    const board_slot_t *next = e->x->ops->board_slot(e->x, e->world[e->s->rank],
+                                                     slot_index(e->desc->key + 1));
+#if defined(__x86_64__) || defined(__i386__)
+    __asm__ volatile("prefetchw %0" : : "m"(*(const char *)next));
+#endif
+    __builtin_prefetch(&next->reads, 0, 3);
+}
+
 static void board_start(exec_t *e)
 {
-    uint64_t key = e->desc->key;
-    e->br.slot = (unsigned)(((key >> 32) * 2 + (key & 1)) % BOARD_SLOTS);
+    e->br.slot = slot_index(e->desc->key);
     e->br.phase = posts(e) ? BOARD_FREE_WAIT : BOARD_READING;
     read_range(e, &e->br.next, &e->br.end);
 }
@@ -175,10 +202,12 @@ static void finish_reading(exec_t *e)
         if (q == me)
             continue;
         board_slot_t *ps = slot_of(e, q);
-        uint32_t readers = ps->readers;
-        if (atomic_fetch_add_explicit(&ps->reads, 1, memory_order_acq_rel) + 1 == readers)
+        uint32_t wanted = ps->wanted; /* before the add: then the owner may post */
+        if (atomic_fetch_add_explicit(&ps->reads, 1, memory_order_acq_rel) + 1 == wanted)
             e->x->ops->wake_ranks(e->x, &e->world[q], 1);
     }
+    if (all_to_all(e))
+        prefetch_next_slot(e);
 }
 
 /* A rank that posted and leaves without reading has seen none of its
@@ -243,8 +272,7 @@ static bool board_ready(void *arg)
 {
     const exec_t *e = arg;
     if (e->br.phase == BOARD_FREE_WAIT) {
-        const board_slot_t *me = slot_of(e, e->s->rank);
-        return atomic_load_explicit(&me->reads, memory_order_acquire) >= me->readers;
+        return slot_free(slot_of(e, e->s->rank));
     }
     return e->br.next < e->br.end &&
            atomic_load_explicit(&slot_of(e, e->br.next)->stamp, memory_order_acquire) ==

@@ -34,11 +34,15 @@ typedef struct board_slot {
     _Atomic uint64_t stamp;
     uint32_t sig;
     uint32_t len;
-    uint32_t readers; /* peers that will read this call's contents */
+    /* reads counted over the slot's life once every reader of its current
+     * contents is done: the owner adds each call's readers as it posts, and
+     * never writes line 3, which readers alone update */
+    uint32_t wanted;
     uint32_t pad0;
     char data[BOARD_PAYLOAD]; /* lines 0-2 */
-    /* line 3: how many readers are done; the owner rewrites the slot only
-     * when all are (so calls of any communicator may share it) */
+    /* line 3: how many reads were done, over the slot's life; the owner
+     * rewrites the slot only once it reaches wanted (so calls of any
+     * communicator may share it) */
     _Atomic uint32_t reads __attribute__((aligned(64)));
     char pad1[60];
 } __attribute__((aligned(64))) board_slot_t;
