@@ -17,12 +17,14 @@
  * ranks outnumber cores.  Allreduce of up to 168 bytes from 3 ranks: the
  * board (no messages: each rank writes its slot and reads the others'),
  * where ranks outnumber cores 2-4x faster than the tree or linear choice
- * (P = 8, 8 B: 10.8-11 us against 20-23; P = 16: 26-34 against 98-116; at
- * P = 2 it ties recursive doubling, which stays).  Bcast of up to 168 bytes
+ * (P = 8, 8 B: 10.8-11 us against 20-23; P = 16: 26-34 against 98-116),
+ * and from 2 ranks since the board fetches its next slot ahead (P = 2,
+ * 8-128 B: 0.17-0.25 us against recursive doubling's 0.24-0.30; reduce
+ * 0.21-0.25 against binomial's 0.23-0.27).  Bcast of up to 168 bytes
  * at 4-8 ranks: the board too (the root posts and leaves; median of three
  * runs 0.72-0.98x linear's time in 10 of 12 cells at 4 and 8 ranks, 8-168 B,
- * both conventions); the board's reduce ties linear (0.85-1.24x) and is
- * not chosen.  Commutative allreduce above 1 MiB at 3-8 ranks:
+ * both conventions); the board's reduce ties linear there (0.85-1.24x)
+ * and is chosen only at 2 ranks.  Commutative allreduce above 1 MiB at 3-8 ranks:
  * rabenseifner in 512 KiB segments, 1.5-2x faster than what it replaces
  * (16 MiB, median of 4-8 runs: P = 3 7.4 ms against ring's 15.7, P = 6
  * 16.2 against 26.9; P = 4 7.5 against unsegmented rabenseifner's 13.9,
@@ -33,8 +35,8 @@
  * against 19.3-21.8; P = 4, 256 KiB: 108 against 188).  Barrier from 3
  * ranks: the board (one wait per rank), 2x faster than dissemination at
  * 3-8 ranks and 2.5-4x at 16-32 on the 2 cores (P = 8: 7.7-9.8 us against
- * 16-17; P = 32: 52 against 176-220); at P = 2 dissemination is faster
- * (0.16 us against 0.18) and stays.  The table is measured on shared
+ * 16-17; P = 32: 52 against 176-220), and at P = 2 (0.17-0.20 us against
+ * 0.23-0.24).  The table is measured on shared
  * memory; over MPI between nodes, measure with `weft tune` and load the
  * result.  `weft tune` measures another machine and writes rows that go
  * before them. */
@@ -50,17 +52,19 @@
 static const char builtin_text[] =
     "weft-tuning 1\n"
     "# collective     ops             ranks       bytes         algorithms (first usable)\n"
-    "allreduce        any             3-3         0-168         board|recursive_doubling\n"
+    "allreduce        any             2-3         0-168         board|recursive_doubling\n"
     "allreduce        any             4-8         0-168         "
     "board|reduce_bcast/reduce=linear;bcast=linear\n"
     "allreduce        any             9-*         0-168         board|recursive_doubling\n"
     "allreduce        any             4-8         169-16K       "
     "reduce_bcast/reduce=linear;bcast=linear\n"
-    "allreduce        noncommutative  1-2         *             recursive_doubling\n"
+    "allreduce        noncommutative  1-1         *             recursive_doubling\n"
+    "allreduce        noncommutative  2-2         169-*         recursive_doubling\n"
     "allreduce        noncommutative  3-3         169-*         recursive_doubling\n"
     "allreduce        noncommutative  4-8         16385-*       bst\n"
     "allreduce        noncommutative  9-*         169-*         recursive_doubling\n"
-    "allreduce        commutative     1-2         0-2K          recursive_doubling\n"
+    "allreduce        commutative     1-1         0-2K          recursive_doubling\n"
+    "allreduce        commutative     2-2         169-2K        recursive_doubling\n"
     "allreduce        commutative     3-3         169-2K        recursive_doubling\n"
     "allreduce        commutative     9-*         169-2K        recursive_doubling\n"
     "allreduce        commutative     1-3         2049-1M       rabenseifner\n"
@@ -76,13 +80,18 @@ static const char builtin_text[] =
     "bcast            any             4-8         32769-*       twotree\n"
     "bcast            any             9-*         0-256K        binomial\n"
     "bcast            any             9-*         262145-*      twotree\n"
+    "reduce           any             2-2         0-168         board|binomial\n"
     "reduce           any             4-4         0-16K         linear\n"
     "reduce           any             5-8         0-256K        linear\n"
-    "reduce           noncommutative  1-3         *             binomial\n"
+    "reduce           noncommutative  1-1         *             binomial\n"
+    "reduce           noncommutative  2-2         169-*         binomial\n"
+    "reduce           noncommutative  3-3         *             binomial\n"
     "reduce           noncommutative  4-4         16385-*       binomial\n"
     "reduce           noncommutative  5-8         262145-*      binomial\n"
     "reduce           noncommutative  9-*         *             binomial\n"
-    "reduce           commutative     1-3         0-256K        binomial\n"
+    "reduce           commutative     1-1         0-256K        binomial\n"
+    "reduce           commutative     2-2         169-256K      binomial\n"
+    "reduce           commutative     3-3         0-256K        binomial\n"
     "reduce           commutative     4-4         16385-256K    binomial\n"
     "reduce           commutative     9-*         0-256K        binomial\n"
     "reduce           commutative     *           262145-*      twotree|rsg|binomial\n"
@@ -94,8 +103,8 @@ static const char builtin_text[] =
     "allgather        any             *           65537-*       ring\n"
     "scatter          any             *           *             binomial\n"
     "gather           any             *           *             binomial\n"
-    "barrier          any             1-2         *             dissemination\n"
-    "barrier          any             3-*         *             board|dissemination\n";
+    "barrier          any             1-1         *             dissemination\n"
+    "barrier          any             2-*         *             board|dissemination\n";
 
 static bool is_pow2(uint64_t v) { return v && !(v & (v - 1)); }
 
