@@ -103,6 +103,21 @@ static void blocking_loop(weft_comm_t w, const int *all)
               weft_coll_name(colls[k]), weft_last_algorithm(w, colls[k]));
 }
 
+/* Payloads over every line of a slot (2088 bytes: 522 int32), counts
+ * changing call after call so that a slot's lines hold a longer call's
+ * leftovers. */
+static void wide_payloads(weft_comm_t w, const int *all)
+{
+    static const int counts[] = {10, 11, 26, 42, 100, 300, 521, 522, 7, 160};
+    int32_t in[522], out[522];
+    for (int call = 0; call < 300; call++) {
+        int n = counts[call % 10];
+        int rc = mixed_call(w, me, P, call, n, in, out, NULL);
+        CHECK(rc == WEFT_OK, "wide call %d (%d elements): %s", call, n, weft_last_error());
+        check_mixed(all, P, me, call, n, out, "wide");
+    }
+}
+
 /* A bcast's root leaves as soon as it wrote its slot: the same root many
  * times in a row runs ahead of the readers and must wait for its slot,
  * not overwrite it. */
@@ -259,18 +274,18 @@ static void barrier_holds(weft_comm_t w, weft_comm_t d)
 
 static void refusals(weft_comm_t w)
 {
-    static double big[22];
-    int rc = weft_allreduce(big, big, 22, WEFT_FLOAT64, WEFT_SUM, w); /* 176 bytes */
-    CHECK(rc == WEFT_EINVAL && strstr(weft_last_error(), "at most 168 bytes"), "176 bytes: %d %s",
-          rc, weft_last_error());
-    rc = weft_allreduce(big, big, 21, WEFT_FLOAT64, WEFT_SUM, w); /* 168: served */
-    CHECK(rc == WEFT_OK, "168 bytes: %s", weft_last_error());
-    rc = weft_bcast(big, 22, WEFT_FLOAT64, 0, w);
-    CHECK(rc == WEFT_EINVAL && strstr(weft_last_error(), "bcast board carries at most 168"),
-          "bcast of 176 bytes: %d %s", rc, weft_last_error());
-    rc = weft_reduce(big, me ? NULL : big, 22, WEFT_FLOAT64, WEFT_SUM, 0, w);
-    CHECK(rc == WEFT_EINVAL && strstr(weft_last_error(), "reduce board carries at most 168"),
-          "reduce of 176 bytes: %d %s", rc, weft_last_error());
+    static double big[262];
+    int rc = weft_allreduce(big, big, 262, WEFT_FLOAT64, WEFT_SUM, w); /* 2096 bytes */
+    CHECK(rc == WEFT_EINVAL && strstr(weft_last_error(), "at most 2088 bytes"),
+          "2096 bytes: %d %s", rc, weft_last_error());
+    rc = weft_allreduce(big, big, 261, WEFT_FLOAT64, WEFT_SUM, w); /* 2088: served */
+    CHECK(rc == WEFT_OK, "2088 bytes: %s", weft_last_error());
+    rc = weft_bcast(big, 262, WEFT_FLOAT64, 0, w);
+    CHECK(rc == WEFT_EINVAL && strstr(weft_last_error(), "bcast board carries at most 2088"),
+          "bcast of 2096 bytes: %d %s", rc, weft_last_error());
+    rc = weft_reduce(big, me ? NULL : big, 262, WEFT_FLOAT64, WEFT_SUM, 0, w);
+    CHECK(rc == WEFT_EINVAL && strstr(weft_last_error(), "reduce board carries at most 2088"),
+          "reduce of 2096 bytes: %d %s", rc, weft_last_error());
 }
 
 /* Ranks that disagree: counts of an allreduce ("mismatch"), the root of a
@@ -311,6 +326,7 @@ int main(int argc, char **argv)
     for (int r = 0; r < P && r < 256; r++)
         all[r] = r;
     blocking_loop(w, all);
+    wide_payloads(w, all);
     root_runs_ahead(w);
     CHECK(weft_comm_dup(w, &d) == WEFT_OK, "dup");
     board_on(d);

@@ -14,17 +14,18 @@
  * P = 6: a tie from 64 KiB) and reduce + bcast, both linear, for allreduce to 16 KiB
  * (P = 8, 16 KiB: 25 us against recursive doubling's 41): one wait per
  * rank instead of one per tree level, each a sleep and a wake-up when
- * ranks outnumber cores.  Allreduce of up to 168 bytes from 3 ranks: the
- * board (no messages: each rank writes its slot and reads the others'),
- * where ranks outnumber cores 2-4x faster than the tree or linear choice
- * (P = 8, 8 B: 10.8-11 us against 20-23; P = 16: 26-34 against 98-116),
- * and from 2 ranks since the board fetches its next slot ahead (P = 2,
- * 8-128 B: 0.17-0.25 us against recursive doubling's 0.24-0.30; reduce
- * 0.21-0.25 against binomial's 0.23-0.27).  Bcast of up to 168 bytes
- * at 4-8 ranks: the board too (the root posts and leaves; median of three
- * runs 0.72-0.98x linear's time in 10 of 12 cells at 4 and 8 ranks, 8-168 B,
- * both conventions); the board's reduce ties linear there (0.85-1.24x)
- * and is chosen only at 2 ranks.  Commutative allreduce above 1 MiB at 3-8 ranks:
+ * ranks outnumber cores.  The board (no messages: each rank writes its
+ * slot and reads the others') for allreduce, bcast and reduce of up to
+ * 2 KiB at 3-8 ranks, where ranks outnumber cores: 2-4x faster than the
+ * tree or linear choice for allreduce (P = 8, 8 B: 10.8-11 us against
+ * 20-23; 512 B-2 KiB: 10.3-13.9 against 19.6-25.9; P = 16, 8 B: 26-34
+ * against 98-116), 0.89-0.96x linear's time for bcast and reduce at P = 8
+ * (median of three runs, 168 B-2 KiB); at 2 ranks for bcast and reduce
+ * to 2 KiB (bcast 0.23-0.40 us against binomial's 0.27-0.59, reduce
+ * 0.23-0.52 against 0.24-0.64) and for allreduce to 168 B (0.17-0.25
+ * against recursive doubling's 0.24-0.30; above, recursive doubling is
+ * ahead: 2 KiB 0.52 against 0.62); from 9 ranks, allreduce to 168 B.
+ * Commutative allreduce above 1 MiB at 3-8 ranks:
  * rabenseifner in 512 KiB segments, 1.5-2x faster than what it replaces
  * (16 MiB, median of 4-8 runs: P = 3 7.4 ms against ring's 15.7, P = 6
  * 16.2 against 26.9; P = 4 7.5 against unsegmented rabenseifner's 13.9,
@@ -52,20 +53,20 @@
 static const char builtin_text[] =
     "weft-tuning 1\n"
     "# collective     ops             ranks       bytes         algorithms (first usable)\n"
-    "allreduce        any             2-3         0-168         board|recursive_doubling\n"
-    "allreduce        any             4-8         0-168         "
+    "allreduce        any             2-2         0-168         board|recursive_doubling\n"
+    "allreduce        any             3-3         0-2K          board|recursive_doubling\n"
+    "allreduce        any             4-8         0-2K          "
     "board|reduce_bcast/reduce=linear;bcast=linear\n"
     "allreduce        any             9-*         0-168         board|recursive_doubling\n"
-    "allreduce        any             4-8         169-16K       "
+    "allreduce        any             4-8         2049-16K      "
     "reduce_bcast/reduce=linear;bcast=linear\n"
     "allreduce        noncommutative  1-1         *             recursive_doubling\n"
     "allreduce        noncommutative  2-2         169-*         recursive_doubling\n"
-    "allreduce        noncommutative  3-3         169-*         recursive_doubling\n"
+    "allreduce        noncommutative  3-3         2049-*        recursive_doubling\n"
     "allreduce        noncommutative  4-8         16385-*       bst\n"
     "allreduce        noncommutative  9-*         169-*         recursive_doubling\n"
     "allreduce        commutative     1-1         0-2K          recursive_doubling\n"
     "allreduce        commutative     2-2         169-2K        recursive_doubling\n"
-    "allreduce        commutative     3-3         169-2K        recursive_doubling\n"
     "allreduce        commutative     9-*         169-2K        recursive_doubling\n"
     "allreduce        commutative     1-3         2049-1M       rabenseifner\n"
     "allreduce        commutative     4-8         16385-1M      rabenseifner\n"
@@ -74,24 +75,25 @@ static const char builtin_text[] =
     "allreduce        commutative     3-8         1048577-*     rabenseifner/segment=512K\n"
     "allreduce        commutative     9-*:pow2    1048577-*     rabenseifner\n"
     "allreduce        commutative     9-*:notpow2 1048577-*     ring\n"
-    "bcast            any             1-3         *             binomial\n"
-    "bcast            any             4-8         0-168         board|linear\n"
-    "bcast            any             4-8         169-32K       linear\n"
+    "bcast            any             1-1         *             binomial\n"
+    "bcast            any             2-3         0-2K          board|binomial\n"
+    "bcast            any             2-3         2049-*        binomial\n"
+    "bcast            any             4-8         0-2K          board|linear\n"
+    "bcast            any             4-8         2049-32K      linear\n"
     "bcast            any             4-8         32769-*       twotree\n"
     "bcast            any             9-*         0-256K        binomial\n"
     "bcast            any             9-*         262145-*      twotree\n"
-    "reduce           any             2-2         0-168         board|binomial\n"
-    "reduce           any             4-4         0-16K         linear\n"
-    "reduce           any             5-8         0-256K        linear\n"
+    "reduce           any             2-3         0-2K          board|binomial\n"
+    "reduce           any             4-8         0-2K          board|linear\n"
+    "reduce           any             4-4         2049-16K      linear\n"
+    "reduce           any             5-8         2049-256K     linear\n"
     "reduce           noncommutative  1-1         *             binomial\n"
-    "reduce           noncommutative  2-2         169-*         binomial\n"
-    "reduce           noncommutative  3-3         *             binomial\n"
+    "reduce           noncommutative  2-3         2049-*        binomial\n"
     "reduce           noncommutative  4-4         16385-*       binomial\n"
     "reduce           noncommutative  5-8         262145-*      binomial\n"
     "reduce           noncommutative  9-*         *             binomial\n"
     "reduce           commutative     1-1         0-256K        binomial\n"
-    "reduce           commutative     2-2         169-256K      binomial\n"
-    "reduce           commutative     3-3         0-256K        binomial\n"
+    "reduce           commutative     2-3         2049-256K     binomial\n"
     "reduce           commutative     4-4         16385-256K    binomial\n"
     "reduce           commutative     9-*         0-256K        binomial\n"
     "reduce           commutative     *           262145-*      twotree|rsg|binomial\n"

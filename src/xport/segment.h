@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SEG_MAGIC 0x3447455374666577ull /* bumped with the layout */
+#define SEG_MAGIC 0x3547455374666577ull /* bumped with the layout */
 #define CELL_PAYLOAD 16384u   /* a cell's payload when memory allows */
 #define CELL_PAYLOAD_MIN 1024u /* and the least it may shrink to (seg_create) */
 #define CELLS_MIN 2u
@@ -27,20 +27,21 @@
 /* The board (src/shmcoll): BOARD_SLOTS slots per rank, each written by its
  * rank only and read by the peers of one call. */
 #define BOARD_SLOTS 8u
-#define BOARD_PAYLOAD 168u /* bytes a slot carries */
+#define BOARD_PAYLOAD 2088u /* bytes a slot carries: 33 lines, less the header */
 typedef struct board_slot {
     /* line 0: the call (key + 1; 0: never written), its signature, and the
-     * first 40 bytes, so that a tiny payload moves with its flag */
+     * first 40 bytes, so that a tiny payload moves with its flag; the rest
+     * on lines 1-32 */
     _Atomic uint64_t stamp;
     uint32_t sig;
     uint32_t len;
     /* reads counted over the slot's life once every reader of its current
      * contents is done: the owner adds each call's readers as it posts, and
-     * never writes line 3, which readers alone update */
+     * never writes the last line, which readers alone update */
     uint32_t wanted;
     uint32_t pad0;
-    char data[BOARD_PAYLOAD]; /* lines 0-2 */
-    /* line 3: how many reads were done, over the slot's life; the owner
+    char data[BOARD_PAYLOAD];
+    /* the last line: how many reads were done, over the slot's life; the owner
      * rewrites the slot only once it reaches wanted (so calls of any
      * communicator may share it) */
     _Atomic uint32_t reads __attribute__((aligned(64)));
