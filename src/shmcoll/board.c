@@ -134,7 +134,9 @@ static unsigned slot_index(uint64_t key)
  * this one, which every peer has read (each posted this call after ending
  * that one): its lines are fetched now, the data line for writing, so that
  * the next post finds them here instead of paying for two transfers
- * between cores (the counter is only read: readers update it). */
+ * between cores (the counter is only read: readers update it).  A hint
+ * only: where another communicator's call shares the slot, its readers
+ * pay one more trip for the line. */
 static void prefetch_next_slot(const exec_t *e)
 {
     const board_slot_t *next = e->x->ops->board_slot(e->x, e->world[e->s->rank],

@@ -33,11 +33,11 @@
  * made no difference.  Non-commutative allreduce from 16 KiB at 4-8
  * ranks: bst, 1.5-2x faster than recursive doubling (weft bench --op
  * noncommutative, P = 8, 64 KiB: 114 us against 219; 4 MiB: 10.5-13.8 ms
- * against 19.3-21.8; P = 4, 256 KiB: 108 against 188).  Barrier from 3
+ * against 19.3-21.8; P = 4, 256 KiB: 108 against 188).  Barrier from 2
  * ranks: the board (one wait per rank), 2x faster than dissemination at
  * 3-8 ranks and 2.5-4x at 16-32 on the 2 cores (P = 8: 7.7-9.8 us against
- * 16-17; P = 32: 52 against 176-220), and at P = 2 (0.17-0.20 us against
- * 0.23-0.24).  The table is measured on shared
+ * 16-17; P = 32: 52 against 176-220), and ahead at P = 2 too (0.17-0.20 us
+ * against 0.23-0.24).  The table is measured on shared
  * memory; over MPI between nodes, measure with `weft tune` and load the
  * result.  `weft tune` measures another machine and writes rows that go
  * before them. */
