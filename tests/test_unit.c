@@ -9,6 +9,7 @@
 
 #include "algo/algo.h"
 #include "core/comm.h"
+#include "core/copy.h"
 #include "core/core.h"
 #include "sched/check.h"
 
@@ -675,6 +676,36 @@ static void test_node_groups(void)
     }
 }
 
+/* copy_bytes (core/copy.h): every distance near the one glibc copies
+ * slowly, both ways, sizes around the loop's 64-byte steps and the
+ * threshold, each byte checked and nothing written past the end. */
+static void test_copy_bytes(void)
+{
+    enum { MAX = 5000, ROOM = 8192 + MAX + 64 };
+    unsigned char *src = malloc(ROOM), *dst = malloc(ROOM);
+    static const size_t sizes[] = {0, 1, 63, 64, 65, 1023, 1024, 1025, 1088, 4096, MAX};
+    int bad = 0;
+    for (int dist = -70; dist <= 70 && !bad; dist++) {
+        for (size_t k = 0; k < sizeof sizes / sizeof *sizes && !bad; k++) {
+            size_t n = sizes[k];
+            /* dst - src = dist modulo 4 KiB, the pair 4096 apart */
+            unsigned char *s = src + 128;
+            unsigned char *d = dst + ((uintptr_t)s - (uintptr_t)dst + (uintptr_t)(dist + 4096)) % 4096;
+            CHECK((((uintptr_t)d - (uintptr_t)s) & 4095) == (uintptr_t)(dist + 4096) % 4096,
+                  "copy_bytes test: distance %d not set", dist);
+            for (size_t i = 0; i < ROOM; i++)
+                src[i] = (unsigned char)(i * 7 + 1), dst[i] = 0xee;
+            copy_bytes(d, s, n);
+            for (size_t i = 0; i < n && !bad; i++)
+                bad = d[i] != s[i];
+            for (unsigned char *p = dst; p < dst + ROOM && !bad; p++)
+                bad = (p < d || p >= d + n) && *p != 0xee;
+            CHECK(!bad, "copy_bytes of %zu bytes at distance %d", n, dist);
+        }
+    }
+    free(src), free(dst);
+}
+
 int main(void)
 {
     test_tuning_tables();
@@ -688,6 +719,7 @@ int main(void)
     test_bruck_example();
     test_sched_image();
     test_node_groups();
+    test_copy_bytes();
     printf("test_unit: %d checks, %d failures\n", checks, failures);
     printf("%d passed, %d failed\n", checks - failures, failures);
     return failures ? 1 : 0;

@@ -398,7 +398,14 @@ static int run_call(const stress_opts_t *o, weft_comm_t comm, weft_comm_t ctrl, 
         return -1;
     }
     sizes_of(c, n, me, root, &in_n, &out_n);
-    char *in = malloc(in_n * es + 8), *out = malloc(out_n * es + 8), *want = malloc(out_n * es + 8);
+    /* user buffers at any element offset, not only as malloc aligns them:
+     * copies between a buffer and a cell then meet every distance modulo
+     * a page, glibc's slow ones included (core/copy.h) */
+    static unsigned calls;
+    size_t in_shift = (size_t)(me + calls) % 16 * es, out_shift = (size_t)(me * 3 + calls * 5) % 16 * es;
+    calls++;
+    char *in_base = malloc(in_n * es + 16 * es + 8), *out_base = malloc(out_n * es + 16 * es + 8);
+    char *in = in_base + in_shift, *out = out_base + out_shift, *want = malloc(out_n * es + 8);
     memset(out, 0xa5, out_n * es);
     for (size_t i = 0; i < in_n; i++)
         put(o, c, in, i, me, i);
@@ -511,7 +518,7 @@ static int run_call(const stress_opts_t *o, weft_comm_t comm, weft_comm_t ctrl, 
             }
         }
     }
-    free(in), free(out), free(want);
+    free(in_base), free(out_base), free(want);
     return result;
 }
 

@@ -14,6 +14,7 @@
 
 #include "../sched/layout.h"
 #include "comm.h"
+#include "copy.h"
 
 static uint32_t fnv(uint32_t h, uint64_t v)
 {
@@ -293,7 +294,7 @@ int coll_run(weft_comm_t comm, weft_coll_t coll, const void *in, void *out, size
                     return weft_error(WEFT_ENOMEM, "out of memory");
                 }
             }
-            memcpy(r->stage, inp, b);
+            copy_bytes(r->stage, inp, b);
             inp = r->stage;
         }
     }

@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "copy.h"
 #include "core.h"
 
 static const struct {
@@ -531,8 +532,8 @@ void reducer_apply(const reducer_t *r, void *dst, const void *src, size_t n,
     for (size_t i = 0; i < n; i += per) {
         size_t m = n - i < per ? n - i : per;
         size_t off = i * r->esize, bytes = m * r->esize;
-        memcpy(tmp, (const char *)src + off, bytes);
+        copy_bytes(tmp, (const char *)src + off, bytes);
         r->user((char *)dst + off, tmp, m, r->dtype, r->ctx);
-        memcpy((char *)dst + off, tmp, bytes);
+        copy_bytes((char *)dst + off, tmp, bytes);
     }
 }

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "../algo/algo.h" /* coll_is_reduction */
+#include "../core/copy.h"
 #include "engine.h"
 
 int exec_reserve(exec_t *e, uint32_t n)
@@ -298,7 +299,7 @@ static int run_step(exec_t *e, uint32_t i)
         char *d = at(e->buf[st->dst_buf], st->dst_off, es);
         const char *src = at(e->buf[st->src_buf], st->src_off, es);
         if (d != src && bytes && !fuse_copy(e, i, st, src, d, bytes))
-            memcpy(d, src, bytes);
+            copy_bytes(d, src, bytes);
         break;
     }
     case STEP_REDUCE:

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../core/copy.h"
 #include "arrival.h"
 
 #define FIELD 0xfffull     /* ticket: ranks expected, ranks arrived */
@@ -361,7 +362,7 @@ int arrival_chain_recv(exec_t *e, char *acc)
 {
     size_t bytes = arrival_bytes(e);
     if (acc != e->buf[BUF_IN] && bytes)
-        memcpy(acc, e->buf[BUF_IN], bytes);
+        copy_bytes(acc, e->buf[BUF_IN], bytes);
     return arrival_recv(e, 0, e->ar.pred, ARRIVAL_TAG_DATA, acc, bytes, true);
 }
 
@@ -394,7 +395,7 @@ bool arrival_trivial(exec_t *e)
     if (e->s->nrank > 1 && bytes)
         return false;
     if (bytes && e->buf[BUF_OUT] != e->buf[BUF_IN])
-        memcpy(e->buf[BUF_OUT], e->buf[BUF_IN], bytes);
+        copy_bytes(e->buf[BUF_OUT], e->buf[BUF_IN], bytes);
     return true;
 }
 

@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "../algo/algo.h"
+#include "../core/copy.h"
 #include "../exec/engine.h"
 #include "../xport/segment.h"
 
@@ -104,7 +105,7 @@ static bool post(exec_t *e)
     me->sig = e->sig;
     me->len = (uint32_t)bytes;
     if (bytes)
-        memcpy(me->data, contribution(e), bytes);
+        copy_bytes(me->data, contribution(e), bytes);
     atomic_store_explicit(&me->stamp, stamp_of(e), memory_order_release);
     if (e->desc->coll == WEFT_COLL_REDUCE)
         e->x->ops->wake_ranks(e->x, &e->world[e->desc->root], 1);
@@ -188,15 +189,15 @@ static void finish_reading(exec_t *e)
     size_t bytes = bytes_of(e);
     if (e->desc->coll == WEFT_COLL_BCAST) {
         if (bytes)
-            memcpy(e->buf[BUF_OUT], slot_of(e, first)->data, bytes);
+            copy_bytes(e->buf[BUF_OUT], slot_of(e, first)->data, bytes);
     } else if (e->desc->coll != WEFT_COLL_BARRIER) {
         char acc[BOARD_PAYLOAD];
         if (bytes)
-            memcpy(acc, part_of(e, 0), bytes);
+            copy_bytes(acc, part_of(e, 0), bytes);
         for (int q = 1; q < e->s->nrank; q++)
             reducer_apply(&e->red, acc, part_of(e, q), e->desc->count, false);
         if (bytes)
-            memcpy(e->buf[BUF_OUT], acc, bytes);
+            copy_bytes(e->buf[BUF_OUT], acc, bytes);
     }
     /* the last reader wakes the owner: a rank that posted and left (a
      * bcast's root) may be asleep waiting to post its next call here */

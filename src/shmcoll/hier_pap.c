@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/copy.h"
 #include "arrival.h"
 
 enum { ARRIVE, SCAN_PRED, RECV, SCAN_SUCC, PASSED, SCAN_LAST, AT_LEADER, TAIL, FINISHED,
@@ -210,7 +211,7 @@ static int pass_on(exec_t *e, int *moved)
         *moved = 1;
         if (me == e->ar.node_leader) {
             if (partial(e) != e->buf[BUF_OUT])
-                memcpy(e->buf[BUF_OUT], partial(e), bytes);
+                copy_bytes(e->buf[BUF_OUT], partial(e), bytes);
             e->ar.phase = TAIL;
             return 0;
         }
@@ -231,7 +232,7 @@ static int gather_post(exec_t *e)
 {
     size_t bytes = arrival_bytes(e);
     if (e->buf[BUF_OUT] != e->buf[BUF_IN])
-        memcpy(e->buf[BUF_OUT], e->buf[BUF_IN], bytes);
+        copy_bytes(e->buf[BUF_OUT], e->buf[BUF_IN], bytes);
     e->ar.next = 0; /* inputs added so far */
     for (int q = 0, j = 0; q < e->s->nrank; q++) {
         if (!same_node(e, q))

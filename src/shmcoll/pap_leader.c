@@ -16,6 +16,7 @@
  * rank, so the family suits small n, as in the seed (up to 64 KiB). */
 #include <string.h>
 
+#include "../core/copy.h"
 #include "arrival.h"
 
 enum { ARRIVE, ARRIVED, MEMBER, MEMBER_WAIT, LEAD, GATHER, SCATTER, FINISHED };
@@ -104,7 +105,7 @@ static int leader_progress(exec_t *e)
         case LEAD:
             moved = 1;
             if (e->buf[BUF_OUT] != e->buf[BUF_IN])
-                memcpy(e->buf[BUF_OUT], e->buf[BUF_IN], bytes);
+                copy_bytes(e->buf[BUF_OUT], e->buf[BUF_IN], bytes);
             e->ar.next = 0;
             e->ar.phase = GATHER;
             for (int q = 0; q < P; q++)

@@ -73,6 +73,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "../core/copy.h"
 #include "arena.h"
 #include "segment.h"
 #include "xport.h"
@@ -749,7 +750,7 @@ static int push_sends(shm_xport_t *x, int dst)
         if (ps->out_clock.on && !t_run)
             t_run = weft_now_ns();
         if (len)
-            memcpy(cell_data(c, r->bytes), (const char *)r->sbuf + r->done, len);
+            copy_bytes(cell_data(c, r->bytes), (const char *)r->sbuf + r->done, len);
         cell_post(x, ps, c);
         r->done += len;
         moved = 1;
@@ -967,7 +968,7 @@ static int poll_from(shm_xport_t *x, int src)
             xsink_deliver(&ps->cur->sink, ps->cur->done, cell_data(c, c->total), len);
             ps->cur->done += len;
         } else if (len) {
-            memcpy(ps->cur_unexp->data + ps->cur_unexp->done, cell_data(c, c->total), len);
+            copy_bytes(ps->cur_unexp->data + ps->cur_unexp->done, cell_data(c, c->total), len);
             ps->cur_unexp->done += len;
         }
         cell_free(x, ps, ring);

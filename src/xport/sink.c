@@ -14,6 +14,7 @@
 #include <immintrin.h>
 #endif
 
+#include "../core/copy.h"
 #include "xport.h"
 
 #define SEED_BLOCK 8192u /* a multiple of every element size */
@@ -59,7 +60,7 @@ void xsink_deliver(const xsink_t *sk, size_t off, const void *src, size_t len)
         if (sk->stream)
             copy_streaming(d, src, len), stream_done();
         else
-            memcpy(d, src, len);
+            copy_bytes(d, src, len);
         return;
     }
     size_t es = sk->red->esize;
@@ -74,7 +75,7 @@ void xsink_deliver(const xsink_t *sk, size_t off, const void *src, size_t len)
     for (size_t at = 0; at < len;) {
         size_t b = len - at < SEED_BLOCK ? len - at : SEED_BLOCK;
         char *to = sk->stream ? block : d + at;
-        memcpy(to, seed + at, b);
+        copy_bytes(to, seed + at, b);
         reducer_apply(sk->red, to, in + at, b / es, sk->src_left);
         if (sk->stream)
             copy_streaming(d + at, block, b);
