@@ -21,6 +21,7 @@
 #include "algo/algo.h"
 #include "tune/table.h"
 #include "core/comm.h"
+#include "core/copy.h"
 #include "core/core.h"
 #ifdef WEFT_HAVE_MPI
 #include <mpi.h>
@@ -37,7 +38,7 @@ static void bench_usage(FILE *f)
     fprintf(f,
             "usage: weft bench allreduce|bcast|reduce|barrier [--np P]\n"
             "                  [--algo all|auto,A,B/k=v;k=v,..]\n"
-            "       weft bench kernels   (reduction kernel throughput against memcpy)\n"
+            "       weft bench kernels   (reduction kernels and copies against memcpy)\n"
             "                  [--sizes LO:HI | S1,S2,..] [--iters N] [--warmup N] [--check]\n"
             "                  [--dtype float32] [--op sum|...|noncommutative] [--root R] [--csv F]\n"
             "                  [--json F] [--osu]\n"
@@ -1225,6 +1226,45 @@ int cmd_bench(int argc, char **argv)
     return launch_self(o.np, "bench", argc, argv);
 }
 
+/* The copies glibc makes slow (core/copy.h): a destination 1-15 bytes past
+ * its source modulo 4 KiB, memcpy against copy_bytes, in cache.  a and b
+ * hold at least 2 MiB + 4 KiB. */
+static void copy_distances(char *a, char *b)
+{
+    static const size_t sizes[] = {16 << 10, 256 << 10, 1 << 20};
+    static const int dists[] = {0, 4, 16};
+    printf("\n# copies: GB/s (median of repeats) by the destination's distance past the "
+           "source modulo 4 KiB\n%-10s %9s %12s %12s %12s\n", "copy", "distance", "16 KiB",
+           "256 KiB", "1 MiB");
+    char *src = (char *)(((uintptr_t)b + 4095) & ~(uintptr_t)4095);
+    char *base = (char *)(((uintptr_t)a + 4095) & ~(uintptr_t)4095);
+    for (int f = 0; f < 2; f++) {
+        for (int k = 0; k < 3; k++) {
+            double gbs[3];
+            char *dst = base + dists[k];
+            for (int s = 0; s < 3; s++) {
+                size_t bytes = sizes[s];
+                int reps = (int)fmax(3, fmin(2000, (double)(256u << 20) / bytes));
+                double t[9];
+                for (int rep = 0; rep < 9; rep++) {
+                    double t0 = weft_now();
+                    for (int i = 0; i < reps; i++) {
+                        if (f)
+                            copy_bytes(dst, src, bytes);
+                        else
+                            memcpy(dst, src, bytes);
+                    }
+                    t[rep] = (weft_now() - t0) / reps;
+                }
+                qsort(t, 9, sizeof *t, cmp_double);
+                gbs[s] = (double)bytes / t[4] / 1e9;
+            }
+            printf("%-10s %9d %12.2f %12.2f %12.2f\n", f ? "copy_bytes" : "memcpy", dists[k],
+                   gbs[0], gbs[1], gbs[2]);
+        }
+    }
+}
+
 /* `weft bench kernels`: reduction kernel throughput against memcpy, in and
  * out of cache, one core.  The claim to check: float32 sum runs near memory
  * bandwidth (a reduce reads two streams and writes one, memcpy reads one
@@ -1273,6 +1313,7 @@ int cmd_bench_kernels(int argc, char **argv)
                    t < 0 ? "" : weft_op_name(op), gbs[0], gbs[1]);
         }
     }
+    copy_distances(a, b);
     free(a);
     free(b);
     (void)argc, (void)argv;
