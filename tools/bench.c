@@ -1226,6 +1226,35 @@ int cmd_bench(int argc, char **argv)
     return launch_self(o.np, "bench", argc, argv);
 }
 
+/* One timed operation of `weft bench kernels`: what it does, to which bytes. */
+typedef struct kernel_op {
+    int kind; /* 0 memcpy, 1 copy_bytes, 2 a reduction */
+    reducer_t red;
+    char *dst;
+    const char *src;
+    size_t bytes;
+} kernel_op_t;
+
+/* Seconds per run of op: the median of nine timings of reps runs. */
+static double kernel_time(const kernel_op_t *op, int reps)
+{
+    double t[9];
+    for (int k = 0; k < 9; k++) {
+        double t0 = weft_now();
+        for (int i = 0; i < reps; i++) {
+            if (op->kind == 0)
+                memcpy(op->dst, op->src, op->bytes);
+            else if (op->kind == 1)
+                copy_bytes(op->dst, op->src, op->bytes);
+            else
+                reducer_apply(&op->red, op->dst, op->src, op->bytes / op->red.esize, false);
+        }
+        t[k] = (weft_now() - t0) / reps;
+    }
+    qsort(t, 9, sizeof *t, cmp_double);
+    return t[4];
+}
+
 /* The copies glibc makes slow (core/copy.h): a destination 1-15 bytes past
  * its source modulo 4 KiB, memcpy against copy_bytes, in cache.  a and b
  * hold at least 2 MiB + 4 KiB. */
@@ -1240,27 +1269,14 @@ static void copy_distances(char *a, char *b)
     char *base = (char *)(((uintptr_t)a + 4095) & ~(uintptr_t)4095);
     for (int f = 0; f < 2; f++) {
         for (int k = 0; k < 3; k++) {
-            double gbs[3];
-            char *dst = base + dists[k];
+            printf("%-10s %9d", f ? "copy_bytes" : "memcpy", dists[k]);
             for (int s = 0; s < 3; s++) {
-                size_t bytes = sizes[s];
-                int reps = (int)fmax(3, fmin(2000, (double)(256u << 20) / bytes));
-                double t[9];
-                for (int rep = 0; rep < 9; rep++) {
-                    double t0 = weft_now();
-                    for (int i = 0; i < reps; i++) {
-                        if (f)
-                            copy_bytes(dst, src, bytes);
-                        else
-                            memcpy(dst, src, bytes);
-                    }
-                    t[rep] = (weft_now() - t0) / reps;
-                }
-                qsort(t, 9, sizeof *t, cmp_double);
-                gbs[s] = (double)bytes / t[4] / 1e9;
+                kernel_op_t op = {.kind = f, .dst = base + dists[k], .src = src,
+                                  .bytes = sizes[s]};
+                int reps = (int)fmax(3, fmin(2000, (double)(256u << 20) / sizes[s]));
+                printf(" %12.2f", (double)sizes[s] / kernel_time(&op, reps) / 1e9);
             }
-            printf("%-10s %9d %12.2f %12.2f %12.2f\n", f ? "copy_bytes" : "memcpy", dists[k],
-                   gbs[0], gbs[1], gbs[2]);
+            printf("\n");
         }
     }
 }
@@ -1289,25 +1305,11 @@ int cmd_bench_kernels(int argc, char **argv)
                 continue;
             double gbs[2];
             for (int s = 0; s < 2; s++) {
-                size_t bytes = sizes[s];
-                int reps = (int)fmax(3, fmin(2000, (double)(1u << 30) / bytes));
-                double best[64];
-                int nb = 0;
-                reducer_t r;
+                kernel_op_t kop = {.kind = t < 0 ? 0 : 2, .dst = a, .src = b, .bytes = sizes[s]};
                 if (t >= 0)
-                    reducer_init(&r, op, types[t]);
-                for (int k = 0; k < 9; k++) {
-                    double t0 = weft_now();
-                    for (int i = 0; i < reps; i++) {
-                        if (t < 0)
-                            memcpy(a, b, bytes);
-                        else
-                            reducer_apply(&r, a, b, bytes / r.esize, false);
-                    }
-                    best[nb++] = (weft_now() - t0) / reps;
-                }
-                qsort(best, (size_t)nb, sizeof *best, cmp_double);
-                gbs[s] = (double)bytes / best[nb / 2] / 1e9;
+                    reducer_init(&kop.red, op, types[t]);
+                int reps = (int)fmax(3, fmin(2000, (double)(1u << 30) / sizes[s]));
+                gbs[s] = (double)sizes[s] / kernel_time(&kop, reps) / 1e9;
             }
             printf("%-10s %-6s %12.2f %12.2f\n", t < 0 ? "memcpy" : weft_dtype_name(types[t]),
                    t < 0 ? "" : weft_op_name(op), gbs[0], gbs[1]);

@@ -16,6 +16,7 @@
 #ifndef WEFT_COPY_H
 #define WEFT_COPY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -27,24 +28,37 @@
 #define COPY_NEAR_MIN 1024u
 #define COPY_NEAR_MAX (1u << 20)
 
+#if defined(__x86_64__)
+/* Copies n rounded down to 64 bytes in 16-byte vectors and returns how
+ * many: stored as they are, or streamed past the caches (stream: dst
+ * 16-byte aligned, and the caller fences before anyone reads them). */
+static inline size_t copy_lines(char *dst, const char *src, size_t n, bool stream)
+{
+    size_t k = 0;
+    for (; n - k >= 64; k += 64) {
+        const char *s = src + k;
+        __m128i v[4] = {_mm_loadu_si128((const __m128i *)s),
+                        _mm_loadu_si128((const __m128i *)(s + 16)),
+                        _mm_loadu_si128((const __m128i *)(s + 32)),
+                        _mm_loadu_si128((const __m128i *)(s + 48))};
+        for (int i = 0; i < 4; i++) {
+            if (stream)
+                _mm_stream_si128((__m128i *)(dst + k + 16 * i), v[i]);
+            else
+                _mm_storeu_si128((__m128i *)(dst + k + 16 * i), v[i]);
+        }
+    }
+    return k;
+}
+#endif
+
 static inline void copy_bytes(void *dst, const void *src, size_t n)
 {
 #if defined(__x86_64__)
     size_t dist = ((uintptr_t)dst - (uintptr_t)src) & 4095;
     if (n >= COPY_NEAR_MIN && n < COPY_NEAR_MAX && dist && dist < 64) {
-        char *d = dst;
-        const char *s = src;
-        for (; n >= 64; d += 64, s += 64, n -= 64) {
-            __m128i a = _mm_loadu_si128((const __m128i *)s),
-                    b = _mm_loadu_si128((const __m128i *)(s + 16)),
-                    c = _mm_loadu_si128((const __m128i *)(s + 32)),
-                    e = _mm_loadu_si128((const __m128i *)(s + 48));
-            _mm_storeu_si128((__m128i *)d, a);
-            _mm_storeu_si128((__m128i *)(d + 16), b);
-            _mm_storeu_si128((__m128i *)(d + 32), c);
-            _mm_storeu_si128((__m128i *)(d + 48), e);
-        }
-        memcpy(d, s, n);
+        size_t k = copy_lines(dst, src, n, false);
+        memcpy((char *)dst + k, (const char *)src + k, n - k);
         return;
     }
 #endif

@@ -30,16 +30,8 @@ static void copy_streaming(char *d, const char *s, size_t n)
         head = n;
     memcpy(d, s, head);
     d += head, s += head, n -= head;
-    for (; n >= 64; d += 64, s += 64, n -= 64) {
-        __m128i a = _mm_loadu_si128((const __m128i *)s),
-                b = _mm_loadu_si128((const __m128i *)(s + 16)),
-                c = _mm_loadu_si128((const __m128i *)(s + 32)),
-                e = _mm_loadu_si128((const __m128i *)(s + 48));
-        _mm_stream_si128((__m128i *)d, a);
-        _mm_stream_si128((__m128i *)(d + 16), b);
-        _mm_stream_si128((__m128i *)(d + 32), c);
-        _mm_stream_si128((__m128i *)(d + 48), e);
-    }
+    size_t k = copy_lines(d, s, n, true);
+    d += k, s += k, n -= k;
 #endif
     memcpy(d, s, n);
 }
