@@ -440,13 +440,19 @@ static int coop_read(shm_xport_t *x, int src, ring_hdr_t *ring, const cma_desc_t
     return WEFT_OK;
 }
 
-/* Have the sender's pieces of the pending both-copy read landed (or is
- * there an orphan to read)? */
+/* Have all the sender's pieces of the pending both-copy read landed? */
+static bool coop_all_landed(const peer_state_t *ps)
+{
+    return atomic_load_explicit(&ps->in->coop_done, memory_order_acquire) + ps->coop.landed >=
+           ps->coop.sender;
+}
+
+/* Is there work for the pending both-copy read: its pieces landed, or an
+ * orphan to read?  A hint for the waits; only coop_poll completes it. */
 static bool coop_landed(const peer_state_t *ps)
 {
     return atomic_load_explicit(&ps->in->coop_orphan, memory_order_acquire) ||
-           atomic_load_explicit(&ps->in->coop_done, memory_order_acquire) + ps->coop.landed >=
-               ps->coop.sender;
+           coop_all_landed(ps);
 }
 
 /* The pending both-copy read from src: 1 once every piece has landed, 0
@@ -468,7 +474,9 @@ static int coop_poll(shm_xport_t *x, int src)
             return -rc;
         ps->coop.landed++;
     }
-    if (!coop_landed(ps)) {
+    /* not coop_landed: an orphan posted since the load above would pass
+     * it, completing the read with that piece never read */
+    if (!coop_all_landed(ps)) {
         if ((++ps->coop.polls & 1023) == 0 && kill(ps->coop.d.pid, 0) != 0 && errno == ESRCH) {
             x->err = WEFT_EPEER;
             return -weft_error(WEFT_EPEER, "rank %d died while copying its message into rank %d",
