@@ -270,7 +270,7 @@ static bool board_refused(const char *name, int rc)
     if (strstr(weft_last_error(), "one machine's shared memory"))
         return !strcmp(name, "board") || !strcmp(name, "shm_twostep") ||
                !strncmp(name, "pap_", 4) || !strcmp(name, "adaptive") ||
-               !strcmp(name, "hier_pap");
+               !strcmp(name, "hier_pap") || !strcmp(name, "linear_arena");
     return !strcmp(name, "board") && strstr(weft_last_error(), "carries at most");
 }
 

@@ -65,6 +65,7 @@ static int check_one_p(const algo_t *al, const check_opts_t *o, const algo_param
     b.a.params = *params;
     b.a.coll = al->coll;
     b.a.esize = 4;
+    b.a.arena_reads = true; /* linear_arena's schedule is proved as any other */
     /* Up to P = 64 every combination; above, one sampled count and root per P
      * (rotating, so the whole range still sees every case), in place every
      * fourth P. */
@@ -276,6 +277,7 @@ static int check_algo(const algo_t *al, const check_opts_t *o, uint64_t *nruns)
         coll_args_t a;
         memset(&a, 0, sizeof a);
         a.coll = al->coll, a.nrank = o->lo, a.count = 1, a.esize = 4, a.commutative = true;
+        a.arena_reads = true;
         a.params = j.params;
         bool said = algo_check_usable(al, &a) != WEFT_OK;
         fprintf(stderr, "weft check: %s %s: every case for P=%d..%d was refused%s%s\n",

@@ -53,6 +53,11 @@ typedef struct coll_args {
     int node_max;                /* ranks in the largest node; 0: not given */
     bool shared_board; /* the transport offers the board (src/shmcoll) */
     bool node_board;   /* each node's ranks share arrival records (hier_pap) */
+    /* every rank is on one machine's shared memory, where a send from the
+     * sender's arena may be read in place; the same on every rank (whether
+     * this rank has an arena is its own affair: usability must not differ
+     * between ranks) */
+    bool arena_reads;
 } coll_args_t;
 
 /* property flags (the first three are also public: WEFT_ALGO_*) */
@@ -63,6 +68,9 @@ typedef struct coll_args {
 #define ALGO_TOPOLOGY 0x10u         /* reads the node map (hierarchical) */
 #define ALGO_USES_INVERSE 0x20u     /* takes contributions out with the op's
                                      * inverse where it has one (schedule differs) */
+#define ALGO_ROOT_READ_BY_ALL 0x40u /* every other rank reads the root's whole
+                                     * buffer, which the root never writes: large
+                                     * ones are staged in the shared arena (api.c) */
 
 typedef int (*algo_build_fn)(sched_t *s, const coll_args_t *a);
 
@@ -174,6 +182,7 @@ int algo_binomial_reduce(sched_t *s, const coll_args_t *a);
 int algo_binomial_scatter(sched_t *s, const coll_args_t *a);
 int algo_binomial_gather(sched_t *s, const coll_args_t *a);
 int algo_linear_bcast(sched_t *s, const coll_args_t *a);
+int algo_linear_arena_usable(const coll_args_t *a, char *why, size_t len);
 int algo_linear_reduce(sched_t *s, const coll_args_t *a);
 int algo_linear_scatter(sched_t *s, const coll_args_t *a);
 int algo_linear_gather(sched_t *s, const coll_args_t *a);

@@ -3,7 +3,15 @@
  *
  * The baselines every collective paper starts from (and what MPI libraries
  * use for tiny P).  The linear reduce combines contributions strictly in rank
- * order (x0 op x1 op ... op x(P-1)), so it serves non-commutative ops. */
+ * order (x0 op x1 op ... op x(P-1)), so it serves non-commutative ops.
+ *
+ * linear_arena is the linear bcast's schedule with its root's buffer first
+ * copied into the root's shared arena (ALGO_ROOT_READ_BY_ALL, api.c), from
+ * where every peer copies it out: P copies of n bytes in all, where
+ * through cells each peer costs two.  A root without an arena (WEFT_CMA=0,
+ * or a kernel that refused it) runs it as linear. */
+#include <stdio.h>
+
 #include "algo.h"
 
 int algo_linear_bcast(sched_t *s, const coll_args_t *a)
@@ -15,6 +23,16 @@ int algo_linear_bcast(sched_t *s, const coll_args_t *a)
     }
     for (int i = 1; i < a->nrank; i++) /* nearest first, as a ring would */
         sched_send(s, mod(a->root + i, a->nrank), 0, buf);
+    return 0;
+}
+
+int algo_linear_arena_usable(const coll_args_t *a, char *why, size_t len)
+{
+    if (!a->arena_reads) {
+        snprintf(why, len, "bcast linear_arena needs every rank on one machine's shared memory "
+                           "(weft run, or MPI ranks of one node)");
+        return -1;
+    }
     return 0;
 }
 

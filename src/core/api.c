@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "../sched/layout.h"
+#include "../xport/arena.h"
 #include "comm.h"
 #include "copy.h"
 
@@ -163,6 +164,7 @@ static int resolve_call(weft_comm_t comm, weft_coll_t coll, const void *in, void
     a.node_max = comm->node_of ? comm->node_max : P;
     a.shared_board = comm->x->ops->board_slot != NULL;
     a.node_board = comm->x->ops->arrival_rec != NULL;
+    a.arena_reads = a.shared_board;
     reducer_t red;
     memset(&red, 0, sizeof red);
     uint64_t op_ident = 0;
@@ -206,6 +208,62 @@ static int resolve_call(weft_comm_t comm, weft_coll_t coll, const void *in, void
                        .keep = !coll_is_reduction(coll) ||
                                (op >= 0 && op < WEFT_OP_BUILTIN_COUNT)};
     return WEFT_OK;
+}
+
+/* A root whose whole buffer every other rank reads (ALGO_ROOT_READ_BY_ALL:
+ * the linear bcast) copies a large one into the shared arena first, where
+ * the transport lets each peer copy it straight out, instead of copying
+ * it into cells once per peer.  The copy is streamed past this core's
+ * caches: lines it left modified there would cross to the readers on the
+ * other core one by one, which on this machine's slow phases cost more
+ * than reading them from memory (PERFORMANCE.md, "A bcast's root staged
+ * in the arena").  Not where its bytes are in the arena already, nor with
+ * a single reader, whose copy in would be one copy more.  The communicator
+ * keeps the stage between calls (a call holds it while it runs, and a
+ * split-phase call started meanwhile gets one of its own); without arena
+ * room the call goes from the user's buffer as before. */
+enum { STAGE_MIN = 64 << 10 };
+
+static const char *stage_root(weft_comm_t c, weft_request_t r, const char *buf, size_t bytes)
+{
+    uint64_t off;
+    if (bytes < STAGE_MIN || c->size < 3 || !c->x->arena_reads_from ||
+        bytes < c->x->arena_reads_from || arena_offset(buf, bytes, &off))
+        return buf;
+    if (c->stage && c->stage_bytes >= bytes) {
+        r->shared_stage = c->stage, r->shared_stage_bytes = c->stage_bytes;
+    } else {
+        /* no room is not the call's error (it goes unstaged): the last
+         * failed call's message stays */
+        char said[512];
+        snprintf(said, sizeof said, "%s", weft_last_error());
+        if (weft_alloc(bytes, &r->shared_stage) != WEFT_OK) {
+            weft_error(WEFT_OK, "%s", said);
+            return buf;
+        }
+        r->shared_stage_bytes = bytes;
+        weft_free(c->stage); /* too small */
+    }
+    c->stage = NULL;
+    copy_streaming(r->shared_stage, buf, bytes);
+    copy_streaming_done();
+    return r->shared_stage;
+}
+
+/* A call that completed gives its stage back to the communicator, which
+ * keeps the larger of two.  One that failed keeps it: the transport may
+ * still read it, and it is freed with the request. */
+static void stage_give_back(weft_comm_t c, weft_request_t r)
+{
+    if (!r->shared_stage)
+        return;
+    if (c->stage && c->stage_bytes >= r->shared_stage_bytes) {
+        weft_free(r->shared_stage);
+    } else {
+        weft_free(c->stage);
+        c->stage = r->shared_stage, c->stage_bytes = r->shared_stage_bytes;
+    }
+    r->shared_stage = NULL;
 }
 
 int coll_run(weft_comm_t comm, weft_coll_t coll, const void *in, void *out, size_t count,
@@ -298,6 +356,8 @@ int coll_run(weft_comm_t comm, weft_coll_t coll, const void *in, void *out, size
             inp = r->stage;
         }
     }
+    if ((al->flags & ALGO_ROOT_READ_BY_ALL) && comm->rank == root)
+        outp = (char *)stage_root(comm, r, outp, count * es);
     r->e.x = comm->x;
     r->e.board = al->board;
     r->e.params = &ent->params;
@@ -389,6 +449,7 @@ int request_finish(weft_request_t r, int rc)
         c->dead = r;
         return rc;
     }
+    stage_give_back(c, r);
     r->next = ent->spare;
     ent->spare = r;
     return rc;

@@ -85,6 +85,7 @@ void request_list_free(weft_request_t r)
         weft_request_t n = r->next;
         exec_release(&r->e);
         free(r->stage);
+        weft_free(r->shared_stage);
         free(r);
         r = n;
     }
@@ -148,6 +149,7 @@ void comm_destroy(weft_comm_t c)
     if (c->x->ops->arrival_rec && c != weft_g.world)
         arrival_comm_freed(c->x, c->world[c->rank], c->ctx);
     free(c->node_of);
+    weft_free(c->stage);
     for (int i = 0; i < SCHED_CACHE_SIZE; i++) {
         sched_entry_t *e = &c->cache[i];
         if (!e->used)

@@ -89,6 +89,10 @@ struct weft_comm {
     char revoked[400];   /* why the communicator was revoked, "" if it is not */
     uint32_t call_flags; /* CALL_* flags of the next call (weft_finalize's barrier) */
     struct weft_request *dead; /* failed requests, freed with the communicator */
+    /* a bcast root's stage in the arena (api.c, stage_root), while no
+     * call holds it: NULL then, or never allocated */
+    void *stage;
+    size_t stage_bytes;
     struct weft_comm *lnext, *lprev; /* weft_g.live */
     struct {                   /* the unfinished GASPI-style call, if any */
         weft_request_t req;
@@ -110,6 +114,8 @@ struct weft_request {
     bool counted;     /* in weft_g.unfinished */
     void *stage; /* private copy of an in-place input */
     size_t stage_bytes;
+    void *shared_stage; /* the communicator's stage, while this call holds it */
+    size_t shared_stage_bytes;
     int64_t arrive_ns; /* WEFT_PROFILE: when the call was made (profile.c) */
     struct weft_request *next;
 };

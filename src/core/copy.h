@@ -52,6 +52,31 @@ static inline size_t copy_lines(char *dst, const char *src, size_t n, bool strea
 }
 #endif
 
+/* memcpy with streaming stores where the destination is 16-byte aligned
+ * (the head and tail around that by memcpy), a plain memcpy on other
+ * machines.  The caller fences (copy_streaming_done) before anything says
+ * the bytes are in. */
+static inline void copy_streaming(char *d, const char *s, size_t n)
+{
+#if defined(__x86_64__)
+    size_t head = (16 - ((uintptr_t)d & 15)) & 15;
+    if (head > n)
+        head = n;
+    memcpy(d, s, head);
+    d += head, s += head, n -= head;
+    size_t k = copy_lines(d, s, n, true);
+    d += k, s += k, n -= k;
+#endif
+    memcpy(d, s, n);
+}
+
+static inline void copy_streaming_done(void)
+{
+#if defined(__x86_64__)
+    _mm_sfence(); /* streaming stores are not ordered with later ones */
+#endif
+}
+
 static inline void copy_bytes(void *dst, const void *src, size_t n)
 {
 #if defined(__x86_64__)

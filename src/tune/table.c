@@ -25,6 +25,16 @@
  * 0.23-0.52 against 0.24-0.64) and for allreduce to 168 B (0.17-0.25
  * against recursive doubling's 0.24-0.30; above, recursive doubling is
  * ahead: 2 KiB 0.52 against 0.62); from 9 ranks, allreduce to 168 B.
+ * Bcast by linear_arena (the root's buffer staged in its shared arena,
+ * read from there by every rank; over MPI the row's next choice) where it
+ * won in two runs of weft run at P = 3, 4, 6, 8, 16 (medians, us): from
+ * 64 KiB at 5-8 ranks (P = 8: 64 KiB 26.6-26.9 against twotree's
+ * 33.5-35.8; 1 MiB 177-213 against 280-327; 16 MiB 5985-6141 against
+ * 8324-8587; P = 6 alike), above 4 MiB at 3-4 (P = 4, 16 MiB: 2999-3389
+ * against 3676-4122; below, a tie with twotree) and from 32 KiB at 9 and
+ * more (P = 16: 64 KiB 41 against linear's 94 and binomial's 132; 16 MiB
+ * 10.7-11.0 ms against twotree's 17.5-17.8); twotree at 3 ranks from
+ * 32 KiB (1 MiB: 89-93 against binomial's 102-121).
  * Commutative allreduce above 1 MiB at 3-8 ranks:
  * rabenseifner in 512 KiB segments, 1.5-2x faster than what it replaces
  * (16 MiB, median of 4-8 runs: P = 3 7.4 ms against ring's 15.7, P = 6
@@ -77,12 +87,18 @@ static const char builtin_text[] =
     "allreduce        commutative     9-*:notpow2 1048577-*     ring\n"
     "bcast            any             1-1         *             binomial\n"
     "bcast            any             2-3         0-2K          board|binomial\n"
-    "bcast            any             2-3         2049-*        binomial\n"
+    "bcast            any             2-2         2049-*        binomial\n"
+    "bcast            any             3-3         2049-32K      binomial\n"
+    "bcast            any             3-3         32769-4M      twotree\n"
+    "bcast            any             3-3         4194305-*     linear_arena|twotree\n"
     "bcast            any             4-8         0-2K          board|linear\n"
     "bcast            any             4-8         2049-32K      linear\n"
-    "bcast            any             4-8         32769-*       twotree\n"
-    "bcast            any             9-*         0-256K        binomial\n"
-    "bcast            any             9-*         262145-*      twotree\n"
+    "bcast            any             4-4         32769-4M      twotree\n"
+    "bcast            any             4-4         4194305-*     linear_arena|twotree\n"
+    "bcast            any             5-8         32769-*       linear_arena|twotree\n"
+    "bcast            any             9-*         0-32K         binomial\n"
+    "bcast            any             9-*         32769-256K    linear_arena|binomial\n"
+    "bcast            any             9-*         262145-*      linear_arena|twotree\n"
     "reduce           any             2-3         0-2K          board|binomial\n"
     "reduce           any             4-8         0-2K          board|linear\n"
     "reduce           any             4-4         2049-16K      linear\n"

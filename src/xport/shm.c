@@ -1391,6 +1391,7 @@ int xport_shm_open(const char *segname, int rank, int size, xport_t **out)
         if (rc == WEFT_OK) {
             seg_rank(&x->seg, rank)->arena_fd = ai.fd;
             seg_rank(&x->seg, rank)->arena_span = ai.span;
+            x->base.arena_reads_from = x->arena_min;
         }
         weft_error_clear(); /* without an arena, messages take the other paths */
     }

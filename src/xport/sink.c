@@ -19,30 +19,6 @@
 
 #define SEED_BLOCK 8192u /* a multiple of every element size */
 
-/* memcpy with streaming stores where the destination is 16-byte aligned
- * (the head and tail around that by memcpy); a plain memcpy elsewhere.
- * The caller fences (stream_done) before anything says the bytes are in. */
-static void copy_streaming(char *d, const char *s, size_t n)
-{
-#if defined(__x86_64__)
-    size_t head = (16 - ((uintptr_t)d & 15)) & 15;
-    if (head > n)
-        head = n;
-    memcpy(d, s, head);
-    d += head, s += head, n -= head;
-    size_t k = copy_lines(d, s, n, true);
-    d += k, s += k, n -= k;
-#endif
-    memcpy(d, s, n);
-}
-
-static void stream_done(void)
-{
-#if defined(__x86_64__)
-    _mm_sfence(); /* streaming stores are not ordered with later ones */
-#endif
-}
-
 void xsink_deliver(const xsink_t *sk, size_t off, const void *src, size_t len)
 {
     if (!len)
@@ -50,7 +26,7 @@ void xsink_deliver(const xsink_t *sk, size_t off, const void *src, size_t len)
     char *d = (char *)sk->dst + off;
     if (!sk->red) {
         if (sk->stream)
-            copy_streaming(d, src, len), stream_done();
+            copy_streaming(d, src, len), copy_streaming_done();
         else
             copy_bytes(d, src, len);
         return;
@@ -74,5 +50,5 @@ void xsink_deliver(const xsink_t *sk, size_t off, const void *src, size_t len)
         at += b;
     }
     if (sk->stream)
-        stream_done();
+        copy_streaming_done();
 }

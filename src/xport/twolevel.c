@@ -266,6 +266,9 @@ int xport_twolevel_open(xport_t *mx, int node_size, int **ids_out, xport_t **out
     t->base.size = P;
     t->base.local_size = local;
     t->base.tag_limit = mx->tag_limit; /* MPI's is the narrower */
+    /* one node: every message goes by the shared memory, arena and all;
+     * across nodes a send from the arena would help only some receivers */
+    t->base.arena_reads_from = local == P ? shm->arena_reads_from : 0;
     t->base.node_ids = malloc((size_t)P * sizeof *ids);
     if (t->base.node_ids)
         memcpy(t->base.node_ids, ids, (size_t)P * sizeof *ids);

@@ -170,6 +170,9 @@ struct xport {
     int local_size; /* ranks sharing this node's cores */
     uint32_t tag_limit; /* step tags must be below this (2^24, or what MPI_TAG_UB leaves) */
     int *node_ids;  /* node id of every rank, or NULL (one node); owned */
+    /* A send from this rank's arena (weft_alloc) of at least this many
+     * bytes is read in place by its receiver, with no copy in; 0: never. */
+    size_t arena_reads_from;
     /* Set by a waiter on the board around block(): block() does not sleep
      * while it returns true (a peer's slot changed), as for a message. */
     bool (*also_ready)(void *arg);
