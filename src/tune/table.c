@@ -12,8 +12,12 @@
  * 16 KiB at P = 4 and to 256 KiB at P = 5-8 (P = 8, 32-256 KiB: 14-26,
  * 21-36, 47-56, 73-93 us against binomial's 33-41, 39-41, 50-62, 89-99;
  * P = 6: a tie from 64 KiB) and reduce + bcast, both linear, for allreduce to 16 KiB
- * (P = 8, 16 KiB: 25 us against recursive doubling's 41): one wait per
- * rank instead of one per tree level, each a sleep and a wake-up when
+ * (P = 8, 16 KiB: 25 us against recursive doubling's 41), and at 5-8 ranks
+ * on to 128 KiB for commutative ops (two runs each at P = 5, 6, 8, against
+ * rabenseifner: P = 8, 16 KiB 30-35 us against 47; 64 KiB 57-58 against
+ * 70-72; 128 KiB 93-94 against 101-104; P = 5, 64 KiB 29-30 against
+ * 43-44; from 256 KiB a tie, at P = 4 rabenseifner ahead from 16 KiB): one
+ * wait per rank instead of one per tree level, each a sleep and a wake-up when
  * ranks outnumber cores.  The board (no messages: each rank writes its
  * slot and reads the others') for allreduce, bcast and reduce of up to
  * 2 KiB at 3-8 ranks, where ranks outnumber cores: 2-4x faster than the
@@ -79,7 +83,10 @@ static const char builtin_text[] =
     "allreduce        commutative     2-2         169-2K        recursive_doubling\n"
     "allreduce        commutative     9-*         169-2K        recursive_doubling\n"
     "allreduce        commutative     1-3         2049-1M       rabenseifner\n"
-    "allreduce        commutative     4-8         16385-1M      rabenseifner\n"
+    "allreduce        commutative     4-4         16385-1M      rabenseifner\n"
+    "allreduce        commutative     5-8         16385-128K    "
+    "reduce_bcast/reduce=linear;bcast=linear\n"
+    "allreduce        commutative     5-8         131073-1M     rabenseifner\n"
     "allreduce        commutative     9-*         2049-1M       rabenseifner\n"
     "allreduce        commutative     1-2         1048577-*     rabenseifner\n"
     "allreduce        commutative     3-8         1048577-*     rabenseifner/segment=512K\n"
