@@ -9,9 +9,10 @@
  * 14-17, 19-27, 34-42, 56-67 us against linear's 18, 27-29, 48-50, 97-119;
  * P = 8: a tie at 64 KiB, 0.6-0.9x linear's time above; three runs under
  * each launcher), the linear reduce (P = 8, 8 B: 5.3 us against 31) to
- * 16 KiB at P = 4 and to 256 KiB at P = 5-8 (P = 8, 32-256 KiB: 14-26,
+ * 256 KiB at P = 4-8 (P = 8, 32-256 KiB: 14-26,
  * 21-36, 47-56, 73-93 us against binomial's 33-41, 39-41, 50-62, 89-99;
- * P = 6: a tie from 64 KiB) and reduce + bcast, both linear, for allreduce to 16 KiB
+ * P = 6: a tie from 64 KiB; P = 4, two runs: 64 KiB 5.6-14.4 against
+ * 10.7-23.9, 256 KiB 22-38 against 30-58) and reduce + bcast, both linear, for allreduce to 16 KiB
  * (P = 8, 16 KiB: 25 us against recursive doubling's 41), and at 5-8 ranks
  * on to 128 KiB for commutative ops (two runs each at P = 5, 6, 8, against
  * rabenseifner: P = 8, 16 KiB 30-35 us against 47; 64 KiB 57-58 against
@@ -108,16 +109,13 @@ static const char builtin_text[] =
     "bcast            any             9-*         262145-*      linear_arena|twotree\n"
     "reduce           any             2-3         0-2K          board|binomial\n"
     "reduce           any             4-8         0-2K          board|linear\n"
-    "reduce           any             4-4         2049-16K      linear\n"
-    "reduce           any             5-8         2049-256K     linear\n"
+    "reduce           any             4-8         2049-256K     linear\n"
     "reduce           noncommutative  1-1         *             binomial\n"
     "reduce           noncommutative  2-3         2049-*        binomial\n"
-    "reduce           noncommutative  4-4         16385-*       binomial\n"
-    "reduce           noncommutative  5-8         262145-*      binomial\n"
+    "reduce           noncommutative  4-8         262145-*      binomial\n"
     "reduce           noncommutative  9-*         *             binomial\n"
     "reduce           commutative     1-1         0-256K        binomial\n"
     "reduce           commutative     2-3         2049-256K     binomial\n"
-    "reduce           commutative     4-4         16385-256K    binomial\n"
     "reduce           commutative     9-*         0-256K        binomial\n"
     "reduce           commutative     *           262145-*      twotree|rsg|binomial\n"
     "reduce_scatter   noncommutative  *           *             linear\n"
