@@ -40,6 +40,12 @@
  * more (P = 16: 64 KiB 41 against linear's 94 and binomial's 132; 16 MiB
  * 10.7-11.0 ms against twotree's 17.5-17.8); twotree at 3 ranks from
  * 32 KiB (1 MiB: 89-93 against binomial's 102-121).
+ * At 3 ranks (two cores for three), from 2 KiB to 1 MiB (two runs at each
+ * size, one or both in the machine's slow phase; medians in us): recursive
+ * doubling to 16 KiB (16.0-16.1 against rabenseifner's 24.8-24.9),
+ * rabenseifner to 128 KiB (64 KiB: 46.3-46.5 against ring's 61-62), the
+ * ring above (256 KiB 202-205 against 306-326, 1 MiB 765-793 against
+ * 1269-1285).
  * Commutative allreduce above 1 MiB at 3-8 ranks:
  * rabenseifner in 512 KiB segments, 1.5-2x faster than what it replaces
  * (16 MiB, median of 4-8 runs: P = 3 7.4 ms against ring's 15.7, P = 6
@@ -83,7 +89,10 @@ static const char builtin_text[] =
     "allreduce        commutative     1-1         0-2K          recursive_doubling\n"
     "allreduce        commutative     2-2         169-2K        recursive_doubling\n"
     "allreduce        commutative     9-*         169-2K        recursive_doubling\n"
-    "allreduce        commutative     1-3         2049-1M       rabenseifner\n"
+    "allreduce        commutative     1-2         2049-1M       rabenseifner\n"
+    "allreduce        commutative     3-3         2049-16K      recursive_doubling\n"
+    "allreduce        commutative     3-3         16385-128K    rabenseifner\n"
+    "allreduce        commutative     3-3         131073-1M     ring\n"
     "allreduce        commutative     4-4         16385-1M      rabenseifner\n"
     "allreduce        commutative     5-8         16385-128K    "
     "reduce_bcast/reduce=linear;bcast=linear\n"
