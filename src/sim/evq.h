@@ -157,6 +157,13 @@ static inline int evq_pop(evq_t *q, evq_item_t *e)
     return 0;
 }
 
+/* The event k places after the next one to pop, if it is of the same
+ * time (already in bucket 0); else NULL.  For look-ahead only. */
+static inline const evq_item_t *evq_ahead(const evq_t *q, size_t k)
+{
+    return q->head0 + k < q->n[0] ? &q->v[0][q->head0 + k] : NULL;
+}
+
 static inline void evq_free(evq_t *q)
 {
     for (int b = 0; b < EVQ_BUCKETS; b++)
