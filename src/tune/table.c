@@ -45,7 +45,11 @@
  * doubling to 16 KiB (16.0-16.1 against rabenseifner's 24.8-24.9),
  * rabenseifner to 128 KiB (64 KiB: 46.3-46.5 against ring's 61-62), the
  * ring above (256 KiB 202-205 against 306-326, 1 MiB 765-793 against
- * 1269-1285).
+ * 1269-1285).  At 9-16 ranks, from 169 B to 8 KiB, a linear reduce and a
+ * linear bcast (P = 16, two to four runs, most in the slow phase: 512 B 55-62
+ * against recursive doubling's 98-107, 2 KiB 69-79 against 104-114, 8 KiB
+ * 115-121 against 173-181, 4 KiB 59-95 against rabenseifner's 135-171; at
+ * 16 KiB a tie).
  * Commutative allreduce above 1 MiB at 3-8 ranks:
  * rabenseifner in 512 KiB segments, 1.5-2x faster than what it replaces
  * (16 MiB, median of 4-8 runs: P = 3 7.4 ms against ring's 15.7, P = 6
@@ -79,16 +83,19 @@ static const char builtin_text[] =
     "allreduce        any             4-8         0-2K          "
     "board|reduce_bcast/reduce=linear;bcast=linear\n"
     "allreduce        any             9-*         0-168         board|recursive_doubling\n"
+    "allreduce        any             9-16        169-8K        "
+    "reduce_bcast/reduce=linear;bcast=linear\n"
     "allreduce        any             4-8         2049-16K      "
     "reduce_bcast/reduce=linear;bcast=linear\n"
     "allreduce        noncommutative  1-1         *             recursive_doubling\n"
     "allreduce        noncommutative  2-2         169-*         recursive_doubling\n"
     "allreduce        noncommutative  3-3         2049-*        recursive_doubling\n"
     "allreduce        noncommutative  4-8         16385-*       bst\n"
-    "allreduce        noncommutative  9-*         169-*         recursive_doubling\n"
+    "allreduce        noncommutative  9-16        8193-*        recursive_doubling\n"
+    "allreduce        noncommutative  17-*        169-*         recursive_doubling\n"
     "allreduce        commutative     1-1         0-2K          recursive_doubling\n"
     "allreduce        commutative     2-2         169-2K        recursive_doubling\n"
-    "allreduce        commutative     9-*         169-2K        recursive_doubling\n"
+    "allreduce        commutative     17-*        169-2K        recursive_doubling\n"
     "allreduce        commutative     1-2         2049-1M       rabenseifner\n"
     "allreduce        commutative     3-3         2049-16K      recursive_doubling\n"
     "allreduce        commutative     3-3         16385-128K    rabenseifner\n"
@@ -97,7 +104,8 @@ static const char builtin_text[] =
     "allreduce        commutative     5-8         16385-128K    "
     "reduce_bcast/reduce=linear;bcast=linear\n"
     "allreduce        commutative     5-8         131073-1M     rabenseifner\n"
-    "allreduce        commutative     9-*         2049-1M       rabenseifner\n"
+    "allreduce        commutative     9-16        8193-1M       rabenseifner\n"
+    "allreduce        commutative     17-*        2049-1M       rabenseifner\n"
     "allreduce        commutative     1-2         1048577-*     rabenseifner\n"
     "allreduce        commutative     3-8         1048577-*     rabenseifner/segment=512K\n"
     "allreduce        commutative     9-*:pow2    1048577-*     rabenseifner\n"
