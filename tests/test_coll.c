@@ -259,11 +259,11 @@ static int serves_noncommutative(weft_coll_t coll, const char *name)
     return rc == WEFT_OK;
 }
 
-/* The board serves tiny payloads on shared memory only, and the
- * arrival-driven algorithms (shm_twostep, pap_*, adaptive, hier_pap) shared
- * memory only; each
- * says so. */
-static bool board_refused(const char *name, int rc)
+/* The algorithms that serve one machine's shared memory only refuse the
+ * others, each saying so: the board (which also carries tiny payloads
+ * only), the arrival-driven ones (shm_twostep, pap_*, adaptive, hier_pap)
+ * and linear_arena. */
+static bool shm_only_refused(const char *name, int rc)
 {
     if (rc != WEFT_EINVAL)
         return false;
@@ -336,7 +336,7 @@ static void test_reduction(weft_coll_t coll, const char *name, int ai, const cha
                      * for this P (with fanout unset it must always work) */
                     if (rc == WEFT_EINVAL && params && strstr(weft_last_error(), "not adaptable"))
                         continue;
-                    if (board_refused(name, rc))
+                    if (shm_only_refused(name, rc))
                         continue;
                     CHECK(rc == WEFT_OK, "%s %s %s n=%zu: error %d: %s", weft_coll_name(coll), name,
                           kind_name[k], n, rc, weft_last_error());
@@ -394,7 +394,7 @@ static void test_bcast(const char *name, int ai, const char *params)
                 for (size_t i = 0; i < bytes; i++)
                     buf[i] = me == root ? (unsigned char)(i * 31 + (size_t)root * 7 + 1) : 0x5a;
                 int rc = weft_bcast(buf, n, dts[d], root, world);
-                if (board_refused(name, rc)) {
+                if (shm_only_refused(name, rc)) {
                     tfree(buf);
                     continue;
                 }
