@@ -254,6 +254,14 @@ static int board_progress(exec_t *e)
                 goto idle;
             if (ps->sig != e->sig || ps->len != bytes_of(e))
                 return differs(e, q, ps);
+            /* the count this rank adds when done (finish_reading) is on
+             * a line the owner last held, to see the slot free: fetched
+             * for writing now, while the other slots are awaited, the add
+             * no longer waits a whole transfer (2 ranks, slow phase:
+             * finish_reading 360 -> 190 ns) */
+#if defined(__x86_64__) || defined(__i386__)
+            __asm__ volatile("prefetchw %0" : : "m"(*(const char *)&ps->reads));
+#endif
         }
         e->br.next++;
         moved = 1;
