@@ -107,11 +107,19 @@ static bool post(exec_t *e)
     if (bytes)
         copy_bytes(me->data, contribution(e), bytes);
     atomic_store_explicit(&me->stamp, stamp_of(e), memory_order_release);
+    return true;
+}
+
+/* Wakes the readers of this rank's post that sleep.  Its fence waits until
+ * the post is out of the store buffer, which takes a transfer when a peer
+ * polls the slot: a reader first looks for its peers' posts (loads pass
+ * the pending stores) and wakes only before it idles or ends. */
+static void wake_readers(exec_t *e)
+{
     if (e->desc->coll == WEFT_COLL_REDUCE)
         e->x->ops->wake_ranks(e->x, &e->world[e->desc->root], 1);
     else
         e->x->ops->wake_ranks(e->x, e->world, e->s->nrank);
-    return true;
 }
 
 /* The communicator ranks whose slots this rank reads: all others, or a
@@ -236,14 +244,17 @@ static int check_neighbours(exec_t *e)
 static int board_progress(exec_t *e)
 {
     int moved = 0;
+    bool posted = false; /* its readers not yet woken */
     if (e->br.phase == BOARD_FREE_WAIT) {
         if (!post(e))
             goto idle;
         moved = 1;
         if (!reads(e)) {
+            wake_readers(e);
             e->moved = 1;
             return check_neighbours(e) ?: 1;
         }
+        posted = true;
         e->br.phase = BOARD_POSTED;
     }
     while (e->br.next < e->br.end) {
@@ -252,8 +263,11 @@ static int board_progress(exec_t *e)
             const board_slot_t *ps = slot_of(e, q);
             if (atomic_load_explicit(&ps->stamp, memory_order_acquire) != stamp_of(e))
                 goto idle;
-            if (ps->sig != e->sig || ps->len != bytes_of(e))
+            if (ps->sig != e->sig || ps->len != bytes_of(e)) {
+                if (posted)
+                    wake_readers(e);
                 return differs(e, q, ps);
+            }
             /* the count this rank adds when done (finish_reading) is on
              * a line the owner last held, to see the slot free: fetched
              * for writing now, while the other slots are awaited, the add
@@ -266,10 +280,14 @@ static int board_progress(exec_t *e)
         e->br.next++;
         moved = 1;
     }
+    if (posted)
+        wake_readers(e);
     finish_reading(e);
     e->moved = 1;
     return 1;
 idle:
+    if (posted)
+        wake_readers(e);
     e->moved = moved;
     if (!moved) {
         int h = e->x->ops->health(e->x);
