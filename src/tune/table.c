@@ -27,9 +27,13 @@
  * against 98-116), 0.89-0.96x linear's time for bcast and reduce at P = 8
  * (median of three runs, 168 B-2 KiB); at 2 ranks for bcast and reduce
  * to 2 KiB (bcast 0.23-0.40 us against binomial's 0.27-0.59, reduce
- * 0.23-0.52 against 0.24-0.64) and for allreduce to 168 B (0.17-0.25
- * against recursive doubling's 0.24-0.30; above, recursive doubling is
- * ahead: 2 KiB 0.52 against 0.62); from 9 ranks, allreduce to 168 B.
+ * 0.23-0.52 against 0.24-0.64) and for allreduce to 1536 B (0.17-0.25
+ * against recursive doubling's 0.24-0.30 to 168 B; since a reader fetches
+ * the counts it adds early, 22 of 25 cells of five runs in the slow phase,
+ * 192 B-1536 B: 384 B 0.29-0.80 against 0.78-0.94, 1 KiB 0.43-0.53
+ * against 0.84-1.04, 1536 B 0.81-1.15 against 1.02-1.28; at 2 KiB
+ * recursive doubling is ahead: 1.01-1.12 against 1.29-1.42, and 0.52
+ * against 0.62 in the fast phase); from 9 ranks, allreduce to 168 B.
  * Bcast by linear_arena (the root's buffer staged in its shared arena,
  * read from there by every rank; over MPI the row's next choice) where it
  * won in two runs of weft run at P = 3, 4, 6, 8, 16 (medians, us): from
@@ -78,7 +82,7 @@
 static const char builtin_text[] =
     "weft-tuning 1\n"
     "# collective     ops             ranks       bytes         algorithms (first usable)\n"
-    "allreduce        any             2-2         0-168         board|recursive_doubling\n"
+    "allreduce        any             2-2         0-1536        board|recursive_doubling\n"
     "allreduce        any             3-3         0-2K          board|recursive_doubling\n"
     "allreduce        any             4-8         0-2K          "
     "board|reduce_bcast/reduce=linear;bcast=linear\n"
@@ -88,13 +92,13 @@ static const char builtin_text[] =
     "allreduce        any             4-8         2049-16K      "
     "reduce_bcast/reduce=linear;bcast=linear\n"
     "allreduce        noncommutative  1-1         *             recursive_doubling\n"
-    "allreduce        noncommutative  2-2         169-*         recursive_doubling\n"
+    "allreduce        noncommutative  2-2         1537-*        recursive_doubling\n"
     "allreduce        noncommutative  3-3         2049-*        recursive_doubling\n"
     "allreduce        noncommutative  4-8         16385-*       bst\n"
     "allreduce        noncommutative  9-16        8193-*        recursive_doubling\n"
     "allreduce        noncommutative  17-*        169-*         recursive_doubling\n"
     "allreduce        commutative     1-1         0-2K          recursive_doubling\n"
-    "allreduce        commutative     2-2         169-2K        recursive_doubling\n"
+    "allreduce        commutative     2-2         1537-2K       recursive_doubling\n"
     "allreduce        commutative     17-*        169-2K        recursive_doubling\n"
     "allreduce        commutative     1-2         2049-1M       rabenseifner\n"
     "allreduce        commutative     3-3         2049-16K      recursive_doubling\n"
