@@ -68,6 +68,19 @@ launcher() { # lib np
     esac
 }
 
+# Runs "$@" with its output to file $1; a failure (a bad SIZES, a rank that
+# died) stops the comparison saying which run and why, not silently.
+run_to() {
+    local out=$1
+    shift
+    if ! "$@" > "$out" 2>&1; then
+        echo "compare.sh: this run failed (its output: $out):" >&2
+        echo "  $*" >&2
+        grep -m 3 -v '^-\+$' "$out" | sed 's/^/  /' >&2
+        exit 1
+    fi
+}
+
 get_pkgs gnuplot-nox || true
 {
     echo "# weft against MPI libraries, $(date -u +%Y-%m-%d), $(nproc) cores, $(uname -r)"
@@ -82,19 +95,19 @@ for lib in $LIBS; do
         for coll in $COLLS; do
             csv=$OUT/$lib-np$np-$coll.csv
             # shellcheck disable=SC2046
-            $(launcher "$lib" "$np") "$weft" bench "$coll" --transport shm --algo native,auto \
-                --sizes "$SIZES" "${iters[@]}" --csv "$csv" > "$OUT/$lib-np$np-$coll.txt" 2>&1
+            run_to "$OUT/$lib-np$np-$coll.txt" $(launcher "$lib" "$np") "$weft" bench "$coll" \
+                --transport shm --algo native,auto --sizes "$SIZES" "${iters[@]}" --csv "$csv"
             arena_csv=$OUT/$lib-np$np-$coll-arena.csv
             : > "$arena_csv"
             if [ "$ARENA" = 1 ]; then
                 # shellcheck disable=SC2046
-                $(launcher "$lib" "$np") "$weft" bench "$coll" --transport shm --mem weft \
-                    --algo native,auto --sizes "$SIZES" "${iters[@]}" --csv "$arena_csv" \
-                    > "$OUT/$lib-np$np-$coll-arena.txt" 2>&1
+                run_to "$OUT/$lib-np$np-$coll-arena.txt" $(launcher "$lib" "$np") "$weft" bench \
+                    "$coll" --transport shm --mem weft --algo native,auto --sizes "$SIZES" \
+                    "${iters[@]}" --csv "$arena_csv"
             fi
             # the same under weft run, no MPI at all (it must be as fast)
-            "$weft" bench "$coll" --np "$np" --algo auto --sizes "$SIZES" "${iters[@]}" \
-                --csv "$OUT/weftrun-np$np-$coll.csv" > /dev/null 2>&1
+            run_to "$OUT/weftrun-np$np-$coll.txt" "$weft" bench "$coll" --np "$np" --algo auto \
+                --sizes "$SIZES" "${iters[@]}" --csv "$OUT/weftrun-np$np-$coll.csv"
             version=$(sed -n 's/^# native: //p' "$OUT/$lib-np$np-$coll.txt")
             {
                 echo
