@@ -31,6 +31,14 @@ expect 2 "want a count" "$weft" check allreduce --count abc
 expect 2 "want a rank" "$weft" check bcast --root abc
 expect 2 "sizes" "$weft" bench allreduce --sizes -5
 expect 2 "sizes" "$weft" bench allreduce --sizes 4:-1
+expect 2 "LO:HI:xK" "$weft" bench allreduce --sizes 4:64:x1
+expect 2 "at most 64 sizes" "$weft" bench allreduce --sizes 1:100:+1
+expect 2 "at most 64 sizes of at most 2^40" "$weft" bench allreduce --sizes 2T
+# sizes as weft sim takes them: 8, 32, 128 bytes (x4), then 200
+rows=$("$weft" bench allreduce --np 1 --algo recursive_doubling --iters 2 --warmup 0 \
+       --sizes 8:128:x4,200 2>&1 | awk '$1 ~ /^[0-9]+$/ { printf "%s ", $1 }')
+if [ "$rows" = "8 32 128 200 " ]; then passes=$((passes+1))
+else echo "FAIL: --sizes 8:128:x4,200 gave rows '$rows' (want 8 32 128 200)"; fails=$((fails+1)); fi
 expect 2 "want a rank" "$weft" bench bcast --root abc
 expect 2 "want a count 1" "$weft" bench allreduce --iters 0
 expect 2 "integer datatypes only" "$weft" bench allreduce --op band --dtype float32

@@ -39,7 +39,7 @@ static void bench_usage(FILE *f)
             "usage: weft bench allreduce|bcast|reduce|barrier [--np P]\n"
             "                  [--algo all|auto,A,B/k=v;k=v,..]\n"
             "       weft bench kernels   (reduction kernels and copies against memcpy)\n"
-            "                  [--sizes LO:HI | S1,S2,..] [--iters N] [--warmup N] [--check]\n"
+            "                  [--sizes LO:HI[:xK|:+K] | S1,S2,..] [--iters N] [--warmup N] [--check]\n"
             "                  [--dtype float32] [--op sum|...|noncommutative] [--root R] [--csv F]\n"
             "                  [--json F] [--osu]\n"
             "                  [--mem malloc|weft]  (user buffers from malloc, the default, or\n"
@@ -48,7 +48,8 @@ static void bench_usage(FILE *f)
             "                  MPI library's own collective, and ratios against it are shown)\n"
             "                  [--mif X[,Y..] [--redraw]]  (imbalanced: a table per factor X)\n"
             "                  [--arrivals FILE]  (imbalanced by a recorded pattern)\n"
-            "Sizes are in bytes, K, M or G allowed (LO:HI doubles from LO); default 4:64M,\n"
+            "Sizes are in bytes, K, M or G allowed (LO:HI doubles from LO, :xK multiplies\n"
+            "by K, :+K adds K), as weft sim takes them; default 4:64M,\n"
             "--np 4, iterations scaled to the size unless --iters is given.\n"
             "Without --algo: per size, AUTO's figure and choice, the fastest algorithm\n"
             "and (under mpirun) the MPI library's; --algo all: every algorithm's figures.\n"
@@ -72,44 +73,20 @@ static void bench_usage(FILE *f)
             "left before the last one entered (ranks on one machine).\n");
 }
 
-/* A size in bytes (size_prefix: digits and an optional K, M or G), at
- * most 2^40. */
 #define SIZE_MAX_BYTES (1ull << 40)
-static int parse_bytes(const char *p, char **end, unsigned long long *v)
-{
-    uint64_t b;
-    const char *e = size_prefix(p, &b);
-    if (!e || b > SIZE_MAX_BYTES)
-        return -1;
-    *v = b;
-    *end = (char *)e;
-    return 0;
-}
 
-static int parse_sizes(const char *s, bench_opts_t *o)
+/* --sizes: a list as weft sim takes it (number_list), at most 64 sizes of
+ * at most 2^40 bytes; 0, or -1 with why filled. */
+static int parse_sizes(const char *s, bench_opts_t *o, char *why, size_t len)
 {
-    o->nsizes = 0;
-    char *e;
-    unsigned long long lo, hi, v;
-    if (strchr(s, ':')) {
-        if (parse_bytes(s, &e, &lo) || *e != ':' || parse_bytes(e + 1, &e, &hi) || *e || lo < 1 ||
-            hi < lo)
-            return -1;
-        for (v = lo; v <= hi; v *= 2) {
-            if (o->nsizes == 64)
-                return -1;
-            o->sizes[o->nsizes++] = (size_t)v;
-        }
-        return 0;
-    }
-    const char *p = s;
-    while (*p) {
-        if (o->nsizes == 64 || parse_bytes(p, &e, &v) || (*e && *e != ',') || (*e && !e[1]))
-            return -1;
-        o->sizes[o->nsizes++] = (size_t)v;
-        p = *e ? e + 1 : e;
-    }
-    return o->nsizes ? 0 : -1;
+    uint64_t v[64];
+    int n;
+    if (number_list(s, v, 64, &n, 0, SIZE_MAX_BYTES, why, len))
+        return -1;
+    for (int i = 0; i < n; i++)
+        o->sizes[i] = (size_t)v[i];
+    o->nsizes = n;
+    return 0;
 }
 
 /* --mif X[,Y..]: at most 16 factors, each 0 to 1000. */
@@ -152,7 +129,8 @@ int bench_parse(int argc, char **argv, bench_opts_t *o)
     memset(o, 0, sizeof *o);
     o->np = 4;
     o->algos[0] = '\0'; /* the summary */
-    parse_sizes("4:67108864", o);
+    char why[160];
+    parse_sizes("4:67108864", o, why, sizeof why);
     o->iters = -1;
     o->warmup = -1;
     o->dtype = WEFT_FLOAT32;
@@ -202,9 +180,9 @@ int bench_parse(int argc, char **argv, bench_opts_t *o)
             }
             snprintf(o->algos, sizeof o->algos, "%s", v);
         } else if (!strcmp(argv[i - 1], "--sizes")) {
-            if (parse_sizes(v, o)) {
-                fprintf(stderr, "weft bench: --sizes %s: want LO:HI (1 <= LO <= HI) or "
-                                "S1,S2,.. in bytes, at most 64 sizes of at most 2^40\n", v);
+            if (parse_sizes(v, o, why, sizeof why)) {
+                fprintf(stderr, "weft bench: --sizes %s: %s (bytes, at most 64 sizes of at "
+                                "most 2^40)\n", v, why);
                 return 2;
             }
         } else if (!strcmp(argv[i - 1], "--iters") || !strcmp(argv[i - 1], "--warmup")) {

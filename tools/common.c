@@ -1,12 +1,14 @@
-/* common.c — pieces the tool's commands share: list matching and starting
- * a job of this very executable. */
+/* common.c — pieces the tool's commands share: list matching, lists of
+ * numbers, and starting a job of this very executable. */
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "core/core.h"
 #include "launch/launch.h"
 #include "tool.h"
 
@@ -22,6 +24,61 @@ bool name_in_list(const char *list, const char *name)
         p = e ? e + 1 : NULL;
     }
     return false;
+}
+
+int number_list(const char *s, uint64_t *out, int max, int *n, uint64_t lo_ok, uint64_t hi_ok,
+                char *why, size_t len)
+{
+    *n = 0;
+    const char *p = s;
+    while (*p) {
+        uint64_t a, b = 0, step = 2;
+        bool mul = true;
+        const char *e = size_prefix(p, &a);
+        if (!e)
+            goto bad;
+        if (*e == ':') {
+            e = size_prefix(e + 1, &b);
+            if (!e)
+                goto bad;
+            if (*e == ':') {
+                mul = e[1] == 'x';
+                if (e[1] != 'x' && e[1] != '+')
+                    goto bad;
+                e = size_prefix(e + 2, &step);
+                if (!e || step < (mul ? 2u : 1u))
+                    goto bad;
+            }
+            if (b < a || (mul && a == 0))
+                goto bad;
+        } else {
+            b = a;
+        }
+        if (a < lo_ok || b > hi_ok) {
+            snprintf(why, len, "want %" PRIu64 " to %" PRIu64, lo_ok, hi_ok);
+            return -1;
+        }
+        for (uint64_t v = a; v <= b;) {
+            if (*n == max) {
+                snprintf(why, len, "more than %d values", max);
+                return -1;
+            }
+            out[(*n)++] = v;
+            uint64_t nv = mul ? v * step : v + step;
+            if (nv <= v)
+                break;
+            v = nv;
+        }
+        if (*e && (*e != ',' || !e[1]))
+            goto bad;
+        p = *e ? e + 1 : e;
+    }
+    if (*n)
+        return 0;
+bad:
+    snprintf(why, len, "want N, N,M,... or LO:HI (doubling), LO:HI:xK or LO:HI:+K; K, M, G "
+                       "allowed");
+    return -1;
 }
 
 int launch_self(int np, const char *cmd, int argc, char **argv)

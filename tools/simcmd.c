@@ -84,59 +84,14 @@ static int sim_usage(FILE *f, int rc)
     return rc;
 }
 
-/* A list of numbers: items separated by commas, each N or LO:HI[:xK|:+K]. */
+/* A list of numbers (number_list); 0, or -1 after saying what was wrong. */
 static int parse_list(const char *s, uint64_t *out, int *n, uint64_t lo_ok, uint64_t hi_ok,
                       const char *what)
 {
-    *n = 0;
-    const char *p = s;
-    while (*p) {
-        uint64_t a, b = 0, step = 2;
-        bool mul = true;
-        const char *e = size_prefix(p, &a);
-        if (!e)
-            goto bad;
-        if (*e == ':') {
-            e = size_prefix(e + 1, &b);
-            if (!e)
-                goto bad;
-            if (*e == ':') {
-                mul = e[1] == 'x';
-                if (e[1] != 'x' && e[1] != '+')
-                    goto bad;
-                e = size_prefix(e + 2, &step);
-                if (!e || step < (mul ? 2u : 1u))
-                    goto bad;
-            }
-            if (b < a || (mul && a == 0))
-                goto bad;
-        } else {
-            b = a;
-        }
-        if (a < lo_ok || b > hi_ok) {
-            fprintf(stderr, "weft sim: %s %s: want %" PRIu64 " to %" PRIu64 "\n", what, s, lo_ok,
-                    hi_ok);
-            return -1;
-        }
-        for (uint64_t v = a; v <= b;) {
-            if (*n == MAX_POINTS) {
-                fprintf(stderr, "weft sim: %s %s: more than %d points\n", what, s, MAX_POINTS);
-                return -1;
-            }
-            out[(*n)++] = v;
-            uint64_t nv = mul ? v * step : v + step;
-            if (nv <= v)
-                break;
-            v = nv;
-        }
-        if (*e && (*e != ',' || !e[1]))
-            goto bad;
-        p = *e ? e + 1 : e;
-    }
-    if (*n)
+    char why[160];
+    if (!number_list(s, out, MAX_POINTS, n, lo_ok, hi_ok, why, sizeof why))
         return 0;
-bad:
-    fprintf(stderr, "weft sim: %s '%s': want N, N,M,... or LO:HI[:xK|:+K]\n", what, s);
+    fprintf(stderr, "weft sim: %s '%s': %s\n", what, s, why);
     return -1;
 }
 

@@ -56,6 +56,12 @@ int dtype_from_name(const char *n);
 int op_from_name(const char *n);
 /* Is name one of the comma-separated items of list? */
 bool name_in_list(const char *list, const char *name);
+/* A list of numbers into out[0..*n), at most max: items separated by
+ * commas, each N or a range LO:HI (doubling from LO), LO:HI:xK (times K)
+ * or LO:HI:+K (plus K), numbers with an optional K, M or G; every value
+ * in [lo_ok, hi_ok].  0, or -1 with why filled. */
+int number_list(const char *s, uint64_t *out, int max, int *n, uint64_t lo_ok, uint64_t hi_ok,
+                char *why, size_t len);
 /* Starts np ranks of this very executable running `weft CMD ARGS...`
  * (argv[0] is CMD's name as typed); returns the job's exit status. */
 int launch_self(int np, const char *cmd, int argc, char **argv);
