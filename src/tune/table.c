@@ -33,7 +33,10 @@
  * 192 B-1536 B: 384 B 0.29-0.80 against 0.78-0.94, 1 KiB 0.43-0.53
  * against 0.84-1.04, 1536 B 0.81-1.15 against 1.02-1.28; at 2 KiB
  * recursive doubling is ahead: 1.01-1.12 against 1.29-1.42, and 0.52
- * against 0.62 in the fast phase); from 9 ranks, allreduce to 168 B.
+ * against 0.62 in the fast phase); at 9-16 ranks, allreduce to 168 B,
+ * and from 17 ranks to 2 KiB (weft run, P = 20, 32, 64, 512 B-2 KiB: 106-118,
+ * 177-205, 518-645 us against linear reduce + bcast's 194-232, 383-402,
+ * 951-1010 and recursive doubling's 388-399, 750-873, 2176-2412).
  * Bcast by linear_arena (the root's buffer staged in its shared arena,
  * read from there by every rank; over MPI the row's next choice) where it
  * won in two runs of weft run at P = 3, 4, 6, 8, 16 (medians, us): from
@@ -86,7 +89,8 @@ static const char builtin_text[] =
     "allreduce        any             3-3         0-2K          board|recursive_doubling\n"
     "allreduce        any             4-8         0-2K          "
     "board|reduce_bcast/reduce=linear;bcast=linear\n"
-    "allreduce        any             9-*         0-168         board|recursive_doubling\n"
+    "allreduce        any             9-16        0-168         board|recursive_doubling\n"
+    "allreduce        any             17-*        0-2K          board|recursive_doubling\n"
     "allreduce        any             9-16        169-8K        "
     "reduce_bcast/reduce=linear;bcast=linear\n"
     "allreduce        any             4-8         2049-16K      "
@@ -96,10 +100,9 @@ static const char builtin_text[] =
     "allreduce        noncommutative  3-3         2049-*        recursive_doubling\n"
     "allreduce        noncommutative  4-8         16385-*       bst\n"
     "allreduce        noncommutative  9-16        8193-*        recursive_doubling\n"
-    "allreduce        noncommutative  17-*        169-*         recursive_doubling\n"
+    "allreduce        noncommutative  17-*        2049-*        recursive_doubling\n"
     "allreduce        commutative     1-1         0-2K          recursive_doubling\n"
     "allreduce        commutative     2-2         1537-2K       recursive_doubling\n"
-    "allreduce        commutative     17-*        169-2K        recursive_doubling\n"
     "allreduce        commutative     1-2         2049-1M       rabenseifner\n"
     "allreduce        commutative     3-3         2049-16K      recursive_doubling\n"
     "allreduce        commutative     3-3         16385-128K    rabenseifner\n"
