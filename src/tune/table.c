@@ -36,7 +36,7 @@
  * against 0.62 in the fast phase); at 9-16 ranks, allreduce to 168 B,
  * and from 17 ranks to 2 KiB (weft run, P = 20, 32, 64, 512 B-2 KiB: 106-118,
  * 177-205, 518-645 us against linear reduce + bcast's 194-232, 383-402,
- * 951-1010 and recursive doubling's 388-399, 750-873, 2176-2412).
+ * 951-1010 and recursive doubling's 388-399, 750-819, 2176-2412).
  * Bcast by linear_arena (the root's buffer staged in its shared arena,
  * read from there by every rank; over MPI the row's next choice) where it
  * won in two runs of weft run at P = 3, 4, 6, 8, 16 (medians, us): from
