@@ -241,10 +241,37 @@ static int check_neighbours(exec_t *e)
     return 0;
 }
 
+/* Reads on through the slots of the call (e->br.next on): 1 when every one
+ * holds it, 0 at the first that does not yet, -1 at one that holds it made
+ * differently (*bad: its rank).  *moved when a slot was passed. */
+static int read_slots(exec_t *e, int *moved, int *bad)
+{
+    for (; e->br.next < e->br.end; e->br.next++, *moved = 1) {
+        int q = e->br.next;
+        if (q == e->s->rank)
+            continue;
+        const board_slot_t *ps = slot_of(e, q);
+        if (atomic_load_explicit(&ps->stamp, memory_order_acquire) != stamp_of(e))
+            return 0;
+        if (ps->sig != e->sig || ps->len != bytes_of(e)) {
+            *bad = q;
+            return -1;
+        }
+        /* the count this rank adds when done (finish_reading) is on a line
+         * the owner last held, to see the slot free: fetched for writing
+         * now, while the other slots are awaited, the add no longer waits a
+         * whole transfer (2 ranks, slow phase: finish_reading 360 -> 190 ns) */
+#if defined(__x86_64__) || defined(__i386__)
+        __asm__ volatile("prefetchw %0" : : "m"(*(const char *)&ps->reads));
+#endif
+    }
+    return 1;
+}
+
 static int board_progress(exec_t *e)
 {
-    int moved = 0;
-    bool posted = false; /* its readers not yet woken */
+    int moved = 0, bad = -1;
+    bool posted = false;
     if (e->br.phase == BOARD_FREE_WAIT) {
         if (!post(e))
             goto idle;
@@ -257,37 +284,17 @@ static int board_progress(exec_t *e)
         posted = true;
         e->br.phase = BOARD_POSTED;
     }
-    while (e->br.next < e->br.end) {
-        int q = e->br.next;
-        if (q != e->s->rank) {
-            const board_slot_t *ps = slot_of(e, q);
-            if (atomic_load_explicit(&ps->stamp, memory_order_acquire) != stamp_of(e))
-                goto idle;
-            if (ps->sig != e->sig || ps->len != bytes_of(e)) {
-                if (posted)
-                    wake_readers(e);
-                return differs(e, q, ps);
-            }
-            /* the count this rank adds when done (finish_reading) is on
-             * a line the owner last held, to see the slot free: fetched
-             * for writing now, while the other slots are awaited, the add
-             * no longer waits a whole transfer (2 ranks, slow phase:
-             * finish_reading 360 -> 190 ns) */
-#if defined(__x86_64__) || defined(__i386__)
-            __asm__ volatile("prefetchw %0" : : "m"(*(const char *)&ps->reads));
-#endif
-        }
-        e->br.next++;
-        moved = 1;
-    }
+    int rc = read_slots(e, &moved, &bad);
     if (posted)
-        wake_readers(e);
+        wake_readers(e); /* after the reads: see wake_readers */
+    if (rc < 0)
+        return differs(e, bad, slot_of(e, bad));
+    if (rc == 0)
+        goto idle;
     finish_reading(e);
     e->moved = 1;
     return 1;
 idle:
-    if (posted)
-        wake_readers(e);
     e->moved = moved;
     if (!moved) {
         int h = e->x->ops->health(e->x);
