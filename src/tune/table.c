@@ -42,11 +42,15 @@
  * won in two runs of weft run at P = 3, 4, 6, 8, 16 (medians, us): from
  * 64 KiB at 5-8 ranks (P = 8: 64 KiB 26.6-26.9 against twotree's
  * 33.5-35.8; 1 MiB 177-213 against 280-327; 16 MiB 5985-6141 against
- * 8324-8587; P = 6 alike), above 4 MiB at 3-4 (P = 4, 16 MiB: 2999-3389
- * against 3676-4122; below, a tie with twotree) and from 32 KiB at 9 and
- * more (P = 16: 64 KiB 41 against linear's 94 and binomial's 132; 16 MiB
- * 10.7-11.0 ms against twotree's 17.5-17.8); twotree at 3 ranks from
- * 32 KiB (1 MiB: 89-93 against binomial's 102-121).
+ * 8324-8587; P = 6 alike), from 32 KiB at 4 (since the root stages in
+ * the arena; three runs of weft run and two under mpirun, P = 4: 64 KiB
+ * 23-25 against twotree's 28-38, 1 MiB 129-159 against 187-218, 8 MiB
+ * 1262-1409 against 1932-2548), above 512 KiB at 3 (P = 3, two runs of
+ * each launcher: 1 MiB 106-140 against 131-174, 2 MiB 185-246 against
+ * 273-326, 4 MiB 403-606 against 586-710; 512 KiB a tie) and from 32 KiB
+ * at 9 and more (P = 16: 64 KiB 41 against linear's 94 and binomial's
+ * 132; 16 MiB 10.7-11.0 ms against twotree's 17.5-17.8); twotree at 3
+ * ranks from 32 KiB to 512 KiB (1 MiB: 89-93 against binomial's 102-121).
  * At 3 ranks (two cores for three), from 2 KiB to 1 MiB (two runs at each
  * size, one or both in the machine's slow phase; medians in us): recursive
  * doubling to 16 KiB (16.0-16.1 against rabenseifner's 24.8-24.9),
@@ -121,13 +125,11 @@ static const char builtin_text[] =
     "bcast            any             2-3         0-2K          board|binomial\n"
     "bcast            any             2-2         2049-*        binomial\n"
     "bcast            any             3-3         2049-32K      binomial\n"
-    "bcast            any             3-3         32769-4M      twotree\n"
-    "bcast            any             3-3         4194305-*     linear_arena|twotree\n"
+    "bcast            any             3-3         32769-512K    twotree\n"
+    "bcast            any             3-3         524289-*      linear_arena|twotree\n"
     "bcast            any             4-8         0-2K          board|linear\n"
     "bcast            any             4-8         2049-32K      linear\n"
-    "bcast            any             4-4         32769-4M      twotree\n"
-    "bcast            any             4-4         4194305-*     linear_arena|twotree\n"
-    "bcast            any             5-8         32769-*       linear_arena|twotree\n"
+    "bcast            any             4-8         32769-*       linear_arena|twotree\n"
     "bcast            any             9-*         0-32K         binomial\n"
     "bcast            any             9-*         32769-256K    linear_arena|binomial\n"
     "bcast            any             9-*         262145-*      linear_arena|twotree\n"
