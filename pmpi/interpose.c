@@ -1,8 +1,8 @@
 /* interpose.c — libweft-mpi.so, a drop-in for unmodified MPI programs.
  *
  * LD_PRELOAD it (or link it before the MPI library) and MPI_Allreduce,
- * MPI_Bcast, MPI_Reduce, MPI_Reduce_scatter_block and MPI_Allgather run
- * weft's algorithms.  Everything weft does not handle goes to the MPI
+ * MPI_Bcast, MPI_Reduce, MPI_Reduce_scatter_block, MPI_Allgather and
+ * MPI_Barrier run weft's algorithms.  Everything weft does not handle goes to the MPI
  * library's own PMPI_ entry point: derived or non-contiguous datatypes,
  * MINLOC/MAXLOC, long double, intercommunicators, arguments the MPI library
  * must reject (so errors reach the communicator's error handler exactly as
@@ -32,9 +32,10 @@
 
 /* ---- statistics ---- */
 
-enum { C_ALLREDUCE, C_BCAST, C_REDUCE, C_RSB, C_ALLGATHER, C_N };
+enum { C_ALLREDUCE, C_BCAST, C_REDUCE, C_RSB, C_ALLGATHER, C_BARRIER, C_N };
 static const char *const cname[C_N] = {"MPI_Allreduce", "MPI_Bcast", "MPI_Reduce",
-                                       "MPI_Reduce_scatter_block", "MPI_Allgather"};
+                                       "MPI_Reduce_scatter_block", "MPI_Allgather",
+                                       "MPI_Barrier"};
 enum { F_DTYPE, F_OP, F_INTER, F_ARGS, F_ERROR, F_N };
 static const char *const fname[F_N] = {"unsupported datatype", "unsupported op",
                                        "intercommunicator", "arguments for MPI to check",
@@ -543,6 +544,24 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
     if (rc != WEFT_OK)
         return raise_error(comm, C_ALLGATHER);
     served[C_ALLGATHER]++;
+    return MPI_SUCCESS;
+}
+
+/* The barrier too: on one node weft's (the board: one wait per rank) is
+ * 1.5-2x faster than Open MPI's when ranks outnumber cores, and a program
+ * that times its calls between barriers otherwise pays the MPI barrier's
+ * spread of exits inside the call it times.  It synchronises the ranks
+ * only: like any MPI barrier it orders nothing of point-to-point traffic,
+ * which MPI_Wait completes as before. */
+int MPI_Barrier(MPI_Comm comm)
+{
+    int why = 0;
+    weft_comm_t wc = usable(comm, 0, &why);
+    if (!wc)
+        FALLBACK(C_BARRIER, why, PMPI_Barrier(comm));
+    if (weft_barrier(wc) != WEFT_OK)
+        return raise_error(comm, C_BARRIER);
+    served[C_BARRIER]++;
     return MPI_SUCCESS;
 }
 

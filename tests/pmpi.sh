@@ -14,7 +14,7 @@ st=$?
 cat "$log"
 [ $st -eq 0 ] || fail "the program fails with the drop-in (exit $st)"
 grep -q "rank 0\]: MPI_Allreduce: [1-9][0-9]* served by weft" "$log" || fail "weft served no MPI_Allreduce"
-for c in MPI_Reduce MPI_Bcast MPI_Reduce_scatter_block MPI_Allgather; do
+for c in MPI_Reduce MPI_Bcast MPI_Reduce_scatter_block MPI_Allgather MPI_Barrier; do
     grep -q "rank 0\]: $c: [1-9][0-9]* served by weft" "$log" || fail "weft served no $c"
 done
 grep -q "MPI_Bcast: .*1 unsupported datatype" "$log" || fail "the derived datatype did not fall back"

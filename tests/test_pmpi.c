@@ -2,15 +2,18 @@
  * MPI_Allreduce / MPI_Reduce / MPI_Bcast / MPI_Reduce_scatter_block /
  * MPI_Allgather with every predefined datatype and op weft maps, MPI_IN_PLACE,
  * user ops (commutative and not), count 0, MPI_COMM_SELF, a split
- * communicator, and calls that must fall back to MPI (derived datatype,
- * MINLOC).  It checks every result itself, so it passes with or without
+ * communicator, MPI_Barrier (checked by the clock), and calls that must
+ * fall back to MPI (derived datatype, MINLOC).  It checks every result itself, so it passes with or without
  * LD_PRELOAD=libweft-mpi.so; pmpi.sh checks that weft served the calls. */
+#include <dirent.h>
 #include <mpi.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <time.h>
 
 static int rank, size;
 #define CHECK_WHO() fprintf(stderr, "rank %d: ", rank)
@@ -21,6 +24,35 @@ typedef struct {
     const char *name;
     int size, is_float, is_signed;
 } dt_t;
+
+static int open_fds(void)
+{
+    int n = 0;
+    DIR *d = opendir("/proc/self/fd");
+    for (struct dirent *e; d && (e = readdir(d));)
+        n += e->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    return n;
+}
+
+/* Does this kernel prefault shared mappings on request (MADV_POPULATE_WRITE)? */
+static int populate_works(void)
+{
+    void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return 0;
+    int ok = madvise(p, 4096, 23 /* MADV_POPULATE_WRITE */) == 0;
+    munmap(p, 4096);
+    return ok;
+}
+
+static double mono_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
 
 static int64_t val(int r, int i) { return (int64_t)((i * 7 + r * 3) % 11) + (r == 1 ? 0 : 1); }
 
@@ -210,7 +242,41 @@ int main(int argc, char **argv)
     for (int i = 0; i < 5000; i++)
         CHECK(hr[i] == want + hsize * i, "split comm, long vector, element %d", i);
     free(hl), free(hr);
+    /* MPI_Barrier on the world, the split and COMM_SELF: no rank leaves
+     * before the last one entered (the last rank enters 30 ms late; ranks
+     * of one machine share CLOCK_MONOTONIC) */
+    for (int round = 0; round < 3; round++) {
+        MPI_Comm c = round == 0 ? MPI_COMM_WORLD : round == 1 ? half : MPI_COMM_SELF;
+        int crank = 0, csize = 1;
+        MPI_Comm_rank(c, &crank);
+        MPI_Comm_size(c, &csize);
+        if (crank == csize - 1)
+            nanosleep(&(struct timespec){0, 30000000}, NULL);
+        double entered = mono_now(), left;
+        CHECK(MPI_Barrier(c) == MPI_SUCCESS, "MPI_Barrier, round %d", round);
+        left = mono_now();
+        double last_in = 0;
+        MPI_Allreduce(&entered, &last_in, 1, MPI_DOUBLE, MPI_MAX, c);
+        CHECK(left >= last_in, "MPI_Barrier, round %d: left %.6f before the last rank entered "
+              "at %.6f", round, left, last_in);
+    }
     MPI_Comm_free(&half);
+    /* live communicators keep no descriptor each: under the drop-in every
+     * one has a segment, reserved by prefaulting where the kernel can
+     * (Linux 5.14), so a program's limit of open files is its own */
+    if (populate_works()) {
+        enum { NC = 24 };
+        MPI_Comm dups[NC];
+        int fds0 = open_fds();
+        for (int i = 0; i < NC; i++) {
+            MPI_Comm_dup(MPI_COMM_WORLD, &dups[i]);
+            CHECK(MPI_Barrier(dups[i]) == MPI_SUCCESS, "barrier on dup %d", i);
+        }
+        int grew = open_fds() - fds0;
+        CHECK(grew < NC / 2, "%d live communicators hold %d more descriptors", NC, grew);
+        for (int i = 0; i < NC; i++)
+            MPI_Comm_free(&dups[i]);
+    }
     /* derived datatypes: weft serves any signature of one predefined type
      * (packing a strided layout), whatever type each rank uses for it */
     MPI_Datatype vec, con4;

@@ -17,6 +17,10 @@
 #include "../core/core.h"
 #include "segment.h"
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14; older kernels refuse it (EINVAL) */
+#endif
+
 /* Cells per ring: a power of two (shm.c indexes a ring by sequence number
  * & (ncells - 1)), halved when memory is short.
  *
@@ -159,6 +163,7 @@ int seg_create(int nrank, seg_t *s, char *name, size_t namelen, int *keep_fd)
         return weft_error(WEFT_ENOMEM, "mmap of the job segment failed: %s", strerror(errno));
     }
     s->fd = -1; /* the creator takes no rings: it attaches again as a rank, or is the launcher */
+    s->populate = false;
     if (keep_fd) {
         /* the ranks inherit the descriptor: the name can go at once, so
          * nothing is left in /dev/shm however the launcher ends */
@@ -229,7 +234,7 @@ int seg_attach(const char *name, int rank, int nrank, seg_t *s)
         return weft_error(WEFT_EINVAL, "job segment %s does not match rank %d of %d", name, rank,
                           nrank);
     }
-    seg_rank_t *me = seg_rank(&(seg_t){h, (size_t)st.st_size, -1}, rank);
+    seg_rank_t *me = seg_rank(&(seg_t){h, (size_t)st.st_size, -1, false}, rank);
     uint32_t fresh = RANK_NEW;
     if (!atomic_compare_exchange_strong(&me->state, &fresh, RANK_ATTACHED)) {
         int32_t other = me->pid;
@@ -241,6 +246,18 @@ int seg_attach(const char *name, int rank, int nrank, seg_t *s)
     s->hdr = h;
     s->size = (size_t)st.st_size;
     s->fd = fd;
+    s->populate = false;
+    /* Where the kernel prefaults a shared mapping and reports what would
+     * have been a SIGBUS (MADV_POPULATE_WRITE, Linux 5.14), rings are
+     * reserved that way and no descriptor is kept: under the MPI drop-in
+     * every communicator has a segment, and a descriptor each would count
+     * against the program's own limit of open files.  (The header's page
+     * is reserved already: the probe changes nothing.) */
+    if (madvise(p, 1, MADV_POPULATE_WRITE) == 0) {
+        close(fd);
+        s->fd = -1;
+        s->populate = true;
+    }
     me->pid = (int32_t)getpid();
     if (atomic_fetch_add(&h->attached, 1) + 1 == (uint32_t)nrank && !inherited)
         shm_unlink(name); /* everyone is in: a crash can no longer leak it */
@@ -258,6 +275,20 @@ void seg_detach(seg_t *s)
     s->fd = -1;
 }
 
+/* Backs [off, off + len) of the segment with pages of /dev/shm now, so
+ * that a full /dev/shm is an error here rather than a SIGBUS in mid-run;
+ * an errno value, 0 on success. */
+static int reserve(const seg_t *s, size_t off, size_t len)
+{
+    if (s->populate) {
+        size_t page = (size_t)sysconf(_SC_PAGESIZE), lo = off & ~(page - 1);
+        if (madvise((char *)s->hdr + lo, off + len - lo, MADV_POPULATE_WRITE) == 0)
+            return 0;
+        return errno == EFAULT ? ENOSPC : errno; /* EFAULT: it would have been a SIGBUS */
+    }
+    return s->fd < 0 ? EBADF : posix_fallocate(s->fd, (off_t)off, (off_t)len);
+}
+
 int seg_ring_take(seg_t *s, int src, int dst, ring_hdr_t **ring)
 {
     seg_hdr_t *h = s->hdr;
@@ -266,8 +297,7 @@ int seg_ring_take(seg_t *s, int src, int dst, ring_hdr_t **ring)
     size_t off = h->chans_off + (size_t)n * stride;
     int e = off + stride > h->size ? ENOSPC
           : h->fixed + ((size_t)n + 1) * stride > h->budget ? EDQUOT
-          : s->fd < 0 ? EBADF
-          : posix_fallocate(s->fd, (off_t)off, (off_t)stride);
+          : reserve(s, off, stride);
     if (e)
         return weft_error(WEFT_ENOMEM, "shared memory is full: rank %d cannot open a ring to "
                           "rank %d (%u rings of %zu KiB taken, %.1f MiB in all; %s): make /dev/shm "

@@ -203,6 +203,7 @@ typedef struct seg {
     seg_hdr_t *hdr;
     size_t size;
     int fd; /* to reserve rings as they are taken; -1 where none are */
+    bool populate; /* rings reserved by prefaulting instead (no fd kept) */
 } seg_t;
 
 static inline seg_rank_t *seg_rank(const seg_t *s, int r)
