@@ -106,32 +106,65 @@ static int track(mpi_xport_t *x, MPI_Request m, xreq_t *r)
     return WEFT_OK;
 }
 
-/* A message's MPI count is an int: keep to 1 GiB of MPI_BYTE. */
-static int check_size(const xreq_t *r)
+/* A message's MPI count is an int: up to 1 GiB it goes as that many
+ * MPI_BYTE, past it as one element of a struct of 1 MiB blocks and the
+ * bytes left over (1.2 GB of gradients in one MPI_Allreduce is an
+ * ordinary call).  The type is freed once the operation is posted, which
+ * MPI allows. */
+#define MPI_BYTES_MAX ((size_t)1 << 30)
+#define BIG_BLOCK ((size_t)1 << 20)
+
+typedef struct msg_shape {
+    int count;
+    MPI_Datatype type;
+} msg_shape_t;
+
+static int shape_of(mpi_xport_t *x, size_t bytes, msg_shape_t *m)
 {
-    if (r->bytes <= ((size_t)1 << 30))
+    if (bytes <= MPI_BYTES_MAX) {
+        m->count = (int)bytes, m->type = MPI_BYTE;
         return WEFT_OK;
-    return weft_error(WEFT_ENOTSUP, "a single message of %zu bytes exceeds the MPI transport's "
-                                    "1 GiB limit", r->bytes);
+    }
+    size_t nblk = bytes / BIG_BLOCK, rest = bytes % BIG_BLOCK;
+    if (nblk > INT32_MAX)
+        return weft_error(WEFT_ENOTSUP, "a single message of %zu bytes is beyond what this "
+                                        "transport describes to MPI (2 PiB)", bytes);
+    MPI_Datatype blk;
+    int lens[2] = {(int)nblk, (int)rest};
+    MPI_Aint disp[2] = {0, (MPI_Aint)(nblk * BIG_BLOCK)};
+    int mrc = MPI_Type_contiguous((int)BIG_BLOCK, MPI_BYTE, &blk);
+    if (mrc != MPI_SUCCESS)
+        return mpi_fail(x, mrc, "Type_contiguous");
+    MPI_Datatype types[2] = {blk, MPI_BYTE};
+    mrc = MPI_Type_create_struct(rest ? 2 : 1, lens, disp, types, &m->type);
+    MPI_Type_free(&blk);
+    if (mrc == MPI_SUCCESS && (mrc = MPI_Type_commit(&m->type)) != MPI_SUCCESS)
+        MPI_Type_free(&m->type);
+    if (mrc != MPI_SUCCESS)
+        return mpi_fail(x, mrc, "Type_create_struct");
+    m->count = 1;
+    return WEFT_OK;
 }
 
-/* What every send and receive checks first: the tag fits, the size fits. */
-static int prepare(mpi_xport_t *x, const xreq_t *r, int *tag)
+static void shape_done(msg_shape_t *m)
 {
-    int rc = map_tag(x, r->tag, r->sig, tag);
-    return rc ? rc : check_size(r);
+    if (m->type != MPI_BYTE)
+        MPI_Type_free(&m->type);
 }
 
 static int mpi_isend(xport_t *xp, xreq_t *r)
 {
     mpi_xport_t *x = (mpi_xport_t *)xp;
-    int tag = 0, rc = prepare(x, r, &tag);
-    if (rc)
+    int tag = 0;
+    msg_shape_t sh;
+    int rc = map_tag(x, r->tag, r->sig, &tag);
+    if (rc || (rc = shape_of(x, r->bytes, &sh)))
         return rc;
     MPI_Request m;
     static const char dummy;
-    int mrc = MPI_Isend(r->bytes ? r->sbuf : &dummy, (int)r->bytes, MPI_BYTE, r->peer, tag,
-                        x->comm, &m);
+    int mrc = MPI_Isend(r->bytes ? r->sbuf : &dummy, sh.count, sh.type, r->peer, tag, x->comm,
+                        &m);
+    shape_done(&sh);
     if (mrc != MPI_SUCCESS)
         return mpi_fail(x, mrc, "Isend");
     r->priv = NULL;
@@ -162,7 +195,8 @@ static stage_t *stage_get(mpi_xport_t *x, size_t bytes)
 static int mpi_irecv(xport_t *xp, xreq_t *r)
 {
     mpi_xport_t *x = (mpi_xport_t *)xp;
-    int tag = 0, rc = prepare(x, r, &tag);
+    int tag = 0;
+    int rc = map_tag(x, r->tag, r->sig, &tag);
     if (rc)
         return rc;
     void *dst = r->sink.dst;
@@ -176,9 +210,20 @@ static int mpi_irecv(xport_t *xp, xreq_t *r)
         r->priv = s;
         dst = s->buf;
     }
+    msg_shape_t sh;
+    if ((rc = shape_of(x, r->bytes, &sh))) {
+        if (r->priv) {
+            stage_t *s = r->priv;
+            s->next = x->free_stages;
+            x->free_stages = s;
+            r->priv = NULL;
+        }
+        return rc;
+    }
     static char dummy;
     MPI_Request m;
-    int mrc = MPI_Irecv(r->bytes ? dst : &dummy, (int)r->bytes, MPI_BYTE, r->peer, tag, x->comm, &m);
+    int mrc = MPI_Irecv(r->bytes ? dst : &dummy, sh.count, sh.type, r->peer, tag, x->comm, &m);
+    shape_done(&sh);
     if (mrc != MPI_SUCCESS)
         return mpi_fail(x, mrc, "Irecv");
     return track(x, m, r);
@@ -207,15 +252,15 @@ static int mpi_progress(xport_t *xp)
             err = mpi_fail(x, x->st[k].MPI_ERROR, "message");
             continue;
         }
-        int got = 0;
-        if (r->done && MPI_Get_count(&x->st[k], MPI_BYTE, &got) == MPI_SUCCESS &&
+        MPI_Count got = 0; /* bytes: a count of MPI_BYTE would overflow past 2 GiB */
+        if (r->done && MPI_Get_elements_x(&x->st[k], MPI_BYTE, &got) == MPI_SUCCESS &&
             (size_t)got != r->bytes) {
             /* a shorter message fits without an MPI error: a rank sent
              * something else (other count, algorithm or collective) */
             x->err = WEFT_EMISMATCH;
-            err = weft_error(WEFT_EMISMATCH, "rank %d sent %d bytes where rank %d expects %zu: "
+            err = weft_error(WEFT_EMISMATCH, "rank %d sent %lld bytes where rank %d expects %zu: "
                              "do all ranks pass the same count, datatype and algorithm?",
-                             r->peer, got, x->base.rank, r->bytes);
+                             r->peer, (long long)got, x->base.rank, r->bytes);
             continue;
         }
         stage_t *s = r->priv;
