@@ -2,11 +2,11 @@
  *
  * LD_PRELOAD it (or link it before the MPI library) and MPI_Allreduce,
  * MPI_Bcast, MPI_Reduce, MPI_Reduce_scatter_block, MPI_Allgather and
- * MPI_Barrier run weft's algorithms.  Everything weft does not handle goes to the MPI
- * library's own PMPI_ entry point: derived or non-contiguous datatypes,
- * MINLOC/MAXLOC, long double, intercommunicators, arguments the MPI library
- * must reject (so errors reach the communicator's error handler exactly as
- * without the drop-in).  WEFT_VERBOSE=1 prints, at MPI_Finalize, per rank,
+ * MPI_Barrier run weft's algorithms.  Everything weft does not handle goes
+ * to the MPI library's own PMPI_ entry point: mixed-type signatures,
+ * MINLOC/MAXLOC, long double, intercommunicators, arguments the MPI
+ * library must reject (so errors reach the communicator's error handler
+ * exactly as without the drop-in).  WEFT_VERBOSE=1 prints, at MPI_Finalize, per rank,
  * how many calls weft served and why the others fell back.
  *
  * One weft communicator per MPI communicator is cached as an attribute whose
