@@ -526,10 +526,17 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
         FALLBACK(C_ALLGATHER, recvcount < 0 || (ok && !same) ? F_ARGS : F_DTYPE,
                  PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm));
     weft_comm_t wc = usable(comm, recvcount, &why);
+    if (wc) {
+        /* the whole receive buffer is described by one int count below:
+         * past INT_MAX elements every rank leaves the call to MPI (the
+         * count and P are the same everywhere, so all decide alike) */
+        PMPI_Comm_size(comm, &size);
+        if ((long long)recvcount * size > INT32_MAX)
+            wc = NULL, why = F_ARGS;
+    }
     if (!wc)
         FALLBACK(C_ALLGATHER, why,
                  PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm));
-    PMPI_Comm_size(comm, &size);
     PMPI_Comm_rank(comm, &rank);
     typesig_t all; /* the whole receive buffer: size blocks */
     signature(recvtype, recvcount * size, &all);
