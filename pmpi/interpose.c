@@ -161,6 +161,8 @@ static int signature(MPI_Datatype dt, int count, typesig_t *t)
     if (bsize <= 0 || size % bsize)
         return 0;
     t->n = (size_t)count * (size_t)(size / bsize);
+    if (t->n > INT32_MAX)
+        return 0; /* packing takes an int count; n is the same on every rank */
     t->offset = tlb;
     t->contiguous = textent == size && (count <= 1 || extent == size);
     return 1;
