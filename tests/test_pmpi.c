@@ -2,9 +2,11 @@
  * MPI_Allreduce / MPI_Reduce / MPI_Bcast / MPI_Reduce_scatter_block /
  * MPI_Allgather with every predefined datatype and op weft maps, MPI_IN_PLACE,
  * user ops (commutative and not), count 0, MPI_COMM_SELF, a split
- * communicator, MPI_Barrier (checked by the clock), and calls that must
- * fall back to MPI (derived datatype, MINLOC).  It checks every result itself, so it passes with or without
- * LD_PRELOAD=libweft-mpi.so; pmpi.sh checks that weft served the calls. */
+ * communicator, MPI_Barrier (checked by the clock), live communicators
+ * that keep no descriptor each, and calls that must fall back to MPI
+ * (derived datatype, MINLOC).  It checks every result itself, so it passes
+ * with or without LD_PRELOAD=libweft-mpi.so; pmpi.sh checks that weft
+ * served the calls. */
 #include <dirent.h>
 #include <mpi.h>
 #include <stddef.h>
