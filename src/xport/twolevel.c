@@ -174,14 +174,16 @@ static int node_ids(MPI_Comm comm, int node_size, int *ids)
         PMPI_Comm_rank(MPI_COMM_WORLD, &wr);
         me = wr / node_size;
     } else {
+        /* a node is named by its lowest rank in comm, not in MPI_COMM_WORLD:
+         * a communicator merged from spawned jobs holds two world ranks 0,
+         * on different machines */
         MPI_Comm node;
-        int rank, wr;
+        int rank;
         PMPI_Comm_rank(comm, &rank);
-        PMPI_Comm_rank(MPI_COMM_WORLD, &wr);
         if (PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node) !=
             MPI_SUCCESS)
             return weft_error(WEFT_EINVAL, "MPI_Comm_split_type failed");
-        PMPI_Allreduce(&wr, &me, 1, MPI_INT, MPI_MIN, node); /* the node's lowest world rank */
+        PMPI_Allreduce(&rank, &me, 1, MPI_INT, MPI_MIN, node);
         PMPI_Comm_free(&node);
     }
     if (PMPI_Allgather(&me, 1, MPI_INT, ids, 1, MPI_INT, comm) != MPI_SUCCESS)
