@@ -192,40 +192,41 @@ static stage_t *stage_get(mpi_xport_t *x, size_t bytes)
     return s;
 }
 
+static void stage_put(mpi_xport_t *x, stage_t *s)
+{
+    s->next = x->free_stages;
+    x->free_stages = s;
+}
+
 static int mpi_irecv(xport_t *xp, xreq_t *r)
 {
     mpi_xport_t *x = (mpi_xport_t *)xp;
     int tag = 0;
+    msg_shape_t sh;
     int rc = map_tag(x, r->tag, r->sig, &tag);
-    if (rc)
+    if (rc || (rc = shape_of(x, r->bytes, &sh)))
         return rc;
     void *dst = r->sink.dst;
-    r->priv = NULL;
+    stage_t *s = NULL;
     r->done = 1;
     if (r->sink.red && r->bytes) {
-        stage_t *s = stage_get(x, r->bytes);
-        if (!s)
+        if (!(s = stage_get(x, r->bytes))) {
+            shape_done(&sh);
             return weft_error(WEFT_ENOMEM, "out of memory for a %zu-byte staging buffer",
                               r->bytes);
-        r->priv = s;
+        }
         dst = s->buf;
     }
-    msg_shape_t sh;
-    if ((rc = shape_of(x, r->bytes, &sh))) {
-        if (r->priv) {
-            stage_t *s = r->priv;
-            s->next = x->free_stages;
-            x->free_stages = s;
-            r->priv = NULL;
-        }
-        return rc;
-    }
+    r->priv = s;
     static char dummy;
     MPI_Request m;
     int mrc = MPI_Irecv(r->bytes ? dst : &dummy, sh.count, sh.type, r->peer, tag, x->comm, &m);
     shape_done(&sh);
-    if (mrc != MPI_SUCCESS)
+    if (mrc != MPI_SUCCESS) {
+        if (s)
+            stage_put(x, s), r->priv = NULL;
         return mpi_fail(x, mrc, "Irecv");
+    }
     return track(x, m, r);
 }
 
@@ -266,8 +267,7 @@ static int mpi_progress(xport_t *xp)
         stage_t *s = r->priv;
         if (s) { /* receive-and-reduce: reduce from the staging buffer */
             xsink_deliver(&r->sink, 0, s->buf, r->bytes);
-            s->next = x->free_stages;
-            x->free_stages = s;
+            stage_put(x, s);
             r->priv = NULL;
         }
     }
