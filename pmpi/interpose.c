@@ -556,10 +556,11 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
     return MPI_SUCCESS;
 }
 
-/* The barrier too: on one node weft's (the board: one wait per rank) is
- * 1.5-2x faster than Open MPI's when ranks outnumber cores, and a program
- * that times its calls between barriers otherwise pays the MPI barrier's
- * spread of exits inside the call it times.  It synchronises the ranks
+/* The barrier too: on one node weft's is the board (one wait per rank),
+ * and its ranks leave close together where MPI's, when ranks outnumber
+ * cores, leave far apart and put the spread inside the next call (8 ranks
+ * on 2 cores, an OSU-style loop: a small MPI_Allreduce 38-43 us after it
+ * against 52-69 after Open MPI's; docs/PERFORMANCE.md).  It synchronises the ranks
  * only: like any MPI barrier it orders nothing of point-to-point traffic,
  * which MPI_Wait completes as before. */
 int MPI_Barrier(MPI_Comm comm)
