@@ -71,6 +71,9 @@ typedef struct coll_args {
 #define ALGO_ROOT_READ_BY_ALL 0x40u /* every other rank reads the root's whole
                                      * buffer, which the root never writes: large
                                      * ones are staged in the shared arena (api.c) */
+#define ALGO_STAGED_INPUT 0x80u     /* peers read every rank's input and scratch
+                                     * in place: large inputs are staged with the
+                                     * scratch in the shared arena (api.c) */
 
 typedef int (*algo_build_fn)(sched_t *s, const coll_args_t *a);
 
@@ -184,6 +187,8 @@ int algo_binomial_gather(sched_t *s, const coll_args_t *a);
 int algo_linear_bcast(sched_t *s, const coll_args_t *a);
 int algo_linear_arena_usable(const coll_args_t *a, char *why, size_t len);
 int algo_linear_reduce(sched_t *s, const coll_args_t *a);
+int algo_linear_arena_allreduce(sched_t *s, const coll_args_t *a);
+int algo_linear_arena_reduce(sched_t *s, const coll_args_t *a);
 int algo_linear_scatter(sched_t *s, const coll_args_t *a);
 int algo_linear_gather(sched_t *s, const coll_args_t *a);
 int algo_linear_reduce_scatter(sched_t *s, const coll_args_t *a);

@@ -9,7 +9,17 @@
  * copied into the root's shared arena (ALGO_ROOT_READ_BY_ALL, api.c), from
  * where every peer copies it out: P copies of n bytes in all, where
  * through cells each peer costs two.  A root without an arena (WEFT_CMA=0,
- * or a kernel that refused it) runs it as linear. */
+ * or a kernel that refused it) runs it as linear.
+ *
+ * The allreduce and reduce linear_arena are the linear reduce-scatter
+ * followed by a linear allgather (or gather to the root), with every
+ * rank's input and scratch staged in its arena (ALGO_STAGED_INPUT,
+ * api.c): rank j reduces block j straight from every rank's stage, in rank
+ * order, and every rank copies the reduced blocks straight from their
+ * owners' stages.  Two waits per rank whatever P, and no byte copied
+ * through a cell: on shared memory with more ranks than cores each extra
+ * round is a rank that must be scheduled again, and each cell a second
+ * copy (PERFORMANCE.md, "Allreduce and reduce staged in the arena"). */
 #include <stdio.h>
 
 #include "algo.h"
@@ -29,8 +39,8 @@ int algo_linear_bcast(sched_t *s, const coll_args_t *a)
 int algo_linear_arena_usable(const coll_args_t *a, char *why, size_t len)
 {
     if (!a->arena_reads) {
-        snprintf(why, len, "bcast linear_arena needs every rank on one machine's shared memory "
-                           "(weft run, or MPI ranks of one node)");
+        snprintf(why, len, "%s linear_arena needs every rank on one machine's shared memory "
+                           "(weft run, or MPI ranks of one node)", weft_coll_name(a->coll));
         return -1;
     }
     return 0;
@@ -115,5 +125,75 @@ int algo_linear_reduce_scatter(sched_t *s, const coll_args_t *a)
         uint32_t cp = sched_copy(s, acc, reg(BUF_OUT, 0, c));
         sched_depend(s, cp, prev);
     }
+    return 0;
+}
+
+/* The linear reduce-scatter of linear_arena: every rank sends block j of
+ * its input to rank j, and rank r combines block r in rank order into
+ * scratch (acc).  Returns the first of the sends (to r + 1, r + 2, ...,
+ * one step each), which the P steps combining ranks 0, 1, ... follow. */
+static uint32_t reduce_own_block(sched_t *s, const coll_args_t *a, region_t *acc)
+{
+    int P = a->nrank, r = a->rank;
+    uint64_t n = a->count, mine = blk_len(n, (uint64_t)P, (uint64_t)r);
+    uint32_t first = s->nsteps;
+    for (int i = 1; i < P; i++) { /* nearest first, as a ring would */
+        uint64_t j = (uint64_t)mod(r + i, P);
+        sched_send(s, (int)j, 0, reg(BUF_IN, blk_off(n, (uint64_t)P, j), blk_len(n, (uint64_t)P, j)));
+    }
+    *acc = reg(BUF_TMP, sched_tmp(s, mine), mine);
+    region_t own = reg(BUF_IN, blk_off(n, (uint64_t)P, (uint64_t)r), mine);
+    uint32_t prev = r == 0 ? sched_copy(s, own, *acc) : sched_recv(s, 0, 0, *acc);
+    for (int q = 1; q < P; q++) {
+        uint32_t st = q == r ? sched_reduce(s, own, *acc, false)
+                             : sched_recv_reduce(s, q, 0, *acc, false);
+        sched_depend(s, st, prev);
+        prev = st;
+    }
+    return first;
+}
+
+/* The receive of block j of the result into the output.  After the send
+ * of block j of the input to its owner (under WEFT_IN_PLACE, unstaged,
+ * they are the same bytes), and after the receive of j's input block: a
+ * receive posted before it would find that message first and have the
+ * transport buffer it as unexpected, a copy of every such block. */
+static void recv_result_block(sched_t *s, const coll_args_t *a, uint32_t first, int j)
+{
+    uint64_t n = a->count, P = (uint64_t)a->nrank;
+    uint32_t rv = sched_recv(s, j, 1, reg(BUF_OUT, blk_off(n, P, (uint64_t)j), blk_len(n, P, (uint64_t)j)));
+    sched_depend(s, rv, first + (uint32_t)(mod(j - a->rank, a->nrank) - 1));
+    sched_depend(s, rv, first + (uint32_t)(a->nrank - 1 + j));
+}
+
+int algo_linear_arena_allreduce(sched_t *s, const coll_args_t *a)
+{
+    int P = a->nrank, r = a->rank;
+    uint64_t n = a->count;
+    region_t acc;
+    uint32_t first = reduce_own_block(s, a, &acc), reduced = first + (uint32_t)(2 * P - 2);
+    for (int i = 1; i < P; i++)
+        sched_depend(s, sched_send(s, mod(r + i, P), 1, acc), reduced);
+    uint32_t cp = sched_copy(s, acc, reg(BUF_OUT, blk_off(n, (uint64_t)P, (uint64_t)r), acc.len));
+    sched_depend(s, cp, reduced);
+    for (int i = 1; i < P; i++)
+        recv_result_block(s, a, first, mod(r - i, P));
+    return 0;
+}
+
+int algo_linear_arena_reduce(sched_t *s, const coll_args_t *a)
+{
+    int P = a->nrank, r = a->rank, root = a->root;
+    uint64_t n = a->count;
+    region_t acc;
+    uint32_t first = reduce_own_block(s, a, &acc), reduced = first + (uint32_t)(2 * P - 2);
+    if (r != root) {
+        sched_depend(s, sched_send(s, root, 1, acc), reduced);
+        return 0;
+    }
+    uint32_t cp = sched_copy(s, acc, reg(BUF_OUT, blk_off(n, (uint64_t)P, (uint64_t)r), acc.len));
+    sched_depend(s, cp, reduced);
+    for (int i = 1; i < P; i++)
+        recv_result_block(s, a, first, mod(r - i, P));
     return 0;
 }

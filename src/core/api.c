@@ -224,30 +224,64 @@ static int resolve_call(weft_comm_t comm, weft_coll_t coll, const void *in, void
  * room the call goes from the user's buffer as before. */
 enum { STAGE_MIN = 64 << 10 };
 
-static const char *stage_root(weft_comm_t c, weft_request_t r, const char *buf, size_t bytes)
+/* The communicator's stage for this call, of at least bytes; NULL if the
+ * arena has no room, which is not the call's error (it goes unstaged: the
+ * last failed call's message stays). */
+static char *stage_take(weft_comm_t c, weft_request_t r, size_t bytes)
 {
-    uint64_t off;
-    if (bytes < STAGE_MIN || c->size < 3 || !c->x->arena_reads_from ||
-        bytes < c->x->arena_reads_from || arena_offset(buf, bytes, &off))
-        return buf;
     if (c->stage && c->stage_bytes >= bytes) {
         r->shared_stage = c->stage, r->shared_stage_bytes = c->stage_bytes;
     } else {
-        /* no room is not the call's error (it goes unstaged): the last
-         * failed call's message stays */
         char said[512];
         snprintf(said, sizeof said, "%s", weft_last_error());
         if (weft_alloc(bytes, &r->shared_stage) != WEFT_OK) {
             weft_error(WEFT_OK, "%s", said);
-            return buf;
+            return NULL;
         }
         r->shared_stage_bytes = bytes;
         weft_free(c->stage); /* too small */
     }
     c->stage = NULL;
-    copy_streaming(r->shared_stage, buf, bytes);
-    copy_streaming_done();
     return r->shared_stage;
+}
+
+static const char *stage_root(weft_comm_t c, weft_request_t r, const char *buf, size_t bytes)
+{
+    uint64_t off;
+    char *st;
+    if (bytes < STAGE_MIN || c->size < 3 || !c->x->arena_reads_from ||
+        bytes < c->x->arena_reads_from || arena_offset(buf, bytes, &off) ||
+        !(st = stage_take(c, r, bytes)))
+        return buf;
+    copy_streaming(st, buf, bytes);
+    copy_streaming_done();
+    return st;
+}
+
+/* Every rank's input and scratch read in place by its peers
+ * (ALGO_STAGED_INPUT: linear_arena's allreduce and reduce): the input is
+ * copied (streamed, as above) into the stage unless it lies in the arena
+ * already, and the scratch follows it there.  Only where the blocks the
+ * peers read are large enough to be read in place (arena_reads_from);
+ * otherwise, or without room, the call runs from its own buffers, as
+ * correct and slower. */
+static void stage_input(weft_comm_t c, weft_request_t r, const char **inp, size_t bytes,
+                        size_t tmp_bytes)
+{
+    uint64_t off;
+    if (c->size < 2 || !c->x->arena_reads_from || bytes / (size_t)c->size < c->x->arena_reads_from)
+        return;
+    bool copy = !arena_offset(*inp, bytes, &off);
+    size_t at = copy ? (bytes + 63) & ~(size_t)63 : 0;
+    char *st = stage_take(c, r, at + tmp_bytes);
+    if (!st)
+        return;
+    if (copy) {
+        copy_streaming(st, *inp, bytes);
+        copy_streaming_done();
+        *inp = st;
+    }
+    r->e.tmp_shared = st + at;
 }
 
 /* A call that completed gives its stage back to the communicator, which
@@ -356,8 +390,11 @@ int coll_run(weft_comm_t comm, weft_coll_t coll, const void *in, void *out, size
             inp = r->stage;
         }
     }
+    r->e.tmp_shared = NULL;
     if ((al->flags & ALGO_ROOT_READ_BY_ALL) && comm->rank == root)
         outp = (char *)stage_root(comm, r, outp, count * es);
+    if (al->flags & ALGO_STAGED_INPUT)
+        stage_input(comm, r, &inp, count * es, ent->s->tmp_len * es);
     r->e.x = comm->x;
     r->e.board = al->board;
     r->e.params = &ent->params;

@@ -192,7 +192,7 @@ int exec_switch_to_schedule(exec_t *e, const sched_img_t *s)
     if (rc)
         return rc;
     e->board = NULL;
-    e->buf[BUF_TMP] = e->tmp;
+    e->buf[BUF_TMP] = e->tmp_shared ? e->tmp_shared : e->tmp;
     enqueue_roots(e, s);
     return WEFT_OK;
 }
@@ -211,7 +211,7 @@ int exec_start(exec_t *e, const void *in, void *out, bool list)
     e->err = 0; /* before start, which may set it */
     if (e->board)
         e->board->start(e);
-    e->buf[BUF_TMP] = e->tmp;
+    e->buf[BUF_TMP] = e->tmp_shared ? e->tmp_shared : e->tmp;
     enqueue_roots(e, s);
     if (list) { /* last: from here on other threads' waits may progress it */
         pthread_mutex_lock(&active_lock);

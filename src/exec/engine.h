@@ -98,6 +98,8 @@ typedef struct exec {
     uint32_t recvs_left; /* receive steps not yet complete */
     char *tmp; /* scratch, s->tmp_len elements */
     size_t tmp_bytes;
+    char *tmp_shared; /* this call's scratch in the shared arena (api.c,
+                       * ALGO_STAGED_INPUT) instead of tmp, or NULL */
     int err;
     int moved; /* the last exec_progress did something */
     /* watching for peers that will never come (watch.c) */
