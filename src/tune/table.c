@@ -66,7 +66,21 @@
  * (16 MiB, median of 4-8 runs: P = 3 7.4 ms against ring's 15.7, P = 6
  * 16.2 against 26.9; P = 4 7.5 against unsegmented rabenseifner's 13.9,
  * P = 8 18.9 against 34.7; at 2 MiB a tie with ring); at 2 ranks segments
- * made no difference.  Non-commutative allreduce from 16 KiB at 4-8
+ * made no difference.  Allreduce above 256 KiB at 5-16 ranks (for
+ * non-commutative ops at 4-16): linear_arena (every rank's input staged
+ * in its arena, each block reduced straight from the stages; two waits a
+ * rank), measured side by side with the rows before, two runs at P = 5-8
+ * and one at 12 and 16, all in the machine's slow phase (medians, us):
+ * P = 8, 1 MiB 738-756 against rabenseifner's 903-953, 4 MiB 2856-3311
+ * against segmented rabenseifner's 4000-6077, 64 MiB 53.5-60.0 ms against
+ * 71.3-81.6; P = 5, 1 MiB 472-504 against 618-854, 16 MiB 8.9-9.1 ms
+ * against 10.0-11.4; P = 6 and 7 alike; 384-768 KiB at P = 5 and 8 ahead
+ * by 6-26 %; P = 16, 256 KiB 630 against 822, 4 MiB 6.4 ms against 13.8;
+ * P = 12 alike; 256 KiB at 5-8 a tie.  Non-commutative (weft bench --op
+ * noncommutative): P = 4, 1 MiB 567 against bst's 929; P = 8, 256 KiB 375
+ * against 456, 4 MiB 5.6 ms against 11.6; P = 12, 1 MiB 1.8 ms against
+ * recursive doubling's 6.0.  At 3-4 ranks it ties or loses (the stage
+ * copy and the reads of lines the other core just wrote).  Non-commutative allreduce from 16 KiB at 4-8
  * ranks: bst, 1.5-2x faster than recursive doubling (weft bench --op
  * noncommutative, P = 8, 64 KiB: 114 us against 219; 4 MiB: 10.5-13.8 ms
  * against 19.3-21.8; P = 4, 256 KiB: 108 against 188).  Barrier from 2
