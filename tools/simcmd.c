@@ -553,6 +553,10 @@ static int prepare(const sim_opts_cli_t *o, const algo_t *al, int P, uint64_t by
     b->a.root = o->root < P ? o->root : P - 1;
     b->a.count = bytes / es;
     b->a.esize = es;
+    /* linear_arena's schedules are simulated as the schedules they are: where
+     * its input is staged is shared memory's affair, which the model does
+     * not see (docs/SIM.md) */
+    b->a.arena_reads = true;
     /* the op's class, as the library would see it (core/reduce.c's table) */
     int op = o->op;
     b->a.commutative = op != OP_AFFINE;
