@@ -1,12 +1,12 @@
 # The Python package (python/): its pytest suite under `weft run` at
-# P = 1..5, ranks that disagree, weft over mpi4py under mpirun, installing,
+# P = 1..4, ranks that disagree, weft over mpi4py under mpirun, installing,
 # and the training example.  The interpreter is Debian's (WEFT_PYTHON,
 # /usr/bin/python3 by default, set in the top CMakeLists.txt), which sees
 # python3-numpy, -pytest, -mpi4py and -torch (tests/deps.sh installs them),
 # not the python3 first on PATH (pyenv's, say, which does not).
 set(PY_ENV "WEFT_LIBRARY=$<TARGET_FILE:weft>;WEFT_BIN=$<TARGET_FILE:weft_tool>;PYTHONDONTWRITEBYTECODE=1")
 set(PY_TESTS ${CMAKE_SOURCE_DIR}/python/tests)
-foreach(np 1 2 3 4 5)
+foreach(np 1 2 3 4)
   # at 4 ranks, two virtual nodes: hier and hier_pap split for real
   set(nodes "")
   if(np EQUAL 4)
