@@ -1,7 +1,7 @@
 /* test_coll.c — data correctness of every algorithm of every collective at
  * the job's P (run as `weft run -n P test_coll`).
  *
- * Counts 0, 1, P-1, 2P+3 and, sampled, a large one (LARGE); roots 0, P-1
+ * Counts 0, 1, P-1, 2P+3 and, sampled, a large one (large_count); roots 0, P-1
  * and the middle; int32 sum (exact), float32 sum against a float64 reference, float64 max
  * (exact), bfloat16 sum (tolerance), and a non-commutative user op (affine
  * maps composed in rank order, exact) for every algorithm that claims rank
@@ -41,7 +41,7 @@ static weft_op_t affine_op;
 /* The large count: a vector of a few MiB, past every protocol switch
  * (single copy, the arena, segments); a quarter of it where ranks
  * outnumber the cores fourfold (sparse), whose every pass is slower. */
-static size_t LARGE = 1000003u;
+static size_t large_count = 1000003u;
 
 /* --mem weft: every data buffer from weft_alloc (peers read it in place);
  * --mem mixed: on even ranks only, so that arena and private buffers meet
@@ -302,7 +302,7 @@ static void counts_for(size_t *counts, int *nc, const char *params)
         counts[(*nc)++] = (size_t)P - 1;
     counts[(*nc)++] = 2 * (size_t)P + 3;
     if (!params) /* the large count with default params only */
-        counts[(*nc)++] = LARGE;
+        counts[(*nc)++] = large_count;
 }
 
 /* ---- allreduce / reduce ---- */
@@ -317,7 +317,7 @@ static void test_reduction(weft_coll_t coll, const char *name, int ai, const cha
     int roots[3] = {0, P - 1, P / 2}, nroots = coll == WEFT_COLL_REDUCE ? 3 : 1;
     for (int ci = 0; ci < nc; ci++) {
         size_t n = counts[ci];
-        int large = n == LARGE, closed = large;
+        int large = n == large_count, closed = large;
         for (int k = 0; k < K_COUNT; k++) {
             if (k == K_AFFINE && (!noncomm || large))
                 continue;
@@ -407,9 +407,9 @@ static void test_bcast(const char *name, int ai, const char *params)
         for (int d = 0; d < 3; d++)
             for (int ri = 0; ri < 3; ri++) {
                 size_t n = counts[ci];
-                if (n == LARGE && (d != (P + ai) % 3 || ri != (P + ai + 1) % 3))
+                if (n == large_count && (d != (P + ai) % 3 || ri != (P + ai + 1) % 3))
                     continue;
-                if (sparse && n != LARGE && ri != (ci + d + ai) % 3)
+                if (sparse && n != large_count && ri != (ci + d + ai) % 3)
                     continue;
                 int root = roots[ri];
                 size_t es = weft_dtype_size(dts[d]), bytes = n * es;
@@ -437,8 +437,8 @@ static void test_reduce_scatter(const char *name)
 {
     int noncomm = serves_noncommutative(WEFT_COLL_REDUCE_SCATTER, name);
     weft_set_algorithm(world, WEFT_COLL_REDUCE_SCATTER, name, NULL);
-    /* per-block counts; the last makes the whole vector about LARGE */
-    size_t counts[4] = {0, 1, P > 1 ? (size_t)P - 1 : 2, LARGE / (size_t)P + 1};
+    /* per-block counts; the last makes the whole vector about large_count */
+    size_t counts[4] = {0, 1, P > 1 ? (size_t)P - 1 : 2, large_count / (size_t)P + 1};
     for (int ci = 0; ci < 4; ci++)
         for (int k = 0; k < K_COUNT; k++) {
             if (k == K_AFFINE && !noncomm)
@@ -474,7 +474,7 @@ static unsigned char block_byte(int r, size_t i) { return (unsigned char)(i * 13
 static void test_gathers(weft_coll_t coll, const char *name)
 {
     weft_set_algorithm(world, coll, name, NULL);
-    size_t counts[4] = {0, 1, P > 1 ? (size_t)P - 1 : 2, LARGE / (size_t)P + 1};
+    size_t counts[4] = {0, 1, P > 1 ? (size_t)P - 1 : 2, large_count / (size_t)P + 1};
     const weft_dtype_t dts[2] = {WEFT_INT8, WEFT_FLOAT64};
     int roots[3] = {0, P - 1, P / 2};
     int nroots = coll == WEFT_COLL_ALLGATHER ? 1 : 3;
@@ -627,7 +627,7 @@ int main(int argc, char **argv)
     me = weft_comm_rank(world);
     sparse = P >= 8;
     if (sparse)
-        LARGE = 250007u;
+        large_count = 250007u;
     weft_op_create(affine_fn, NULL, 0, 0, &affine_op);
     weft_op_create(user_sum_fn, NULL, 1, 0, &user_sum_op);
     if (argc > 2 && !strcmp(argv[1], "--mem")) {

@@ -166,14 +166,21 @@ static void recv_result_block(sched_t *s, const coll_args_t *a, uint32_t first, 
     sched_depend(s, rv, first + (uint32_t)(a->nrank - 1 + j));
 }
 
-int algo_linear_arena_allreduce(sched_t *s, const coll_args_t *a)
+/* The reduced blocks go to every rank (root < 0: allreduce) or to the
+ * root (reduce), which copies them straight from their owners' stages. */
+static int linear_arena(sched_t *s, const coll_args_t *a, int root)
 {
     int P = a->nrank, r = a->rank;
     uint64_t n = a->count;
     region_t acc;
     uint32_t first = reduce_own_block(s, a, &acc), reduced = first + (uint32_t)(2 * P - 2);
-    for (int i = 1; i < P; i++)
-        sched_depend(s, sched_send(s, mod(r + i, P), 1, acc), reduced);
+    for (int i = 1; i < P; i++) {
+        int to = mod(r + i, P);
+        if (root < 0 || to == root)
+            sched_depend(s, sched_send(s, to, 1, acc), reduced);
+    }
+    if (root >= 0 && r != root)
+        return 0;
     uint32_t cp = sched_copy(s, acc, reg(BUF_OUT, blk_off(n, (uint64_t)P, (uint64_t)r), acc.len));
     sched_depend(s, cp, reduced);
     for (int i = 1; i < P; i++)
@@ -181,19 +188,6 @@ int algo_linear_arena_allreduce(sched_t *s, const coll_args_t *a)
     return 0;
 }
 
-int algo_linear_arena_reduce(sched_t *s, const coll_args_t *a)
-{
-    int P = a->nrank, r = a->rank, root = a->root;
-    uint64_t n = a->count;
-    region_t acc;
-    uint32_t first = reduce_own_block(s, a, &acc), reduced = first + (uint32_t)(2 * P - 2);
-    if (r != root) {
-        sched_depend(s, sched_send(s, root, 1, acc), reduced);
-        return 0;
-    }
-    uint32_t cp = sched_copy(s, acc, reg(BUF_OUT, blk_off(n, (uint64_t)P, (uint64_t)r), acc.len));
-    sched_depend(s, cp, reduced);
-    for (int i = 1; i < P; i++)
-        recv_result_block(s, a, first, mod(r - i, P));
-    return 0;
-}
+int algo_linear_arena_allreduce(sched_t *s, const coll_args_t *a) { return linear_arena(s, a, -1); }
+
+int algo_linear_arena_reduce(sched_t *s, const coll_args_t *a) { return linear_arena(s, a, a->root); }
