@@ -173,7 +173,8 @@ WEFT_API weft_err_t weft_wait(weft_request_t *req);
  * Progress the collective for at most timeout_ms and return WEFT_OK when it
  * is done, or WEFT_ETIMEDOUT when it is not: then call again with the same
  * arguments to continue (ranks may use different timeouts).  WEFT_BLOCK
- * waits until done, WEFT_TEST only progresses.  While one is unfinished on
+ * waits until done, WEFT_TEST only progresses (it never sleeps; with more
+ * ranks than cores, a poll that finds nothing to do yields the core).  While one is unfinished on
  * a communicator, any other collective call on it returns WEFT_EBUSY, and a
  * continuing call with different arguments WEFT_EINVAL. */
 #define WEFT_BLOCK (-1)

@@ -3,7 +3,8 @@
  * the others poll with WEFT_TEST; all finish with the right result.  While a
  * call is unfinished, another collective gets WEFT_EBUSY and a continuing
  * call with a different count WEFT_EINVAL.  Also bcast and reduce, WEFT_BLOCK,
- * and an expensive user op. */
+ * an expensive user op, and thousands of messages polled at WEFT_TEST on
+ * more ranks than cores. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,6 +86,35 @@ int main(int argc, char **argv)
         CHECK(ur[i] == 10LL * P * (P - 1) / 2 + (int64_t)P * i, "user op result %d", i);
     weft_op_free(&op);
     CHECK(weft_allreduce_timeout(u, ur, 8, WEFT_INT64, WEFT_SUM, w, -5) == WEFT_EINVAL, "bad timeout");
+
+    /* thousands of small messages, every rank polling at WEFT_TEST: with
+     * more ranks than cores a poll that moves nothing must give its core
+     * up (this took 76 s a call at 5 ranks on 2 cores; the test's time
+     * limit is the check) */
+    size_t nb = 37145;
+    int8_t *ib = malloc(nb), *ob = malloc(nb);
+    for (size_t i = 0; i < nb; i++)
+        ib[i] = (int8_t)((i * 7 + (size_t)me * 13) % 101);
+    CHECK(weft_set_algorithm(w, WEFT_COLL_ALLREDUCE, "rabenseifner", "segment=12") == WEFT_OK,
+          "set rabenseifner: %s", weft_last_error());
+    for (int k = 0; k < 3; k++) {
+        while ((rc = weft_allreduce_timeout(ib, ob, nb, WEFT_INT8, WEFT_MIN, w, WEFT_TEST)) ==
+               WEFT_ETIMEDOUT)
+            ;
+        CHECK(rc == WEFT_OK, "polled segmented allreduce: %s", weft_last_error());
+        bad = 0;
+        for (size_t i = 0; i < nb; i++) {
+            int8_t m = INT8_MAX;
+            for (int r = 0; r < P; r++) {
+                int8_t x = (int8_t)((i * 7 + (size_t)r * 13) % 101);
+                m = x < m ? x : m;
+            }
+            bad += ob[i] != m;
+        }
+        CHECK(!bad, "polled segmented allreduce: %zu wrong", bad);
+    }
+    weft_set_algorithm(w, WEFT_COLL_ALLREDUCE, "auto", NULL);
+    free(ib), free(ob);
 
     int total = failures;
     weft_allreduce(WEFT_IN_PLACE, &total, 1, WEFT_INT32, WEFT_SUM, w);

@@ -107,6 +107,8 @@ typedef struct exec {
     uint64_t next_watch; /* ns: when the idle wait next asks who it waits for */
     uint64_t limit_ns;   /* the communicator's timeout, 0: none */
     bool expired;        /* exec_wait gave up at limit_ns */
+    int idle;            /* polls in a row that moved nothing, kept across the
+                          * calls of a polled wait (weft_test, *_timeout) */
     const int *sent_to;  /* a schedule that receives nothing: two peers to compare
                           * with at its end (-1: none), or NULL */
     /* the transport's list of unfinished schedules (any of them progresses all) */
