@@ -24,6 +24,15 @@ expect 2 "not benchmarked" "$weft" bench scatter
 expect 2 "np" "$weft" bench allreduce --np 0
 expect 2 "sizes" "$weft" bench allreduce --sizes 10:2
 expect 2 "np-range" "$weft" check allreduce --np-range 0:5
+expect 2 "STEP >= 1" "$weft" check allreduce --np-range 1:5:0
+expect 2 "comma-separated" "$weft" check allreduce --np-range 1:5,
+expect 2 "np-range" "$weft" check allreduce --np-range 1:70000
+# a sampled range proves the P it names, no more: 1-3, 10, 13 and 20
+steps() { "$weft" check allreduce --algo ring --count 1 --np-range "$1" | awk '/^ok/ { print $5 }'; }
+sampled=$(steps 1:3,10:14:3,20) each=$(( $(steps 1:3) + $(steps 10) + $(steps 13) + $(steps 20) ))
+if [ -n "$sampled" ] && [ "$sampled" -eq "$each" ]; then passes=$((passes+1))
+else echo "FAIL: weft check 1:3,10:14:3,20 proved $sampled steps, its P one by one $each"
+     fails=$((fails+1)); fi
 expect 2 "unknown collective" "$weft" check frob
 expect 2 "must be 1..65536" "$weft" run -n -1 /bin/true
 expect 2 "must be 1..65536" "$weft" run -n abc /bin/true

@@ -43,7 +43,9 @@ static bool vector_coll(weft_coll_t c)
 }
 
 typedef struct {
-    int lo, hi;
+    int lo, hi;     /* the smallest and the largest P of the list */
+    int *ps, nps;   /* every P to check, ascending */
+    const char *range; /* as given, for the report */
     long count; /* -1: the default set */
     int root;   /* -1: the default set */
     const char *params;
@@ -218,8 +220,11 @@ static void *check_worker(void *arg)
     check_stats_t mine = {0};
     uint64_t runs = 0;
     for (;;) {
-        int P = atomic_fetch_add(&j->next, 1);
-        if (P > j->o->hi || P > atomic_load(&j->failed_p))
+        int at = atomic_fetch_add(&j->next, 1);
+        if (at >= j->o->nps)
+            break;
+        int P = j->o->ps[at];
+        if (P > atomic_load(&j->failed_p))
             break;
         char report[1400];
         if (check_one_p(j->al, j->o, &j->params, P, &mine, &runs, report, sizeof report)) {
@@ -254,7 +259,7 @@ static int check_algo(const algo_t *al, const check_opts_t *o, uint64_t *nruns)
         fprintf(stderr, "weft check: %s\n", weft_last_error());
         return 2;
     }
-    atomic_store(&j.next, o->lo);
+    atomic_store(&j.next, 0);
     atomic_store(&j.failed_p, INT_MAX);
     pthread_mutex_init(&j.lock, NULL);
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -280,50 +285,79 @@ static int check_algo(const algo_t *al, const check_opts_t *o, uint64_t *nruns)
         a.arena_reads = true;
         a.params = j.params;
         bool said = algo_check_usable(al, &a) != WEFT_OK;
-        fprintf(stderr, "weft check: %s %s: every case for P=%d..%d was refused%s%s\n",
-                weft_coll_name(al->coll), al->name, o->lo, o->hi, said ? ": " : "",
+        fprintf(stderr, "weft check: %s %s: every case for P=%s was refused%s%s\n",
+                weft_coll_name(al->coll), al->name, o->range, said ? ": " : "",
                 said ? weft_last_error() : "");
         return 2;
     }
-    printf("ok   %-14s %-20s P=%d..%d  %" PRIu64 " steps, %" PRIu64 " messages, %.2f s\n",
-           weft_coll_name(al->coll), al->name, o->lo, o->hi, j.total.steps, j.total.messages,
+    printf("ok   %-14s %-20s P=%s  %" PRIu64 " steps, %" PRIu64 " messages, %.2f s\n",
+           weft_coll_name(al->coll), al->name, o->range, j.total.steps, j.total.messages,
            weft_now() - t0);
     fflush(stdout);
     return 0;
 }
 
-static int parse_range(const char *s, int *lo, int *hi)
+#define CHECK_MAX_P 65536
+
+/* LO[:HI[:STEP]] segments, comma-separated ("1:128,129:1024:7,1023:1025"):
+ * every P they name, ascending and once each, into o. */
+static int parse_ranges(const char *s, check_opts_t *o)
 {
-    char *e;
-    long a = strtol(s, &e, 10), b = a;
-    if (*e == ':')
-        b = strtol(e + 1, &e, 10);
-    if (*e || a < 1 || b < a || b > 65536)
-        return -1;
-    *lo = (int)a, *hi = (int)b;
+    static bool want[CHECK_MAX_P + 1];
+    memset(want, 0, sizeof want);
+    const char *p = s;
+    for (;;) {
+        char *e;
+        long a = strtol(p, &e, 10), b = a, step = 1;
+        if (e == p)
+            return -1;
+        if (*e == ':')
+            b = strtol(e + 1, &e, 10);
+        if (*e == ':')
+            step = strtol(e + 1, &e, 10);
+        if ((*e && *e != ',') || a < 1 || b < a || b > CHECK_MAX_P || step < 1)
+            return -1;
+        for (long P = a; P <= b; P += step)
+            want[P] = true;
+        if (!*e)
+            break;
+        p = e + 1;
+    }
+    static int ps[CHECK_MAX_P];
+    int n = 0;
+    for (int P = 1; P <= CHECK_MAX_P; P++)
+        if (want[P])
+            ps[n++] = P;
+    o->ps = ps, o->nps = n;
+    o->lo = ps[0], o->hi = ps[n - 1], o->range = s;
     return 0;
 }
 
 int cmd_check(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "--help")) {
-        printf("usage: weft check COLL|all [--algo A[,B..]|all] [--skip A[,B..]] [--np-range LO:HI]\n"
-               "                  [--count N] [--root R] [--params k=v,..] [--verbose]\n"
+        printf("usage: weft check COLL|all [--algo A[,B..]|all] [--skip A[,B..]]\n"
+               "                  [--np-range LO:HI[:STEP][,...]] [--count N] [--root R]\n"
+               "                  [--params k=v,..] [--verbose]\n"
                "Proves every rank ends with every contribution exactly once, with no\n"
-               "deadlock, race or unmatched message, for each P in the range.  --root R\n"
+               "deadlock, race or unmatched message, for each P in the range (default\n"
+               "1:64; segments with a step sample a range, e.g. 1:128,129:1024:7).  --root R\n"
                "fixes the root (for P <= R, the root is P-1); without it, roots 0, P/2 and\n"
                "P-1 are checked.\n");
         return argc < 2 ? 2 : 0;
     }
     const char *collname = argv[1], *algos = "all", *skip = "";
-    check_opts_t o = {1, 64, -1, -1, NULL, 0};
+    check_opts_t o = {.count = -1, .root = -1};
+    if (parse_ranges("1:64", &o))
+        return 2;
     for (int i = 2; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(argv[i], "--algo") && v)
             algos = v, i++;
         else if (!strcmp(argv[i], "--np-range") && v) {
-            if (parse_range(v, &o.lo, &o.hi)) {
-                fprintf(stderr, "weft check: bad --np-range '%s' (want LO:HI, 1 <= LO <= HI)\n", v);
+            if (parse_ranges(v, &o)) {
+                fprintf(stderr, "weft check: bad --np-range '%s' (want LO:HI[:STEP] segments, "
+                        "comma-separated, 1 <= LO <= HI <= %d, STEP >= 1)\n", v, CHECK_MAX_P);
                 return 2;
             }
             i++;
