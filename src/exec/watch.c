@@ -8,7 +8,8 @@
  *   - the peer's record of this very call differs      -> WEFT_EMISMATCH
  *   - the peer abandoned it (timeout, revoke)           -> WEFT_EPEER
  *   - the peer is in weft_finalize, not in this call    -> WEFT_EMISMATCH
- *     (WEFT_EPEER when it gave up a call before: a fault, not a skip)
+ *     (WEFT_EPEER when it gave up a call before, or the job was aborted
+ *     by then: a fault, not a skip)
  * Over MPI there is no log to read: the stalled wait announces its call to
  * those peers (xport announce), and reads what they announced in turn, so
  * two stalled ranks that disagree both find out one watch round later.
