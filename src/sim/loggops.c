@@ -400,6 +400,8 @@ static bool edge_done(sim_t *s, const sim_rank_prog_t *rp, uint32_t r, uint32_t 
 
 static inline double *cpu_of(sim_t *s, uint32_t r, int c)
 {
+    if (s->m->cpus == 1) /* the usual model: no 64-bit division an event */
+        return &s->cpu[r];
     return &s->cpu[(size_t)r * s->m->cpus + (size_t)c % s->m->cpus];
 }
 
