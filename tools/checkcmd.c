@@ -43,7 +43,6 @@ static bool vector_coll(weft_coll_t c)
 }
 
 typedef struct {
-    int lo, hi;     /* the smallest and the largest P of the list */
     int *ps, nps;   /* every P to check, ascending */
     const char *range; /* as given, for the report */
     long count; /* -1: the default set */
@@ -281,7 +280,7 @@ static int check_algo(const algo_t *al, const check_opts_t *o, uint64_t *nruns)
     if (!j.runs) { /* nothing was proved: not an "ok" */
         coll_args_t a;
         memset(&a, 0, sizeof a);
-        a.coll = al->coll, a.nrank = o->lo, a.count = 1, a.esize = 4, a.commutative = true;
+        a.coll = al->coll, a.nrank = o->ps[0], a.count = 1, a.esize = 4, a.commutative = true;
         a.arena_reads = true;
         a.params = j.params;
         bool said = algo_check_usable(al, &a) != WEFT_OK;
@@ -328,8 +327,7 @@ static int parse_ranges(const char *s, check_opts_t *o)
     for (int P = 1; P <= CHECK_MAX_P; P++)
         if (want[P])
             ps[n++] = P;
-    o->ps = ps, o->nps = n;
-    o->lo = ps[0], o->hi = ps[n - 1], o->range = s;
+    o->ps = ps, o->nps = n, o->range = s;
     return 0;
 }
 

@@ -166,7 +166,7 @@ static int check_peer(exec_t *e, int peer)
     if (!v.found && gone) {
         /* a peer that left after the job was aborted (a rank died) left
          * for that fault; its state is read after the abort it saw */
-        int h = x->ops->health ? x->ops->health(x) : WEFT_OK;
+        int h = x->ops->health(x);
         if (h)
             return h;
         snprintf(msg, sizeof msg, "rank %d %s weft_finalize while rank %d waits for it in %s "
