@@ -21,6 +21,13 @@ for coll in allreduce reduce bcast; do
         done
     done
 done
+# --poll: the *_timeout variants polled at WEFT_TEST, on more ranks than cores
+for coll in allreduce reduce bcast; do
+    out=$("$weft" bench "$coll" --np 5 --poll --check --dtype int32 --sizes 4,1000,65536 \
+          --algo "${algos[$coll]}" --iters 2 --warmup 1 --root 3 2>&1)
+    if grep -q "# check: every result verified" <<<"$out"; then passes=$((passes + 1))
+    else fails=$((fails + 1)); echo "FAIL: $coll --poll"; echo "$out" | tail -3; fi
+done
 if "$weft" bench allreduce --np 2 --check --dtype float32 --op band 2>/dev/null; then
     fails=$((fails + 1)); echo "FAIL: band on float32 was accepted"
 else passes=$((passes + 1)); fi

@@ -24,6 +24,7 @@ expect 2 "not benchmarked" "$weft" bench scatter
 expect 2 "np" "$weft" bench allreduce --np 0
 expect 2 "sizes" "$weft" bench allreduce --sizes 10:2
 expect 2 "np-range" "$weft" check allreduce --np-range 0:5
+expect 2 "the barrier has none" "$weft" bench barrier --poll
 expect 2 "STEP >= 1" "$weft" check allreduce --np-range 1:5:0
 expect 2 "comma-separated" "$weft" check allreduce --np-range 1:5,
 expect 2 "np-range" "$weft" check allreduce --np-range 1:70000

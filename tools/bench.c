@@ -41,7 +41,7 @@ static void bench_usage(FILE *f)
             "       weft bench kernels   (reduction kernels and copies against memcpy)\n"
             "                  [--sizes LO:HI[:xK|:+K] | S1,S2,..] [--iters N] [--warmup N] [--check]\n"
             "                  [--dtype float32] [--op sum|...|noncommutative] [--root R] [--csv F]\n"
-            "                  [--json F] [--osu]\n"
+            "                  [--json F] [--osu] [--poll]\n"
             "                  [--mem malloc|weft]  (user buffers from malloc, the default, or\n"
             "                  from weft_alloc: the shared arena, which peers read in place)\n"
             "                  [--transport mpi|shm]  (under mpirun; algorithm 'native' is the\n"
@@ -55,7 +55,9 @@ static void bench_usage(FILE *f)
             "and (under mpirun) the MPI library's; --algo all: every algorithm's figures.\n"
             "Figures: median over iterations of the slowest rank's time, each iteration\n"
             "after a barrier; --osu: the OSU micro-benchmarks' convention instead (each\n"
-            "rank's mean time, averaged over ranks).  --op noncommutative: a user op,\n"
+            "rank's mean time, averaged over ranks).  --poll: weft's calls as their\n"
+            "*_timeout variants polled at WEFT_TEST until done (allreduce, bcast, reduce).\n"
+            "--op noncommutative: a user op,\n"
             "affine maps x -> ax + b (mod 2^32) composed in rank order, on uint64.\n"
             "--mif X: before each timed call (after the barrier) each rank waits\n"
             "r alpha(size), r uniform in [0, X] drawn once per rank (--redraw: per call),\n"
@@ -150,6 +152,10 @@ int bench_parse(int argc, char **argv, bench_opts_t *o)
     for (int i = 2; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         char *e = NULL;
+        if (!strcmp(argv[i], "--poll")) {
+            o->poll = 1;
+            continue;
+        }
         if (!strcmp(argv[i], "--check") || !strcmp(argv[i], "--osu") ||
             !strcmp(argv[i], "--redraw")) {
             *(argv[i][2] == 'c' ? &o->check : argv[i][2] == 'o' ? &o->osu : &o->redraw) = 1;
@@ -247,6 +253,11 @@ int bench_parse(int argc, char **argv, bench_opts_t *o)
         }
     }
     if (o->coll == WEFT_COLL_BARRIER) {
+        if (o->poll) {
+            fprintf(stderr, "weft bench barrier: --poll calls allreduce, bcast and reduce as "
+                            "their *_timeout variants; the barrier has none\n");
+            return 2;
+        }
         if (dataful || o->redraw) {
             fprintf(stderr, "weft bench barrier: a barrier moves no data: leave out %s\n",
                     dataful ? dataful : "--redraw");
@@ -447,6 +458,19 @@ static int run_one(weft_comm_t comm, const bench_opts_t *o, const algo_t *al, si
     }
 #endif
     (void)al;
+    if (o->poll) { /* a split-phase call polled until done, as GASPI codes do */
+        int rc;
+        do
+            rc = o->coll == WEFT_COLL_ALLREDUCE
+                     ? weft_allreduce_timeout(in, out, count, o->dtype, op_handle(o), comm,
+                                              WEFT_TEST)
+                 : o->coll == WEFT_COLL_BCAST
+                     ? weft_bcast_timeout(out, count, o->dtype, o->root, comm, WEFT_TEST)
+                     : weft_reduce_timeout(in, out, count, o->dtype, op_handle(o), o->root, comm,
+                                           WEFT_TEST);
+        while (rc == WEFT_ETIMEDOUT);
+        return rc;
+    }
     switch (o->coll) {
     case WEFT_COLL_ALLREDUCE: return weft_allreduce(in, out, count, o->dtype, op_handle(o), comm);
     case WEFT_COLL_BCAST: return weft_bcast(out, count, o->dtype, o->root, comm);

@@ -29,6 +29,7 @@ typedef struct bench_opts {
     int iters, warmup;
     int check;
     int osu; /* OSU's convention: each rank's mean, averaged over ranks */
+    int poll; /* each call as its *_timeout variant, polled at WEFT_TEST */
     int arena; /* --mem weft: the buffers come from weft_alloc, not malloc */
     const char *csv, *json;
     weft_dtype_t dtype;
