@@ -6,7 +6,10 @@
  * allreduce with a non-commutative user op (affine maps composed in rank
  * order), on four communicators (the world, a dup, two splits, one of them
  * reordered), with random datatypes, ops, roots, counts (0 to 700, and one
- * call in five up to 300,000), and MPI_IN_PLACE one time in three.  Rank 0
+ * call in five up to 300,000), and MPI_IN_PLACE one time in three.  A
+ * third of the buffers, by rank, come from MPI_Alloc_mem (the drop-in's
+ * arena, read in place by peers), and every call's input is overwritten as
+ * soon as it returns, so a peer still reading it would differ.  Rank 0
  * prints one hash per rank of everything each rank received; with
  * PMPI_RANDOM_TRACE=R, rank R prints each call and its hash to stderr, to
  * find the first call that differs.
@@ -82,7 +85,16 @@ int main(int argc, char **argv)
         if (opi == 3 && (d == 1 || d == 2))
             opi = 0; /* no bitwise or on floats */
         size_t bytes = (size_t)cnt * 8 * (size_t)cs + 20064, outb = (size_t)cnt * dsz[d];
-        char *a = malloc(bytes), *b = malloc(bytes);
+        /* a third of the calls, by rank, from MPI_Alloc_mem: under the
+         * drop-in, weft's arena, which peers read in place */
+        int mem = (c + rank) % 3 == 0;
+        char *a = NULL, *b = NULL;
+        if (mem) {
+            MPI_Alloc_mem((MPI_Aint)bytes, MPI_INFO_NULL, &a);
+            MPI_Alloc_mem((MPI_Aint)bytes, MPI_INFO_NULL, &b);
+        } else {
+            a = malloc(bytes), b = malloc(bytes);
+        }
         if (!a || !b) {
             fprintf(stderr, "out of memory\n");
             MPI_Abort(MPI_COMM_WORLD, 1);
@@ -140,16 +152,26 @@ int main(int argc, char **argv)
             break;
         }
         }
+        /* the call has returned: its input is the caller's again, and a
+         * peer still reading it in place would read these bytes instead */
+        memset(a, 0x5a, bytes);
         uint64_t h = 0;
         for (size_t i = 0; i < outb; i++)
             h = h * 1099511628211ull + (unsigned char)b[i];
+        if (kind == K_BCAST)
+            memset(b, 0x5a, bytes);
         sum = sum * 31 + h;
         if (rank == trace)
             fprintf(stderr, "call %d: kind %d, %d ranks, type %d, count %d, root %d, op %d, in "
                     "place %d: %016llx\n", c, kind, cs, d, cnt, root, opi, inplace,
                     (unsigned long long)h);
-        free(a);
-        free(b);
+        if (mem) {
+            MPI_Free_mem(a);
+            MPI_Free_mem(b);
+        } else {
+            free(a);
+            free(b);
+        }
     }
     uint64_t *all = malloc((size_t)size * sizeof *all);
     MPI_Gather(&sum, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);

@@ -4,8 +4,10 @@
  * algorithm (or auto) and its parameters, count (0, small, odd, past one
  * shared-memory cell), datatype, op (every builtin one the type has, a
  * commutative user op and a non-commutative one), root, in place or not,
- * communicator (world, a dup, a split by parity) and mode (blocking,
- * split-phase, *_timeout with random timeouts).  Data are a hash of (seed,
+ * communicator (world, a dup, a split by parity), mode (blocking,
+ * split-phase, *_timeout with random timeouts) and, per rank, user buffers
+ * from malloc or weft_alloc, overwritten as soon as the call returns (a
+ * peer still reading them in place would fail).  Data are a hash of (seed,
  * call, rank, element), so each rank computes the reference itself:
  * integers exactly, wrapping as the op does; floats against a float64
  * reference; bitwise identity across ranks where the algorithm claims it.
@@ -382,6 +384,33 @@ static uint64_t hash_bytes(const void *p, size_t n)
     return h;
 }
 
+/* A third of the calls, drawn per rank (so ranks of one call differ), take
+ * their user buffers from weft_alloc: peers then read them in place in the
+ * shared arena.  Each is freed after its call, so the next call's buffers
+ * reuse the same blocks. */
+static bool user_buffers_in_arena(const stress_opts_t *o, const call_t *c, int rank)
+{
+    return mix64(o->seed ^ mix64((uint64_t)c->index * 0x100000001b3ull + (uint64_t)rank)) % 3 == 0;
+}
+
+/* *arena: asked for, and whether it was had (without an arena, malloc). */
+static char *buf_get(size_t bytes, bool *arena)
+{
+    void *p = NULL;
+    if (*arena && weft_alloc(bytes, &p) == WEFT_OK)
+        return p;
+    *arena = false;
+    return malloc(bytes);
+}
+
+static void buf_put(char *p, bool arena)
+{
+    if (arena)
+        weft_free(p);
+    else
+        free(p);
+}
+
 /* 0: checked, 1: refused alike, -1: failed (reported). */
 static int run_call(const stress_opts_t *o, weft_comm_t comm, weft_comm_t ctrl, const call_t *c,
                     int *first_rc)
@@ -404,7 +433,13 @@ static int run_call(const stress_opts_t *o, weft_comm_t comm, weft_comm_t ctrl, 
     static unsigned calls;
     size_t in_shift = (size_t)(me + calls) % 16 * es, out_shift = (size_t)(me * 3 + calls * 5) % 16 * es;
     calls++;
-    char *in_base = malloc(in_n * es + 16 * es + 8), *out_base = malloc(out_n * es + 16 * es + 8);
+    bool in_arena = user_buffers_in_arena(o, c, me), out_arena = in_arena;
+    char *in_base = buf_get(in_n * es + 16 * es + 8, &in_arena),
+         *out_base = buf_get(out_n * es + 16 * es + 8, &out_arena);
+    if (in_arena || out_arena) {
+        size_t l = strlen(what);
+        snprintf(what + l, sizeof what - l, ", weft_alloc'd buffers");
+    }
     char *in = in_base + in_shift, *out = out_base + out_shift, *want = malloc(out_n * es + 8);
     memset(out, 0xa5, out_n * es);
     for (size_t i = 0; i < in_n; i++)
@@ -439,6 +474,18 @@ static int run_call(const stress_opts_t *o, weft_comm_t comm, weft_comm_t ctrl, 
     if (o->verbose > 1)
         fprintf(stderr, "stress: rank %d: %s\n", weft_comm_rank(weft_comm_world()), what);
     rc = issue(c, comm, root, src, dst);
+    /* The call has returned, so its input is the caller's again: a peer
+     * still reading it in place (single copy, the arena) would now read
+     * other bytes and fail its check.  A bcast root's input is its
+     * output: checked before it is overwritten. */
+    size_t root_bad = 0;
+    if (c->coll == WEFT_COLL_BCAST && me == root && !rc) {
+        for (size_t j = 0; j < k; j++)
+            put(o, c, want, j, root, j);
+        root_bad = memcmp(out, want, k * es) != 0;
+        memset(out, 0x5a, k * es);
+    }
+    memset(in, 0x5a, in_n * es);
     if (rc && !legit_refusal(rc) && !*first_rc)
         *first_rc = rc; /* the first error that is not a refusal */
     /* every rank must end alike: all OK, or all refusing */
@@ -479,7 +526,9 @@ static int run_call(const stress_opts_t *o, weft_comm_t comm, weft_comm_t ctrl, 
             have = false;
             break;
         case WEFT_COLL_BCAST:
-            for (size_t j = 0; j < k; j++)
+            have = me != root;
+            bad = root_bad;
+            for (size_t j = 0; have && j < k; j++)
                 put(o, c, want, j, root, j);
             break;
         case WEFT_COLL_ALLGATHER:
@@ -518,7 +567,7 @@ static int run_call(const stress_opts_t *o, weft_comm_t comm, weft_comm_t ctrl, 
             }
         }
     }
-    free(in_base), free(out_base), free(want);
+    buf_put(in_base, in_arena), buf_put(out_base, out_arena), free(want);
     return result;
 }
 
