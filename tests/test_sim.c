@@ -909,11 +909,31 @@ static void test_event_queue(void)
         ref[best] = ref[nref - 1], ref_seq[best] = ref_seq[nref - 1];
         nref--;
         pops++;
+        /* the look-ahead: the k-th event still to pop at this very time, in
+         * push order, across the blocks of bucket 0 */
+        if (round % 61 == 0) {
+            uint64_t after = 0; /* the seq of the (k-1)-th, + 1 */
+            for (size_t k = 0; k < 300 && !bad; k++) {
+                size_t next = nref;
+                for (size_t i = 0; i < nref; i++)
+                    if (ref[i].t == now && ref_seq[i] >= after &&
+                        (next == nref || ref_seq[i] < ref_seq[next]))
+                        next = i;
+                const evq_item_t *ahead = evq_ahead(&q, k);
+                if (next == nref ? ahead != NULL
+                                 : !ahead || ahead->a != ref[next].a || ahead->b != ref[next].b)
+                    bad = 7;
+                if (next == nref)
+                    break;
+                after = ref_seq[next] + 1;
+            }
+        }
     }
     CHECK(!bad && pops > 100000, "event queue: %llu pops in time-then-push order (failure %d)",
           (unsigned long long)pops, bad);
-    /* bursts far beyond a bucket's first arrays, drained: still in order,
-     * and the emptied buckets give their memory back */
+    /* bursts of many blocks, drained: still in order, and the queue holds
+     * no more than one burst's blocks (and a partial block per bucket, and
+     * a slab's rounding): the later bursts reuse the first one's */
     for (int burst = 0; burst < 3 && !bad; burst++) {
         enum { BURST = 200000 };
         for (int k = 0; k < BURST; k++) {
@@ -932,21 +952,43 @@ static void test_event_queue(void)
             prev = got.t;
         }
         now = prev;
-        CHECK(!bad && q.bytes < BURST / 2 * sizeof got,
-              "event queue burst %d: drained in order (failure %d), %zu bytes held after", burst,
-              bad, q.bytes);
+        size_t most = BURST * sizeof got * 256 / 255 + (EVQ_BUCKETS + 1 + 512) * sizeof(evq_block_t);
+        CHECK(!bad && q.bytes <= most,
+              "event queue burst %d: drained in order (failure %d), %zu bytes held after (at "
+              "most %zu)", burst, bad, q.bytes, most);
     }
     /* a time before the present, a negative time and NaN are refused and
      * leave the queue as it was */
+    evq_item_t e;
     size_t had = q.size;
     CHECK(evq_push(&q, (evq_item_t){now - 1, 0, 0}) == -2 &&
               evq_push(&q, (evq_item_t){-1, 0, 0}) == -2 &&
               evq_push(&q, (evq_item_t){NAN, 0, 0}) == -2 && q.size == had,
           "event queue: times before the present refused");
+    /* the look-ahead across blocks: 700 events of one time, then later
+     * ones; after each of 300 pops, every event still due at that time
+     * in push order, and nothing past them */
+    evq_t w;
+    memset(&w, 0, sizeof w);
+    for (uint32_t k = 0; k < 700; k++)
+        bad |= evq_push(&w, (evq_item_t){5, k, 0}) ? 8 : 0;
+    for (uint32_t k = 0; k < 50; k++)
+        bad |= evq_push(&w, (evq_item_t){6 + k, 700 + k, 0}) ? 8 : 0;
+    for (uint32_t popped = 0; popped < 300 && !bad; popped++) {
+        if (evq_pop(&w, &e) || e.a != popped)
+            bad = 9;
+        for (uint32_t k = 0; k <= 700 - popped && !bad; k++) {
+            const evq_item_t *a = evq_ahead(&w, k);
+            if (popped + 1 + k < 700 ? !a || a->a != popped + 1 + k : a != NULL)
+                bad = 10;
+        }
+    }
+    CHECK(!bad, "event queue: the look-ahead over 700 events of one time, across blocks "
+                "(failure %d)", bad);
+    evq_free(&w);
     /* -0 is 0 */
     evq_t z;
     memset(&z, 0, sizeof z);
-    evq_item_t e;
     CHECK(!evq_push(&z, (evq_item_t){-0.0, 1, 0}) && !evq_push(&z, (evq_item_t){0.0, 2, 0}) &&
               !evq_pop(&z, &e) && e.a == 1 && !evq_pop(&z, &e) && e.a == 2 && z.size == 0,
           "event queue: -0 and 0 are one time, popped in push order");
