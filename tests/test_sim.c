@@ -986,6 +986,28 @@ static void test_event_queue(void)
     CHECK(!bad, "event queue: the look-ahead over 700 events of one time, across blocks "
                 "(failure %d)", bad);
     evq_free(&w);
+    /* bucket 0 filled and read to the end of blocks, then pushed to at
+     * that same time, for lengths around a block's */
+    for (uint32_t len = EVQ_BLOCK - 2; len <= 2 * EVQ_BLOCK + 2 && !bad; len++) {
+        memset(&w, 0, sizeof w);
+        uint32_t next = 0;
+        for (uint32_t k = 0; k < len; k++)
+            bad |= evq_push(&w, (evq_item_t){7, k, 0}) ? 11 : 0;
+        for (uint32_t k = 0; k < len && !bad; k++)
+            if (evq_pop(&w, &e) || e.a != next++)
+                bad = 12;
+        for (uint32_t k = 0; k < 3 && !bad; k++)
+            bad |= evq_push(&w, (evq_item_t){7, len + k, 0}) ? 11 : 0;
+        bad |= evq_push(&w, (evq_item_t){8, len + 3, 0}) ? 11 : 0;
+        for (uint32_t k = 0; k < 4 && !bad; k++)
+            if (evq_pop(&w, &e) || e.a != next++ || e.t != (k < 3 ? 7 : 8))
+                bad = 13;
+        if (!bad && w.size)
+            bad = 14;
+        evq_free(&w);
+    }
+    CHECK(!bad, "event queue: bucket 0 read to a block's end, then pushed to at its time "
+                "(failure %d)", bad);
     /* -0 is 0 */
     evq_t z;
     memset(&z, 0, sizeof z);

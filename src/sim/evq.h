@@ -214,10 +214,14 @@ static inline int evq_pop(evq_t *q, evq_item_t *e)
         return -1;
     q->size--;
     *e = q->head[0]->it[q->head0++];
-    if (q->head0 == EVQ_BLOCK && q->head[0] != q->tail[0]) {
-        evq_block_t *done = q->head[0];
-        q->head[0] = done->next, q->head0 = 0;
-        evq_block_put(q, done);
+    if (q->head0 == EVQ_BLOCK) { /* the head block is read */
+        if (q->head[0] != q->tail[0]) {
+            evq_block_t *done = q->head[0];
+            q->head[0] = done->next, q->head0 = 0;
+            evq_block_put(q, done);
+        } else { /* bucket 0 is empty: its block is reused */
+            q->head0 = q->tail_n[0] = 0;
+        }
     }
     return 0;
 }
