@@ -218,10 +218,16 @@ static void draw(rng_t *r, int P, call_t *c)
 
 /* ---- data and references ---- */
 
+/* A hash of (seed, call, rank, salt): element j's data take salt j * K. */
+static uint64_t rank_hash(const stress_opts_t *o, const call_t *c, int r, uint64_t salt)
+{
+    return mix64(o->seed ^ mix64((uint64_t)c->index * 1000003u + (uint64_t)r) ^ salt);
+}
+
 /* Element j of rank r's input in call c. */
 static double value(const stress_opts_t *o, const call_t *c, int r, size_t j)
 {
-    uint64_t h = mix64(o->seed ^ mix64((uint64_t)c->index * 1000003u + (uint64_t)r) ^ j * 0x632be5ab);
+    uint64_t h = rank_hash(o, c, r, j * 0x632be5ab);
     if (elem_is_float(c->dt)) {
         /* small integers: sums exact in every order up to P = 64, and
          * products are 0 or +-2^k with k < 12 (float16 overflows past 2^15,
@@ -242,8 +248,7 @@ static double value(const stress_opts_t *o, const call_t *c, int r, size_t j)
 
 static uint64_t affine_value(const stress_opts_t *o, const call_t *c, int r, size_t j)
 {
-    uint64_t h = mix64(o->seed ^ mix64((uint64_t)c->index * 1000003u + (uint64_t)r) ^ j * 0x632be5ab);
-    return h | 1ull << 32; /* a odd */
+    return rank_hash(o, c, r, j * 0x632be5ab) | 1ull << 32; /* a odd */
 }
 
 static void put(const stress_opts_t *o, const call_t *c, void *buf, size_t i, int r, size_t j)
@@ -395,7 +400,7 @@ static uint64_t hash_bytes(const void *p, size_t n)
  * reuse the same blocks. */
 static bool user_buffers_in_arena(const stress_opts_t *o, const call_t *c, int rank)
 {
-    return mix64(o->seed ^ mix64((uint64_t)c->index * 0x100000001b3ull + (uint64_t)rank)) % 3 == 0;
+    return rank_hash(o, c, rank, 0xa7e4a0000000000full) % 3 == 0; /* a salt no element takes */
 }
 
 /* *arena: asked for, and whether it was had (without an arena, malloc). */
@@ -484,11 +489,13 @@ static int run_call(const stress_opts_t *o, weft_comm_t comm, weft_comm_t ctrl, 
      * other bytes and fail its check.  A bcast root's input is its
      * output: checked before it is overwritten. */
     size_t root_bad = 0;
-    if (c->coll == WEFT_COLL_BCAST && me == root && !rc) {
+    if (c->coll == WEFT_COLL_BCAST) {
         for (size_t j = 0; j < k; j++)
             put(o, c, want, j, root, j);
-        root_bad = memcmp(out, want, k * es) != 0;
-        memset(out, 0x5a, k * es);
+        if (me == root && !rc) {
+            root_bad = memcmp(out, want, k * es) != 0;
+            memset(out, 0x5a, k * es);
+        }
     }
     memset(in, 0x5a, in_n * es);
     if (rc && !legit_refusal(rc) && !*first_rc)
@@ -530,11 +537,9 @@ static int run_call(const stress_opts_t *o, weft_comm_t comm, weft_comm_t ctrl, 
                     at = j;
             have = false;
             break;
-        case WEFT_COLL_BCAST:
+        case WEFT_COLL_BCAST: /* want is filled: above */
             have = me != root;
             bad = root_bad;
-            for (size_t j = 0; have && j < k; j++)
-                put(o, c, want, j, root, j);
             break;
         case WEFT_COLL_ALLGATHER:
             for (size_t j = 0; j < out_n; j++)

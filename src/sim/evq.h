@@ -93,6 +93,11 @@ static inline void evq_mark(evq_t *q, int b, bool on)
         q->used[b >> 6] &= ~(1ull << (b & 63));
 }
 
+static inline bool evq_used(const evq_t *q, int b)
+{
+    return q->used[b >> 6] >> (b & 63) & 1;
+}
+
 /* A block from the free list, or from a new slab (16 blocks, doubling to
  * 512: 2 MiB); NULL when out of memory. */
 static inline evq_block_t *evq_block_get(evq_t *q)
@@ -136,7 +141,7 @@ static inline int evq_append(evq_t *q, int b, evq_item_t e, uint64_t key)
         q->tail[b] = t = nb;
         q->tail_n[b] = 0;
     }
-    if (!(q->used[b >> 6] >> (b & 63) & 1) || key < q->min[b])
+    if (!evq_used(q, b) || key < q->min[b])
         q->min[b] = key;
     t->it[q->tail_n[b]++] = e;
     evq_mark(q, b, true);
