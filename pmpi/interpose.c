@@ -40,16 +40,22 @@ enum { F_DTYPE, F_OP, F_INTER, F_ARGS, F_ERROR, F_N };
 static const char *const fname[F_N] = {"unsupported datatype", "unsupported op",
                                        "intercommunicator", "arguments for MPI to check",
                                        "weft could not build a communicator"};
+/* Threads of an MPI_THREAD_MULTIPLE program count into these at once: each
+ * update is atomic (a plain ++ lost counts with four threads). */
 static long served[C_N], fallback[C_N][F_N];
 static int verbose = -1;
 
+static long count_one(long *counter) { return __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED); }
+
 static int is_verbose(void)
 {
-    if (verbose < 0) {
-        const char *v = getenv("WEFT_VERBOSE");
-        verbose = v && *v && strcmp(v, "0");
+    int v = __atomic_load_n(&verbose, __ATOMIC_RELAXED);
+    if (v < 0) {
+        const char *e = getenv("WEFT_VERBOSE");
+        v = e && *e && strcmp(e, "0");
+        __atomic_store_n(&verbose, v, __ATOMIC_RELAXED);
     }
-    return verbose;
+    return v;
 }
 
 /* ---- datatypes ---- */
@@ -297,12 +303,24 @@ static int delete_weft_comm(MPI_Comm comm, int key, void *val, void *extra)
     return MPI_SUCCESS;
 }
 
+/* Once per process: two threads making their first calls on two
+ * communicators at once must not each create a key (a communicator's weft
+ * twin stored under the lost one would be created again, on this rank only,
+ * in the middle of a collective). */
+static pthread_once_t keyval_once = PTHREAD_ONCE_INIT;
+static void create_keyval(void)
+{
+    if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_weft_comm, &keyval, NULL) !=
+        MPI_SUCCESS)
+        keyval = MPI_KEYVAL_INVALID;
+}
+
 /* The weft communicator of comm, created on first use (inside a collective
  * call, so the MPI_Comm_dup it does is collective too); NULL on failure. */
 static weft_comm_t weft_of(MPI_Comm comm)
 {
-    if (keyval == MPI_KEYVAL_INVALID &&
-        PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_weft_comm, &keyval, NULL) != MPI_SUCCESS)
+    pthread_once(&keyval_once, create_keyval);
+    if (keyval == MPI_KEYVAL_INVALID)
         return NULL;
     void *val = NULL;
     int flag = 0;
@@ -384,7 +402,7 @@ static void restore_choice(weft_comm_t wc, weft_coll_t coll)
     weft_set_algorithm(wc, coll, getenv(var), getenv(pvar));
 }
 
-static int told[C_N];
+static long told[C_N];
 
 /* Runs `call` (a weft call on wc, evaluated twice at most); on a refusal by
  * the forced algorithm, again under AUTO.  Leaves the weft result in rc. */
@@ -392,7 +410,7 @@ static int told[C_N];
     do {                                                                                    \
         rc = (call);                                                                        \
         if (rc == WEFT_EINVAL && refused_by_choice() && !strict()) {                        \
-            if (!told[c]++)                                                                 \
+            if (!count_one(&told[c]))                                                       \
                 fprintf(stderr, "weft-mpi: %s: %s; served by weft's automatic choice "      \
                                 "instead (WEFT_STRICT=1 makes such calls fail)\n",          \
                         cname[c], weft_last_error());                                       \
@@ -404,7 +422,7 @@ static int told[C_N];
 
 #define FALLBACK(c, why, call)                                                              \
     do {                                                                                    \
-        fallback[c][why]++;                                                                 \
+        count_one(&fallback[c][why]);                                                       \
         return call;                                                                        \
     } while (0)
 
@@ -441,7 +459,7 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt
           weft_allreduce(in_place(sendbuf), recvbuf, (size_t)count, wdt, wop, wc));
     if (rc != WEFT_OK)
         return raise_error(comm, C_ALLREDUCE);
-    served[C_ALLREDUCE]++;
+    count_one(&served[C_ALLREDUCE]);
     return MPI_SUCCESS;
 }
 
@@ -466,7 +484,7 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, M
           weft_reduce(in_place(sendbuf), recvbuf, (size_t)count, wdt, wop, root, wc));
     if (rc != WEFT_OK)
         return raise_error(comm, C_REDUCE);
-    served[C_REDUCE]++;
+    count_one(&served[C_REDUCE]);
     return MPI_SUCCESS;
 }
 
@@ -491,7 +509,7 @@ int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
         sig_release(&t, data, buf, count, dt, rc == WEFT_OK && rank != root);
     if (rc != WEFT_OK)
         return raise_error(comm, C_BCAST);
-    served[C_BCAST]++;
+    count_one(&served[C_BCAST]);
     return MPI_SUCCESS;
 }
 
@@ -510,7 +528,7 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int count, MPI_
           weft_reduce_scatter(in_place(sendbuf), recvbuf, (size_t)count, wdt, wop, wc));
     if (rc != WEFT_OK)
         return raise_error(comm, C_RSB);
-    served[C_RSB]++;
+    count_one(&served[C_RSB]);
     return MPI_SUCCESS;
 }
 
@@ -552,7 +570,7 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
         sig_release(&all, rdata, recvbuf, recvcount * size, recvtype, rc == WEFT_OK);
     if (rc != WEFT_OK)
         return raise_error(comm, C_ALLGATHER);
-    served[C_ALLGATHER]++;
+    count_one(&served[C_ALLGATHER]);
     return MPI_SUCCESS;
 }
 
@@ -571,7 +589,7 @@ int MPI_Barrier(MPI_Comm comm)
         FALLBACK(C_BARRIER, why, PMPI_Barrier(comm));
     if (weft_barrier(wc) != WEFT_OK)
         return raise_error(comm, C_BARRIER);
-    served[C_BARRIER]++;
+    count_one(&served[C_BARRIER]);
     return MPI_SUCCESS;
 }
 
