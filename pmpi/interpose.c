@@ -174,17 +174,23 @@ static int signature(MPI_Datatype dt, int count, typesig_t *t)
     return 1;
 }
 
-/* A contiguous buffer of the signature's elements: the caller's own, or a
- * packed copy (copy_in: with the data of buf).  Free with sig_release. */
-static void *sig_buffer(const typesig_t *t, void *buf, int count, MPI_Datatype dt, int copy_in)
+/* *data: a contiguous buffer of the signature's elements, the caller's own
+ * (NULL when the caller passed NULL for no data, as MPI allows) or a packed
+ * copy (copy_in: with the data of buf).  0 when the copy cannot be had.
+ * Free with sig_release. */
+static int sig_buffer(const typesig_t *t, void *buf, int count, MPI_Datatype dt, int copy_in,
+                      void **data)
 {
-    if (t->contiguous)
-        return (char *)buf + t->offset;
+    if (t->contiguous) {
+        *data = buf ? (char *)buf + t->offset : NULL;
+        return 1;
+    }
     void *tmp = malloc(t->n * weft_dtype_size(t->wdt) + 1);
     if (tmp && copy_in)
         PMPI_Sendrecv(buf, count, dt, 0, 0, tmp, (int)t->n, t->base, 0, 0, MPI_COMM_SELF,
                       MPI_STATUS_IGNORE);
-    return tmp;
+    *data = tmp;
+    return tmp != NULL;
 }
 
 static void sig_release(const typesig_t *t, void *tmp, void *buf, int count, MPI_Datatype dt,
@@ -196,6 +202,15 @@ static void sig_release(const typesig_t *t, void *tmp, void *buf, int count, MPI
         PMPI_Sendrecv(tmp, (int)t->n, t->base, 0, 0, buf, count, dt, 0, 0, MPI_COMM_SELF,
                       MPI_STATUS_IGNORE);
     free(tmp);
+}
+
+/* The packed copy could not be allocated: said on stderr, since the
+ * MPI_ERR_OTHER the error handler gets carries no message. */
+static weft_err_t nomem(int c, const typesig_t *t)
+{
+    fprintf(stderr, "weft-mpi: %s: no memory to pack %zu elements of a non-contiguous type\n",
+            cname[c], t->n);
+    return WEFT_ENOMEM;
 }
 
 /* ---- ops ---- */
@@ -503,9 +518,10 @@ int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
     }
     if (!wc)
         FALLBACK(C_BCAST, why, PMPI_Bcast(buf, count, dt, root, comm));
-    void *data = sig_buffer(&t, buf, count, dt, rank == root);
-    int rc = data ? weft_bcast(data, t.n, t.wdt, root, wc) : WEFT_ENOMEM;
-    if (data)
+    void *data;
+    int have = sig_buffer(&t, buf, count, dt, rank == root, &data);
+    int rc = have ? weft_bcast(data, t.n, t.wdt, root, wc) : nomem(C_BCAST, &t);
+    if (have)
         sig_release(&t, data, buf, count, dt, rc == WEFT_OK && rank != root);
     if (rc != WEFT_OK)
         return raise_error(comm, C_BCAST);
@@ -560,13 +576,16 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
     PMPI_Comm_rank(comm, &rank);
     typesig_t all; /* the whole receive buffer: size blocks */
     signature(recvtype, recvcount * size, &all);
-    void *rdata = sig_buffer(&all, recvbuf, recvcount * size, recvtype, sendbuf == MPI_IN_PLACE);
-    const void *sdata = sendbuf == MPI_IN_PLACE ? WEFT_IN_PLACE
-                        : rdata ? sig_buffer(&st, (void *)sendbuf, sendcount, sendtype, 1) : NULL;
-    int rc = rdata && sdata ? weft_allgather(sdata, rdata, rt.n, rt.wdt, wc) : WEFT_ENOMEM;
-    if (sdata && sdata != WEFT_IN_PLACE)
-        sig_release(&st, (void *)sdata, (void *)sendbuf, sendcount, sendtype, 0);
-    if (rdata)
+    void *rdata, *sdata = (void *)WEFT_IN_PLACE;
+    int have_r = sig_buffer(&all, recvbuf, recvcount * size, recvtype, sendbuf == MPI_IN_PLACE,
+                            &rdata);
+    int have_s = sendbuf == MPI_IN_PLACE ||
+                 (have_r && sig_buffer(&st, (void *)sendbuf, sendcount, sendtype, 1, &sdata));
+    int rc = have_r && have_s ? weft_allgather(sdata, rdata, rt.n, rt.wdt, wc)
+                              : nomem(C_ALLGATHER, have_r ? &st : &all);
+    if (have_s && sendbuf != MPI_IN_PLACE)
+        sig_release(&st, sdata, (void *)sendbuf, sendcount, sendtype, 0);
+    if (have_r)
         sig_release(&all, rdata, recvbuf, recvcount * size, recvtype, rc == WEFT_OK);
     if (rc != WEFT_OK)
         return raise_error(comm, C_ALLGATHER);

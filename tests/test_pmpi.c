@@ -1,7 +1,8 @@
 /* test_pmpi.c — an ordinary MPI program (no weft calls) for the drop-in:
  * MPI_Allreduce / MPI_Reduce / MPI_Bcast / MPI_Reduce_scatter_block /
  * MPI_Allgather with every predefined datatype and op weft maps, MPI_IN_PLACE,
- * user ops (commutative and not), count 0, MPI_COMM_SELF, a split
+ * user ops (commutative and not), count 0 and NULL buffers, a type of size
+ * 0, a resized receive type, MPI_COMM_SELF, a split
  * communicator, MPI_Barrier (checked by the clock), live communicators
  * that keep no descriptor each, and calls that must fall back to MPI
  * (derived datatype, MINLOC).  It checks every result itself, so it passes
@@ -122,6 +123,50 @@ static void isum(void *in, void *inout, int *len, MPI_Datatype *dt)
         ((int *)inout)[i] += ((int *)in)[i];
 }
 
+/* What MPI allows that a drop-in must not refuse: NULL buffers with no data
+ * (count 0, a reduce's receive buffer off the root), a type of size 0 with
+ * a count, receive types with holes and a negative lower bound. */
+static void empty_and_resized(void)
+{
+    CHECK(MPI_Bcast(NULL, 0, MPI_INT, 0, MPI_COMM_WORLD) == MPI_SUCCESS, "bcast of NULL, 0");
+    CHECK(MPI_Allreduce(NULL, NULL, 0, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD) == MPI_SUCCESS,
+          "allreduce of NULL, 0");
+    CHECK(MPI_Reduce(NULL, NULL, 0, MPI_INT, MPI_SUM, size - 1, MPI_COMM_WORLD) == MPI_SUCCESS,
+          "reduce of NULL, 0");
+    CHECK(MPI_Allgather(NULL, 0, MPI_INT, NULL, 0, MPI_INT, MPI_COMM_WORLD) == MPI_SUCCESS,
+          "allgather of NULL, 0");
+    CHECK(MPI_Reduce_scatter_block(NULL, NULL, 0, MPI_INT, MPI_SUM, MPI_COMM_WORLD) ==
+          MPI_SUCCESS, "reduce_scatter_block of NULL, 0");
+    int x = rank + 1, y = -1;
+    MPI_Reduce(&x, rank == size - 1 ? &y : NULL, 1, MPI_INT, MPI_SUM, size - 1, MPI_COMM_WORLD);
+    CHECK(rank != size - 1 || y == size * (size + 1) / 2,
+          "reduce, NULL receive buffers off the root");
+    int keep[10];
+    for (int i = 0; i < 10; i++)
+        keep[i] = rank * 10 + i;
+    MPI_Datatype none;
+    MPI_Type_contiguous(0, MPI_INT, &none);
+    MPI_Type_commit(&none);
+    CHECK(MPI_Bcast(keep, 10, none, 0, MPI_COMM_WORLD) == MPI_SUCCESS, "bcast of a type of size 0");
+    MPI_Allgather(keep, 3, none, keep, 3, none, MPI_COMM_WORLD);
+    for (int i = 0; i < 10; i++)
+        CHECK(keep[i] == rank * 10 + i, "a type of size 0 changed element %d", i);
+    MPI_Type_free(&none);
+    /* one int per block of two, the block's origin one int before the data */
+    MPI_Datatype holes;
+    MPI_Type_create_resized(MPI_INT, -(MPI_Aint)sizeof(int), 2 * sizeof(int), &holes);
+    MPI_Type_commit(&holes);
+    int *g = malloc(sizeof(int) * (2 * (size_t)size + 1)), mine = 100 + rank;
+    for (int i = 0; i < 2 * size + 1; i++)
+        g[i] = -7;
+    MPI_Allgather(&mine, 1, MPI_INT, g + 1, 1, holes, MPI_COMM_WORLD);
+    for (int r = 0; r < size; r++)
+        CHECK(g[2 * r + 1] == 100 + r && g[2 * r] == -7, "allgather into a resized type, block %d",
+              r);
+    free(g);
+    MPI_Type_free(&holes);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -226,6 +271,7 @@ int main(int argc, char **argv)
     int s1 = 41, s2 = 0;
     MPI_Allreduce(&s1, &s2, 1, MPI_INT, MPI_SUM, MPI_COMM_SELF);
     CHECK(s2 == 41, "COMM_SELF");
+    empty_and_resized();
     MPI_Comm half;
     MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
     int hv = rank, hs = 0, want = 0;
