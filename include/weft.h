@@ -74,7 +74,13 @@ typedef void (*weft_user_fn)(const void *in, void *inout, size_t count,
 typedef struct weft_comm *weft_comm_t;
 typedef struct weft_request *weft_request_t;
 
-/* Pass as sendbuf for in-place operation (as MPI_IN_PLACE). */
+/* Pass as sendbuf for in-place operation (as MPI_IN_PLACE).  Passing the
+ * receive buffer itself where in place takes this rank's input from is the
+ * same (NCCL's convention): sendbuf == recvbuf for allreduce and the
+ * reduce's root, sendbuf == recvbuf + rank*count for allgather and the
+ * gather's root, recvbuf == sendbuf for reduce_scatter and recvbuf ==
+ * sendbuf + rank*count at the scatter's root.  Any other overlap of the two
+ * buffers is WEFT_EINVAL, before any message. */
 #define WEFT_IN_PLACE ((void *)(intptr_t)1)
 
 /* Collectives, for algorithm selection. */

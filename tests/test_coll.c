@@ -345,9 +345,12 @@ static void test_reduction(weft_coll_t coll, const char *name, int ai, const cha
                     const void *src = in;
                     memset(out, 0xa5, n * es);
                     bool ip = inplace && (coll == WEFT_COLL_ALLREDUCE || me == root);
+                    /* in place by WEFT_IN_PLACE, or (every other case) by
+                     * passing the receive buffer as the send buffer */
+                    bool aliased = ip && (ci + k + ri) % 2;
                     if (ip) {
                         memcpy(out, in, n * es);
-                        src = WEFT_IN_PLACE;
+                        src = aliased ? out : WEFT_IN_PLACE;
                     }
                     int rc = coll == WEFT_COLL_ALLREDUCE
                                  ? weft_allreduce(src, out, n, kind_dtype(k), kind_op(k), world)
@@ -377,7 +380,7 @@ static void test_reduction(weft_coll_t coll, const char *name, int ai, const cha
                                 first = i;
                         CHECK(!bad, "%s %s %s n=%zu root=%d%s: %zu wrong, first at %zu",
                               weft_coll_name(coll), name, kind_name[k], n, root,
-                              ip ? " in place" : "", bad, first);
+                              aliased ? " aliased" : ip ? " in place" : "", bad, first);
                     }
                     /* AUTO's built-in allreduce choices all give identical
                      * results (recursive doubling, rabenseifner, ring,
@@ -453,9 +456,10 @@ static void test_reduce_scatter(const char *name)
                 fill(k, in, 0, (size_t)P * c, me, 0);
                 memset(out, 0x33, (size_t)P * c * es);
                 int rc;
-                if (inplace) {
+                if (inplace) { /* by WEFT_IN_PLACE, or by passing one buffer twice */
                     memcpy(out, in, (size_t)P * c * es);
-                    rc = weft_reduce_scatter(WEFT_IN_PLACE, out, c, kind_dtype(k), kind_op(k), world);
+                    rc = weft_reduce_scatter((ci + k) % 2 ? out : WEFT_IN_PLACE, out, c,
+                                             kind_dtype(k), kind_op(k), world);
                 } else {
                     rc = weft_reduce_scatter(in, out, c, kind_dtype(k), kind_op(k), world);
                 }
@@ -494,25 +498,30 @@ static void test_gathers(weft_coll_t coll, const char *name)
                     unsigned char *big = tbuf(all + 1), *small = tbuf(bb + 1);
                     int rc;
                     bool ip = inplace && (coll == WEFT_COLL_ALLGATHER || me == root);
+                    /* in place by WEFT_IN_PLACE, or by this rank's block of
+                     * the whole buffer as the other buffer */
+                    bool aliased = ip && (ci + d + ri) % 2;
+                    void *own = big + (size_t)me * bb;
                     if (coll == WEFT_COLL_SCATTER) {
                         for (size_t i = 0; i < all; i++)
                             big[i] = block_byte(root, i);
                         memset(small, 0, bb);
-                        rc = weft_scatter(me == root ? big : NULL, ip ? WEFT_IN_PLACE : small, c,
-                                          dts[d], root, world);
+                        rc = weft_scatter(me == root ? big : NULL,
+                                          aliased ? own : ip ? WEFT_IN_PLACE : small, c, dts[d],
+                                          root, world);
                         const unsigned char *got = ip ? big + (size_t)me * bb : small;
                         size_t bad = 0;
                         for (size_t i = 0; i < bb; i++)
                             bad += got[i] != block_byte(root, (size_t)me * bb + i);
                         CHECK(!bad, "scatter %s c=%zu root=%d%s: %zu wrong", name, c, root,
-                              ip ? " in place" : "", bad);
+                              aliased ? " aliased" : ip ? " in place" : "", bad);
                     } else {
                         for (size_t i = 0; i < bb; i++)
                             small[i] = block_byte(me, (size_t)me * bb + i);
                         memset(big, 0, all);
                         if (ip)
                             memcpy(big + (size_t)me * bb, small, bb);
-                        const void *src = ip ? WEFT_IN_PLACE : small;
+                        const void *src = aliased ? own : ip ? WEFT_IN_PLACE : small;
                         rc = coll == WEFT_COLL_ALLGATHER
                                  ? weft_allgather(src, big, c, dts[d], world)
                                  : weft_gather(src, me == root ? big : NULL, c, dts[d], root, world);
@@ -521,7 +530,8 @@ static void test_gathers(weft_coll_t coll, const char *name)
                             for (size_t i = 0; i < all; i++)
                                 bad += big[i] != block_byte((int)(i / (bb ? bb : 1)), i);
                             CHECK(!bad, "%s %s c=%zu root=%d%s: %zu wrong", weft_coll_name(coll),
-                                  name, c, root, ip ? " in place" : "", bad);
+                                  name, c, root, aliased ? " aliased" : ip ? " in place" : "",
+                                  bad);
                         }
                     }
                     CHECK(rc == WEFT_OK, "%s %s: error %d: %s", weft_coll_name(coll), name, rc,

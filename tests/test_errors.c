@@ -233,6 +233,17 @@ int main(int argc, char **argv)
     EXPECT(weft_allreduce(a, b, SIZE_MAX / 2, WEFT_INT32, WEFT_SUM, w), WEFT_EINVAL, "overflow");
     EXPECT(weft_allgather(a, b, SIZE_MAX / 8, WEFT_INT64, w), WEFT_EINVAL, "overflow");
     EXPECT(weft_bcast(a, (size_t)1 << 62, WEFT_INT8, 0, w), WEFT_EINVAL, "overflow"); /* 2^62 B */
+    {   /* overlapping buffers: refused before any message (on every rank
+         * here), unless the send buffer is where in place takes this rank's
+         * input from (test_coll passes such aliased buffers) */
+        int32_t *v = calloc(4 * (size_t)P + 8, sizeof *v);
+        EXPECT(weft_allreduce(v, v + 1, 4, WEFT_INT32, WEFT_SUM, w), WEFT_EINVAL, "overlap");
+        EXPECT(weft_allreduce(v + 3, v, 4, WEFT_INT32, WEFT_SUM, w), WEFT_EINVAL, "overlap");
+        EXPECT(weft_allgather(v, v + 1, 4, WEFT_INT32, w), WEFT_EINVAL, "overlap");
+        EXPECT(weft_reduce_scatter(v, v + 1, 2, WEFT_INT32, WEFT_SUM, w), WEFT_EINVAL, "overlap");
+        EXPECT(weft_allreduce(v, v + 4, 4, WEFT_INT32, WEFT_SUM, w), WEFT_OK, NULL);
+        free(v);
+    }
     EXPECT(weft_allreduce(a, b, 1, (weft_dtype_t)42, WEFT_SUM, w), WEFT_EINVAL, "datatype");
     EXPECT(weft_allreduce(a, b, 1, WEFT_INT32, 777, w), WEFT_EINVAL, "unknown op");
     EXPECT(weft_allreduce(a, b, 1, WEFT_FLOAT32, WEFT_BXOR, w), WEFT_EINVAL, "integer types");

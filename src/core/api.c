@@ -7,6 +7,7 @@
  * carries a 32-bit signature of the call (collective, algorithm, count,
  * datatype, op, root); a receiver that sees a different one fails with
  * WEFT_EMISMATCH and aborts the job so that no peer hangs. */
+#include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,6 +138,40 @@ static int buffers_given(const char *cn, const coll_layout_t *lay, const void *i
         return weft_error(WEFT_EINVAL, "%s: send buffer is NULL", cn);
     if (lay->out_len && !out && !(inplace && lay->alias == ALIAS_OUT_IN_IN))
         return weft_error(WEFT_EINVAL, "%s: receive buffer is NULL", cn);
+    return WEFT_OK;
+}
+
+/* A send buffer given as the receive buffer itself, at the place where
+ * WEFT_IN_PLACE takes this rank's input from (NCCL's convention: allreduce
+ * and reduce sendbuf == recvbuf, allgather and gather sendbuf == recvbuf +
+ * rank*count, reduce_scatter recvbuf == sendbuf, scatter recvbuf ==
+ * sendbuf + rank*count), makes the call in place.  Any other overlap of
+ * the two is refused: no algorithm orders its reads of the input before
+ * its writes of the output, so the result would be silently wrong. */
+static int settle_overlap(const char *cn, weft_coll_t coll, int P, int rank, int root,
+                          size_t count, size_t es, const void **in, void **out, bool *inplace)
+{
+    if (*inplace || !*in || !*out || !count)
+        return WEFT_OK;
+    coll_layout_t l;
+    coll_layout(coll, P, rank, root, count, true, &l);
+    if (l.alias == ALIAS_IN_IN_OUT && *in == (const char *)*out + l.alias_off * es) {
+        *in = NULL, *inplace = true;
+        return WEFT_OK;
+    }
+    if (l.alias == ALIAS_OUT_IN_IN && *out == (const char *)*in + l.alias_off * es) {
+        *out = NULL, *inplace = true;
+        return WEFT_OK;
+    }
+    coll_layout(coll, P, rank, root, count, false, &l);
+    uintptr_t a = (uintptr_t)*in, b = (uintptr_t)*out;
+    uint64_t alen = l.in_len * es, blen = l.out_len * es;
+    if (alen && blen && a < b + blen && b < a + alen)
+        return weft_error(WEFT_EINVAL,
+                          "%s: the send buffer (%" PRIu64 " bytes at %p) and the receive buffer "
+                          "(%" PRIu64 " bytes at %p) overlap; for an in-place call pass "
+                          "WEFT_IN_PLACE as the send buffer",
+                          cn, alen, *in, blen, *out);
     return WEFT_OK;
 }
 
@@ -334,6 +369,8 @@ int coll_run(weft_comm_t comm, weft_coll_t coll, const void *in, void *out, size
     if (coll_is_rooted(coll) && (root < 0 || root >= P))
         return weft_error(WEFT_EINVAL, "%s: root %d out of range (communicator of %d ranks)", cn,
                           root, P);
+    if ((rc = settle_overlap(cn, coll, P, comm->rank, root, count, es, &in, &out, &inplace)))
+        return rc;
     call_memo_t *m = &comm->memo[coll];
     if (m->keep && m->count == count && m->dt == dt && m->op == op && m->root == root &&
         m->inplace == inplace)
