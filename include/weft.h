@@ -12,6 +12,10 @@
  * other calls are thread-safe provided that no two threads use the same
  * communicator (or the same request) at the same time; collectives on
  * different communicators may run concurrently from different threads.
+ *
+ * fork(): a child shares its parent's segments, so it may not act as the
+ * rank.  In a child every call on a communicator or request, and
+ * weft_finalize, fails with WEFT_EINVAL; weft_alloc works (a new arena).
  */
 #ifndef WEFT_H
 #define WEFT_H

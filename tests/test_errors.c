@@ -161,6 +161,31 @@ static void arena_fork_check(void)
     EXPECT(weft_free(mine), WEFT_OK, NULL);
 }
 
+/* A child of fork that calls weft on its copy of the rank's communicators
+ * is refused, and its exit leaves the job alone: the parent's next
+ * collectives (run by the caller) still meet their peers. */
+static void fork_child_check(weft_comm_t w)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        int32_t x = 1, y = 0;
+        weft_request_t r = NULL;
+        int bad = weft_allreduce(&x, &y, 1, WEFT_INT32, WEFT_SUM, w) != WEFT_EINVAL ||
+                  !strstr(weft_last_error(), "child of fork") ||
+                  weft_ibcast(&x, 1, WEFT_INT32, 0, w, &r) != WEFT_EINVAL ||
+                  weft_barrier(w) != WEFT_EINVAL || weft_finalize() != WEFT_EINVAL ||
+                  !strstr(weft_last_error(), "weft_finalize");
+        exit(bad); /* exit, not _exit: whatever runs at exit runs */
+    }
+    int st = 0;
+    checks++;
+    if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st)) {
+        failures++;
+        fprintf(stderr, "FAIL: weft calls in a child of fork were not refused (status %d)\n",
+                st);
+    }
+}
+
 /* Run with WEFT_ARENA_MAX=4 (MiB): the arena fills and says so; freeing
  * makes room again. */
 static int arena_limit_mode(void)
@@ -227,6 +252,7 @@ int main(int argc, char **argv)
     if (argc > 1 && !strcmp(argv[1], "mismatch"))
         return mismatch_mode();
     EXPECT(weft_init(NULL, NULL), WEFT_EINVAL, "already");
+    fork_child_check(w);
     EXPECT(weft_allreduce(a, b, 1, WEFT_INT32, WEFT_SUM, NULL), WEFT_EINVAL, "NULL");
     EXPECT(weft_allreduce(NULL, b, 4, WEFT_INT32, WEFT_SUM, w), WEFT_EINVAL, "send buffer");
     EXPECT(weft_allreduce(a, NULL, 4, WEFT_INT32, WEFT_SUM, w), WEFT_EINVAL, "receive buffer");

@@ -163,3 +163,25 @@ def test_finalize_with_a_held_request():
     assert r.returncode == 0, r.stdout + r.stderr
     assert "busy" in r.stdout and "still True" in r.stdout and "1.0" in r.stdout, r.stdout
     assert "finalized False" in r.stdout, r.stdout
+
+
+def test_fork_child(comm):
+    """A child of os.fork() is refused weft's calls, and leaving it runs no
+    weft_finalize behind its parent's back: the job goes on."""
+    pid = os.fork()
+    if pid == 0:
+        ok = False
+        try:
+            try:
+                comm.allreduce(np.ones(4))
+            except weft.InvalidArgument as e:
+                ok = "child of fork" in e.message
+            weft._finalize_at_exit()  # what sys.exit() in the child runs
+            ok = ok and weft.initialized()
+        finally:
+            os._exit(0 if ok else 1)  # leave without pytest's own exit
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    x = np.full(3, comm.rank, np.int64)
+    comm.allreduce(x)
+    assert (x == comm.size * (comm.size - 1) // 2).all()

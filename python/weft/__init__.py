@@ -126,6 +126,7 @@ def init():
         _raise(7, "weft.init: weft was finalized in this process; it cannot start again")
     _check(_lib.weft_init(None, None))
     _state["init"] = True
+    _state["pid"] = os.getpid()
     _state["gen"] += 1
     atexit.register(_finalize_at_exit)
 
@@ -149,6 +150,10 @@ def finalize():
 
 
 def _finalize_at_exit():
+    # a child of os.fork() leaving by sys.exit() runs this hook too; the
+    # job is its parent's to leave (weft refuses the child's calls anyway)
+    if os.getpid() != _state.get("pid"):
+        return
     try:
         finalize()
     except Error:

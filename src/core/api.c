@@ -688,6 +688,8 @@ weft_err_t weft_test(weft_request_t *req, int *done)
 {
     if (!req || !*req || !done)
         return weft_error(WEFT_EINVAL, "weft_test: NULL request or done pointer");
+    if (fork_refused("weft_test"))
+        return WEFT_EINVAL;
     weft_request_t r = *req;
     xport_t *x = r->e.x;
     int rc;
@@ -714,6 +716,8 @@ weft_err_t weft_wait(weft_request_t *req)
 {
     if (!req || !*req)
         return weft_error(WEFT_EINVAL, "weft_wait: NULL request");
+    if (fork_refused("weft_wait"))
+        return WEFT_EINVAL;
     weft_request_t r = *req;
     *req = NULL;
     if (r->comm->revoked[0])

@@ -16,13 +16,31 @@ weft_state_t weft_g = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 #define MAX_CTX 0xffffu
 
+/* A child of fork() is a copy of a rank that shares the rank's segments:
+ * whatever it did through the copied communicators would act as that rank
+ * behind its back.  (A Python child leaving by sys.exit() ran the package's
+ * exit hook, weft_finalize: the job then failed, the parent's next
+ * allreduce meeting the child's barrier.)  So in the child every call on a
+ * communicator or a request, and weft_finalize, fails; weft_alloc works,
+ * from an arena of the child's own (arena.c). */
+static void note_fork_child(void) { weft_g.fork_child = 1; }
+static void hook_fork(void) { pthread_atfork(NULL, NULL, note_fork_child); }
+
+int fork_refused(const char *fn)
+{
+    if (!weft_g.fork_child)
+        return WEFT_OK;
+    return weft_error(WEFT_EINVAL, "%s: this process is a child of fork() of a weft rank; the "
+                                   "communicators it copied belong to its parent", fn);
+}
+
 int comm_check(weft_comm_t comm, const char *fn)
 {
     if (!weft_g.initialized)
         return weft_error(WEFT_ENOTINIT, "%s: weft_init has not been called", fn);
     if (!comm)
         return weft_error(WEFT_EINVAL, "%s: communicator is NULL", fn);
-    return WEFT_OK;
+    return fork_refused(fn);
 }
 
 int comm_create(xport_t *x, int rank, int size, const int *world, uint32_t ctx,
@@ -179,8 +197,10 @@ void comm_destroy(weft_comm_t c)
 
 int lib_init(void)
 {
+    static pthread_once_t hooked = PTHREAD_ONCE_INIT;
     if (weft_g.initialized)
         return WEFT_OK;
+    pthread_once(&hooked, hook_fork);
     int rc = config_choices_from_env(weft_g.choice);
     if (rc)
         return rc;
@@ -248,6 +268,8 @@ weft_err_t weft_finalize(void)
 {
     if (!weft_g.initialized)
         return weft_error(WEFT_ENOTINIT, "weft_finalize: weft is not initialised");
+    if (fork_refused("weft_finalize"))
+        return WEFT_EINVAL;
     int rc = WEFT_OK;
     int left = __atomic_load_n(&weft_g.unfinished, __ATOMIC_RELAXED);
     if (left > 0)
@@ -423,6 +445,8 @@ weft_err_t weft_comm_free(weft_comm_t *comm)
     if (*comm == weft_g.world && weft_g.world)
         return weft_error(WEFT_EINVAL, "weft_comm_free: the world communicator is freed by "
                                        "weft_finalize");
+    if (fork_refused("weft_comm_free"))
+        return WEFT_EINVAL;
     if ((*comm)->active)
         return weft_error(WEFT_EBUSY, "weft_comm_free: %d collectives still running",
                           (*comm)->active);

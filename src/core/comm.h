@@ -139,11 +139,14 @@ typedef struct weft_state {
      * job's transport that the program left (as MPI_Finalize does), so
      * that nothing of them outlives weft */
     struct weft_comm *live;
+    int fork_child; /* this process is a child of fork() (fork_refused) */
     pthread_mutex_t lock;
 } weft_state_t;
 extern weft_state_t weft_g;
 
 int comm_check(weft_comm_t comm, const char *fn);
+/* Nonzero (the error, set) in a child of fork(), where fn may not run. */
+int fork_refused(const char *fn);
 
 /* WEFT_PROFILE (profile.c): set up at weft_init (a barrier of the world
  * fixes the clock's origin), each finished call noted, the file written at
