@@ -222,6 +222,38 @@ static void noncommutative_in_place(weft_comm_t w)
  * the monotonic clock, which all processes of the machine share, before and
  * after; the notes are gathered at the end.  Board allreduces between the
  * barriers, and barriers on a second communicator, share the slots. */
+/* Each live communicator holds a pair of board slots of its own (the world
+ * and 7 more): one made when all are held runs without the board (forcing
+ * it says why; AUTO serves it), and one made after a holder is freed has
+ * the board again.  d is the one live duplicate of w here. */
+static void slot_pairs(weft_comm_t w)
+{
+    enum { MORE = 7 };
+    weft_comm_t c[MORE];
+    for (int i = 0; i < MORE; i++)
+        CHECK(weft_comm_dup(w, &c[i]) == WEFT_OK, "dup %d: %s", i, weft_last_error());
+    int32_t v = me + 1, sum = 0;
+    CHECK(weft_set_algorithm(c[MORE - 1], WEFT_COLL_ALLREDUCE, "board", NULL) == WEFT_OK, "set");
+    CHECK(weft_allreduce(&v, &sum, 1, WEFT_INT32, WEFT_SUM, c[MORE - 1]) == WEFT_EINVAL &&
+              strstr(weft_last_error(), "pair of board slots"),
+          "the board on a communicator without slots: %s", weft_last_error());
+    CHECK(weft_set_algorithm(c[MORE - 1], WEFT_COLL_ALLREDUCE, "auto", NULL) == WEFT_OK, "auto");
+    CHECK(weft_allreduce(&v, &sum, 1, WEFT_INT32, WEFT_SUM, c[MORE - 1]) == WEFT_OK &&
+              sum == P * (P + 1) / 2,
+          "AUTO without the board: %d (%s)", sum, weft_last_error());
+    weft_comm_free(&c[0]);
+    weft_comm_t again;
+    CHECK(weft_comm_dup(w, &again) == WEFT_OK, "dup after a free");
+    board_on(again);
+    sum = 0;
+    CHECK(weft_allreduce(&v, &sum, 1, WEFT_INT32, WEFT_SUM, again) == WEFT_OK &&
+              sum == P * (P + 1) / 2,
+          "the board on a freed communicator's pair: %d (%s)", sum, weft_last_error());
+    weft_comm_free(&again);
+    for (int i = 1; i < MORE; i++)
+        weft_comm_free(&c[i]);
+}
+
 static void barrier_holds(weft_comm_t w, weft_comm_t d)
 {
     enum { ITERS = 200 };
@@ -335,6 +367,7 @@ int main(int argc, char **argv)
     sub_comm(w);
     noncommutative_in_place(w);
     refusals(w);
+    slot_pairs(w);
     weft_comm_free(&d);
     int total = failures;
     weft_set_algorithm(w, WEFT_COLL_ALLREDUCE, "auto", NULL);

@@ -2,7 +2,8 @@
  * from different threads (the thread-safety contract of weft.h).  Each of
  * T threads owns a duplicate of the world communicator and runs a stream of
  * allreduces, broadcasts and split-phase reduces on it, checking every
- * result. */
+ * result; then the threads make and free communicators at once; then more
+ * communicators are made and freed than there are context ids. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -60,6 +61,66 @@ static void *work(void *arg)
     return NULL;
 }
 
+/* Each thread makes and frees communicators from its own parent while the
+ * others do the same: two of them given one context id would take each
+ * other's messages.  Every fifth one lives to the end, so that ids are
+ * reused around live ones. */
+enum { MADE = 60 };
+
+static void *make_comms(void *arg)
+{
+    worker_t *w = arg;
+    weft_comm_t kept[MADE];
+    int nkept = 0;
+    for (int it = 0; it < MADE && !w->failures; it++) {
+        weft_comm_t c = NULL;
+        int rc = it % 2 ? weft_comm_dup(w->comm, &c)
+                        : weft_comm_split(w->comm, me % 2, -me, &c);
+        if (rc != WEFT_OK) {
+            fprintf(stderr, "thread %d, communicator %d: %s\n", w->id, it, weft_last_error());
+            w->failures++;
+            break;
+        }
+        int n = weft_comm_size(c);
+        int64_t v[3] = {w->id, it, me}, sum[3];
+        if (weft_allreduce(v, sum, 3, WEFT_INT64, WEFT_SUM, c) != WEFT_OK ||
+            sum[0] != (int64_t)n * w->id || sum[1] != (int64_t)n * it) {
+            fprintf(stderr, "thread %d, communicator %d: wrong sum or %s\n", w->id, it,
+                    weft_last_error());
+            w->failures++;
+        }
+        if (it % 5 == 0)
+            kept[nkept++] = c;
+        else
+            weft_comm_free(&c);
+    }
+    while (nkept)
+        weft_comm_free(&kept[--nkept]);
+    return NULL;
+}
+
+/* More communicators than there are context ids, made and freed in turn:
+ * ids are reused.  Calls go on from where the id's last holder stopped,
+ * so a call on each new one must find nothing of the old ones. */
+static int many_comms(weft_comm_t world)
+{
+    int failures = 0;
+    for (int i = 0; i < 70000 && !failures; i++) {
+        weft_comm_t c = NULL;
+        if (weft_comm_dup(world, &c) != WEFT_OK) {
+            fprintf(stderr, "communicator %d: %s\n", i, weft_last_error());
+            return 1;
+        }
+        if (i % 997 == 0) {
+            int32_t v = i + me, s = 0;
+            failures += weft_allreduce(&v, &s, 1, WEFT_INT32, WEFT_SUM, c) != WEFT_OK ||
+                        s != P * i + P * (P - 1) / 2;
+        }
+        failures += weft_comm_free(&c) != WEFT_OK;
+    }
+    return failures;
+}
+
 int main(int argc, char **argv)
 {
     if (weft_init(&argc, &argv))
@@ -76,11 +137,16 @@ int main(int argc, char **argv)
     for (int t = 0; t < THREADS; t++)
         pthread_create(&th[t], NULL, work, &w[t]);
     int failures = 0;
+    for (int t = 0; t < THREADS; t++)
+        pthread_join(th[t], NULL);
+    for (int t = 0; t < THREADS; t++)
+        pthread_create(&th[t], NULL, make_comms, &w[t]);
     for (int t = 0; t < THREADS; t++) {
         pthread_join(th[t], NULL);
         failures += w[t].failures;
         weft_comm_free(&w[t].comm);
     }
+    failures += many_comms(world);
     weft_allreduce(WEFT_IN_PLACE, &failures, 1, WEFT_INT32, WEFT_SUM, world);
     if (me == 0)
         printf("test_threads P=%d: %d threads x %d iterations, %d failures\n", P, THREADS, ITERS,

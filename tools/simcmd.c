@@ -631,7 +631,7 @@ static int pap_programs(const algo_t *al, int P, uint64_t bytes, size_t es, int 
     coll_args_t a;
     memset(&a, 0, sizeof a);
     a.coll = al->coll, a.nrank = P, a.root = root, a.count = bytes / es, a.esize = es;
-    a.commutative = op != OP_AFFINE, a.shared_board = a.node_board = true;
+    a.commutative = op != OP_AFFINE, a.shared_board = a.board_slots = a.node_board = true;
     *node_of = NULL;
     if (ppn && ppn < P) {
         if (!(*node_of = malloc((size_t)P * sizeof **node_of)))
@@ -748,7 +748,8 @@ int sim_predict(const sim_model_t *m, const algo_t *al, const char *params, int 
         snprintf(why, len, "%s", pt.why);
         return pt.rc;
     }
-    b.a.shared_board = shm; /* prepare() refused the board algorithms themselves */
+    /* prepare() refused the board algorithms themselves */
+    b.a.shared_board = b.a.board_slots = shm;
     int rc = sim_run(m, P, sim_build_algo, &b, &so, r, why, len);
     unprepare(&b, node_of);
     return rc;

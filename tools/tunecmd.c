@@ -126,7 +126,7 @@ static void explain_args(const explain_opts_t *o, coll_args_t *a)
     a->esize = weft_dtype_size((weft_dtype_t)o->dt);
     a->count = o->size / a->esize;
     /* as under weft run, whose shared memory has the board and the arena */
-    a->shared_board = a->node_board = a->arena_reads = true;
+    a->shared_board = a->board_slots = a->node_board = a->arena_reads = true;
     bool reduces = coll_is_reduction(o->coll), noncomm = o->op == OP_AFFINE;
     int op = o->op, dt = o->dt;
     a->commutative = !reduces || !noncomm;

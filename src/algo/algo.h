@@ -52,6 +52,7 @@ typedef struct coll_args {
     const node_groups_t *groups; /* node_of in group form, or NULL */
     int node_max;                /* ranks in the largest node; 0: not given */
     bool shared_board; /* the transport offers the board (src/shmcoll) */
+    bool board_slots;  /* and this communicator has slots of its own there */
     bool node_board;   /* each node's ranks share arrival records (hier_pap) */
     /* every rank is on one machine's shared memory, where a send from the
      * sender's arena may be read in place; the same on every rank (whether
@@ -208,7 +209,7 @@ extern const struct board_ops shm_twostep_ops, pap_leader_ops, pap_chain_ops, ad
 int arrival_usable(const coll_args_t *a, char *why, size_t len);
 int hier_pap_usable(const coll_args_t *a, char *why, size_t len);
 struct xport;
-void arrival_comm_freed(struct xport *x, int host, uint32_t ctx);
+bool arrival_comm_freed(struct xport *x, int host, uint32_t ctx);
 int algo_dissemination_barrier(sched_t *s, const coll_args_t *a);
 int algo_hier_allreduce(sched_t *s, const coll_args_t *a);
 /* hier allreduce after its node level (the node's sum in the leader's

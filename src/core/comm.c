@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "comm.h"
+#include "../xport/segment.h"
 
 weft_state_t weft_g = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -58,6 +59,7 @@ int comm_create(xport_t *x, int rank, int size, const int *world, uint32_t ctx,
     c->rank = rank;
     c->size = size;
     c->ctx = ctx;
+    c->board_slots = true; /* the world's pair, or a transport of its own */
     c->x = x;
     c->timeout_ns = weft_g.timeout_ns;
     if (choice)
@@ -159,13 +161,18 @@ static int shm_nodes(weft_comm_t c)
     return rc;
 }
 
+static void ctx_give_back(uint32_t c, uint32_t next_call, bool with_pair, bool reusable);
+
 void comm_destroy(weft_comm_t c)
 {
     unlink_live(c);
     /* the arrival records this rank claimed for the communicator, as its
      * rank 0 or a node leader (src/shmcoll) */
-    if (c->x->ops->arrival_rec && c != weft_g.world)
-        arrival_comm_freed(c->x, c->world[c->rank], c->ctx);
+    bool held_records = c->x->ops->arrival_rec && c != weft_g.world &&
+                        arrival_comm_freed(c->x, c->world[c->rank], c->ctx);
+    if (c->shared_ctx) /* nothing of it may be left in flight or in shared memory */
+        ctx_give_back(c->ctx, c->seq, c->board_slots,
+                      !c->revoked[0] && !c->dead && !c->pending.req && !held_records);
     free(c->node_of);
     weft_free(c->stage);
     for (int i = 0; i < SCHED_CACHE_SIZE; i++) {
@@ -204,7 +211,6 @@ int lib_init(void)
     int rc = config_choices_from_env(weft_g.choice);
     if (rc)
         return rc;
-    weft_g.next_ctx = 2;
     if ((rc = config_numbers_from_env(&weft_g.node_size, &weft_g.timeout_ns)))
         return rc;
     weft_g.initialized = 1;
@@ -308,26 +314,137 @@ weft_comm_t weft_comm_world(void) { return weft_g.initialized ? weft_g.world : N
 int weft_comm_rank(weft_comm_t comm) { return comm ? comm->rank : -1; }
 int weft_comm_size(weft_comm_t comm) { return comm ? comm->size : -1; }
 
-/* Agrees on a context id unused by every member of comm. */
-static int agree_ctx(weft_comm_t comm, uint32_t *ctx)
+/* ---- context ids ----
+ * The communicators of the job's transport tell their messages, call logs,
+ * board slots and arrival records apart by a 16-bit context id and a
+ * 24-bit call number (api.c's tags and keys).  Ids are reused: each
+ * process marks the ids its live communicators hold, and a new one takes
+ * the lowest id no member marks (an OR of the marks over the parent).  A
+ * reused id's communicator numbers its calls on from the highest number
+ * any member reached under that id, so a (context, call) pair recurs only
+ * after 2^24 calls, as on one long-lived communicator, and nothing a
+ * freed communicator left in shared memory can pass for a new call.  An
+ * id whose communicator may have left messages or records behind (it was
+ * revoked, had failed calls, or held arrival records) is never reused.
+ * Threads creating communicators from different parents at once reserve
+ * an id before agreeing on it; a collision makes every member retry. */
+
+enum { CTX_WORDS = (MAX_CTX + 1) / 64, BOARD_PAIRS = BOARD_SLOTS / 2 };
+static uint64_t ctx_held[CTX_WORDS] = {3}; /* ids 0 and 1 (the world): never given */
+static uint32_t ctx_next_call[MAX_CTX + 1]; /* a freed id's next call number */
+/* The board's slot pairs (id mod BOARD_PAIRS) held by a live communicator
+ * of this rank.  A new one gets its pair only where no member's other
+ * communicators hold it; else it runs without the board (algo_board_usable
+ * says why), since two communicators sharing slots wait for each other's
+ * readers, and with two threads that wait can close a cycle. */
+static bool pair_held[BOARD_PAIRS] = {[1 % BOARD_PAIRS] = true}; /* the world's */
+_Static_assert(BOARD_PAIRS <= 64, "lowest_free_ctx passes the pairs as one word");
+
+static bool ctx_marked(uint32_t c) { return ctx_held[c / 64] >> (c % 64) & 1; }
+static void ctx_mark(uint32_t c, bool on)
 {
-    uint32_t mine;
+    if (on)
+        ctx_held[c / 64] |= 1ull << (c % 64);
+    else
+        ctx_held[c / 64] &= ~(1ull << (c % 64));
+}
+
+/* Gives back an id this rank holds, and its board pair if it holds that
+ * too: for reuse (from call number next_call on), or (reusable false)
+ * never. */
+static void ctx_give_back(uint32_t c, uint32_t next_call, bool with_pair, bool reusable)
+{
+    if (!reusable)
+        return;
     pthread_mutex_lock(&weft_g.lock);
-    mine = weft_g.next_ctx;
+    ctx_mark(c, false);
+    ctx_next_call[c] = next_call;
+    if (with_pair)
+        pair_held[c % BOARD_PAIRS] = false;
     pthread_mutex_unlock(&weft_g.lock);
-    uint32_t agreed;
-    int rc = coll_run(comm, WEFT_COLL_ALLREDUCE, &mine, &agreed, 1, WEFT_UINT32, WEFT_MAX, 0,
-                      false, NULL);
-    if (rc)
-        return rc;
-    if (agreed > MAX_CTX)
-        return weft_error(WEFT_ENOMEM, "out of communicator context ids (%u in use)", MAX_CTX);
+}
+
+/* The lowest id no member of comm holds whose board pair no member holds
+ * either, else the lowest id no member holds, or 0 when each is held by
+ * some member.  One word of 64 ids at a time (with the pairs' bits), from
+ * the highest of the members' lowest words with a free id: every allreduce
+ * carries at most 16 bytes with max or bor, which any algorithm the user
+ * forced on comm serves. */
+static int lowest_free_ctx(weft_comm_t comm, uint32_t *c)
+{
+    uint32_t w = 0;
     pthread_mutex_lock(&weft_g.lock);
-    if (weft_g.next_ctx <= agreed)
-        weft_g.next_ctx = agreed + 1;
+    while (w < CTX_WORDS && !~ctx_held[w])
+        w++;
     pthread_mutex_unlock(&weft_g.lock);
-    *ctx = agreed;
-    return WEFT_OK;
+    int rc = coll_run(comm, WEFT_COLL_ALLREDUCE, NULL, &w, 1, WEFT_UINT32, WEFT_MAX, 0, true,
+                      NULL);
+    for (*c = 0; !rc && w < CTX_WORDS; w++) {
+        uint64_t held[2] = {0, 0}; /* ids w*64.., and the pairs */
+        pthread_mutex_lock(&weft_g.lock);
+        held[0] = ctx_held[w];
+        for (unsigned p = 0; p < BOARD_PAIRS; p++)
+            held[1] |= (uint64_t)pair_held[p] << p;
+        pthread_mutex_unlock(&weft_g.lock);
+        rc = coll_run(comm, WEFT_COLL_ALLREDUCE, NULL, held, 2, WEFT_UINT64, WEFT_BOR, 0, true,
+                      NULL);
+        if (rc || !~held[0])
+            continue;
+        *c = w * 64 + (uint32_t)__builtin_ctzll(~held[0]);
+        for (uint32_t i = 0; i < 64; i++)
+            if (!(held[0] >> i & 1) && !(held[1] >> ((w * 64 + i) % BOARD_PAIRS) & 1)) {
+                *c = w * 64 + i;
+                break;
+            }
+        break;
+    }
+    return rc;
+}
+
+/* Agrees on a context id held by no member of comm, and held by this rank
+ * from now on (ctx_give_back), on its first call number, and on whether its
+ * board pair is the new communicator's (then held too). */
+static int agree_ctx(weft_comm_t comm, uint32_t *ctx, uint32_t *first_call, bool *board)
+{
+    for (;;) {
+        uint32_t c;
+        int rc = lowest_free_ctx(comm, &c);
+        if (rc)
+            return rc;
+        if (!c)
+            return weft_error(WEFT_ENOMEM, "all %u communicator context ids are held by live "
+                              "communicators of this one's ranks: free communicators you no "
+                              "longer use", MAX_CTX - 1);
+        /* another thread of this rank may have taken c since */
+        pthread_mutex_lock(&weft_g.lock);
+        bool reserved = !ctx_marked(c), pair = !pair_held[c % BOARD_PAIRS];
+        uint32_t next_call = ctx_next_call[c], verdict[3] = {!reserved, next_call, !pair};
+        if (reserved)
+            ctx_mark(c, true);
+        pair_held[c % BOARD_PAIRS] = true;
+        pthread_mutex_unlock(&weft_g.lock);
+        rc = coll_run(comm, WEFT_COLL_ALLREDUCE, NULL, verdict, 3, WEFT_UINT32, WEFT_MAX, 0,
+                      true, NULL);
+        if (!rc && !verdict[0]) {
+            *ctx = c, *first_call = verdict[1], *board = !verdict[2];
+            if (pair && !*board) { /* another member's communicator has it */
+                pthread_mutex_lock(&weft_g.lock);
+                pair_held[c % BOARD_PAIRS] = false;
+                pthread_mutex_unlock(&weft_g.lock);
+            }
+            return WEFT_OK;
+        }
+        /* a collision on another member: every member tries again */
+        if (reserved)
+            ctx_give_back(c, next_call, pair, true);
+        else if (pair) {
+            pthread_mutex_lock(&weft_g.lock);
+            pair_held[c % BOARD_PAIRS] = false;
+            pthread_mutex_unlock(&weft_g.lock);
+        }
+        if (rc)
+            return rc;
+    }
 }
 
 /* A communicator over a transport of its own (MPI: a new MPI communicator). */
@@ -357,6 +474,23 @@ static int derive_comm(weft_comm_t comm, int color, int key, weft_comm_t *newcom
     return WEFT_OK;
 }
 
+/* A communicator on comm's transport under an agreed context id, whose
+ * calls are numbered from first_call on; the id is given back if it
+ * cannot be made, and when it is freed (comm_destroy). */
+static int comm_create_shared(weft_comm_t comm, int rank, int size, const int *world,
+                              uint32_t ctx, uint32_t first_call, bool board, weft_comm_t *out)
+{
+    int rc = comm_create(comm->x, rank, size, world, ctx, comm->choice, out);
+    if (rc) {
+        ctx_give_back(ctx, first_call, board, true);
+        return rc;
+    }
+    (*out)->seq = first_call;
+    (*out)->shared_ctx = true;
+    (*out)->board_slots = board;
+    return WEFT_OK;
+}
+
 weft_err_t weft_comm_dup(weft_comm_t comm, weft_comm_t *newcomm)
 {
     int rc = comm_check(comm, "weft_comm_dup");
@@ -366,11 +500,14 @@ weft_err_t weft_comm_dup(weft_comm_t comm, weft_comm_t *newcomm)
         return weft_error(WEFT_EINVAL, "weft_comm_dup: newcomm is NULL");
     if (comm->x->ops->derive)
         return derive_comm(comm, 0, comm->rank, newcomm);
-    uint32_t ctx;
-    if ((rc = agree_ctx(comm, &ctx)))
+    uint32_t ctx, first_call;
+    bool board;
+    if ((rc = agree_ctx(comm, &ctx, &first_call, &board)))
         return rc;
-    rc = comm_create(comm->x, comm->rank, comm->size, comm->world, ctx, comm->choice, newcomm);
-    if (!rc && (rc = shm_nodes(*newcomm)))
+    if ((rc = comm_create_shared(comm, comm->rank, comm->size, comm->world, ctx, first_call,
+                                 board, newcomm)))
+        return rc;
+    if ((rc = shm_nodes(*newcomm)))
         comm_destroy(*newcomm), *newcomm = NULL;
     return rc;
 }
@@ -396,9 +533,12 @@ weft_err_t weft_comm_split(weft_comm_t comm, int color, int key, weft_comm_t *ne
     if (!all)
         return weft_error(WEFT_ENOMEM, "out of memory");
     rc = coll_run(comm, WEFT_COLL_ALLGATHER, &me, all, 2, WEFT_INT32, WEFT_SUM, 0, false, NULL);
-    uint32_t ctx = 0;
+    uint32_t ctx = 0, first_call = 0;
+    bool board = false;
     if (!rc)
-        rc = agree_ctx(comm, &ctx);
+        rc = agree_ctx(comm, &ctx, &first_call, &board);
+    if (!rc && color == WEFT_UNDEFINED) /* held by the others' communicators */
+        ctx_give_back(ctx, first_call, board, true);
     if (rc || color == WEFT_UNDEFINED) {
         free(all);
         *newcomm = NULL;
@@ -409,6 +549,7 @@ weft_err_t weft_comm_split(weft_comm_t comm, int color, int key, weft_comm_t *ne
     int *order = malloc((size_t)P * sizeof *order), n = 0;
     if (!order) {
         free(all);
+        ctx_give_back(ctx, first_call, board, true);
         return weft_error(WEFT_ENOMEM, "out of memory");
     }
     for (int i = 0; i < P; i++) {
@@ -427,7 +568,7 @@ weft_err_t weft_comm_split(weft_comm_t comm, int color, int key, weft_comm_t *ne
             newrank = i;
         order[i] = comm->world[order[i]];
     }
-    rc = comm_create(comm->x, newrank, n, order, ctx, comm->choice, newcomm);
+    rc = comm_create_shared(comm, newrank, n, order, ctx, first_call, board, newcomm);
     if (!rc && (rc = shm_nodes(*newcomm)))
         comm_destroy(*newcomm), *newcomm = NULL;
     free(order);

@@ -70,6 +70,8 @@ struct weft_comm {
     int rank, size;
     int *world; /* rank -> transport rank */
     uint32_t ctx, seq;
+    bool shared_ctx; /* ctx from agree_ctx on the job's transport (comm.c) */
+    bool board_slots; /* its pair of board slots is its own (comm.c) */
     xport_t *x;
     algo_choice_t choice[WEFT_COLL_COUNT];
     const char *last[WEFT_COLL_COUNT]; /* the algorithm of the last call */
@@ -125,7 +127,6 @@ typedef struct weft_state {
     int initialized; /* the library: configuration read */
     xport_t *x;       /* the job's transport (weft_init), or NULL */
     weft_comm_t world;
-    uint32_t next_ctx;
     algo_choice_t choice[WEFT_COLL_COUNT]; /* from the environment */
     int node_size; /* WEFT_NODE_SIZE: virtual nodes of k ranks, 0: real nodes */
     uint64_t timeout_ns; /* WEFT_TIMEOUT_MS: every new communicator's timeout */

@@ -151,12 +151,13 @@ static bool locate(exec_t *e)
     return true;
 }
 
-void arrival_comm_freed(xport_t *x, int host, uint32_t ctx)
+bool arrival_comm_freed(xport_t *x, int host, uint32_t ctx)
 {
     int j = owned_pair(x, host, ctx);
     if (j >= 0)
         atomic_fetch_or_explicit(&x->ops->arrival_rec(x, host, 2 * (unsigned)j)->owner, 1,
                                  memory_order_acq_rel);
+    return j >= 0;
 }
 
 /* The record is free for a new call when every rank of the call holding

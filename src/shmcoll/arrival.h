@@ -86,8 +86,9 @@ int arrival_waiting_for(const exec_t *e, int *ranks, int max);
 /* The communicator (context ctx) is freed: the records it claimed on
  * transport rank host may go to another once its last call is complete.
  * Called by every rank of it for its own transport rank (the claims are
- * rank 0's and the node leaders'). */
-void arrival_comm_freed(xport_t *x, int host, uint32_t ctx);
+ * rank 0's and the node leaders').  True if this rank held a pair for it:
+ * the context id then stays retired (comm.c). */
+bool arrival_comm_freed(xport_t *x, int host, uint32_t ctx);
 
 /* Hand-over points for adaptive: the call continues as pap_leader or
  * pap_chain from just after this rank took its ticket. */

@@ -19,11 +19,13 @@
  *              dissemination barrier chains lg P waits, each on a rank
  *              that may have no core when ranks outnumber cores.
  *
- * A slot is chosen by the call's communicator and sequence number, and is
- * rewritten only once every reader of its last contents has counted itself
- * out (the slot's reads), so calls of any communicator, blocking or
- * split-phase, may share it: a writer that finds it busy waits like any
- * other wait, and the readers it waits for progress their calls in theirs.
+ * A slot is chosen by the call's communicator (each live one holds a pair
+ * of its own, comm.c) and sequence number, and is rewritten only once every
+ * reader of its last contents has counted itself out (the slot's reads), so
+ * a communicator's calls, blocking or split-phase, and the communicators
+ * that hold the pair in turn may share it: a writer that finds it busy
+ * waits like any other wait, and the readers it waits for progress their
+ * calls in theirs.
  *
  * Ranks that disagree: a reader checks the signature of every slot it
  * reads; a rank that waits is watched like any other (watch.c); a rank
@@ -132,7 +134,10 @@ static void read_range(const exec_t *e, int *first, int *end)
         *first = 0, *end = e->s->nrank;
 }
 
-/* A communicator's calls alternate between two slots by parity. */
+/* A communicator's calls alternate between the two slots of its pair
+ * (context id mod BOARD_SLOTS / 2), which no other live communicator of
+ * any of its ranks holds (comm.c): calls of two communicators made at once
+ * by two threads never wait for each other's readers. */
 static unsigned slot_index(uint64_t key)
 {
     return (unsigned)(((key >> 32) * 2 + (key & 1)) % BOARD_SLOTS);
@@ -380,6 +385,12 @@ int algo_board_usable(const coll_args_t *a, char *why, size_t len)
     if (!a->shared_board) {
         snprintf(why, len, "%s board needs every rank on one machine's shared memory "
                            "(weft run, or MPI ranks of one node)", cn);
+        return -1;
+    }
+    if (!a->board_slots) {
+        snprintf(why, len, "%s board: every pair of board slots is held by another live "
+                           "communicator of some rank (%u pairs a rank): free communicators "
+                           "you no longer use", cn, BOARD_SLOTS / 2);
         return -1;
     }
     if (a->count * a->esize > BOARD_PAYLOAD) {

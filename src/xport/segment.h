@@ -18,15 +18,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SEG_MAGIC 0x3547455374666577ull /* bumped with the layout */
+#define SEG_MAGIC 0x3647455374666577ull /* bumped with the layout */
 #define CELL_PAYLOAD 16384u   /* a cell's payload when memory allows */
 #define CELL_PAYLOAD_MIN 1024u /* and the least it may shrink to (seg_create) */
 #define CELLS_MIN 2u
 #define CELLS_SMALL_P 32u /* cells per ring up to 8 ranks, at least (segment.c) */
 #define CELLS_MAX 256u
 /* The board (src/shmcoll): BOARD_SLOTS slots per rank, each written by its
- * rank only and read by the peers of one call. */
-#define BOARD_SLOTS 8u
+ * rank only and read by the peers of one call; a live communicator holds a
+ * pair of its own (comm.c), so the world and 7 more use the board. */
+#define BOARD_SLOTS 16u
 #define BOARD_PAYLOAD 2088u /* bytes a slot carries: 33 lines, less the header */
 typedef struct board_slot {
     /* line 0: the call (key + 1; 0: never written), its signature, and the
