@@ -349,6 +349,14 @@ static void ctx_mark(uint32_t c, bool on)
         ctx_held[c / 64] &= ~(1ull << (c % 64));
 }
 
+/* Gives back a board pair this rank held for a communicator to be. */
+static void pair_give_back(uint32_t c)
+{
+    pthread_mutex_lock(&weft_g.lock);
+    pair_held[c % BOARD_PAIRS] = false;
+    pthread_mutex_unlock(&weft_g.lock);
+}
+
 /* Gives back an id this rank holds, and its board pair if it holds that
  * too: for reuse (from call number next_call on), or (reusable false)
  * never. */
@@ -427,21 +435,15 @@ static int agree_ctx(weft_comm_t comm, uint32_t *ctx, uint32_t *first_call, bool
                       true, NULL);
         if (!rc && !verdict[0]) {
             *ctx = c, *first_call = verdict[1], *board = !verdict[2];
-            if (pair && !*board) { /* another member's communicator has it */
-                pthread_mutex_lock(&weft_g.lock);
-                pair_held[c % BOARD_PAIRS] = false;
-                pthread_mutex_unlock(&weft_g.lock);
-            }
+            if (pair && !*board) /* another member's communicator has it */
+                pair_give_back(c);
             return WEFT_OK;
         }
         /* a collision on another member: every member tries again */
         if (reserved)
             ctx_give_back(c, next_call, pair, true);
-        else if (pair) {
-            pthread_mutex_lock(&weft_g.lock);
-            pair_held[c % BOARD_PAIRS] = false;
-            pthread_mutex_unlock(&weft_g.lock);
-        }
+        else if (pair)
+            pair_give_back(c);
         if (rc)
             return rc;
     }
