@@ -1,11 +1,11 @@
 /* comm.c — joining the job, communicators (dup, split, free) and the
  * per-communicator algorithm choices.
  *
- * Context ids: a new communicator's id is the maximum of every member's next
- * free id (agreed by an allreduce over the parent), so it is unused by any
- * member; communicators from one split with different colours may share an
- * id because their members are disjoint.  Messages are tagged with (context,
- * call sequence number, step tag), see api.c. */
+ * Context ids: a new communicator's id is the lowest no member of the
+ * parent holds (agreed by small allreduces over it, "context ids" below),
+ * and freed ids are reused; communicators from one split with different
+ * colours share an id because their members are disjoint.  Messages are
+ * tagged with (context, call sequence number, step tag), see api.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
