@@ -4,9 +4,9 @@
  * MPI_Bcast, MPI_Reduce, MPI_Reduce_scatter_block, MPI_Allgather and
  * MPI_Barrier run weft's algorithms.  Everything weft does not handle goes
  * to the MPI library's own PMPI_ entry point: mixed-type signatures,
- * MINLOC/MAXLOC, long double, intercommunicators, arguments the MPI
- * library must reject (so errors reach the communicator's error handler
- * exactly as without the drop-in).  WEFT_VERBOSE=1 prints, at MPI_Finalize, per rank,
+ * MINLOC/MAXLOC, long double, intercommunicators, ops on types MPI does
+ * not define them for, arguments the MPI library must reject (so errors
+ * reach the communicator's error handler exactly as without the drop-in).  WEFT_VERBOSE=1 prints, at MPI_Finalize, per rank,
  * how many calls weft served and why the others fell back.
  *
  * One weft communicator per MPI communicator is cached as an attribute whose
@@ -443,6 +443,28 @@ static long told[C_N];
 
 static const void *in_place(const void *buf) { return buf == MPI_IN_PLACE ? WEFT_IN_PLACE : buf; }
 
+/* Whether MPI defines the predefined op on the predefined type (MPI 4.1,
+ * section 6.9.2): MIN and MAX on integers and floats, SUM and PROD too,
+ * the logical ops on integers, the bitwise ops on integers and MPI_BYTE;
+ * MPI_CHAR is character data, for no op.  weft could compute the others
+ * (a sum of bytes, an AND of floats), but MPI libraries refuse them with
+ * MPI_ERR_OP, and a program must see the same error with the drop-in.
+ * Every rank passes the same type and op, so every rank decides alike.
+ * User ops take any type. */
+static int mpi_defines(MPI_Op op, MPI_Datatype dt)
+{
+    int is_float = dt == MPI_FLOAT || dt == MPI_DOUBLE;
+    if (dt == MPI_CHAR)
+        return 0;
+    if (op == MPI_SUM || op == MPI_PROD || op == MPI_MIN || op == MPI_MAX)
+        return dt != MPI_BYTE;
+    if (op == MPI_LAND || op == MPI_LOR)
+        return !is_float && dt != MPI_BYTE;
+    if (op == MPI_BAND || op == MPI_BOR || op == MPI_BXOR)
+        return !is_float;
+    return 1;
+}
+
 /* The weft communicator for a reduction weft can serve, with the type and
  * op mapped; NULL and why otherwise. */
 static weft_comm_t reduction_comm(MPI_Comm comm, int count, MPI_Datatype dt, MPI_Op op,
@@ -452,11 +474,28 @@ static weft_comm_t reduction_comm(MPI_Comm comm, int count, MPI_Datatype dt, MPI
         *why = F_DTYPE;
         return NULL;
     }
+    if (!mpi_defines(op, dt)) {
+        *why = F_ARGS;
+        return NULL;
+    }
     if (!map_op(op, wop)) {
         *why = F_OP;
         return NULL;
     }
     return usable(comm, count, why);
+}
+
+/* Buffers MPI forbids and its libraries check on the calling rank
+ * (MPI_IN_PLACE as a receive buffer, the same buffer to send and receive a
+ * reduction): MPI judges them, so the error reaches the program as without
+ * the drop-in, where weft would write through MPI_IN_PLACE or serve the
+ * alias in place.  Aliases MPI libraries let pass (allgather's and
+ * reduce_scatter_block's, where a rank's block may sit at its own place)
+ * stay with weft, which serves them in place: sending them to MPI on the
+ * ranks that alias and to weft on the others would split one call in two. */
+static int bad_reduction_buffers(const void *sendbuf, const void *recvbuf, int count)
+{
+    return recvbuf == MPI_IN_PLACE || (count > 0 && sendbuf == recvbuf);
 }
 
 int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
@@ -466,6 +505,8 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt
     weft_op_t wop;
     int why = 0;
     weft_comm_t wc = reduction_comm(comm, count, dt, op, &wdt, &wop, &why);
+    if (wc && bad_reduction_buffers(sendbuf, recvbuf, count))
+        wc = NULL, why = F_ARGS;
     if (!wc)
         FALLBACK(C_ALLREDUCE, why, PMPI_Allreduce(sendbuf, recvbuf, count, dt, op, comm));
     current_dtype = dt;
@@ -488,7 +529,8 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, M
     if (wc) {
         PMPI_Comm_size(comm, &size);
         PMPI_Comm_rank(comm, &rank);
-        if (root < 0 || root >= size || (sendbuf == MPI_IN_PLACE && rank != root))
+        if (root < 0 || root >= size || (sendbuf == MPI_IN_PLACE && rank != root) ||
+            (rank == root && bad_reduction_buffers(sendbuf, recvbuf, count)))
             wc = NULL, why = F_ARGS;
     }
     if (!wc)
@@ -507,8 +549,9 @@ int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
 {
     typesig_t t;
     int why = 0, size = 0, rank = 0;
-    if (!signature(dt, count, &t))
-        FALLBACK(C_BCAST, count < 0 ? F_ARGS : F_DTYPE, PMPI_Bcast(buf, count, dt, root, comm));
+    if (buf == MPI_IN_PLACE || !signature(dt, count, &t))
+        FALLBACK(C_BCAST, count < 0 || buf == MPI_IN_PLACE ? F_ARGS : F_DTYPE,
+                 PMPI_Bcast(buf, count, dt, root, comm));
     weft_comm_t wc = usable(comm, count, &why);
     if (wc) {
         PMPI_Comm_size(comm, &size);
@@ -536,6 +579,8 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int count, MPI_
     weft_op_t wop;
     int why = 0;
     weft_comm_t wc = reduction_comm(comm, count, dt, op, &wdt, &wop, &why);
+    if (wc && recvbuf == MPI_IN_PLACE)
+        wc = NULL, why = F_ARGS;
     if (!wc)
         FALLBACK(C_RSB, why, PMPI_Reduce_scatter_block(sendbuf, recvbuf, count, dt, op, comm));
     current_dtype = dt;
@@ -555,11 +600,12 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
     int why = 0, size = 0, rank = 0;
     /* the block each rank gives is recvcount x recvtype in signature; the
      * send side must say the same (else MPI judges the call) */
-    int ok = signature(recvtype, recvcount, &rt);
+    int ok = recvbuf != MPI_IN_PLACE && signature(recvtype, recvcount, &rt);
     int same = ok && (sendbuf == MPI_IN_PLACE ||
                       (signature(sendtype, sendcount, &st) && st.base == rt.base && st.n == rt.n));
     if (!ok || !same)
-        FALLBACK(C_ALLGATHER, recvcount < 0 || (ok && !same) ? F_ARGS : F_DTYPE,
+        FALLBACK(C_ALLGATHER,
+                 recvcount < 0 || recvbuf == MPI_IN_PLACE || (ok && !same) ? F_ARGS : F_DTYPE,
                  PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm));
     weft_comm_t wc = usable(comm, recvcount, &why);
     if (wc) {

@@ -408,6 +408,29 @@ int main(int argc, char **argv)
     CHECK(MPI_Allreduce(&x, &y, -1, MPI_INT, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS, "count -1");
     CHECK(MPI_Bcast(&x, 1, MPI_INT, size, MPI_COMM_WORLD) != MPI_SUCCESS, "root out of range");
     CHECK(MPI_Reduce(&x, &y, 1, MPI_INT, MPI_SUM, -1, MPI_COMM_WORLD) != MPI_SUCCESS, "root -1");
+    /* what MPI forbids and Open MPI checks on every rank: the drop-in
+     * leaves it to MPI (it wrote through MPI_IN_PLACE, and computed ops MPI
+     * does not define on a type) */
+    int v[4] = {1, 2, 3, 4}, cls = 0;
+    CHECK(MPI_Allreduce(v, MPI_IN_PLACE, 4, MPI_INT, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS,
+          "allreduce into MPI_IN_PLACE");
+    CHECK(MPI_Allreduce(v, v, 4, MPI_INT, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS,
+          "allreduce with the send buffer as the receive buffer");
+    CHECK(MPI_Bcast(MPI_IN_PLACE, 4, MPI_INT, 0, MPI_COMM_WORLD) != MPI_SUCCESS,
+          "bcast of MPI_IN_PLACE");
+    float f = 1.0f, g = 0.0f;
+    int frc = MPI_Allreduce(&f, &g, 1, MPI_FLOAT, MPI_BAND, MPI_COMM_WORLD);
+    MPI_Error_class(frc, &cls);
+    CHECK(cls == MPI_ERR_OP, "MPI_BAND on MPI_FLOAT: error class %d, not MPI_ERR_OP", cls);
+    double d = 1.0, e = 0.0;
+    frc = MPI_Allreduce(&d, &e, 1, MPI_DOUBLE, MPI_LOR, MPI_COMM_WORLD);
+    MPI_Error_class(frc, &cls);
+    CHECK(cls == MPI_ERR_OP, "MPI_LOR on MPI_DOUBLE: error class %d, not MPI_ERR_OP", cls);
+    /* and the world still works */
+    x = rank + 1, y = 0;
+    CHECK(MPI_Allreduce(&x, &y, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS &&
+              y == size * (size + 1) / 2,
+          "allreduce after the refused calls: %d", y);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
     int total = 0;
     MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
