@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <linux/membarrier.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -322,6 +324,30 @@ void futex_wait_u32(_Atomic uint32_t *addr, uint32_t val, int timeout_ms)
 void futex_wake_all(_Atomic uint32_t *addr)
 {
     syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+static bool membarrier_ok;
+static pthread_once_t membarrier_once = PTHREAD_ONCE_INIT;
+
+static void membarrier_probe(void)
+{
+    const char *v = getenv("WEFT_MEMBARRIER");
+    if (v && !strcmp(v, "0"))
+        return;
+    long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+    membarrier_ok = cmds > 0 && (cmds & MEMBARRIER_CMD_GLOBAL_EXPEDITED) &&
+                    syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0;
+}
+
+bool membarrier_register(void)
+{
+    pthread_once(&membarrier_once, membarrier_probe);
+    return membarrier_ok;
+}
+
+bool membarrier_global(void)
+{
+    return syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0) == 0;
 }
 
 void seg_wake(seg_t *s, int r)

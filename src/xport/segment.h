@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SEG_MAGIC 0x3647455374666577ull /* bumped with the layout */
+#define SEG_MAGIC 0x3747455374666577ull /* bumped with the layout */
 #define CELL_PAYLOAD 16384u   /* a cell's payload when memory allows */
 #define CELL_PAYLOAD_MIN 1024u /* and the least it may shrink to (seg_create) */
 #define CELLS_MIN 2u
@@ -111,7 +111,10 @@ typedef struct seg_rank {
                      * read with process_vm_readv to learn whether they can
                      * (shm.c, single copy); 0: the rank does not offer it */
     int32_t arena_fd;    /* this rank's arena (arena.h): its memfd's number */
-    uint32_t pad1;
+    /* 1: this process is registered for membarrier's global expedited
+     * barrier and issues one before it sleeps, so a peer registered too
+     * may wake it without a fence of its own (shm.c, "Waiting") */
+    _Atomic uint32_t membarrier;
     uint64_t arena_span; /* and size; 0: peers may not map it */
     /* the calls that failed on this rank (an error, a timeout, a revoke)
      * and the newest one's key: a peer that finds it in weft_finalize
@@ -270,5 +273,12 @@ void seg_wake_all(seg_t *s);
 /* futex helpers on shared memory */
 void futex_wait_u32(_Atomic uint32_t *addr, uint32_t val, int timeout_ms);
 void futex_wake_all(_Atomic uint32_t *addr);
+
+/* The heavy side of an asymmetric fence: membarrier(2)'s global expedited
+ * barrier, a full fence on every CPU running a registered process.
+ * membarrier_register: once per process, true when the kernel offers it
+ * (and WEFT_MEMBARRIER is not 0); membarrier_global: false if it failed. */
+bool membarrier_register(void);
+bool membarrier_global(void);
 
 #endif

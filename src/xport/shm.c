@@ -60,8 +60,23 @@
  * Waiting: the engine polls; when nothing moves it calls block(), which sets
  * the rank's sleeping flag, re-checks, and sleeps on its doorbell futex.  A
  * peer that fills or frees a cell bumps the doorbell only when the flag is
- * set (Dekker-style fences on both sides), so the fast path costs no system
- * call.  The launcher bumps every doorbell when a rank dies. */
+ * set, so the fast path costs no system call.  Between the two sides'
+ * store and load (Dekker) a fence is needed on both, and the waker's was a
+ * fifth of a 2-rank allreduce of 64 bytes: it waits for the line of the
+ * board slot just written to come back from the peer that read it last.
+ * So the fence is asymmetric where the kernel allows (membarrier(2)'s
+ * global expedited barrier, Linux 4.16): the sleeper, which is about to
+ * spend microseconds in futex anyway, issues the barrier, which runs a
+ * full fence on every CPU running a registered process, and the waker
+ * needs only the compiler's (12-17% off a 2-rank allreduce of 64-256
+ * bytes in a loop, PERFORMANCE.md).  Only where ranks do not outnumber the
+ * cores: oversubscribed, ranks sleep all the time and the barriers cost
+ * more than the fences.  Each rank says in its segment record
+ * whether its sleeps do that; a waker skips its fence only toward a
+ * sleeper that does and when it is registered itself.  A wake-up lost all
+ * the same (a kernel that refused the barrier after registering) would
+ * cost a sleep, which the engine bounds at 20 ms, never a hang.  The
+ * launcher bumps every doorbell when a rank dies. */
 #define _GNU_SOURCE /* process_vm_readv */
 #include <errno.h>
 #include <signal.h>
@@ -143,6 +158,7 @@ typedef struct shm_xport {
     bool forced_min;     /* WEFT_CMA_MIN given: every message from it by single copy */
     double cells_slow_gbps; /* slow cells (above); 0: never */
     int32_t pid;
+    bool membarrier; /* this rank's sleeps issue the heavy fence ("Waiting") */
     char *bounce;   /* CMA_PIECE bytes for single-copy receive-and-reduce */
 } shm_xport_t;
 
@@ -216,10 +232,20 @@ static void enqueue(xreq_t **head, xreq_t **tail, xreq_t *r)
     *tail = r;
 }
 
+/* The waker's side of the fence before it looks whether rk sleeps
+ * ("Waiting" above). */
+static inline void waker_fence(const shm_xport_t *x, seg_rank_t *rk)
+{
+    if (x->membarrier && atomic_load_explicit(&rk->membarrier, memory_order_relaxed))
+        atomic_signal_fence(memory_order_seq_cst);
+    else
+        atomic_thread_fence(memory_order_seq_cst);
+}
+
 static void notify(shm_xport_t *x, int peer)
 {
     seg_rank_t *rk = seg_rank(&x->seg, peer);
-    atomic_thread_fence(memory_order_seq_cst);
+    waker_fence(x, rk);
     if (atomic_load_explicit(&rk->sleeping, memory_order_relaxed))
         seg_wake(&x->seg, peer);
 }
@@ -1106,7 +1132,11 @@ static void shm_block(xport_t *xp, int timeout_ms)
     seg_rank_t *me = seg_rank(&x->seg, x->base.rank);
     uint32_t v = atomic_load(&me->doorbell);
     atomic_store(&me->sleeping, 1);
-    atomic_thread_fence(memory_order_seq_cst);
+    if (!x->membarrier || !membarrier_global()) {
+        if (x->membarrier) /* refused after all: wakers fence again */
+            atomic_store(&me->membarrier, 0), x->membarrier = false;
+        atomic_thread_fence(memory_order_seq_cst);
+    }
     if (!shm_ready(x)) {
         pthread_mutex_unlock(&x->base.lock);
         futex_wait_u32(&me->doorbell, v, timeout_ms);
@@ -1275,11 +1305,19 @@ static struct arrival_rec *shm_arrival_rec(xport_t *xp, int rank, unsigned i)
     return seg_arrival(&((shm_xport_t *)xp)->seg, rank, i);
 }
 
-/* As notify, one fence for all: the slot was written before. */
+/* As notify, one fence for all (the slot was written before): a full one
+ * unless every rank to wake has the heavy side. */
 static void shm_wake_ranks(xport_t *xp, const int *ranks, int n)
 {
     shm_xport_t *x = (shm_xport_t *)xp;
-    atomic_thread_fence(memory_order_seq_cst);
+    bool light = x->membarrier;
+    for (int i = 0; i < n && light; i++)
+        light = atomic_load_explicit(&seg_rank(&x->seg, ranks[i])->membarrier,
+                                     memory_order_relaxed);
+    if (light)
+        atomic_signal_fence(memory_order_seq_cst);
+    else
+        atomic_thread_fence(memory_order_seq_cst);
     for (int i = 0; i < n; i++)
         if (ranks[i] != x->base.rank &&
             atomic_load_explicit(&seg_rank(&x->seg, ranks[i])->sleeping, memory_order_relaxed))
@@ -1371,6 +1409,13 @@ int xport_shm_open(const char *segname, int rank, int size, xport_t **out)
     }
     x->ncells = x->seg.hdr->ncells;
     x->payload = x->seg.hdr->payload;
+    /* Not where ranks outnumber the cores: they sleep often there, and the
+     * barriers cost more than the fences they saved (4 ranks on 2 cores,
+     * an 8-byte allreduce in a loop: 9.2-10.8 us against 8.3-10.7).  Set
+     * before any peer can see this rank sleep. */
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    x->membarrier = cores > 0 && size <= cores && membarrier_register();
+    atomic_store(&seg_rank(&x->seg, rank)->membarrier, x->membarrier);
     if (x->ncells > CELLS_SMALL_P && x->cma_min == CMA_MIN_DEFAULT && !x->forced_min) {
         x->cma_min = CMA_MIN_LARGE_RINGS;
         x->cma_max_copy = CMA_MAX_COPY_LARGE_RINGS;
