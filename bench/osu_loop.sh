@@ -1,8 +1,9 @@
 #!/bin/bash
 # An OSU-style loop (bench/osu_loop.c) with Open MPI alone and with the
 # drop-in, ROUNDS times alternating, at each of RANKS ("2 4 8"; more ranks
-# than cores: oversubscribed, mpi_yield_when_idle 1).  Prints one line per
-# figure; docs/PERFORMANCE.md ("An OSU-style loop under the drop-in").
+# than cores: oversubscribed, mpi_yield_when_idle 1); WHAT picks its loops
+# (default all three).  Prints one line per figure; docs/PERFORMANCE.md
+# ("An OSU-style loop under the drop-in").
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 lib=${LIB:-$here/build/libweft-mpi.so}
@@ -19,7 +20,7 @@ for np in $RANKS; do
     if [ "$np" -le "$cores" ]; then a+=(--bind-to core)
     else a+=(--oversubscribe --bind-to none --mca mpi_yield_when_idle 1); fi
     for r in $(seq "$ROUNDS"); do
-        for what in allreduce barrier; do
+        for what in ${WHAT:-allreduce barrier back-to-back}; do
             "${a[@]}" "$work/osu_loop" "$what" | sed "s/^/np $np, Open MPI:  /"
             "${a[@]}" -x LD_PRELOAD="$lib" "$work/osu_loop" "$what" | sed "s/^/np $np, drop-in:   /"
         done

@@ -60,7 +60,28 @@ static int is_verbose(void)
 
 /* ---- datatypes ---- */
 
+/* The last predefined type each thread mapped: a loop of calls on one
+ * type skips the scan below (predefined handles live as long as MPI). */
+static _Thread_local struct {
+    MPI_Datatype mpi;
+    weft_dtype_t w;
+} last_dtype = {MPI_DATATYPE_NULL, WEFT_INT8};
+
+static int map_dtype_scan(MPI_Datatype dt, weft_dtype_t *out);
+
 static int map_dtype(MPI_Datatype dt, weft_dtype_t *out)
+{
+    if (dt == last_dtype.mpi && dt != MPI_DATATYPE_NULL) {
+        *out = last_dtype.w;
+        return 1;
+    }
+    if (!map_dtype_scan(dt, out))
+        return 0;
+    last_dtype.mpi = dt, last_dtype.w = *out;
+    return 1;
+}
+
+static int map_dtype_scan(MPI_Datatype dt, weft_dtype_t *out)
 {
     struct {
         MPI_Datatype mpi;
@@ -310,10 +331,23 @@ static int map_op(MPI_Op op, weft_op_t *out)
 
 static int keyval = MPI_KEYVAL_INVALID;
 
+/* The last communicator each thread found a twin for: a loop of calls on
+ * one communicator (a solver's dot products) skips the attribute lookup
+ * and the intercommunicator test, 20-25 ns of a 0.23 us allreduce.  Every
+ * twin deleted moves comm_epoch on, since MPI may give the freed handle to
+ * the next communicator it makes. */
+static _Atomic unsigned long comm_epoch = 1;
+static _Thread_local struct {
+    MPI_Comm mpi;
+    weft_comm_t wc;
+    unsigned long epoch;
+} last_comm;
+
 static int delete_weft_comm(MPI_Comm comm, int key, void *val, void *extra)
 {
     weft_comm_t wc = val;
     (void)comm, (void)key, (void)extra;
+    __atomic_fetch_add(&comm_epoch, 1, __ATOMIC_RELEASE);
     weft_comm_free(&wc);
     return MPI_SUCCESS;
 }
@@ -359,6 +393,9 @@ static weft_comm_t usable(MPI_Comm comm, int count, int *why)
         *why = F_ARGS;
         return NULL;
     }
+    unsigned long epoch = __atomic_load_n(&comm_epoch, __ATOMIC_ACQUIRE);
+    if (comm == last_comm.mpi && epoch == last_comm.epoch)
+        return last_comm.wc;
     int inter = 0;
     if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS) {
         *why = F_ARGS;
@@ -371,6 +408,8 @@ static weft_comm_t usable(MPI_Comm comm, int count, int *why)
     weft_comm_t wc = weft_of(comm);
     if (!wc)
         *why = F_ERROR;
+    else
+        last_comm.mpi = comm, last_comm.wc = wc, last_comm.epoch = epoch;
     return wc;
 }
 

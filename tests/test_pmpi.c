@@ -290,6 +290,28 @@ int main(int argc, char **argv)
     for (int i = 0; i < 5000; i++)
         CHECK(hr[i] == want + hsize * i, "split comm, long vector, element %d", i);
     free(hl), free(hr);
+    /* communicators made and freed in turn, each of other ranks: MPI gives
+     * a freed handle to the next one (Open MPI does, from the same memory),
+     * and the drop-in's memory of the last communicator it served must not
+     * outlive it */
+    int reused = 0;
+    MPI_Comm prev = MPI_COMM_NULL;
+    for (int it = 0; it < 24; it++) {
+        MPI_Comm c;
+        int color = (rank + it) % 3 == 0;
+        MPI_Comm_split(MPI_COMM_WORLD, color, size - rank, &c);
+        reused += c == prev;
+        int v = rank + 1, sum = 0, ref = 0;
+        MPI_Allreduce(&v, &sum, 1, MPI_INT, MPI_SUM, c);
+        for (int r = 0; r < size; r++)
+            ref += ((r + it) % 3 == 0) == color ? r + 1 : 0;
+        CHECK(sum == ref, "split %d of a series made and freed: %d, want %d", it, sum, ref);
+        prev = c;
+        MPI_Comm_free(&c);
+    }
+    if (rank == 0)
+        printf("test_pmpi: %d of 24 communicators got the handle of the one freed before\n",
+               reused);
     /* MPI_Barrier on the world, the split and COMM_SELF: no rank leaves
      * before the last one entered (the last rank enters 30 ms late; ranks
      * of one machine share CLOCK_MONOTONIC) */
