@@ -31,5 +31,17 @@ done
 if "$weft" bench allreduce --np 2 --check --dtype float32 --op band 2>/dev/null; then
     fails=$((fails + 1)); echo "FAIL: band on float32 was accepted"
 else passes=$((passes + 1)); fi
+# sizes are rounded up to whole elements and kept once: 1, 5 and 8 bytes
+# of float64 are one row of 8 bytes (5 bytes gave a row of 0)
+rows=$("$weft" bench allreduce --np 2 --sizes 1,5,8,12 --dtype float64 --algo ring --iters 1 \
+       --warmup 0 2>&1 | grep -E '^ +[0-9]+ \|' | awk '{print $1}' | tr '\n' ' ')
+if [ "$rows" = "8 16 " ]; then passes=$((passes + 1))
+else fails=$((fails + 1)); echo "FAIL: sizes 1,5,8,12 of float64 gave rows '$rows', want '8 16 '"; fi
+# weft tune finds an output it cannot write before it measures anything
+out=$("$weft" tune allreduce --np 2 --out /nonexistent-dir/t.tune 2>&1)
+st=$?
+if [ $st -eq 2 ] && [ "$out" = "weft tune: cannot write /nonexistent-dir/t.tune: No such file or directory" ]; then
+    passes=$((passes + 1))
+else fails=$((fails + 1)); echo "FAIL: tune into a missing directory: exit $st, output:"; echo "$out" | head -5; fi
 echo "$passes passed, $fails failed"
 [ "$fails" -eq 0 ]

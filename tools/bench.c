@@ -49,7 +49,8 @@ static void bench_usage(FILE *f)
             "                  [--mif X[,Y..] [--redraw]]  (imbalanced: a table per factor X)\n"
             "                  [--arrivals FILE]  (imbalanced by a recorded pattern)\n"
             "Sizes are in bytes, K, M or G allowed (LO:HI doubles from LO, :xK multiplies\n"
-            "by K, :+K adds K), as weft sim takes them; default 4:64M,\n"
+            "by K, :+K adds K), as weft sim takes them, each rounded up to whole\n"
+            "elements of --dtype; default 4:64M,\n"
             "--np 4, iterations scaled to the size unless --iters is given.\n"
             "Without --algo: per size, AUTO's figure and choice, the fastest algorithm\n"
             "and (under mpirun) the MPI library's; --algo all: every algorithm's figures.\n"
@@ -296,6 +297,20 @@ int bench_parse(int argc, char **argv, bench_opts_t *o)
                 weft_op_name(o->op), weft_dtype_name(o->dtype));
         return 2;
     }
+    /* Whole elements: each size rounded up to the datatype's (5 bytes of
+     * float64 is one element of 8, where it was none, a row of 0 bytes),
+     * and sizes that then meet kept once. */
+    size_t es = weft_dtype_size(o->dtype);
+    int kept = 0;
+    for (int i = 0; i < o->nsizes; i++) {
+        size_t b = (o->sizes[i] + es - 1) / es * es;
+        bool seen = false;
+        for (int j = 0; j < kept; j++)
+            seen |= o->sizes[j] == b;
+        if (!seen)
+            o->sizes[kept++] = b;
+    }
+    o->nsizes = kept;
     return 0;
 }
 
