@@ -198,6 +198,15 @@ got=$(sed -n 's/.*# \([0-9.]*\) us at 65536 B.*/\1/p' <<<"$row")
 expect 2 "--preset is for --by sim" "$weft" tune bcast --np 4 --preset loggopsim
 expect 2 "want measure or sim" "$weft" tune bcast --np 4 --by guess
 expect 2 "at most 4096 (--by sim" "$weft" tune bcast --np 5000
+# an output that cannot be written is named before the work, and a plot's
+# PNG never reaches the terminal
+expect 2 "cannot write /nonexistent-dir/p.png" "$weft" sim allreduce --algo ring --np 4 --size 8 \
+    --plot /nonexistent-dir/p.png
+[ -z "$("$weft" sim allreduce --algo ring --np 4 --size 8 --plot /nonexistent-dir/p.png 2>/dev/null)" ] &&
+    ok || bad "sim --plot into a missing directory printed to stdout"
+expect 2 "cannot write /nonexistent-dir/m.preset" "$weft" fit --out /nonexistent-dir/m.preset
+expect 2 "cannot write /nonexistent-dir/t.tune" "$weft" tune bcast --np 4 --by sim --sizes 8 \
+    --out /nonexistent-dir/t.tune
 
 echo "$passes passed, $fails failed"
 [ "$fails" -eq 0 ]

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/core.h"
@@ -79,6 +80,19 @@ bad:
     snprintf(why, len, "want N, N,M,... or LO:HI (doubling), LO:HI:xK or LO:HI:+K; K, M, G "
                        "allowed");
     return -1;
+}
+
+bool tool_can_write(const char *path)
+{
+    struct stat st;
+    bool existed = stat(path, &st) == 0;
+    FILE *f = fopen(path, "a");
+    if (!f)
+        return false;
+    fclose(f);
+    if (!existed)
+        remove(path);
+    return true;
 }
 
 int launch_self(int np, const char *cmd, int argc, char **argv)

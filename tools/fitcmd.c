@@ -218,6 +218,10 @@ int cmd_fit(int argc, char **argv)
             return 2;
         }
     }
+    if (!getenv("WEFT_RANK") && !tool_can_write(o.out)) {
+        fprintf(stderr, "weft fit: cannot write %s: %s\n", o.out, strerror(errno));
+        return 2;
+    }
     if (getenv("WEFT_RANK")) {
         if (weft_init(NULL, NULL)) {
             fprintf(stderr, "weft fit: weft_init: %s\n", weft_last_error());

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -238,6 +239,10 @@ static int check_options(const sim_opts_cli_t *o, bool have_np, bool have_size)
     }
     if (o->plot && o->nnp > 1 && o->nsize > 1) {
         fprintf(stderr, "weft sim: --plot draws a sweep over --np or over --size, not both\n");
+        return 2;
+    }
+    if (o->plot && !tool_can_write(o->plot)) {
+        fprintf(stderr, "weft sim: --plot: cannot write %s: %s\n", o->plot, strerror(errno));
         return 2;
     }
     bool bitwise = o->op == WEFT_BAND || o->op == WEFT_BOR || o->op == WEFT_BXOR;
@@ -488,9 +493,9 @@ static int write_plot(const sim_opts_cli_t *o, const point_t *pts, int n, int na
         fprintf(f, "\n\n");
     }
     fclose(f);
-    char cmd[64];
-    snprintf(cmd, sizeof cmd, "gnuplot");
-    FILE *g = popen(cmd, "w");
+    /* its stdout to /dev/null: where it cannot open the output it writes
+     * the PNG there, onto the user's terminal */
+    FILE *g = popen("gnuplot >/dev/null", "w");
     if (!g) {
         unlink(data);
         return fprintf(stderr, "weft sim: --plot needs gnuplot (apt-get install gnuplot-nox)\n"), 1;
@@ -507,7 +512,11 @@ static int write_plot(const sim_opts_cli_t *o, const point_t *pts, int n, int na
     int rc = pclose(g);
     unlink(data);
     if (rc) {
-        fprintf(stderr, "weft sim: gnuplot failed (exit %d); is gnuplot installed?\n", rc);
+        if (WIFEXITED(rc) && WEXITSTATUS(rc) == 127)
+            fprintf(stderr, "weft sim: --plot needs gnuplot (apt-get install gnuplot-nox)\n");
+        else
+            fprintf(stderr, "weft sim: --plot: gnuplot failed (status %d) drawing %s\n", rc,
+                    o->plot);
         return 1;
     }
     return 0;

@@ -63,6 +63,11 @@ bool name_in_list(const char *list, const char *name);
  * in [lo_ok, hi_ok].  0, or -1 with why filled. */
 int number_list(const char *s, uint64_t *out, int max, int *n, uint64_t lo_ok, uint64_t hi_ok,
                 char *why, size_t len);
+/* Whether a file the command will write at its end (a table, a preset, a
+ * plot) can be written, asked before the minutes of work that fill it:
+ * opened for appending, which truncates nothing, and removed again if
+ * this made it.  errno says why not. */
+bool tool_can_write(const char *path);
 /* Starts np ranks of this very executable running `weft CMD ARGS...`
  * (argv[0] is CMD's name as typed); returns the job's exit status. */
 int launch_self(int np, const char *cmd, int argc, char **argv);

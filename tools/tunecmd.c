@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "algo/algo.h"
@@ -755,22 +754,6 @@ static int tune_simulate(const tune_opts_t *o, winner_t *w, int max, char *mname
     return n;
 }
 
-/* Whether path can be written, found before minutes of measuring rather
- * than after them: opened for appending (which truncates nothing), and
- * removed again if this made it. */
-static bool writable(const char *path)
-{
-    struct stat st;
-    bool existed = stat(path, &st) == 0;
-    FILE *f = fopen(path, "a");
-    if (!f)
-        return false;
-    fclose(f);
-    if (!existed)
-        remove(path);
-    return true;
-}
-
 int cmd_tune(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "--help"))
@@ -779,7 +762,7 @@ int cmd_tune(int argc, char **argv)
     int rc = tune_cli_parse(argc, argv, &o);
     if (rc)
         return rc;
-    if (o.out && !writable(o.out)) {
+    if (o.out && !tool_can_write(o.out)) {
         fprintf(stderr, "weft tune: cannot write %s: %s\n", o.out, strerror(errno));
         return 2;
     }
