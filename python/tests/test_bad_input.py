@@ -87,6 +87,21 @@ def test_op_for_dtype(comm):
         comm.allreduce(np.ones(3, np.float64), op="band")
 
 
+def test_overlapping_output(comm):
+    # two views of one buffer that overlap: refused with Python's advice;
+    # the very same array as out is in place, as in C
+    x = np.ones(8)
+    with pytest.raises(weft.InvalidArgument, match="overlaps the input .*leave out out="):
+        comm.allreduce(x[:4], out=x[1:5])
+    # a reduce's output counts at the root only, so only the root refuses:
+    # on a communicator of one rank, every rank is it
+    alone = comm.split(color=comm.rank, key=0)
+    with pytest.raises(weft.InvalidArgument, match="overlaps the input .*out=weft.IN_PLACE"):
+        alone.reduce(x[2:6], out=x[:4], root=0)
+    alone.free()
+    assert (comm.allreduce(x, out=x) == comm.size).all()
+
+
 def test_shapes_and_sizes(comm):
     with pytest.raises(weft.InvalidArgument, match="output has 3 elements, the input 4"):
         comm.allreduce(np.ones(4), out=np.ones(3))

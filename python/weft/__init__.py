@@ -224,6 +224,16 @@ def _same(a, b, what):
         _invalid("%s: the output's dtype %s differs from the input's %s" % (what, b.dtype, a.dtype))
 
 
+def _apart(a, b, what, in_place):
+    # Both C-contiguous: their byte ranges tell.  The very same array is in
+    # place (as weft.h's convention has it); any other overlap would read
+    # inputs already overwritten.
+    x, y = a.ctypes.data, b.ctypes.data
+    if x != y and x < y + b.nbytes and y < x + a.nbytes:
+        _invalid("%s: the output overlaps the input (%d bytes apart); for the result in the "
+                 "input itself %s" % (what, abs(y - x), in_place))
+
+
 # Requests dropped while unfinished: weft still reads and writes their
 # arrays, so the arrays stay referenced here until the call is done
 # (finalize() waits for them).
@@ -384,6 +394,7 @@ class Comm:
         _same(array, out, what)
         if out.size != array.size:
             _invalid("%s: the output has %d elements, the input %d" % (what, out.size, array.size))
+        _apart(array, out, what, "leave out out=")
         return sp, rp, out, dt
 
     def allreduce(self, array, out=None, op="sum", algo=None, params=None):
@@ -434,6 +445,7 @@ class Comm:
         _same(array, out, what)
         if out.size != array.size:
             _invalid("%s: the output has %d elements, the input %d" % (what, out.size, array.size))
+        _apart(array, out, what, "pass out=weft.IN_PLACE")
         return sp, rp, out, dt, root
 
     def reduce(self, array, out=None, op="sum", root=0, algo=None, params=None):
