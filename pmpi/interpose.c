@@ -6,8 +6,9 @@
  * to the MPI library's own PMPI_ entry point: mixed-type signatures,
  * MINLOC/MAXLOC, long double, intercommunicators, ops on types MPI does
  * not define them for, arguments the MPI library must reject (so errors
- * reach the communicator's error handler exactly as without the drop-in).  WEFT_VERBOSE=1 prints, at MPI_Finalize, per rank,
- * how many calls weft served and why the others fell back.
+ * reach the communicator's error handler exactly as without the drop-in).
+ * WEFT_VERBOSE=1 prints, at MPI_Finalize, per rank, how many calls weft
+ * served and why the others fell back.
  *
  * One weft communicator per MPI communicator is cached as an attribute whose
  * delete callback frees it, so MPI_Comm_free releases it.  User ops are
