@@ -383,7 +383,12 @@ static weft_comm_t weft_of(MPI_Comm comm)
             fprintf(stderr, "weft-mpi: %s\n", weft_last_error());
         return NULL;
     }
-    PMPI_Comm_set_attr(comm, keyval, wc);
+    /* unattached, a twin would never be freed, and a thread's memory of it
+     * (usable) would outlive the communicator */
+    if (PMPI_Comm_set_attr(comm, keyval, wc) != MPI_SUCCESS) {
+        weft_comm_free(&wc);
+        return NULL;
+    }
     return wc;
 }
 
