@@ -337,7 +337,7 @@ static int keyval = MPI_KEYVAL_INVALID;
  * and the intercommunicator test, 20-25 ns of a 0.23 us allreduce.  Every
  * twin deleted moves comm_epoch on, since MPI may give the freed handle to
  * the next communicator it makes. */
-static _Atomic unsigned long comm_epoch = 1;
+static unsigned long comm_epoch = 1; /* __atomic builtins: clang takes no _Atomic there */
 static _Thread_local struct {
     MPI_Comm mpi;
     weft_comm_t wc;
