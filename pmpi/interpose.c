@@ -61,27 +61,6 @@ static int is_verbose(void)
 
 /* ---- datatypes ---- */
 
-/* The last predefined type each thread mapped: a loop of calls on one
- * type skips the scan below (predefined handles live as long as MPI). */
-static _Thread_local struct {
-    MPI_Datatype mpi;
-    weft_dtype_t w;
-} last_dtype = {MPI_DATATYPE_NULL, WEFT_INT8};
-
-static int map_dtype_scan(MPI_Datatype dt, weft_dtype_t *out);
-
-static int map_dtype(MPI_Datatype dt, weft_dtype_t *out)
-{
-    if (dt == last_dtype.mpi && dt != MPI_DATATYPE_NULL) {
-        *out = last_dtype.w;
-        return 1;
-    }
-    if (!map_dtype_scan(dt, out))
-        return 0;
-    last_dtype.mpi = dt, last_dtype.w = *out;
-    return 1;
-}
-
 static int map_dtype_scan(MPI_Datatype dt, weft_dtype_t *out)
 {
     struct {
@@ -116,6 +95,25 @@ static int map_dtype_scan(MPI_Datatype dt, weft_dtype_t *out)
         }
     }
     return 0;
+}
+
+/* The last predefined type each thread mapped: a loop of calls on one
+ * type skips the scan above (predefined handles live as long as MPI). */
+static _Thread_local struct {
+    MPI_Datatype mpi;
+    weft_dtype_t w;
+} last_dtype = {MPI_DATATYPE_NULL, WEFT_INT8};
+
+static int map_dtype(MPI_Datatype dt, weft_dtype_t *out)
+{
+    if (dt == last_dtype.mpi && dt != MPI_DATATYPE_NULL) {
+        *out = last_dtype.w;
+        return 1;
+    }
+    if (!map_dtype_scan(dt, out))
+        return 0;
+    last_dtype.mpi = dt, last_dtype.w = *out;
+    return 1;
 }
 
 /* ---- type signatures (bcast, allgather) ----
@@ -496,9 +494,9 @@ static const void *in_place(const void *buf) { return buf == MPI_IN_PLACE ? WEFT
  * MPI_ERR_OP, and a program must see the same error with the drop-in.
  * Every rank passes the same type and op, so every rank decides alike.
  * User ops take any type. */
-static int mpi_defines(MPI_Op op, MPI_Datatype dt)
+static int mpi_defines(MPI_Op op, MPI_Datatype dt, weft_dtype_t wdt)
 {
-    int is_float = dt == MPI_FLOAT || dt == MPI_DOUBLE;
+    int is_float = wdt == WEFT_FLOAT32 || wdt == WEFT_FLOAT64;
     if (dt == MPI_CHAR)
         return 0;
     if (op == MPI_SUM || op == MPI_PROD || op == MPI_MIN || op == MPI_MAX)
@@ -519,7 +517,7 @@ static weft_comm_t reduction_comm(MPI_Comm comm, int count, MPI_Datatype dt, MPI
         *why = F_DTYPE;
         return NULL;
     }
-    if (!mpi_defines(op, dt)) {
+    if (!mpi_defines(op, dt, *wdt)) {
         *why = F_ARGS;
         return NULL;
     }

@@ -161,7 +161,7 @@ static int shm_nodes(weft_comm_t c)
     return rc;
 }
 
-static void ctx_give_back(uint32_t c, uint32_t next_call, bool with_pair, bool reusable);
+static void ctx_give_back(uint32_t c, uint32_t next_call, bool with_pair);
 
 void comm_destroy(weft_comm_t c)
 {
@@ -170,9 +170,10 @@ void comm_destroy(weft_comm_t c)
      * rank 0 or a node leader (src/shmcoll) */
     bool held_records = c->x->ops->arrival_rec && c != weft_g.world &&
                         arrival_comm_freed(c->x, c->world[c->rank], c->ctx);
-    if (c->shared_ctx) /* nothing of it may be left in flight or in shared memory */
-        ctx_give_back(c->ctx, c->seq, c->board_slots,
-                      !c->revoked[0] && !c->dead && !c->pending.req && !held_records);
+    /* reused only where nothing of it may be left in flight or in shared
+     * memory; else the id (and its board pair) stays retired */
+    if (c->shared_ctx && !c->revoked[0] && !c->dead && !c->pending.req && !held_records)
+        ctx_give_back(c->ctx, c->seq, c->board_slots);
     free(c->node_of);
     weft_free(c->stage);
     for (int i = 0; i < SCHED_CACHE_SIZE; i++) {
@@ -358,12 +359,9 @@ static void pair_give_back(uint32_t c)
 }
 
 /* Gives back an id this rank holds, and its board pair if it holds that
- * too: for reuse (from call number next_call on), or (reusable false)
- * never. */
-static void ctx_give_back(uint32_t c, uint32_t next_call, bool with_pair, bool reusable)
+ * too, for reuse from call number next_call on. */
+static void ctx_give_back(uint32_t c, uint32_t next_call, bool with_pair)
 {
-    if (!reusable)
-        return;
     pthread_mutex_lock(&weft_g.lock);
     ctx_mark(c, false);
     ctx_next_call[c] = next_call;
@@ -441,7 +439,7 @@ static int agree_ctx(weft_comm_t comm, uint32_t *ctx, uint32_t *first_call, bool
         }
         /* a collision on another member: every member tries again */
         if (reserved)
-            ctx_give_back(c, next_call, pair, true);
+            ctx_give_back(c, next_call, pair);
         else if (pair)
             pair_give_back(c);
         if (rc)
@@ -484,7 +482,7 @@ static int comm_create_shared(weft_comm_t comm, int rank, int size, const int *w
 {
     int rc = comm_create(comm->x, rank, size, world, ctx, comm->choice, out);
     if (rc) {
-        ctx_give_back(ctx, first_call, board, true);
+        ctx_give_back(ctx, first_call, board);
         return rc;
     }
     (*out)->seq = first_call;
@@ -540,7 +538,7 @@ weft_err_t weft_comm_split(weft_comm_t comm, int color, int key, weft_comm_t *ne
     if (!rc)
         rc = agree_ctx(comm, &ctx, &first_call, &board);
     if (!rc && color == WEFT_UNDEFINED) /* held by the others' communicators */
-        ctx_give_back(ctx, first_call, board, true);
+        ctx_give_back(ctx, first_call, board);
     if (rc || color == WEFT_UNDEFINED) {
         free(all);
         *newcomm = NULL;
@@ -551,7 +549,7 @@ weft_err_t weft_comm_split(weft_comm_t comm, int color, int key, weft_comm_t *ne
     int *order = malloc((size_t)P * sizeof *order), n = 0;
     if (!order) {
         free(all);
-        ctx_give_back(ctx, first_call, board, true);
+        ctx_give_back(ctx, first_call, board);
         return weft_error(WEFT_ENOMEM, "out of memory");
     }
     for (int i = 0; i < P; i++) {
