@@ -31,6 +31,15 @@ done
 if "$weft" bench allreduce --np 2 --check --dtype float32 --op band 2>/dev/null; then
     fails=$((fails + 1)); echo "FAIL: band on float32 was accepted"
 else passes=$((passes + 1)); fi
+# --back-to-back: the calls in a row, said in the header, results checked;
+# refused beside --osu
+out=$("$weft" bench allreduce --np 3 --back-to-back --check --sizes 8,4096 --algo auto,board \
+      --iters 50 2>&1)
+if grep -q "back to back: the calls in a row" <<<"$out" && grep -q "# check: every result verified" <<<"$out"
+then passes=$((passes + 1)); else fails=$((fails + 1)); echo "FAIL: --back-to-back"; echo "$out" | tail -3; fi
+if "$weft" bench allreduce --np 2 --back-to-back --osu 2>/dev/null; then
+    fails=$((fails + 1)); echo "FAIL: --back-to-back --osu was accepted"
+else passes=$((passes + 1)); fi
 # sizes are rounded up to whole elements and kept once: 1, 5 and 8 bytes
 # of float64 are one row of 8 bytes (5 bytes gave a row of 0)
 rows=$("$weft" bench allreduce --np 2 --sizes 1,5,8,12 --dtype float64 --algo ring --iters 1 \

@@ -41,7 +41,7 @@ static void bench_usage(FILE *f)
             "       weft bench kernels   (reduction kernels and copies against memcpy)\n"
             "                  [--sizes LO:HI[:xK|:+K] | S1,S2,..] [--iters N] [--warmup N] [--check]\n"
             "                  [--dtype float32] [--op sum|...|noncommutative] [--root R] [--csv F]\n"
-            "                  [--json F] [--osu] [--poll]\n"
+            "                  [--json F] [--osu] [--back-to-back] [--poll]\n"
             "                  [--mem malloc|weft]  (user buffers from malloc, the default, or\n"
             "                  from weft_alloc: the shared arena, which peers read in place)\n"
             "                  [--transport mpi|shm]  (under mpirun; algorithm 'native' is the\n"
@@ -56,7 +56,9 @@ static void bench_usage(FILE *f)
             "and (under mpirun) the MPI library's; --algo all: every algorithm's figures.\n"
             "Figures: median over iterations of the slowest rank's time, each iteration\n"
             "after a barrier; --osu: the OSU micro-benchmarks' convention instead (each\n"
-            "rank's mean time, averaged over ranks).  --poll: weft's calls as their\n"
+            "rank's mean time, averaged over ranks); --back-to-back: the calls in a row\n"
+            "with no barrier between (a solver's dot products), each rank's mean per\n"
+            "call averaged over ranks.  --poll: weft's calls as their\n"
             "*_timeout variants polled at WEFT_TEST until done (allreduce, bcast, reduce).\n"
             "--op noncommutative: a user op,\n"
             "affine maps x -> ax + b (mod 2^32) composed in rank order, on uint64.\n"
@@ -153,8 +155,8 @@ int bench_parse(int argc, char **argv, bench_opts_t *o)
     for (int i = 2; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         char *e = NULL;
-        if (!strcmp(argv[i], "--poll")) {
-            o->poll = 1;
+        if (!strcmp(argv[i], "--poll") || !strcmp(argv[i], "--back-to-back")) {
+            *(argv[i][2] == 'p' ? &o->poll : &o->back_to_back) = 1;
             continue;
         }
         if (!strcmp(argv[i], "--check") || !strcmp(argv[i], "--osu") ||
@@ -278,6 +280,11 @@ int bench_parse(int argc, char **argv, bench_opts_t *o)
     if (o->arrivals && (o->nmif || o->osu)) {
         fprintf(stderr, "weft bench: --arrivals replays its own delays: leave out --mif and "
                         "--osu\n");
+        return 2;
+    }
+    if (o->back_to_back && (o->osu || o->nmif || o->arrivals)) {
+        fprintf(stderr, "weft bench: --back-to-back times the calls in a row, no barrier or "
+                        "delay between them: leave out --osu, --mif and --arrivals\n");
         return 2;
     }
     if (o->nmif && o->osu) {
@@ -610,6 +617,9 @@ static const char *convention(const bench_opts_t *o)
     if (o->nmif || o->arrivals)
         return "imbalanced: each rank's time inside the collective, avg over ranks "
                "and calls, median over calls of the ranks' mean";
+    if (o->back_to_back)
+        return "back to back: the calls in a row with no barrier between, each rank's mean "
+               "per call, averaged over ranks";
     return o->osu ? "OSU convention: each rank's mean time, averaged over ranks"
                   : "median of the slowest rank's time per iteration, after a barrier";
 }
@@ -748,7 +758,7 @@ static void write_csv_row(FILE *csv, const bench_opts_t *o, int P, size_t bytes,
     else if (r->late)
         fprintf(csv, "inside-arrivals,%.3f,,\n", r->worst);
     else
-        fprintf(csv, "%s,,,\n", o->osu ? "osu" : "max-median");
+        fprintf(csv, "%s,,,\n", o->back_to_back ? "back-to-back" : o->osu ? "osu" : "max-median");
 }
 
 static void write_json(const bench_opts_t *o, int P, const lineup_t *L, const result_t *res,
@@ -764,7 +774,10 @@ static void write_json(const bench_opts_t *o, int P, const lineup_t *L, const re
                "\"transport\": \"%s\", \"convention\": \"%s\", \"results\": [",
             weft_coll_name(o->coll), P, weft_dtype_name(o->dtype), bench_op_name(o->op),
             o->transport ? o->transport : "shm",
-            o->nmif || o->arrivals ? "inside" : o->osu ? "osu" : "max-median");
+            o->nmif || o->arrivals ? "inside"
+            : o->back_to_back     ? "back-to-back"
+            : o->osu              ? "osu"
+                                  : "max-median");
     int first = 1;
     for (int s = 0; s < o->nsizes * npass; s++)
         for (size_t a = 0; a < L->n; a++) {
@@ -974,7 +987,16 @@ static int time_one(const bench_opts_t *o, weft_comm_t comm, const lineup_t *L, 
         fill(out, count, o->dtype, o->op, rank, 0);
     for (int i = 0; i < warm && !rc; i++)
         rc = run_one(comm, o, al, count, in, out);
-    for (int i = 0; i < iters && !rc; i++) {
+    if (o->back_to_back) {
+        bench_barrier(L->sync, o);
+        double t0 = weft_now();
+        for (int i = 0; i < iters && !rc; i++)
+            rc = run_one(comm, o, al, count, in, out);
+        double each = (weft_now() - t0) / iters;
+        for (int i = 0; i < iters; i++)
+            times[i] = each;
+    }
+    for (int i = 0; i < iters && !rc && !o->back_to_back; i++) {
         bench_barrier(L->sync, o);
         if (ar)
             arrive_late(ar, rank, i, o->redraw);
@@ -1005,7 +1027,7 @@ static int time_one(const bench_opts_t *o, weft_comm_t comm, const lineup_t *L, 
         r->med = (iters % 2 ? times[iters / 2]
                             : 0.5 * (times[iters / 2 - 1] + times[iters / 2])) / P * 1e6;
         r->min = times[0] / P * 1e6;
-    } else if (o->osu) { /* each rank's mean, averaged over ranks */
+    } else if (o->osu || o->back_to_back) { /* each rank's mean, averaged over ranks */
         double mean = sum / iters;
         weft_allreduce(WEFT_IN_PLACE, &mean, 1, WEFT_FLOAT64, WEFT_SUM, comm);
         r->avg = r->med = mean / P * 1e6;

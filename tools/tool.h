@@ -29,6 +29,8 @@ typedef struct bench_opts {
     int iters, warmup;
     int check;
     int osu; /* OSU's convention: each rank's mean, averaged over ranks */
+    int back_to_back; /* the calls in a row, no barrier between: each rank's
+                       * mean per call, averaged over ranks */
     int poll; /* each call as its *_timeout variant, polled at WEFT_TEST */
     int arena; /* --mem weft: the buffers come from weft_alloc, not malloc */
     const char *csv, *json;

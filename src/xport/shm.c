@@ -68,8 +68,8 @@
  * global expedited barrier, Linux 4.16): the sleeper, which is about to
  * spend microseconds in futex anyway, issues the barrier, which runs a
  * full fence on every CPU running a registered process, and the waker
- * needs only the compiler's (12-17% off a 2-rank allreduce of 64-256
- * bytes in a loop, PERFORMANCE.md).  Only where ranks do not outnumber the
+ * needs only the compiler's (8-17% off a 2-rank allreduce of 64-256
+ * bytes called back to back, PERFORMANCE.md).  Only where ranks do not outnumber the
  * cores: oversubscribed, ranks sleep all the time and the barriers cost
  * more than the fences.  Each rank says in its segment record
  * whether its sleeps do that; a waker skips its fence only toward a
@@ -232,20 +232,26 @@ static void enqueue(xreq_t **head, xreq_t **tail, xreq_t *r)
     *tail = r;
 }
 
-/* The waker's side of the fence before it looks whether rk sleeps
- * ("Waiting" above). */
-static inline void waker_fence(const shm_xport_t *x, seg_rank_t *rk)
+/* The waker's side of the fence before it looks whether its sleepers
+ * sleep ("Waiting" above): the compiler's alone when each of them issues
+ * the heavy side (light), a full one otherwise. */
+static inline void waker_fence(bool light)
 {
-    if (x->membarrier && atomic_load_explicit(&rk->membarrier, memory_order_relaxed))
+    if (light)
         atomic_signal_fence(memory_order_seq_cst);
     else
         atomic_thread_fence(memory_order_seq_cst);
 }
 
+static bool heavy_sleeper(const shm_xport_t *x, int rank)
+{
+    return atomic_load_explicit(&seg_rank(&x->seg, rank)->membarrier, memory_order_relaxed);
+}
+
 static void notify(shm_xport_t *x, int peer)
 {
     seg_rank_t *rk = seg_rank(&x->seg, peer);
-    waker_fence(x, rk);
+    waker_fence(x->membarrier && heavy_sleeper(x, peer));
     if (atomic_load_explicit(&rk->sleeping, memory_order_relaxed))
         seg_wake(&x->seg, peer);
 }
@@ -1312,12 +1318,8 @@ static void shm_wake_ranks(xport_t *xp, const int *ranks, int n)
     shm_xport_t *x = (shm_xport_t *)xp;
     bool light = x->membarrier;
     for (int i = 0; i < n && light; i++)
-        light = atomic_load_explicit(&seg_rank(&x->seg, ranks[i])->membarrier,
-                                     memory_order_relaxed);
-    if (light)
-        atomic_signal_fence(memory_order_seq_cst);
-    else
-        atomic_thread_fence(memory_order_seq_cst);
+        light = heavy_sleeper(x, ranks[i]);
+    waker_fence(light);
     for (int i = 0; i < n; i++)
         if (ranks[i] != x->base.rank &&
             atomic_load_explicit(&seg_rank(&x->seg, ranks[i])->sleeping, memory_order_relaxed))
