@@ -57,4 +57,22 @@ awk -F, 'NR > 1 { k = $1 " P=" $2; n[k]++; r[k, n[k]] = $7; all[++na] = $7 }
                          printf "%-16s %6d %10.2f %10.2f\n", k, n[k], med(b, n[k]), worst(b, n[k]) }
           printf "%-16s %6d %10.2f %10.2f\n", "all", na, med(all, na), worst(all, na) }
 ' "$OUT/validate.csv" | tee "$OUT/summary.txt"
+# the geometric mean over algorithms per (collective, P) and size: where
+# in the size range the model holds
+awk -F, 'NR > 1 { k = $1 " P=" $2; c = k SUBSEP $4; n[c]++; l[c] += log($7)
+                  rows[k] = 1; cols[$4] = 1 }
+    END { nc = 0; for (b in cols) sz[++nc] = b + 0
+          for (i = 1; i <= nc; i++) for (j = i + 1; j <= nc; j++)
+              if (sz[j] < sz[i]) { t = sz[i]; sz[i] = sz[j]; sz[j] = t }
+          printf "\n%-16s", "geomean by size"
+          for (i = 1; i <= nc; i++) printf " %9d", sz[i]
+          printf "\n"
+          nr = 0; for (k in rows) key[++nr] = k
+          for (i = 1; i <= nr; i++) for (j = i + 1; j <= nr; j++)
+              if (key[j] < key[i]) { t = key[i]; key[i] = key[j]; key[j] = t }
+          for (r = 1; r <= nr; r++) { k = key[r]; printf "%-16s", k
+                            for (i = 1; i <= nc; i++) { c = k SUBSEP sz[i]
+                                printf n[c] ? " %9.2f" : " %9s", n[c] ? exp(l[c] / n[c]) : "-" }
+                            printf "\n" } }
+' "$OUT/validate.csv" | tee -a "$OUT/summary.txt"
 echo "ratio = measured / predicted (> 1: slower than the model says); cells in $OUT/validate.csv"

@@ -180,6 +180,14 @@ static int fit_rank(const fit_opts_t *o)
            "gamma %.4f ns/B\n", m.L, m.o, m.g, m.G, m.O, m.gamma);
     printf("fit error (largest relative residual): G %.1f %%, O %.1f %% (sizes >= 64 KiB)\n",
            eg * 100, eo * 100);
+    /* LogGOPS's one-way time is o + L + o; a send overhead past half of it
+     * is a call's overhead (its bookkeeping and checks at the root), not a
+     * message's, and leaves no room for L: say so rather than print a bare
+     * zero (docs/PERFORMANCE.md, the fit's validation) */
+    if (2 * m.o > oneway[0])
+        printf("note: o (%.1f ns) exceeds half the one-way time of 1 byte (%.1f ns): the "
+               "root's per-call overhead, not a message's; L set to 0, and the model "
+               "overcharges messages inside one call\n", m.o, oneway[0]);
     printf("alpha-beta: alpha %.1f ns, beta %.4f ns/B (%.2f GB/s); largest relative "
            "residual %.1f %% over 1 B - 4 MiB\n", a, b, b > 0 ? 1 / b : 0, ea * 100);
     char comment[160];
