@@ -167,6 +167,68 @@ static void empty_and_resized(void)
     MPI_Type_free(&holes);
 }
 
+/* MPI's progress rule with weft inside: rank 0 posts a receive and enters a
+ * collective; rank 1 sends to it with a blocking send first, then enters
+ * the collective.  The send is large (a rendezvous in Open MPI and MPICH),
+ * so it completes only if rank 0's collective drives the MPI library's
+ * progress while it waits: weft's waits did not, and both ranks hung.  And
+ * the other way round: rank 0 starts a large send, rank 1 receives it with
+ * a blocking receive, then both enter the collective.  Each collective weft
+ * serves a different way: the board (8 bytes, the barrier), a schedule
+ * (64 KiB bcast), single copy or the arena (4 MiB allreduce). */
+static void progress_rule(void)
+{
+    if (size < 2)
+        return;
+    const int n = 1 << 20; /* ints: 4 MiB */
+    int *msg = malloc((size_t)n * sizeof *msg), *big = malloc((size_t)n * sizeof *big),
+        *sum = malloc((size_t)n * sizeof *sum);
+    for (int c = 0; c < 4; c++)
+        for (int dir = 0; dir < 2; dir++) {
+            int sender = dir ? 0 : 1, receiver = dir ? 1 : 0;
+            for (int i = 0; i < n; i++)
+                msg[i] = rank == sender ? i * 3 + c + dir : -1, big[i] = rank + i % 7;
+            MPI_Request req = MPI_REQUEST_NULL;
+            if (rank == receiver && !dir)
+                MPI_Irecv(msg, n, MPI_INT, sender, 40 + c, MPI_COMM_WORLD, &req);
+            else if (rank == sender && !dir)
+                MPI_Send(msg, n, MPI_INT, receiver, 40 + c, MPI_COMM_WORLD);
+            else if (rank == sender)
+                MPI_Isend(msg, n, MPI_INT, receiver, 40 + c, MPI_COMM_WORLD, &req);
+            else if (rank == receiver)
+                MPI_Recv(msg, n, MPI_INT, sender, 40 + c, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            int x = rank + 1, y = 0, rc;
+            if (c == 0)
+                rc = MPI_Allreduce(&x, &y, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD),
+                y = y == size * (size + 1) / 2;
+            else if (c == 1)
+                rc = MPI_Barrier(MPI_COMM_WORLD), y = 1;
+            else if (c == 2) {
+                if (rank == size - 1)
+                    for (int i = 0; i < 16384; i++)
+                        big[i] = i ^ 5;
+                rc = MPI_Bcast(big, 16384, MPI_INT, size - 1, MPI_COMM_WORLD);
+                y = 1;
+                for (int i = 0; i < 16384; i++)
+                    y &= big[i] == (i ^ 5);
+            } else {
+                rc = MPI_Allreduce(big, sum, n, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+                y = 1;
+                for (int i = 0; i < n; i += 4099)
+                    y &= sum[i] == size * (size - 1) / 2 + size * (i % 7);
+            }
+            MPI_Wait(&req, MPI_STATUS_IGNORE);
+            CHECK(rc == MPI_SUCCESS && y, "collective %d beside a %s send: wrong result", c,
+                  dir ? "started" : "blocking");
+            int wrong = 0;
+            for (int i = 0; rank == receiver && i < n; i++)
+                wrong += msg[i] != i * 3 + c + dir;
+            CHECK(!wrong, "collective %d beside a %s send: %d elements of the message wrong", c,
+                  dir ? "started" : "blocking", wrong);
+        }
+    free(msg), free(big), free(sum);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -272,6 +334,7 @@ int main(int argc, char **argv)
     MPI_Allreduce(&s1, &s2, 1, MPI_INT, MPI_SUM, MPI_COMM_SELF);
     CHECK(s2 == 41, "COMM_SELF");
     empty_and_resized();
+    progress_rule();
     MPI_Comm half;
     MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
     int hv = rank, hs = 0, want = 0;

@@ -411,6 +411,15 @@ static int idle_checks(exec_t *e, uint64_t now)
     return 0;
 }
 
+/* Idle polls between two calls of the external progress function while a
+ * wait spins or yields (a wait that ends within a few microseconds never
+ * makes one); once it naps or sleeps between polls, every poll calls it. */
+#define EXEC_DRIVE_EVERY 256
+
+static void (*_Atomic external_progress)(void);
+
+void exec_set_external_progress(void (*fn)(void)) { external_progress = fn; }
+
 int exec_wait(exec_t *e, int timeout_ms)
 {
     xport_t *x = e->x;
@@ -466,6 +475,12 @@ int exec_wait(exec_t *e, int timeout_ms)
         if (rc != 0)
             break;
         idle = moved ? 0 : idle + 1;
+        /* past the yields every poll naps or sleeps: drive at each */
+        if (idle >= yield_limit || idle % EXEC_DRIVE_EVERY == EXEC_DRIVE_EVERY - 1) {
+            void (*drive)(void) = external_progress;
+            if (drive)
+                drive();
+        }
         if (timeout_ms >= 0 && weft_now_ns() >= deadline) {
             if (idle >= spin_limit) /* no time left to sleep in: yield */
                 sched_yield();

@@ -14,6 +14,7 @@
  * receive-and-reduce lands in a pooled staging buffer and is reduced into
  * place when it completes.  A message of the wrong size is reported as
  * WEFT_EMISMATCH (our communicator returns MPI errors instead of aborting). */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,7 @@
 
 #include <mpi.h>
 
+#include "../exec/engine.h"
 #include "xport.h"
 #include "xport_mpi.h"
 
@@ -510,8 +512,40 @@ static int mpi_open_comm(MPI_Comm dup, xport_t **out)
 
 MPI_Comm xport_mpi_comm(xport_t *x) { return ((mpi_xport_t *)x)->comm; }
 
+/* MPI's progress rule: a rank waiting in a collective that weft serves is
+ * inside an MPI call (the drop-in) or at least in an MPI program, and a
+ * peer's blocking send to a receive it posted before must still complete.
+ * Open MPI and MPICH move a large message (a rendezvous) only while the
+ * receiver is in their progress engine, which weft's waits on cells or on
+ * the board never entered: the sender waited in MPI_Send for the receiver,
+ * the receiver in weft for the sender, for ever (test_pmpi's progress
+ * case).  A probe drives that engine (about 50 ns here); the engine calls
+ * it while a wait idles (exec_set_external_progress).  Below
+ * MPI_THREAD_MULTIPLE only the main thread may call MPI, so other threads
+ * of such a program do not probe (docs/MPI.md). */
+static int mpi_thread_level = MPI_THREAD_SINGLE;
+
+static void drive_mpi(void)
+{
+    int fin = 0, main_thread = 1, flag;
+    if (PMPI_Finalized(&fin) != MPI_SUCCESS || fin)
+        return;
+    if (mpi_thread_level < MPI_THREAD_MULTIPLE &&
+        (PMPI_Is_thread_main(&main_thread) != MPI_SUCCESS || !main_thread))
+        return;
+    PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_SELF, &flag, MPI_STATUS_IGNORE);
+}
+
+static void install_drive(void)
+{
+    if (PMPI_Query_thread(&mpi_thread_level) != MPI_SUCCESS)
+        mpi_thread_level = MPI_THREAD_SINGLE;
+    exec_set_external_progress(drive_mpi);
+}
+
 int xport_mpi_open(MPI_Comm comm, xport_t **out)
 {
+    static pthread_once_t drive_once = PTHREAD_ONCE_INIT;
     int init = 0;
     MPI_Initialized(&init);
     if (!init)
@@ -522,6 +556,7 @@ int xport_mpi_open(MPI_Comm comm, xport_t **out)
     MPI_Comm_test_inter(comm, &inter);
     if (inter)
         return weft_error(WEFT_ENOTSUP, "weft_comm_from_mpi: intercommunicators are not supported");
+    pthread_once(&drive_once, install_drive);
     MPI_Comm dup;
     int mrc = MPI_Comm_dup(comm, &dup);
     if (mrc != MPI_SUCCESS)
