@@ -12,7 +12,8 @@
  * soon as it returns, so a peer still reading it would differ.  Rank 0
  * prints one hash per rank of everything each rank received; with
  * PMPI_RANDOM_TRACE=R, rank R prints each call and its hash to stderr, to
- * find the first call that differs.
+ * find the first call that differs.  One call in eight has a message of up
+ * to 1 MiB between paired ranks in flight around it (MPI's progress rule).
  *
  * The data keep sums and products exact and in range: float sums of small
  * integers, no float products, no narrow integer products, and values
@@ -109,6 +110,25 @@ int main(int argc, char **argv)
         if (d == 2)
             for (size_t i = 0; i < bytes / 4; i++)
                 ((float *)a)[i] = (float)((i + (size_t)rank + (size_t)c) % 17);
+        /* one call in eight beside a message between the ranks of a pair
+         * (r, r ^ 1): one sends it with a blocking MPI_Send before its
+         * call, the other posted the receive before its call and waits
+         * after, so a large message (a rendezvous) completes only if the
+         * call drives MPI's progress (docs/MPI.md, "MPI's progress rule") */
+        int side = draw() % 8 == 0 ? 1 + (int)(draw() % 2) : 0;
+        int mlen = (int)(draw() % (1u << 18)), partner = rank ^ 1;
+        int msender = (side == 1) == (rank % 2 == 0);
+        MPI_Request mreq = MPI_REQUEST_NULL;
+        int *m = NULL;
+        if (side && partner < size) {
+            m = malloc((size_t)mlen * sizeof *m + 1);
+            for (int i = 0; i < mlen; i++)
+                m[i] = msender ? i * 5 + c + rank : -1;
+            if (msender)
+                MPI_Send(m, mlen, MPI_INT, partner, 77, MPI_COMM_WORLD);
+            else
+                MPI_Irecv(m, mlen, MPI_INT, partner, 77, MPI_COMM_WORLD, &mreq);
+        }
         switch (kind) {
         case K_ALLREDUCE:
             if (inplace) {
@@ -158,6 +178,10 @@ int main(int argc, char **argv)
         uint64_t h = 0;
         for (size_t i = 0; i < outb; i++)
             h = h * 1099511628211ull + (unsigned char)b[i];
+        MPI_Wait(&mreq, MPI_STATUS_IGNORE);
+        for (int i = 0; m && !msender && i < mlen; i++)
+            h = h * 1099511628211ull + (unsigned)m[i];
+        free(m);
         if (kind == K_BCAST)
             memset(b, 0x5a, bytes);
         sum = sum * 31 + h;
