@@ -8,10 +8,16 @@
  *     g(s) = (PRTT(n, 0, s) - PRTT(1, 0, s)) / (n - 1)          (gap)
  *     o(s) = (PRTT(n, d, s) - PRTT(1, 0, s)) / (n - 1) - d      (d > g(s))
  *     L    = PRTT(1, 0, 1) / 2 - 2 o(1)
- * and G and O are the slopes of g(s) and o(s) over large s (least squares),
- * g and o their values at one byte.  A message is a broadcast between the
- * two ranks (binomial: one send, one receive), so the figures include
- * weft's per-call work, which is what the simulator should charge.  gamma is
+ * and G and O are the slopes of g(s) and o(s) over large s (least squares).
+ * A message there is a broadcast between the two ranks (binomial: one send,
+ * one receive), so g(1) and o(1) hold a whole call's work at the root (its
+ * bookkeeping and its look at the peer's call log: 0.2-0.7 us), more than
+ * half the one-way time, which left no room for L.  A schedule's messages
+ * do not pay it each: g and o come instead from n messages of one byte
+ * inside one call (a pipelined broadcast of n bytes in n chunks), whose
+ * gap is the per-message time at the bottleneck; on shared memory the
+ * sending CPU is the network, so o = g, and L is the one-way time less
+ * 2 o (docs/PERFORMANCE.md, "The fit validated").  gamma is
  * the float32 sum kernel's time per byte, in cache (1 MiB).  As the
  * ring-and-halving seed does, it also fits alpha + beta s to the one-way
  * time and prints the fit's error. */
@@ -38,7 +44,8 @@ static int fit_usage(FILE *f, int rc)
 {
     fprintf(f, "usage: weft fit [--out FILE] [--reps N]\n"
                "Measures L, o, g, G, O (Netgauge's PRTT method, messages as two-rank\n"
-               "broadcasts on weft's shared memory) and gamma (the float32 sum kernel), fits\n"
+               "broadcasts on weft's shared memory; o = g from messages inside one call)\n"
+               "and gamma (the float32 sum kernel), fits\n"
                "alpha + beta s to the one-way time, prints them with their fit error and\n"
                "writes a preset for weft sim (default this-machine.preset: then\n"
                "weft sim --preset this-machine).  Figures are medians of N runs (default 5).\n");
@@ -52,12 +59,16 @@ static void spin(double d)
         ;
 }
 
-/* PRTT(n, d, s) in seconds, as rank 0 sees it (both ranks call it). */
-static double prtt(weft_comm_t w, int me, char *buf, size_t s, int n, double d)
+/* PRTT(n, d, s) in seconds, as rank 0 sees it (both ranks call it).  With
+ * wp (a communicator whose bcast is pipelined in n chunks), the n messages
+ * are one call of n one-byte chunks instead, and d is 0. */
+static double prtt(weft_comm_t w, weft_comm_t wp, int me, char *buf, size_t s, int n, double d)
 {
     weft_barrier(w);
     double t0 = weft_now();
-    for (int i = 0; i < n; i++) {
+    if (wp)
+        weft_bcast(buf, (size_t)n, WEFT_UINT8, 0, wp);
+    for (int i = 0; i < n && !wp; i++) {
         if (me == 0 && i && d > 0)
             spin(d);
         weft_bcast(buf, s, WEFT_UINT8, 0, w);
@@ -73,15 +84,16 @@ static int cmp_d(const void *a, const void *b)
 }
 
 /* The median over reps of PRTT(n, d, s), each the mean of iters runs. */
-static double prtt_median(weft_comm_t w, int me, char *buf, size_t s, int n, double d, int reps)
+static double prtt_median(weft_comm_t w, weft_comm_t wp, int me, char *buf, size_t s, int n,
+                          double d, int reps)
 {
     double v[32];
     int iters = s <= 65536 ? 200 : s <= 1048576 ? 50 : 20;
-    prtt(w, me, buf, s, n, d); /* warm: the pages, the cells, the caches */
+    prtt(w, wp, me, buf, s, n, d); /* warm: the pages, the cells, the caches */
     for (int r = 0; r < reps; r++) {
         double t = 0;
         for (int i = 0; i < iters; i++)
-            t += prtt(w, me, buf, s, n, d);
+            t += prtt(w, wp, me, buf, s, n, d);
         v[r] = t / iters;
     }
     qsort(v, (size_t)reps, sizeof *v, cmp_d);
@@ -131,6 +143,28 @@ static double gamma_per_byte(void)
     return best * 1e9 / (double)(n * 4);
 }
 
+/* The gap between one-byte messages inside one call, in ns (module
+ * comment): IN_CALL_MESSAGES chunks of a pipelined bcast against one; -1 on
+ * an error. */
+#define IN_CALL_MESSAGES 64
+
+static double in_call_gap(weft_comm_t w, int me, char *buf, int reps)
+{
+    weft_comm_t wp = NULL;
+    char params[32];
+    snprintf(params, sizeof params, "chunks=%d", IN_CALL_MESSAGES);
+    if (weft_comm_dup(w, &wp) || weft_set_algorithm(wp, WEFT_COLL_BCAST, "pipeline", params)) {
+        if (wp)
+            weft_comm_free(&wp);
+        return -1;
+    }
+    double p1 = prtt_median(w, wp, me, buf, 1, 1, 0, reps);
+    double pn = prtt_median(w, wp, me, buf, 1, IN_CALL_MESSAGES, 0, reps);
+    weft_comm_free(&wp);
+    double gap = (pn - p1) / (IN_CALL_MESSAGES - 1) * 1e9;
+    return gap > 0 ? gap : 0;
+}
+
 static int fit_rank(const fit_opts_t *o)
 {
     weft_comm_t w = weft_comm_world();
@@ -147,11 +181,11 @@ static int fit_rank(const fit_opts_t *o)
     double x[NSIZES], g[NSIZES], ov[NSIZES], oneway[NSIZES];
     for (int i = 0; i < NSIZES; i++) {
         size_t s = fit_sizes[i];
-        double p1 = prtt_median(w, me, buf, s, 1, 0, o->reps);
-        double pn = prtt_median(w, me, buf, s, n, 0, o->reps);
+        double p1 = prtt_median(w, NULL, me, buf, s, 1, 0, o->reps);
+        double pn = prtt_median(w, NULL, me, buf, s, n, 0, o->reps);
         double gs = (pn - p1) / (n - 1);
         double d = 2 * (gs > 0 ? gs : 1e-6) + 2e-6;
-        double pd = prtt_median(w, me, buf, s, n, d, o->reps);
+        double pd = prtt_median(w, NULL, me, buf, s, n, d, o->reps);
         x[i] = (double)(s - 1);
         g[i] = gs * 1e9;
         ov[i] = ((pd - p1) / (n - 1) - d) * 1e9;
@@ -159,7 +193,12 @@ static int fit_rank(const fit_opts_t *o)
         if (me == 0)
             printf("%10zu %12.1f %12.1f %12.1f\n", s, oneway[i], g[i], ov[i]);
     }
+    double in_call = in_call_gap(w, me, buf, o->reps);
     free(buf);
+    if (in_call < 0) {
+        fprintf(stderr, "weft fit: %s\n", weft_last_error());
+        return 1;
+    }
     if (me != 0)
         return 0;
     /* slopes over the sizes from 64 KiB up (past the cache-line regime) */
@@ -169,30 +208,30 @@ static int fit_rank(const fit_opts_t *o)
     double ea = fit_line(x, oneway, NSIZES, &a, &b);
     sim_model_t m;
     sim_model_default(&m);
-    m.g = g[0] > 0 ? g[0] : 0;
-    m.o = ov[0] > 0 ? ov[0] : 0;
+    m.g = m.o = in_call;
     m.G = G > 0 ? G : 0;
     m.O = O > 0 ? O : 0;
     m.L = oneway[0] - 2 * m.o > 0 ? oneway[0] - 2 * m.o : 0;
     m.S = UINT64_MAX; /* weft's shared memory has no rendezvous in this sense */
     m.gamma = gamma_per_byte();
-    printf("\nLogGOPS: L %.1f ns, o %.1f ns, g %.1f ns, G %.4f ns/B, O %.4f ns/B, "
+    printf("\ninside one call: %d messages of 1 byte, %.1f ns apart (per call above: "
+           "g(1) %.1f ns, o(1) %.1f ns)\n", IN_CALL_MESSAGES, in_call, g[0], ov[0]);
+    printf("LogGOPS: L %.1f ns, o %.1f ns, g %.1f ns, G %.4f ns/B, O %.4f ns/B, "
            "gamma %.4f ns/B\n", m.L, m.o, m.g, m.G, m.O, m.gamma);
     printf("fit error (largest relative residual): G %.1f %%, O %.1f %% (sizes >= 64 KiB)\n",
            eg * 100, eo * 100);
-    /* LogGOPS's one-way time is o + L + o; a send overhead past half of it
-     * is a call's overhead (its bookkeeping and checks at the root), not a
-     * message's, and leaves no room for L: say so rather than print a bare
-     * zero (docs/PERFORMANCE.md, the fit's validation) */
+    /* LogGOPS's one-way time is o + L + o: an o past half of it leaves no
+     * room for L (it did when o was a call's overhead): say so rather than
+     * print a bare zero */
     if (2 * m.o > oneway[0])
-        printf("note: o (%.1f ns) exceeds half the one-way time of 1 byte (%.1f ns): the "
-               "root's per-call overhead, not a message's; L set to 0, and the model "
-               "overcharges messages inside one call\n", m.o, oneway[0]);
+        printf("note: o (%.1f ns) exceeds half the one-way time of 1 byte (%.1f ns); L set "
+               "to 0\n", m.o, oneway[0]);
     printf("alpha-beta: alpha %.1f ns, beta %.4f ns/B (%.2f GB/s); largest relative "
            "residual %.1f %% over 1 B - 4 MiB\n", a, b, b > 0 ? 1 / b : 0, ea * 100);
     char comment[160];
     snprintf(comment, sizeof comment,
-             "weft fit: weft's shared memory, two ranks, two-rank broadcasts as messages");
+             "weft fit: weft's shared memory, two ranks; o = g from messages inside one call, "
+             "L, G and O from two-rank broadcasts");
     if (sim_preset_write(o->out, &m, comment)) {
         fprintf(stderr, "weft fit: %s: %s\n", o->out, strerror(errno));
         return 1;
