@@ -109,7 +109,8 @@ typedef struct sim {
     double *wake;                /* the rank's pending wake-up, -1 none */
     struct wnode {
         uint32_t idx, next;
-        uint64_t seq;
+        uint64_t next_seq; /* the place of the node after this one (on_wake
+                            * then need not touch that node to pop this) */
     } *wn;
     uint32_t nwn, wncap, freewn;
     bool fifo;         /* SIM_ORDER_FIFO (one CPU per rank only) */
@@ -753,12 +754,13 @@ static void park(sim_t *s, uint32_t r, int cls, uint32_t idx, double ready)
         n = s->freewn, s->freewn = s->wn[n].next;
     else
         n = s->nwn++;
-    s->wn[n].idx = idx, s->wn[n].next = NIL, s->wn[n].seq = s->seq++;
+    uint64_t seq = s->seq++;
+    s->wn[n].idx = idx, s->wn[n].next = NIL;
     struct wqueue *q = &s->wq[(size_t)r * 3 + (size_t)cls];
     if (q->head == NIL)
-        q->head = n, q->seq = s->wn[n].seq;
+        q->head = n, q->seq = seq;
     else
-        s->wn[q->tail].next = n;
+        s->wn[q->tail].next = n, s->wn[q->tail].next_seq = seq;
     q->tail = n;
     schedule_wake(s, r);
 }
@@ -916,7 +918,7 @@ static void on_wake(sim_t *s, uint32_t r, double t)
         uint32_t n = q->head, idx = s->wn[n].idx;
         q->head = s->wn[n].next;
         if (q->head != NIL)
-            q->seq = s->wn[q->head].seq;
+            q->seq = s->wn[n].next_seq;
         s->wn[n].next = s->freewn;
         s->freewn = n;
         if (best == WQ_MSG)
@@ -968,8 +970,13 @@ enum { PREFETCH_AHEAD = 6 };
 __attribute__((always_inline)) static inline void prefetch_ahead(const sim_t *s)
 {
     const evq_item_t *far = evq_ahead(&s->q, 2 * PREFETCH_AHEAD);
-    if (far)
+    if (far) {
         __builtin_prefetch(&s->prog[far->a >> 3], 1);
+        if (s->fifo && (far->a & 7) == EV_WAKE) { /* 48 bytes: two lines at most */
+            __builtin_prefetch(&s->wq[(size_t)(far->a >> 3) * 3], 1);
+            __builtin_prefetch(&s->wq[(size_t)(far->a >> 3) * 3 + 2], 1);
+        }
+    }
     const evq_item_t *near = evq_ahead(&s->q, PREFETCH_AHEAD);
     if (!near)
         return;
@@ -982,6 +989,14 @@ __attribute__((always_inline)) static inline void prefetch_ahead(const sim_t *s)
     if (s->fifo) {
         __builtin_prefetch(&s->wq[r * 3], 1);
         __builtin_prefetch(&s->wake[r], 1);
+        /* a wake-up reads its queues' first nodes, which waited long
+         * enough to go cold: their indices were fetched six events ago */
+        if ((near->a & 7) == EV_WAKE)
+            for (int c = 0; c < 3; c++) {
+                uint32_t h = s->wq[r * 3 + (size_t)c].head;
+                if (h != NIL)
+                    __builtin_prefetch(&s->wn[h], 1);
+            }
     }
 }
 
