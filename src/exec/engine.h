@@ -142,11 +142,10 @@ int exec_finish(exec_t *e, int rc);
 /* 1 when finished, 0 when not yet, a negative weft error on failure.
  * Caller holds e->x->lock. */
 int exec_progress(exec_t *e);
-/* A function a wait calls now and then while it idles (engine.c says how
- * often; without the transport's lock):
- * the MPI transport installs one that drives the MPI library's own
- * progress, which MPI's progress rule asks of a rank inside a collective
- * (mpi.c).  NULL: none. */
+/* A function a wait calls now and then while it idles, without the
+ * transport's lock (engine.c says how often): the MPI transport installs
+ * one that drives the MPI library's own progress, which MPI's progress rule
+ * asks of a rank inside a collective (mpi.c).  NULL: none. */
 void exec_set_external_progress(void (*fn)(void));
 /* Blocks until finished or failed (takes the lock itself), progressing
  * every schedule over the transport.  timeout_ms < 0: no limit; otherwise
