@@ -478,6 +478,35 @@ static long told[C_N];
         }                                                                                   \
     } while (0)
 
+/* A negative count is erroneous in every MPI library: MPI_ERR_COUNT through
+ * the communicator's error handler, as Open MPI gives it, instead of the
+ * call going to the library (MPICH 4.0 crashes in MPI_Allreduce with a
+ * count of -1).  On MPI_COMM_NULL, which has no handler, the library
+ * reports the communicator. */
+static int refuse(MPI_Comm comm, int err)
+{
+    PMPI_Comm_call_errhandler(comm, err);
+    return err;
+}
+
+#define REFUSE_NEGATIVE(n, comm)                                                            \
+    do {                                                                                    \
+        if ((n) < 0 && (comm) != MPI_COMM_NULL)                                             \
+            return refuse(comm, MPI_ERR_COUNT);                                             \
+    } while (0)
+
+/* reduction_comm's why for a predefined op MPI does not define on the type
+ * (mpi_defines): refused with MPI_ERR_OP (no slot of its own in fallback) */
+#define F_UNDEFINED_OP F_N
+#define REFUSE_UNDEFINED_OP(why, comm)                                                      \
+    do {                                                                                    \
+        if ((why) == F_UNDEFINED_OP) {                                                      \
+            if ((comm) != MPI_COMM_NULL)                                                    \
+                return refuse(comm, MPI_ERR_OP);                                            \
+            (why) = F_ARGS;                                                                 \
+        }                                                                                   \
+    } while (0)
+
 #define FALLBACK(c, why, call)                                                              \
     do {                                                                                    \
         count_one(&fallback[c][why]);                                                       \
@@ -491,7 +520,9 @@ static const void *in_place(const void *buf) { return buf == MPI_IN_PLACE ? WEFT
  * the logical ops on integers, the bitwise ops on integers and MPI_BYTE;
  * MPI_CHAR is character data, for no op.  weft could compute the others
  * (a sum of bytes, an AND of floats), but MPI libraries refuse them with
- * MPI_ERR_OP, and a program must see the same error with the drop-in.
+ * MPI_ERR_OP, and a program must see the same error with the drop-in: the
+ * drop-in refuses them itself, through the communicator's error handler as
+ * Open MPI does, since MPICH 4.0 asserts on some (MPI_LOR on MPI_DOUBLE).
  * Every rank passes the same type and op, so every rank decides alike.
  * User ops take any type. */
 static int mpi_defines(MPI_Op op, MPI_Datatype dt, weft_dtype_t wdt)
@@ -518,7 +549,7 @@ static weft_comm_t reduction_comm(MPI_Comm comm, int count, MPI_Datatype dt, MPI
         return NULL;
     }
     if (!mpi_defines(op, dt, *wdt)) {
-        *why = F_ARGS;
+        *why = F_UNDEFINED_OP;
         return NULL;
     }
     if (!map_op(op, wop)) {
@@ -544,10 +575,12 @@ static int bad_reduction_buffers(const void *sendbuf, const void *recvbuf, int c
 int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
                   MPI_Comm comm)
 {
+    REFUSE_NEGATIVE(count, comm);
     weft_dtype_t wdt;
     weft_op_t wop;
     int why = 0;
     weft_comm_t wc = reduction_comm(comm, count, dt, op, &wdt, &wop, &why);
+    REFUSE_UNDEFINED_OP(why, comm);
     if (wc && bad_reduction_buffers(sendbuf, recvbuf, count))
         wc = NULL, why = F_ARGS;
     if (!wc)
@@ -565,10 +598,12 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt
 int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
                int root, MPI_Comm comm)
 {
+    REFUSE_NEGATIVE(count, comm);
     weft_dtype_t wdt;
     weft_op_t wop;
     int why = 0, size = 0, rank = 0;
     weft_comm_t wc = reduction_comm(comm, count, dt, op, &wdt, &wop, &why);
+    REFUSE_UNDEFINED_OP(why, comm);
     if (wc) {
         PMPI_Comm_size(comm, &size);
         PMPI_Comm_rank(comm, &rank);
@@ -590,6 +625,7 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, M
 
 int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
 {
+    REFUSE_NEGATIVE(count, comm);
     typesig_t t;
     int why = 0, size = 0, rank = 0;
     if (buf == MPI_IN_PLACE || !signature(dt, count, &t))
@@ -618,10 +654,12 @@ int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
 int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt,
                              MPI_Op op, MPI_Comm comm)
 {
+    REFUSE_NEGATIVE(count, comm);
     weft_dtype_t wdt;
     weft_op_t wop;
     int why = 0;
     weft_comm_t wc = reduction_comm(comm, count, dt, op, &wdt, &wop, &why);
+    REFUSE_UNDEFINED_OP(why, comm);
     if (wc && recvbuf == MPI_IN_PLACE)
         wc = NULL, why = F_ARGS;
     if (!wc)
@@ -639,6 +677,7 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int count, MPI_
 int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
+    REFUSE_NEGATIVE(sendbuf != MPI_IN_PLACE && sendcount < 0 ? sendcount : recvcount, comm);
     typesig_t rt, st;
     int why = 0, size = 0, rank = 0;
     /* the block each rank gives is recvcount x recvtype in signature; the

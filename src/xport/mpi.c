@@ -520,7 +520,9 @@ MPI_Comm xport_mpi_comm(xport_t *x) { return ((mpi_xport_t *)x)->comm; }
  * the board never entered: the sender waited in MPI_Send for the receiver,
  * the receiver in weft for the sender, for ever (test_pmpi's progress
  * case).  A probe drives that engine (about 50 ns here); the engine calls
- * it while a wait idles (exec_set_external_progress).  Below
+ * it while a wait idles (exec_set_external_progress).  It probes
+ * MPI_COMM_WORLD, which takes nothing from its queues: MPICH answers a
+ * probe of MPI_COMM_SELF without entering its progress engine.  Below
  * MPI_THREAD_MULTIPLE only the main thread may call MPI, so other threads
  * of such a program do not probe (docs/MPI.md). */
 static int mpi_thread_level = MPI_THREAD_SINGLE;
@@ -533,7 +535,7 @@ static void drive_mpi(void)
     if (mpi_thread_level < MPI_THREAD_MULTIPLE &&
         (PMPI_Is_thread_main(&main_thread) != MPI_SUCCESS || !main_thread))
         return;
-    PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_SELF, &flag, MPI_STATUS_IGNORE);
+    PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
 }
 
 static void install_drive(void)
