@@ -155,8 +155,12 @@ int bench_parse(int argc, char **argv, bench_opts_t *o)
     for (int i = 2; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         char *e = NULL;
-        if (!strcmp(argv[i], "--poll") || !strcmp(argv[i], "--back-to-back")) {
-            *(argv[i][2] == 'p' ? &o->poll : &o->back_to_back) = 1;
+        if (!strcmp(argv[i], "--poll")) {
+            o->poll = 1;
+            continue;
+        }
+        if (!strcmp(argv[i], "--back-to-back")) {
+            o->back_to_back = 1;
             continue;
         }
         if (!strcmp(argv[i], "--check") || !strcmp(argv[i], "--osu") ||
@@ -746,6 +750,12 @@ static void print_not_run(const lineup_t *L, const result_t *res, int nsizes)
     }
 }
 
+/* The convention of a balanced run's figures, as CSV and JSON name it. */
+static const char *convention_label(const bench_opts_t *o)
+{
+    return o->back_to_back ? "back-to-back" : o->osu ? "osu" : "max-median";
+}
+
 static void write_csv_row(FILE *csv, const bench_opts_t *o, int P, size_t bytes,
                           const char *label, const result_t *r)
 {
@@ -758,7 +768,7 @@ static void write_csv_row(FILE *csv, const bench_opts_t *o, int P, size_t bytes,
     else if (r->late)
         fprintf(csv, "inside-arrivals,%.3f,,\n", r->worst);
     else
-        fprintf(csv, "%s,,,\n", o->back_to_back ? "back-to-back" : o->osu ? "osu" : "max-median");
+        fprintf(csv, "%s,,,\n", convention_label(o));
 }
 
 static void write_json(const bench_opts_t *o, int P, const lineup_t *L, const result_t *res,
@@ -774,10 +784,7 @@ static void write_json(const bench_opts_t *o, int P, const lineup_t *L, const re
                "\"transport\": \"%s\", \"convention\": \"%s\", \"results\": [",
             weft_coll_name(o->coll), P, weft_dtype_name(o->dtype), bench_op_name(o->op),
             o->transport ? o->transport : "shm",
-            o->nmif || o->arrivals ? "inside"
-            : o->back_to_back     ? "back-to-back"
-            : o->osu              ? "osu"
-                                  : "max-median");
+            o->nmif || o->arrivals ? "inside" : convention_label(o));
     int first = 1;
     for (int s = 0; s < o->nsizes * npass; s++)
         for (size_t a = 0; a < L->n; a++) {

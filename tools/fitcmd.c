@@ -66,12 +66,14 @@ static double prtt(weft_comm_t w, weft_comm_t wp, int me, char *buf, size_t s, i
 {
     weft_barrier(w);
     double t0 = weft_now();
-    if (wp)
+    if (wp) {
         weft_bcast(buf, (size_t)n, WEFT_UINT8, 0, wp);
-    for (int i = 0; i < n && !wp; i++) {
-        if (me == 0 && i && d > 0)
-            spin(d);
-        weft_bcast(buf, s, WEFT_UINT8, 0, w);
+    } else {
+        for (int i = 0; i < n; i++) {
+            if (me == 0 && i && d > 0)
+                spin(d);
+            weft_bcast(buf, s, WEFT_UINT8, 0, w);
+        }
     }
     weft_bcast(buf, s, WEFT_UINT8, 1, w);
     return weft_now() - t0;
