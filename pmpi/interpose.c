@@ -642,7 +642,9 @@ int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
         FALLBACK(C_BCAST, why, PMPI_Bcast(buf, count, dt, root, comm));
     void *data;
     int have = sig_buffer(&t, buf, count, dt, rank == root, &data);
-    int rc = have ? weft_bcast(data, t.n, t.wdt, root, wc) : nomem(C_BCAST, &t);
+    int rc;
+    SERVE(C_BCAST, WEFT_COLL_BCAST, wc, rc,
+          have ? weft_bcast(data, t.n, t.wdt, root, wc) : nomem(C_BCAST, &t));
     if (have)
         sig_release(&t, data, buf, count, dt, rc == WEFT_OK && rank != root);
     if (rc != WEFT_OK)
@@ -709,8 +711,10 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
                             &rdata);
     int have_s = sendbuf == MPI_IN_PLACE ||
                  (have_r && sig_buffer(&st, (void *)sendbuf, sendcount, sendtype, 1, &sdata));
-    int rc = have_r && have_s ? weft_allgather(sdata, rdata, rt.n, rt.wdt, wc)
-                              : nomem(C_ALLGATHER, have_r ? &st : &all);
+    int rc;
+    SERVE(C_ALLGATHER, WEFT_COLL_ALLGATHER, wc, rc,
+          have_r && have_s ? weft_allgather(sdata, rdata, rt.n, rt.wdt, wc)
+                           : nomem(C_ALLGATHER, have_r ? &st : &all));
     if (have_s && sendbuf != MPI_IN_PLACE)
         sig_release(&st, sdata, (void *)sendbuf, sendcount, sendtype, 0);
     if (have_r)
@@ -734,7 +738,9 @@ int MPI_Barrier(MPI_Comm comm)
     weft_comm_t wc = usable(comm, 0, &why);
     if (!wc)
         FALLBACK(C_BARRIER, why, PMPI_Barrier(comm));
-    if (weft_barrier(wc) != WEFT_OK)
+    int rc;
+    SERVE(C_BARRIER, WEFT_COLL_BARRIER, wc, rc, weft_barrier(wc));
+    if (rc != WEFT_OK)
         return raise_error(comm, C_BARRIER);
     count_one(&served[C_BARRIER]);
     return MPI_SUCCESS;

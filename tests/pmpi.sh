@@ -4,6 +4,7 @@
 # datatype and MINLOC falling back to MPI.
 set -u
 lib=$1 prog=$2 np=$3; shift 3
+mpiargs=("$@") # mpirun's own options
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 fail() { echo "FAIL: $*"; exit 1; }
 timeout 300 mpirun -n "$np" "$@" "$prog" || fail "the program fails without the drop-in"
@@ -21,16 +22,22 @@ grep -q "MPI_Bcast: .*1 unsupported datatype" "$log" || fail "the derived dataty
 grep -q "rank 0\]: MPI_Alloc_mem: 2 blocks from weft's arena" "$log" || fail "MPI_Alloc_mem did not use weft's arena"
 grep -q "MPI_Allreduce: .*unsupported datatype" "$log" || fail "MINLOC on MPI_2INT did not fall back"
 # a forced algorithm that cannot serve a call (ring with the program's
-# non-commutative op) serves it with AUTO and says so; WEFT_STRICT=1 fails it
-WEFT_ALLREDUCE_ALGO=ring timeout 300 mpirun -n "$np" "$@" -x LD_PRELOAD="$lib" \
-    -x WEFT_ALLREDUCE_ALGO "$prog" 2>"$log" || { cat "$log"; fail "forced ring: the program failed"; }
-grep -q "MPI_Allreduce: allreduce ring needs a commutative op.*served by weft's automatic choice" \
-    "$log" || { cat "$log"; fail "forced ring: the fallback was not announced"; }
-[ "$(grep -c "weft-mpi: MPI_Allreduce" "$log")" -le "$np" ] || fail "announced more than once per rank"
-if WEFT_STRICT=1 WEFT_ALLREDUCE_ALGO=ring timeout 300 mpirun -n "$np" "$@" -x LD_PRELOAD="$lib" \
-    -x WEFT_ALLREDUCE_ALGO -x WEFT_STRICT "$prog" >/dev/null 2>&1; then
-    fail "WEFT_STRICT=1: the forced ring served a non-commutative op"
-fi
+# non-commutative op, the board with a 64 KiB bcast) serves it with AUTO and
+# says so once per rank; WEFT_STRICT=1 fails it
+forced() { # VAR=ALGO, the MPI call, what its announcement says
+    local set=$1 call=$2 why=$3 var=${1%%=*}
+    env "$set" timeout 300 mpirun -n "$np" "${mpiargs[@]}" -x LD_PRELOAD="$lib" -x "$var" "$prog" 2>"$log" ||
+        { cat "$log"; fail "$set: the program failed"; }
+    grep -q "$call: $why.*served by weft's automatic choice" "$log" ||
+        { cat "$log"; fail "$set: the fallback was not announced"; }
+    [ "$(grep -c "weft-mpi: $call" "$log")" -le "$np" ] || fail "$set: announced more than once per rank"
+    if env "$set" WEFT_STRICT=1 timeout 300 mpirun -n "$np" "${mpiargs[@]}" -x LD_PRELOAD="$lib" -x "$var" \
+        -x WEFT_STRICT "$prog" >/dev/null 2>&1; then
+        fail "WEFT_STRICT=1: $set served a call it cannot serve"
+    fi
+}
+forced WEFT_ALLREDUCE_ALGO=ring MPI_Allreduce "allreduce ring needs a commutative op"
+forced WEFT_BCAST_ALGO=board MPI_Bcast "bcast board carries at most"
 # many steps on a communicator from MPI_Comm_split (MPI_TAG_UB is read from
 # MPI_COMM_WORLD: the split's lacks it)
 WEFT_ALLREDUCE_ALGO=pipeline WEFT_ALLREDUCE_PARAMS=chunks=1000 timeout 300 mpirun -n "$np" "$@" \
