@@ -16,13 +16,25 @@ weft_err_t weft_comm_from_mpi(MPI_Comm comm, weft_comm_t *newcomm)
     pthread_mutex_unlock(&weft_g.lock);
     if (rc)
         return rc;
-    xport_t *mx, *x;
-    if ((rc = xport_mpi_open(comm, &mx)))
+    if ((rc = xport_mpi_usable(comm)))
         return rc;
+    /* On one machine no MPI communicator is made: shared memory carries
+     * everything, and the drop-in builds this inside the program's own
+     * collective call, where a hidden MPI_Comm_dup, beside communicators
+     * the program creates in other threads, hung Open MPI 4.1's context
+     * id agreement (MPICH's threads/comm/comm_create_group_threads). */
+    xport_t *mx, *x = NULL;
     int *ids = NULL;
-    if ((rc = xport_twolevel_open(mx, weft_g.node_size, &ids, &x))) {
-        mx->ops->close(mx);
+    if (!weft_g.node_size && (rc = xport_one_node_open(comm, &ids, &x)))
         return rc;
+    if (!x) {
+        if ((rc = xport_mpi_open(comm, &mx)))
+            return rc;
+        if ((rc = xport_twolevel_open(mx, weft_g.node_size, &ids, &x))) {
+            free(ids);
+            mx->ops->close(mx);
+            return rc;
+        }
     }
     int *ident = malloc((size_t)x->size * sizeof *ident);
     if (!ident) {

@@ -545,7 +545,7 @@ static void install_drive(void)
     exec_set_external_progress(drive_mpi);
 }
 
-int xport_mpi_open(MPI_Comm comm, xport_t **out)
+int xport_mpi_usable(MPI_Comm comm)
 {
     static pthread_once_t drive_once = PTHREAD_ONCE_INIT;
     int init = 0;
@@ -559,6 +559,14 @@ int xport_mpi_open(MPI_Comm comm, xport_t **out)
     if (inter)
         return weft_error(WEFT_ENOTSUP, "weft_comm_from_mpi: intercommunicators are not supported");
     pthread_once(&drive_once, install_drive);
+    return WEFT_OK;
+}
+
+int xport_mpi_open(MPI_Comm comm, xport_t **out)
+{
+    int rc = xport_mpi_usable(comm);
+    if (rc)
+        return rc;
     MPI_Comm dup;
     int mrc = MPI_Comm_dup(comm, &dup);
     if (mrc != MPI_SUCCESS)

@@ -1,7 +1,7 @@
 /* twolevel.c — the transport of a weft communicator built on MPI: messages
  * between ranks of one node go through weft's shared-memory transport (a
  * segment created by the node's first rank, its name passed over MPI), all
- * others through MPI.  Nodes are MPI_COMM_TYPE_SHARED groups, or virtual
+ * others through MPI.  Nodes are the ranks of one host and boot, or virtual
  * nodes of WEFT_NODE_SIZE consecutive MPI_COMM_WORLD ranks.  MPI
  * collectives used here go through PMPI_ so that weft's own drop-in
  * (libweft-mpi.so) never sees them. */
@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <mpi.h>
 
@@ -165,29 +166,133 @@ static const xport_ops_t twolevel_one_node_ops = {
     tl_board_slot, tl_wake_ranks, tl_arrival_rec,
 };
 
-/* Node id of every rank of the transport's MPI communicator. */
+/* What names this rank's machine: its host name and the kernel's boot id
+ * (two containers may share a host name, not a boot; processes under one
+ * kernel can share a /dev/shm segment, and where they cannot, joining it
+ * fails and every rank learns so below). */
+#define HOST_KEY 128
+static void host_key(char key[HOST_KEY])
+{
+    memset(key, 0, HOST_KEY);
+    gethostname(key, 64);
+    key[63] = '\0';
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (f) {
+        if (!fgets(key + 64, HOST_KEY - 64, f))
+            key[64] = '\0';
+        fclose(f);
+    }
+}
+
+/* Node id of every rank of the transport's MPI communicator.  No
+ * communicator is created for it (MPI_Comm_split_type would be one): the
+ * drop-in builds this inside a user's collective call, and a hidden
+ * communicator creation there, beside the program's own in other threads,
+ * hung Open MPI 4.1's context id agreement (MPICH's
+ * threads/comm/comm_create_group_threads). */
 static int node_ids(MPI_Comm comm, int node_size, int *ids)
 {
-    int me;
+    int P, me;
+    PMPI_Comm_size(comm, &P);
     if (node_size > 0) {
         int wr;
         PMPI_Comm_rank(MPI_COMM_WORLD, &wr);
         me = wr / node_size;
-    } else {
-        /* a node is named by its lowest rank in comm, not in MPI_COMM_WORLD:
-         * a communicator merged from spawned jobs holds two world ranks 0,
-         * on different machines */
-        MPI_Comm node;
-        int rank;
-        PMPI_Comm_rank(comm, &rank);
-        if (PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node) !=
-            MPI_SUCCESS)
-            return weft_error(WEFT_EINVAL, "MPI_Comm_split_type failed");
-        PMPI_Allreduce(&rank, &me, 1, MPI_INT, MPI_MIN, node);
-        PMPI_Comm_free(&node);
+        if (PMPI_Allgather(&me, 1, MPI_INT, ids, 1, MPI_INT, comm) != MPI_SUCCESS)
+            return weft_error(WEFT_EINVAL, "MPI_Allgather of node ids failed");
+        return WEFT_OK;
     }
-    if (PMPI_Allgather(&me, 1, MPI_INT, ids, 1, MPI_INT, comm) != MPI_SUCCESS)
-        return weft_error(WEFT_EINVAL, "MPI_Allgather of node ids failed");
+    /* a node is named by its lowest rank in comm, not in MPI_COMM_WORLD:
+     * a communicator merged from spawned jobs holds two world ranks 0, on
+     * different machines */
+    char mine[HOST_KEY], *all = malloc((size_t)P * HOST_KEY);
+    if (!all)
+        return weft_error(WEFT_ENOMEM, "out of memory");
+    host_key(mine);
+    if (PMPI_Allgather(mine, HOST_KEY, MPI_CHAR, all, HOST_KEY, MPI_CHAR, comm) != MPI_SUCCESS) {
+        free(all);
+        return weft_error(WEFT_EINVAL, "MPI_Allgather of host names failed");
+    }
+    for (int r = 0; r < P; r++) {
+        ids[r] = r;
+        for (int q = 0; q < r; q++)
+            if (ids[q] == q && !memcmp(all + (size_t)q * HOST_KEY, all + (size_t)r * HOST_KEY, HOST_KEY)) {
+                ids[r] = q;
+                break;
+            }
+    }
+    free(all);
+    return WEFT_OK;
+}
+
+/* This rank's transport inside its node: the node's first rank creates the
+ * segment and passes its name to every rank (a communicator per node would
+ * be a hidden creation, see node_ids); every rank of comm learns whether
+ * all joined, so all fail alike. */
+static int node_segment(MPI_Comm comm, const int *ids, int me, int lrank, int local,
+                        xport_t **out)
+{
+    int P, rc;
+    PMPI_Comm_size(comm, &P);
+    char mine[64] = "", name[64] = "", *names = malloc((size_t)P * sizeof mine);
+    if (!names)
+        return weft_error(WEFT_ENOMEM, "out of memory");
+    seg_t seg = {0};
+    if (lrank == 0 && local > 1 && seg_create(local, &seg, mine, sizeof mine, NULL) != WEFT_OK)
+        mine[0] = '\0';
+    int first = 0; /* the node's first rank in comm (ids may be numbers of nodes) */
+    while (ids[first] != ids[me])
+        first++;
+    if (PMPI_Allgather(mine, sizeof mine, MPI_CHAR, names, sizeof mine, MPI_CHAR, comm) != MPI_SUCCESS)
+        names[(size_t)first * sizeof mine] = '\0';
+    memcpy(name, names + (size_t)first * sizeof mine, sizeof name);
+    name[sizeof name - 1] = '\0';
+    free(names);
+    xport_t *shm = NULL;
+    if (local == 1)
+        rc = xport_self_open(&shm);
+    else if (!name[0])
+        rc = weft_error(WEFT_ESYS, "the node's shared-memory segment could not be created");
+    else
+        rc = xport_shm_open(name, lrank, local, &shm);
+    if (seg.hdr)
+        seg_detach(&seg); /* the creator's own mapping; it attached again */
+    int ok = rc == WEFT_OK, all_ok = 0;
+    PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm);
+    if (!all_ok) {
+        if (shm)
+            shm->ops->close(shm);
+        if (name[0] && lrank == 0)
+            seg_unlink(name);
+        return rc ? rc : weft_error(WEFT_ESYS, "another rank could not join its node's segment");
+    }
+    *out = shm;
+    return WEFT_OK;
+}
+
+int xport_one_node_open(MPI_Comm comm, int **ids_out, xport_t **out)
+{
+    int P, me;
+    *ids_out = NULL, *out = NULL;
+    PMPI_Comm_size(comm, &P);
+    PMPI_Comm_rank(comm, &me);
+    int *ids = malloc((size_t)P * sizeof *ids);
+    if (!ids)
+        return weft_error(WEFT_ENOMEM, "out of memory");
+    int rc = P == 1 ? (ids[0] = 0, WEFT_OK) : node_ids(comm, 0, ids);
+    int one = !rc;
+    for (int r = 0; r < P && one; r++)
+        one = ids[r] == 0;
+    if (!one) { /* several machines (or an error, which every rank got) */
+        free(ids);
+        return rc;
+    }
+    xport_t *x = NULL;
+    if ((rc = node_segment(comm, ids, me, me, P, &x))) {
+        free(ids);
+        return rc;
+    }
+    *ids_out = ids, *out = x;
     return WEFT_OK;
 }
 
@@ -224,33 +329,9 @@ int xport_twolevel_open(xport_t *mx, int node_size, int **ids_out, xport_t **out
         *out = mx;
         return WEFT_OK;
     }
-    /* the node's first rank creates the segment and passes its name */
-    MPI_Comm node;
-    PMPI_Comm_split(comm, ids[me], me, &node);
-    char name[64] = "";
-    seg_t seg = {0};
-    if (lrank == 0 && local > 1 && seg_create(local, &seg, name, sizeof name, NULL) != WEFT_OK)
-        name[0] = '\0';
-    PMPI_Bcast(name, sizeof name, MPI_CHAR, 0, node);
     xport_t *shm = NULL;
-    if (local == 1)
-        rc = xport_self_open(&shm);
-    else if (!name[0])
-        rc = weft_error(WEFT_ESYS, "the node's shared-memory segment could not be created");
-    else
-        rc = xport_shm_open(name, lrank, local, &shm);
-    if (seg.hdr)
-        seg_detach(&seg); /* the creator's own mapping; it attached again */
-    int ok = rc == WEFT_OK, all_ok = 0;
-    PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm);
-    PMPI_Comm_free(&node);
-    if (!all_ok) {
-        if (shm)
-            shm->ops->close(shm);
-        if (name[0] && lrank == 0)
-            seg_unlink(name);
-        return rc ? rc : weft_error(WEFT_ESYS, "another rank could not join its node's segment");
-    }
+    if ((rc = node_segment(comm, ids, me, lrank, local, &shm)))
+        return rc; /* *ids_out: the caller frees it */
     twolevel_t *t = calloc(1, sizeof *t);
     int *route = malloc((size_t)P * sizeof *route);
     if (!t || !route) {

@@ -6,6 +6,14 @@
 
 #include "xport.h"
 
+/* Whether weft can stand on comm (MPI initialised, an intracommunicator);
+ * installs the hook that drives MPI's progress while weft waits. */
+int xport_mpi_usable(MPI_Comm comm);
+/* Where every rank of comm is on this machine: its shared-memory transport
+ * (one rank: the self transport), set up by collectives on comm itself and
+ * creating no MPI communicator; *out is NULL (and *ids too) where comm spans
+ * several machines.  Node ids (all 0) in *ids (malloc'd). */
+int xport_one_node_open(MPI_Comm comm, int **ids, xport_t **out);
 /* Duplicates comm and returns a transport over the duplicate. */
 int xport_mpi_open(MPI_Comm comm, xport_t **out);
 /* The MPI communicator of an MPI transport. */
