@@ -1241,8 +1241,12 @@ int cmd_bench(int argc, char **argv)
     if (o.transport) {
 #ifdef WEFT_HAVE_MPI
         /* under mpirun: weft over pure MPI (every rank its own node), or
-         * weft's shared memory (all ranks one node) */
-        setenv("WEFT_NODE_SIZE", !strcmp(o.transport, "mpi") ? "1" : "65536", 1);
+         * what the drop-in gets on one machine: shared memory alone, no
+         * MPI communicator (docs/MPI.md) */
+        if (!strcmp(o.transport, "mpi"))
+            setenv("WEFT_NODE_SIZE", "1", 1);
+        else
+            unsetenv("WEFT_NODE_SIZE");
         MPI_Init(&argc, &argv);
         weft_comm_t comm;
         if (weft_comm_from_mpi(MPI_COMM_WORLD, &comm) != WEFT_OK) {

@@ -2,9 +2,11 @@
  * between ranks of one node go through weft's shared-memory transport (a
  * segment created by the node's first rank, its name passed over MPI), all
  * others through MPI.  Nodes are the ranks of one host and boot, or virtual
- * nodes of WEFT_NODE_SIZE consecutive MPI_COMM_WORLD ranks.  MPI
- * collectives used here go through PMPI_ so that weft's own drop-in
- * (libweft-mpi.so) never sees them. */
+ * nodes of WEFT_NODE_SIZE consecutive MPI_COMM_WORLD ranks.  Where every
+ * rank is on this machine there is no MPI transport at all
+ * (xport_one_node_open: shared memory only).  MPI collectives used here go
+ * through PMPI_ so that weft's own drop-in (libweft-mpi.so) never sees
+ * them, and none creates a communicator. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -216,7 +218,8 @@ static int node_ids(MPI_Comm comm, int node_size, int *ids)
     for (int r = 0; r < P; r++) {
         ids[r] = r;
         for (int q = 0; q < r; q++)
-            if (ids[q] == q && !memcmp(all + (size_t)q * HOST_KEY, all + (size_t)r * HOST_KEY, HOST_KEY)) {
+            if (ids[q] == q &&
+                !memcmp(all + (size_t)q * HOST_KEY, all + (size_t)r * HOST_KEY, HOST_KEY)) {
                 ids[r] = q;
                 break;
             }
@@ -243,7 +246,8 @@ static int node_segment(MPI_Comm comm, const int *ids, int me, int lrank, int lo
     int first = 0; /* the node's first rank in comm (ids may be numbers of nodes) */
     while (ids[first] != ids[me])
         first++;
-    if (PMPI_Allgather(mine, sizeof mine, MPI_CHAR, names, sizeof mine, MPI_CHAR, comm) != MPI_SUCCESS)
+    if (PMPI_Allgather(mine, sizeof mine, MPI_CHAR, names, sizeof mine, MPI_CHAR, comm) !=
+        MPI_SUCCESS)
         names[(size_t)first * sizeof mine] = '\0';
     memcpy(name, names + (size_t)first * sizeof mine, sizeof name);
     name[sizeof name - 1] = '\0';
