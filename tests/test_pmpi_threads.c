@@ -2,8 +2,13 @@
  * each with its own duplicate of MPI_COMM_WORLD, are released together so
  * that their first calls (which create the weft communicators) race, then
  * each runs a stream of allreduces, broadcasts and reduces with exact
- * integer checks.  pmpi_threads.sh checks the exit status and that the
- * drop-in's log counts every call (its counters are shared by the threads). */
+ * integer checks.  Then each thread creates communicators with
+ * MPI_Comm_create_group (on its own parent, the others doing the same at
+ * once) and reduces on each fresh one, whose weft twin is made inside that
+ * call: a hidden MPI communicator creation there hung Open MPI 4.1 (MPICH's
+ * threads/comm/comm_create_group_threads).  pmpi_threads.sh checks the exit
+ * status and that the drop-in's log counts every call (its counters are
+ * shared by the threads). */
 #include <mpi.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -11,9 +16,11 @@
 
 #define THREADS 4
 #define ITERS 150
+#define FRESH 60 /* communicators each thread creates */
 
 static MPI_Comm comms[THREADS];
 static pthread_barrier_t start;
+static pthread_mutex_t self_lock = PTHREAD_MUTEX_INITIALIZER;
 static int me, P, failures;
 
 static void fail(int t, int it, const char *what)
@@ -56,6 +63,33 @@ static void *work(void *arg)
     return NULL;
 }
 
+static void *fresh(void *arg)
+{
+    int t = (int)(long)arg;
+    MPI_Group all;
+    MPI_Comm_group(comms[t], &all);
+    pthread_barrier_wait(&start);
+    for (int it = 0; it < FRESH; it++) {
+        MPI_Comm c;
+        MPI_Comm_create_group(comms[t], all, t, &c);
+        int sum = 0, mine = me + it;
+        MPI_Allreduce(&mine, &sum, 1, MPI_INT, MPI_SUM, c);
+        if (sum != P * (P - 1) / 2 + P * it)
+            fail(t, it, "allreduce on a fresh communicator");
+        MPI_Comm_free(&c);
+        /* and one of one rank, as MPICH's test does: collective on
+         * MPI_COMM_SELF, so one thread at a time */
+        MPI_Comm self;
+        pthread_mutex_lock(&self_lock);
+        MPI_Comm_dup(MPI_COMM_SELF, &self);
+        pthread_mutex_unlock(&self_lock);
+        MPI_Barrier(self);
+        MPI_Comm_free(&self);
+    }
+    MPI_Group_free(&all);
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
     int provided;
@@ -75,14 +109,18 @@ int main(int argc, char **argv)
         pthread_create(&th[t], NULL, work, (void *)(long)t);
     for (int t = 0; t < THREADS; t++)
         pthread_join(th[t], NULL);
+    for (int t = 0; t < THREADS; t++)
+        pthread_create(&th[t], NULL, fresh, (void *)(long)t);
+    for (int t = 0; t < THREADS; t++)
+        pthread_join(th[t], NULL);
     pthread_barrier_destroy(&start);
     for (int t = 0; t < THREADS; t++)
         MPI_Comm_free(&comms[t]);
     int total = 0;
     MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (me == 0)
-        printf("%d threads x %d calls of 3 collectives: %d wrong results\n", THREADS, ITERS,
-               total);
+        printf("%d threads x %d calls of 3 collectives, then %d fresh communicators each: %d "
+               "wrong results\n", THREADS, ITERS, FRESH, total);
     MPI_Finalize();
     return total != 0;
 }
