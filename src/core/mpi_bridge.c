@@ -18,14 +18,15 @@ weft_err_t weft_comm_from_mpi(MPI_Comm comm, weft_comm_t *newcomm)
         return rc;
     if ((rc = xport_mpi_usable(comm)))
         return rc;
-    /* On one machine no MPI communicator is made: shared memory carries
-     * everything, and the drop-in builds this inside the program's own
-     * collective call, where a hidden MPI_Comm_dup, beside communicators
-     * the program creates in other threads, hung Open MPI 4.1's context
-     * id agreement (MPICH's threads/comm/comm_create_group_threads). */
+    /* On one node (this machine, or one virtual node of WEFT_NODE_SIZE) no
+     * MPI communicator is made: shared memory carries everything, and the
+     * drop-in builds this inside the program's own collective call, where
+     * a hidden MPI_Comm_dup, beside communicators the program creates in
+     * other threads, hung Open MPI 4.1's context id agreement (MPICH's
+     * threads/comm/comm_create_group_threads). */
     xport_t *mx, *x = NULL;
     int *ids = NULL;
-    if (!weft_g.node_size && (rc = xport_one_node_open(comm, &ids, &x)))
+    if ((rc = xport_one_node_open(comm, weft_g.node_size, &ids, &x)))
         return rc;
     if (!x) {
         if ((rc = xport_mpi_open(comm, &mx)))

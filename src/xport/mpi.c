@@ -564,9 +564,6 @@ int xport_mpi_usable(MPI_Comm comm)
 
 int xport_mpi_open(MPI_Comm comm, xport_t **out)
 {
-    int rc = xport_mpi_usable(comm);
-    if (rc)
-        return rc;
     MPI_Comm dup;
     int mrc = MPI_Comm_dup(comm, &dup);
     if (mrc != MPI_SUCCESS)

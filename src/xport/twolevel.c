@@ -3,7 +3,7 @@
  * segment created by the node's first rank, its name passed over MPI), all
  * others through MPI.  Nodes are the ranks of one host and boot, or virtual
  * nodes of WEFT_NODE_SIZE consecutive MPI_COMM_WORLD ranks.  Where every
- * rank is on this machine there is no MPI transport at all
+ * rank is on one node there is no MPI transport at all
  * (xport_one_node_open: shared memory only).  MPI collectives used here go
  * through PMPI_ so that weft's own drop-in (libweft-mpi.so) never sees
  * them, and none creates a communicator. */
@@ -274,7 +274,7 @@ static int node_segment(MPI_Comm comm, const int *ids, int me, int lrank, int lo
     return WEFT_OK;
 }
 
-int xport_one_node_open(MPI_Comm comm, int **ids_out, xport_t **out)
+int xport_one_node_open(MPI_Comm comm, int node_size, int **ids_out, xport_t **out)
 {
     int P, me;
     *ids_out = NULL, *out = NULL;
@@ -283,11 +283,11 @@ int xport_one_node_open(MPI_Comm comm, int **ids_out, xport_t **out)
     int *ids = malloc((size_t)P * sizeof *ids);
     if (!ids)
         return weft_error(WEFT_ENOMEM, "out of memory");
-    int rc = P == 1 ? (ids[0] = 0, WEFT_OK) : node_ids(comm, 0, ids);
+    int rc = node_ids(comm, node_size, ids);
     int one = !rc;
-    for (int r = 0; r < P && one; r++)
-        one = ids[r] == 0;
-    if (!one) { /* several machines (or an error, which every rank got) */
+    for (int r = 1; r < P && one; r++)
+        one = ids[r] == ids[0];
+    if (!one) { /* several nodes (or an error, which every rank got) */
         free(ids);
         return rc;
     }
@@ -296,6 +296,8 @@ int xport_one_node_open(MPI_Comm comm, int **ids_out, xport_t **out)
         free(ids);
         return rc;
     }
+    for (int r = 0; r < P; r++)
+        ids[r] = 0; /* a node is named by its lowest rank in comm */
     *ids_out = ids, *out = x;
     return WEFT_OK;
 }

@@ -9,12 +9,14 @@
 /* Whether weft can stand on comm (MPI initialised, an intracommunicator);
  * installs the hook that drives MPI's progress while weft waits. */
 int xport_mpi_usable(MPI_Comm comm);
-/* Where every rank of comm is on this machine: its shared-memory transport
- * (one rank: the self transport), set up by collectives on comm itself and
- * creating no MPI communicator; *out is NULL (and *ids too) where comm spans
- * several machines.  Node ids (all 0) in *ids (malloc'd). */
-int xport_one_node_open(MPI_Comm comm, int **ids, xport_t **out);
-/* Duplicates comm and returns a transport over the duplicate. */
+/* Where every rank of comm is on one node (this machine, or one virtual
+ * node of node_size ranks): its shared-memory transport (one rank: the self
+ * transport), set up by collectives on comm itself and creating no MPI
+ * communicator; *out is NULL (and *ids too) where comm spans several
+ * nodes.  Node ids (all 0) in *ids (malloc'd). */
+int xport_one_node_open(MPI_Comm comm, int node_size, int **ids, xport_t **out);
+/* Duplicates comm (which passed xport_mpi_usable) and returns a transport
+ * over the duplicate. */
 int xport_mpi_open(MPI_Comm comm, xport_t **out);
 /* The MPI communicator of an MPI transport. */
 MPI_Comm xport_mpi_comm(xport_t *x);
