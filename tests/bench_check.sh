@@ -52,5 +52,16 @@ st=$?
 if [ $st -eq 2 ] && [ "$out" = "weft tune: cannot write /nonexistent-dir/t.tune: No such file or directory" ]; then
     passes=$((passes + 1))
 else fails=$((fails + 1)); echo "FAIL: tune into a missing directory: exit $st, output:"; echo "$out" | head -5; fi
+# ranks confined to fewer cores than they are (taskset) are said to be,
+# and wait by yielding (two ranks spinning on one core took 2 ms a call)
+out=$(taskset -c 0 "$weft" bench allreduce --np 2 --check --sizes 8,4096 --algo auto,board \
+      --iters 20 2>&1)
+if grep -q "(2 ranks on 1 core: waits yield)" <<<"$out" && grep -q "# check: every result verified" <<<"$out"
+then passes=$((passes + 1)); else fails=$((fails + 1)); echo "FAIL: 2 ranks on one core"; echo "$out" | head -3; fi
+out=$("$weft" bench allreduce --np 2 --sizes 8 --algo board --iters 5 2>&1 | head -1)
+cores=$(taskset -c -p $$ | sed 's/.*: //' | tr ',' '\n' | awk -F- '{n += NF == 2 ? $2 - $1 + 1 : 1} END {print n}')
+if [ "$cores" -ge 2 ] && grep -q "waits yield" <<<"$out"; then
+    fails=$((fails + 1)); echo "FAIL: 2 ranks on $cores cores said to share them: $out"
+else passes=$((passes + 1)); fi
 echo "$passes passed, $fails failed"
 [ "$fails" -eq 0 ]

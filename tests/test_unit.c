@@ -15,6 +15,7 @@
 
 #include "testing.h"
 #include "tune/table.h"
+#include "xport/cpus.h"
 
 /* ---- kernels ---- */
 
@@ -706,6 +707,31 @@ static void test_copy_bytes(void)
     free(src), free(dst);
 }
 
+/* The cores a machine's ranks may run on: their masks' union, capped by
+ * the smallest quota; ranks bound one to a core are not ranks sharing one. */
+static void test_cpu_allowance(void)
+{
+    cpu_allow_t a[4];
+    memset(a, 0, sizeof a);
+    a[0].mask[0] = 1, a[1].mask[0] = 2; /* bound to cores 0 and 1 */
+    CHECK(cpu_allow_cores(a, 2) == 2, "two ranks bound one to a core: 2 cores");
+    a[2].mask[0] = 1, a[3].mask[0] = 2;
+    CHECK(cpu_allow_cores(a, 4) == 2, "four ranks bound two to a core: 2 cores");
+    a[1].mask[0] = 1;
+    CHECK(cpu_allow_cores(a, 2) == 1, "two ranks confined to core 0: 1 core");
+    a[0].mask[0] = a[1].mask[0] = 0xff, a[1].mask[15] = 1ull << 63;
+    CHECK(cpu_allow_cores(a, 2) == 9, "masks over 1024 CPUs: %u", cpu_allow_cores(a, 2));
+    a[0].quota = 4, a[1].quota = 3;
+    CHECK(cpu_allow_cores(a, 2) == 3, "a quota of 3 CPUs caps 9 cores");
+    memset(a, 0, sizeof a);
+    a[0].count = 6; /* a mask not known: the machine's count */
+    a[1].mask[0] = 3;
+    CHECK(cpu_allow_cores(a, 2) == 6, "an unknown mask counts the machine's CPUs");
+    cpu_allow_t self;
+    cpu_allow_self(&self);
+    CHECK(cpu_allow_cores(&self, 1) >= 1, "this process may run on some core");
+}
+
 int main(void)
 {
     test_tuning_tables();
@@ -720,6 +746,7 @@ int main(void)
     test_sched_image();
     test_node_groups();
     test_copy_bytes();
+    test_cpu_allowance();
     printf("test_unit: %d checks, %d failures\n", checks, failures);
     printf("%d passed, %d failed\n", checks - failures, failures);
     return failures ? 1 : 0;

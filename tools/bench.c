@@ -628,8 +628,14 @@ static const char *convention(const bench_opts_t *o)
                   : "median of the slowest rank's time per iteration, after a barrier";
 }
 
-static void print_header(const bench_opts_t *o, int P, const lineup_t *L)
+static void print_header(const bench_opts_t *o, weft_comm_t comm, const lineup_t *L)
 {
+    int P = weft_comm_size(comm), local, cores;
+    comm_node_cores(comm, &local, &cores);
+    char crowd[96] = ""; /* where a wait yields its core at once: say so */
+    if (cores && local > cores)
+        snprintf(crowd, sizeof crowd, " (%d ranks on %d core%s: waits yield)", local, cores,
+                 cores == 1 ? "" : "s");
 #ifdef WEFT_HAVE_MPI
     if (L->with_native) { /* which library `native` is */
         char v[MPI_MAX_LIBRARY_VERSION_STRING];
@@ -645,12 +651,12 @@ static void print_header(const bench_opts_t *o, int P, const lineup_t *L)
                  o->coll == WEFT_COLL_BCAST ? "" : " ",
                  o->coll == WEFT_COLL_BCAST ? "" : bench_op_name(o->op),
                  o->arena ? "weft_alloc" : "malloc");
-    printf("# weft bench %s: P=%d,%s %s; latency in us (%s)%s\n", weft_coll_name(o->coll), P,
+    printf("# weft bench %s: P=%d,%s %s%s; latency in us (%s)%s\n", weft_coll_name(o->coll), P,
            data,
            !o->transport ? "shared memory (weft run)"
            : !strcmp(o->transport, "mpi") ? "weft over MPI point-to-point, under mpirun"
                                           : "weft shared memory, under mpirun",
-           convention(o),
+           crowd, convention(o),
            L->summary ? "" : "; busbw in GB/s; * = fastest");
     if (L->summary) {
         printf("%12s | %9s %-26s | %9s %-20s | %9s", "bytes", "auto", "(its choice)", "fastest",
@@ -1147,7 +1153,7 @@ static int bench_rank(const bench_opts_t *o, weft_comm_t comm)
         fprintf(csv, "collective,np,dtype,bytes,algorithm,avg_us,median_us,min_us,busbw_gbs,"
                      "iters,chose,convention,worst_rank_us,alpha_us,mif\n");
     if (!rank)
-        print_header(o, P, L);
+        print_header(o, comm, L);
     int failures = 0, ncalls = 0;
     double *pattern = NULL;
     if (o->arrivals) {

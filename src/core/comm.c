@@ -606,6 +606,12 @@ const char *comm_last_choice(weft_comm_t comm, weft_coll_t coll)
     return comm && (unsigned)coll < WEFT_COLL_COUNT ? comm->last_choice[coll] : NULL;
 }
 
+void comm_node_cores(weft_comm_t comm, int *ranks, int *cores)
+{
+    *ranks = comm ? comm->x->local_size : 0;
+    *cores = comm ? comm->x->cores : 0;
+}
+
 weft_err_t weft_set_algorithm(weft_comm_t comm, weft_coll_t coll, const char *name,
                               const char *params)
 {

@@ -190,5 +190,9 @@ const algo_t *select_algo(weft_comm_t comm, coll_args_t *a);
 /* The last call's algorithm as AUTO's row wrote it (with its parameters,
  * "rabenseifner/segment=512K"), or its name when the program chose it. */
 WEFT_TOOL_API const char *comm_last_choice(weft_comm_t comm, weft_coll_t coll);
+/* The ranks of this rank's machine in comm's transport and the cores they
+ * may run on (src/xport/cpus.h); *cores 0 where that is not known (MPI
+ * point to point).  Waits spin only while ranks do not outnumber cores. */
+WEFT_TOOL_API void comm_node_cores(weft_comm_t comm, int *ranks, int *cores);
 
 #endif

@@ -130,7 +130,7 @@ int launch_job(int np, char *const argv[], int verbose)
     seg_t seg;
     char name[64];
     int segfd = -1;
-    if (seg_create(np, &seg, name, sizeof name, &segfd)) {
+    if (seg_create(np, 0, &seg, name, sizeof name, &segfd)) {
         fprintf(stderr, "weft run: %s\n", weft_last_error());
         return 1;
     }

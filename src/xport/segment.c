@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "../core/core.h"
+#include "cpus.h"
 #include "segment.h"
 
 #ifndef MADV_POPULATE_WRITE
@@ -37,10 +38,9 @@
  * rings made allreduce of 64 KiB-1 MiB about twice as slow (likely because
  * two ranks on one core pass lines through their common L2, which a larger
  * ring no longer fits). */
-static uint32_t cells_for(int nrank)
+static uint32_t cells_for(int nrank, uint32_t cores)
 {
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    if (nrank <= 8 && cores > 0 && nrank <= cores) {
+    if (nrank <= 8 && (uint32_t)nrank <= cores) {
         long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
         size_t want = 2 * (size_t)(l2 > 0 && l2 <= (64l << 20) ? l2 : 1l << 20);
         uint32_t n = CELLS_SMALL_P;
@@ -95,9 +95,9 @@ static void lay_out(int nrank, uint32_t ncells, uint32_t payload, geometry_t *g)
  * the payload, then the cells) until the planned rings fit in what the job
  * may take; the least it shrinks to is CELLS_MIN cells of
  * CELL_PAYLOAD_MIN.  A smaller geometry only costs speed. */
-static void choose_geometry(int nrank, size_t avail, geometry_t *g)
+static void choose_geometry(int nrank, uint32_t cores, size_t avail, geometry_t *g)
 {
-    uint32_t ncells = cells_for(nrank), payload = CELL_PAYLOAD;
+    uint32_t ncells = cells_for(nrank, cores), payload = CELL_PAYLOAD;
     for (;;) {
         lay_out(nrank, ncells, payload, g);
         if (g->needed <= avail)
@@ -126,15 +126,20 @@ static size_t shm_budget(size_t *free_bytes)
     return cap < *free_bytes ? cap : *free_bytes;
 }
 
-int seg_create(int nrank, seg_t *s, char *name, size_t namelen, int *keep_fd)
+int seg_create(int nrank, uint32_t cores, seg_t *s, char *name, size_t namelen, int *keep_fd)
 {
+    if (!cores) {
+        cpu_allow_t self;
+        cpu_allow_self(&self);
+        cores = cpu_allow_cores(&self, 1);
+    }
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     snprintf(name, namelen, "/weft-%d-%lx", (int)getpid(),
              (unsigned long)(ts.tv_nsec ^ (ts.tv_sec << 20)));
     geometry_t g;
     size_t free_bytes, avail = shm_budget(&free_bytes);
-    choose_geometry(nrank, avail, &g);
+    choose_geometry(nrank, cores, avail, &g);
     size_t size = g.size, fixed = g.chans_off;
     if (g.needed > avail)
         return weft_error(WEFT_ENOMEM, "the job segment for %d ranks needs at least %zu MiB of "
@@ -190,6 +195,7 @@ int seg_create(int nrank, seg_t *s, char *name, size_t namelen, int *keep_fd)
     h->fixed = fixed;
     h->budget = avail;
     h->launcher = (int32_t)getpid();
+    h->cores = cores;
     h->chan_stride = g.stride;
     atomic_store(&h->abort_rank, -1);
     snprintf(h->name, sizeof h->name, "%s", name);

@@ -98,6 +98,7 @@ typedef struct seg_hdr {
     _Atomic int32_t abort_rank;
     _Atomic uint32_t abort_code;
     int32_t launcher; /* pid of `weft run` (ranks give up when it is gone) */
+    uint32_t cores;   /* the cores the ranks may run on (cpus.h), >= 1 */
     char abort_msg[256];
     char name[64];
 } seg_hdr_t;
@@ -257,10 +258,13 @@ static inline ring_hdr_t *seg_ring_find(const seg_t *s, int src, int dst)
  * holds and how to give it more, when /dev/shm or WEFT_SHM_MAX runs out. */
 int seg_ring_take(seg_t *s, int src, int dst, ring_hdr_t **ring);
 
-/* Creates a segment for nrank ranks (name written to name[64]).  With
- * keep_fd, the name is unlinked at once and the open descriptor returned
- * for children to inherit; name becomes "fd:N", which seg_attach takes. */
-WEFT_TOOL_API int seg_create(int nrank, seg_t *s, char *name, size_t namelen, int *keep_fd);
+/* Creates a segment for nrank ranks that may run on cores cores together
+ * (cpus.h; 0: those this process may run on), its name written to
+ * name[64].  With keep_fd, the name is unlinked at once and the open
+ * descriptor returned for children to inherit; name becomes "fd:N", which
+ * seg_attach takes. */
+WEFT_TOOL_API int seg_create(int nrank, uint32_t cores, seg_t *s, char *name, size_t namelen,
+                             int *keep_fd);
 /* Attaches rank to an existing segment; the last rank to attach unlinks it. */
 int seg_attach(const char *name, int rank, int nrank, seg_t *s);
 WEFT_TOOL_API void seg_detach(seg_t *s);

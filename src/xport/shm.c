@@ -1375,8 +1375,6 @@ static int cma_offer(shm_xport_t *x, int size)
                               "(never switch) to 1e6", gbps);
         x->cells_slow_gbps = v;
     }
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    x->cores_enough = cores > 0 && size <= cores;
     x->both_copy = help && *help ? *help == '1' : x->cores_enough;
     if (x->both_copy)
         x->cma_max_copy = SIZE_MAX;
@@ -1400,9 +1398,12 @@ int xport_shm_open(const char *segname, int rank, int size, xport_t **out)
         return weft_error(WEFT_ENOMEM, "out of memory");
     }
     x->pid = (int32_t)getpid();
-    int rc = cma_offer(x, size);
-    if (!rc)
-        rc = seg_attach(segname, rank, size, &x->seg);
+    int rc = seg_attach(segname, rank, size, &x->seg);
+    if (!rc) {
+        x->cores_enough = (uint32_t)size <= x->seg.hdr->cores;
+        if ((rc = cma_offer(x, size)))
+            seg_detach(&x->seg);
+    }
     if (rc) {
         free(x->bounce);
         free(x->peers);
@@ -1415,8 +1416,7 @@ int xport_shm_open(const char *segname, int rank, int size, xport_t **out)
      * barriers cost more than the fences they saved (4 ranks on 2 cores,
      * an 8-byte allreduce in a loop: 9.2-10.8 us against 8.3-10.7).  Set
      * before any peer can see this rank sleep. */
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    x->membarrier = cores > 0 && size <= cores && membarrier_register();
+    x->membarrier = x->cores_enough && membarrier_register();
     atomic_store(&seg_rank(&x->seg, rank)->membarrier, x->membarrier);
     if (x->ncells > CELLS_SMALL_P && x->cma_min == CMA_MIN_DEFAULT && !x->forced_min) {
         x->cma_min = CMA_MIN_LARGE_RINGS;
@@ -1446,6 +1446,7 @@ int xport_shm_open(const char *segname, int rank, int size, xport_t **out)
     x->base.rank = rank;
     x->base.size = size;
     x->base.local_size = size; /* one node: every rank shares its cores */
+    x->base.cores = (int)x->seg.hdr->cores;
     x->base.tag_limit = 1u << 24;
     pthread_mutex_init(&x->base.lock, NULL);
     *out = &x->base;

@@ -16,6 +16,7 @@
 #include <mpi.h>
 
 #include "../core/comm.h"
+#include "cpus.h"
 #include "segment.h"
 #include "xport_mpi.h"
 
@@ -228,6 +229,30 @@ static int node_ids(MPI_Comm comm, int node_size, int *ids)
     return WEFT_OK;
 }
 
+/* The cores the ranks of this rank's node may run on together (cpus.h):
+ * ranks bound one to a core by mpirun are not ranks that share one.  0 (the
+ * creator's own) where the allowances could not be exchanged. */
+static uint32_t node_cores(MPI_Comm comm, const int *ids, int me)
+{
+    int P;
+    PMPI_Comm_size(comm, &P);
+    cpu_allow_t mine, *all = malloc((size_t)P * sizeof *all);
+    if (!all)
+        return 0;
+    cpu_allow_self(&mine);
+    uint32_t cores = 0;
+    if (PMPI_Allgather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE,
+                       comm) == MPI_SUCCESS) {
+        int n = 0;
+        for (int r = 0; r < P; r++)
+            if (ids[r] == ids[me])
+                all[n++] = all[r];
+        cores = cpu_allow_cores(all, n);
+    }
+    free(all);
+    return cores;
+}
+
 /* This rank's transport inside its node: the node's first rank creates the
  * segment and passes its name to every rank (a communicator per node would
  * be a hidden creation, see node_ids); every rank of comm learns whether
@@ -241,11 +266,13 @@ static int node_segment(MPI_Comm comm, const int *ids, int me, int lrank, int lo
     if (!names)
         return weft_error(WEFT_ENOMEM, "out of memory");
     seg_t seg = {0};
-    if (lrank == 0 && local > 1 && seg_create(local, &seg, mine, sizeof mine, NULL) != WEFT_OK)
-        mine[0] = '\0';
     int first = 0; /* the node's first rank in comm (ids may be numbers of nodes) */
     while (ids[first] != ids[me])
         first++;
+    uint32_t cores = node_cores(comm, ids, me);
+    if (lrank == 0 && local > 1 &&
+        seg_create(local, cores, &seg, mine, sizeof mine, NULL) != WEFT_OK)
+        mine[0] = '\0';
     if (PMPI_Allgather(mine, sizeof mine, MPI_CHAR, names, sizeof mine, MPI_CHAR, comm) !=
         MPI_SUCCESS)
         names[(size_t)first * sizeof mine] = '\0';
@@ -354,6 +381,7 @@ int xport_twolevel_open(xport_t *mx, int node_size, int **ids_out, xport_t **out
     t->base.rank = me;
     t->base.size = P;
     t->base.local_size = local;
+    t->base.cores = shm->cores; /* the self transport's 0 where the node has one rank */
     t->base.tag_limit = mx->tag_limit; /* MPI's is the narrower */
     /* one node: every message goes by the shared memory, arena and all;
      * across nodes a send from the arena would help only some receivers */

@@ -168,6 +168,7 @@ struct xport {
     const xport_ops_t *ops;
     int rank, size;
     int local_size; /* ranks sharing this node's cores */
+    int cores;      /* cores they may run on (cpus.h); 0: as many as ranks */
     uint32_t tag_limit; /* step tags must be below this (2^24, or what MPI_TAG_UB leaves) */
     int *node_ids;  /* node id of every rank, or NULL (one node); owned */
     /* A send from this rank's arena (weft_alloc) of at least this many
