@@ -414,10 +414,12 @@ int exec_wait(exec_t *e, int timeout_ms)
 {
     xport_t *x = e->x;
     /* Spin only while every rank can have a core; oversubscribed, a spinning
-     * rank steals the core of the rank it waits for.  The cores are those
-     * the node's ranks may run on (cpus.h), not the machine's: two ranks
+     * rank steals the core of the rank it waits for, so it yields at its
+     * first idle poll (16 pauses first cost 4 and 8 ranks on 2 cores 10-30%
+     * of a 256 B-64 KiB allreduce, PERFORMANCE.md).  The cores are those the
+     * node's ranks may run on (cpus.h), not the machine's: two ranks
      * confined to one core by taskset spun 2 ms an 8-byte allreduce. */
-    int spin_limit = x->cores && x->local_size > x->cores ? (x->cores == 1 ? 1 : 16) : 20000;
+    int spin_limit = x->cores && x->local_size > x->cores ? 1 : 20000;
     int yield_limit = spin_limit + 64;
     uint64_t deadline = timeout_ms >= 0 ? weft_now_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
     /* A polled wait (weft_test, *_timeout at 0-2 ms) climbs the same
