@@ -6,7 +6,10 @@
 #   2. for each collective (allreduce, bcast, reduce) and P in RANKS:
 #      weft bench (median of the slowest rank, µs) and weft sim with that
 #      preset (the latest rank's time) for every schedule-built algorithm
-#      at SIZES, in the same run
+#      at SIZES, in the same run; the simulated ranks share the cores the
+#      benchmark's ranks have (--cores, with the fit's switch), so P above
+#      the cores is modelled as the machine runs it (CORES=0: a core per
+#      rank, plain LogGOPS)
 #   3. the ratio measured / predicted per cell, and per (collective, P) and
 #      overall the median and the worst (farthest from 1) ratio
 # Writes OUT/validate.csv and prints the table (OUT default
@@ -14,13 +17,15 @@
 # noisy, so read the ratios, not single cells.
 #
 # Environment: RANKS ("2 4 8"), SIZES (8,1024,65536,1048576,16777216),
-# COLLS ("allreduce bcast reduce"), WEFT (the weft tool).
+# COLLS ("allreduce bcast reduce"), CORES (the CPUs this process may use,
+# nproc), WEFT (the weft tool).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 weft=${WEFT:-$here/build/weft}
 RANKS=${RANKS:-"2 4 8"}
 SIZES=${SIZES:-8,1024,65536,1048576,16777216}
 COLLS=${COLLS:-"allreduce bcast reduce"}
+CORES=${CORES:-$(nproc)}
 OUT=${1:-$here/bench/results/fit-$(date +%Y%m%d-%H%M)}
 mkdir -p "$OUT"
 (cd "$OUT" && "$weft" fit --out this-machine.preset) | tee "$OUT/fit.txt"
@@ -34,7 +39,7 @@ for coll in $COLLS; do
         "$weft" bench "$coll" --np "$np" --algo "$algos" --sizes "$SIZES" \
             --csv "$OUT/bench-$coll-$np.csv" >/dev/null
         "$weft" sim "$coll" --algo "$algos" --np "$np" --size "$SIZES" \
-            --preset "$OUT/this-machine.preset" --csv "$OUT/sim-$coll-$np.csv" >/dev/null
+            --preset "$OUT/this-machine.preset" --cores "$CORES" --csv "$OUT/sim-$coll-$np.csv" >/dev/null
         awk -F, -v coll="$coll" -v np="$np" '
             FNR == 1 { file++; next }
             file == 1 && $4 != "" { pred[$1 "," $3] = $4 / 1000 }

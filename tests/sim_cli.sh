@@ -101,6 +101,19 @@ awk 'NR == 1 && $0 != "weft-preset 1" { bad = 1 }
      END { exit bad }' "$tmp/this-machine.preset" && ok || bad "fit preset: $(cat "$tmp/this-machine.preset")"
 (cd "$tmp" && "$weft" sim allreduce --algo ring --np 4 --size 1M --preset this-machine >/dev/null) &&
     ok || bad "--preset this-machine not taken"
+# the fit measured a switch between ranks on one core (its own job), and
+# left no file behind
+grep -q "^switch [0-9]" "$tmp/this-machine.preset" && grep -q "two ranks on one core: one-way" "$tmp/fit.out" &&
+    ok || bad "fit without a switch: $(cat "$tmp/fit.out")"
+# ranks sharing cores: never faster than a core each, LogGOPS exactly with
+# as many cores as ranks; a bad core count refused
+t0=$("$weft" sim allreduce --algo ring --np 8 --size 64K --csv - | awk -F, 'NR == 2 { print $4 }')
+t8=$("$weft" sim allreduce --algo ring --np 8 --size 64K --cores 8 --switch 2000 --csv - | awk -F, 'NR == 2 { print $4 }')
+t2=$("$weft" sim allreduce --algo ring --np 8 --size 64K --cores 2 --switch 2000 --csv - | awk -F, 'NR == 2 { print $4 }')
+[ -n "$t0" ] && [ "$t0" = "$t8" ] && awk -v a="$t2" -v b="$t0" 'BEGIN { exit !(a > b) }' &&
+    ok || bad "--cores: alone $t0, 8 cores $t8, 2 cores $t2"
+expect 2 "not a whole number" "$weft" sim allreduce --algo ring --np 8 --size 8 --cores 1.5
+expect 2 "is negative" "$weft" sim allreduce --algo ring --np 8 --size 8 --switch -3
 expect 2 "no this-machine.preset in this directory" "$weft" sim allreduce --algo ring --np 4 --size 8 --preset this-machine
 expect 2 "want 1 to 31" "$weft" fit --reps 0
 

@@ -216,6 +216,7 @@ static void test_hand_cases(void)
     free(h);
 }
 
+
 /* A reduce calc of 200 B at gamma 0.5 costs 100 ns, as a schedule's reduce
  * does: a two-rank schedule send / recv_reduce. */
 static void test_reduce_cost(void)
@@ -255,6 +256,61 @@ static double sim_weft(const sim_model_t *m, weft_coll_t coll, const char *algo,
     if (mean)
         *mean = r.t_mean;
     return r.t_max;
+}
+
+/* Ranks sharing cores (m.cores, m.sw): one rank's CPU time on a core at a
+ * time, and a switch of sw before a rank takes its core from another. */
+static void test_shared_cores(void)
+{
+    sim_model_t m = test_model();
+    double mean, t;
+    hand_t *h = calloc(1, sizeof *h);
+
+    /* two calcs of 100 at time 0 on one core: rank 0 (the core's first
+     * rank) runs 0..100; rank 1 waits, switches in 100..105, runs to 205 */
+    add(h, 0, SIM_CALC, -1, 100, -1);
+    add(h, 1, SIM_CALC, -1, 100, -1);
+    m.cores = 1, m.sw = 5;
+    t = run_hand(&m, 2, h, &mean);
+    CHECK(t == 205 && mean == (100 + 205) / 2.0, "two calcs on one core: %g (mean %g), want 205",
+          t, mean);
+    m.sw = 0; /* no switch cost: one after the other */
+    t = run_hand(&m, 2, h, &mean);
+    CHECK(t == 200 && mean == 150, "two calcs on one core, free switch: %g, want 200", t);
+    m.cores = 2; /* as many cores as ranks: LogGOPS */
+    t = run_hand(&m, 2, h, &mean);
+    CHECK(t == 100 && mean == 100, "two calcs on two cores: %g, want 100", t);
+
+    /* the ping-pong of test_hand_cases (380 on a core each) on one core,
+     * switch 5: rank 0 sends 0..20; the message is in at 110 where the
+     * core is free, rank 1 switches in 110..115 and takes it to 145, works
+     * to 245, sends to 265; the answer is in at 355, rank 0 switches in
+     * to 360 and takes it to 390 */
+    memset(h, 0, sizeof *h);
+    int s0 = add(h, 0, SIM_SEND, 1, 11, -1);
+    add(h, 0, SIM_RECV, 1, 11, s0);
+    int r = add(h, 1, SIM_RECV, 0, 11, -1);
+    int c = add(h, 1, SIM_CALC, -1, 100, r);
+    add(h, 1, SIM_SEND, 0, 11, c);
+    m.cores = 1, m.sw = 5;
+    t = run_hand(&m, 2, h, &mean);
+    CHECK(t == 390 && mean == (390 + 265) / 2.0,
+          "ping-pong on one core: %g (mean %g), want 390 (327.5)", t, mean);
+
+    /* a weft schedule: at least as many cores as ranks is LogGOPS to the
+     * nanosecond; fewer cores, never faster */
+    sim_model_t w = test_model();
+    for (int P = 3; P <= 9; P += 3) {
+        double alone = sim_weft(&w, WEFT_COLL_ALLREDUCE, "recursive_doubling", P, 1024, 0, 0, NULL);
+        w.cores = (uint32_t)P, w.sw = 1000;
+        double own = sim_weft(&w, WEFT_COLL_ALLREDUCE, "recursive_doubling", P, 1024, 0, 0, NULL);
+        w.cores = 2;
+        double two = sim_weft(&w, WEFT_COLL_ALLREDUCE, "recursive_doubling", P, 1024, 0, 0, NULL);
+        w.cores = 0, w.sw = 0;
+        CHECK(own == alone && two > alone, "P=%d on %d cores: %g, on 2: %g, alone %g", P, P, own,
+              two, alone);
+    }
+    free(h);
 }
 
 /* The binomial broadcast in LogGP: a rank informed at t (its receive done,
@@ -575,7 +631,10 @@ static void test_bad_input(void)
                {"G", "inf", "not a number"},  {"g", "1e20", "absurd"},
                {"gamma", "2e9", "absurd"},    {"ports", "0", "1 to 64"},
                {"ports", "1.5", "whole"},     {"S", "x", "not a number"},
-               {"Q", "1", "unknown parameter"}, {"L", "", "not a number"}};
+               {"Q", "1", "unknown parameter"}, {"L", "", "not a number"},
+               {"cores", "1.5", "whole"},     {"cores", "-2", "negative"},
+               {"cores", "16777217", "0 (a core per rank) to 2^24"},
+               {"switch", "nan", "not a number"}, {"switch", "1e13", "absurd"}};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         int rc = sim_model_set(&m, bad[i].key, bad[i].val, msg, sizeof msg);
         CHECK(rc == -1 && strstr(msg, bad[i].want), "%s=%s: got '%s', want '%s'", bad[i].key,
@@ -1102,6 +1161,7 @@ int main(void)
     for (g_order = SIM_ORDER_LOGGOPSIM; g_order <= SIM_ORDER_FIFO; g_order++) {
         order_opts.order = g_order;
         test_hand_cases();
+        test_shared_cores();
         test_closed_forms();
         test_bounds();
         test_bad_input();

@@ -20,12 +20,22 @@
  * 2 o (docs/PERFORMANCE.md, "The fit validated").  gamma is
  * the float32 sum kernel's time per byte, in cache (1 MiB).  As the
  * ring-and-halving seed does, it also fits alpha + beta s to the one-way
- * time and prints the fit's error. */
+ * time and prints the fit's error.
+ *
+ * The switch: weft sim's term for ranks that share cores (sim.h).  A first
+ * job runs both ranks on one core (the launcher's affinity narrowed to one
+ * CPU, which the ranks inherit and weft counts, cpus.h) and measures the
+ * one-byte round trip there; each way then holds one switch more than on
+ * two cores: switch = (PRTT_one_core(1, 0, 1) - PRTT(1, 0, 1)) / 2. */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <math.h>
+#include <sched.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/core.h"
 #include "sim/sim.h"
@@ -38,6 +48,10 @@ static const size_t fit_sizes[NSIZES] = {1, 64, 1024, 8192, 65536, 262144, 10485
 typedef struct {
     const char *out;
     int reps; /* repetitions per figure (median) */
+    /* the one-core job writes its round trip (ns) to this file, which the
+     * main job then reads (WEFT_FIT_ONE_CORE: the file; set by cmd_fit) */
+    const char *one_core;
+    bool one_core_job;
 } fit_opts_t;
 
 static int fit_usage(FILE *f, int rc)
@@ -46,7 +60,9 @@ static int fit_usage(FILE *f, int rc)
                "Measures L, o, g, G, O (Netgauge's PRTT method, messages as two-rank\n"
                "broadcasts on weft's shared memory; o = g from messages inside one call)\n"
                "and gamma (the float32 sum kernel), fits\n"
-               "alpha + beta s to the one-way time, prints them with their fit error and\n"
+               "alpha + beta s to the one-way time, measures the cost of a switch between\n"
+               "two ranks sharing one core (weft sim --cores), prints them with their fit\n"
+               "error and\n"
                "writes a preset for weft sim (default this-machine.preset: then\n"
                "weft sim --preset this-machine).  Figures are medians of N runs (default 5).\n");
     return rc;
@@ -167,6 +183,34 @@ static double in_call_gap(weft_comm_t w, int me, char *buf, int reps)
     return gap > 0 ? gap : 0;
 }
 
+/* The one-core job: the one-byte round trip, written to o->one_core. */
+static int fit_one_core(const fit_opts_t *o, weft_comm_t w, int me)
+{
+    char buf[1] = {1};
+    double rtt = prtt_median(w, NULL, me, buf, 1, 1, 0, o->reps) * 1e9;
+    if (me != 0)
+        return 0;
+    FILE *f = fopen(o->one_core, "w");
+    if (!f || fprintf(f, "%.3f\n", rtt) < 0 || fclose(f)) {
+        fprintf(stderr, "weft fit: %s: %s\n", o->one_core, strerror(errno));
+        return 1;
+    }
+    return 0;
+}
+
+/* What the one-core job wrote: its round trip in ns; -1 if none. */
+static double read_one_core(const char *path)
+{
+    double rtt = -1;
+    FILE *f = path ? fopen(path, "r") : NULL;
+    if (f) {
+        if (fscanf(f, "%lf", &rtt) != 1 || !(rtt > 0))
+            rtt = -1;
+        fclose(f);
+    }
+    return rtt;
+}
+
 static int fit_rank(const fit_opts_t *o)
 {
     weft_comm_t w = weft_comm_world();
@@ -175,6 +219,8 @@ static int fit_rank(const fit_opts_t *o)
         fprintf(stderr, "weft fit: %s\n", weft_last_error());
         return 1;
     }
+    if (o->one_core_job)
+        return fit_one_core(o, w, me);
     char *buf = malloc(fit_sizes[NSIZES - 1]);
     if (!buf)
         return 1;
@@ -216,10 +262,18 @@ static int fit_rank(const fit_opts_t *o)
     m.L = oneway[0] - 2 * m.o > 0 ? oneway[0] - 2 * m.o : 0;
     m.S = UINT64_MAX; /* weft's shared memory has no rendezvous in this sense */
     m.gamma = gamma_per_byte();
+    double rtt1 = read_one_core(o->one_core);
+    if (rtt1 > 0) /* a one-way time on one core less one on two */
+        m.sw = rtt1 / 2 > oneway[0] ? rtt1 / 2 - oneway[0] : 0;
     printf("\ninside one call: %d messages of 1 byte, %.1f ns apart (per call above: "
            "g(1) %.1f ns, o(1) %.1f ns)\n", IN_CALL_MESSAGES, in_call, g[0], ov[0]);
     printf("LogGOPS: L %.1f ns, o %.1f ns, g %.1f ns, G %.4f ns/B, O %.4f ns/B, "
            "gamma %.4f ns/B\n", m.L, m.o, m.g, m.G, m.O, m.gamma);
+    if (rtt1 > 0)
+        printf("two ranks on one core: one-way %.1f ns, so a switch between ranks costs "
+               "%.1f ns (weft sim --cores C --switch NS)\n", rtt1 / 2, m.sw);
+    else
+        printf("two ranks on one core: not measured (see above); switch 0\n");
     printf("fit error (largest relative residual): G %.1f %%, O %.1f %% (sizes >= 64 KiB)\n",
            eg * 100, eo * 100);
     /* LogGOPS's one-way time is o + L + o: an o past half of it leaves no
@@ -233,7 +287,7 @@ static int fit_rank(const fit_opts_t *o)
     char comment[160];
     snprintf(comment, sizeof comment,
              "weft fit: weft's shared memory, two ranks; o = g from messages inside one call, "
-             "L, G and O from two-rank broadcasts");
+             "L, G and O from two-rank broadcasts, switch from two ranks on one core");
     if (sim_preset_write(o->out, &m, comment)) {
         fprintf(stderr, "weft fit: %s: %s\n", o->out, strerror(errno));
         return 1;
@@ -242,9 +296,32 @@ static int fit_rank(const fit_opts_t *o)
     return 0;
 }
 
+/* Runs the one-core job: this process's affinity narrowed to the first
+ * CPU it may use while the job starts (its ranks inherit it), then
+ * restored.  0, or 1 if it could not. */
+static int fit_on_one_core(const char *path, int argc, char **argv)
+{
+    cpu_set_t all, one;
+    if (sched_getaffinity(0, sizeof all, &all))
+        return 1;
+    int cpu = 0;
+    while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &all))
+        cpu++;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    if (sched_setaffinity(0, sizeof one, &one))
+        return 1;
+    setenv("WEFT_FIT_ONE_CORE", path, 1);
+    setenv("WEFT_FIT_ONE_CORE_JOB", "1", 1);
+    int rc = launch_self(2, "fit", argc, argv);
+    unsetenv("WEFT_FIT_ONE_CORE_JOB");
+    sched_setaffinity(0, sizeof all, &all);
+    return rc || read_one_core(path) < 0;
+}
+
 int cmd_fit(int argc, char **argv)
 {
-    fit_opts_t o = {"this-machine.preset", 5};
+    fit_opts_t o = {"this-machine.preset", 5, NULL, false};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help"))
             return fit_usage(stdout, 0);
@@ -271,12 +348,14 @@ int cmd_fit(int argc, char **argv)
         fprintf(stderr, "weft fit: cannot write %s: %s\n", o.out, strerror(errno));
         return 2;
     }
+    o.one_core = getenv("WEFT_FIT_ONE_CORE");
     if (getenv("WEFT_RANK")) {
+        o.one_core_job = getenv("WEFT_FIT_ONE_CORE_JOB") != NULL;
         if (weft_init(NULL, NULL)) {
             fprintf(stderr, "weft fit: weft_init: %s\n", weft_last_error());
             return 1;
         }
-        if (weft_comm_rank(weft_comm_world()) == 0)
+        if (weft_comm_rank(weft_comm_world()) == 0 && !o.one_core_job)
             printf("# weft fit: two ranks on weft's shared memory; one-way time, gap g(s) and "
                    "send overhead o(s) in ns\n%10s %12s %12s %12s\n",
                    "bytes", "one-way", "g(s)", "o(s)");
@@ -284,5 +363,17 @@ int cmd_fit(int argc, char **argv)
         int frc = weft_finalize();
         return rc ? rc : frc ? 1 : 0;
     }
-    return launch_self(2, "fit", argc, argv);
+    char one_core[] = "/tmp/weft-fit-XXXXXX";
+    int fd = mkstemp(one_core);
+    if (fd >= 0) {
+        close(fd);
+        if (fit_on_one_core(one_core, argc, argv))
+            fprintf(stderr, "weft fit: two ranks on one core could not be measured; the "
+                            "preset's switch is 0\n");
+        setenv("WEFT_FIT_ONE_CORE", one_core, 1);
+    }
+    int rc = launch_self(2, "fit", argc, argv);
+    if (fd >= 0)
+        unlink(one_core);
+    return rc;
 }

@@ -60,7 +60,9 @@ static int sim_usage(FILE *f, int rc)
             "      allowed; --np up to 16777216.\n"
             "model: --preset NAME|FILE (built in: loggopsim, hockney; default loggopsim),\n"
             "       then --L --o --g NS, --G --O --gamma --copy NS/BYTE, --S BYTES (largest\n"
-            "       eager message), --ports K (K-port NICs).\n"
+            "       eager message), --ports K (K-port NICs); --cores C --switch NS: the\n"
+            "       ranks share C cores (rank r on core r mod C), one rank's CPU time at a\n"
+            "       time, a switch between ranks costing NS (0: a core per rank).\n"
             "arrival: --skew NS [--seed N] (start times uniform in [0, NS]) or\n"
             "       --start FILE (one start time in ns per line, rank order).\n"
             "noise: --noise PROB:NS: each use of a CPU held NS longer with probability\n"
@@ -117,7 +119,8 @@ static int parse_option(sim_opts_cli_t *o, const char *k, const char *v, bool *h
         /* read above */
     } else if (!strcmp(k, "--L") || !strcmp(k, "--o") || !strcmp(k, "--g") ||
                !strcmp(k, "--G") || !strcmp(k, "--O") || !strcmp(k, "--S") ||
-               !strcmp(k, "--gamma") || !strcmp(k, "--copy") || !strcmp(k, "--ports")) {
+               !strcmp(k, "--gamma") || !strcmp(k, "--copy") || !strcmp(k, "--ports") ||
+               !strcmp(k, "--cores") || !strcmp(k, "--switch")) {
         if (sim_model_set(&o->model, k + 2, v, why, sizeof why)) {
             fprintf(stderr, "weft sim: --%s\n", why);
             return 2;

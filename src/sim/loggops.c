@@ -114,8 +114,15 @@ typedef struct sim {
     } *wn;
     uint32_t nwn, wncap, freewn;
     bool fifo;         /* SIM_ORDER_FIFO (one CPU per rank only) */
-    bool simple;       /* one CPU and one NIC per rank: readiness from the
-                        * rank's clocks alone */
+    bool simple;       /* one CPU and one NIC per rank, no shared cores:
+                        * readiness from the rank's clocks alone */
+    /* Ranks sharing cores (m->cores): when each core is next free, and the
+     * rank it serves (the one that used it last; a switch to another costs
+     * m->sw).  A rank's own clock (cpu) still says when its work is done:
+     * its finish time, and a rendezvous send holding it. */
+    uint32_t ncores;
+    double *core;
+    uint32_t *core_rank;
     double noise_prob, noise_ns;
     uint64_t rng;      /* the noise's generator (xorshift64*) */
 
@@ -406,6 +413,42 @@ static inline double *cpu_of(sim_t *s, uint32_t r, int c)
     return &s->cpu[(size_t)r * s->m->cpus + (size_t)c % s->m->cpus];
 }
 
+static inline double maxd(double a, double b) { return a > b ? a : b; }
+
+/* When rank r's CPU c is free: its own clock, and, where ranks share
+ * cores, its core's. */
+static inline double cpu_free(sim_t *s, uint32_t r, int c)
+{
+    double t = *cpu_of(s, r, c);
+    return s->ncores ? maxd(t, s->core[r % s->ncores]) : t;
+}
+
+/* Rank r's CPU c is busy from t for cost ns (its core too). */
+static inline void hold_cpu(sim_t *s, uint32_t r, int c, double t, double cost)
+{
+    *cpu_of(s, r, c) = t + cost;
+    if (s->ncores)
+        s->core[r % s->ncores] = t + cost;
+}
+
+/* Rank r, about to use its CPU at t (free then), takes its core from
+ * another rank: the core is the switch's until t + sw, and true (the
+ * caller tries again then).  False where the core is r's already, cores
+ * are not shared, or a switch costs nothing. */
+static bool switch_in(sim_t *s, uint32_t r, double t)
+{
+    if (!s->ncores)
+        return false;
+    uint32_t k = r % s->ncores;
+    if (s->core_rank[k] == r)
+        return false;
+    s->core_rank[k] = r;
+    if (s->m->sw <= 0)
+        return false;
+    hold_cpu(s, r, 0, t, s->m->sw);
+    return true;
+}
+
 /* The NIC a send of op uses: its own, or the one free first. */
 static int send_nic(sim_t *s, uint32_t r, const sim_op_t *op)
 {
@@ -428,8 +471,6 @@ static int recv_nic(sim_t *s, uint32_t r)
             best = k;
     return best;
 }
-
-static inline double maxd(double a, double b) { return a > b ? a : b; }
 
 static inline double calc_cost(const sim_model_t *m, const sim_op_t *op)
 {
@@ -469,12 +510,12 @@ static void release(sim_t *s, uint32_t r, uint32_t i, double now)
      * it matters: a rendezvous sender completes when its receive is
      * posted).  When the CPU is free already it is posted here and now,
      * without an event: at P = 2^20 that is millions fewer at time 0. */
-    if ((op->kind == SIM_RECV && *cpu_of(s, r, op->cpu) <= now) ||
+    if ((op->kind == SIM_RECV && cpu_free(s, r, op->cpu) <= now) ||
         (op->kind == SIM_CALC && calc_cost(s->m, op) == 0)) {
         queue_instant(s, r, i);
         return;
     }
-    double t = *cpu_of(s, r, op->cpu);
+    double t = cpu_free(s, r, op->cpu);
     if (op->kind == SIM_SEND)
         t = maxd(t, s->nic_s[(size_t)r * s->m->ports + send_nic(s, r, op)]);
     push(s, maxd(t, now), op->kind == SIM_SEND ? EV_SEND : op->kind == SIM_RECV ? EV_RECV : EV_CALC,
@@ -707,7 +748,7 @@ static double min_nic(const double *n, int ports)
 /* When the head of rank r's queue cls could run. */
 static double wq_ready(sim_t *s, uint32_t r, int cls)
 {
-    double t = s->cpu[r];
+    double t = cpu_free(s, r, 0);
     if (cls == WQ_SEND)
         t = maxd(t, min_nic(&s->nic_s[(size_t)r * s->m->ports], s->m->ports));
     else if (cls == WQ_MSG)
@@ -797,9 +838,9 @@ static void take_message(sim_t *s, uint32_t r, uint32_t mi, double t)
 {
     const sim_model_t *m = s->m;
     mrec_t *mr = &s->rec[mi];
-    double *cpu = cpu_of(s, r, mr->cpu), *nic = &s->nic_r[(size_t)r * m->ports + recv_nic(s, r)];
+    double *nic = &s->nic_r[(size_t)r * m->ports + recv_nic(s, r)];
     double s1 = (double)(mr->size ? mr->size - 1 : 0);
-    *cpu = t + m->o + maxd(s1 * m->O, s1 * m->G) + noise(s);
+    hold_cpu(s, r, mr->cpu, t, m->o + maxd(s1 * m->O, s1 * m->G) + noise(s));
     *nic = t + m->g + s1 * m->G;
     uint32_t recv_op = posted_take(s, r, mr->src, mr->tag);
     if (recv_op == NIL) {
@@ -818,10 +859,10 @@ static void issue_send(sim_t *s, uint32_t r, uint32_t i, double t)
     const sim_rank_prog_t *rp = &s->prog[r];
     const sim_op_t *op = &rp_ops(rp)[i];
     int k = send_nic(s, r, op);
-    double *cpu = cpu_of(s, r, op->cpu), *nic = &s->nic_s[(size_t)r * m->ports + k];
+    double *nic = &s->nic_s[(size_t)r * m->ports + k];
     satisfy(s, r, i, t, false);
     double s1 = (double)(op->size ? op->size - 1 : 0);
-    *cpu = t + m->o + s1 * m->O + noise(s);
+    hold_cpu(s, r, op->cpu, t, m->o + s1 * m->O + noise(s));
     *nic = t + m->g + s1 * m->G;
     uint32_t mi = rec_new(s);
     if (mi == NIL)
@@ -838,7 +879,7 @@ static void issue_send(sim_t *s, uint32_t r, uint32_t i, double t)
 static void run_calc(sim_t *s, uint32_t r, uint32_t i, double t)
 {
     const sim_op_t *op = &rp_ops(&s->prog[r])[i];
-    *cpu_of(s, r, op->cpu) = t + calc_cost(s->m, op) + noise(s);
+    hold_cpu(s, r, op->cpu, t, calc_cost(s->m, op) + noise(s));
     satisfy(s, r, i, t, false);
     done(s, r, i, t);
 }
@@ -847,10 +888,12 @@ static void run_calc(sim_t *s, uint32_t r, uint32_t i, double t)
 static void on_message(sim_t *s, uint32_t r, uint32_t mi, double t)
 {
     double ready = s->simple ? maxd(s->cpu[r], s->nic_r[r])
-                             : maxd(*cpu_of(s, r, s->rec[mi].cpu),
+                             : maxd(cpu_free(s, r, s->rec[mi].cpu),
                                     s->nic_r[(size_t)r * s->m->ports + recv_nic(s, r)]);
     if (ready > t || queued(s, r, WQ_MSG))
         park(s, r, WQ_MSG, mi, ready);
+    else if (switch_in(s, r, t))
+        park(s, r, WQ_MSG, mi, t + s->m->sw);
     else
         take_message(s, r, mi, t);
 }
@@ -862,19 +905,23 @@ static void on_send(sim_t *s, uint32_t r, uint32_t i, double t)
         ready = maxd(s->cpu[r], s->nic_s[r]);
     } else {
         const sim_op_t *op = &rp_ops(&s->prog[r])[i];
-        ready = maxd(*cpu_of(s, r, op->cpu), s->nic_s[(size_t)r * s->m->ports + send_nic(s, r, op)]);
+        ready = maxd(cpu_free(s, r, op->cpu), s->nic_s[(size_t)r * s->m->ports + send_nic(s, r, op)]);
     }
     if (ready > t || queued(s, r, WQ_SEND))
         park(s, r, WQ_SEND, i, ready);
+    else if (switch_in(s, r, t))
+        park(s, r, WQ_SEND, i, t + s->m->sw);
     else
         issue_send(s, r, i, t);
 }
 
 static void on_calc(sim_t *s, uint32_t r, uint32_t i, double t)
 {
-    double ready = s->simple ? s->cpu[r] : *cpu_of(s, r, rp_ops(&s->prog[r])[i].cpu);
+    double ready = s->simple ? s->cpu[r] : cpu_free(s, r, rp_ops(&s->prog[r])[i].cpu);
     if (ready > t || queued(s, r, WQ_CALC))
         park(s, r, WQ_CALC, i, ready);
+    else if (switch_in(s, r, t))
+        park(s, r, WQ_CALC, i, t + s->m->sw);
     else
         run_calc(s, r, i, t);
 }
@@ -912,8 +959,8 @@ static void on_wake(sim_t *s, uint32_t r, double t)
         for (int c = 0; c < 3; c++)
             if (q[c].head != NIL && q[c].seq < best_seq && wq_ready(s, r, c) <= t)
                 best = c, best_seq = q[c].seq;
-        if (best < 0 || s->err)
-            break;
+        if (best < 0 || s->err || switch_in(s, r, t))
+            break; /* a switch: the core is the rank's once it is done */
         q += best;
         uint32_t n = q->head, idx = s->wn[n].idx;
         q->head = s->wn[n].next;
@@ -1065,6 +1112,15 @@ static int sim_alloc(sim_t *s)
     s->nic_s = malloc(P * s->m->ports * sizeof *s->nic_s);
     s->nic_r = malloc(P * s->m->ports * sizeof *s->nic_r);
     s->finished = calloc((P + 63) / 64, sizeof *s->finished);
+    if (s->ncores) {
+        s->core = calloc(s->ncores, sizeof *s->core);
+        s->core_rank = malloc(s->ncores * sizeof *s->core_rank);
+        if (!s->core || !s->core_rank)
+            return fail(s, WEFT_ENOMEM, "out of memory for %u cores", s->ncores);
+        for (uint32_t k = 0; k < s->ncores; k++)
+            s->core_rank[k] = k; /* each core starts with its first rank */
+        account(s, (ssize_t)(s->ncores * (sizeof *s->core + sizeof *s->core_rank)));
+    }
     if (s->fifo) { /* the wait queues: only the FIFO order has them */
         s->wq = malloc(P * 3 * sizeof *s->wq);
         s->wake = malloc(P * sizeof *s->wake);
@@ -1105,6 +1161,7 @@ static void sim_release(sim_t *s)
     free(s->rec), free(s->tab), free(s->aside), free(s->work);
     free(s->wq), free(s->wake), free(s->wn);
     free(s->work_rank);
+    free(s->core), free(s->core_rank);
     evq_free(&s->q);
 }
 
@@ -1120,6 +1177,11 @@ int sim_run(const sim_model_t *m, int nrank, sim_build_fn build, void *ctx,
         snprintf(msg, len, "the model wants 1 to 64 ports and 1 to 256 CPUs");
         return WEFT_EINVAL;
     }
+    if (m->cores && m->cpus > 1) {
+        snprintf(msg, len, "ranks sharing cores (cores %u) with several CPUs per rank (GOAL's "
+                           "cpu %d) are not modelled", m->cores, m->cpus - 1);
+        return WEFT_ENOTSUP;
+    }
     const double *st = opts ? opts->start : NULL;
     for (int r = 0; st && r < nrank; r++)
         if (!(st[r] >= 0 && st[r] < 3.6e15)) {
@@ -1130,7 +1192,9 @@ int sim_run(const sim_model_t *m, int nrank, sim_build_fn build, void *ctx,
     memset(&s, 0, sizeof s);
     s.m = m, s.P = nrank, s.build = build, s.ctx = ctx, s.opts = opts;
     s.fifo = opts && opts->order == SIM_ORDER_FIFO && m->cpus == 1;
-    s.simple = m->cpus == 1 && m->ports == 1;
+    /* as many cores as ranks or more: each its own, LogGOPS exactly */
+    s.ncores = m->cores && m->cores < (uint32_t)nrank ? m->cores : 0;
+    s.simple = m->cpus == 1 && m->ports == 1 && !s.ncores;
     if (opts && opts->noise_prob > 0) {
         if (!(opts->noise_prob <= 1 && opts->noise_ns >= 0 && opts->noise_ns < 3.6e12)) {
             snprintf(msg, len, "noise: want a probability 0 to 1 and 0 ns to an hour");

@@ -1,8 +1,8 @@
 /* model.c — the LogGOPS parameters: presets, flags and preset files.
  *
  * A preset file is text: the line "weft-preset 1", then "KEY VALUE" lines
- * (keys L o g G O S gamma copy ports; times in ns, per-byte costs in ns per
- * byte), '#' starting a comment.  Every value is checked: a negative, NaN,
+ * (keys L o g G O S gamma copy ports cores switch; times in ns, per-byte
+ * costs in ns per byte), '#' starting a comment.  Every value is checked: a negative, NaN,
  * infinite or absurd one (a latency above an hour, a per-byte cost above a
  * second) is refused with the file, line and key. */
 #include <errno.h>
@@ -22,6 +22,7 @@ void sim_model_default(sim_model_t *m)
     m->S = 65535;
     m->gamma = 0, m->copy = 0;
     m->ports = 1, m->cpus = 1;
+    m->cores = 0, m->sw = 0;
 }
 
 typedef struct {
@@ -31,14 +32,14 @@ typedef struct {
 
 static const preset_t presets[] = {
     {"loggopsim", "LogGOPSim's defaults (spcl/LogGOPSim simulator.ggo)",
-     {2500, 1500, 1000, 6, 0, 65535, 0, 0, 1, 1}},
+     {2500, 1500, 1000, 6, 0, 65535, 0, 0, 1, 1, 0, 0}},
     /* The alpha-beta (Hockney) model the seeds' cost formulas use: one
      * latency, one cost per byte (g = G, so that a message of s bytes holds
      * the link s G and splitting it gains nothing), no CPU overhead; alpha
      * 1 us and beta 0.1 ns/byte (10 GB/s) are nominal round values, gamma
      * 0.05 ns/byte. */
     {"hockney", "alpha-beta model, nominal alpha 1 us, beta 0.1 ns/B",
-     {1000, 0, 0.1, 0.1, 0, UINT64_MAX, 0.05, 0, 1, 1}},
+     {1000, 0, 0.1, 0.1, 0, UINT64_MAX, 0.05, 0, 1, 1, 0, 0}},
 };
 
 const char *const *sim_preset_names(void)
@@ -66,12 +67,18 @@ int sim_model_set(sim_model_t *m, const char *key, const char *value, char *msg,
         snprintf(msg, len, "%s: %s is negative", key, value);
         return -1;
     }
-    if (!strcmp(key, "ports") || !strcmp(key, "S")) {
+    if (!strcmp(key, "ports") || !strcmp(key, "S") || !strcmp(key, "cores")) {
         if (v != floor(v)) {
             snprintf(msg, len, "%s: '%s' is not a whole number", key, value);
             return -1;
         }
-        if (!strcmp(key, "ports")) {
+        if (!strcmp(key, "cores")) {
+            if (v > 1 << 24) {
+                snprintf(msg, len, "cores: %s is not 0 (a core per rank) to 2^24", value);
+                return -1;
+            }
+            m->cores = (uint32_t)v;
+        } else if (!strcmp(key, "ports")) {
             if (v < 1 || v > 64) {
                 snprintf(msg, len, "ports: %s is not 1 to 64", value);
                 return -1;
@@ -82,9 +89,10 @@ int sim_model_set(sim_model_t *m, const char *key, const char *value, char *msg,
         }
         return 0;
     }
-    static const char *const times[] = {"L", "o", "g"}, *const rates[] = {"G", "O", "gamma", "copy"};
-    double *tf[] = {&m->L, &m->o, &m->g}, *rf[] = {&m->G, &m->O, &m->gamma, &m->copy};
-    for (int i = 0; i < 3; i++)
+    static const char *const times[] = {"L", "o", "g", "switch"},
+                             *const rates[] = {"G", "O", "gamma", "copy"};
+    double *tf[] = {&m->L, &m->o, &m->g, &m->sw}, *rf[] = {&m->G, &m->O, &m->gamma, &m->copy};
+    for (int i = 0; i < 4; i++)
         if (!strcmp(key, times[i])) {
             if (v > MAX_TIME) {
                 snprintf(msg, len, "%s: %s ns is absurd (more than an hour)", key, value);
@@ -103,7 +111,8 @@ int sim_model_set(sim_model_t *m, const char *key, const char *value, char *msg,
             *rf[i] = v;
             return 0;
         }
-    snprintf(msg, len, "unknown parameter '%s' (L o g G O S gamma copy ports)", key);
+    snprintf(msg, len, "unknown parameter '%s' (L o g G O S gamma copy ports cores switch)",
+             key);
     return -1;
 }
 
@@ -221,5 +230,9 @@ int sim_preset_write(const char *path, const sim_model_t *m, const char *comment
     else
         fprintf(f, "S %llu\n", (unsigned long long)m->S);
     fprintf(f, "gamma %.17g\ncopy %.17g\nports %d\n", m->gamma, m->copy, m->ports);
+    if (m->cores)
+        fprintf(f, "cores %u\n", m->cores);
+    if (m->sw)
+        fprintf(f, "switch %.17g\n", m->sw);
     return fclose(f) ? -1 : 0;
 }

@@ -40,6 +40,13 @@ typedef struct sim_model {
     double copy;          /* ns per byte copied locally */
     int ports;            /* NICs per rank (k-port model); >= 1 */
     int cpus;             /* CPUs per rank (GOAL's "cpu N"); >= 1 */
+    /* Ranks that share cores (not LogGOPS: weft's term for ranks that
+     * outnumber their cores, e.g. 8 on 2): rank r runs on core r mod
+     * cores, a core serves one rank's CPU time (o, O, gamma, calcs) at a
+     * time, and turning from one rank to another costs sw ns first (the
+     * kernel's switch).  cores 0: a core per rank, as LogGOPS has it. */
+    uint32_t cores;
+    double sw;
 } sim_model_t;
 
 /* ---- presets and model flags (model.c) ---- */
@@ -53,7 +60,8 @@ int sim_preset_load(const char *name, sim_model_t *m, char *msg, size_t len);
 /* Parses a preset file's text (n bytes), called name in messages. */
 int sim_preset_parse(const char *text, size_t n, const char *name, sim_model_t *m, char *msg,
                      size_t len);
-/* Parses one "key value" setting (keys L o g G O S gamma copy ports);
+/* Parses one "key value" setting (keys L o g G O S gamma copy ports cores
+ * switch);
  * -1 and why when the key is unknown or the value is negative, not a
  * number, NaN or absurd. */
 int sim_model_set(sim_model_t *m, const char *key, const char *value, char *msg, size_t len);
