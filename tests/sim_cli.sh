@@ -105,6 +105,9 @@ awk 'NR == 1 && $0 != "weft-preset 1" { bad = 1 }
 # left no file behind
 grep -q "^switch [0-9]" "$tmp/this-machine.preset" && grep -q "two ranks on one core: one-way" "$tmp/fit.out" &&
     ok || bad "fit without a switch: $(cat "$tmp/fit.out")"
+# predictions for this machine share its cores
+(cd "$tmp" && "$weft" explain allreduce --np 8 --size 1K) 2>&1 | grep -Eq "preset this-machine, [0-9]+ cores?$" &&
+    ok || bad "weft explain with this machine's preset does not share its cores"
 # ranks sharing cores: never faster than a core each, LogGOPS exactly with
 # as many cores as ranks; a bad core count refused
 t0=$("$weft" sim allreduce --algo ring --np 8 --size 64K --csv - | awk -F, 'NR == 2 { print $4 }')

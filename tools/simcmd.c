@@ -20,6 +20,7 @@
 #include "sim/sim.h"
 #include "tool.h"
 #include "tune/table.h"
+#include "xport/cpus.h"
 
 #define MAX_POINTS 4096
 #define MAX_RANKS (1 << 24)
@@ -773,7 +774,18 @@ int sim_model_for_tools(const char *preset, sim_model_t *m, char *name, size_t n
     if (!preset)
         preset = access("this-machine.preset", R_OK) ? "loggopsim" : "this-machine";
     snprintf(name, nlen, "%s", preset);
-    return sim_preset_load(preset, m, msg, len);
+    if (sim_preset_load(preset, m, msg, len))
+        return -1;
+    /* this machine's ranks share its cores: predictions for it (weft
+     * explain, weft tune --by sim) count them, where weft fit measured the
+     * switch and the preset does not say otherwise */
+    if (!strcmp(preset, "this-machine") && !m->cores && m->sw > 0) {
+        cpu_allow_t self;
+        cpu_allow_self(&self);
+        m->cores = cpu_allow_cores(&self, 1);
+        snprintf(name, nlen, "this-machine, %u core%s", m->cores, m->cores == 1 ? "" : "s");
+    }
+    return 0;
 }
 
 static int export_goal(const sim_opts_cli_t *o, const algo_t *al)

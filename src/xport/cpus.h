@@ -7,6 +7,8 @@
 
 #include <stdint.h>
 
+#include "../core/tool_api.h"
+
 #define CPU_ALLOW_MAX 1024 /* CPUs a mask describes (glibc's CPU_SETSIZE) */
 
 /* What one process may run on; a fixed size, so ranks can exchange it
@@ -18,8 +20,8 @@ typedef struct cpu_allow {
 } cpu_allow_t;
 
 /* This process's mask and quota. */
-void cpu_allow_self(cpu_allow_t *c);
+WEFT_TOOL_API void cpu_allow_self(cpu_allow_t *c);
 /* The cores n processes with these allowances may run on together (>= 1). */
-uint32_t cpu_allow_cores(const cpu_allow_t *all, int n);
+WEFT_TOOL_API uint32_t cpu_allow_cores(const cpu_allow_t *all, int n);
 
 #endif
