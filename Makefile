@@ -64,8 +64,8 @@ fuzz:
 	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DWEFT_FUZZ=ON \
 	  -DWEFT_SANITIZE=address,undefined -DBUILD_TESTING=OFF
 	cmake --build build-fuzz -j $(JOBS) --target fuzz_params fuzz_env fuzz_bench_opts fuzz_tuning \
-	  fuzz_goal fuzz_preset
-	for f in params env bench_opts tuning goal preset; do \
+	  fuzz_goal fuzz_preset fuzz_noise
+	for f in params env bench_opts tuning goal preset noise; do \
 	  mkdir -p build-fuzz/corpus/$$f && \
 	  UBSAN_OPTIONS=halt_on_error=1 ASAN_OPTIONS=detect_leaks=1 build-fuzz/fuzz_$$f \
 	    -max_total_time=$(FUZZ_SECONDS) -max_len=256 -print_final_stats=1 -close_fd_mask=3 \

@@ -101,10 +101,23 @@ awk 'NR == 1 && $0 != "weft-preset 1" { bad = 1 }
      END { exit bad }' "$tmp/this-machine.preset" && ok || bad "fit preset: $(cat "$tmp/this-machine.preset")"
 (cd "$tmp" && "$weft" sim allreduce --algo ring --np 4 --size 1M --preset this-machine >/dev/null) &&
     ok || bad "--preset this-machine not taken"
-# the fit measured a switch between ranks on one core (its own job), and
-# left no file behind
+# the fit measured a switch between ranks on one core (its own job; 0
+# where that came out faster, as on a loaded machine)
 grep -q "^switch [0-9]" "$tmp/this-machine.preset" && grep -q "two ranks on one core: one-way" "$tmp/fit.out" &&
     ok || bad "fit without a switch: $(cat "$tmp/fit.out")"
+# a noise trace: said in the header, never faster than none, the same for
+# a seed; a bad file refused with its line; --noise-cosched needs a trace
+printf '# detours\n100 50\n1000 10\n' >"$tmp/trace"
+printf '100 50\n120 10\n' >"$tmp/overlap"
+quiet=$("$weft" sim allreduce --algo ring --np 16 --size 64K --csv - | awk -F, 'NR == 2 { print $4 }')
+noisy=$("$weft" sim allreduce --algo ring --np 16 --size 64K --noise-trace "$tmp/trace" --seed 3 --csv - | awk -F, 'NR == 2 { print $4 }')
+again=$("$weft" sim allreduce --algo ring --np 16 --size 64K --noise-trace "$tmp/trace" --seed 3 --csv - | awk -F, 'NR == 2 { print $4 }')
+"$weft" sim allreduce --algo ring --np 16 --size 64K --noise-trace "$tmp/trace" --noise-cosched |
+    grep -q "noise trace of 2 detours (co-scheduled)" && [ -n "$noisy" ] && [ "$noisy" = "$again" ] &&
+    awk -v a="$noisy" -v b="$quiet" 'BEGIN { exit !(a > b) }' &&
+    ok || bad "--noise-trace: quiet $quiet, noisy $noisy, again $again"
+expect 2 "overlap:2: the detour at 120 ns begins before" "$weft" sim bcast --algo binomial --np 4 --size 8 --noise-trace "$tmp/overlap"
+expect 2 "is for --noise-trace FILE" "$weft" sim bcast --algo binomial --np 4 --size 8 --noise-cosched
 # predictions for this machine share its cores
 (cd "$tmp" && "$weft" explain allreduce --np 8 --size 1K) 2>&1 | grep -Eq "preset this-machine, [0-9]+ cores?$" &&
     ok || bad "weft explain with this machine's preset does not share its cores"

@@ -712,6 +712,77 @@ static void test_bad_input(void)
 
 /* A late rank: the message waits for its start, and the skew shows in the
  * time (the 3-rank chain with rank 1 starting at 1000). */
+/* CPU noise from a detour trace: the rest of a detour under way, and every
+ * detour that begins while the CPU is used, the trace repeating. */
+static void test_noise_trace(void)
+{
+    const char *text = "# two detours, the trace 1010 ns long\n100 50\n1000 10\n";
+    sim_trace_t tr;
+    char msg[300];
+    CHECK(sim_trace_parse(text, strlen(text), "t", &tr, msg, sizeof msg) == 0 && tr.n == 2 &&
+              tr.period == 1010 && tr.total == 60,
+          "trace parsed: %s", msg);
+    struct {
+        double x, len, want;
+    } c[] = {{0, 200, 50},    /* the detour at 100 begins inside */
+             {110, 20, 40},   /* under way at 110: 40 left */
+             {150, 800, 0},   /* between the two */
+             {500, 1000, 60}, /* the one at 1000, then past the wrap the one at 100 */
+             {1500, 10, 0},   /* 490 ns into the second period: nothing */
+             {0, 2220, 170}}; /* two whole periods (120) and 200 ns more (50) */
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
+        double got = sim_trace_detour(&tr, c[i].x, c[i].len);
+        CHECK(got == c[i].want, "detour at %g for %g: %g, want %g", c[i].x, c[i].len, got,
+              c[i].want);
+    }
+    /* rank 0 computes 200 ns, then sends 1 byte: the calc meets the detour
+     * at 100 (to 250), the send 250..260; the message is in at 360 and
+     * taken in by 370 (every rank reads the trace from its start) */
+    hand_t *h = calloc(1, sizeof *h);
+    int k = add(h, 0, SIM_CALC, -1, 200, -1);
+    add(h, 0, SIM_SEND, 1, 1, k);
+    add(h, 1, SIM_RECV, 0, 1, -1);
+    sim_model_t m = test_model();
+    sim_opts_t so = order_opts;
+    so.trace = &tr, so.trace_offset = 0;
+    sim_result_t r;
+    int rc = sim_run(&m, 2, build_hand, h, &so, &r, msg, sizeof msg);
+    CHECK(rc == 0 && r.t_max == 370 && r.t_mean == (260 + 370) / 2.0,
+          "noise trace: %g (mean %g), want 370 (315): %s", r.t_max, r.t_mean, rc ? msg : "");
+    /* drawn offsets: repeatable for a seed, never less than no noise */
+    so.trace_offset = -1, so.noise_seed = 5;
+    sim_result_t r2;
+    rc = sim_run(&m, 2, build_hand, h, &so, &r, msg, sizeof msg) ||
+         sim_run(&m, 2, build_hand, h, &so, &r2, msg, sizeof msg);
+    CHECK(rc == 0 && r.t_max == r2.t_max && r.t_max >= 320, "drawn offsets: %g and %g",
+          r.t_max, r2.t_max);
+    free(h);
+    sim_trace_free(&tr);
+
+    struct {
+        const char *text, *want;
+    } bad[] = {{"", "no detours"},
+               {"# nothing\n\n", "no detours"},
+               {"100\n", "t:1: want 'START DURATION'"},
+               {"100 50 7\n", "t:1: want 'START DURATION'"},
+               {"1 x\n", "t:1: duration 'x' is not a number"},
+               {"-5 1\n", "t:1: start -5 is not 0 to an hour"},
+               {"1 nan\n", "not a number"},
+               {"0 0\n", "spans 0 ns"},
+               {"100 50\n120 10\n", "t:2: the detour at 120 ns begins before"},
+               {"200 1\n100 1\n", "t:2: the detour at 100 ns begins before"},
+               {"5 1e13\n", "not 0 to an hour"}};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        msg[0] = '\0';
+        rc = sim_trace_parse(bad[i].text, strlen(bad[i].text), "t", &tr, msg, sizeof msg);
+        CHECK(rc == -1 && strstr(msg, bad[i].want) && !tr.n && !tr.start,
+              "trace '%s': got '%s', want '%s'", bad[i].text, msg, bad[i].want);
+    }
+    CHECK(sim_trace_load("/nonexistent/trace", &tr, msg, sizeof msg) == -1 &&
+              strstr(msg, "/nonexistent/trace"),
+          "missing trace file named: %s", msg);
+}
+
 static void test_start_times(void)
 {
     sim_model_t m = test_model();
@@ -1162,6 +1233,7 @@ int main(void)
         order_opts.order = g_order;
         test_hand_cases();
         test_shared_cores();
+        test_noise_trace();
         test_closed_forms();
         test_bounds();
         test_bad_input();

@@ -269,7 +269,10 @@ static int fit_rank(const fit_opts_t *o)
            "g(1) %.1f ns, o(1) %.1f ns)\n", IN_CALL_MESSAGES, in_call, g[0], ov[0]);
     printf("LogGOPS: L %.1f ns, o %.1f ns, g %.1f ns, G %.4f ns/B, O %.4f ns/B, "
            "gamma %.4f ns/B\n", m.L, m.o, m.g, m.G, m.O, m.gamma);
-    if (rtt1 > 0)
+    if (rtt1 > 0 && rtt1 / 2 <= oneway[0])
+        printf("two ranks on one core: one-way %.1f ns, not slower than on two cores (a "
+               "loaded machine?): switch 0\n", rtt1 / 2);
+    else if (rtt1 > 0)
         printf("two ranks on one core: one-way %.1f ns, so a switch between ranks costs "
                "%.1f ns (weft sim --cores C --switch NS)\n", rtt1 / 2, m.sw);
     else

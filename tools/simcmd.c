@@ -40,6 +40,9 @@ typedef struct {
     unsigned seed;
     int order; /* enum sim_order */
     double noise_prob, noise_ns; /* --noise PROB:NS */
+    sim_trace_t trace;           /* --noise-trace FILE (trace.n 0: none) */
+    const char *trace_file;
+    bool cosched;                /* --noise-cosched */
     const char *start_file, *csv, *json, *plot;
     const char *goal, *export_goal; /* --goal FILE, --export-goal FILE */
     bool best_chunks;               /* --best-chunks */
@@ -67,7 +70,9 @@ static int sim_usage(FILE *f, int rc)
             "arrival: --skew NS [--seed N] (start times uniform in [0, NS]) or\n"
             "       --start FILE (one start time in ns per line, rank order).\n"
             "noise: --noise PROB:NS: each use of a CPU held NS longer with probability\n"
-            "       PROB (drawn with --seed)\n"
+            "       PROB (drawn with --seed); --noise-trace FILE: the detours of a CPU\n"
+            "       ('START DURATION' lines, ns; repeated), each rank from an offset drawn\n"
+            "       with --seed, or all from one with --noise-cosched\n"
             "GOAL: --export-goal FILE writes the schedules of one algorithm, P and size in\n"
             "       LogGOPSim's GOAL text (- for stdout); --goal FILE simulates a GOAL file.\n"
             "chunks: --best-chunks, for the pipelined algorithms: the chunk count weft uses,\n"
@@ -175,6 +180,8 @@ static int parse_option(sim_opts_cli_t *o, const char *k, const char *v, bool *h
             return 2;
         }
         o->noise_ns = tmp.L;
+    } else if (!strcmp(k, "--noise-trace")) {
+        o->trace_file = v;
     } else if (!strcmp(k, "--order")) {
         if (!strcmp(v, "loggopsim"))
             o->order = SIM_ORDER_LOGGOPSIM;
@@ -321,6 +328,10 @@ static int parse_args(int argc, char **argv, sim_opts_cli_t *o)
             o->sched_stats = true;
             continue;
         }
+        if (!strcmp(k, "--noise-cosched")) {
+            o->cosched = true;
+            continue;
+        }
         if (i + 1 >= argc) {
             fprintf(stderr, "weft sim: %s needs a value\n", k);
             return 2;
@@ -329,7 +340,31 @@ static int parse_args(int argc, char **argv, sim_opts_cli_t *o)
         if (rc)
             return rc;
     }
-    return check_options(o, have_np, have_size);
+    int rc = check_options(o, have_np, have_size);
+    if (rc)
+        return rc;
+    if (o->cosched && !o->trace_file) {
+        fprintf(stderr, "weft sim: --noise-cosched is for --noise-trace FILE\n");
+        return 2;
+    }
+    if (o->trace_file && sim_trace_load(o->trace_file, &o->trace, why, sizeof why)) {
+        fprintf(stderr, "weft sim: --noise-trace: %s\n", why);
+        return 2;
+    }
+    return 0;
+}
+
+/* The run's options: start times, order, noise, memory limit. */
+static sim_opts_t run_opts(const sim_opts_cli_t *o, const double *start)
+{
+    sim_opts_t so = {.start = start, .order = o->order, .noise_prob = o->noise_prob,
+                     .noise_ns = o->noise_ns, .noise_seed = o->seed, .max_bytes = o->max_bytes};
+    if (o->trace.n) {
+        so.trace = &o->trace;
+        so.trace_cosched = o->cosched;
+        so.trace_offset = -1; /* drawn from --seed */
+    }
+    return so;
 }
 
 /* ---- start times ---- */
@@ -683,9 +718,7 @@ static int run_pap(const sim_opts_cli_t *o, const algo_t *al, int P, uint64_t by
                           &node_of, pt->why, sizeof pt->why);
     pt->refused = pt->rc == WEFT_EINVAL;
     if (!pt->rc) {
-        sim_opts_t so = {.start = start, .order = o->order, .noise_prob = o->noise_prob,
-                         .noise_ns = o->noise_ns, .noise_seed = o->seed,
-                         .max_bytes = o->max_bytes};
+        sim_opts_t so = run_opts(o, start);
         pt->rc = sim_run(&o->model, P, sim_build_pap, &c, &so, &pt->r, pt->why, sizeof pt->why);
         sim_pap_free(&c);
     }
@@ -705,8 +738,7 @@ static int run_point(const sim_opts_cli_t *o, const algo_t *al, int P, uint64_t 
         unprepare(&b, node_of);
         return pt->rc;
     }
-    sim_opts_t so = {.start = start, .order = o->order, .noise_prob = o->noise_prob,
-                     .noise_ns = o->noise_ns, .noise_seed = o->seed, .max_bytes = o->max_bytes};
+    sim_opts_t so = run_opts(o, start);
     pt->rc = sim_run(&o->model, P, sim_build_algo, &b, &so, &pt->r, pt->why, sizeof pt->why);
     unprepare(&b, node_of);
     pt->bound = sim_lower_bound(o->coll, P, bytes, &o->model);
@@ -777,9 +809,9 @@ int sim_model_for_tools(const char *preset, sim_model_t *m, char *name, size_t n
     if (sim_preset_load(preset, m, msg, len))
         return -1;
     /* this machine's ranks share its cores: predictions for it (weft
-     * explain, weft tune --by sim) count them, where weft fit measured the
-     * switch and the preset does not say otherwise */
-    if (!strcmp(preset, "this-machine") && !m->cores && m->sw > 0) {
+     * explain, weft tune --by sim) count them, with the switch weft fit
+     * measured, where the preset does not say otherwise */
+    if (!strcmp(preset, "this-machine") && !m->cores) {
         cpu_allow_t self;
         cpu_allow_self(&self);
         m->cores = cpu_allow_cores(&self, 1);
@@ -1002,9 +1034,14 @@ static bool table_wanted(const sim_opts_cli_t *o)
 static void print_header(const sim_opts_cli_t *o, const char *what)
 {
     const sim_model_t *m = &o->model;
-    char noise[64] = "";
+    char noise[128] = "";
     if (o->noise_prob > 0)
         snprintf(noise, sizeof noise, ", noise %g ns at p=%g", o->noise_ns, o->noise_prob);
+    if (o->trace.n) {
+        size_t k = strlen(noise);
+        snprintf(noise + k, sizeof noise - k, ", noise trace of %zu detours (%s)", o->trace.n,
+                 o->cosched ? "co-scheduled" : "independent");
+    }
     printf("# weft sim %s: preset %s: L=%g o=%g g=%g ns, G=%g O=%g ns/B, S=%" PRIu64
            " B, gamma=%g copy=%g ns/B, %d port%s, %s order%s%s\n",
            what, o->preset, m->L, m->o, m->g, m->G, m->O, m->S, m->gamma, m->copy, m->ports,
@@ -1031,8 +1068,7 @@ static int run_goal(sim_opts_cli_t *o)
     bool table = table_wanted(o);
     if (table)
         print_header(o, o->goal);
-    sim_opts_t so = {.start = start, .order = o->order, .noise_prob = o->noise_prob,
-                     .noise_ns = o->noise_ns, .noise_seed = o->seed, .max_bytes = o->max_bytes};
+    sim_opts_t so = run_opts(o, start);
     sim_result_t r;
     int rc = sim_run(&o->model, P, sim_goal_build, g, &so, &r, why, sizeof why);
     free(start);

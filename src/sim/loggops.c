@@ -125,6 +125,9 @@ typedef struct sim {
     uint32_t *core_rank;
     double noise_prob, noise_ns;
     uint64_t rng;      /* the noise's generator (xorshift64*) */
+    const sim_trace_t *trace; /* noise from a detour trace, or NULL */
+    uint64_t trace_seed;
+    double trace_offset; /* every rank's offset; < 0: each its own */
 
     /* Instant operations waiting to run (no recursion), first released
      * first: receives released together are posted in the order they were
@@ -824,6 +827,29 @@ static double noise(sim_t *s)
     return sim_uniform(&s->rng) < s->noise_prob ? s->noise_ns : 0;
 }
 
+/* Rank r's offset into the noise trace: drawn from the seed and r
+ * (splitmix64), so that no per-rank state is kept at millions of ranks. */
+static double trace_offset(const sim_t *s, uint32_t r)
+{
+    if (s->trace_offset >= 0)
+        return s->trace_offset;
+    uint64_t z = s->trace_seed + ((uint64_t)r + 1) * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return (double)(z >> 11) / 9007199254740992.0 * s->trace->period;
+}
+
+/* The noise a use of rank r's CPU from t for cost ns meets: the drawn
+ * kind (noise_prob), and the trace's detours. */
+static double cpu_noise(sim_t *s, uint32_t r, double t, double cost)
+{
+    double n = noise(s);
+    if (s->trace)
+        n += sim_trace_detour(s->trace, t + trace_offset(s, r), cost);
+    return n;
+}
+
 static void rendezvous_done(sim_t *s, const mrec_t *mr, double t)
 {
     uint32_t src = mr->src;
@@ -840,7 +866,8 @@ static void take_message(sim_t *s, uint32_t r, uint32_t mi, double t)
     mrec_t *mr = &s->rec[mi];
     double *nic = &s->nic_r[(size_t)r * m->ports + recv_nic(s, r)];
     double s1 = (double)(mr->size ? mr->size - 1 : 0);
-    hold_cpu(s, r, mr->cpu, t, m->o + maxd(s1 * m->O, s1 * m->G) + noise(s));
+    double cost = m->o + maxd(s1 * m->O, s1 * m->G);
+    hold_cpu(s, r, mr->cpu, t, cost + cpu_noise(s, r, t, cost));
     *nic = t + m->g + s1 * m->G;
     uint32_t recv_op = posted_take(s, r, mr->src, mr->tag);
     if (recv_op == NIL) {
@@ -862,7 +889,8 @@ static void issue_send(sim_t *s, uint32_t r, uint32_t i, double t)
     double *nic = &s->nic_s[(size_t)r * m->ports + k];
     satisfy(s, r, i, t, false);
     double s1 = (double)(op->size ? op->size - 1 : 0);
-    hold_cpu(s, r, op->cpu, t, m->o + s1 * m->O + noise(s));
+    double cost = m->o + s1 * m->O;
+    hold_cpu(s, r, op->cpu, t, cost + cpu_noise(s, r, t, cost));
     *nic = t + m->g + s1 * m->G;
     uint32_t mi = rec_new(s);
     if (mi == NIL)
@@ -879,7 +907,8 @@ static void issue_send(sim_t *s, uint32_t r, uint32_t i, double t)
 static void run_calc(sim_t *s, uint32_t r, uint32_t i, double t)
 {
     const sim_op_t *op = &rp_ops(&s->prog[r])[i];
-    hold_cpu(s, r, op->cpu, t, calc_cost(s->m, op) + noise(s));
+    double cost = calc_cost(s->m, op);
+    hold_cpu(s, r, op->cpu, t, cost + cpu_noise(s, r, t, cost));
     satisfy(s, r, i, t, false);
     done(s, r, i, t);
 }
@@ -1202,6 +1231,20 @@ int sim_run(const sim_model_t *m, int nrank, sim_build_fn build, void *ctx,
         }
         s.noise_prob = opts->noise_prob, s.noise_ns = opts->noise_ns;
         s.rng = opts->noise_seed * 0x9E3779B97F4A7C15ull | 1;
+    }
+    if (opts && opts->trace) {
+        if (!(opts->trace->n && opts->trace->period > 0) ||
+            !(opts->trace_offset < 3.6e15)) {
+            snprintf(msg, len, "noise trace: empty, or an offset past an hour's ns");
+            return WEFT_EINVAL;
+        }
+        s.trace = opts->trace;
+        s.trace_seed = opts->noise_seed * 0x9E3779B97F4A7C15ull;
+        s.trace_offset = opts->trace_offset;
+        if (s.trace_offset < 0 && opts->trace_cosched) /* one offset for all */
+            s.trace_offset = trace_offset(&s, UINT32_MAX);
+    } else {
+        s.trace_offset = -1;
     }
     s.msg = msg, s.msglen = len;
     s.max_bytes = opts ? opts->max_bytes : 0;

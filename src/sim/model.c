@@ -230,9 +230,6 @@ int sim_preset_write(const char *path, const sim_model_t *m, const char *comment
     else
         fprintf(f, "S %llu\n", (unsigned long long)m->S);
     fprintf(f, "gamma %.17g\ncopy %.17g\nports %d\n", m->gamma, m->copy, m->ports);
-    if (m->cores)
-        fprintf(f, "cores %u\n", m->cores);
-    if (m->sw)
-        fprintf(f, "switch %.17g\n", m->sw);
+    fprintf(f, "cores %u\nswitch %.17g\n", m->cores, m->sw);
     return fclose(f) ? -1 : 0;
 }

@@ -173,6 +173,29 @@ void sim_pap_free(sim_pap_t *c);
 /* The sim_build_fn: ctx is a sim_pap_t. */
 int sim_build_pap(void *ctx, int rank, sim_prog_t *out, char *msg, size_t len);
 
+/* ---- CPU noise from a detour trace (noise.c) ---- */
+
+/* Detours one CPU took, as Netgauge records them: each begins at start[i]
+ * and lasts dur[i] (ns), in order, none overlapping; the trace repeats with
+ * the period of its last detour's end. */
+typedef struct sim_trace {
+    double *start, *dur;
+    size_t n;
+    double period, total; /* ns; total: the detours' durations summed */
+} sim_trace_t;
+
+/* A trace file's text (n bytes), called name in messages: lines "START
+ * DURATION" in ns, '#' starting a comment.  0, or -1 with the file, line
+ * and what was wrong in msg (*t then empty). */
+int sim_trace_parse(const char *text, size_t n, const char *name, sim_trace_t *t, char *msg,
+                    size_t len);
+int sim_trace_load(const char *path, sim_trace_t *t, char *msg, size_t len);
+void sim_trace_free(sim_trace_t *t);
+/* The noise a use of the CPU from x (the trace's time) for len ns meets:
+ * the rest of a detour under way at x, and every detour that begins in
+ * (x, x + len]. */
+double sim_trace_detour(const sim_trace_t *t, double x, double len);
+
 /* xorshift64*: a uniform draw in [0, 1) that is the same on every machine
  * for a seed (*x must not be 0). */
 static inline double sim_uniform(uint64_t *x)
@@ -201,6 +224,14 @@ typedef struct sim_opts {
      * repeatable) */
     double noise_prob, noise_ns;
     uint64_t noise_seed;
+    /* and/or from a detour trace (noise.c): rank r reads it from an offset
+     * drawn from noise_seed and r, uniform over its period; all ranks from
+     * one (co-scheduled noise) with trace_cosched; trace_offset >= 0 gives
+     * that offset (ns) to every rank instead, -1 draws them (a zeroed
+     * sim_opts_t reads the trace from its start at every rank) */
+    const sim_trace_t *trace;
+    bool trace_cosched;
+    double trace_offset;
     /* stop with WEFT_ENOTSUP after this many events (0: no limit), for
      * callers that want a prediction only when it is cheap */
     uint64_t max_events;
