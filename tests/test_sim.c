@@ -654,9 +654,11 @@ static void test_bad_input(void)
     int fd = mkstemp(path);
     close(fd);
     sim_model_t w = test_model(), back;
+    w.cores = 3, w.sw = 1234.5;
     CHECK(sim_preset_write(path, &w, "test") == 0, "write preset");
     CHECK(sim_preset_load(path, &back, msg, sizeof msg) == 0 && back.L == w.L && back.G == w.G &&
-              back.S == w.S && back.gamma == w.gamma && back.O == w.O,
+              back.S == w.S && back.gamma == w.gamma && back.O == w.O && back.cores == 3 &&
+              back.sw == 1234.5,
           "preset round trip: %s", msg);
     struct {
         const char *text, *want;
