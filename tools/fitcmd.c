@@ -62,8 +62,7 @@ static int fit_usage(FILE *f, int rc)
                "and gamma (the float32 sum kernel), fits\n"
                "alpha + beta s to the one-way time, measures the cost of a switch between\n"
                "two ranks sharing one core (weft sim --cores), prints them with their fit\n"
-               "error and\n"
-               "writes a preset for weft sim (default this-machine.preset: then\n"
+               "error and writes a preset for weft sim (default this-machine.preset: then\n"
                "weft sim --preset this-machine).  Figures are medians of N runs (default 5).\n");
     return rc;
 }
@@ -366,8 +365,13 @@ int cmd_fit(int argc, char **argv)
         int frc = weft_finalize();
         return rc ? rc : frc ? 1 : 0;
     }
-    char one_core[] = "/tmp/weft-fit-XXXXXX";
+    char one_core[4096];
+    const char *tmp = getenv("TMPDIR");
+    snprintf(one_core, sizeof one_core, "%s/weft-fit-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     int fd = mkstemp(one_core);
+    if (fd < 0)
+        fprintf(stderr, "weft fit: %s: %s (TMPDIR); two ranks on one core not measured, the "
+                        "preset's switch is 0\n", one_core, strerror(errno));
     if (fd >= 0) {
         close(fd);
         if (fit_on_one_core(one_core, argc, argv))
