@@ -128,6 +128,10 @@ t8=$("$weft" sim allreduce --algo ring --np 8 --size 64K --cores 8 --switch 2000
 t2=$("$weft" sim allreduce --algo ring --np 8 --size 64K --cores 2 --switch 2000 --csv - | awk -F, 'NR == 2 { print $4 }')
 [ -n "$t0" ] && [ "$t0" = "$t8" ] && awk -v a="$t2" -v b="$t0" 'BEGIN { exit !(a > b) }' &&
     ok || bad "--cores: alone $t0, 8 cores $t8, 2 cores $t2"
+"$weft" sim allreduce --algo ring --np 8 --size 8 --cores 2 --switch 100 --json - |
+    grep -q '"cores": 2, "switch": 100}' &&
+    "$weft" sim allreduce --algo ring --np 8 --size 8 --cores 2 --switch 100 |
+    grep -q "ranks on 2 cores (switch 100 ns)" && ok || bad "--cores not said in the header and JSON"
 expect 2 "not a whole number" "$weft" sim allreduce --algo ring --np 8 --size 8 --cores 1.5
 expect 2 "is negative" "$weft" sim allreduce --algo ring --np 8 --size 8 --switch -3
 expect 2 "no this-machine.preset in this directory" "$weft" sim allreduce --algo ring --np 4 --size 8 --preset this-machine

@@ -490,9 +490,10 @@ static void write_json(FILE *f, const sim_opts_cli_t *o, const point_t *pts, int
     json_str(f, o->preset);
     fprintf(f,
             ", \"L\": %.17g, \"o\": %.17g, \"g\": %.17g, \"G\": %.17g, \"O\": %.17g, "
-            "\"S\": %" PRIu64 ", \"gamma\": %.17g, \"copy\": %.17g, \"ports\": %d},\n"
+            "\"S\": %" PRIu64 ", \"gamma\": %.17g, \"copy\": %.17g, \"ports\": %d, "
+            "\"cores\": %u, \"switch\": %.17g},\n"
             " \"points\": [",
-            m->L, m->o, m->g, m->G, m->O, m->S, m->gamma, m->copy, m->ports);
+            m->L, m->o, m->g, m->G, m->O, m->S, m->gamma, m->copy, m->ports, m->cores, m->sw);
     for (int i = 0; i < n; i++) {
         const point_t *p = &pts[i];
         fprintf(f, "%s\n  {\"algo\": \"%s\", \"ranks\": %d, \"bytes\": %" PRIu64, i ? "," : "",
@@ -1034,9 +1035,14 @@ static bool table_wanted(const sim_opts_cli_t *o)
 static void print_header(const sim_opts_cli_t *o, const char *what)
 {
     const sim_model_t *m = &o->model;
-    char noise[128] = "";
+    char noise[192] = "";
     if (o->noise_prob > 0)
         snprintf(noise, sizeof noise, ", noise %g ns at p=%g", o->noise_ns, o->noise_prob);
+    if (m->cores) {
+        size_t k = strlen(noise);
+        snprintf(noise + k, sizeof noise - k, ", ranks on %u core%s (switch %g ns)", m->cores,
+                 m->cores == 1 ? "" : "s", m->sw);
+    }
     if (o->trace.n) {
         size_t k = strlen(noise);
         snprintf(noise + k, sizeof noise - k, ", noise trace of %zu detours (%s)", o->trace.n,
