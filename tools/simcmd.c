@@ -813,9 +813,7 @@ int sim_model_for_tools(const char *preset, sim_model_t *m, char *name, size_t n
      * explain, weft tune --by sim) count them, with the switch weft fit
      * measured, where the preset does not say otherwise */
     if (!strcmp(preset, "this-machine") && !m->cores) {
-        cpu_allow_t self;
-        cpu_allow_self(&self);
-        m->cores = cpu_allow_cores(&self, 1);
+        m->cores = cpu_cores_self();
         snprintf(name, nlen, "this-machine, %u core%s", m->cores, m->cores == 1 ? "" : "s");
     }
     return 0;

@@ -151,3 +151,10 @@ uint32_t cpu_allow_cores(const cpu_allow_t *all, int n)
         cores = quota;
     return cores ? cores : 1;
 }
+
+uint32_t cpu_cores_self(void)
+{
+    cpu_allow_t self;
+    cpu_allow_self(&self);
+    return cpu_allow_cores(&self, 1);
+}

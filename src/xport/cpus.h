@@ -23,5 +23,7 @@ typedef struct cpu_allow {
 WEFT_TOOL_API void cpu_allow_self(cpu_allow_t *c);
 /* The cores n processes with these allowances may run on together (>= 1). */
 WEFT_TOOL_API uint32_t cpu_allow_cores(const cpu_allow_t *all, int n);
+/* The cores this process may run on (>= 1): its own allowance's. */
+WEFT_TOOL_API uint32_t cpu_cores_self(void);
 
 #endif

@@ -128,11 +128,8 @@ static size_t shm_budget(size_t *free_bytes)
 
 int seg_create(int nrank, uint32_t cores, seg_t *s, char *name, size_t namelen, int *keep_fd)
 {
-    if (!cores) {
-        cpu_allow_t self;
-        cpu_allow_self(&self);
-        cores = cpu_allow_cores(&self, 1);
-    }
+    if (!cores)
+        cores = cpu_cores_self();
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     snprintf(name, namelen, "/weft-%d-%lx", (int)getpid(),
