@@ -140,6 +140,74 @@ static void test_float_kernels(void)
     }
 }
 
+/* dst op src on one float16 or bfloat16 pair, as the portable kernels
+ * define it: widened, combined in float32, rounded to nearest even. */
+static uint16_t half_ref(weft_dtype_t t, int op, uint16_t d, uint16_t s)
+{
+    bool bf = t == WEFT_BFLOAT16;
+    float x = bf ? bf16_to_float(d) : half_to_float(d), y = bf ? bf16_to_float(s) : half_to_float(s);
+    float r = op == WEFT_SUM ? x + y : op == WEFT_PROD ? x * y : op == WEFT_MIN ? (y < x ? y : x)
+                                                                         : (y > x ? y : x);
+    return bf ? float_to_bf16(r) : float_to_half(r);
+}
+
+/* A float16 NaN's payload is the kernel's: F16C keeps it, the portable
+ * conversion makes it canonical.  bfloat16's kernels agree even there. */
+static bool half_nan(weft_dtype_t t, uint16_t h)
+{
+    return t == WEFT_FLOAT16 && (h & 0x7c00) == 0x7c00 && (h & 0x3ff);
+}
+
+/* Every vector kernel of float16 and bfloat16 gives the portable kernel's
+ * bits (a NaN for a float16 NaN), on random bit patterns (NaNs, infinities,
+ * subnormals, ties), at lengths around each kernel's lanes and at odd
+ * element offsets; and the portable kernel is half_ref element by element. */
+static void test_half_kernels_exact(void)
+{
+    const weft_dtype_t types[2] = {WEFT_FLOAT16, WEFT_BFLOAT16};
+    const size_t lens[] = {0, 1, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 1000, 4099};
+    enum { MAXN = 4099 + 3 };
+    uint16_t *a = malloc(MAXN * 2), *b = malloc(MAXN * 2), *want = malloc(MAXN * 2),
+             *got = malloc(MAXN * 2);
+    uint64_t z = 0x9E3779B97F4A7C15ull;
+    size_t bad = 0, variants = 0;
+    for (int t = 0; t < 2; t++)
+        for (int op = 0; op <= WEFT_MAX; op++) {
+            reduce_kernel_fn fns[3];
+            int nv = reduce_kernel_variants(op, types[t], fns);
+            CHECK(nv >= 1 && reduce_kernel(op, types[t]) == fns[0], "%s %s: kernels listed",
+                  weft_dtype_name(types[t]), weft_op_name(op));
+            for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++)
+                for (size_t off = 0; off < 3; off += 2) {
+                    size_t n = lens[li];
+                    for (size_t i = 0; i < n + off; i++) {
+                        z += 0x9E3779B97F4A7C15ull;
+                        uint64_t r = (z ^ (z >> 31)) * 0xBF58476D1CE4E5B9ull;
+                        a[i] = (uint16_t)r, b[i] = (uint16_t)(r >> 16);
+                        /* a third of the pairs close in value: sums that
+                         * round at a tie or cancel */
+                        if ((r >> 40) % 3 == 0)
+                            b[i] = (uint16_t)(a[i] ^ ((r >> 32) & 0x80ff));
+                    }
+                    memcpy(want, a, (n + off) * 2);
+                    fns[nv - 1](want + off, b + off, n);
+                    for (size_t i = off; i < n + off; i++)
+                        bad += want[i] != half_ref(types[t], op, a[i], b[i]);
+                    for (int k = 0; k + 1 < nv; k++) {
+                        memcpy(got, a, (n + off) * 2);
+                        fns[k](got + off, b + off, n);
+                        for (size_t i = 0; i < n + off; i++)
+                            bad += got[i] != want[i] &&
+                                   !(half_nan(types[t], got[i]) && half_nan(types[t], want[i]));
+                        variants++;
+                    }
+                }
+        }
+    CHECK(!bad, "half kernels: %zu elements wrong (the portable kernels against one pair at a "
+          "time, %zu vector runs against them)", bad, variants);
+    free(a), free(b), free(want), free(got);
+}
+
 static void test_half_conversions(void)
 {
     /* every float16 value survives float32 and back */
@@ -740,6 +808,7 @@ int main(void)
     test_int_kernels();
     test_float_kernels();
     test_half_conversions();
+    test_half_kernels_exact();
     test_ops();
     test_params();
     test_checker();

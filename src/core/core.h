@@ -63,6 +63,10 @@ WEFT_TOOL_API void reducer_apply(const reducer_t *r, void *dst, const void *src,
  * ops op_info_t.invertible says have an exact inverse. */
 void reducer_apply_inverse(const reducer_t *r, void *dst, const void *src, size_t n);
 reduce_kernel_fn reduce_kernel(int builtin_op, weft_dtype_t dt);
+/* Every kernel of a builtin op on dt this CPU can run, the one
+ * reduce_kernel picks first and the portable one last; their count (1-3).
+ * For tests: each must give the portable kernel's bits. */
+int reduce_kernel_variants(int builtin_op, weft_dtype_t dt, reduce_kernel_fn fns[3]);
 /* The exact inverse of a builtin op on dt, or NULL if it has none. */
 reduce_kernel_fn inverse_kernel(int builtin_op, weft_dtype_t dt);
 

@@ -2,8 +2,10 @@
  *
  * Kernels compute dst[i] = dst[i] (op) src[i].  They are plain loops over
  * restrict pointers, compiled at -O3 so that gcc vectorises them; float16 and
- * bfloat16 are widened to float32 in blocks, reduced, and rounded back (round
- * to nearest even).  Signed integer sum/prod wrap (computed in unsigned) so
+ * bfloat16 are widened to float32, reduced, and rounded back (round to
+ * nearest even): by hand-written AVX-512 or AVX2 kernels where the CPU has
+ * them (picked at run time, each giving the portable kernel's bits), else in
+ * blocks through the float32 kernels.  Signed integer sum/prod wrap (computed in unsigned) so
  * overflow is defined.  min/max on floats follow `b < a ? b : a`: with a NaN
  * the result is whichever operand the comparison keeps (as MPI leaves it
  * undefined).  User ops are kept in a small table guarded by a mutex. */
@@ -385,31 +387,43 @@ F16C_KERNEL(k_prod_f16c, _mm256_mul_ps, k_prod_f16)
 F16C_KERNEL(k_min_f16c, MINV, k_min_f16)
 F16C_KERNEL(k_max_f16c, MAXV, k_max_f16)
 
-/* bfloat16 on AVX2: widen by shifting, narrow with round-to-nearest-even and
- * quiet NaNs, exactly as bf16_narrow. */
+/* bfloat16 on AVX2, 16 lanes a pass without a pack: a 32-bit lane holds
+ * two values, the even one in its low half (widened by a shift left) and
+ * the odd one in its high half (widened by masking the low half off).  Each
+ * result is rounded to nearest even in place, so its bfloat16 is the high
+ * half of the lane, NaNs quieted as bf16_narrow does; the even result is
+ * shifted down and the two halves merged.  Bit for bit the portable kernel
+ * (test_unit compares every kernel on random bit patterns). */
+#define BF16_ROUND_AVX2(u)                                                     \
+    ({                                                                         \
+        __m256i nan_ = _mm256_castps_si256(                                    \
+            _mm256_cmp_ps(_mm256_castsi256_ps(u), _mm256_castsi256_ps(u), _CMP_UNORD_Q)); \
+        __m256i inc_ = _mm256_add_epi32(bias, _mm256_and_si256(_mm256_srli_epi32(u, 16), one)); \
+        _mm256_or_si256(_mm256_add_epi32(u, _mm256_andnot_si256(nan_, inc_)),  \
+                        _mm256_and_si256(nan_, qbit));                         \
+    })
 #define BF16_KERNEL(name, VOP, portable)                                       \
     __attribute__((target("avx2"))) static void name(void *dst_, const void *src_, size_t n) \
     {                                                                          \
         uint16_t *d = dst_;                                                    \
         const uint16_t *s = src_;                                              \
         const __m256i one = _mm256_set1_epi32(1), bias = _mm256_set1_epi32(0x7fff); \
-        const __m256i absm = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000); \
-        const __m256i qbit = _mm256_set1_epi32(0x40);                          \
+        const __m256i qbit = _mm256_set1_epi32(0x400000), high = _mm256_set1_epi32(-65536); \
         size_t i = 0;                                                          \
-        for (; i + 8 <= n; i += 8) {                                           \
-            __m256 a = _mm256_castsi256_ps(_mm256_slli_epi32(                  \
-                _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(d + i))), 16)); \
-            __m256 b = _mm256_castsi256_ps(_mm256_slli_epi32(                  \
-                _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(s + i))), 16)); \
-            __m256i u = _mm256_castps_si256(VOP(a, b));                        \
-            __m256i hi = _mm256_srli_epi32(u, 16);                             \
-            __m256i r = _mm256_srli_epi32(                                     \
-                _mm256_add_epi32(_mm256_add_epi32(u, bias), _mm256_and_si256(hi, one)), 16); \
-            __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, absm), inf);  \
-            r = _mm256_blendv_epi8(r, _mm256_or_si256(hi, qbit), nan);         \
-            _mm_storeu_si128((__m128i *)(d + i),                               \
-                             _mm_packus_epi32(_mm256_castsi256_si128(r),       \
-                                              _mm256_extracti128_si256(r, 1))); \
+        for (; i + 16 <= n; i += 16) {                                         \
+            __m256i x = _mm256_loadu_si256((const __m256i *)(d + i));          \
+            __m256i y = _mm256_loadu_si256((const __m256i *)(s + i));          \
+            __m256i even = _mm256_castps_si256(                                \
+                VOP(_mm256_castsi256_ps(_mm256_slli_epi32(x, 16)),             \
+                    _mm256_castsi256_ps(_mm256_slli_epi32(y, 16))));           \
+            __m256i odd = _mm256_castps_si256(                                 \
+                VOP(_mm256_castsi256_ps(_mm256_and_si256(x, high)),            \
+                    _mm256_castsi256_ps(_mm256_and_si256(y, high))));          \
+            even = BF16_ROUND_AVX2(even);                                      \
+            odd = BF16_ROUND_AVX2(odd);                                        \
+            _mm256_storeu_si256((__m256i *)(d + i),                            \
+                                _mm256_or_si256(_mm256_srli_epi32(even, 16),   \
+                                                _mm256_and_si256(odd, high))); \
         }                                                                      \
         if (i < n)                                                             \
             portable(d + i, s + i, n - i);                                     \
@@ -418,6 +432,65 @@ BF16_KERNEL(k_sum_bf16v, _mm256_add_ps, k_sum_bf16)
 BF16_KERNEL(k_prod_bf16v, _mm256_mul_ps, k_prod_bf16)
 BF16_KERNEL(k_min_bf16v, MINV, k_min_bf16)
 BF16_KERNEL(k_max_bf16v, MAXV, k_max_bf16)
+
+/* The same two on AVX-512 (F only), twice the lanes a pass; the tails go to
+ * the AVX2 kernels. */
+#define MINV512(a, b) _mm512_mask_blend_ps(_mm512_cmp_ps_mask(b, a, _CMP_LT_OQ), a, b)
+#define MAXV512(a, b) _mm512_mask_blend_ps(_mm512_cmp_ps_mask(b, a, _CMP_GT_OQ), a, b)
+#define F16C512_KERNEL(name, VOP, tail)                                        \
+    __attribute__((target("avx512f"))) static void name(void *dst_, const void *src_, size_t n) \
+    {                                                                          \
+        uint16_t *d = dst_;                                                    \
+        const uint16_t *s = src_;                                              \
+        size_t i = 0;                                                          \
+        for (; i + 16 <= n; i += 16) {                                         \
+            __m512 a = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(d + i))); \
+            __m512 b = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(s + i))); \
+            _mm256_storeu_si256((__m256i *)(d + i),                            \
+                                _mm512_cvtps_ph(VOP(a, b), _MM_FROUND_TO_NEAREST_INT)); \
+        }                                                                      \
+        if (i < n)                                                             \
+            tail(d + i, s + i, n - i);                                         \
+    }
+F16C512_KERNEL(k_sum_f16z, _mm512_add_ps, k_sum_f16c)
+F16C512_KERNEL(k_prod_f16z, _mm512_mul_ps, k_prod_f16c)
+F16C512_KERNEL(k_min_f16z, MINV512, k_min_f16c)
+F16C512_KERNEL(k_max_f16z, MAXV512, k_max_f16c)
+
+#define BF16_ROUND_512(u)                                                      \
+    _mm512_mask_or_epi32(                                                      \
+        _mm512_add_epi32(u, _mm512_add_epi32(bias, _mm512_and_si512(_mm512_srli_epi32(u, 16), one))), \
+        _mm512_cmp_ps_mask(_mm512_castsi512_ps(u), _mm512_castsi512_ps(u), _CMP_UNORD_Q), u, qbit)
+#define BF16_512_KERNEL(name, VOP, tail)                                       \
+    __attribute__((target("avx512f"))) static void name(void *dst_, const void *src_, size_t n) \
+    {                                                                          \
+        uint16_t *d = dst_;                                                    \
+        const uint16_t *s = src_;                                              \
+        const __m512i one = _mm512_set1_epi32(1), bias = _mm512_set1_epi32(0x7fff); \
+        const __m512i qbit = _mm512_set1_epi32(0x400000), high = _mm512_set1_epi32(-65536); \
+        size_t i = 0;                                                          \
+        for (; i + 32 <= n; i += 32) {                                         \
+            __m512i x = _mm512_loadu_si512((const void *)(d + i));             \
+            __m512i y = _mm512_loadu_si512((const void *)(s + i));             \
+            __m512i even = _mm512_castps_si512(                                \
+                VOP(_mm512_castsi512_ps(_mm512_slli_epi32(x, 16)),             \
+                    _mm512_castsi512_ps(_mm512_slli_epi32(y, 16))));           \
+            __m512i odd = _mm512_castps_si512(                                 \
+                VOP(_mm512_castsi512_ps(_mm512_and_si512(x, high)),            \
+                    _mm512_castsi512_ps(_mm512_and_si512(y, high))));          \
+            even = BF16_ROUND_512(even);                                       \
+            odd = BF16_ROUND_512(odd);                                         \
+            _mm512_storeu_si512((void *)(d + i),                               \
+                                _mm512_or_si512(_mm512_srli_epi32(even, 16),   \
+                                                _mm512_and_si512(odd, high))); \
+        }                                                                      \
+        if (i < n)                                                             \
+            tail(d + i, s + i, n - i);                                         \
+    }
+BF16_512_KERNEL(k_sum_bf16z, _mm512_add_ps, k_sum_bf16v)
+BF16_512_KERNEL(k_prod_bf16z, _mm512_mul_ps, k_prod_bf16v)
+BF16_512_KERNEL(k_min_bf16z, MINV512, k_min_bf16v)
+BF16_512_KERNEL(k_max_bf16z, MAXV512, k_max_bf16v)
 #define HAVE_F16C_KERNELS 1
 #endif
 
@@ -450,22 +523,46 @@ static bool cpu_has_f16c(void)
 }
 #endif
 
+/* The half-precision kernels this CPU can run, widest first: AVX-512, then
+ * AVX2 (with F16C for float16).  0 where only the portable one serves. */
+static int half_variants(int builtin_op, weft_dtype_t dt, reduce_kernel_fn *fns)
+{
+    int n = 0;
+#ifdef HAVE_F16C_KERNELS
+    if (builtin_op > WEFT_MAX || (dt != WEFT_FLOAT16 && dt != WEFT_BFLOAT16) ||
+        !__builtin_cpu_supports("avx2") || (dt == WEFT_FLOAT16 && !cpu_has_f16c()))
+        return 0;
+    static const reduce_kernel_fn z[2][4] = {
+        {k_sum_f16z, k_prod_f16z, k_min_f16z, k_max_f16z},
+        {k_sum_bf16z, k_prod_bf16z, k_min_bf16z, k_max_bf16z}};
+    static const reduce_kernel_fn v[2][4] = {
+        {k_sum_f16c, k_prod_f16c, k_min_f16c, k_max_f16c},
+        {k_sum_bf16v, k_prod_bf16v, k_min_bf16v, k_max_bf16v}};
+    int b = dt == WEFT_BFLOAT16;
+    if (__builtin_cpu_supports("avx512f"))
+        fns[n++] = z[b][builtin_op];
+    fns[n++] = v[b][builtin_op];
+#else
+    (void)builtin_op, (void)dt, (void)fns;
+#endif
+    return n;
+}
+
 reduce_kernel_fn reduce_kernel(int builtin_op, weft_dtype_t dt)
 {
     if (!dtype_valid(dt) || builtin_op < 0 || builtin_op >= WEFT_OP_BUILTIN_COUNT)
         return NULL;
-#ifdef HAVE_F16C_KERNELS
-    if (dt == WEFT_FLOAT16 && builtin_op <= WEFT_MAX && cpu_has_f16c() &&
-        __builtin_cpu_supports("avx2")) {
-        static const reduce_kernel_fn f16c[4] = {k_sum_f16c, k_prod_f16c, k_min_f16c, k_max_f16c};
-        return f16c[builtin_op];
-    }
-    if (dt == WEFT_BFLOAT16 && builtin_op <= WEFT_MAX && __builtin_cpu_supports("avx2")) {
-        static const reduce_kernel_fn bf[4] = {k_sum_bf16v, k_prod_bf16v, k_min_bf16v, k_max_bf16v};
-        return bf[builtin_op];
-    }
-#endif
-    return kernels[dt][builtin_op];
+    reduce_kernel_fn v[2];
+    return half_variants(builtin_op, dt, v) ? v[0] : kernels[dt][builtin_op];
+}
+
+int reduce_kernel_variants(int builtin_op, weft_dtype_t dt, reduce_kernel_fn fns[3])
+{
+    if (!dtype_valid(dt) || builtin_op < 0 || builtin_op >= WEFT_OP_BUILTIN_COUNT)
+        return 0;
+    int n = half_variants(builtin_op, dt, fns);
+    fns[n++] = kernels[dt][builtin_op];
+    return n;
 }
 
 /* Integer sum is modular arithmetic, so subtraction undoes it exactly, and
