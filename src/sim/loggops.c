@@ -566,27 +566,13 @@ static void satisfy(sim_t *s, uint32_t r, uint32_t i, double now, bool done)
  * had.  Op indices stay below it (start_rank). */
 #define ROUND_JOIN 0x80000000u
 
-/* The round op i is in: the last that starts at or before it. */
-static uint32_t round_of(const sim_prog_t *p, uint32_t i)
-{
-    uint32_t lo = 0, hi = p->nrounds;
-    while (hi - lo > 1) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (p->round_first[mid] <= i)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 static void done(sim_t *s, uint32_t r, uint32_t i, double now)
 {
     satisfy(s, r, i, now, true);
     const sim_rank_prog_t *rp = &s->prog[r];
     const sim_prog_t *p = &rp->sh->p;
     if (p->nrounds && sim_ends_step(p, i) && --s->prog[r].round_left == 0) {
-        uint32_t k = round_of(p, i) + 1;
+        uint32_t k = rp->round + 1;
         if (k < p->nrounds)
             queue_instant(s, r, ROUND_JOIN | k);
     }
@@ -600,6 +586,7 @@ static void next_round(sim_t *s, uint32_t r, uint32_t k, double now)
 {
     const sim_rank_prog_t *rp = &s->prog[r];
     const sim_prog_t *p = &rp->sh->p;
+    s->prog[r].round = k;
     s->prog[r].round_left = sim_round_steps(p, k);
     for (uint32_t j = p->round_first[k]; j < p->round_first[k + 1]; j++)
         if ((j == p->round_first[k] || sim_ends_step(p, j - 1)) && edge_done(s, rp, r, j))

@@ -277,6 +277,7 @@ static int rank_state(sim_shapes_t *t, sim_rank_prog_t *rp, const uint32_t *peer
     for (uint32_t i = 0; i < sh->p.nops; i++)
         if (!sh->p.ops[i].pending)
             rp_set_state(rp, i, SHAPE_ZERO);
+    rp->round = 0;
     rp->round_left = sh->p.nrounds ? sim_round_steps(&sh->p, 0) : 0;
     memset(rp_mhead(rp), 0xff, (size_t)sh->nmulti * 8);
     memcpy((uint32_t *)rp_peers(rp), peers, (size_t)rp->npeers * 4);

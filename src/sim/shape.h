@@ -73,9 +73,10 @@ typedef struct sim_rank_prog {
     uint32_t npeers;
     /* the simulator's, beside the handle it reads at every event anyway:
      * operations not yet done, and in a program with rounds (sim.h) the
-     * steps of the rank's round not yet done (which round, the simulator
-     * finds from the op that ends it) */
-    uint32_t left, round_left;
+     * rank's round and its steps not yet done (an op is released, so done,
+     * only in its own round, and the round ends only once they all are:
+     * the op that ends the round is in it) */
+    uint32_t left, round, round_left;
 } sim_rank_prog_t;
 
 /* An operation's state.  SHAPE_ONE: one edge left when it has at most
