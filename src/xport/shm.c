@@ -719,7 +719,10 @@ static bool slow_cells_say_cma(shm_xport_t *x, ring_hdr_t *ring, const xreq_t *r
  * 1.3-1.8, 4 KiB 2.0-3.6 against 1.5-4.4, 8 KiB 2.9-4.9 against 1.9-4.1,
  * 16 KiB 4.4-7.1 against 2.9-4.6, 32 KiB 6.6-9.0 against 4.5-4.7, 64 KiB
  * 9.6-26 against 8.0-8.1, 512 KiB 50-58 against 60-65.  Below 8 KiB the
- * system call and page pinning cost about what a crossing saves. */
+ * system call and page pinning cost about what a crossing saves.  It stops
+ * at two cells although 64 KiB still gained here: on the AMD VM of the
+ * sessions before, cells won at 64 KiB (7.9 us against Open MPI's single
+ * copy at 8.4-11), and the machines between are not known. */
 #define IDLE_REDUCE_CMA_MIN (8u << 10)
 static bool idle_reduce_single_copy(const shm_xport_t *x, size_t bytes)
 {
