@@ -722,11 +722,15 @@ static bool slow_cells_say_cma(shm_xport_t *x, ring_hdr_t *ring, const xreq_t *r
  * system call and page pinning cost about what a crossing saves.  It stops
  * at two cells although 64 KiB still gained here: on the AMD VM of the
  * sessions before, cells won at 64 KiB (7.9 us against Open MPI's single
- * copy at 8.4-11), and the machines between are not known. */
+ * copy at 8.4-11), and the machines between are not known.  And only
+ * where the transport holds two ranks: a receiver with several senders
+ * (a linear or binomial reduce's root) reduces one ring while the others
+ * fill theirs, where single copy would read them one system call after
+ * another; that case is not measured. */
 #define IDLE_REDUCE_CMA_MIN (8u << 10)
 static bool idle_reduce_single_copy(const shm_xport_t *x, size_t bytes)
 {
-    return bytes >= IDLE_REDUCE_CMA_MIN && bytes <= 2 * (size_t)x->payload;
+    return x->base.size == 2 && bytes >= IDLE_REDUCE_CMA_MIN && bytes <= 2 * (size_t)x->payload;
 }
 
 /* Whether r goes by single copy, and from where: in place from this
