@@ -63,5 +63,40 @@ cores=$(taskset -c -p $$ | sed 's/.*: //' | tr ',' '\n' | awk -F- '{n += NF == 2
 if [ "$cores" -ge 2 ] && grep -q "waits yield" <<<"$out"; then
     fails=$((fails + 1)); echo "FAIL: 2 ranks on $cores cores said to share them: $out"
 else passes=$((passes + 1)); fi
+# A 2-rank reduce's message of 8 KiB to two cells (32 KiB) goes by single
+# copy where the ranks have a core each and the kernel lets them read each
+# other (src/xport/shm.c, idle_reduce_single_copy): every kind at the rule's
+# edges and inside, both roots, results checked
+for dt in int8 int32 uint64 float16 bfloat16 float32 float64; do
+    ops="sum max"; [ "$dt" = int32 ] && ops="sum prod min max band bor bxor land lor"
+    for op in $ops; do
+        for root in 0 1; do
+            out=$("$weft" bench reduce --np 2 --check --dtype "$dt" --op "$op" --root "$root" \
+                  --sizes 8188,8192,12000,16384,32768,32772 --algo binomial,linear --iters 2 \
+                  --warmup 1 2>&1)
+            if grep -q "# check: every result verified" <<<"$out"; then passes=$((passes + 1))
+            else fails=$((fails + 1)); echo "FAIL: 2-rank reduce $dt $op root $root"; echo "$out" | tail -3; fi
+        done
+    done
+done
+# and that path is the one taken: the root's process_vm_readv calls, one a
+# call at 16 KiB, none at 4 and 64 KiB (cells) beyond the probe
+paths=$(WEFT_VERBOSE=1 "$weft" bench reduce --np 2 --sizes 16K --iters 1 --warmup 0 2>&1)
+reads_of() {
+    if strace -f -qq -e trace=process_vm_readv -o "$tmp/strace" "$weft" bench reduce --np 2 \
+        --algo binomial --sizes "$1" --iters 40 --warmup 0 >/dev/null 2>&1
+    then grep -c "process_vm_readv(" "$tmp/strace"; else echo -1; fi
+}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+if [ "$cores" -lt 2 ] || ! grep -q "by process_vm_readv: yes" <<<"$paths"; then
+    echo "note: $cores core(s), or no process_vm_readv here: the single-copy path is not taken, not checked"
+    passes=$((passes + 1))
+else
+    r4=$(reads_of 4K) r16=$(reads_of 16K) r64=$(reads_of 64K)
+    if [ "$r4" -ge 0 ] && [ "$r4" -le 2 ] && [ "$r16" -ge 40 ] && [ "$r64" -ge 0 ] && [ "$r64" -le 2 ]
+    then passes=$((passes + 1))
+    else fails=$((fails + 1)); echo "FAIL: process_vm_readv calls (strace; -1: it failed): 4K $r4 (want 0-2), 16K $r16 (40 or more), 64K $r64 (0-2)"; fi
+fi
 echo "$passes passed, $fails failed"
 [ "$fails" -eq 0 ]
