@@ -66,7 +66,13 @@
  * (16 MiB, median of 4-8 runs: P = 3 7.4 ms against ring's 15.7, P = 6
  * 16.2 against 26.9; P = 4 7.5 against unsegmented rabenseifner's 13.9,
  * P = 8 18.9 against 34.7; at 2 MiB a tie with ring); at 2 ranks segments
- * made no difference.  Allreduce above 256 KiB at 5-16 ranks (for
+ * made no difference on that machine, but on the Intel one of later
+ * sessions 4 MiB segments above 4 MiB were 15-35 % faster (five runs,
+ * medians, ms: 16 MiB 3.74 against 5.91, 32 MiB 10.7 against 13.0,
+ * 64 MiB 22.3 against 26.1; 8 MiB 1.70 against 1.86), since a segment's
+ * allgather then reads what its reduce-scatter just wrote while it is
+ * still in the core's 2 MiB L2; at 4 ranks there 512 KiB stayed ahead.
+ * Allreduce above 256 KiB at 5-16 ranks (for
  * non-commutative ops at 4-16): linear_arena (every rank's input staged
  * in its arena, each block reduced straight from the stages; two waits a
  * rank), measured side by side with the rows before, two runs at P = 5-8
@@ -135,7 +141,8 @@ static const char builtin_text[] =
     "allreduce        commutative     9-16        8193-256K     rabenseifner\n"
     "allreduce        commutative     9-16        262145-1M     linear_arena|rabenseifner\n"
     "allreduce        commutative     17-*        2049-1M       rabenseifner\n"
-    "allreduce        commutative     1-2         1048577-*     rabenseifner\n"
+    "allreduce        commutative     1-2         1048577-4M    rabenseifner\n"
+    "allreduce        commutative     1-2         4194305-*     rabenseifner/segment=4M\n"
     "allreduce        commutative     3-4         1048577-*     rabenseifner/segment=512K\n"
     "allreduce        commutative     5-8         1048577-*     "
     "linear_arena|rabenseifner/segment=512K\n"
