@@ -98,5 +98,34 @@ else
     then passes=$((passes + 1))
     else fails=$((fails + 1)); echo "FAIL: process_vm_readv calls (strace; -1: it failed): 4K $r4 (want 0-2), 16K $r16 (40 or more), 64K $r64 (0-2)"; fi
 fi
+# Copies measured (src/xport/copyway.c): a 2-rank bcast of 64 KiB, 1 MiB
+# and 9 MiB (streamed) tries both ways in turn, then takes the one its
+# receiver timed faster; results checked throughout, both roots, and
+# where single copy is possible a verdict said for every size.  Forced
+# either way, the root's reads and writes of the other's memory show which
+# way was taken (strace).
+for root in 0 1; do
+    out=$(WEFT_VERBOSE=1 "$weft" bench bcast --np 2 --check --dtype int32 --root "$root" \
+          --sizes 64K,1M,9M --algo binomial --iters 12 --warmup 2 2>&1)
+    if ! grep -q "# check: every result verified" <<<"$out"; then
+        fails=$((fails + 1)); echo "FAIL: 2-rank bcast, copies measured, root $root"; echo "$out" | tail -3
+    elif [ "$cores" -lt 2 ] || ! grep -q "by process_vm_readv: yes" <<<"$paths"; then
+        passes=$((passes + 1))
+    elif [ "$(grep -cE "copies of (64-128|1024-2048|8192-16384) KiB from rank $root now go" <<<"$out")" -lt 3 ]; then
+        fails=$((fails + 1)); echo "FAIL: 2-rank bcast root $root: no verdict said for each size"
+        grep "now go" <<<"$out"
+    else passes=$((passes + 1)); fi
+done
+cma_calls() { # way
+    if WEFT_COPY_WAY=$1 strace -f -qq -e trace=process_vm_readv,process_vm_writev \
+        -o "$tmp/strace" "$weft" bench bcast --np 2 --algo binomial --sizes 1M --iters 40 \
+        --warmup 0 >/dev/null 2>&1
+    then grep -c "process_vm_[rw][er][ai]" "$tmp/strace"; else echo -1; fi
+}
+if [ "$cores" -ge 2 ] && grep -q "by process_vm_readv: yes" <<<"$paths"; then
+    c=$(cma_calls cells) s=$(cma_calls single)
+    if [ "$c" -ge 0 ] && [ "$c" -le 4 ] && [ "$s" -ge 40 ]; then passes=$((passes + 1))
+    else fails=$((fails + 1)); echo "FAIL: WEFT_COPY_WAY: single-copy calls through cells $c (want 0-4), by single copy $s (40 or more)"; fi
+fi
 echo "$passes passed, $fails failed"
 [ "$fails" -eq 0 ]

@@ -15,6 +15,7 @@
 
 #include "testing.h"
 #include "tune/table.h"
+#include "xport/copyway.h"
 #include "xport/cpus.h"
 
 /* ---- kernels ---- */
@@ -806,6 +807,84 @@ static void test_cpu_allowance(void)
           "this process may run on some core");
 }
 
+/* ---- copies measured (xport/copyway.c) ---- */
+
+/* The sender's next n ways ('s' single copy, 'c' cells) under verdict v. */
+static void ways_sent(copy_ways_t *w, unsigned v, size_t bytes, bool by_default, int n, char *out)
+{
+    for (int i = 0; i < n; i++)
+        out[i] = copy_way_single(w, v, bytes, by_default) ? 's' : 'c';
+    out[n] = 0;
+}
+
+static void test_copy_ways(void)
+{
+    CHECK(copy_way_bucket(64 << 10) == 0 && copy_way_bucket((128 << 10) - 1) == 0 &&
+              copy_way_bucket(128 << 10) == 1 && copy_way_bucket(1 << 20) == 4 &&
+              copy_way_bucket((size_t)64 << 20) == 10 && copy_way_bucket((size_t)1 << 40) == 11,
+          "buckets: powers of two from 64 KiB, the last open");
+    copy_ways_t w = {0};
+    char got[80];
+    /* no verdict: runs of three, the default first */
+    ways_sent(&w, COPY_WAY_UNKNOWN, 1 << 20, false, 12, got);
+    CHECK(!strcmp(got, "cccssscccsss"), "undecided, cells by default: %s", got);
+    memset(&w, 0, sizeof w);
+    ways_sent(&w, COPY_WAY_UNKNOWN, 1 << 20, true, 6, got);
+    CHECK(!strcmp(got, "sssccc"), "undecided, single by default: %s", got);
+    /* a verdict: one run of three the other way in 64, or in 256 when clear */
+    memset(&w, 0, sizeof w);
+    int other = 0, first = -1;
+    for (int i = 0; i < 256; i++)
+        if (!copy_way_single(&w, COPY_WAY_SINGLE, 1 << 20, false) && (other++, first < 0))
+            first = i;
+    CHECK(other == 12 && first == 61, "single copy decided: %d by cells from %d", other, first);
+    memset(&w, 0, sizeof w);
+    other = 0;
+    for (int i = 0; i < 256; i++)
+        other += copy_way_single(&w, COPY_WAY_CELLS | COPY_WAY_CLEAR, 1 << 20, true);
+    CHECK(other == 3, "cells decided clearly: %d by single copy in 256", other);
+    /* buckets count apart */
+    memset(&w, 0, sizeof w);
+    ways_sent(&w, COPY_WAY_UNKNOWN, 64 << 10, false, 2, got);
+    ways_sent(&w, COPY_WAY_UNKNOWN, 8 << 20, false, 3, got + 2);
+    CHECK(!strcmp(got, "ccccc"), "each size its own count: %s", got);
+
+    /* the receiver: a copy after one the other way is not timed, nor one
+     * untimed (0 ns); two timed copies of each way make a verdict */
+    memset(&w, 0, sizeof w);
+    size_t mib = 1 << 20;
+    uint32_t best[2];
+    unsigned v = COPY_WAY_UNKNOWN;
+    v = copy_way_sample(&w, mib, COPY_WAY_CELLS, 1000000, best); /* first: after none */
+    v = copy_way_sample(&w, mib, COPY_WAY_CELLS, 100000, best);
+    v = copy_way_sample(&w, mib, COPY_WAY_CELLS, 0, best);
+    v = copy_way_sample(&w, mib, COPY_WAY_SINGLE, 1, best); /* after cells: not timed */
+    v = copy_way_sample(&w, mib, COPY_WAY_SINGLE, 60000, best);
+    CHECK(v == COPY_WAY_UNKNOWN && best[0] == 0 && best[1] == 0,
+          "one timed copy of each way: no verdict (%u; %u, %u ns/KiB)", v, best[0], best[1]);
+    v = copy_way_sample(&w, mib, COPY_WAY_SINGLE, 80000, best);
+    CHECK(v == COPY_WAY_UNKNOWN && best[1] == 58, "single copy's two: best 58 ns/KiB, got %u",
+          best[1]);
+    v = copy_way_sample(&w, mib, COPY_WAY_CELLS, 90000, best); /* after single: not timed */
+    v = copy_way_sample(&w, mib, COPY_WAY_CELLS, 95000, best);
+    CHECK(v == (COPY_WAY_SINGLE | COPY_WAY_CLEAR) && best[0] == 92 && best[1] == 58,
+          "single copy faster (58 against 92 ns/KiB, 1.59x: clear): verdict %u", v);
+    /* hysteresis: cells 5 % faster do not move it, 20 % faster do */
+    v = copy_way_sample(&w, mib, COPY_WAY_CELLS, 57000, best);
+    CHECK(COPY_WAY_OF(v) == COPY_WAY_SINGLE && !(v & COPY_WAY_CLEAR),
+          "cells at 55 against 58: stays single copy, no longer clear (%u)", v);
+    v = copy_way_sample(&w, mib, COPY_WAY_CELLS, 48000, best);
+    CHECK(COPY_WAY_OF(v) == COPY_WAY_CELLS, "cells at 46 against 58: switch (%u)", v);
+    /* the figure is the best of the latest three: old fast samples age out */
+    for (int i = 0; i < 3; i++)
+        v = copy_way_sample(&w, mib, COPY_WAY_CELLS, 200000, best);
+    CHECK(best[0] == 195 && COPY_WAY_OF(v) == COPY_WAY_SINGLE,
+          "cells slowed to 195 ns/KiB: back to single copy (%u, best %u)", v, best[0]);
+    /* sizes apart: the 64 KiB bucket has no samples yet */
+    v = copy_way_sample(&w, 64 << 10, COPY_WAY_CELLS, 5000, best);
+    CHECK(v == COPY_WAY_UNKNOWN && best[0] == 0, "another size starts afresh");
+}
+
 int main(void)
 {
     test_tuning_tables();
@@ -822,6 +901,7 @@ int main(void)
     test_node_groups();
     test_copy_bytes();
     test_cpu_allowance();
+    test_copy_ways();
     printf("test_unit: %d checks, %d failures\n", checks, failures);
     printf("%d passed, %d failed\n", checks - failures, failures);
     return failures ? 1 : 0;

@@ -57,6 +57,24 @@
  * outnumber the cores only: that is where it was measured (oversubscribed,
  * which path serves a slow pair best is not known).
  *
+ * Copies measured: which way a copy-only message (a bcast's, an
+ * allgather's: xreq.copied) of 64 KiB or more goes is measured per pair
+ * and per power-of-two size, where single copy is possible and ranks do
+ * not outnumber the cores.  Two machines disagreed by 1.5-3x either way:
+ * a 2-rank bcast of 1 MiB took 33.5 us through rings past the L2 against
+ * 47-52 by single copy on an AMD EPYC VM, and 83-109 us against 28-34 on
+ * an Intel Xeon VM, whose cores pass each other's lines 5x slower (16 MiB:
+ * 0.83-0.90 ms against 1.68-1.81; 1.75-2.26 against 1.07-1.12).  So the
+ * receiver times each such message from the moment it could start on it
+ * (its first cell, or its read) to its last byte, for both ways, and
+ * publishes the faster per size in the ring header (copyway.h).  The
+ * sender marks the messages it lets be timed (CELL_MEASURED) and takes
+ * the published way: before there is one, every other message goes the
+ * way its fixed thresholds (below) would not take; after, one in 32 (one
+ * in 128 where the winner was 1.5x faster) still does, so a change of
+ * phase is seen.  Slow cells (above) still come first.  WEFT_COPY_WAY=
+ * cells|single|fixed takes one way, or the thresholds, instead.
+ *
  * Waiting: the engine polls; when nothing moves it calls block(), which sets
  * the rank's sleeping flag, re-checks, and sleeps on its doorbell futex.  A
  * peer that fills or frees a cell bumps the doorbell only when the flag is
@@ -90,6 +108,7 @@
 
 #include "../core/copy.h"
 #include "arena.h"
+#include "copyway.h"
 #include "segment.h"
 #include "xport.h"
 
@@ -129,6 +148,11 @@ typedef struct peer_state {
     cells_clock_t out_clock;   /* the send at sq_head copied in */
     bool out_slow;             /* by out_clock, these cells are slow */
     uint32_t slow_sends;       /* reducing sends made single copy by slow cells */
+    copy_ways_t *ways;         /* copies measured (both sides' state), once used */
+    bool out_measured;         /* the send at sq_head goes into cells measured */
+    /* the receiver's clock on the measured copy under way (0: none) */
+    uint64_t copy_t0;  /* 0: not timed */
+    unsigned copy_way; /* COPY_WAY_UNKNOWN: no measured copy under way */
     /* a both-copy read whose sender still writes pieces: the ring waits
      * behind it until they land */
     struct {
@@ -157,6 +181,8 @@ typedef struct shm_xport {
     bool cores_enough;   /* no more ranks than cores */
     bool forced_min;     /* WEFT_CMA_MIN given: every message from it by single copy */
     double cells_slow_gbps; /* slow cells (above); 0: never */
+    int copy_way_fixed;     /* copies measured: 0, or the way WEFT_COPY_WAY takes, or -1
+                             * for the fixed thresholds */
     int32_t pid;
     bool membarrier; /* this rank's sleeps issue the heavy fence ("Waiting") */
     char *bounce;   /* CMA_PIECE bytes for single-copy receive-and-reduce */
@@ -185,7 +211,9 @@ typedef struct shm_xport {
  * against 7.6-7.9; below 1 MiB cells were bimodal from run to run (256
  * KiB: 9.8-10.2 or 23.7-24.4 us, against 13.3-16.3), so copies keep
  * single copy there.  Such messages go by single copy otherwise only while
- * slow cells say so. */
+ * slow cells say so.  (That was the AMD VM; on the Intel one cells lost
+ * the copies 1.6-3x: copies measured, above, now choose, and these
+ * thresholds only say which way a pair tries first.) */
 #define CMA_MIN_LARGE_RINGS (SIZE_MAX / 2)
 #define CMA_MAX_COPY_LARGE_RINGS (1u << 20)
 #define CMA_MIN_COPY_DEFAULT (64u << 10)
@@ -213,6 +241,8 @@ typedef struct shm_xport {
  * in at 2.3-2.9 GB/s and switched; its retries through cells read 3.7-4.3
  * and switched back, so about 4 messages in 19 still take the slow
  * cells. */
+_Static_assert(sizeof((ring_hdr_t *)0)->copy_way == COPY_WAY_BUCKETS,
+               "a verdict byte per bucket of copies measured");
 #define CELLS_SLOW_RUN 3u
 #define CELLS_TIMED_MIN (64u << 10)
 #define CELLS_TIMED_MAX (4u << 20)
@@ -733,11 +763,40 @@ static bool idle_reduce_single_copy(const shm_xport_t *x, size_t bytes)
     return x->base.size == 2 && bytes >= IDLE_REDUCE_CMA_MIN && bytes <= 2 * (size_t)x->payload;
 }
 
+/* A pair's state for copies measured, allocated on its first such copy
+ * (NULL without memory: the fixed thresholds then decide). */
+static copy_ways_t *ways_of(peer_state_t *ps)
+{
+    if (!ps->ways)
+        ps->ways = calloc(1, sizeof *ps->ways);
+    return ps->ways;
+}
+
+/* The sender's side of copies measured (above): whether the copy r, which
+ * the fixed thresholds would send by single copy or not (by_rule), goes
+ * by single copy; *measured: its receiver is to time it. */
+static bool copy_way_pick(shm_xport_t *x, ring_hdr_t *ring, const xreq_t *r, bool by_rule,
+                          bool *measured)
+{
+    if (x->copy_way_fixed > 0)
+        return x->copy_way_fixed == COPY_WAY_SINGLE;
+    copy_ways_t *w = x->copy_way_fixed == 0 ? ways_of(&x->peers[r->peer]) : NULL;
+    if (!w)
+        return by_rule;
+    unsigned verdict = atomic_load_explicit(&ring->copy_way[copy_way_bucket(r->bytes)],
+                                            memory_order_relaxed);
+    *measured = true;
+    return copy_way_single(w, verdict, r->bytes, by_rule);
+}
+
 /* Whether r goes by single copy, and from where: in place from this
  * rank's arena (no system call, any size from arena_min), else by
- * process_vm_readv within the thresholds measured for it. */
-static bool single_copy(shm_xport_t *x, ring_hdr_t *ring, const xreq_t *r, cma_desc_t *d)
+ * process_vm_readv within the thresholds measured for it, or as copies
+ * measured say.  *measured: r is such a copy, which its receiver times. */
+static bool single_copy(shm_xport_t *x, ring_hdr_t *ring, const xreq_t *r, cma_desc_t *d,
+                        bool *measured)
 {
+    *measured = false;
     *d = (cma_desc_t){(uint64_t)(uintptr_t)r->sbuf, x->pid, 0, 0};
     if (r->bytes >= x->arena_min &&
         atomic_load_explicit(&ring->arena, memory_order_acquire) == RING_CMA_YES &&
@@ -757,8 +816,11 @@ static bool single_copy(shm_xport_t *x, ring_hdr_t *ring, const xreq_t *r, cma_d
      * system call; see idle_reduce_single_copy. */
     if (r->sender_idles && x->cores_enough && !x->forced_min)
         return cma && idle_reduce_single_copy(x, r->bytes);
-    return r->bytes >= (r->copied ? x->cma_min_copy : x->cma_min) &&
-           (!r->copied || r->bytes < x->cma_max_copy) && cma;
+    bool by_rule = r->bytes >= (r->copied ? x->cma_min_copy : x->cma_min) &&
+                   (!r->copied || r->bytes < x->cma_max_copy) && cma;
+    if (cma && r->copied && r->bytes >= COPY_WAY_MIN && x->copy_way_fixed >= 0)
+        return copy_way_pick(x, ring, r, by_rule, measured);
+    return by_rule;
 }
 
 /* Pushes as many cells of queued sends to dst as the ring has room for;
@@ -785,10 +847,11 @@ static int push_sends(shm_xport_t *x, int dst)
         cell_t *c = cell_to_write(x, ps);
         if (!c)
             break;
-        if (r->done == 0 && single_copy(x, ring, r, &d)) {
+        if (r->done == 0 && single_copy(x, ring, r, &d, &ps->out_measured)) {
             c->len = sizeof d;
             c->sig = r->sig;
             c->kind = CELL_READ_ME;
+            c->flags = ps->out_measured ? CELL_MEASURED : 0;
             c->tag = r->tag;
             c->total = r->bytes;
             memcpy(c->payload, &d, sizeof d);
@@ -806,6 +869,7 @@ static int push_sends(shm_xport_t *x, int dst)
         c->len = (uint32_t)len;
         c->sig = r->sig;
         c->kind = CELL_DATA;
+        c->flags = ps->out_measured ? CELL_MEASURED : 0;
         c->tag = r->tag;
         c->total = r->bytes;
         if (r->done == 0) /* not on the ring's first pass (where ring_fault_in
@@ -860,6 +924,59 @@ static xreq_t *take_posted(peer_state_t *ps, uint64_t tag)
         }
     }
     return NULL;
+}
+
+/* Copies measured (above): the receiver's clock on a copy its sender
+ * marked, from the moment this rank can start on it (its first cell, or
+ * its read) to its last byte, waits for the sender's cells or pieces
+ * included: what the way costs the call.  Also on the ring's first pass,
+ * whose pages may still fault in (slow cells skip it): a ring of 4 MiB
+ * carries 64 copies of 64 KiB before its second pass, and all that while
+ * the two ways would take turns.  A verdict taken against cells that are
+ * still cold is revisited when cells have their next run. */
+static void copy_clock_start(shm_xport_t *x, peer_state_t *ps, const cell_t *c,
+                             const xsink_t *sk, unsigned way)
+{
+    ps->copy_way = (c->flags & CELL_MEASURED) && !sk->red ? way : COPY_WAY_UNKNOWN;
+    ps->copy_t0 = weft_now_ns();
+}
+
+static void copy_say(const shm_xport_t *x, int src, unsigned b, unsigned v, const uint32_t best[2])
+{
+    static unsigned said; /* per process: a phase that comes and goes says it a few times */
+    if (!weft_verbose() || said++ >= 16)
+        return;
+    bool single = COPY_WAY_OF(v) == COPY_WAY_SINGLE;
+    size_t lo = (size_t)(COPY_WAY_MIN >> 10) << b;
+    char range[48];
+    if (b + 1 < COPY_WAY_BUCKETS)
+        snprintf(range, sizeof range, "%zu-%zu KiB", lo, 2 * lo);
+    else
+        snprintf(range, sizeof range, "%zu KiB or more", lo);
+    fprintf(stderr, "weft: rank %d: copies of %s from rank %d now go %s (%.1f GB/s against "
+            "%.1f %s)\n", x->base.rank, range, src, single ? "by single copy" : "through cells",
+            1024.0 / best[single], 1024.0 / best[!single],
+            single ? "through cells" : "by single copy");
+}
+
+static void copy_clock_stop(shm_xport_t *x, peer_state_t *ps, ring_hdr_t *ring, size_t bytes)
+{
+    if (ps->copy_way == COPY_WAY_UNKNOWN)
+        return;
+    uint64_t ns = ps->copy_t0 ? weft_now_ns() - ps->copy_t0 : 0;
+    copy_ways_t *w = ways_of(ps);
+    unsigned way = ps->copy_way;
+    ps->copy_way = COPY_WAY_UNKNOWN;
+    if (!w)
+        return;
+    unsigned b = copy_way_bucket(bytes), before = w->verdict[b];
+    uint32_t best[2];
+    unsigned v = copy_way_sample(w, bytes, way, ns, best);
+    if (v == before)
+        return;
+    atomic_store_explicit(&ring->copy_way[b], (uint8_t)v, memory_order_relaxed);
+    if (COPY_WAY_OF(v) != COPY_WAY_OF(before))
+        copy_say(x, (int)(ps - x->peers), b, v, best);
 }
 
 /* The single-copy message at the head of src's ring is read: free its
@@ -922,8 +1039,10 @@ static int coop_finish(shm_xport_t *x, int src, ring_hdr_t *ring)
     xreq_t *r = ps->coop.r;
     unexp_t *u = ps->coop.u;
     ps->coop.r = NULL, ps->coop.u = NULL;
-    if (r)
+    if (r) {
+        copy_clock_stop(x, ps, ring, r->bytes);
         finish_recv(r, WEFT_OK);
+    }
     else
         unexp_complete(ps, u);
     return 1;
@@ -984,6 +1103,7 @@ static int poll_from(shm_xport_t *x, int src)
                     return mismatch(x, src, r->tag, "message bytes", c->total, r->bytes);
                 r->done = 0;
                 if (c->kind == CELL_READ_ME) {
+                    copy_clock_start(x, ps, c, &r->sink, COPY_WAY_SINGLE);
                     int rc = read_whole(x, src, ring, c, &r->sink);
                     if (rc)
                         return -rc;
@@ -992,11 +1112,13 @@ static int poll_from(shm_xport_t *x, int src)
                         ps->coop.r = r;
                         break;
                     }
+                    copy_clock_stop(x, ps, ring, r->bytes);
                     finish_recv(r, WEFT_OK);
                     continue;
                 }
                 ps->cur = r;
                 cells_time_start(x, ps, c);
+                copy_clock_start(x, ps, c, &r->sink, COPY_WAY_CELLS);
             } else if (ps->rq_head) {
                 unexp_t *u = calloc(1, sizeof *u);
                 if (!u || !(u->data = malloc(c->total ? c->total : 1))) {
@@ -1043,6 +1165,7 @@ static int poll_from(shm_xport_t *x, int src)
             ps->cur = NULL;
             cells_clock_lap(&ps->in_clock, &t_run);
             cells_time_end(x, ps, ring, r->bytes);
+            copy_clock_stop(x, ps, ring, r->bytes);
             finish_recv(r, WEFT_OK);
         } else if (ps->cur_unexp && ps->cur_unexp->done == ps->cur_unexp->total) {
             unexp_t *u = ps->cur_unexp;
@@ -1318,8 +1441,10 @@ static void shm_close(xport_t *xp)
             u = n;
         }
     }
-    for (int p = 0; p < x->base.size; p++)
+    for (int p = 0; p < x->base.size; p++) {
         arena_unmap_peer(x->peers[p].arena, x->peers[p].arena_span);
+        free(x->peers[p].ways);
+    }
     free(x->peers);
     free(x->bounce);
     pthread_mutex_destroy(&x->base.lock);
@@ -1399,6 +1524,21 @@ static int cma_offer(shm_xport_t *x, int size)
             return weft_error(WEFT_EINVAL, "WEFT_CELLS_SLOW_GBPS=%s: want a rate in GB/s, 0 "
                               "(never switch) to 1e6", gbps);
         x->cells_slow_gbps = v;
+    }
+    const char *way = getenv("WEFT_COPY_WAY");
+    /* where ranks share cores, timings measure the scheduler, not the way */
+    x->copy_way_fixed = x->cores_enough && !x->forced_min ? 0 : -1;
+    if (way && *way) {
+        static const char *const names[] = {"measure", "cells", "single", "fixed"};
+        static const int fixed[] = {0, COPY_WAY_CELLS, COPY_WAY_SINGLE, -1};
+        int k = 0;
+        while (k < 4 && strcmp(way, names[k]))
+            k++;
+        if (k == 4)
+            return weft_error(WEFT_EINVAL, "WEFT_COPY_WAY=%s: want measure (the faster way "
+                              "measured per pair and size), cells, single or fixed (the "
+                              "built-in thresholds)", way);
+        x->copy_way_fixed = fixed[k];
     }
     x->both_copy = help && *help ? *help == '1' : x->cores_enough;
     if (x->both_copy)

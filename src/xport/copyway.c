@@ -1,0 +1,73 @@
+/* copyway.c — the choice between cells and single copy for a pair's
+ * copy-only messages, from the receiver's own timings (copyway.h). */
+#include "copyway.h"
+
+unsigned copy_way_bucket(size_t bytes)
+{
+    unsigned b = 0;
+    for (size_t s = (size_t)COPY_WAY_MIN * 2; s <= bytes && b + 1 < COPY_WAY_BUCKETS; s *= 2)
+        b++;
+    return b;
+}
+
+bool copy_way_single(copy_ways_t *w, unsigned verdict, size_t bytes, bool by_default)
+{
+    unsigned b = copy_way_bucket(bytes);
+    uint32_t n = w->sent[b]++;
+    unsigned way = COPY_WAY_OF(verdict);
+    bool single = way == COPY_WAY_UNKNOWN ? by_default : way == COPY_WAY_SINGLE;
+    uint32_t retry = way == COPY_WAY_UNKNOWN        ? 2 * COPY_WAY_RUN
+                     : verdict & COPY_WAY_CLEAR ? COPY_WAY_RETRY_CLEAR
+                                                : COPY_WAY_RETRY;
+    return n % retry >= retry - COPY_WAY_RUN ? !single : single;
+}
+
+/* A way's figure: the best of its samples kept, 0 while it has too few.
+ * The best, not the mean: an interrupt or a page fault only slows a copy,
+ * so the fastest recent one says what the way can do now. */
+static uint32_t way_best(const copy_ways_t *w, unsigned b, unsigned i)
+{
+    if (w->taken[b][i] < COPY_WAY_NEEDED)
+        return 0;
+    uint32_t best = UINT32_MAX;
+    for (unsigned k = 0; k < w->taken[b][i]; k++)
+        if (w->ns_kib[b][i][k] < best)
+            best = w->ns_kib[b][i][k];
+    return best;
+}
+
+unsigned copy_way_sample(copy_ways_t *w, size_t bytes, unsigned way, uint64_t ns,
+                         uint32_t best_ns_kib[2])
+{
+    unsigned b = copy_way_bucket(bytes), i = way == COPY_WAY_SINGLE;
+    bool after_like = w->last[b] == way;
+    w->last[b] = (uint8_t)way;
+    if (best_ns_kib)
+        best_ns_kib[0] = way_best(w, b, 0), best_ns_kib[1] = way_best(w, b, 1);
+    if (!ns || !after_like)
+        return w->verdict[b];
+    uint64_t per_kib = bytes ? ns * 1024 / bytes : 0;
+    if (per_kib < 1)
+        per_kib = 1; /* 0 means "no figure" */
+    w->ns_kib[b][i][w->next[b][i]] = per_kib > UINT32_MAX ? UINT32_MAX : (uint32_t)per_kib;
+    w->next[b][i] = (uint8_t)((w->next[b][i] + 1) % COPY_WAY_SAMPLES);
+    if (w->taken[b][i] < COPY_WAY_SAMPLES)
+        w->taken[b][i]++;
+    uint32_t cells = way_best(w, b, 0), single = way_best(w, b, 1);
+    if (best_ns_kib)
+        best_ns_kib[0] = cells, best_ns_kib[1] = single;
+    if (!cells || !single)
+        return w->verdict[b];
+    unsigned cur = COPY_WAY_OF(w->verdict[b]), next = cur;
+    if (cur == COPY_WAY_UNKNOWN)
+        next = single < cells ? COPY_WAY_SINGLE : COPY_WAY_CELLS;
+    else if (cur == COPY_WAY_CELLS && (double)single * COPY_WAY_SWITCH_RATIO < (double)cells)
+        next = COPY_WAY_SINGLE;
+    else if (cur == COPY_WAY_SINGLE && (double)cells * COPY_WAY_SWITCH_RATIO < (double)single)
+        next = COPY_WAY_CELLS;
+    uint32_t won = next == COPY_WAY_SINGLE ? single : cells;
+    uint32_t lost = next == COPY_WAY_SINGLE ? cells : single;
+    bool clear = (double)won * COPY_WAY_CLEAR_RATIO <= (double)lost;
+    w->verdict[b] = (uint8_t)(next | (clear ? COPY_WAY_CLEAR : 0));
+    return w->verdict[b];
+}

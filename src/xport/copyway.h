@@ -1,0 +1,70 @@
+/* copyway.h — which way a copy-only message of 64 KiB or more goes between
+ * two ranks of the shared-memory transport: through the pair's cells
+ * (sender copies in, receiver copies out, at once) or by single copy
+ * (the receiver reads the sender's buffer, the sender writing pieces too).
+ * Which is faster depends on the machine, by 1.5-3x either way (shm.c,
+ * "Copies measured"), so the receiver times both and the sender follows
+ * its verdict, trying the other way now and then.  The decision is kept
+ * apart from the transport so that tests can drive it with chosen times. */
+#ifndef WEFT_COPYWAY_H
+#define WEFT_COPYWAY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../core/tool_api.h"
+
+#define COPY_WAY_MIN (64u << 10) /* smaller copies keep the fixed thresholds */
+#define COPY_WAY_BUCKETS 12      /* 64 KiB, 128 KiB, .., 64 MiB and more */
+#define COPY_WAY_SAMPLES 3       /* a way's figure: the best of its latest three */
+#define COPY_WAY_NEEDED 2        /* samples of each way before a verdict */
+
+/* A verdict as the receiver publishes it (one byte a bucket in the ring
+ * header): the way, and whether it won by far (the other way is then
+ * tried less often). */
+enum { COPY_WAY_UNKNOWN = 0, COPY_WAY_CELLS = 1, COPY_WAY_SINGLE = 2, COPY_WAY_CLEAR = 4 };
+#define COPY_WAY_OF(v) ((v) & 3u)
+
+/* A way is timed only on a copy that follows one of the same size that
+ * went the same way: a copy after one the other way finds the caches as
+ * that way left them.  A 2-rank bcast of 16 MiB by single copy took
+ * 1.9-2.0 ms right after two through cells (whose streaming stores had
+ * evicted its destination), 1.6-1.9 as the second in a row, then 1.4,
+ * 1.2, 1.0 and 0.92-1.03 from the fifth on; through cells 2.4-2.7 ms.
+ * So a way is tried COPY_WAY_RUN copies in a row, all but the first timed:
+ * until a verdict, the two ways take turns; after it, the other way has
+ * one run in COPY_WAY_RETRY copies (COPY_WAY_RETRY_CLEAR when the winner
+ * was at least COPY_WAY_CLEAR_RATIO times faster), so that a change of
+ * phase is noticed.  The winner changes only when the other way is
+ * COPY_WAY_SWITCH_RATIO times faster (no flapping on noise). */
+#define COPY_WAY_RUN 3u
+#define COPY_WAY_RETRY 64u
+#define COPY_WAY_RETRY_CLEAR 256u
+#define COPY_WAY_CLEAR_RATIO 1.5
+#define COPY_WAY_SWITCH_RATIO 1.1
+
+typedef struct copy_ways {
+    /* the receiver's: each way's latest samples per bucket, ns per KiB */
+    uint32_t ns_kib[COPY_WAY_BUCKETS][2][COPY_WAY_SAMPLES];
+    uint8_t taken[COPY_WAY_BUCKETS][2]; /* samples held, up to COPY_WAY_SAMPLES */
+    uint8_t next[COPY_WAY_BUCKETS][2];  /* the slot the next sample takes */
+    uint8_t last[COPY_WAY_BUCKETS];     /* the way the bucket's last copy went */
+    uint8_t verdict[COPY_WAY_BUCKETS];
+    /* the sender's: measured copies sent per bucket */
+    uint32_t sent[COPY_WAY_BUCKETS];
+} copy_ways_t;
+
+WEFT_TOOL_API unsigned copy_way_bucket(size_t bytes);
+/* The sender: whether this copy of bytes goes by single copy, given the
+ * receiver's published verdict and the transport's fixed rule. */
+WEFT_TOOL_API bool copy_way_single(copy_ways_t *w, unsigned verdict, size_t bytes,
+                                   bool by_default);
+/* The receiver: a copy of bytes went way (COPY_WAY_CELLS or _SINGLE) and
+ * took ns from the moment it could start to its last byte (0: not timed).
+ * Returns the bucket's verdict after it; *best_ns_kib (may be NULL) gets
+ * each way's figure. */
+WEFT_TOOL_API unsigned copy_way_sample(copy_ways_t *w, size_t bytes, unsigned way, uint64_t ns,
+                                       uint32_t best_ns_kib[2]);
+
+#endif
