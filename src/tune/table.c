@@ -72,6 +72,14 @@
  * 64 MiB 22.3 against 26.1; 8 MiB 1.70 against 1.86), since a segment's
  * allgather then reads what its reduce-scatter just wrote while it is
  * still in the core's 2 MiB L2; at 4 ranks there 512 KiB stayed ahead.
+ * At 4 ranks on the Intel machine, though, the linear bcast (every
+ * receiver reading the root's own buffer by single copy, no stage) beat
+ * linear_arena from 32 KiB to 512 KiB under both launchers (three runs,
+ * medians, us; weft run: 64 KiB 17.6 against 26.0, 128 KiB 27.9 against
+ * 47.0, 512 KiB 124 against 144; mpirun: 64 KiB 20.7 against 26.5, 256
+ * KiB 66.7 against 76.2), and tied above under mpirun (1 MiB 403 against
+ * 389); at 5-6 ranks a tie to 256 KiB and linear_arena ahead above, at 8
+ * linear_arena ahead throughout (64 KiB 49.8 against 79.2).
  * Allreduce above 256 KiB at 5-16 ranks (for
  * non-commutative ops at 4-16): linear_arena (every rank's input staged
  * in its arena, each block reduced straight from the stages; two waits a
@@ -158,7 +166,9 @@ static const char builtin_text[] =
     "bcast            any             3-3         524289-*      linear_arena|twotree\n"
     "bcast            any             4-8         0-2K          board|linear\n"
     "bcast            any             4-8         2049-32K      linear\n"
-    "bcast            any             4-8         32769-*       linear_arena|twotree\n"
+    "bcast            any             4-4         32769-512K    linear\n"
+    "bcast            any             4-4         524289-*      linear_arena|twotree\n"
+    "bcast            any             5-8         32769-*       linear_arena|twotree\n"
     "bcast            any             9-*         0-32K         binomial\n"
     "bcast            any             9-*         32769-256K    linear_arena|binomial\n"
     "bcast            any             9-*         262145-*      linear_arena|twotree\n"
