@@ -69,10 +69,10 @@
  * (its first cell, or its read) to its last byte, for both ways, and
  * publishes the faster per size in the ring header (copyway.h).  The
  * sender marks the messages it lets be timed (CELL_MEASURED) and takes
- * the published way: before there is one, every other message goes the
- * way its fixed thresholds (below) would not take; after, one in 32 (one
- * in 128 where the winner was 1.5x faster) still does, so a change of
- * phase is seen.  Slow cells (above) still come first.  WEFT_COPY_WAY=
+ * the published way: before there is one, the way its fixed thresholds
+ * (below) take and the other take turns, three messages each; after, the
+ * loser still has three in every 64 (in 256 where the winner was 1.5x
+ * faster), so a change of phase is seen (copyway.h says why in threes).  Slow cells (above) still come first.  WEFT_COPY_WAY=
  * cells|single|fixed takes one way, or the thresholds, instead.  An idle
  * sender's reducing messages were measured the same way and left out:
  * the receiver's clock favoured cells (a 2-rank reduce of 64 KiB: 7.1
@@ -155,7 +155,7 @@ typedef struct peer_state {
     uint32_t slow_sends;       /* reducing sends made single copy by slow cells */
     copy_ways_t *ways;         /* copies measured (both sides' state), once used */
     bool out_measured;         /* the send at sq_head goes into cells measured */
-    /* the receiver's clock on the measured copy under way (0: none) */
+    /* the receiver's clock on the measured copy under way */
     uint64_t copy_t0;
     unsigned copy_way; /* COPY_WAY_UNKNOWN: no measured copy under way */
     /* a both-copy read whose sender still writes pieces: the ring waits
@@ -1047,9 +1047,9 @@ static int coop_finish(shm_xport_t *x, int src, ring_hdr_t *ring)
     if (r) {
         copy_clock_stop(x, ps, ring, r->bytes);
         finish_recv(r, WEFT_OK);
-    }
-    else
+    } else {
         unexp_complete(ps, u);
+    }
     return 1;
 }
 
