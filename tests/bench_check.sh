@@ -80,10 +80,12 @@ for dt in int8 int32 uint64 float16 bfloat16 float32 float64; do
     done
 done
 # and that path is the one taken: the root's process_vm_readv calls, one a
-# call at 16 KiB, none at 4 and 64 KiB (cells) beyond the probe
+# call at 16 KiB, none at 4 and 64 KiB (cells) beyond the probe (slow
+# cells kept out: in a slow phase they send 64 KiB by single copy)
 paths=$(WEFT_VERBOSE=1 "$weft" bench reduce --np 2 --sizes 16K --iters 1 --warmup 0 2>&1)
 reads_of() {
-    if strace -f -qq -e trace=process_vm_readv -o "$tmp/strace" "$weft" bench reduce --np 2 \
+    if WEFT_CELLS_SLOW_GBPS=0 strace -f -qq -e trace=process_vm_readv -o "$tmp/strace" \
+        "$weft" bench reduce --np 2 \
         --algo binomial --sizes "$1" --iters 40 --warmup 0 >/dev/null 2>&1
     then grep -c "process_vm_readv(" "$tmp/strace"; else echo -1; fi
 }
@@ -119,7 +121,7 @@ for root in 0 1; do
     else passes=$((passes + 1)); fi
 done
 cma_calls() { # way
-    if WEFT_COPY_WAY=$1 strace -f -qq -e trace=process_vm_readv,process_vm_writev \
+    if WEFT_COPY_WAY=$1 WEFT_CELLS_SLOW_GBPS=0 strace -f -qq -e trace=process_vm_readv,process_vm_writev \
         -o "$tmp/strace" "$weft" bench bcast --np 2 --algo binomial --sizes 1M --iters 40 \
         --warmup 0 >/dev/null 2>&1
     then grep -c "process_vm_[rw][er][ai]" "$tmp/strace"; else echo -1; fi
