@@ -359,12 +359,18 @@ static void say_paths(shm_xport_t *x, int src)
     bool arena = atomic_load(&in->arena) == RING_CMA_YES, cma = atomic_load(&in->cma) == RING_CMA_YES;
     if (!weft_verbose() || ((arena && cma) && atomic_flag_test_and_set(&said)))
         return;
+    const char *copies = x->copy_way_fixed == 0  ? "copies from 64 KiB the way measured faster"
+                         : x->copy_way_fixed > 0 ? "copies from 64 KiB as WEFT_COPY_WAY says"
+                                                 : "copies below 1 MiB";
+    char which[128] = "";
+    if (cma && x->cma_min == CMA_MIN_LARGE_RINGS)
+        snprintf(which, sizeof which, " (%s; others only while cells are slow)", copies);
+    else if (cma && x->copy_way_fixed >= 0)
+        snprintf(which, sizeof which, " (%s)", copies);
     fprintf(stderr, "weft: shm rank %d reads rank %d's large messages by single copy: "
             "weft_alloc buffers in place (arena): %s; others by process_vm_readv: %s%s%s%s; "
             "rings of %u cells of %u KiB\n",
-            x->base.rank, src, arena ? "yes" : "no", cma ? "yes" : "no",
-            cma && x->cma_min == CMA_MIN_LARGE_RINGS ? " (copies below 1 MiB; others only while "
-                                                        "cells are slow)" : "",
+            x->base.rank, src, arena ? "yes" : "no", cma ? "yes" : "no", which,
             x->cma_min == SIZE_MAX ? " (WEFT_CMA=0)" : arena && cma ? "" : "; else through cells",
             cma && x->both_copy ? ", the sender writing pieces too (WEFT_CMA_HELP)" : "",
             x->ncells, x->payload >> 10);
