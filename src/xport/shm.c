@@ -1085,6 +1085,74 @@ static void cells_time_end(shm_xport_t *x, peer_state_t *ps, ring_hdr_t *ring, s
     cells_say(x, false, (int)(ps - x->peers), gbps, slow);
 }
 
+/* What start_message made of the message at the head of src's ring. */
+enum {
+    START_CELLS,   /* a receive (ps->cur) or a buffer (ps->cur_unexp) takes its cells */
+    START_READ,    /* it was read whole by single copy, its cell freed */
+    START_PENDING, /* it is being read, the sender's pieces still to land */
+    START_NOBODY,  /* no receive waits on this peer: it stays in the ring */
+};
+
+/* The message whose first cell c heads src's ring: matches it to a posted
+ * receive, or buffers it while other receives from src wait behind it,
+ * and reads it at once when it comes by single copy.  A START_* above, or
+ * a negative error (a mismatch ends the job). */
+static int start_message(shm_xport_t *x, int src, ring_hdr_t *ring, cell_t *c)
+{
+    peer_state_t *ps = &x->peers[src];
+    xreq_t *r = take_posted(ps, c->tag);
+    if (r) {
+        if (c->sig != r->sig)
+            return -mismatch(x, src, r->tag, "signature", c->sig, r->sig);
+        if (c->total != r->bytes)
+            return -mismatch(x, src, r->tag, "message bytes", c->total, r->bytes);
+        r->done = 0;
+        if (c->kind != CELL_READ_ME) {
+            ps->cur = r;
+            cells_time_start(x, ps, c);
+            copy_clock_start(x, ps, c, &r->sink, COPY_WAY_CELLS);
+            return START_CELLS;
+        }
+        copy_clock_start(x, ps, c, &r->sink, COPY_WAY_SINGLE);
+        int rc = read_whole(x, src, ring, c, &r->sink);
+        if (rc)
+            return -rc;
+        if (ps->coop.on) {
+            ps->coop.r = r;
+            return START_PENDING;
+        }
+        copy_clock_stop(x, ps, ring, r->bytes);
+        finish_recv(r, WEFT_OK);
+        return START_READ;
+    }
+    if (!ps->rq_head)
+        return START_NOBODY;
+    unexp_t *u = calloc(1, sizeof *u);
+    if (!u || !(u->data = malloc(c->total ? c->total : 1))) {
+        free(u);
+        x->err = WEFT_ENOMEM;
+        return -weft_error(WEFT_ENOMEM, "no memory to buffer an unexpected message");
+    }
+    u->tag = c->tag, u->sig = c->sig, u->total = c->total;
+    unexp_t **tail = &ps->unexp;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = u;
+    if (c->kind != CELL_READ_ME) {
+        ps->cur_unexp = u;
+        return START_CELLS;
+    }
+    int rc = read_whole(x, src, ring, c, &(xsink_t){.dst = u->data});
+    if (rc)
+        return -rc;
+    if (ps->coop.on) {
+        ps->coop.u = u;
+        return START_PENDING;
+    }
+    u->done = u->total;
+    return START_READ;
+}
+
 /* Reads cells from src while they belong to a matched receive, or must be
  * drained to let a waiting receive through. */
 static int poll_from(shm_xport_t *x, int src)
@@ -1106,57 +1174,16 @@ static int poll_from(shm_xport_t *x, int src)
         if (!c)
             break;
         if (!ps->cur && !ps->cur_unexp) {
-            xreq_t *r = take_posted(ps, c->tag);
-            if (r) {
-                if (c->sig != r->sig)
-                    return mismatch(x, src, r->tag, "signature", c->sig, r->sig);
-                if (c->total != r->bytes)
-                    return mismatch(x, src, r->tag, "message bytes", c->total, r->bytes);
-                r->done = 0;
-                if (c->kind == CELL_READ_ME) {
-                    copy_clock_start(x, ps, c, &r->sink, COPY_WAY_SINGLE);
-                    int rc = read_whole(x, src, ring, c, &r->sink);
-                    if (rc)
-                        return -rc;
-                    moved = 1;
-                    if (ps->coop.on) {
-                        ps->coop.r = r;
-                        break;
-                    }
-                    copy_clock_stop(x, ps, ring, r->bytes);
-                    finish_recv(r, WEFT_OK);
-                    continue;
-                }
-                ps->cur = r;
-                cells_time_start(x, ps, c);
-                copy_clock_start(x, ps, c, &r->sink, COPY_WAY_CELLS);
-            } else if (ps->rq_head) {
-                unexp_t *u = calloc(1, sizeof *u);
-                if (!u || !(u->data = malloc(c->total ? c->total : 1))) {
-                    free(u);
-                    x->err = WEFT_ENOMEM;
-                    return weft_error(WEFT_ENOMEM, "no memory to buffer an unexpected message");
-                }
-                u->tag = c->tag, u->sig = c->sig, u->total = c->total;
-                unexp_t **tail = &ps->unexp;
-                while (*tail)
-                    tail = &(*tail)->next;
-                *tail = u;
-                if (c->kind == CELL_READ_ME) {
-                    int rc = read_whole(x, src, ring, c, &(xsink_t){.dst = u->data});
-                    if (rc)
-                        return -rc;
-                    moved = 1;
-                    if (ps->coop.on) {
-                        ps->coop.u = u;
-                        break;
-                    }
-                    u->done = u->total;
-                    continue;
-                }
-                ps->cur_unexp = u;
-            } else {
-                break; /* nobody waits on this peer: leave it in the ring */
+            int st = start_message(x, src, ring, c);
+            if (st < 0)
+                return st;
+            if (st == START_NOBODY)
+                break;
+            if (st != START_CELLS) {
+                moved = 1;
+                if (st == START_PENDING)
+                    break;
+                continue;
             }
         }
         size_t len = c->len;
