@@ -40,19 +40,15 @@ unsigned copy_way_sample(copy_ways_t *w, size_t bytes, unsigned way, uint64_t ns
                          uint32_t best_ns_kib[2])
 {
     unsigned b = copy_way_bucket(bytes), i = way == COPY_WAY_SINGLE;
-    bool after_like = w->last[b] == way;
+    if (w->last[b] == way) {
+        uint64_t per_kib = bytes ? ns * 1024 / bytes : 0;
+        per_kib = per_kib < 1 ? 1 : per_kib; /* 0 means "no figure" */
+        w->ns_kib[b][i][w->next[b][i]] = per_kib > UINT32_MAX ? UINT32_MAX : (uint32_t)per_kib;
+        w->next[b][i] = (uint8_t)((w->next[b][i] + 1) % COPY_WAY_SAMPLES);
+        if (w->taken[b][i] < COPY_WAY_SAMPLES)
+            w->taken[b][i]++;
+    }
     w->last[b] = (uint8_t)way;
-    if (best_ns_kib)
-        best_ns_kib[0] = way_best(w, b, 0), best_ns_kib[1] = way_best(w, b, 1);
-    if (!ns || !after_like)
-        return w->verdict[b];
-    uint64_t per_kib = bytes ? ns * 1024 / bytes : 0;
-    if (per_kib < 1)
-        per_kib = 1; /* 0 means "no figure" */
-    w->ns_kib[b][i][w->next[b][i]] = per_kib > UINT32_MAX ? UINT32_MAX : (uint32_t)per_kib;
-    w->next[b][i] = (uint8_t)((w->next[b][i] + 1) % COPY_WAY_SAMPLES);
-    if (w->taken[b][i] < COPY_WAY_SAMPLES)
-        w->taken[b][i]++;
     uint32_t cells = way_best(w, b, 0), single = way_best(w, b, 1);
     if (best_ns_kib)
         best_ns_kib[0] = cells, best_ns_kib[1] = single;

@@ -61,9 +61,9 @@ WEFT_TOOL_API unsigned copy_way_bucket(size_t bytes);
 WEFT_TOOL_API bool copy_way_single(copy_ways_t *w, unsigned verdict, size_t bytes,
                                    bool by_default);
 /* The receiver: a copy of bytes went way (COPY_WAY_CELLS or _SINGLE) and
- * took ns from the moment it could start to its last byte (0: not timed).
- * Returns the bucket's verdict after it; *best_ns_kib (may be NULL) gets
- * each way's figure. */
+ * took ns from the moment it could start to its last byte (counted only
+ * after a copy of its size that went the same way).  Returns the bucket's
+ * verdict after it; *best_ns_kib (may be NULL) gets each way's figure. */
 WEFT_TOOL_API unsigned copy_way_sample(copy_ways_t *w, size_t bytes, unsigned way, uint64_t ns,
                                        uint32_t best_ns_kib[2]);
 

@@ -948,8 +948,10 @@ static xreq_t *take_posted(peer_state_t *ps, uint64_t tag)
 static void copy_clock_start(shm_xport_t *x, peer_state_t *ps, const cell_t *c,
                              const xsink_t *sk, unsigned way)
 {
+    /* the clock is read only for a measured copy: not a cost every message pays */
     ps->copy_way = (c->flags & CELL_MEASURED) && !sk->red ? way : COPY_WAY_UNKNOWN;
-    ps->copy_t0 = weft_now_ns();
+    if (ps->copy_way != COPY_WAY_UNKNOWN)
+        ps->copy_t0 = weft_now_ns();
 }
 
 static void copy_say(const shm_xport_t *x, int src, unsigned b, unsigned v, const uint32_t best[2])
@@ -982,7 +984,7 @@ static void copy_clock_stop(shm_xport_t *x, peer_state_t *ps, ring_hdr_t *ring, 
         return;
     unsigned b = copy_way_bucket(bytes), before = w->verdict[b];
     uint32_t best[2];
-    unsigned v = copy_way_sample(w, bytes, way, ns ? ns : 1, best);
+    unsigned v = copy_way_sample(w, bytes, way, ns, best);
     if (v == before)
         return;
     atomic_store_explicit(&ring->copy_way[b], (uint8_t)v, memory_order_relaxed);
