@@ -1228,6 +1228,64 @@ static void test_shared_programs(void)
     free(start);
 }
 
+/* A program made from a schedule read in place in the builder (the path
+ * `weft sim` takes) is the one its committed image makes, for every
+ * schedule-built algorithm of every collective, at several P and roots. */
+static bool same_program(const sim_prog_t *a, const sim_prog_t *b)
+{
+    return a->nops == b->nops && a->nedges == b->nedges && a->nrounds == b->nrounds &&
+           !memcmp(a->ops, b->ops, (size_t)a->nops * sizeof *a->ops) &&
+           !memcmp(a->succ_first, b->succ_first, ((size_t)a->nops + 1) * 4) &&
+           !memcmp(a->succ, b->succ, (size_t)a->nedges * 4) &&
+           (!a->nrounds || !memcmp(a->round_first, b->round_first, ((size_t)a->nrounds + 1) * 4));
+}
+
+static void test_view_programs(void)
+{
+    const int Ps[] = {1, 2, 3, 5, 8, 13};
+    size_t nt;
+    const algo_t *tab = algo_table(&nt);
+    sched_t builder;
+    sched_init(&builder, 1, 0);
+    int compared = 0;
+    for (size_t ai = 0; ai < nt; ai++) {
+        const algo_t *al = &tab[ai];
+        if (al->board)
+            continue;
+        for (size_t pi = 0; pi < sizeof Ps / sizeof *Ps; pi++) {
+            sim_algo_t w;
+            memset(&w, 0, sizeof w);
+            w.al = al;
+            w.a.coll = al->coll, w.a.nrank = Ps[pi], w.a.root = Ps[pi] - 1;
+            w.a.count = 1000 + (uint64_t)pi, w.a.esize = 4, w.a.commutative = true;
+            w.a.idempotent = (al->flags & ALGO_NEEDS_IDEMPOTENT) != 0 || al->usable;
+            char why[300];
+            if (algo_usable_why(al, &w.a, why, sizeof why))
+                continue;
+            for (int r = 0; r < Ps[pi]; r++)
+                for (int joins = 0; joins < 2; joins++) {
+                    sim_prog_t img, view;
+                    w.joins = joins;
+                    w.builder = NULL;
+                    int ri = sim_build_algo(&w, r, &img, why, sizeof why);
+                    w.builder = &builder;
+                    int rv = sim_build_algo(&w, r, &view, why, sizeof why);
+                    CHECK(ri == rv && (ri || same_program(&img, &view)),
+                          "%s %s P=%d rank %d joins %d: the view's program differs from the "
+                          "image's (%d, %d)",
+                          weft_coll_name(al->coll), al->name, Ps[pi], r, joins, ri, rv);
+                    if (!ri)
+                        sim_prog_free(&img);
+                    if (!rv)
+                        sim_prog_free(&view);
+                    compared++;
+                }
+        }
+    }
+    sched_free(&builder);
+    CHECK(compared > 1000, "programs compared: %d", compared);
+}
+
 int main(void)
 {
     test_event_queue();
@@ -1246,6 +1304,7 @@ int main(void)
         test_shared_programs();
     }
     test_reduce_cost();
+    test_view_programs();
     test_arrival_programs();
     printf("test_sim: %d checks, %d failures\n", checks, failures);
     return failures ? 1 : 0;

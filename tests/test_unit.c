@@ -611,7 +611,9 @@ static void build_mixed(sched_t *b, uint64_t big)
     sched_depend(b, n, c);
 }
 
-static void check_image(const sched_t *b, const sched_img_t *im, bool narrow)
+/* view: sched_view's image, read in place (wide steps, no allocation of
+ * its own) */
+static void check_image(const sched_t *b, const sched_img_t *im, bool narrow, bool view)
 {
     CHECK(im->nsteps == 6 && im->nrounds == 3 && im->nedges == 3 && im->narrow == narrow &&
               im->tmp_len == 5 && im->max_tag == 10 && im->rank == 0 && im->nrank == 4,
@@ -654,7 +656,10 @@ static void check_image(const sched_t *b, const sched_img_t *im, bool narrow)
     CHECK(sched_round_done(im, left, 5, &first) == 0, "the last round releases nothing");
     size_t head = (sizeof(sched_img_t) + 7) & ~(size_t)7;
     size_t want = head + 6 * (narrow ? sizeof(sched_cstep_t) : sizeof(step_t)) + (4 + 7 + 3) * 4;
-    CHECK(im->bytes == want, "exact size %zu (want %zu)", im->bytes, want);
+    if (view)
+        CHECK(im->bytes == 0 && im->steps == b->steps, "a view reads the builder's steps");
+    else
+        CHECK(im->bytes == want, "exact size %zu (want %zu)", im->bytes, want);
 }
 
 static void test_sched_image(void)
@@ -667,17 +672,30 @@ static void test_sched_image(void)
         build_mixed(&b, 1);
         CHECK(sched_commit(&b, &im) == 0 && im, "commit narrow");
         if (im)
-            check_image(&b, im, true);
+            check_image(&b, im, true, false);
         sched_img_free(im);
+        sched_img_t view;
+        CHECK(sched_view(&b, &view) == 0, "view");
+        check_image(&b, &view, false, true);
         sched_reset(&b, 4, 0);
         im = NULL;
         build_mixed(&b, 1ull << 33);
         CHECK(sched_commit(&b, &im) == 0 && im, "commit wide");
         if (im)
-            check_image(&b, im, false);
+            check_image(&b, im, false, false);
         sched_img_free(im);
+        CHECK(sched_view(&b, &view) == 0, "view, wide");
+        check_image(&b, &view, false, true);
         sched_reset(&b, 4, 0);
     }
+    /* a view of an empty schedule, and of a failed build */
+    sched_img_t view;
+    CHECK(sched_view(&b, &view) == 0 && view.nsteps == 0 && view.nrounds == 0 &&
+              view.round_first[0] == 0 && !view.succ_first,
+          "empty view");
+    sched_depend(&b, 0, 0);
+    CHECK(sched_view(&b, &view) == WEFT_EINTERNAL, "a view of a bad build is refused");
+    sched_reset(&b, 4, 0);
     /* an empty schedule: no steps, no rounds */
     sched_img_t *im = NULL;
     CHECK(sched_commit(&b, &im) == 0 && im && im->nsteps == 0 && im->nrounds == 0 &&

@@ -112,6 +112,10 @@ WEFT_TOOL_API int algo_build_with(const algo_t *al, const coll_args_t *a, sched_
                                   sched_img_t **out);
 /* The same with a builder of its own. */
 WEFT_TOOL_API int algo_build(const algo_t *al, const coll_args_t *a, sched_img_t **out);
+/* Builds it into b and reads it in place (sched_view): *view is valid
+ * until b changes. */
+WEFT_TOOL_API int algo_build_view(const algo_t *al, const coll_args_t *a, sched_t *b,
+                                  sched_img_t *view);
 /* The group form of node_of (nnodes nodes of P ranks); WEFT_ENOMEM. */
 WEFT_TOOL_API int node_groups_build(const int *node_of, int nnodes, int P, node_groups_t *g);
 WEFT_TOOL_API void node_groups_free(node_groups_t *g);

@@ -432,16 +432,29 @@ int algo_check_usable(const algo_t *al, const coll_args_t *a)
                       alt[0] ? alt : "none (use another collective)");
 }
 
+/* The error of a failed build of al, said. */
+static int build_failed(const algo_t *al, int rc)
+{
+    return weft_error(rc, "building the %s %s schedule failed (error %d)",
+                      weft_coll_name(al->coll), al->name, rc);
+}
+
 int algo_build_with(const algo_t *al, const coll_args_t *a, sched_t *b, sched_img_t **out)
 {
     sched_reset(b, a->nrank, a->rank);
     int rc = al->build(b, a);
     if (!rc)
         rc = sched_commit(b, out);
-    if (rc)
-        return weft_error(rc, "building the %s %s schedule failed (error %d)",
-                          weft_coll_name(al->coll), al->name, rc);
-    return WEFT_OK;
+    return rc ? build_failed(al, rc) : WEFT_OK;
+}
+
+int algo_build_view(const algo_t *al, const coll_args_t *a, sched_t *b, sched_img_t *view)
+{
+    sched_reset(b, a->nrank, a->rank);
+    int rc = al->build(b, a);
+    if (!rc)
+        rc = sched_view(b, view);
+    return rc ? build_failed(al, rc) : WEFT_OK;
 }
 
 int algo_build(const algo_t *al, const coll_args_t *a, sched_img_t **out)

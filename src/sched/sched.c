@@ -66,6 +66,7 @@ void sched_free(sched_t *s)
 {
     free(s->steps);
     free(s->edges);
+    free(s->view);
     memset(s, 0, sizeof *s);
 }
 
@@ -273,16 +274,32 @@ static void fill_succ(const sched_t *s, uint32_t *succ_first, uint32_t *succ)
     succ_first[0] = 0;
 }
 
+/* Each step's count of explicit dependencies, from the edges. */
+static void count_deps(sched_t *s)
+{
+    for (uint32_t i = 0; i < s->nsteps; i++)
+        s->steps[i].ndeps = 0;
+    for (uint32_t i = 0; i < s->nedges; i++)
+        s->steps[s->edges[i][0]].ndeps++;
+}
+
+/* Round r's first step at rf[r], for every round, and n at rf[nrounds]. */
+static void fill_rounds(const sched_t *s, uint32_t nrounds, uint32_t *rf)
+{
+    uint32_t n = s->nsteps;
+    for (uint32_t i = 0, r = 0; i < n; i++)
+        while (r <= s->steps[i].round)
+            rf[r++] = i;
+    rf[nrounds] = n;
+}
+
 int sched_commit(sched_t *s, sched_img_t **out)
 {
     *out = NULL;
     if (s->err)
         return s->err;
     uint32_t n = s->nsteps, m = s->nedges;
-    for (uint32_t i = 0; i < n; i++)
-        s->steps[i].ndeps = 0;
-    for (uint32_t i = 0; i < m; i++)
-        s->steps[s->edges[i][0]].ndeps++;
+    count_deps(s);
     bool narrow = true;
     for (uint32_t i = 0; i < n && narrow; i++)
         narrow = fits_narrow(&s->steps[i]);
@@ -312,10 +329,7 @@ int sched_commit(sched_t *s, sched_img_t **out)
         memcpy(p, s->steps, step_bytes);
     uint32_t *rf = (uint32_t *)(p + step_bytes);
     im->round_first = rf;
-    for (uint32_t i = 0, r = 0; i < n; i++)
-        while (r <= s->steps[i].round)
-            rf[r++] = i;
-    rf[nrounds] = n;
+    fill_rounds(s, nrounds, rf);
     if (m) {
         uint32_t *sf = rf + nrounds + 1;
         fill_succ(s, sf, sf + n + 1);
@@ -327,6 +341,38 @@ int sched_commit(sched_t *s, sched_img_t **out)
 }
 
 void sched_img_free(sched_img_t *im) { free(im); }
+
+int sched_view(sched_t *s, sched_img_t *view)
+{
+    memset(view, 0, sizeof *view);
+    if (s->err)
+        return s->err;
+    uint32_t n = s->nsteps, m = s->nedges;
+    uint32_t nrounds = n ? s->steps[n - 1].round + 1 : 0;
+    size_t words = (size_t)nrounds + 1 + (m ? (size_t)n + 1 + m : 0);
+    if (words > s->view_cap) {
+        uint32_t *t = realloc(s->view, words * sizeof *t);
+        if (!t)
+            return s->err = WEFT_ENOMEM;
+        s->view = t, s->view_cap = words;
+    }
+    count_deps(s);
+    view->nsteps = n, view->nrounds = nrounds, view->nedges = m;
+    view->max_tag = s->max_tag, view->tmp_len = s->tmp_len;
+    view->nrank = s->nrank, view->rank = s->rank;
+    for (uint32_t i = 0; i < n; i++)
+        view->nrecvs += s->steps[i].kind == STEP_RECV || s->steps[i].kind == STEP_RECV_REDUCE;
+    view->steps = s->steps;
+    view->round_first = s->view;
+    fill_rounds(s, nrounds, s->view);
+    if (m) {
+        uint32_t *sf = s->view + nrounds + 1;
+        fill_succ(s, sf, sf + n + 1);
+        view->succ_first = sf;
+        view->succ = sf + n + 1;
+    }
+    return 0;
+}
 
 const char *step_kind_name(int kind)
 {

@@ -92,6 +92,8 @@ typedef struct sched {
     uint8_t remap_buf[BUF_COUNT];
     uint64_t remap_off[BUF_COUNT];
     int err;              /* first build error (WEFT_ENOMEM...) */
+    uint32_t *view;       /* sched_view's tables, kept for the next */
+    size_t view_cap;
 } sched_t;
 
 /* The committed schedule: one allocation of exact size, read-only, read
@@ -260,6 +262,12 @@ void sched_remap_reset(sched_t *s);
  * one).  The image is one allocation: free it with sched_img_free. */
 WEFT_TOOL_API int sched_commit(sched_t *s, sched_img_t **out);
 WEFT_TOOL_API void sched_img_free(sched_img_t *im);
+/* The same schedule read in place, for a reader that converts it at once
+ * (the simulator, a million ranks' schedules one after the other): *view
+ * is an image of wide steps that are the builder's own, its round and
+ * successor tables kept in s for the next view.  No allocation once the
+ * tables have grown, no packing.  Valid until s changes. */
+WEFT_TOOL_API int sched_view(sched_t *s, sched_img_t *view);
 
 WEFT_TOOL_API const char *step_kind_name(int kind);
 WEFT_TOOL_API const char *buf_name(int buf);

@@ -174,13 +174,15 @@ int sim_build_algo(void *ctx, int rank, sim_prog_t *out, char *msg, size_t len)
     const sim_algo_t *b = ctx;
     coll_args_t a = b->a;
     a.rank = rank;
-    sched_img_t *s;
-    int rc = b->builder ? algo_build_with(b->al, &a, b->builder, &s) : algo_build(b->al, &a, &s);
+    sched_img_t *s = NULL, view;
+    /* with a builder of the caller's, the schedule is read in place: no
+     * image allocated and packed per rank, only to be converted */
+    int rc = b->builder ? algo_build_view(b->al, &a, b->builder, &view) : algo_build(b->al, &a, &s);
     if (rc) {
         snprintf(msg, len, "%s", weft_last_error());
         return rc;
     }
-    rc = sim_prog_from_sched(s, a.esize, b->joins, out);
+    rc = sim_prog_from_sched(s ? s : &view, a.esize, b->joins, out);
     sched_img_free(s);
     return rc;
 }
