@@ -28,6 +28,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bigmem.h"
 #include "evq.h"
 #include "shape.h"
 #include "sim.h"
@@ -59,6 +60,17 @@ typedef struct mslot {
     uint32_t head, tail;
 } mslot_t;
 
+/* A rank's program handle and, when they fit, its clocks: one line of 64
+ * bytes, which an event on a rank not touched in a long while (a million
+ * ranks' level of a tree) fetches with one miss, where the handle and
+ * three arrays of clocks took four. */
+#define RANK_CLOCKS 4
+struct rank_rec {
+    sim_rank_prog_t prog;
+    double clk[RANK_CLOCKS];
+};
+_Static_assert(sizeof(struct rank_rec) == 64, "a rank's record is one cache line");
+
 typedef struct sim {
     const sim_model_t *m;
     int P;
@@ -69,10 +81,16 @@ typedef struct sim {
     size_t msglen;
     int err;
 
-    sim_rank_prog_t *prog; /* each rank's while it runs, and its
-                            * operations not yet done */
+    /* Each rank's record: its program (while it runs; its operations not
+     * yet done) and its clocks (below) */
+    struct rank_rec *rk;
     sim_shapes_t shapes;
-    double *cpu, *nic_s, *nic_r; /* when each CPU / NIC is next free */
+    /* When each CPU and NIC is next free: a rank's clocks side by side
+     * (its CPUs, its sending NICs, its receiving NICs), `stride` doubles a
+     * rank: in its record when they fit (the usual model of one CPU and
+     * one NIC), else in clk */
+    double *clk;
+    uint32_t stride;
     uint64_t *finished;          /* a bit a rank: it has finished (its
                                   * time goes into t_sum and t_max only) */
     double t_sum, t_max;
@@ -409,11 +427,23 @@ static bool edge_done(sim_t *s, const sim_rank_prog_t *rp, uint32_t r, uint32_t 
 
 /* ---- ranks and operations ---- */
 
+static inline double *clocks(const sim_t *s, uint32_t r)
+{
+    return s->clk ? &s->clk[(size_t)r * s->stride] : s->rk[r].clk;
+}
+
 static inline double *cpu_of(sim_t *s, uint32_t r, int c)
 {
     if (s->m->cpus == 1) /* the usual model: no 64-bit division an event */
-        return &s->cpu[r];
-    return &s->cpu[(size_t)r * s->m->cpus + (size_t)c % s->m->cpus];
+        return clocks(s, r);
+    return clocks(s, r) + (size_t)c % s->m->cpus;
+}
+
+/* Rank r's sending and receiving NICs, ports of each. */
+static inline double *nic_s_of(const sim_t *s, uint32_t r) { return clocks(s, r) + s->m->cpus; }
+static inline double *nic_r_of(const sim_t *s, uint32_t r)
+{
+    return clocks(s, r) + s->m->cpus + s->m->ports;
 }
 
 static inline double maxd(double a, double b) { return a > b ? a : b; }
@@ -455,7 +485,7 @@ static bool switch_in(sim_t *s, uint32_t r, double t)
 /* The NIC a send of op uses: its own, or the one free first. */
 static int send_nic(sim_t *s, uint32_t r, const sim_op_t *op)
 {
-    const double *n = &s->nic_s[(size_t)r * s->m->ports];
+    const double *n = nic_s_of(s, r);
     if (op->nic != SIM_NIC_ANY)
         return op->nic % s->m->ports;
     int best = 0;
@@ -467,7 +497,7 @@ static int send_nic(sim_t *s, uint32_t r, const sim_op_t *op)
 
 static int recv_nic(sim_t *s, uint32_t r)
 {
-    const double *n = &s->nic_r[(size_t)r * s->m->ports];
+    const double *n = nic_r_of(s, r);
     int best = 0;
     for (int k = 1; k < s->m->ports; k++)
         if (n[k] < n[best])
@@ -508,7 +538,7 @@ static void queue_instant(sim_t *s, uint32_t r, uint32_t i)
  * done at once, without waiting for the CPU. */
 static void release(sim_t *s, uint32_t r, uint32_t i, double now)
 {
-    const sim_op_t *op = &rp_ops(&s->prog[r])[i];
+    const sim_op_t *op = &rp_ops(&s->rk[r].prog)[i];
     /* A receive is posted when the rank's CPU is free (LogGOPSim's rule;
      * it matters: a rendezvous sender completes when its receive is
      * posted).  When the CPU is free already it is posted here and now,
@@ -520,7 +550,7 @@ static void release(sim_t *s, uint32_t r, uint32_t i, double now)
     }
     double t = cpu_free(s, r, op->cpu);
     if (op->kind == SIM_SEND)
-        t = maxd(t, s->nic_s[(size_t)r * s->m->ports + send_nic(s, r, op)]);
+        t = maxd(t, nic_s_of(s, r)[send_nic(s, r, op)]);
     push(s, maxd(t, now), op->kind == SIM_SEND ? EV_SEND : op->kind == SIM_RECV ? EV_RECV : EV_CALC,
          r, i);
 }
@@ -541,7 +571,7 @@ static void finish_rank(sim_t *s, uint32_t r)
         s->t_max = t, s->slowest = (int)r;
     s->nfinished++;
     ssize_t delta = 0;
-    sim_shape_release(&s->shapes, &s->prog[r], &delta);
+    sim_shape_release(&s->shapes, &s->rk[r].prog, &delta);
     account(s, delta);
 }
 
@@ -549,7 +579,7 @@ static void finish_rank(sim_t *s, uint32_t r)
  * done, its irequires edges when it starts. */
 static void satisfy(sim_t *s, uint32_t r, uint32_t i, double now, bool done)
 {
-    const sim_rank_prog_t *rp = &s->prog[r];
+    const sim_rank_prog_t *rp = &s->rk[r].prog;
     const sim_prog_t *p = &rp->sh->p;
     for (uint32_t k = p->succ_first[i]; k < p->succ_first[i + 1]; k++) {
         uint32_t e = p->succ[k];
@@ -569,14 +599,14 @@ static void satisfy(sim_t *s, uint32_t r, uint32_t i, double now, bool done)
 static void done(sim_t *s, uint32_t r, uint32_t i, double now)
 {
     satisfy(s, r, i, now, true);
-    const sim_rank_prog_t *rp = &s->prog[r];
+    const sim_rank_prog_t *rp = &s->rk[r].prog;
     const sim_prog_t *p = &rp->sh->p;
-    if (p->nrounds && sim_ends_step(p, i) && --s->prog[r].round_left == 0) {
+    if (p->nrounds && sim_ends_step(p, i) && --s->rk[r].prog.round_left == 0) {
         uint32_t k = rp->round + 1;
         if (k < p->nrounds)
             queue_instant(s, r, ROUND_JOIN | k);
     }
-    if (--s->prog[r].left == 0)
+    if (--s->rk[r].prog.left == 0)
         finish_rank(s, r);
 }
 
@@ -584,10 +614,10 @@ static void done(sim_t *s, uint32_t r, uint32_t i, double now)
  * program order, as the join's edges would release them. */
 static void next_round(sim_t *s, uint32_t r, uint32_t k, double now)
 {
-    const sim_rank_prog_t *rp = &s->prog[r];
+    const sim_rank_prog_t *rp = &s->rk[r].prog;
     const sim_prog_t *p = &rp->sh->p;
-    s->prog[r].round = k;
-    s->prog[r].round_left = sim_round_steps(p, k);
+    s->rk[r].prog.round = k;
+    s->rk[r].prog.round_left = sim_round_steps(p, k);
     for (uint32_t j = p->round_first[k]; j < p->round_first[k + 1]; j++)
         if ((j == p->round_first[k] || sim_ends_step(p, j - 1)) && edge_done(s, rp, r, j))
             release(s, r, j, now);
@@ -604,7 +634,7 @@ static void run_instant(sim_t *s, double now)
             next_round(s, r, i & ~ROUND_JOIN, now);
             continue;
         }
-        if (rp_ops(&s->prog[r])[i].kind == SIM_RECV) {
+        if (rp_ops(&s->rk[r].prog)[i].kind == SIM_RECV) {
             on_recv(s, r, i, now);
             continue;
         }
@@ -627,7 +657,7 @@ static void run_instant(sim_t *s, double now)
 /* Posts receive op i of rank r (no message for it yet). */
 static void recv_post(sim_t *s, uint32_t r, uint32_t i)
 {
-    const sim_rank_prog_t *rp = &s->prog[r];
+    const sim_rank_prog_t *rp = &s->rk[r].prog;
     rp_set_state(rp, i, SHAPE_POSTED);
     if (!rp->sh->nmulti)
         return; /* every key has one receive: its state says it all */
@@ -647,7 +677,7 @@ static void recv_post(sim_t *s, uint32_t r, uint32_t i)
 /* The oldest posted receive of (src, tag) at rank r, taken; or NIL. */
 static uint32_t posted_take(sim_t *s, uint32_t r, uint32_t src, uint32_t tag)
 {
-    const sim_rank_prog_t *rp = &s->prog[r];
+    const sim_rank_prog_t *rp = &s->rk[r].prog;
     uint32_t k = rp->sh ? rp_key_find(rp, src, tag) : NIL; /* not started, or finished */
     if (k == NIL)
         return NIL;
@@ -702,17 +732,17 @@ static void start_rank(sim_t *s, uint32_t r, double t0)
     }
     ssize_t delta = 0;
     rc = s->opts && s->opts->private_programs
-             ? sim_shape_adopt_private(&s->shapes, p, &s->prog[r], &delta)
-             : sim_shape_adopt(&s->shapes, p, &s->prog[r], &delta);
+             ? sim_shape_adopt_private(&s->shapes, p, &s->rk[r].prog, &delta)
+             : sim_shape_adopt(&s->shapes, p, &s->rk[r].prog, &delta);
     account(s, delta);
     if (rc) {
         sim_prog_free(p);
         fail(s, WEFT_ENOMEM, "rank %u: out of memory for its program", r);
         return;
     }
-    const sim_rank_prog_t *rp = &s->prog[r];
+    const sim_rank_prog_t *rp = &s->rk[r].prog;
     uint32_t nops = rp->sh->p.nops;
-    s->prog[r].left = nops;
+    s->rk[r].prog.left = nops;
     if (!nops) {
         finish_rank(s, r);
         return;
@@ -740,9 +770,9 @@ static double wq_ready(sim_t *s, uint32_t r, int cls)
 {
     double t = cpu_free(s, r, 0);
     if (cls == WQ_SEND)
-        t = maxd(t, min_nic(&s->nic_s[(size_t)r * s->m->ports], s->m->ports));
+        t = maxd(t, min_nic(nic_s_of(s, r), s->m->ports));
     else if (cls == WQ_MSG)
-        t = maxd(t, min_nic(&s->nic_r[(size_t)r * s->m->ports], s->m->ports));
+        t = maxd(t, min_nic(nic_r_of(s, r), s->m->ports));
     return t;
 }
 
@@ -840,7 +870,7 @@ static double cpu_noise(sim_t *s, uint32_t r, double t, double cost)
 static void rendezvous_done(sim_t *s, const mrec_t *mr, double t)
 {
     uint32_t src = mr->src;
-    double *sc = cpu_of(s, src, mr->cpu), *sn = &s->nic_s[(size_t)src * s->m->ports + mr->nic];
+    double *sc = cpu_of(s, src, mr->cpu), *sn = &nic_s_of(s, src)[mr->nic];
     *sc = maxd(*sc, t);
     *sn = maxd(*sn, t);
     done(s, src, mr->op, t);
@@ -851,7 +881,7 @@ static void take_message(sim_t *s, uint32_t r, uint32_t mi, double t)
 {
     const sim_model_t *m = s->m;
     mrec_t *mr = &s->rec[mi];
-    double *nic = &s->nic_r[(size_t)r * m->ports + recv_nic(s, r)];
+    double *nic = &nic_r_of(s, r)[recv_nic(s, r)];
     double s1 = (double)(mr->size ? mr->size - 1 : 0);
     double cost = m->o + maxd(s1 * m->O, s1 * m->G);
     hold_cpu(s, r, mr->cpu, t, cost + cpu_noise(s, r, t, cost));
@@ -870,10 +900,10 @@ static void take_message(sim_t *s, uint32_t r, uint32_t mi, double t)
 static void issue_send(sim_t *s, uint32_t r, uint32_t i, double t)
 {
     const sim_model_t *m = s->m;
-    const sim_rank_prog_t *rp = &s->prog[r];
+    const sim_rank_prog_t *rp = &s->rk[r].prog;
     const sim_op_t *op = &rp_ops(rp)[i];
     int k = send_nic(s, r, op);
-    double *nic = &s->nic_s[(size_t)r * m->ports + k];
+    double *nic = &nic_s_of(s, r)[k];
     satisfy(s, r, i, t, false);
     double s1 = (double)(op->size ? op->size - 1 : 0);
     double cost = m->o + s1 * m->O;
@@ -893,7 +923,7 @@ static void issue_send(sim_t *s, uint32_t r, uint32_t i, double t)
 
 static void run_calc(sim_t *s, uint32_t r, uint32_t i, double t)
 {
-    const sim_op_t *op = &rp_ops(&s->prog[r])[i];
+    const sim_op_t *op = &rp_ops(&s->rk[r].prog)[i];
     double cost = calc_cost(s->m, op);
     hold_cpu(s, r, op->cpu, t, cost + cpu_noise(s, r, t, cost));
     satisfy(s, r, i, t, false);
@@ -903,9 +933,9 @@ static void run_calc(sim_t *s, uint32_t r, uint32_t i, double t)
 /* A message is in at rank r (its first byte at time t). */
 static void on_message(sim_t *s, uint32_t r, uint32_t mi, double t)
 {
-    double ready = s->simple ? maxd(s->cpu[r], s->nic_r[r])
-                             : maxd(cpu_free(s, r, s->rec[mi].cpu),
-                                    s->nic_r[(size_t)r * s->m->ports + recv_nic(s, r)]);
+    const double *c = clocks(s, r);
+    double ready = s->simple ? maxd(c[0], c[2])
+                             : maxd(cpu_free(s, r, s->rec[mi].cpu), nic_r_of(s, r)[recv_nic(s, r)]);
     if (ready > t || queued(s, r, WQ_MSG))
         park(s, r, WQ_MSG, mi, ready);
     else if (switch_in(s, r, t))
@@ -918,10 +948,10 @@ static void on_send(sim_t *s, uint32_t r, uint32_t i, double t)
 {
     double ready;
     if (s->simple) {
-        ready = maxd(s->cpu[r], s->nic_s[r]);
+        ready = maxd(clocks(s, r)[0], clocks(s, r)[1]);
     } else {
-        const sim_op_t *op = &rp_ops(&s->prog[r])[i];
-        ready = maxd(cpu_free(s, r, op->cpu), s->nic_s[(size_t)r * s->m->ports + send_nic(s, r, op)]);
+        const sim_op_t *op = &rp_ops(&s->rk[r].prog)[i];
+        ready = maxd(cpu_free(s, r, op->cpu), nic_s_of(s, r)[send_nic(s, r, op)]);
     }
     if (ready > t || queued(s, r, WQ_SEND))
         park(s, r, WQ_SEND, i, ready);
@@ -933,7 +963,7 @@ static void on_send(sim_t *s, uint32_t r, uint32_t i, double t)
 
 static void on_calc(sim_t *s, uint32_t r, uint32_t i, double t)
 {
-    double ready = s->simple ? s->cpu[r] : cpu_free(s, r, rp_ops(&s->prog[r])[i].cpu);
+    double ready = s->simple ? clocks(s, r)[0] : cpu_free(s, r, rp_ops(&s->rk[r].prog)[i].cpu);
     if (ready > t || queued(s, r, WQ_CALC))
         park(s, r, WQ_CALC, i, ready);
     else if (switch_in(s, r, t))
@@ -946,7 +976,7 @@ static void on_calc(sim_t *s, uint32_t r, uint32_t i, double t)
  * (source, tag), else waits for one. */
 static void on_recv(sim_t *s, uint32_t r, uint32_t i, double t)
 {
-    const sim_rank_prog_t *rp = &s->prog[r];
+    const sim_rank_prog_t *rp = &s->rk[r].prog;
     const sim_op_t *op = &rp_ops(rp)[i];
     satisfy(s, r, i, t, false);
     uint32_t mi = match_take(s, r, (uint32_t)rp_peer(rp, op), op->tag);
@@ -1021,10 +1051,10 @@ static void on_event(sim_t *s, const ev_t *e)
 
 /* Events of one time pop in the order they came, which for a level of a
  * tree is no order of ranks: the first touch of each event's rank (its
- * clocks, its program's block, its wait queues) went to memory, two thirds
+ * record, its program's block, its wait queues) went to memory, two thirds
  * of a 4 Mi-rank binomial bcast's time.  The queue holds the events to
  * come, so those PREFETCH_AHEAD places on have their rank's state fetched
- * now, and the handles that give the blocks' addresses twice as far on.
+ * now, and the records that give the blocks' addresses twice as far on.
  * A hint: no result changes (PERFORMANCE.md, "Prefetching the events to
  * come").  Always inlined: as a function of its own, GCC 12 at -O1 and up
  * judged it free of effects and dropped its call. */
@@ -1034,7 +1064,7 @@ __attribute__((always_inline)) static inline void prefetch_ahead(const sim_t *s)
 {
     const evq_item_t *far = evq_ahead(&s->q, 2 * PREFETCH_AHEAD);
     if (far) {
-        __builtin_prefetch(&s->prog[far->a >> 3], 1);
+        __builtin_prefetch(&s->rk[far->a >> 3].prog, 1);
         if (s->fifo && (far->a & 7) == EV_WAKE) { /* 48 bytes: two lines at most */
             __builtin_prefetch(&s->wq[(size_t)(far->a >> 3) * 3], 1);
             __builtin_prefetch(&s->wq[(size_t)(far->a >> 3) * 3 + 2], 1);
@@ -1044,11 +1074,19 @@ __attribute__((always_inline)) static inline void prefetch_ahead(const sim_t *s)
     if (!near)
         return;
     size_t r = near->a >> 3;
-    __builtin_prefetch(&s->cpu[r * (size_t)s->m->cpus], 1);
-    __builtin_prefetch(&s->nic_s[r * (size_t)s->m->ports], 1);
-    __builtin_prefetch(&s->nic_r[r * (size_t)s->m->ports], 1);
-    if (s->prog[r].mem)
-        __builtin_prefetch(s->prog[r].mem, 1);
+    if (s->clk) /* else they came with the record */
+        __builtin_prefetch(clocks(s, (uint32_t)r), 1);
+    const sim_rank_prog_t *rp = &s->rk[r].prog;
+    if (rp->mem) {
+        /* the block's first line holds the states; a block of many peers
+         * goes on with their ranks and, above 8, the (rank, slot) pairs a
+         * message's lookup searches, lines it reads too */
+        const char *b = (const char *)rp->mem;
+        uint32_t more = rp->npeers > 8 ? (rp->npeers * 12 + 63) / 64 : rp->npeers > 4;
+        __builtin_prefetch(b, 1);
+        for (uint32_t k = 1; k <= more && k <= 4; k++)
+            __builtin_prefetch(b + 64 * k, 1);
+    }
     if (s->fifo) {
         __builtin_prefetch(&s->wq[r * 3], 1);
         __builtin_prefetch(&s->wake[r], 1);
@@ -1077,9 +1115,9 @@ static int by_start(const void *a, const void *b)
 static void explain_stuck(sim_t *s)
 {
     for (int r = 0; r < s->P; r++) {
-        if (has_finished(s, (uint32_t)r) || !s->prog[r].sh)
+        if (has_finished(s, (uint32_t)r) || !s->rk[r].prog.sh)
             continue;
-        const sim_rank_prog_t *rp = &s->prog[r];
+        const sim_rank_prog_t *rp = &s->rk[r].prog;
         for (uint32_t i = 0; i < rp->sh->p.nops; i++) {
             const sim_op_t *op = &rp_ops(rp)[i];
             if (op->kind == SIM_RECV && rp_state(rp, i) == SHAPE_POSTED) {
@@ -1101,10 +1139,10 @@ static void explain_stuck(sim_t *s)
                 fail(s, WEFT_EINVAL,
                      "deadlock: rank %d never finishes (%u operations left); a message from "
                      "rank %u to rank %u (tag %u) waits unreceived",
-                     r, s->prog[r].left, unrecv->src, unrecv->dst, unrecv->tag);
+                     r, s->rk[r].prog.left, unrecv->src, unrecv->dst, unrecv->tag);
             else
                 fail(s, WEFT_EINVAL, "deadlock: rank %d never finishes (%u operations left)", r,
-                     s->prog[r].left);
+                     s->rk[r].prog.left);
             return;
         }
     if (unrecv)
@@ -1123,10 +1161,10 @@ static bool over_time(const struct timespec *t0, const sim_opts_t *opts)
 static int sim_alloc(sim_t *s)
 {
     size_t P = (size_t)s->P;
-    s->prog = calloc(P, sizeof *s->prog);
-    s->cpu = malloc(P * s->m->cpus * sizeof *s->cpu);
-    s->nic_s = malloc(P * s->m->ports * sizeof *s->nic_s);
-    s->nic_r = malloc(P * s->m->ports * sizeof *s->nic_r);
+    s->rk = sim_big_alloc(P * sizeof *s->rk); /* zeroed */
+    s->stride = (uint32_t)(s->m->cpus + 2 * s->m->ports);
+    if (s->stride > RANK_CLOCKS)
+        s->clk = malloc(P * s->stride * sizeof *s->clk);
     s->finished = calloc((P + 63) / 64, sizeof *s->finished);
     if (s->ncores) {
         s->core = calloc(s->ncores, sizeof *s->core);
@@ -1141,10 +1179,10 @@ static int sim_alloc(sim_t *s)
         s->wq = malloc(P * 3 * sizeof *s->wq);
         s->wake = malloc(P * sizeof *s->wake);
     }
-    if (!s->prog || !s->cpu || !s->nic_s || !s->nic_r || !s->finished ||
+    if (!s->rk || (s->stride > RANK_CLOCKS && !s->clk) || !s->finished ||
         (s->fifo && (!s->wq || !s->wake)))
         return fail(s, WEFT_ENOMEM, "out of memory for %d ranks", s->P);
-    account(s, (ssize_t)(P * (sizeof *s->prog + s->m->cpus * 8 + s->m->ports * 16 +
+    account(s, (ssize_t)(P * (sizeof *s->rk + (s->clk ? s->stride * 8 : 0) +
                               (s->fifo ? 3 * sizeof *s->wq + 8 : 0)) +
                          (P + 63) / 64 * 8));
     for (size_t q = 0; s->fifo && q < P * 3; q++)
@@ -1153,10 +1191,8 @@ static int sim_alloc(sim_t *s)
     for (size_t r = 0; r < P; r++) {
         double t0 = st ? st[r] : 0;
         /* a rank takes nothing in before it starts */
-        for (int c = 0; c < s->m->cpus; c++)
-            s->cpu[r * s->m->cpus + c] = t0;
-        for (int k = 0; k < s->m->ports; k++)
-            s->nic_s[r * s->m->ports + k] = s->nic_r[r * s->m->ports + k] = t0;
+        for (uint32_t c = 0; c < s->stride; c++)
+            clocks(s, (uint32_t)r)[c] = t0;
         if (s->fifo)
             s->wake[r] = -1;
     }
@@ -1167,13 +1203,14 @@ static int sim_alloc(sim_t *s)
 
 static void sim_release(sim_t *s)
 {
-    if (s->prog) {
+    if (s->rk) {
         ssize_t delta = 0;
         for (int r = 0; r < s->P; r++)
-            sim_shape_release(&s->shapes, &s->prog[r], &delta);
+            sim_shape_release(&s->shapes, &s->rk[r].prog, &delta);
     }
     sim_shapes_free(&s->shapes);
-    free(s->prog), free(s->cpu), free(s->nic_s), free(s->nic_r), free(s->finished);
+    sim_big_free(s->rk, (size_t)s->P * sizeof *s->rk);
+    free(s->clk), free(s->finished);
     free(s->rec), free(s->tab), free(s->aside), free(s->work);
     free(s->wq), free(s->wake), free(s->wn);
     free(s->work_rank);

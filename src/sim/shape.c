@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bigmem.h"
 #include "shape.h"
 
 /* The operations, the successor table and the round starts: one
@@ -82,16 +83,25 @@ static int by_u64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* The first of n sorted values not below key (n when none is).  Without
+ * branches on the data: a search per message over a rank's keys or peers
+ * mispredicted at every level, a third of a million-rank run's lookups. */
+static uint32_t lower_bound(const uint64_t *v, uint32_t n, uint64_t key)
+{
+    if (!n)
+        return 0;
+    const uint64_t *base = v;
+    while (n > 1) {
+        uint32_t half = n / 2;
+        base = base[half - 1] < key ? base + half : base;
+        n -= half;
+    }
+    return (uint32_t)(base - v) + (*base < key);
+}
+
 static uint32_t key_index(const sim_prog_t *p, uint64_t key)
 {
-    uint32_t lo = 0, hi = p->nkeys;
-    while (lo < hi) {
-        uint32_t mid = (lo + hi) / 2;
-        if (p->rkeys[mid] < key)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    uint32_t lo = lower_bound(p->rkeys, p->nkeys, key);
     return lo < p->nkeys && p->rkeys[lo] == key ? lo : SHAPE_NIL;
 }
 
@@ -233,7 +243,6 @@ static void *block_get(sim_shapes_t *t, size_t n, ssize_t *bytes)
         return b;
     }
     if (t->slab_left < size) {
-        enum { SLAB = 1 << 20 };
         if (t->nslabs == t->slabcap) {
             size_t nc = t->slabcap ? t->slabcap * 2 : 64;
             void **v = realloc(t->slabs, nc * sizeof *v);
@@ -241,12 +250,12 @@ static void *block_get(sim_shapes_t *t, size_t n, ssize_t *bytes)
                 return NULL;
             t->slabs = v, t->slabcap = nc;
         }
-        char *slab = malloc(SLAB);
+        char *slab = sim_big_alloc(SHAPE_SLAB);
         if (!slab)
             return NULL;
-        *bytes += SLAB;
+        *bytes += SHAPE_SLAB;
         t->slabs[t->nslabs++] = slab;
-        t->slab_next = slab, t->slab_left = SLAB;
+        t->slab_next = slab, t->slab_left = SHAPE_SLAB;
     }
     b = t->slab_next;
     t->slab_next += size, t->slab_left -= size;
@@ -379,7 +388,7 @@ void sim_shapes_free(sim_shapes_t *t)
         }
     free(t->bucket);
     for (size_t i = 0; i < t->nslabs; i++)
-        free(t->slabs[i]);
+        sim_big_free(t->slabs[i], SHAPE_SLAB);
     free(t->slabs);
     memset(t, 0, sizeof *t);
 }
@@ -397,14 +406,7 @@ uint32_t rp_key_find(const sim_rank_prog_t *rp, uint32_t src, uint32_t tag)
                 ;
         } else {
             const uint64_t *pairs = sorted_pairs(rp);
-            uint32_t lo = 0, hi = rp->npeers;
-            while (lo < hi) {
-                uint32_t mid = (lo + hi) / 2;
-                if (pairs[mid] >> 32 < src)
-                    lo = mid + 1;
-                else
-                    hi = mid;
-            }
+            uint32_t lo = lower_bound(pairs, rp->npeers, (uint64_t)src << 32);
             slot = lo < rp->npeers && pairs[lo] >> 32 == src ? (uint32_t)pairs[lo] : rp->npeers;
         }
         if (slot == rp->npeers)
