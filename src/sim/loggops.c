@@ -143,7 +143,8 @@ typedef struct sim {
     } *wn;
     uint32_t nwn, wncap, freewn;
     bool fifo;         /* SIM_ORDER_FIFO (one CPU per rank only) */
-    bool cold;         /* the ranks' records outgrow the caches (COLD_*) */
+    bool cold;         /* the ranks' records outgrow the caches, or the
+                        * FIFO order (COLD_*): events prefetch */
     bool simple;       /* one CPU and one NIC per rank, no shared cores:
                         * readiness from the rank's clocks alone */
     /* Ranks sharing cores (m->cores): when each core is next free, and the
@@ -1074,9 +1075,10 @@ enum { PREFETCH_AHEAD = 6 };
 /* While the ranks' records fit in the L2 and the simulation holds less
  * than COLD_HELD bytes, what an event touches stays in the caches, where
  * the prefetches only cost: 2-5 % of a 4096-rank two-tree allreduce
- * (22 MiB held).  A 65536-rank one (4 MiB of records) gains 15 % by them,
- * a 16384-rank one in the FIFO order (1 MiB of records, up to 178 MiB
- * held, most of it messages waiting for their rank) 5-10 %. */
+ * (22 MiB held).  A 65536-rank one (4 MiB of records) gains 15 % by them.
+ * The FIFO order always prefetches: its waiting items go cold whatever
+ * the records (a 16384-rank two-tree allreduce, 1 MiB of records and up
+ * to 178 MiB held, ran 6 % slower without until it held 32 MiB). */
 #define COLD_RECORDS ((size_t)2 << 20)
 #define COLD_HELD ((size_t)32 << 20)
 
@@ -1265,7 +1267,7 @@ int sim_run(const sim_model_t *m, int nrank, sim_build_fn build, void *ctx,
     /* as many cores as ranks or more: each its own, LogGOPS exactly */
     s.ncores = m->cores && m->cores < (uint32_t)nrank ? m->cores : 0;
     s.simple = m->cpus == 1 && m->ports == 1 && !s.ncores;
-    s.cold = (size_t)nrank * sizeof(struct rank_rec) > COLD_RECORDS;
+    s.cold = (size_t)nrank * sizeof(struct rank_rec) > COLD_RECORDS || s.fifo;
     if (opts && opts->noise_prob > 0) {
         if (!(opts->noise_prob <= 1 && opts->noise_ns >= 0 && opts->noise_ns < 3.6e12)) {
             snprintf(msg, len, "noise: want a probability 0 to 1 and 0 ns to an hour");
