@@ -3,6 +3,7 @@
 #include "bigmem.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <sys/mman.h>
 
 #define BIG_PAGE ((size_t)2 << 20)
@@ -13,6 +14,8 @@ void *sim_big_alloc(size_t bytes)
 {
     if (!bytes)
         bytes = 1;
+    if (bytes < BIG_PAGE) /* a small run's: a huge page to zero would cost more */
+        return calloc(1, bytes);
     size_t len = big_round(bytes);
     if (len < bytes)
         return NULL; /* overflow */
@@ -36,6 +39,8 @@ void *sim_big_alloc(size_t bytes)
 
 void sim_big_free(void *p, size_t bytes)
 {
-    if (p)
-        munmap(p, big_round(bytes ? bytes : 1));
+    if (p && bytes < BIG_PAGE)
+        free(p);
+    else if (p)
+        munmap(p, big_round(bytes));
 }

@@ -10,7 +10,10 @@
 
 #include <stddef.h>
 
-/* bytes of zeroed memory, aligned to 2 MiB; NULL when out of memory. */
+/* bytes of zeroed memory, aligned to 2 MiB from 2 MiB on (below, from
+ * calloc: a small run's tables are hot anyway, and each huge page is
+ * zeroed whole at its first touch, which made sweeps of small runs 2.6x
+ * slower); NULL when out of memory. */
 void *sim_big_alloc(size_t bytes);
 /* Gives back what sim_big_alloc(bytes) gave (p may be NULL). */
 void sim_big_free(void *p, size_t bytes);

@@ -227,6 +227,13 @@ static uint64_t *sorted_pairs(const sim_rank_prog_t *rp)
     return (uint64_t *)(rp->mem + pairs_at(rp->sh, rp->npeers));
 }
 
+/* Slab k's size: 64 KiB doubling to SHAPE_SLAB, so that a small run does
+ * not take (and zero) a huge page for a few blocks. */
+static size_t slab_bytes(size_t k)
+{
+    return k >= 5 ? SHAPE_SLAB : (size_t)64 << 10 << k;
+}
+
 /* A rank's block of n bytes (n >= 1); what it costs goes into *bytes (a
  * slab when one is carved: blocks given back stay held). */
 static void *block_get(sim_shapes_t *t, size_t n, ssize_t *bytes)
@@ -251,12 +258,13 @@ static void *block_get(sim_shapes_t *t, size_t n, ssize_t *bytes)
                 return NULL;
             t->slabs = v, t->slabcap = nc;
         }
-        char *slab = sim_big_alloc(SHAPE_SLAB);
+        size_t len = slab_bytes(t->nslabs);
+        char *slab = sim_big_alloc(len);
         if (!slab)
             return NULL;
-        *bytes += SHAPE_SLAB;
+        *bytes += (ssize_t)len;
         t->slabs[t->nslabs++] = slab;
-        t->slab_next = slab, t->slab_left = SHAPE_SLAB;
+        t->slab_next = slab, t->slab_left = len;
     }
     b = t->slab_next;
     t->slab_next += size, t->slab_left -= size;
@@ -389,7 +397,7 @@ void sim_shapes_free(sim_shapes_t *t)
         }
     free(t->bucket);
     for (size_t i = 0; i < t->nslabs; i++)
-        sim_big_free(t->slabs[i], SHAPE_SLAB);
+        sim_big_free(t->slabs[i], slab_bytes(i));
     free(t->slabs);
     memset(t, 0, sizeof *t);
 }

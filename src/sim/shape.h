@@ -92,7 +92,8 @@ enum { SHAPE_INIT = 0, SHAPE_ONE = 1, SHAPE_ZERO = 2, SHAPE_POSTED = 3 };
  * of ranks, freeing them in finishing order cost a fifth of the run in the
  * allocator's coalescing); larger, from malloc. */
 #define SHAPE_SLAB_MAX 1024
-/* A slab: one huge page (bigmem.h), the ranks' blocks read at random */
+/* The largest slab: one huge page (bigmem.h), the ranks' blocks read at
+ * random */
 #define SHAPE_SLAB ((size_t)2 << 20)
 typedef struct sim_shapes {
     sim_shape_t **bucket;
