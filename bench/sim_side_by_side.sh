@@ -45,10 +45,12 @@ while IFS= read -r args; do
     ratios=()
     for ((i = 1; i <= rounds; i++)); do
         if ((i % 2)); then co=$c0 cn=$c1; else co=$c1 cn=$c0; fi
+        # bash's own `time` (no package beyond bash): user and system CPU
+        # seconds into $tmp/to and $tmp/tn
         # shellcheck disable=SC2086
-        /usr/bin/env time -o "$tmp/to" -f '%U %S' taskset -c "$co" $old sim $args > "$tmp/oo" 2>&1 &
+        (TIMEFORMAT='%U %S'; time taskset -c "$co" $old sim $args > "$tmp/oo" 2>&1) 2> "$tmp/to" &
         # shellcheck disable=SC2086
-        /usr/bin/env time -o "$tmp/tn" -f '%U %S' taskset -c "$cn" $new sim $args > "$tmp/on" 2>&1 &
+        (TIMEFORMAT='%U %S'; time taskset -c "$cn" $new sim $args > "$tmp/on" 2>&1) 2> "$tmp/tn" &
         wait
         if [ "$(prediction "$tmp/oo")" != "$(prediction "$tmp/on")" ]; then
             echo "$0: the two predict differently:" >&2

@@ -8,7 +8,8 @@
  * blocks through the float32 kernels.  Signed integer sum/prod wrap
  * (computed in unsigned) so overflow is defined.  min/max on floats follow
  * `b < a ? b : a`: with a NaN the result is whichever operand the
- * comparison keeps (as MPI leaves it undefined).  User ops are kept in a small table guarded by a mutex. */
+ * comparison keeps (as MPI leaves it undefined).  User ops are kept in a
+ * small table guarded by a mutex. */
 #define _GNU_SOURCE /* dladdr */
 #include <dlfcn.h>
 #include <pthread.h>

@@ -1,6 +1,7 @@
 /* prog.c — the simulator's per-rank program, and how a weft schedule (of
- * a registry algorithm, built per rank) becomes one.  A program is one allocation: operations, then the
- * successor table (CSR), so a rank costs one malloc and one free. */
+ * a registry algorithm, built per rank, read in place in the builder:
+ * sched_view) becomes one.  A program is one allocation: operations, then
+ * the successor table (CSR), so a rank costs one malloc and one free. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
