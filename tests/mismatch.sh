@@ -37,6 +37,12 @@ for np in 2 3 5; do
     scenario stopped "$np" any
     scenario left_after_fault "$np" any
 done
+# both ranks of left_after_fault find the disagreement at the same moment,
+# and one rewrites the call record the other reads: once lost as EMISMATCH
+# in about 50 runs under tsan, so it runs more often
+for rep in 1 2 3 4 5 6 7 8 9 10; do
+    scenario left_after_fault 2 any
+done
 
 # the launcher's edges
 expect() { # want-status needle command...

@@ -166,6 +166,10 @@ int watch_sent(exec_t *e);    /* caller does not */
  * keeps of it; WEFT_EMISMATCH (the job ended) when they differ.  locked:
  * the caller holds e->x->lock. */
 int watch_peer_agrees(exec_t *e, int peer, bool locked);
+/* The same for a peer known to have made this call differently (its board
+ * slot holds it): also WEFT_EPEER when its record is gone but the peer
+ * left after a fault. */
+int watch_peer_made_it_differently(exec_t *e, int peer, bool locked);
 /* the message for an expired wait: which ranks, and where each is */
 void watch_expired(exec_t *e, char *msg, size_t n);
 /* "allreduce ring, 4 x int32 sum (call #7 on communicator 1)" */

@@ -208,6 +208,23 @@ int watch_peer_agrees(exec_t *e, int peer, bool locked)
     return differs(e, e->s->rank, peer, &v.call, locked);
 }
 
+int watch_peer_made_it_differently(exec_t *e, int peer, bool locked)
+{
+    int rc = watch_peer_agrees(e, peer, locked);
+    if (rc)
+        return rc;
+    /* no record of the call to say how (lost to a newer call in its slot,
+     * or its owner's rewrite outlasted the read): a peer that gave a call
+     * up and is leaving made it as the barrier of its weft_finalize */
+    peer_view_t v;
+    xport_t *x = e->x;
+    if (e->desc && x->ops->peer_view &&
+        !x->ops->peer_view(x, e->world[peer], e->desc->key, false, &v) && v.abandoned &&
+        (v.rank_state == PEER_FINALIZING || v.rank_state == PEER_FINALIZED))
+        return left_after_fault(e, peer, &v, locked);
+    return WEFT_OK;
+}
+
 int watch_sent(exec_t *e)
 {
     /* the first and the last peer: a root that is one in its own eyes only

@@ -173,7 +173,7 @@ static int differs(exec_t *e, int q, const board_slot_t *ps)
 {
     /* the peer's call log says how, or that the peer left after a fault
      * (the barrier of its weft_finalize: EPEER, as for a schedule) */
-    int rc = watch_peer_agrees(e, q, true);
+    int rc = watch_peer_made_it_differently(e, q, true);
     if (rc)
         return -rc;
     char msg[512];

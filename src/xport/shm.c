@@ -102,6 +102,7 @@
  * launcher bumps every doorbell when a rank dies. */
 #define _GNU_SOURCE /* process_vm_readv */
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1357,11 +1358,14 @@ static call_rec_t *rec_of(shm_xport_t *x, int rank, uint64_t key)
 }
 
 /* Kept apart from the record, which a skipped publication or a newer call
- * in its slot may lose: whether this rank ever gave up a call must not be. */
-static void note_abandoned(shm_xport_t *x, uint64_t key)
+ * in its slot may lose: whether this rank ever gave up a call must not be.
+ * The key names the call a peer's message cites as the fault; the barrier
+ * of weft_finalize failing is a consequence, never that cause. */
+static void note_abandoned(shm_xport_t *x, const call_desc_t *d)
 {
     seg_rank_t *me = seg_rank(&x->seg, x->base.rank);
-    atomic_store_explicit(&me->abandoned_key, key, memory_order_relaxed);
+    if (!(d->flags & CALL_FINALIZE))
+        atomic_store_explicit(&me->abandoned_key, d->key, memory_order_relaxed);
     atomic_fetch_add_explicit(&me->abandoned, 1, memory_order_release);
 }
 
@@ -1375,7 +1379,7 @@ static void shm_call_note(xport_t *xp, const call_desc_t *d, int state)
     call_rec_t *rec = rec_of(x, x->base.rank, d->key);
     uint64_t v = atomic_load_explicit(&rec->ver, memory_order_relaxed);
     if (state == CALL_ABANDONED)
-        note_abandoned(x, d->key);
+        note_abandoned(x, d);
     if ((v & 1) || !atomic_compare_exchange_strong_explicit(&rec->ver, &v, v + 1,
                                                             memory_order_acquire,
                                                             memory_order_relaxed))
@@ -1393,10 +1397,26 @@ static void shm_call_note(xport_t *xp, const call_desc_t *d, int state)
     atomic_store_explicit(&rec->ver, v + 2, memory_order_release);
 }
 
-/* A consistent copy of a record; false if it is empty or being rewritten. */
+/* A consistent copy of a record; false if it is empty, or still being
+ * rewritten after REC_WAIT_NS.  A diagnosis rests on the read (a record
+ * missed turns EPEER into EMISMATCH), and its owner may rewrite it at the
+ * very moment a peer looks: both ranks of a disagreement find it at once,
+ * and the owner then marks its own call abandoned.  A writer that lost its
+ * core mid-rewrite is waited for with yields, a bounded time, since one
+ * that died there leaves the version odd for good. */
+#define REC_WAIT_NS 20000000ull
 static bool rec_read(call_rec_t *rec, call_desc_t *d, int *state)
 {
-    for (int tries = 0; tries < 4; tries++) {
+    uint64_t give_up = 0;
+    for (int tries = 0;; tries++) {
+        if (tries >= 4) { /* the owner is rewriting it: let it finish */
+            uint64_t now = weft_now_ns();
+            if (!give_up)
+                give_up = now + REC_WAIT_NS;
+            else if (now > give_up)
+                return false;
+            sched_yield();
+        }
         uint64_t v1 = atomic_load_explicit(&rec->ver, memory_order_acquire), w[6];
         if (v1 & 1)
             continue;
@@ -1409,7 +1429,6 @@ static bool rec_read(call_rec_t *rec, call_desc_t *d, int *state)
         memcpy(d, w, sizeof w);
         return v1 != 0;
     }
-    return false;
 }
 
 static int shm_peer_view(xport_t *xp, int peer, uint64_t key, bool quick, peer_view_t *out)
