@@ -102,7 +102,9 @@ WEFT_API weft_err_t weft_init(int *argc, char ***argv);
 /* Leaves the job (a barrier with the other ranks) and frees the job's
  * communicators the program did not free; their handles are then invalid
  * (weft_comm_free of one returns WEFT_EINVAL).  Communicators made by
- * weft_comm_from_mpi are the program's to free, before MPI_Finalize. */
+ * weft_comm_from_mpi (and their children) are the program's to free,
+ * before MPI_Finalize; weft_finalize leaves them, and weft_comm_free still
+ * frees them after it. */
 WEFT_API weft_err_t weft_finalize(void);
 WEFT_API int weft_initialized(void);
 WEFT_API weft_comm_t weft_comm_world(void);

@@ -720,7 +720,19 @@ int main(int argc, char **argv)
     int rc = WEFT_OK;
 #ifdef WEFT_HAVE_MPI
     if (use_mpi) {
-        rc = weft_comm_free(&world);
+        /* communicators made from MPI outlive weft_finalize, and are freed
+         * after it (a child of one too) */
+        weft_comm_t dup = NULL;
+        rc = weft_comm_dup(world, &dup);
+        if (!rc)
+            rc = weft_finalize();
+        if (!rc)
+            rc = weft_comm_free(&dup);
+        if (!rc)
+            rc = weft_comm_free(&world);
+        if (rc)
+            fprintf(stderr, "rank %d: FAIL freeing communicators made from MPI after "
+                    "weft_finalize: %s\n", me, weft_last_error());
         MPI_Finalize();
     } else
 #endif

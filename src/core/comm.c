@@ -87,6 +87,18 @@ static void unlink_live(weft_comm_t c)
     pthread_mutex_unlock(&weft_g.lock);
 }
 
+/* Is c a communicator not yet freed (a handle weft_finalize freed is
+ * compared, never read)? */
+static bool comm_is_live(weft_comm_t c)
+{
+    pthread_mutex_lock(&weft_g.lock);
+    weft_comm_t l = weft_g.live;
+    while (l && l != c)
+        l = l->lnext;
+    pthread_mutex_unlock(&weft_g.lock);
+    return l != NULL;
+}
+
 /* weft_finalize: the communicators the program did not free.  Those over
  * the job's transport go with it; one with a call still running (another
  * thread's, against the rules) is left as it is. */
@@ -580,7 +592,9 @@ weft_err_t weft_comm_free(weft_comm_t *comm)
 {
     if (!comm || !*comm)
         return weft_error(WEFT_EINVAL, "weft_comm_free: communicator is NULL");
-    if (weft_g.finalized && !weft_g.initialized)
+    /* after weft_finalize only those made by weft_comm_from_mpi (and their
+     * children) live on: the program's to free, as weft.h says */
+    if (weft_g.finalized && !weft_g.initialized && !comm_is_live(*comm))
         return weft_error(WEFT_EINVAL, "weft_comm_free: weft_finalize has run, and freed the "
                                        "communicators the program left");
     if (*comm == weft_g.world && weft_g.world)
