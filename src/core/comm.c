@@ -69,12 +69,15 @@ int comm_create(xport_t *x, int rank, int size, const int *world, uint32_t ctx,
     if (weft_g.live)
         weft_g.live->lprev = c;
     weft_g.live = c;
+    x->comms++;
     pthread_mutex_unlock(&weft_g.lock);
     *out = c;
     return WEFT_OK;
 }
 
-static void unlink_live(weft_comm_t c)
+/* Takes c off the list of live communicators; the number of others left
+ * on its transport. */
+static int unlink_live(weft_comm_t c)
 {
     pthread_mutex_lock(&weft_g.lock);
     if (c->lprev)
@@ -84,7 +87,9 @@ static void unlink_live(weft_comm_t c)
     if (c->lnext)
         c->lnext->lprev = c->lprev;
     c->lnext = c->lprev = NULL;
+    int left = --c->x->comms;
     pthread_mutex_unlock(&weft_g.lock);
+    return left;
 }
 
 /* Is c a communicator not yet freed (a handle weft_finalize freed is
@@ -106,7 +111,7 @@ static void free_left_comms(void)
 {
     for (weft_comm_t c = weft_g.live, next; c; c = next) {
         next = c->lnext;
-        if (c != weft_g.world && !c->owns_x && c->x == weft_g.x && !c->active)
+        if (c != weft_g.world && c->x == weft_g.x && !c->active)
             comm_destroy(c);
     }
 }
@@ -177,7 +182,7 @@ static void ctx_give_back(uint32_t c, uint32_t next_call, bool with_pair);
 
 void comm_destroy(weft_comm_t c)
 {
-    unlink_live(c);
+    bool close_x = unlink_live(c) == 0 && c->x->closes_with_comms;
     /* the arrival records this rank claimed for the communicator, as its
      * rank 0 or a node leader (src/shmcoll) */
     bool held_records = c->x->ops->arrival_rec && c != weft_g.world &&
@@ -199,7 +204,7 @@ void comm_destroy(weft_comm_t c)
         c->pending.req->next = c->dead;
         c->dead = c->pending.req;
     }
-    if (c->owns_x) {
+    if (close_x) {
         c->x->ops->close(c->x);
         request_list_free(c->dead);
     } else if (c->dead) {
@@ -482,7 +487,7 @@ static int derive_comm(weft_comm_t comm, int color, int key, weft_comm_t *newcom
         nx->ops->close(nx);
         return rc;
     }
-    (*newcomm)->owns_x = true;
+    nx->closes_with_comms = true;
     return WEFT_OK;
 }
 

@@ -82,7 +82,6 @@ struct weft_comm {
     call_memo_t memo[WEFT_COLL_COUNT];
     sched_entry_t cache[SCHED_CACHE_SIZE];
     uint64_t clock;
-    bool owns_x; /* the transport belongs to this communicator (MPI) */
     int *node_of; /* node of each rank (canonical numbering), NULL: one node */
     int nnodes;
     int node_max; /* ranks in its largest node (set with node_of) */

@@ -56,6 +56,6 @@ weft_err_t weft_comm_from_mpi(MPI_Comm comm, weft_comm_t *newcomm)
         x->ops->close(x);
         return rc;
     }
-    (*newcomm)->owns_x = true;
+    x->closes_with_comms = true;
     return WEFT_OK;
 }

@@ -179,6 +179,13 @@ struct xport {
     bool (*also_ready)(void *arg);
     void *also_arg;
     pthread_mutex_t lock;
+    /* The communicators on this transport (comm.c counts them under its
+     * list's lock), and whether it is theirs: one made by
+     * weft_comm_from_mpi or for a derived communicator is closed with the
+     * last of them, whichever is freed last (a dup may outlive its
+     * parent); the job's transport is weft_finalize's to close. */
+    int comms;
+    bool closes_with_comms;
 };
 
 /* For transports that cannot be woken (MPI): give the core away briefly,
