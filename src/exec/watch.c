@@ -102,6 +102,12 @@ static int left_after_fault(exec_t *e, int peer, const peer_view_t *v, bool lock
     return fail(e, WEFT_EPEER, msg, locked);
 }
 
+/* The peer is in weft_finalize, or past it. */
+static bool peer_leaving(const peer_view_t *v)
+{
+    return v->rank_state == PEER_FINALIZING || v->rank_state == PEER_FINALIZED;
+}
+
 static int differs(exec_t *e, int me, int peer, const call_desc_t *theirs, bool locked)
 {
     char msg[512];
@@ -153,7 +159,7 @@ static int check_peer(exec_t *e, int peer)
         call_disagreement(&v.mine, me, &v.call, peer, msg, sizeof msg);
         return fail(e, WEFT_EMISMATCH, msg, true);
     }
-    bool gone = v.rank_state == PEER_FINALIZING || v.rank_state == PEER_FINALIZED;
+    bool gone = peer_leaving(&v);
     if (v.abandoned && ((v.found && (v.call.flags & CALL_FINALIZE)) || (!v.found && gone)))
         return left_after_fault(e, peer, &v, true);
     if (v.found && v.call.sig != d->sig)
@@ -220,7 +226,7 @@ int watch_peer_made_it_differently(exec_t *e, int peer, bool locked)
     xport_t *x = e->x;
     if (e->desc && x->ops->peer_view &&
         !x->ops->peer_view(x, e->world[peer], e->desc->key, false, &v) && v.abandoned &&
-        (v.rank_state == PEER_FINALIZING || v.rank_state == PEER_FINALIZED))
+        peer_leaving(&v))
         return left_after_fault(e, peer, &v, locked);
     return WEFT_OK;
 }
