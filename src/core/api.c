@@ -336,11 +336,12 @@ static void stage_give_back(weft_comm_t c, weft_request_t r)
     r->shared_stage = NULL;
 }
 
-int coll_run(weft_comm_t comm, weft_coll_t coll, const void *in, void *out, size_t count,
-             weft_dtype_t dt, weft_op_t op, int root, bool inplace, weft_request_t *reqp)
+/* Refuses what no algorithm could serve, before anything is resolved:
+ * a dead or busy communicator, an unknown datatype, a count past the
+ * address space, a root out of range. */
+static int check_call(weft_comm_t comm, weft_coll_t coll, const char *cn, size_t count,
+                      weft_dtype_t dt, int root)
 {
-    int64_t arrive_ns = profile_on() ? profile_now() : 0;
-    const char *cn = weft_coll_name(coll);
     int rc = comm_check(comm, cn);
     if (rc)
         return rc;
@@ -370,23 +371,13 @@ int coll_run(weft_comm_t comm, weft_coll_t coll, const void *in, void *out, size
     if (coll_is_rooted(coll) && (root < 0 || root >= P))
         return weft_error(WEFT_EINVAL, "%s: root %d out of range (communicator of %d ranks)", cn,
                           root, P);
-    if ((rc = settle_overlap(cn, coll, P, comm->rank, root, count, es, &in, &out, &inplace)))
-        return rc;
-    call_memo_t *m = &comm->memo[coll];
-    if (m->keep && m->count == count && m->dt == dt && m->op == op && m->root == root &&
-        m->inplace == inplace)
-        rc = buffers_given(cn, &m->lay, in, out, inplace);
-    else
-        rc = resolve_call(comm, coll, in, out, count, dt, op, root, inplace, m);
-    if (rc)
-        return rc;
-    const coll_layout_t lay = m->lay;
-    const algo_t *al = m->al;
-    sched_entry_t *ent = m->ent;
-    ent->last_use = ++comm->clock;
-    comm->last[coll] = al->name;
-    comm->last_choice[coll] = m->last_choice;
+    return WEFT_OK;
+}
 
+/* A request for a call of ent: its spare, else a new one; ready to run. */
+static int take_request(weft_comm_t comm, sched_entry_t *ent, size_t es, int64_t arrive_ns,
+                        weft_request_t *out)
+{
     weft_request_t r = ent->spare;
     if (r) {
         ent->spare = r->next;
@@ -397,44 +388,48 @@ int coll_run(weft_comm_t comm, weft_coll_t coll, const void *in, void *out, size
     r->ent = ent;
     r->next = NULL;
     r->arrive_ns = arrive_ns;
-    if ((rc = exec_prepare(&r->e, ent->s, es))) {
+    int rc = exec_prepare(&r->e, ent->s, es);
+    if (rc) {
         exec_release(&r->e);
         free(r->stage);
         free(r);
         return rc;
     }
-    /* In place: point BUF_IN (or BUF_OUT) into the other buffer; algorithms
-     * not proven safe for that get a private copy of the input. */
-    const char *inp = in;
-    char *outp = out;
-    if (inplace) {
-        if (lay.alias == ALIAS_IN_IN_OUT)
-            inp = outp + lay.alias_off * es;
-        else if (lay.alias == ALIAS_OUT_IN_IN)
-            outp = (char *)in + lay.alias_off * es;
-        if (lay.alias != ALIAS_NONE && !(al->flags & ALGO_INPLACE_SAFE) && lay.in_len) {
-            size_t b = lay.in_len * es;
-            if (b > r->stage_bytes) {
-                free(r->stage);
-                r->stage = malloc(b);
-                r->stage_bytes = r->stage ? b : 0;
-                if (!r->stage) {
-                    r->next = ent->spare;
-                    ent->spare = r;
-                    return weft_error(WEFT_ENOMEM, "out of memory");
-                }
-            }
-            copy_bytes(r->stage, inp, b);
-            inp = r->stage;
-        }
+    *out = r;
+    return WEFT_OK;
+}
+
+/* In place: points BUF_IN (or BUF_OUT) into the other buffer; algorithms
+ * not proven safe for that get a private copy of the input (r->stage). */
+static int place_in_place(weft_request_t r, const coll_layout_t *lay, const algo_t *al,
+                          size_t es, const char **inp, char **outp)
+{
+    if (lay->alias == ALIAS_IN_IN_OUT)
+        *inp = *outp + lay->alias_off * es;
+    else if (lay->alias == ALIAS_OUT_IN_IN)
+        *outp = (char *)*inp + lay->alias_off * es;
+    if (lay->alias == ALIAS_NONE || (al->flags & ALGO_INPLACE_SAFE) || !lay->in_len)
+        return WEFT_OK;
+    size_t b = lay->in_len * es;
+    if (b > r->stage_bytes) {
+        free(r->stage);
+        r->stage = malloc(b);
+        r->stage_bytes = r->stage ? b : 0;
+        if (!r->stage)
+            return weft_error(WEFT_ENOMEM, "out of memory");
     }
-    r->e.tmp_shared = NULL;
-    if ((al->flags & ALGO_ROOT_READ_BY_ALL) && comm->rank == root)
-        outp = (char *)stage_root(comm, r, outp, count * es);
-    if (al->flags & ALGO_STAGED_INPUT)
-        stage_input(comm, r, &inp, count * es, ent->s->tmp_len * es);
+    copy_bytes(r->stage, *inp, b);
+    *inp = r->stage;
+    return WEFT_OK;
+}
+
+/* The executor's view of the call: transport, board, tags, the call's
+ * description its messages carry, its time limit. */
+static void arm_exec(weft_comm_t comm, weft_request_t r, const call_memo_t *m, weft_dtype_t dt)
+{
+    sched_entry_t *ent = m->ent;
     r->e.x = comm->x;
-    r->e.board = al->board;
+    r->e.board = m->al->board;
     r->e.params = &ent->params;
     r->e.world = comm->world;
     r->e.node_of = comm->node_of;
@@ -447,6 +442,50 @@ int coll_run(weft_comm_t comm, weft_coll_t coll, const void *in, void *out, size
     r->e.desc = &r->desc;
     r->e.sent_to = ent->sent_to;
     r->e.limit_ns = comm->timeout_ns;
+}
+
+int coll_run(weft_comm_t comm, weft_coll_t coll, const void *in, void *out, size_t count,
+             weft_dtype_t dt, weft_op_t op, int root, bool inplace, weft_request_t *reqp)
+{
+    int64_t arrive_ns = profile_on() ? profile_now() : 0;
+    const char *cn = weft_coll_name(coll);
+    int rc = check_call(comm, coll, cn, count, dt, root);
+    if (rc)
+        return rc;
+    size_t es = weft_dtype_size(dt);
+    if ((rc = settle_overlap(cn, coll, comm->size, comm->rank, root, count, es, &in, &out,
+                             &inplace)))
+        return rc;
+    call_memo_t *m = &comm->memo[coll];
+    if (m->keep && m->count == count && m->dt == dt && m->op == op && m->root == root &&
+        m->inplace == inplace)
+        rc = buffers_given(cn, &m->lay, in, out, inplace);
+    else
+        rc = resolve_call(comm, coll, in, out, count, dt, op, root, inplace, m);
+    if (rc)
+        return rc;
+    const algo_t *al = m->al;
+    sched_entry_t *ent = m->ent;
+    ent->last_use = ++comm->clock;
+    comm->last[coll] = al->name;
+    comm->last_choice[coll] = m->last_choice;
+
+    weft_request_t r = NULL;
+    if ((rc = take_request(comm, ent, es, arrive_ns, &r)))
+        return rc;
+    const char *inp = in;
+    char *outp = out;
+    if (inplace && (rc = place_in_place(r, &m->lay, al, es, &inp, &outp))) {
+        r->next = ent->spare;
+        ent->spare = r;
+        return rc;
+    }
+    r->e.tmp_shared = NULL;
+    if ((al->flags & ALGO_ROOT_READ_BY_ALL) && comm->rank == root)
+        outp = (char *)stage_root(comm, r, outp, count * es);
+    if (al->flags & ALGO_STAGED_INPUT)
+        stage_input(comm, r, &inp, count * es, ent->s->tmp_len * es);
+    arm_exec(comm, r, m, dt);
     ent->refs++;
     comm->active++;
     /* only split-phase calls can be unfinished when weft_finalize runs */

@@ -111,6 +111,161 @@ static int reap_strays(void)
     return killed;
 }
 
+/* A job as the launcher watches it. */
+typedef struct {
+    int np;
+    seg_t seg;
+    pid_t *pids;        /* 0 once reaped */
+    int alive;
+    int failed_rank;    /* the first rank that failed; -1 none, -2 interrupted */
+    int failed_status;  /* its wait status */
+    int failed_how;     /* FAILED_* below */
+    int unjoined;       /* a rank that exited 0 without joining, or -1 */
+    int exit_code;
+    double grace_end;   /* when to kill the ranks still running; 0: not yet */
+} job_t;
+
+enum { FAILED_STATUS, FAILED_NO_FINALIZE, FAILED_NO_JOIN };
+
+/* The first failure ends the job: aborted in the segment (every rank's
+ * wait fails with WEFT_EPEER), and the rest killed after a grace period. */
+static void job_fail(job_t *j, int rank, int st, int how, const char *msg)
+{
+    seg_abort(&j->seg, rank, ABORT_DIED, msg);
+    j->failed_rank = rank, j->failed_status = st, j->failed_how = how;
+    j->grace_end = weft_now() + GRACE_SECONDS;
+}
+
+/* Forks the ranks; a rank gets the segment as the descriptor segfd and
+ * its place from the environment.  A failed fork fails the job. */
+static void start_ranks(job_t *j, const char *path, char *const argv[], const char *name,
+                        int segfd, const sigset_t *old)
+{
+    pid_t parent = getpid();
+    for (int r = 0; r < j->np; r++) {
+        pid_t pid = fork();
+        if (pid < 0) {
+            fprintf(stderr, "weft run: fork failed for rank %d: %s\n", r, strerror(errno));
+            job_fail(j, -1, 1 << 8, FAILED_STATUS, "the launcher could not start every rank");
+            j->failed_rank = r; /* reported as the rank that failed (exit status 1) */
+            return;
+        }
+        if (pid == 0) {
+            char buf[32];
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            if (getppid() != parent)
+                _exit(1);
+            fcntl(segfd, F_SETFD, 0); /* the rank inherits the segment */
+            setenv("WEFT_SHM", name, 1);
+            snprintf(buf, sizeof buf, "%d", r);
+            setenv("WEFT_RANK", buf, 1);
+            snprintf(buf, sizeof buf, "%d", j->np);
+            setenv("WEFT_SIZE", buf, 1);
+            sigprocmask(SIG_SETMASK, old, NULL);
+            execv(path, argv);
+            fprintf(stderr, "weft run: rank %d: cannot execute '%s': %s\n", r, path,
+                    strerror(errno));
+            _exit(127);
+        }
+        j->pids[r] = pid;
+        j->alive++;
+    }
+}
+
+/* Reaps the ranks that have ended.  A rank failed when it died, exited
+ * non-zero, or exited 0 after weft_init without weft_finalize. */
+static void reap_ranks(job_t *j)
+{
+    int st;
+    pid_t pid;
+    while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+        int r = 0;
+        while (r < j->np && j->pids[r] != pid)
+            r++;
+        if (r == j->np)
+            continue; /* a stray the subreaper inherited */
+        j->alive--;
+        j->pids[r] = 0;
+        uint32_t state = atomic_load(&seg_rank(&j->seg, r)->state);
+        bool bad = !WIFEXITED(st) || WEXITSTATUS(st) != 0 || state == RANK_ATTACHED ||
+                   state == RANK_FINALIZING;
+        if (!bad && state == RANK_NEW && j->unjoined < 0)
+            j->unjoined = r; /* fine unless other ranks joined: see watch_ranks */
+        if (bad && j->failed_rank == -1) {
+            char what[128], msg[200];
+            int how = WIFEXITED(st) && WEXITSTATUS(st) == 0 ? FAILED_NO_FINALIZE : FAILED_STATUS;
+            describe(st, what, sizeof what);
+            snprintf(msg, sizeof msg, "rank %d %s%s", r, what,
+                     how == FAILED_NO_FINALIZE ? " without calling weft_finalize" : "");
+            job_fail(j, r, st, how, msg);
+        }
+    }
+}
+
+/* Waits until every rank has ended, failing the job on the first failure
+ * or on SIGINT, SIGTERM or SIGHUP (blocked in set: taken synchronously). */
+static void watch_ranks(job_t *j, const sigset_t *set)
+{
+    while (j->alive > 0) {
+        reap_ranks(j);
+        /* A rank that left without ever joining (no weft_init, a failed
+         * one, WEFT_SHM lost) while others joined: they would wait for it
+         * for ever. */
+        if (j->unjoined >= 0 && j->failed_rank == -1 && atomic_load(&j->seg.hdr->attached) > 0) {
+            char msg[200];
+            snprintf(msg, sizeof msg, "rank %d exited without joining the job (no weft_init, or "
+                     "a failed one) while other ranks joined it", j->unjoined);
+            job_fail(j, j->unjoined, 0, FAILED_NO_JOIN, msg);
+        }
+        if (j->alive == 0)
+            break;
+        if (j->grace_end > 0 && weft_now() > j->grace_end) {
+            for (int r = 0; r < j->np; r++)
+                if (j->pids[r])
+                    kill(j->pids[r], SIGKILL);
+            j->grace_end = weft_now() + 3600; /* kill once */
+        }
+        struct timespec ts = {0, 50 * 1000000L};
+        int sig = sigtimedwait(set, NULL, &ts);
+        if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
+            for (int r = 0; r < j->np; r++)
+                if (j->pids[r])
+                    kill(j->pids[r], SIGTERM);
+            if (j->failed_rank == -1) {
+                job_fail(j, -1, 0, FAILED_STATUS, "the launcher was interrupted");
+                j->failed_rank = -2, j->exit_code = 128 + sig;
+            }
+        }
+    }
+}
+
+/* Says how the job ended; its exit code (the failed rank's, as a shell
+ * gives it for a signal). */
+static int job_report(job_t *j)
+{
+    if (j->failed_rank >= 0) {
+        char what[128];
+        describe(j->failed_status, what, sizeof what);
+        fprintf(stderr, "weft run: rank %d %s%s; the job was aborted\n", j->failed_rank, what,
+                j->failed_how == FAILED_NO_JOIN       ? " without joining the job while others did"
+                : j->failed_how == FAILED_NO_FINALIZE ? " without calling weft_finalize"
+                                                      : "");
+        if (WIFSIGNALED(j->failed_status))
+            return 128 + WTERMSIG(j->failed_status);
+        return WEXITSTATUS(j->failed_status) ? WEXITSTATUS(j->failed_status) : 1;
+    }
+    if (j->failed_rank == -2) {
+        fprintf(stderr, "weft run: interrupted; the job was stopped\n");
+        return j->exit_code;
+    }
+    if (atomic_load(&j->seg.hdr->abort_code) == ABORT_ERROR) {
+        /* every rank exited 0, but a rank ended the job (a mismatch) */
+        fprintf(stderr, "weft run: the job was aborted: %s\n", j->seg.hdr->abort_msg);
+        return 1;
+    }
+    return 0;
+}
+
 int launch_job(int np, char *const argv[], int verbose)
 {
     if (np < 1 || np > 65536) {
@@ -127,11 +282,18 @@ int launch_job(int np, char *const argv[], int verbose)
         fprintf(stderr, "weft run: cannot execute '%s': %s\n", argv[0], strerror(e));
         return 127;
     }
-    seg_t seg;
+    job_t j = {.np = np, .failed_rank = -1, .unjoined = -1};
     char name[64];
     int segfd = -1;
-    if (seg_create(np, 0, &seg, name, sizeof name, &segfd)) {
+    if (seg_create(np, 0, &j.seg, name, sizeof name, &segfd)) {
         fprintf(stderr, "weft run: %s\n", weft_last_error());
+        return 1;
+    }
+    j.pids = calloc((size_t)np, sizeof *j.pids);
+    if (!j.pids) {
+        fprintf(stderr, "weft run: out of memory\n");
+        close(segfd);
+        seg_detach(&j.seg);
         return 1;
     }
     sigset_t set, old;
@@ -141,139 +303,21 @@ int launch_job(int np, char *const argv[], int verbose)
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGHUP);
     sigprocmask(SIG_BLOCK, &set, &old);
-    pid_t *pids = calloc((size_t)np, sizeof *pids);
-    int *status = calloc((size_t)np, sizeof *status);
-    if (!pids || !status) {
-        fprintf(stderr, "weft run: out of memory\n");
-        free(pids), free(status);
-        close(segfd);
-        seg_detach(&seg);
-        return 1;
-    }
-    pid_t parent = getpid();
     /* orphans of the ranks (a wrapper's children) become ours, so they can
      * be reaped and, at the end, stopped */
     prctl(PR_SET_CHILD_SUBREAPER, 1);
-    int alive = 0, failed_rank = -1, failed_status = 0, failed_nofinal = 0, unjoined = -1;
-    double grace_end = 0;
-    for (int r = 0; r < np; r++) {
-        pid_t pid = fork();
-        if (pid < 0) {
-            fprintf(stderr, "weft run: fork failed for rank %d: %s\n", r, strerror(errno));
-            seg_abort(&seg, -1, ABORT_DIED, "the launcher could not start every rank");
-            failed_rank = r, failed_status = 1 << 8;
-            grace_end = weft_now() + GRACE_SECONDS;
-            break;
-        }
-        if (pid == 0) {
-            char buf[32];
-            prctl(PR_SET_PDEATHSIG, SIGKILL);
-            if (getppid() != parent)
-                _exit(1);
-            fcntl(segfd, F_SETFD, 0); /* the rank inherits the segment */
-            setenv("WEFT_SHM", name, 1);
-            snprintf(buf, sizeof buf, "%d", r);
-            setenv("WEFT_RANK", buf, 1);
-            snprintf(buf, sizeof buf, "%d", np);
-            setenv("WEFT_SIZE", buf, 1);
-            sigprocmask(SIG_SETMASK, &old, NULL);
-            execv(path, argv);
-            fprintf(stderr, "weft run: rank %d: cannot execute '%s': %s\n", r, path,
-                    strerror(errno));
-            _exit(127);
-        }
-        pids[r] = pid;
-        alive++;
-    }
-    int exit_code = 0;
-    while (alive > 0) {
-        int st;
-        pid_t pid;
-        while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
-            int r = 0;
-            while (r < np && pids[r] != pid)
-                r++;
-            if (r == np)
-                continue;
-            alive--;
-            status[r] = st;
-            pids[r] = 0;
-            uint32_t state = atomic_load(&seg_rank(&seg, r)->state);
-            bool bad = !WIFEXITED(st) || WEXITSTATUS(st) != 0 || state == RANK_ATTACHED ||
-                       state == RANK_FINALIZING;
-            if (!bad && state == RANK_NEW && unjoined < 0)
-                unjoined = r; /* fine unless other ranks joined: see below */
-            if (bad && failed_rank == -1) {
-                char what[128], msg[200];
-                describe(st, what, sizeof what);
-                failed_rank = r, failed_status = st;
-                failed_nofinal = WIFEXITED(st) && WEXITSTATUS(st) == 0;
-                snprintf(msg, sizeof msg, "rank %d %s%s", r, what,
-                         failed_nofinal ? " without calling weft_finalize" : "");
-                seg_abort(&seg, r, ABORT_DIED, msg);
-                grace_end = weft_now() + GRACE_SECONDS;
-            }
-        }
-        /* A rank that left without ever joining (no weft_init, a failed
-         * one, WEFT_SHM lost) while others joined: they would wait for it
-         * for ever. */
-        if (unjoined >= 0 && failed_rank == -1 && atomic_load(&seg.hdr->attached) > 0) {
-            char msg[200];
-            snprintf(msg, sizeof msg, "rank %d exited without joining the job (no weft_init, or "
-                     "a failed one) while other ranks joined it", unjoined);
-            seg_abort(&seg, unjoined, ABORT_DIED, msg);
-            failed_rank = unjoined, failed_status = 0, failed_nofinal = 2;
-            grace_end = weft_now() + GRACE_SECONDS;
-        }
-        if (alive == 0)
-            break;
-        if (grace_end > 0 && weft_now() > grace_end) {
-            for (int r = 0; r < np; r++)
-                if (pids[r])
-                    kill(pids[r], SIGKILL);
-            grace_end = weft_now() + 3600; /* kill once */
-        }
-        struct timespec ts = {0, 50 * 1000000L};
-        int sig = sigtimedwait(&set, NULL, &ts);
-        if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
-            for (int r = 0; r < np; r++)
-                if (pids[r])
-                    kill(pids[r], SIGTERM);
-            if (failed_rank == -1) {
-                seg_abort(&seg, -1, ABORT_DIED, "the launcher was interrupted");
-                failed_rank = -2, exit_code = 128 + sig;
-                grace_end = weft_now() + GRACE_SECONDS;
-            }
-        }
-    }
+    start_ranks(&j, path, argv, name, segfd, &old);
+    watch_ranks(&j, &set);
     sigprocmask(SIG_SETMASK, &old, NULL);
     int strays = reap_strays();
     if (strays)
         fprintf(stderr, "weft run: stopped %d process%s the ranks left running\n", strays,
                 strays == 1 ? "" : "es");
-    if (failed_rank >= 0) {
-        char what[128];
-        describe(failed_status, what, sizeof what);
-        fprintf(stderr, "weft run: rank %d %s%s; the job was aborted\n", failed_rank, what,
-                failed_nofinal == 2   ? " without joining the job while others did"
-                : failed_nofinal == 1 ? " without calling weft_finalize"
-                                      : "");
-        if (WIFSIGNALED(failed_status))
-            exit_code = 128 + WTERMSIG(failed_status);
-        else
-            exit_code = WEXITSTATUS(failed_status) ? WEXITSTATUS(failed_status) : 1;
-    } else if (failed_rank == -2) {
-        fprintf(stderr, "weft run: interrupted; the job was stopped\n");
-    } else if (atomic_load(&seg.hdr->abort_code) == ABORT_ERROR) {
-        /* every rank exited 0, but a rank ended the job (a mismatch) */
-        fprintf(stderr, "weft run: the job was aborted: %s\n", seg.hdr->abort_msg);
-        exit_code = 1;
-    }
+    int exit_code = job_report(&j);
     if (verbose)
         fprintf(stderr, "weft run: %d ranks done, exit %d\n", np, exit_code);
     close(segfd);
-    seg_detach(&seg);
-    free(pids);
-    free(status);
+    seg_detach(&j.seg);
+    free(j.pids);
     return exit_code;
 }
