@@ -1237,10 +1237,9 @@ static void sim_release(sim_t *s)
     evq_free(&s->q);
 }
 
-int sim_run(const sim_model_t *m, int nrank, sim_build_fn build, void *ctx,
-            const sim_opts_t *opts, sim_result_t *res, char *msg, size_t len)
+/* Refuses a model, rank count or start times the simulator cannot take. */
+static int check_run(const sim_model_t *m, int nrank, const double *st, char *msg, size_t len)
 {
-    memset(res, 0, sizeof *res);
     if (nrank < 1 || nrank > 1 << 24) { /* an event holds rank << 3 in 32 bits */
         snprintf(msg, len, "%d ranks: want 1 to 2^24", nrank);
         return WEFT_EINVAL;
@@ -1254,91 +1253,127 @@ int sim_run(const sim_model_t *m, int nrank, sim_build_fn build, void *ctx,
                            "cpu %d) are not modelled", m->cores, m->cpus - 1);
         return WEFT_ENOTSUP;
     }
-    const double *st = opts ? opts->start : NULL;
     for (int r = 0; st && r < nrank; r++)
         if (!(st[r] >= 0 && st[r] < 3.6e15)) {
             snprintf(msg, len, "rank %d's start time %g is not 0 to an hour's ns", r, st[r]);
             return WEFT_EINVAL;
         }
-    sim_t s;
-    memset(&s, 0, sizeof s);
-    s.m = m, s.P = nrank, s.build = build, s.ctx = ctx, s.opts = opts;
-    s.fifo = opts && opts->order == SIM_ORDER_FIFO && m->cpus == 1;
+    return WEFT_OK;
+}
+
+/* Takes the run's options into s: the order, the shared cores, how rank
+ * records are laid out, CPU noise (drawn or from a trace). */
+static int setup_run(sim_t *s, const sim_model_t *m, int nrank, const sim_opts_t *opts)
+{
+    s->fifo = opts && opts->order == SIM_ORDER_FIFO && m->cpus == 1;
     /* as many cores as ranks or more: each its own, LogGOPS exactly */
-    s.ncores = m->cores && m->cores < (uint32_t)nrank ? m->cores : 0;
-    s.simple = m->cpus == 1 && m->ports == 1 && !s.ncores;
-    s.cold = (size_t)nrank * sizeof(struct rank_rec) > COLD_RECORDS || s.fifo;
-    if (opts && opts->noise_prob > 0) {
+    s->ncores = m->cores && m->cores < (uint32_t)nrank ? m->cores : 0;
+    s->simple = m->cpus == 1 && m->ports == 1 && !s->ncores;
+    s->cold = (size_t)nrank * sizeof(struct rank_rec) > COLD_RECORDS || s->fifo;
+    s->trace_offset = -1;
+    s->max_bytes = opts ? opts->max_bytes : 0;
+    if (!opts)
+        return WEFT_OK;
+    if (opts->noise_prob > 0) {
         if (!(opts->noise_prob <= 1 && opts->noise_ns >= 0 && opts->noise_ns < 3.6e12)) {
-            snprintf(msg, len, "noise: want a probability 0 to 1 and 0 ns to an hour");
+            snprintf(s->msg, s->msglen, "noise: want a probability 0 to 1 and 0 ns to an hour");
             return WEFT_EINVAL;
         }
-        s.noise_prob = opts->noise_prob, s.noise_ns = opts->noise_ns;
-        s.rng = opts->noise_seed * 0x9E3779B97F4A7C15ull | 1;
+        s->noise_prob = opts->noise_prob, s->noise_ns = opts->noise_ns;
+        s->rng = opts->noise_seed * 0x9E3779B97F4A7C15ull | 1;
     }
-    if (opts && opts->trace) {
-        if (!(opts->trace->n && opts->trace->period > 0) ||
-            !(opts->trace_offset < 3.6e15)) {
-            snprintf(msg, len, "noise trace: empty, or an offset past an hour's ns");
+    if (opts->trace) {
+        if (!(opts->trace->n && opts->trace->period > 0) || !(opts->trace_offset < 3.6e15)) {
+            snprintf(s->msg, s->msglen, "noise trace: empty, or an offset past an hour's ns");
             return WEFT_EINVAL;
         }
-        s.trace = opts->trace;
-        s.trace_seed = opts->noise_seed * 0x9E3779B97F4A7C15ull;
-        s.trace_offset = opts->trace_offset;
-        if (s.trace_offset < 0 && opts->trace_cosched) /* one offset for all */
-            s.trace_offset = trace_offset(&s, UINT32_MAX);
-    } else {
-        s.trace_offset = -1;
+        s->trace = opts->trace;
+        s->trace_seed = opts->noise_seed * 0x9E3779B97F4A7C15ull;
+        s->trace_offset = opts->trace_offset;
+        if (s->trace_offset < 0 && opts->trace_cosched) /* one offset for all */
+            s->trace_offset = trace_offset(s, UINT32_MAX);
     }
-    s.msg = msg, s.msglen = len;
-    s.max_bytes = opts ? opts->max_bytes : 0;
-    uint32_t *order = NULL;
-    struct timespec a, b;
-    clock_gettime(CLOCK_MONOTONIC, &a);
-    if (!sim_alloc(&s) && st) {
-        order = malloc((size_t)nrank * sizeof *order);
-        if (!order) {
-            fail(&s, WEFT_ENOMEM, "out of memory for %d ranks", nrank);
-        } else {
-            for (int r = 0; r < nrank; r++)
-                order[r] = (uint32_t)r;
-            start_of = st;
-            qsort(order, (size_t)nrank, sizeof *order, by_start);
-        }
+    return WEFT_OK;
+}
+
+/* The ranks in order of their start times (NULL, and s->err, without
+ * memory). */
+static uint32_t *start_order(sim_t *s, const double *st)
+{
+    uint32_t *order = malloc((size_t)s->P * sizeof *order);
+    if (!order) {
+        fail(s, WEFT_ENOMEM, "out of memory for %d ranks", s->P);
+        return NULL;
     }
-    uint32_t next = 0; /* ranks start in order of their start time */
-    while (!s.err) {
-        if (opts && opts->max_events && s.events >= opts->max_events &&
-            (s.q.size || next < (uint32_t)nrank)) {
-            fail(&s, WEFT_ENOTSUP, "stopped after %" PRIu64 " events (the limit asked for)",
-                 s.events);
+    for (int r = 0; r < s->P; r++)
+        order[r] = (uint32_t)r;
+    start_of = st;
+    qsort(order, (size_t)s->P, sizeof *order, by_start);
+    return order;
+}
+
+/* Runs the events until none is left, an error, or a limit asked for;
+ * ranks start (their programs built) when the clock reaches their start. */
+static void run_events(sim_t *s, const double *st, const uint32_t *order,
+                       const struct timespec *began)
+{
+    const sim_opts_t *opts = s->opts;
+    uint32_t next = 0;
+    while (!s->err) {
+        if (opts && opts->max_events && s->events >= opts->max_events &&
+            (s->q.size || next < (uint32_t)s->P)) {
+            fail(s, WEFT_ENOTSUP, "stopped after %" PRIu64 " events (the limit asked for)",
+                 s->events);
             break;
         }
-        if (opts && opts->max_seconds > 0 && !(s.events & 63) && over_time(&a, opts)) {
-            fail(&s, WEFT_ENOTSUP, "stopped after %.1f s (the limit asked for)",
+        if (opts && opts->max_seconds > 0 && !(s->events & 63) && over_time(began, opts)) {
+            fail(s, WEFT_ENOTSUP, "stopped after %.1f s (the limit asked for)",
                  opts->max_seconds);
             break;
         }
-        if (next < (uint32_t)nrank) {
+        if (next < (uint32_t)s->P) {
             uint32_t r = order ? order[next] : next;
             double t0 = st ? st[r] : 0;
-            if (!s.q.size || t0 <= evq_peek_time(&s.q)) {
+            if (!s->q.size || t0 <= evq_peek_time(&s->q)) {
                 next++;
-                s.events++;
-                start_rank(&s, r, t0);
+                s->events++;
+                start_rank(s, r, t0);
                 continue;
             }
         }
-        if (!s.q.size)
+        if (!s->q.size)
             break;
         ev_t e;
-        if (!pop(&s, &e))
+        if (!pop(s, &e))
             break;
-        if (s.cold || s.bytes > COLD_HELD)
-            prefetch_ahead(&s);
-        s.events++;
-        on_event(&s, &e);
+        if (s->cold || s->bytes > COLD_HELD)
+            prefetch_ahead(s);
+        s->events++;
+        on_event(s, &e);
     }
+}
+
+int sim_run(const sim_model_t *m, int nrank, sim_build_fn build, void *ctx,
+            const sim_opts_t *opts, sim_result_t *res, char *msg, size_t len)
+{
+    memset(res, 0, sizeof *res);
+    const double *st = opts ? opts->start : NULL;
+    int rc = check_run(m, nrank, st, msg, len);
+    if (rc)
+        return rc;
+    sim_t s;
+    memset(&s, 0, sizeof s);
+    s.m = m, s.P = nrank, s.build = build, s.ctx = ctx, s.opts = opts;
+    s.msg = msg, s.msglen = len;
+    if ((rc = setup_run(&s, m, nrank, opts)))
+        return rc;
+    uint32_t *order = NULL;
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    if (!sim_alloc(&s) && st)
+        order = start_order(&s, st);
+    if (!s.err)
+        run_events(&s, st, order, &a);
     clock_gettime(CLOCK_MONOTONIC, &b);
     if (!s.err && (s.nfinished < nrank || s.tabused))
         explain_stuck(&s);
