@@ -410,6 +410,47 @@ static void (*_Atomic external_progress)(void);
 
 void exec_set_external_progress(void (*fn)(void)) { external_progress = fn; }
 
+/* A wait's turn that moved nothing (the transport's lock held): the
+ * health and time checks, then, past the yields, a sleep of at most 20 ms
+ * or what is left of the time limit.  0, or the error (WEFT_*) to return. */
+static int idle_turn(exec_t *e, int idle, int yield_limit, int timeout_ms, uint64_t deadline)
+{
+    xport_t *x = e->x;
+    uint64_t now = weft_now_ns();
+    int rc = idle_checks(e, now);
+    if (rc != 0)
+        return rc;
+    /* WEFT_TEST only progresses: it never sleeps */
+    if (idle < yield_limit || (timeout_ms >= 0 && deadline <= now))
+        return 0;
+    int ms = 20;
+    if (timeout_ms >= 0) {
+        uint64_t left = (deadline - now) / 1000000ull + 1;
+        if (left < (uint64_t)ms)
+            ms = (int)left;
+    }
+    if (e->board) { /* a slot written is as good as a message */
+        x->also_ready = e->board->ready;
+        x->also_arg = e;
+    }
+    x->ops->block(x, ms); /* releases the lock while asleep */
+    x->also_ready = NULL;
+    return 0;
+}
+
+/* Between two polls that moved nothing: pause while spinning, then yield
+ * the core (past the yields the polls sleep in idle_turn). */
+static inline void back_off(int idle, int spin_limit, int yield_limit)
+{
+    if (idle && idle < spin_limit) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    } else if (idle >= spin_limit && idle < yield_limit) {
+        sched_yield();
+    }
+}
+
 int exec_wait(exec_t *e, int timeout_ms)
 {
     xport_t *x = e->x;
@@ -444,25 +485,10 @@ int exec_wait(exec_t *e, int timeout_ms)
          * polled one (a *_timeout call at 0-2 ms) may never idle that long
          * in one call, so it looks every time it did not move */
         if (rc == 0 && !moved && (idle >= yield_limit || timeout_ms >= 0)) {
-            uint64_t now = weft_now_ns();
-            if ((rc = idle_checks(e, now)) != 0) {
+            int err = idle_turn(e, idle, yield_limit, timeout_ms, deadline);
+            if (err) {
                 pthread_mutex_unlock(&x->lock);
-                return rc;
-            }
-            /* WEFT_TEST only progresses: it never sleeps */
-            if (idle >= yield_limit && (timeout_ms < 0 || deadline > now)) {
-                int ms = 20;
-                if (timeout_ms >= 0) {
-                    uint64_t left = (deadline - now) / 1000000ull + 1;
-                    if (left < (uint64_t)ms)
-                        ms = (int)left;
-                }
-                if (e->board) { /* a slot written is as good as a message */
-                    x->also_ready = e->board->ready;
-                    x->also_arg = e;
-                }
-                x->ops->block(x, ms); /* releases the lock while asleep */
-                x->also_ready = NULL;
+                return err;
             }
         }
         pthread_mutex_unlock(&x->lock);
@@ -482,13 +508,7 @@ int exec_wait(exec_t *e, int timeout_ms)
             rc = WEFT_ETIMEDOUT;
             break;
         }
-        if (idle && idle < spin_limit) {
-#if defined(__x86_64__) || defined(__i386__)
-            __builtin_ia32_pause();
-#endif
-        } else if (idle >= spin_limit && idle < yield_limit) {
-            sched_yield();
-        }
+        back_off(idle, spin_limit, yield_limit);
     }
     if (rc == 1)
         return WEFT_OK;
