@@ -32,18 +32,21 @@ static bool params_equal(const algo_params_t *a, const algo_params_t *b)
     return !memcmp(a, b, sizeof *a);
 }
 
-/* Finds or builds the schedule for (al, a); NULL with the error set. */
-static sched_entry_t *cache_get(weft_comm_t c, const algo_t *al, const coll_args_t *a, int *rc)
+/* The cached schedule for (al, a), else the entry to build it in: a free
+ * one, else the least recently used with no call in flight (emptied).
+ * NULL and *found false: every entry is in use. */
+static sched_entry_t *cache_find(weft_comm_t c, const algo_t *al, const coll_args_t *a,
+                                 bool *found)
 {
     sched_entry_t *victim = NULL;
-    c->clock++;
+    *found = false;
     for (int i = 0; i < SCHED_CACHE_SIZE; i++) {
         sched_entry_t *e = &c->cache[i];
         if (e->used && e->al == al && e->coll == a->coll && e->count == a->count &&
             e->esize == a->esize && e->root == a->root && e->commutative == a->commutative &&
             e->idempotent == a->idempotent && e->invertible == a->invertible &&
             params_equal(&e->params, &a->params)) {
-            e->last_use = c->clock;
+            *found = true;
             return e;
         }
         if (!e->used)
@@ -51,79 +54,104 @@ static sched_entry_t *cache_get(weft_comm_t c, const algo_t *al, const coll_args
         else if (e->refs == 0 && (!victim || (victim->used && e->last_use < victim->last_use)))
             victim = e;
     }
-    if (!victim) {
-        *rc = weft_error(WEFT_EBUSY, "too many collectives in flight on one communicator "
-                                     "(at most %d distinct ones)", SCHED_CACHE_SIZE);
-        return NULL;
-    }
-    if (victim->used) {
+    if (victim && victim->used) {
         memset(c->memo, 0, sizeof c->memo); /* one of them may name the victim */
         request_list_free(victim->spare);
         sched_img_free(victim->s);
         memset(victim, 0, sizeof *victim);
     }
-    sched_img_t *s;
-    *rc = algo_build(al, a, &s);
-    if (*rc)
-        return NULL;
-    if (s->max_tag > c->x->tag_limit) {
-        /* Before any message: this rank cannot take part.  Where the
-         * transport can, end the job, so that ranks whose own schedule fits
-         * do not wait for this one. */
-        uint32_t max_tag = s->max_tag;
-        sched_img_free(s);
-        char msg[300];
-        snprintf(msg, sizeof msg, "%s %s needs step tags up to %u on rank %d for P=%d; the %s "
-                 "transport has %u (choose fewer chunks or another algorithm)",
-                 weft_coll_name(al->coll), al->name, max_tag - 1, a->rank, a->nrank,
-                 c->x->ops->name, c->x->tag_limit);
-        if (c->x->ops->fail_job) {
-            pthread_mutex_lock(&c->x->lock);
-            c->x->ops->fail_job(c->x, msg);
-            pthread_mutex_unlock(&c->x->lock);
-        }
-        *rc = weft_error(WEFT_ENOTSUP, "%s", msg);
-        return NULL;
+    return victim;
+}
+
+/* A schedule whose tags the transport cannot carry: this rank cannot take
+ * part.  Before any message, so where the transport can, the job ends, and
+ * ranks whose own schedule fits do not wait for this one. */
+static int refuse_tags(weft_comm_t c, const algo_t *al, const coll_args_t *a, uint32_t max_tag)
+{
+    char msg[300];
+    snprintf(msg, sizeof msg, "%s %s needs step tags up to %u on rank %d for P=%d; the %s "
+             "transport has %u (choose fewer chunks or another algorithm)",
+             weft_coll_name(al->coll), al->name, max_tag - 1, a->rank, a->nrank,
+             c->x->ops->name, c->x->tag_limit);
+    if (c->x->ops->fail_job) {
+        pthread_mutex_lock(&c->x->lock);
+        c->x->ops->fail_job(c->x, msg);
+        pthread_mutex_unlock(&c->x->lock);
     }
-    victim->used = true;
-    victim->coll = a->coll;
-    victim->al = al;
-    victim->count = a->count;
-    victim->esize = a->esize;
-    victim->root = a->root;
-    victim->commutative = a->commutative;
-    victim->idempotent = a->idempotent;
-    victim->invertible = a->invertible;
-    victim->params = a->params;
-    victim->s = s;
-    /* once per schedule, not per call: what describe_call and watch_sent need */
+    return weft_error(WEFT_ENOTSUP, "%s", msg);
+}
+
+/* Once per schedule, not per call: what describe_call and watch_sent need
+ * (the parameters' hash, the call's signature, and for a schedule that
+ * only sends, its first and last destination). */
+static void entry_describe(sched_entry_t *ent, const algo_t *al, const coll_args_t *a)
+{
     uint32_t ph = 2166136261u;
     const unsigned char *pb = (const unsigned char *)&a->params;
     for (size_t i = 0; i < sizeof a->params; i++)
         ph = (ph ^ pb[i]) * 16777619u;
-    victim->params_hash = ph;
+    ent->params_hash = ph;
     uint32_t sig = 2166136261u;
     sig = fnv(sig, (uint64_t)a->coll);
     sig = fnv(sig, (uint64_t)(al - algo_table(&(size_t){0})));
     sig = fnv(sig, a->count);
     sig = fnv(sig, (uint64_t)(uint32_t)a->root);
     sig = fnv(sig, ph);
-    victim->sig = sig;
-    victim->sent_to[0] = victim->sent_to[1] = -1;
+    ent->sig = sig;
+    ent->sent_to[0] = ent->sent_to[1] = -1;
     bool recvs = false;
-    for (uint32_t i = 0; i < s->nsteps; i++) {
-        step_t st = sched_step(s, i);
+    for (uint32_t i = 0; i < ent->s->nsteps; i++) {
+        step_t st = sched_step(ent->s, i);
         if (st.kind == STEP_SEND) {
-            if (victim->sent_to[0] < 0)
-                victim->sent_to[0] = st.peer;
-            victim->sent_to[1] = st.peer;
+            if (ent->sent_to[0] < 0)
+                ent->sent_to[0] = st.peer;
+            ent->sent_to[1] = st.peer;
         }
         recvs |= st.kind == STEP_RECV || st.kind == STEP_RECV_REDUCE;
     }
     if (recvs)
-        victim->sent_to[0] = victim->sent_to[1] = -1;
-    victim->last_use = c->clock;
-    return victim;
+        ent->sent_to[0] = ent->sent_to[1] = -1;
+}
+
+/* Finds or builds the schedule for (al, a); NULL with the error set. */
+static sched_entry_t *cache_get(weft_comm_t c, const algo_t *al, const coll_args_t *a, int *rc)
+{
+    c->clock++;
+    bool found;
+    sched_entry_t *ent = cache_find(c, al, a, &found);
+    if (found) {
+        ent->last_use = c->clock;
+        return ent;
+    }
+    if (!ent) {
+        *rc = weft_error(WEFT_EBUSY, "too many collectives in flight on one communicator "
+                                     "(at most %d distinct ones)", SCHED_CACHE_SIZE);
+        return NULL;
+    }
+    sched_img_t *s;
+    *rc = algo_build(al, a, &s);
+    if (*rc)
+        return NULL;
+    if (s->max_tag > c->x->tag_limit) {
+        uint32_t max_tag = s->max_tag;
+        sched_img_free(s);
+        *rc = refuse_tags(c, al, a, max_tag);
+        return NULL;
+    }
+    ent->used = true;
+    ent->coll = a->coll;
+    ent->al = al;
+    ent->count = a->count;
+    ent->esize = a->esize;
+    ent->root = a->root;
+    ent->commutative = a->commutative;
+    ent->idempotent = a->idempotent;
+    ent->invertible = a->invertible;
+    ent->params = a->params;
+    ent->s = s;
+    entry_describe(ent, al, a);
+    ent->last_use = c->clock;
+    return ent;
 }
 
 static void describe_call(weft_comm_t comm, const sched_entry_t *ent, weft_dtype_t dt,
