@@ -422,6 +422,128 @@ static void buf_put(char *p, bool arena)
 }
 
 /* 0: checked, 1: refused alike, -1: failed (reported). */
+/* In place: the input copied where the call takes it in the output, and
+ * the argument that names WEFT_IN_PLACE. */
+static void place_in_place(const call_t *c, int me, int root, size_t in_n, size_t es,
+                           const char *in, char *out, const void **src, void **dst)
+{
+    size_t k = c->count;
+    switch (c->coll) {
+    case WEFT_COLL_ALLREDUCE: memcpy(out, in, k * es), *src = WEFT_IN_PLACE; break;
+    case WEFT_COLL_REDUCE:
+        if (me == root)
+            memcpy(out, in, k * es), *src = WEFT_IN_PLACE;
+        break;
+    case WEFT_COLL_REDUCE_SCATTER: memcpy(out, in, in_n * es), *src = WEFT_IN_PLACE; break;
+    case WEFT_COLL_ALLGATHER:
+        memcpy(out + (size_t)me * k * es, in, k * es), *src = WEFT_IN_PLACE;
+        break;
+    case WEFT_COLL_SCATTER:
+        if (me == root)
+            *dst = WEFT_IN_PLACE;
+        break;
+    case WEFT_COLL_GATHER:
+        if (me == root)
+            memcpy(out + (size_t)root * k * es, in, k * es), *src = WEFT_IN_PLACE;
+        break;
+    default: break;
+    }
+}
+
+/* Every rank must end alike: all OK, or all refusing.  0 when all ended
+ * OK, 1 when all refused as they may, -1 otherwise (said on stderr). */
+static int agree_on_outcome(const stress_opts_t *o, weft_comm_t ctrl, int me, const char *what,
+                            int rc, int *first_rc)
+{
+    if (rc && !legit_refusal(rc) && !*first_rc)
+        *first_rc = rc; /* the first error that is not a refusal */
+    int32_t agree[2] = {rc, -rc};
+    int arc = weft_allreduce(WEFT_IN_PLACE, agree, 2, WEFT_INT32, WEFT_MAX, ctrl);
+    if (arc) {
+        if (!*first_rc)
+            *first_rc = arc;
+        return -1;
+    }
+    if (agree[0] != -agree[1]) {
+        fprintf(stderr, "stress: rank %d: %s: ranks ended differently (codes %d..%d); here %d: %s\n",
+                me, what, -agree[1], agree[0], rc, weft_last_error());
+        return -1;
+    }
+    if (!rc)
+        return 0;
+    int result = legit_refusal(rc) ? 1 : -1;
+    if (result < 0 || o->verbose)
+        fprintf(stderr, "stress: rank %d: %s: %s: %s\n", me, what,
+                result < 0 ? "FAILED" : "refused", weft_last_error());
+    return result;
+}
+
+/* The number of wrong elements in this rank's result, *at the first
+ * (root_bad: a bcast root's output, checked before it was overwritten). */
+static size_t wrong_elements(const stress_opts_t *o, const call_t *c, int n, int me, int root,
+                             size_t out_n, const char *out, char *want, const void *dst,
+                             size_t root_bad, size_t *at)
+{
+    size_t bad = 0, es = weft_dtype_size(c->dt), k = c->count;
+    bool have = true; /* does this rank hold a result to compare with want? */
+    *at = 0;
+    switch (c->coll) {
+    case WEFT_COLL_ALLREDUCE:
+    case WEFT_COLL_REDUCE:
+        have = c->coll == WEFT_COLL_ALLREDUCE || me == root;
+        for (size_t j = 0; have && j < k; j++)
+            if (!reduced_ok(o, c, out, j, n, j) && !bad++)
+                *at = j;
+        return bad;
+    case WEFT_COLL_REDUCE_SCATTER:
+        for (size_t j = 0; j < k; j++)
+            if (!reduced_ok(o, c, out, j, n, (size_t)me * k + j) && !bad++)
+                *at = j;
+        return bad;
+    case WEFT_COLL_BCAST: /* want is filled by the caller */
+        have = me != root;
+        bad = root_bad;
+        break;
+    case WEFT_COLL_ALLGATHER:
+        for (size_t j = 0; j < out_n; j++)
+            put(o, c, want, j, (int)(j / (k ? k : 1)), j % (k ? k : 1));
+        break;
+    case WEFT_COLL_SCATTER:
+        have = dst != WEFT_IN_PLACE;
+        for (size_t j = 0; have && j < k; j++)
+            put(o, c, want, j, root, (size_t)me * k + j);
+        break;
+    case WEFT_COLL_GATHER:
+        have = me == root;
+        for (size_t j = 0; have && j < out_n; j++)
+            put(o, c, want, j, (int)(j / (k ? k : 1)), j % (k ? k : 1));
+        break;
+    default: return 0;
+    }
+    for (size_t j = 0; have && j < out_n; j++)
+        if (memcmp(out + j * es, want + j * es, es) && !bad++)
+            *at = j;
+    return bad;
+}
+
+/* An allreduce whose algorithm claims bitwise identity: the same bytes on
+ * every rank.  0, or -1 (said on stderr). */
+static int check_identical(const call_t *c, weft_comm_t ctrl, int me, const char *what,
+                           const char *out)
+{
+    if (c->coll != WEFT_COLL_ALLREDUCE || !c->algo ||
+        !(weft_algorithm_properties_with(c->coll, c->algo, c->params) & WEFT_ALGO_IDENTICAL))
+        return 0;
+    uint64_t h[2] = {hash_bytes(out, c->count * weft_dtype_size(c->dt)), 0};
+    h[1] = ~h[0];
+    if (!weft_allreduce(WEFT_IN_PLACE, h, 2, WEFT_UINT64, WEFT_MAX, ctrl) && h[0] != ~h[1]) {
+        fprintf(stderr, "stress: rank %d: %s: results differ between ranks though the "
+                        "algorithm claims bitwise identity\n", me, what);
+        return -1;
+    }
+    return 0;
+}
+
 static int run_call(const stress_opts_t *o, weft_comm_t comm, weft_comm_t ctrl, const call_t *c,
                     int *first_rc)
 {
@@ -456,28 +578,8 @@ static int run_call(const stress_opts_t *o, weft_comm_t comm, weft_comm_t ctrl, 
         put(o, c, in, i, me, i);
     const void *src = in;
     void *dst = out;
-    if (c->inplace) {
-        switch (c->coll) {
-        case WEFT_COLL_ALLREDUCE: memcpy(out, in, k * es), src = WEFT_IN_PLACE; break;
-        case WEFT_COLL_REDUCE:
-            if (me == root)
-                memcpy(out, in, k * es), src = WEFT_IN_PLACE;
-            break;
-        case WEFT_COLL_REDUCE_SCATTER: memcpy(out, in, in_n * es), src = WEFT_IN_PLACE; break;
-        case WEFT_COLL_ALLGATHER:
-            memcpy(out + (size_t)me * k * es, in, k * es), src = WEFT_IN_PLACE;
-            break;
-        case WEFT_COLL_SCATTER:
-            if (me == root)
-                dst = WEFT_IN_PLACE;
-            break;
-        case WEFT_COLL_GATHER:
-            if (me == root)
-                memcpy(out + (size_t)root * k * es, in, k * es), src = WEFT_IN_PLACE;
-            break;
-        default: break;
-        }
-    }
+    if (c->inplace)
+        place_in_place(c, me, root, in_n, es, in, out, &src, &dst);
     if (c->coll == WEFT_COLL_BCAST && me == root)
         for (size_t i = 0; i < k; i++)
             put(o, c, out, i, root, i);
@@ -498,84 +600,16 @@ static int run_call(const stress_opts_t *o, weft_comm_t comm, weft_comm_t ctrl, 
         }
     }
     memset(in, 0x5a, in_n * es);
-    if (rc && !legit_refusal(rc) && !*first_rc)
-        *first_rc = rc; /* the first error that is not a refusal */
-    /* every rank must end alike: all OK, or all refusing */
-    int32_t agree[2] = {rc, -rc};
-    int arc = weft_allreduce(WEFT_IN_PLACE, agree, 2, WEFT_INT32, WEFT_MAX, ctrl);
-    int result = 0;
-    if (arc) {
-        if (!*first_rc)
-            *first_rc = arc;
-        result = -1;
-    } else if (agree[0] != -agree[1]) {
-        fprintf(stderr, "stress: rank %d: %s: ranks ended differently (codes %d..%d); here %d: %s\n",
-                me, what, -agree[1], agree[0], rc, weft_last_error());
-        result = -1;
-    } else if (rc) {
-        result = legit_refusal(rc) ? 1 : -1;
-        if (result < 0 || o->verbose)
-            fprintf(stderr, "stress: rank %d: %s: %s: %s\n", me, what,
-                    result < 0 ? "FAILED" : "refused", weft_last_error());
-    }
+    int result = agree_on_outcome(o, ctrl, me, what, rc, first_rc);
     if (result == 0) {
-        size_t bad = 0, at = 0;
-        bool have = true; /* does this rank hold a result to check? */
-        const char *got = out;
-        switch (c->coll) {
-        case WEFT_COLL_ALLREDUCE:
-        case WEFT_COLL_REDUCE:
-            have = c->coll == WEFT_COLL_ALLREDUCE || me == root;
-            for (size_t j = 0; have && j < k; j++)
-                if (!reduced_ok(o, c, out, j, n, j) && !bad++)
-                    at = j;
-            have = false;
-            break;
-        case WEFT_COLL_REDUCE_SCATTER:
-            for (size_t j = 0; j < k; j++)
-                if (!reduced_ok(o, c, out, j, n, (size_t)me * k + j) && !bad++)
-                    at = j;
-            have = false;
-            break;
-        case WEFT_COLL_BCAST: /* want is filled: above */
-            have = me != root;
-            bad = root_bad;
-            break;
-        case WEFT_COLL_ALLGATHER:
-            for (size_t j = 0; j < out_n; j++)
-                put(o, c, want, j, (int)(j / (k ? k : 1)), j % (k ? k : 1));
-            break;
-        case WEFT_COLL_SCATTER:
-            have = dst != WEFT_IN_PLACE;
-            for (size_t j = 0; have && j < k; j++)
-                put(o, c, want, j, root, (size_t)me * k + j);
-            break;
-        case WEFT_COLL_GATHER:
-            have = me == root;
-            for (size_t j = 0; have && j < out_n; j++)
-                put(o, c, want, j, (int)(j / (k ? k : 1)), j % (k ? k : 1));
-            break;
-        default: have = false; break;
-        }
-        if (have)
-            for (size_t j = 0; j < out_n; j++)
-                if (memcmp(got + j * es, want + j * es, es) && !bad++)
-                    at = j;
+        size_t at, bad = wrong_elements(o, c, n, me, root, out_n, out, want, dst, root_bad, &at);
         if (bad) {
             fprintf(stderr, "stress: rank %d: %s: %zu wrong elements, first at %zu\n", me, what,
                     bad, at);
             result = -1;
         }
-        if (c->coll == WEFT_COLL_ALLREDUCE && c->algo &&
-            (weft_algorithm_properties_with(c->coll, c->algo, c->params) & WEFT_ALGO_IDENTICAL)) {
-            uint64_t h[2] = {hash_bytes(out, k * es), 0};
-            h[1] = ~h[0];
-            if (!weft_allreduce(WEFT_IN_PLACE, h, 2, WEFT_UINT64, WEFT_MAX, ctrl) && h[0] != ~h[1]) {
-                fprintf(stderr, "stress: rank %d: %s: results differ between ranks though the "
-                                "algorithm claims bitwise identity\n", me, what);
-                result = -1;
-            }
-        }
+        if (check_identical(c, ctrl, me, what, out))
+            result = -1;
     }
     buf_put(in_base, in_arena), buf_put(out_base, out_arena), free(want);
     return result;
