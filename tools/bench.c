@@ -129,150 +129,94 @@ int op_from_name(const char *n)
     return -1;
 }
 
-int bench_parse(int argc, char **argv, bench_opts_t *o)
+/* One option that takes a value; 0, or 2 after saying what was wrong. */
+static int parse_valued(bench_opts_t *o, const char *opt, const char *v)
 {
-    memset(o, 0, sizeof *o);
-    o->np = 4;
-    o->algos[0] = '\0'; /* the summary */
-    char why[160];
-    parse_sizes("4:67108864", o, why, sizeof why);
-    o->iters = -1;
-    o->warmup = -1;
-    o->dtype = WEFT_FLOAT32;
-    o->op = WEFT_SUM;
-    if (argc < 2 || !strcmp(argv[1], "--help")) {
-        bench_usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : 1;
-    }
-    o->coll = coll_from_name(argv[1]);
-    if (o->coll != WEFT_COLL_ALLREDUCE && o->coll != WEFT_COLL_BCAST &&
-        o->coll != WEFT_COLL_REDUCE && o->coll != WEFT_COLL_BARRIER) {
-        fprintf(stderr, "weft bench: collective '%s' is not benchmarked (allreduce, bcast, "
-                        "reduce, barrier)\n", argv[1]);
+    char why[160], *e = NULL;
+    if (!strcmp(opt, "--np")) {
+        long n = strtol(v, &e, 10);
+        if (*e || n < 1 || n > 4096) {
+            fprintf(stderr, "weft bench: --np %s: want 1..4096\n", v);
+            return 2;
+        }
+        o->np = (int)n;
+    } else if (!strcmp(opt, "--algo")) {
+        if (strlen(v) >= sizeof o->algos) {
+            fprintf(stderr, "weft bench: --algo: the list is longer than %zu bytes\n",
+                    sizeof o->algos - 1);
+            return 2;
+        }
+        snprintf(o->algos, sizeof o->algos, "%s", v);
+    } else if (!strcmp(opt, "--sizes")) {
+        if (parse_sizes(v, o, why, sizeof why)) {
+            fprintf(stderr, "weft bench: --sizes %s: %s (bytes, at most 64 sizes of at "
+                            "most 2^40)\n", v, why);
+            return 2;
+        }
+    } else if (!strcmp(opt, "--iters") || !strcmp(opt, "--warmup")) {
+        bool iters = opt[2] == 'i';
+        long n = strtol(v, &e, 10);
+        if (*e || e == v || n < (iters ? 1 : 0) || n > 100000000) {
+            fprintf(stderr, "weft bench: %s %s: want a count %d..100000000\n", opt, v,
+                    iters ? 1 : 0);
+            return 2;
+        }
+        *(iters ? &o->iters : &o->warmup) = (int)n;
+    } else if (!strcmp(opt, "--dtype")) {
+        int d = dtype_from_name(v);
+        if (d < 0) {
+            fprintf(stderr, "weft bench: unknown datatype '%s'\n", v);
+            return 2;
+        }
+        o->dtype = (weft_dtype_t)d;
+    } else if (!strcmp(opt, "--op")) {
+        int op = !strcmp(v, "noncommutative") ? OP_AFFINE : op_from_name(v);
+        if (op == OP_AFFINE)
+            o->dtype = WEFT_UINT64;
+        if (op == -1) {
+            fprintf(stderr, "weft bench: unknown op '%s'\n", v);
+            return 2;
+        }
+        o->op = op;
+    } else if (!strcmp(opt, "--root")) {
+        long r = strtol(v, &e, 10);
+        if (*e || e == v || r < 0 || r > 65535) {
+            fprintf(stderr, "weft bench: --root %s: want a rank number\n", v);
+            return 2;
+        }
+        o->root = (int)r;
+    } else if (!strcmp(opt, "--mem")) {
+        if (strcmp(v, "malloc") && strcmp(v, "weft")) {
+            fprintf(stderr, "weft bench: --mem %s: want malloc or weft (weft_alloc)\n", v);
+            return 2;
+        }
+        o->arena = v[0] == 'w';
+    } else if (!strcmp(opt, "--transport")) {
+        if (strcmp(v, "mpi") && strcmp(v, "shm")) {
+            fprintf(stderr, "weft bench: --transport %s: want mpi or shm\n", v);
+            return 2;
+        }
+        o->transport = v;
+    } else if (!strcmp(opt, "--arrivals")) {
+        o->arrivals = v;
+    } else if (!strcmp(opt, "--mif")) {
+        if (parse_mif(v, o))
+            return 2;
+    } else if (!strcmp(opt, "--csv")) {
+        o->csv = v;
+    } else if (!strcmp(opt, "--json")) {
+        o->json = v;
+    } else {
+        fprintf(stderr, "weft bench: unknown option '%s'\n", opt);
         return 2;
     }
-    const char *dataful = NULL; /* an option that means nothing to a barrier */
-    for (int i = 2; i < argc; i++) {
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        char *e = NULL;
-        if (!strcmp(argv[i], "--poll")) {
-            o->poll = 1;
-            continue;
-        }
-        if (!strcmp(argv[i], "--back-to-back")) {
-            o->back_to_back = 1;
-            continue;
-        }
-        if (!strcmp(argv[i], "--check") || !strcmp(argv[i], "--osu") ||
-            !strcmp(argv[i], "--redraw")) {
-            *(argv[i][2] == 'c' ? &o->check : argv[i][2] == 'o' ? &o->osu : &o->redraw) = 1;
-            continue;
-        }
-        if (!v) {
-            fprintf(stderr, "weft bench: option '%s' needs a value (or is unknown)\n", argv[i]);
-            return 2;
-        }
-        i++;
-        static const char *const data_opts[] = {"--sizes", "--dtype", "--op", "--root",
-                                                 "--mem", "--mif", "--arrivals"};
-        for (size_t k = 0; k < sizeof data_opts / sizeof *data_opts; k++)
-            if (!strcmp(argv[i - 1], data_opts[k]))
-                dataful = data_opts[k];
-        if (!strcmp(argv[i - 1], "--np")) {
-            long n = strtol(v, &e, 10);
-            if (*e || n < 1 || n > 4096) {
-                fprintf(stderr, "weft bench: --np %s: want 1..4096\n", v);
-                return 2;
-            }
-            o->np = (int)n;
-        } else if (!strcmp(argv[i - 1], "--algo")) {
-            if (strlen(v) >= sizeof o->algos) {
-                fprintf(stderr, "weft bench: --algo: the list is longer than %zu bytes\n",
-                        sizeof o->algos - 1);
-                return 2;
-            }
-            snprintf(o->algos, sizeof o->algos, "%s", v);
-        } else if (!strcmp(argv[i - 1], "--sizes")) {
-            if (parse_sizes(v, o, why, sizeof why)) {
-                fprintf(stderr, "weft bench: --sizes %s: %s (bytes, at most 64 sizes of at "
-                                "most 2^40)\n", v, why);
-                return 2;
-            }
-        } else if (!strcmp(argv[i - 1], "--iters") || !strcmp(argv[i - 1], "--warmup")) {
-            bool iters = argv[i - 1][2] == 'i';
-            long n = strtol(v, &e, 10);
-            if (*e || e == v || n < (iters ? 1 : 0) || n > 100000000) {
-                fprintf(stderr, "weft bench: %s %s: want a count %d..100000000\n", argv[i - 1], v,
-                        iters ? 1 : 0);
-                return 2;
-            }
-            if (iters)
-                o->iters = (int)n;
-            else
-                o->warmup = (int)n;
-        } else if (!strcmp(argv[i - 1], "--dtype")) {
-            int d = dtype_from_name(v);
-            if (d < 0) {
-                fprintf(stderr, "weft bench: unknown datatype '%s'\n", v);
-                return 2;
-            }
-            o->dtype = (weft_dtype_t)d;
-        } else if (!strcmp(argv[i - 1], "--op")) {
-            int op = !strcmp(v, "noncommutative") ? OP_AFFINE : op_from_name(v);
-            if (op == OP_AFFINE)
-                o->dtype = WEFT_UINT64;
-            if (op == -1) {
-                fprintf(stderr, "weft bench: unknown op '%s'\n", v);
-                return 2;
-            }
-            o->op = op;
-        } else if (!strcmp(argv[i - 1], "--root")) {
-            long r = strtol(v, &e, 10);
-            if (*e || e == v || r < 0 || r > 65535) {
-                fprintf(stderr, "weft bench: --root %s: want a rank number\n", v);
-                return 2;
-            }
-            o->root = (int)r;
-        } else if (!strcmp(argv[i - 1], "--mem")) {
-            if (strcmp(v, "malloc") && strcmp(v, "weft")) {
-                fprintf(stderr, "weft bench: --mem %s: want malloc or weft (weft_alloc)\n", v);
-                return 2;
-            }
-            o->arena = v[0] == 'w';
-        } else if (!strcmp(argv[i - 1], "--transport")) {
-            if (strcmp(v, "mpi") && strcmp(v, "shm")) {
-                fprintf(stderr, "weft bench: --transport %s: want mpi or shm\n", v);
-                return 2;
-            }
-            o->transport = v;
-        } else if (!strcmp(argv[i - 1], "--arrivals")) {
-            o->arrivals = v;
-        } else if (!strcmp(argv[i - 1], "--mif")) {
-            if (parse_mif(v, o))
-                return 2;
-        } else if (!strcmp(argv[i - 1], "--csv")) {
-            o->csv = v;
-        } else if (!strcmp(argv[i - 1], "--json")) {
-            o->json = v;
-        } else {
-            fprintf(stderr, "weft bench: unknown option '%s'\n", argv[i - 1]);
-            return 2;
-        }
-    }
-    if (o->coll == WEFT_COLL_BARRIER) {
-        if (o->poll) {
-            fprintf(stderr, "weft bench barrier: --poll calls allreduce, bcast and reduce as "
-                            "their *_timeout variants; the barrier has none\n");
-            return 2;
-        }
-        if (dataful || o->redraw) {
-            fprintf(stderr, "weft bench barrier: a barrier moves no data: leave out %s\n",
-                    dataful ? dataful : "--redraw");
-            return 2;
-        }
-        o->nsizes = 1, o->sizes[0] = 0; /* one row, of no bytes */
-        return 0;
-    }
+    return 0;
+}
+
+/* Options that cannot go together, or with this datatype and op; 0, or
+ * 2 after saying which. */
+static int check_combination(const bench_opts_t *o)
+{
     if (o->root < 0 || (!o->transport && o->root >= o->np)) {
         fprintf(stderr, "weft bench: --root %d out of range for --np %d\n", o->root, o->np);
         return 2;
@@ -308,9 +252,14 @@ int bench_parse(int argc, char **argv, bench_opts_t *o)
                 weft_op_name(o->op), weft_dtype_name(o->dtype));
         return 2;
     }
-    /* Whole elements: each size rounded up to the datatype's (5 bytes of
-     * float64 is one element of 8, where it was none, a row of 0 bytes),
-     * and sizes that then meet kept once. */
+    return 0;
+}
+
+/* Whole elements: each size rounded up to the datatype's (5 bytes of
+ * float64 is one element of 8, where it was none, a row of 0 bytes), and
+ * sizes that then meet kept once. */
+static void whole_elements(bench_opts_t *o)
+{
     size_t es = weft_dtype_size(o->dtype);
     int kept = 0;
     for (int i = 0; i < o->nsizes; i++) {
@@ -322,6 +271,71 @@ int bench_parse(int argc, char **argv, bench_opts_t *o)
             o->sizes[kept++] = b;
     }
     o->nsizes = kept;
+}
+
+int bench_parse(int argc, char **argv, bench_opts_t *o)
+{
+    memset(o, 0, sizeof *o);
+    o->np = 4;
+    o->algos[0] = '\0'; /* the summary */
+    char why[160];
+    parse_sizes("4:67108864", o, why, sizeof why);
+    o->iters = -1;
+    o->warmup = -1;
+    o->dtype = WEFT_FLOAT32;
+    o->op = WEFT_SUM;
+    if (argc < 2 || !strcmp(argv[1], "--help")) {
+        bench_usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 1;
+    }
+    o->coll = coll_from_name(argv[1]);
+    if (o->coll != WEFT_COLL_ALLREDUCE && o->coll != WEFT_COLL_BCAST &&
+        o->coll != WEFT_COLL_REDUCE && o->coll != WEFT_COLL_BARRIER) {
+        fprintf(stderr, "weft bench: collective '%s' is not benchmarked (allreduce, bcast, "
+                        "reduce, barrier)\n", argv[1]);
+        return 2;
+    }
+    const char *dataful = NULL; /* an option that means nothing to a barrier */
+    static const char *const data_opts[] = {"--sizes", "--dtype", "--op", "--root",
+                                             "--mem", "--mif", "--arrivals"};
+    for (int i = 2; i < argc; i++) {
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(argv[i], "--poll")) {
+            o->poll = 1;
+        } else if (!strcmp(argv[i], "--back-to-back")) {
+            o->back_to_back = 1;
+        } else if (!strcmp(argv[i], "--check") || !strcmp(argv[i], "--osu") ||
+                   !strcmp(argv[i], "--redraw")) {
+            *(argv[i][2] == 'c' ? &o->check : argv[i][2] == 'o' ? &o->osu : &o->redraw) = 1;
+        } else if (!v) {
+            fprintf(stderr, "weft bench: option '%s' needs a value (or is unknown)\n", argv[i]);
+            return 2;
+        } else {
+            for (size_t k = 0; k < sizeof data_opts / sizeof *data_opts; k++)
+                if (!strcmp(argv[i], data_opts[k]))
+                    dataful = data_opts[k];
+            if (parse_valued(o, argv[i], v))
+                return 2;
+            i++;
+        }
+    }
+    if (o->coll == WEFT_COLL_BARRIER) {
+        if (o->poll) {
+            fprintf(stderr, "weft bench barrier: --poll calls allreduce, bcast and reduce as "
+                            "their *_timeout variants; the barrier has none\n");
+            return 2;
+        }
+        if (dataful || o->redraw) {
+            fprintf(stderr, "weft bench barrier: a barrier moves no data: leave out %s\n",
+                    dataful ? dataful : "--redraw");
+            return 2;
+        }
+        o->nsizes = 1, o->sizes[0] = 0; /* one row, of no bytes */
+        return 0;
+    }
+    if (check_combination(o))
+        return 2;
+    whole_elements(o);
     return 0;
 }
 
