@@ -1118,12 +1118,110 @@ static int check_barrier(const bench_opts_t *o, weft_comm_t comm, const lineup_t
     return bad;
 }
 
-static int bench_rank(const bench_opts_t *o, weft_comm_t comm)
+/* What a rank's run of the benchmark holds: buffers for the largest
+ * size, one iteration's times, the results of every pass, size and
+ * algorithm, and alpha(size) for --mif. */
+typedef struct {
+    void *in, *out;
+    size_t maxbytes;
+    double *times;
+    result_t *res;
+    double *alpha;
+} bench_mem_t;
+
+static void bench_mem_free(const bench_opts_t *o, bench_mem_t *m)
 {
-    int rank = weft_comm_rank(comm), P = weft_comm_size(comm);
-    lineup_t *L = calloc(1, sizeof *L);
-    if (!L)
+    if (o->arena) {
+        weft_free(m->in);
+        weft_free(m->out);
+    } else {
+        free(m->in);
+        free(m->out);
+    }
+    free(m->times);
+    free(m->res);
+    free(m->alpha);
+}
+
+static int bench_mem_get(const bench_opts_t *o, size_t na, bench_mem_t *m)
+{
+    size_t es = weft_dtype_size(o->dtype);
+    memset(m, 0, sizeof *m);
+    for (int s = 0; s < o->nsizes; s++)
+        m->maxbytes = o->sizes[s] > m->maxbytes ? o->sizes[s] : m->maxbytes;
+    size_t maxcount = m->maxbytes / es ? m->maxbytes / es : 1;
+    if (!o->arena) {
+        m->in = calloc(maxcount, es);
+        m->out = calloc(maxcount, es);
+    } else if (weft_alloc(maxcount * es, &m->in) || weft_alloc(maxcount * es, &m->out)) {
+        fprintf(stderr, "weft bench: %s\n", weft_last_error());
+        bench_mem_free(o, m);
         return 1;
+    }
+    int maxiters = o->iters > 0 ? o->iters : 1000;
+    int npass = o->nmif ? o->nmif : 1;
+    m->times = malloc((size_t)maxiters * sizeof *m->times);
+    m->res = calloc((size_t)o->nsizes * na * (size_t)npass, sizeof *m->res);
+    m->alpha = calloc((size_t)o->nsizes, sizeof *m->alpha);
+    if (!m->in || !m->out || !m->times || !m->res || !m->alpha) {
+        fprintf(stderr, "weft bench: out of memory for %zu-byte buffers\n", m->maxbytes);
+        bench_mem_free(o, m);
+        return 1;
+    }
+    return 0;
+}
+
+/* One row: every algorithm of the line-up timed (and with --check,
+ * verified) at size s of pass (imbalance factor) pass, written to the CSV
+ * and, on rank 0, printed.  The number of wrong results. */
+static int bench_row(const bench_opts_t *o, weft_comm_t comm, lineup_t *L, bench_mem_t *m,
+                     int pass, int s, const double *pattern, int ncalls, FILE *csv)
+{
+    int rank = weft_comm_rank(comm), P = weft_comm_size(comm), failures = 0;
+    size_t es = weft_dtype_size(o->dtype), na = L->n;
+    size_t count = o->sizes[s] / es, bytes = count * es;
+    int iters = o->iters > 0 ? o->iters
+                             : (int)fmax(5, fmin(1000, (double)(1u << 27) / fmax(bytes, 4096) / P));
+    int warm = o->warmup >= 0 ? o->warmup : (iters / 10 > 2 ? iters / 10 : 2);
+    result_t *row = &m->res[((size_t)pass * (size_t)o->nsizes + (size_t)s) * na];
+    double mif = o->nmif ? o->mif[pass] : -1;
+    arrival_t ar = {mif, m->alpha[s], pattern, ncalls, P};
+    if (!rank && o->nmif && s == 0)
+        printf("# imbalance factor %g: each rank arrives r alpha(size) late, r uniform in "
+               "[0, %g] %s; figures: time inside the collective\n", mif, mif,
+               o->redraw ? "per call" : "per rank");
+    for (size_t a = 0; a < na; a++) {
+        char why[200];
+        if (time_one(o, comm, L, a, count, m->in, m->out, m->times, iters, warm,
+                     o->nmif || pattern ? &ar : NULL, &row[a], why, sizeof why)) {
+            if (!L->reason[a][0])
+                snprintf(L->reason[a], sizeof L->reason[a], "%s", why);
+            continue;
+        }
+        if (o->check && (row[a].bad = o->coll == WEFT_COLL_BARRIER
+                                          ? check_barrier(o, comm, L, L->al[a])
+                                          : check_one(o, comm, L->al[a], count, m->in, m->out,
+                                                      (unsigned)(s * 31 + (int)a))))
+            failures++;
+        if (csv)
+            write_csv_row(csv, o, P, bytes, L->labels[a], &row[a]);
+    }
+    if (!rank) {
+        if (L->summary)
+            print_row_summary(bytes, L, row);
+        else
+            print_row_wide(o, P, bytes, L, row);
+        fflush(stdout);
+    }
+    return failures;
+}
+
+/* The line-up for this rank, checked against the other ranks' (and for a
+ * barrier, the communicator its iterations synchronise on).  0, or the
+ * exit status. */
+static int bench_lineup(const bench_opts_t *o, weft_comm_t comm, lineup_t *L)
+{
+    int rank = weft_comm_rank(comm);
     int rc = pick_algorithms(o, rank, L);
     L->sync = comm;
     if (!rc && o->coll == WEFT_COLL_BARRIER) { /* before any algorithm is set on comm */
@@ -1134,32 +1232,26 @@ static int bench_rank(const bench_opts_t *o, weft_comm_t comm)
     }
     if (!rc)
         rc = validate_lineup(o, comm, rank, L);
+    return rc;
+}
+
+static int bench_rank(const bench_opts_t *o, weft_comm_t comm)
+{
+    int rank = weft_comm_rank(comm), P = weft_comm_size(comm);
+    lineup_t *L = calloc(1, sizeof *L);
+    if (!L)
+        return 1;
+    bench_mem_t m;
+    int rc = bench_lineup(o, comm, L);
+    if (!rc)
+        rc = bench_mem_get(o, L->n, &m);
     if (rc) {
         lineup_free(L);
         free(L);
         return rc;
     }
-    size_t es = weft_dtype_size(o->dtype), na = L->n, maxbytes = 0;
-    for (int s = 0; s < o->nsizes; s++)
-        maxbytes = o->sizes[s] > maxbytes ? o->sizes[s] : maxbytes;
-    size_t maxcount = maxbytes / es ? maxbytes / es : 1;
-    void *in = NULL, *out = NULL;
-    if (!o->arena) {
-        in = calloc(maxcount, es);
-        out = calloc(maxcount, es);
-    } else if (weft_alloc(maxcount * es, &in) || weft_alloc(maxcount * es, &out)) {
-        fprintf(stderr, "weft bench: %s\n", weft_last_error());
-        return 1;
-    }
-    int maxiters = o->iters > 0 ? o->iters : 1000;
-    double *times = malloc((size_t)maxiters * sizeof *times);
+    size_t es = weft_dtype_size(o->dtype);
     int npass = o->nmif ? o->nmif : 1; /* one table per imbalance factor */
-    result_t *res = calloc((size_t)o->nsizes * na * (size_t)npass, sizeof *res);
-    double *alpha = calloc((size_t)o->nsizes, sizeof *alpha);
-    if (!in || !out || !times || !res || !alpha) {
-        fprintf(stderr, "weft bench: out of memory for %zu-byte buffers\n", maxbytes);
-        return 1;
-    }
     FILE *csv = NULL;
     if (!rank && o->csv && !(csv = fopen(o->csv, "w")))
         fprintf(stderr, "weft bench: cannot write %s: %s\n", o->csv, strerror(errno));
@@ -1178,68 +1270,25 @@ static int bench_rank(const bench_opts_t *o, weft_comm_t comm)
                    "the collective\n", ncalls, o->arrivals);
     }
     for (int s = 0; s < o->nsizes && o->nmif; s++) {
-        alpha[s] = measure_alpha(comm, o, o->sizes[s] / es, out);
+        m.alpha[s] = measure_alpha(comm, o, o->sizes[s] / es, m.out);
         if (!rank)
             printf("%s %zu B %.3f us%s", s ? "," : "# alpha(size), ranks 0 and 1:",
-                   o->sizes[s] / es * es, alpha[s] * 1e6, s + 1 == o->nsizes ? "\n" : "");
+                   o->sizes[s] / es * es, m.alpha[s] * 1e6, s + 1 == o->nsizes ? "\n" : "");
     }
     for (int pass = 0; pass < npass && failures >= 0; pass++)
-    for (int s = 0; s < o->nsizes; s++) {
-        size_t count = o->sizes[s] / es, bytes = count * es;
-        int iters = o->iters > 0 ? o->iters
-                                 : (int)fmax(5, fmin(1000, (double)(1u << 27) / fmax(bytes, 4096) / P));
-        int warm = o->warmup >= 0 ? o->warmup : (iters / 10 > 2 ? iters / 10 : 2);
-        result_t *row = &res[((size_t)pass * (size_t)o->nsizes + (size_t)s) * na];
-        double mif = o->nmif ? o->mif[pass] : -1;
-        arrival_t ar = {mif, alpha[s], pattern, ncalls, P};
-        if (!rank && o->nmif && s == 0)
-            printf("# imbalance factor %g: each rank arrives r alpha(size) late, r uniform in "
-                   "[0, %g] %s; figures: time inside the collective\n", mif, mif,
-                   o->redraw ? "per call" : "per rank");
-        for (size_t a = 0; a < na; a++) {
-            char why[200];
-            if (time_one(o, comm, L, a, count, in, out, times, iters, warm,
-                         o->nmif || pattern ? &ar : NULL, &row[a], why, sizeof why)) {
-                if (!L->reason[a][0])
-                    snprintf(L->reason[a], sizeof L->reason[a], "%s", why);
-                continue;
-            }
-            if (o->check && (row[a].bad = o->coll == WEFT_COLL_BARRIER
-                                              ? check_barrier(o, comm, L, L->al[a])
-                                              : check_one(o, comm, L->al[a], count, in, out,
-                                                          (unsigned)(s * 31 + (int)a))))
-                failures++;
-            if (csv)
-                write_csv_row(csv, o, P, bytes, L->labels[a], &row[a]);
-        }
-        if (rank)
-            continue;
-        if (L->summary)
-            print_row_summary(bytes, L, row);
-        else
-            print_row_wide(o, P, bytes, L, row);
-        fflush(stdout);
-    }
+        for (int s = 0; s < o->nsizes; s++)
+            failures += bench_row(o, comm, L, &m, pass, s, pattern, ncalls, csv);
     if (!rank && failures >= 0) {
-        print_not_run(L, res, o->nsizes * npass);
+        print_not_run(L, m.res, o->nsizes * npass);
         if (o->json)
-            write_json(o, P, L, res, npass);
+            write_json(o, P, L, m.res, npass);
     }
     if (csv)
         fclose(csv);
     if (!rank && o->check && failures >= 0)
         printf(failures ? "# check: %d results WRONG\n" : "# check: every result verified\n",
                failures);
-    if (o->arena) {
-        weft_free(in);
-        weft_free(out);
-    } else {
-        free(in);
-        free(out);
-    }
-    free(times);
-    free(res);
-    free(alpha);
+    bench_mem_free(o, &m);
     free(pattern);
     if (affine_op >= 0)
         weft_op_free(&affine_op), affine_op = -1;
