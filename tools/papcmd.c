@@ -354,6 +354,124 @@ static int model(const char *preset, sim_model_t *m, char *pname, size_t plen)
     return 0;
 }
 
+/* The trace taken apart by invocation: each with its imbalance, and the
+ * time inside the collectives, per collective. */
+typedef struct {
+    inv_t *v;
+    size_t nv;
+    agg_t agg[16];
+    int nagg;
+    long disagree; /* records that disagree with their invocation's first */
+    long skewed;   /* invocations where a rank left before another came */
+    double worst_skew, total;
+} tally_t;
+
+/* Whether the records [i, j) of one invocation show clocks that disagree:
+ * in an allreduce (of at least one element: MPI libraries return from an
+ * empty one at once) or a barrier no rank can leave before all came. */
+static void check_clocks(const trace_t *t, size_t i, size_t j, double last, tally_t *y)
+{
+    if (!((!strcmp(t->r[i].c.coll, "allreduce") && t->r[i].c.count) ||
+          !strcmp(t->r[i].c.coll, "barrier")))
+        return;
+    for (size_t k = i; k < j; k++) {
+        double early = last - (double)t->r[k].c.exit_ns;
+        if (early > 0) {
+            y->skewed++;
+            y->worst_skew = fmax(y->worst_skew, early);
+            return;
+        }
+    }
+}
+
+/* The time inside the collective of the records [i, j), added to their
+ * collective's (the first 16 collectives seen). */
+static void add_time(const trace_t *t, size_t i, size_t j, tally_t *y)
+{
+    int a = 0;
+    while (a < y->nagg && strcmp(y->agg[a].coll, t->r[i].c.coll))
+        a++;
+    if (a == y->nagg && y->nagg < 16) {
+        memset(&y->agg[y->nagg], 0, sizeof y->agg[0]);
+        snprintf(y->agg[y->nagg++].coll, sizeof y->agg[0].coll, "%s", t->r[i].c.coll);
+    }
+    if (a == y->nagg)
+        return;
+    y->agg[a].calls++;
+    for (size_t k = i; k < j; k++) {
+        double in = (double)(t->r[k].c.exit_ns - t->r[k].c.arrive_ns);
+        y->agg[a].time_ns += in, y->total += in;
+    }
+}
+
+static void tally(const trace_t *t, tally_t *y)
+{
+    for (size_t i = 0; i < t->n;) {
+        size_t j = invocation_end(t, i);
+        inv_t *x = &y->v[y->nv++];
+        x->r = &t->r[i], x->n = j - i;
+        imbalance(x->r, x->n, &x->omega, &x->delta);
+        node_imbalance(x);
+        double last = -INFINITY;
+        x->t = INFINITY;
+        for (size_t k = i; k < j; k++) {
+            const pap_call_t *c = &t->r[k].c;
+            if (strcmp(c->coll, t->r[i].c.coll) || c->bytes != t->r[i].c.bytes)
+                y->disagree++;
+            x->t = fmin(x->t, (double)c->arrive_ns);
+            last = fmax(last, (double)c->arrive_ns);
+        }
+        check_clocks(t, i, j, last, y);
+        add_time(t, i, j, y);
+        i = j;
+    }
+}
+
+/* The allreduce invocations by message class: their share of the time and
+ * their imbalance, in microseconds and in units of alpha(size). */
+static void print_allreduce_classes(const tally_t *y, const sim_model_t *m)
+{
+    long calls[3] = {0}, nodecalls[3] = {0};
+    double time[3] = {0}, om[3] = {0}, de[3] = {0}, nom[3] = {0}, nde[3] = {0}, omu[3] = {0},
+           deu[3] = {0}, allr = 0;
+    for (size_t i = 0; i < y->nv; i++) {
+        const inv_t *v = &y->v[i];
+        if (strcmp(v->r->c.coll, "allreduce"))
+            continue;
+        int c = class_of(v->r->c.bytes);
+        double al = alpha_ns(m, v->r->c.bytes);
+        calls[c]++;
+        for (size_t k = 0; k < v->n; k++)
+            time[c] += (double)(v->r[k].c.exit_ns - v->r[k].c.arrive_ns);
+        om[c] += v->omega / al, de[c] += v->delta / al;
+        omu[c] += v->omega, deu[c] += v->delta;
+        if (v->node_omega >= 0) {
+            nodecalls[c]++;
+            nom[c] += v->node_omega / al, nde[c] += v->node_delta / al;
+        }
+    }
+    for (int c = 0; c < 3; c++)
+        allr += time[c];
+    if (!(calls[0] + calls[1] + calls[2]))
+        return;
+    printf("\nallreduce by message class (Omega: worst-case, Delta: average-case imbalance; "
+           "factors divided by alpha(size); averages over invocations)\n");
+    printf("%-22s %8s %7s %10s %10s %9s %9s %9s %9s\n", "class", "calls", "share", "Omega us",
+           "Delta us", "Omega/a", "Delta/a", "node O/a", "node D/a");
+    for (int c = 0; c < 3; c++) {
+        if (!calls[c])
+            continue;
+        char no[16] = "-", nd[16] = "-";
+        if (nodecalls[c]) {
+            snprintf(no, sizeof no, "%.2f", nom[c] / nodecalls[c]);
+            snprintf(nd, sizeof nd, "%.2f", nde[c] / nodecalls[c]);
+        }
+        printf("%-22s %8ld %6.1f%% %10.2f %10.2f %9.2f %9.2f %9s %9s\n", class_name[c],
+               calls[c], allr > 0 ? 100 * time[c] / allr : 0, omu[c] / calls[c] * 1e-3,
+               deu[c] / calls[c] * 1e-3, om[c] / calls[c], de[c] / calls[c], no, nd);
+    }
+}
+
 static int report(const char *dir, const char *preset, const char *plot_dir)
 {
     sim_model_t m;
@@ -361,116 +479,34 @@ static int report(const char *dir, const char *preset, const char *plot_dir)
     trace_t t;
     if (model(preset, &m, pname, sizeof pname) || load(dir, &t))
         return 2;
-    inv_t *v = calloc(t.n ? t.n : 1, sizeof *v);
-    agg_t agg[16];
-    int nagg = 0;
-    size_t nv = 0;
-    long disagree = 0, skewed = 0;
-    double worst_skew = 0, total = 0;
-    for (size_t i = 0; i < t.n;) {
-        size_t j = invocation_end(&t, i);
-        inv_t *x = &v[nv++];
-        x->r = &t.r[i], x->n = j - i;
-        imbalance(x->r, x->n, &x->omega, &x->delta);
-        node_imbalance(x);
-        double last = -INFINITY;
-        x->t = INFINITY;
-        for (size_t k = i; k < j; k++) {
-            const pap_call_t *c = &t.r[k].c;
-            if (strcmp(c->coll, t.r[i].c.coll) || c->bytes != t.r[i].c.bytes)
-                disagree++;
-            x->t = fmin(x->t, (double)c->arrive_ns);
-            last = fmax(last, (double)c->arrive_ns);
-        }
-        /* in an allreduce (of at least one element: MPI libraries return
-         * from an empty one at once) or a barrier no rank can leave before
-         * all came */
-        if ((!strcmp(t.r[i].c.coll, "allreduce") && t.r[i].c.count) ||
-            !strcmp(t.r[i].c.coll, "barrier"))
-            for (size_t k = i; k < j; k++) {
-                double early = last - (double)t.r[k].c.exit_ns;
-                if (early > 0) {
-                    skewed++;
-                    worst_skew = fmax(worst_skew, early);
-                    break;
-                }
-            }
-        int a = 0;
-        while (a < nagg && strcmp(agg[a].coll, t.r[i].c.coll))
-            a++;
-        if (a == nagg && nagg < 16) {
-            memset(&agg[nagg], 0, sizeof agg[nagg]);
-            snprintf(agg[nagg++].coll, sizeof agg[0].coll, "%s", t.r[i].c.coll);
-        }
-        if (a < nagg) {
-            agg[a].calls++;
-            for (size_t k = i; k < j; k++) {
-                double in = (double)(t.r[k].c.exit_ns - t.r[k].c.arrive_ns);
-                agg[a].time_ns += in, total += in;
-            }
-        }
-        i = j;
+    tally_t y = {.v = calloc(t.n ? t.n : 1, sizeof *y.v)};
+    if (!y.v) {
+        fprintf(stderr, "weft pap: out of memory for %zu records\n", t.n);
+        free(t.r), free(t.node);
+        return 2;
     }
+    tally(&t, &y);
     printf("# weft pap report %s: %d rank files of %d, %zu call records, %zu invocations; alpha "
-           "from preset %s\n", dir, t.files, t.size, t.n, nv, pname);
-    if (disagree)
+           "from preset %s\n", dir, t.files, t.size, t.n, y.nv, pname);
+    if (y.disagree)
         printf("# %ld records disagree with their invocation's first rank on the collective or "
-               "the bytes\n", disagree);
-    if (skewed)
+               "the bytes\n", y.disagree);
+    if (y.skewed)
         printf("# clocks disagree: in %ld allreduce/barrier invocations a rank left before "
                "another arrived (by up to %.1f us): their imbalance is not to be trusted\n",
-               skewed, worst_skew * 1e-3);
+               y.skewed, y.worst_skew * 1e-3);
     printf("\n%-16s %10s %14s %8s\n", "collective", "calls", "time (ms)", "share");
-    for (int a = 0; a < nagg; a++)
-        printf("%-16s %10ld %14.3f %7.1f%%\n", agg[a].coll, agg[a].calls, agg[a].time_ns * 1e-6,
-               total > 0 ? 100 * agg[a].time_ns / total : 0);
-    /* allreduce by class */
-    long calls[3] = {0};
-    double time[3] = {0}, om[3] = {0}, de[3] = {0}, nom[3] = {0}, nde[3] = {0}, omu[3] = {0},
-           deu[3] = {0}, allr = 0;
-    long nodecalls[3] = {0};
-    for (size_t i = 0; i < nv; i++) {
-        if (strcmp(v[i].r->c.coll, "allreduce"))
-            continue;
-        int c = class_of(v[i].r->c.bytes);
-        double al = alpha_ns(&m, v[i].r->c.bytes);
-        calls[c]++;
-        for (size_t k = 0; k < v[i].n; k++)
-            time[c] += (double)(v[i].r[k].c.exit_ns - v[i].r[k].c.arrive_ns);
-        om[c] += v[i].omega / al, de[c] += v[i].delta / al;
-        omu[c] += v[i].omega, deu[c] += v[i].delta;
-        if (v[i].node_omega >= 0) {
-            nodecalls[c]++;
-            nom[c] += v[i].node_omega / al, nde[c] += v[i].node_delta / al;
-        }
-    }
-    for (int c = 0; c < 3; c++)
-        allr += time[c];
-    if (calls[0] + calls[1] + calls[2]) {
-        printf("\nallreduce by message class (Omega: worst-case, Delta: average-case imbalance; "
-               "factors divided by alpha(size); averages over invocations)\n");
-        printf("%-22s %8s %7s %10s %10s %9s %9s %9s %9s\n", "class", "calls", "share", "Omega us",
-               "Delta us", "Omega/a", "Delta/a", "node O/a", "node D/a");
-        for (int c = 0; c < 3; c++) {
-            if (!calls[c])
-                continue;
-            char no[16] = "-", nd[16] = "-";
-            if (nodecalls[c]) {
-                snprintf(no, sizeof no, "%.2f", nom[c] / nodecalls[c]);
-                snprintf(nd, sizeof nd, "%.2f", nde[c] / nodecalls[c]);
-            }
-            printf("%-22s %8ld %6.1f%% %10.2f %10.2f %9.2f %9.2f %9s %9s\n", class_name[c],
-                   calls[c], allr > 0 ? 100 * time[c] / allr : 0, omu[c] / calls[c] * 1e-3,
-                   deu[c] / calls[c] * 1e-3, om[c] / calls[c], de[c] / calls[c], no, nd);
-        }
-    }
+    for (int a = 0; a < y.nagg; a++)
+        printf("%-16s %10ld %14.3f %7.1f%%\n", y.agg[a].coll, y.agg[a].calls,
+               y.agg[a].time_ns * 1e-6, y.total > 0 ? 100 * y.agg[a].time_ns / y.total : 0);
+    print_allreduce_classes(&y, &m);
     int rc = t.problems ? 1 : 0;
-    if (plot_dir && plot(plot_dir, v, nv, &m))
+    if (plot_dir && plot(plot_dir, y.v, y.nv, &m))
         rc = 2;
     if (t.problems)
         printf("# %d problem%s in the traces (above, on stderr): the report covers what could "
                "be read\n", t.problems, t.problems == 1 ? "" : "s");
-    free(v);
+    free(y.v);
     free(t.r);
     free(t.node);
     return rc;
