@@ -159,6 +159,91 @@ int algo_dissem_adapted_usable(const coll_args_t *a, char *why, size_t len)
     return -1;
 }
 
+/* Where one rank's schedule keeps its data.  acc: the window received so
+ * far; sp and rp: the partial results to send in round k and to take out
+ * at the end (acc itself when the boundary is the whole window); slots:
+ * the nf pieces a round receives. */
+typedef struct {
+    region_t out, acc, sp, rp;
+    uint64_t slots, n;
+    bool inverse; /* the tail is taken out with the op's inverse */
+    bool tail;    /* no inverse: T, the pieces after the boundary, kept in out */
+} da_bufs_t;
+
+static region_t da_slot(const da_bufs_t *b, int i)
+{
+    return reg(BUF_TMP, b->slots + (uint64_t)i * b->n, b->n);
+}
+
+/* Lays out the buffers and copies the input into those the window starts
+ * in (a boundary of one rank is the input itself). */
+static void da_layout(sched_t *s, const dissem_tuple_t *t, int nf, bool invertible, uint64_t n,
+                      da_bufs_t *b)
+{
+    region_t in = reg(BUF_IN, 0, n);
+    b->n = n;
+    b->out = reg(BUF_OUT, 0, n);
+    b->inverse = t->len_rcv > 0 && invertible;
+    b->tail = t->len_rcv > 0 && !b->inverse;
+    b->acc = b->tail ? reg(BUF_TMP, sched_tmp(s, n), n) : b->out;
+    b->sp = b->rp = b->acc;
+    if (t->len_snd < t->m)
+        b->sp = reg(BUF_TMP, sched_tmp(s, n), n);
+    if (b->inverse)
+        b->rp = reg(BUF_TMP, sched_tmp(s, n), n);
+    b->slots = sched_tmp(s, (uint64_t)nf * n);
+    sched_copy(s, in, b->acc);
+    if (t->len_snd == 1 && t->len_snd < t->m)
+        sched_copy(s, in, b->sp);
+    if (b->inverse && t->len_rcv == 1)
+        sched_copy(s, in, b->rp);
+    sched_round(s);
+}
+
+/* Rounds 1..k-1, plain dissemination; the pieces are reduced in boundary
+ * order, one after the other, so that a snapshot (sp, rp) sees exactly the
+ * pieces before it, and with a tail, the pieces past the receive boundary
+ * also go into T.  Whether T was set. */
+static bool da_plain_rounds(sched_t *s, const dissem_tuple_t *t, int P, int p, int nf,
+                            const da_bufs_t *b)
+{
+    long d = 1, have = 1; /* the window acc holds, in ranks */
+    bool t_set = false;
+    for (int l = 1; l < t->k; l++, d *= nf + 1) {
+        for (int i = 1; i <= nf; i++) {
+            uint32_t tag = (uint32_t)((l - 1) * (nf + 1) + i);
+            sched_send(s, mod((int)(p + i * d % P), P), tag, b->acc);
+            sched_recv(s, mod((int)(p - i * d % P), P), tag, da_slot(b, i - 1));
+        }
+        sched_round(s);
+        uint32_t prev = SCHED_NONE;
+#define CHAIN(x)                                                             \
+    do {                                                                     \
+        uint32_t x_ = (x);                                                   \
+        if (prev != SCHED_NONE)                                              \
+            sched_depend(s, x_, prev);                                       \
+        prev = x_;                                                           \
+    } while (0)
+        for (int j = 1; j <= nf; j++) {
+            region_t slot = da_slot(b, j - 1);
+            bool after_rcv = b->tail && have >= t->len_rcv; /* this piece is past the boundary */
+            CHAIN(sched_reduce(s, slot, b->acc, false));
+            if (after_rcv) {
+                CHAIN(t_set ? sched_reduce(s, slot, b->out, false) : sched_copy(s, slot, b->out));
+                t_set = true;
+            }
+            have += d;
+            if (have == t->len_snd && t->len_snd < t->m)
+                CHAIN(sched_copy(s, b->acc, b->sp));
+            if (b->inverse && have == t->len_rcv)
+                CHAIN(sched_copy(s, b->acc, b->rp));
+        }
+#undef CHAIN
+        sched_round(s);
+    }
+    return t_set;
+}
+
 /* One rank's schedule.  Rounds 1..k-1 are plain dissemination; the pieces
  * of the window arrive in boundary order (own data, then round 1's partial
  * results j = 1..n, ...), so a boundary is a point in that sequence, where
@@ -169,87 +254,35 @@ int algo_dissem_adapted_usable(const coll_args_t *a, char *why, size_t len)
 int algo_dissem_adapted_allreduce(sched_t *s, const coll_args_t *a)
 {
     int P = a->nrank, p = a->rank, nf = fanout_for(a);
-    uint64_t n = a->count;
     dissem_tuple_t t;
     if (dissem_tuple(P, nf, &t))
         return WEFT_EINVAL; /* usable() said why before any build */
-    region_t in = reg(BUF_IN, 0, n), out = reg(BUF_OUT, 0, n);
     if (t.k == 0) {
-        sched_copy(s, in, out);
+        sched_copy(s, reg(BUF_IN, 0, a->count), reg(BUF_OUT, 0, a->count));
         return 0;
     }
-    bool inverse = t.len_rcv > 0 && a->invertible, tail = t.len_rcv > 0 && !inverse;
-    region_t acc = tail ? reg(BUF_TMP, sched_tmp(s, n), n) : out;
-    region_t sp = acc, rp = acc;
-    if (t.len_snd < t.m)
-        sp = reg(BUF_TMP, sched_tmp(s, n), n);
-    if (inverse)
-        rp = reg(BUF_TMP, sched_tmp(s, n), n);
-    uint64_t slots = sched_tmp(s, (uint64_t)nf * n);
-#define SLOT(i) reg(BUF_TMP, slots + (uint64_t)(i) * n, n)
-
-    sched_copy(s, in, acc);
-    if (t.len_snd == 1 && t.len_snd < t.m)
-        sched_copy(s, in, sp);
-    if (inverse && t.len_rcv == 1)
-        sched_copy(s, in, rp);
-    sched_round(s);
-    long d = 1, have = 1; /* the window acc holds, in ranks */
-    bool t_set = false;
-    for (int l = 1; l < t.k; l++, d *= nf + 1) {
-        for (int i = 1; i <= nf; i++) {
-            uint32_t tag = (uint32_t)((l - 1) * (nf + 1) + i);
-            sched_send(s, mod((int)(p + i * d % P), P), tag, acc);
-            sched_recv(s, mod((int)(p - i * d % P), P), tag, SLOT(i - 1));
-        }
-        sched_round(s);
-        /* in boundary order, one after the other: a snapshot must see
-         * exactly the pieces before it */
-        uint32_t prev = SCHED_NONE;
-#define CHAIN(x)                                                             \
-    do {                                                                     \
-        uint32_t x_ = (x);                                                   \
-        if (prev != SCHED_NONE)                                              \
-            sched_depend(s, x_, prev);                                       \
-        prev = x_;                                                           \
-    } while (0)
-        for (int j = 1; j <= nf; j++) {
-            bool after_rcv = tail && have >= t.len_rcv; /* this piece is past the boundary */
-            CHAIN(sched_reduce(s, SLOT(j - 1), acc, false));
-            if (after_rcv) {
-                CHAIN(t_set ? sched_reduce(s, SLOT(j - 1), out, false)
-                            : sched_copy(s, SLOT(j - 1), out));
-                t_set = true;
-            }
-            have += d;
-            if (have == t.len_snd && t.len_snd < t.m)
-                CHAIN(sched_copy(s, acc, sp));
-            if (inverse && have == t.len_rcv)
-                CHAIN(sched_copy(s, acc, rp));
-        }
-#undef CHAIN
-        sched_round(s);
-    }
+    da_bufs_t b;
+    da_layout(s, &t, nf, a->invertible, a->count, &b);
+    bool t_set = da_plain_rounds(s, &t, P, p, nf, &b);
     /* round k: the whole window to nsend - 1 ranks, the stored part of it
      * to the last one */
     for (int i = 1; i <= t.nsend; i++) {
         uint32_t tag = (uint32_t)((t.k - 1) * (nf + 1) + i);
         long off = (long)i * t.m % P;
-        sched_send(s, mod((int)(p + off), P), tag, i == t.nsend ? sp : acc);
-        sched_recv(s, mod((int)(p - off), P), tag, SLOT(i - 1));
+        sched_send(s, mod((int)(p + off), P), tag, i == t.nsend ? b.sp : b.acc);
+        sched_recv(s, mod((int)(p - off), P), tag, da_slot(&b, i - 1));
     }
     sched_round(s);
-    if (tail && !t_set)
+    if (b.tail && !t_set)
         return WEFT_EINTERNAL; /* a boundary before the whole window leaves pieces after it */
     uint32_t prev = SCHED_NONE;
-    if (inverse)
-        prev = sched_reduce_inverse(s, rp, out);
+    if (b.inverse)
+        prev = sched_reduce_inverse(s, b.rp, b.out);
     for (int i = 1; i <= t.nsend; i++) {
-        uint32_t x = sched_reduce(s, SLOT(i - 1), out, false);
+        uint32_t x = sched_reduce(s, da_slot(&b, i - 1), b.out, false);
         if (prev != SCHED_NONE)
             sched_depend(s, x, prev);
         prev = x;
     }
-#undef SLOT
     return 0;
 }
