@@ -115,26 +115,29 @@ static void tt_free(timetable_t *t)
     memset(t, 0, sizeof *t);
 }
 
-static int tt_build(timetable_t *t, int P, int k, int reduce)
+typedef struct tt_move {
+    int round, from, to, chunk;
+} tt_move_t;
+
+/* Plays the synchronous rounds: each edge of the round's colour carries
+ * the next chunk of its tree if its sender has it.  Fills moves (room for
+ * every transfer) and *nops. */
+static int tt_play(int P, int k, int reduce, const signed char *col, tt_move_t *moves, int *nops)
 {
-    signed char *col = malloc((size_t)(2 * P));
     int *next = calloc((size_t)(2 * P), sizeof *next);     /* per edge: chunks moved */
     int *have = malloc((size_t)P * (size_t)k * sizeof *have); /* round a rank had chunk c */
     int *left = malloc((size_t)P * (size_t)k * sizeof *left); /* reduce: children to hear */
-    int nops = 0, cap = 2 * P * (k / 2 + 1) + 16, rc = WEFT_OK;
-    struct { int round, from, to, chunk; } *moves = malloc((size_t)cap * sizeof *moves);
-    if (!col || !next || !have || !left || !moves) {
+    int rc = WEFT_OK, n = 0;
+    if (!next || !have || !left) {
         rc = WEFT_ENOMEM;
         goto out;
     }
-    if ((rc = twotree_s_colours(P, col)))
-        goto out;
     for (int v = 0; v < P; v++)
         for (int c = 0; c < k; c++) {
-            tree_node_t n = tree_node(c % 2 ? TREE_TWO_S2 : TREE_TWO_S1, P, v);
-            left[(size_t)v * k + c] = n.nchild;
+            tree_node_t nd = tree_node(c % 2 ? TREE_TWO_S2 : TREE_TWO_S1, P, v);
+            left[(size_t)v * k + c] = nd.nchild;
             /* broadcast: only the root has the data; reduce: leaves are ready */
-            have[(size_t)v * k + c] = reduce ? (n.nchild ? INT32_MAX : -1) : (v ? INT32_MAX : -1);
+            have[(size_t)v * k + c] = reduce ? (nd.nchild ? INT32_MAX : -1) : (v ? INT32_MAX : -1);
         }
     int remaining = 0;
     for (int v = 1; v < P; v++)
@@ -157,9 +160,7 @@ static int tt_build(timetable_t *t, int P, int k, int reduce)
                 int from = reduce ? v : u, to = reduce ? u : v;
                 if (have[(size_t)from * k + c] >= round)
                     continue; /* the sender does not have it yet */
-                moves[nops].round = round, moves[nops].from = from;
-                moves[nops].to = to, moves[nops].chunk = c;
-                nops++;
+                moves[n++] = (tt_move_t){round, from, to, c};
                 next[e]++;
                 remaining--;
                 if (!reduce)
@@ -168,24 +169,28 @@ static int tt_build(timetable_t *t, int P, int k, int reduce)
                     have[(size_t)to * k + c] = round;
             }
     }
-    t->P = P, t->k = k, t->reduce = reduce;
+    *nops = n;
+out:
+    free(next), free(have), free(left);
+    return rc;
+}
+
+/* Each rank's transfers, from its point of view, sorted by round. */
+static int tt_index(timetable_t *t, const tt_move_t *moves, int nops)
+{
+    int P = t->P;
     t->first = calloc((size_t)P + 1, sizeof *t->first);
     t->ops = malloc((size_t)(2 * nops + 1) * sizeof *t->ops);
-    if (!t->first || !t->ops) {
+    int *fill = calloc((size_t)P, sizeof *fill);
+    if (!t->first || !t->ops || !fill) {
+        free(fill);
         tt_free(t);
-        rc = WEFT_ENOMEM;
-        goto out;
+        return WEFT_ENOMEM;
     }
     for (int i = 0; i < nops; i++)
         t->first[moves[i].from + 1]++, t->first[moves[i].to + 1]++;
     for (int v = 0; v < P; v++)
         t->first[v + 1] += t->first[v];
-    int *fill = calloc((size_t)P, sizeof *fill);
-    if (!fill) {
-        tt_free(t);
-        rc = WEFT_ENOMEM;
-        goto out;
-    }
     for (int i = 0; i < nops; i++) {
         int f = moves[i].from, d = moves[i].to;
         t->ops[t->first[f] + fill[f]++] = (tt_op_t){moves[i].round, d, moves[i].chunk, 1};
@@ -194,8 +199,21 @@ static int tt_build(timetable_t *t, int P, int k, int reduce)
     free(fill);
     for (int v = 0; v < P; v++)
         qsort(t->ops + t->first[v], (size_t)(t->first[v + 1] - t->first[v]), sizeof *t->ops, cmp_op);
-out:
-    free(col), free(next), free(have), free(left), free(moves);
+    return WEFT_OK;
+}
+
+static int tt_build(timetable_t *t, int P, int k, int reduce)
+{
+    signed char *col = malloc((size_t)(2 * P));
+    int nops = 0, cap = 2 * P * (k / 2 + 1) + 16, rc;
+    tt_move_t *moves = malloc((size_t)cap * sizeof *moves);
+    if (!col || !moves)
+        rc = WEFT_ENOMEM;
+    else if (!(rc = twotree_s_colours(P, col)) && !(rc = tt_play(P, k, reduce, col, moves, &nops))) {
+        t->P = P, t->k = k, t->reduce = reduce;
+        rc = tt_index(t, moves, nops);
+    }
+    free(col), free(moves);
     return rc;
 }
 
