@@ -590,18 +590,12 @@ static int post_comm(checker_t *c, int rank, uint32_t i)
     return 0;
 }
 
-static int init_rank(checker_t *c, int rank, check_build_fn build, void *ctx,
-                     sched_t *builder)
+/* The rank's buffers as the call lays them out: each a store of symbolic
+ * elements, an aliased one (in place) a view into the other's store. */
+static int init_buffers(checker_t *c, int rank)
 {
     const check_spec_t *sp = c->spec;
     rstate_t *r = &c->r[rank];
-    int rc = build(ctx, rank, builder, &r->s);
-    if (rc) {
-        fail(c, rank, NIL, "the builder failed (error %d)", rc);
-        return rc;
-    }
-    if (!r->s)
-        return fail(c, rank, NIL, "schedule not committed");
     coll_layout_t lay;
     coll_layout(sp->coll, c->P, rank, sp->root, sp->count, sp->inplace, &lay);
     r->slen[BUF_IN] = lay.in_len;
@@ -624,7 +618,15 @@ static int init_rank(checker_t *c, int rank, check_build_fn build, void *ctx,
         for (uint64_t k = 0; k < r->slen[b]; k++)
             r->store[b][k].idx = -1, r->store[b][k].set = 0;
     }
-    /* initial contents */
+    return 0;
+}
+
+/* What the rank holds before the call: its own contribution to each
+ * element of its input (a bcast's root: of its output). */
+static void init_contents(checker_t *c, int rank)
+{
+    const check_spec_t *sp = c->spec;
+    rstate_t *r = &c->r[rank];
     uint32_t me = (uint32_t)rank + 1;
     int is = r->vstore[BUF_IN];
     uint64_t ib = r->vbase[BUF_IN];
@@ -632,6 +634,7 @@ static int init_rank(checker_t *c, int rank, check_build_fn build, void *ctx,
     case WEFT_COLL_ALLREDUCE:
     case WEFT_COLL_REDUCE:
     case WEFT_COLL_REDUCE_SCATTER:
+    case WEFT_COLL_SCATTER:
         for (uint64_t k = 0; k < r->vlen[BUF_IN]; k++)
             r->store[is][ib + k] = (elem_t){(int32_t)k, me};
         break;
@@ -639,10 +642,6 @@ static int init_rank(checker_t *c, int rank, check_build_fn build, void *ctx,
     case WEFT_COLL_GATHER:
         for (uint64_t k = 0; k < r->vlen[BUF_IN]; k++)
             r->store[is][ib + k] = (elem_t){(int32_t)(rank * sp->count + k), me};
-        break;
-    case WEFT_COLL_SCATTER:
-        for (uint64_t k = 0; k < r->vlen[BUF_IN]; k++)
-            r->store[is][ib + k] = (elem_t){(int32_t)k, me};
         break;
     case WEFT_COLL_BCAST:
         if (rank == sp->root)
@@ -653,6 +652,22 @@ static int init_rank(checker_t *c, int rank, check_build_fn build, void *ctx,
         break;
     }
     r->know = me;
+}
+
+static int init_rank(checker_t *c, int rank, check_build_fn build, void *ctx,
+                     sched_t *builder)
+{
+    rstate_t *r = &c->r[rank];
+    int rc = build(ctx, rank, builder, &r->s);
+    if (rc) {
+        fail(c, rank, NIL, "the builder failed (error %d)", rc);
+        return rc;
+    }
+    if (!r->s)
+        return fail(c, rank, NIL, "schedule not committed");
+    if ((rc = init_buffers(c, rank)))
+        return rc;
+    init_contents(c, rank);
     r->us_head = r->us_tail = r->ur_head = r->ur_tail = NIL;
     uint32_t n = r->s->nsteps;
     r->pending = malloc((n ? n : 1) * sizeof *r->pending);
@@ -741,6 +756,61 @@ static int verify_rank(checker_t *c, int rank)
     return 0;
 }
 
+/* Runs every step whose waits are over until none is left. */
+static void run_work(checker_t *c)
+{
+    while (!c->failed && c->wn) {
+        uint64_t w = c->work[--c->wn];
+        int rank = (int)(w >> 32);
+        uint32_t i = (uint32_t)w;
+        const step_t st = sched_step(c->r[rank].s, i);
+        if (step_kind_is_comm(st.kind))
+            post_comm(c, rank, i);
+        else
+            run_local(c, rank, i);
+    }
+}
+
+/* Every step must have run: those that did not (the first three) make a
+ * deadlock or an unmatched message. */
+static void check_all_ran(checker_t *c)
+{
+    int shown = 0;
+    char buf[1024] = "";
+    size_t used = 0;
+    for (int k = 0; k < c->P && shown < 3; k++) {
+        rstate_t *r = &c->r[k];
+        if (!r->s || r->ndone == r->s->nsteps)
+            continue;
+        uint32_t i = 0;
+        while (i < r->s->nsteps && r->state[i] != 1)
+            i++;
+        if (i == r->s->nsteps)
+            continue;
+        char what[160];
+        step_describe(c, k, i, what, sizeof what);
+        used += (size_t)snprintf(buf + used, sizeof buf - used,
+                                 "%srank %d step %u (%s) never matched", shown ? "; " : "", k, i,
+                                 what);
+        shown++;
+    }
+    if (shown)
+        fail(c, -1, NIL, "deadlock or unmatched message: %s", buf);
+}
+
+static void checker_free(checker_t *c)
+{
+    for (int k = 0; k < c->P; k++) {
+        rstate_t *r = &c->r[k];
+        for (int b = 0; b < BUF_COUNT; b++)
+            free(r->store[b]);
+        free(r->pending), free(r->state), free(r->inflight), free(r->round_left);
+        sched_img_free(r->s);
+    }
+    free(c->r), free(c->nodes), free(c->work);
+    setab_free(&c->sets);
+}
+
 int sched_check(const check_spec_t *spec, check_build_fn build, void *ctx, char *msg,
                 size_t msglen, check_stats_t *stats)
 {
@@ -771,54 +841,15 @@ int sched_check(const check_spec_t *spec, check_build_fn build, void *ctx, char 
             rc = brc;
     }
     sched_free(&builder);
-    while (!c.failed && c.wn) {
-        uint64_t w = c.work[--c.wn];
-        int rank = (int)(w >> 32);
-        uint32_t i = (uint32_t)w;
-        const step_t sv = sched_step(c.r[rank].s, i), *st = &sv;
-        if (step_kind_is_comm(st->kind))
-            post_comm(&c, rank, i);
-        else
-            run_local(&c, rank, i);
-    }
-    if (!c.failed) {
-        /* every step must have run */
-        int shown = 0;
-        char buf[1024] = "";
-        size_t used = 0;
-        for (int k = 0; k < c.P && shown < 3; k++) {
-            rstate_t *r = &c.r[k];
-            if (!r->s || r->ndone == r->s->nsteps)
-                continue;
-            uint32_t i = 0;
-            while (i < r->s->nsteps && r->state[i] != 1)
-                i++;
-            if (i == r->s->nsteps)
-                continue;
-            char what[160];
-            step_describe(&c, k, i, what, sizeof what);
-            used += (size_t)snprintf(buf + used, sizeof buf - used,
-                                     "%srank %d step %u (%s) never matched",
-                                     shown ? "; " : "", k, i, what);
-            shown++;
-        }
-        if (shown)
-            fail(&c, -1, NIL, "deadlock or unmatched message: %s", buf);
-    }
+    run_work(&c);
+    if (!c.failed)
+        check_all_ran(&c);
     for (int k = 0; k < c.P && !c.failed; k++)
         verify_rank(&c, k);
     if (!c.failed)
         rc = 0;
     if (stats)
         *stats = c.stats;
-    for (int k = 0; k < c.P; k++) {
-        rstate_t *r = &c.r[k];
-        for (int b = 0; b < BUF_COUNT; b++)
-            free(r->store[b]);
-        free(r->pending), free(r->state), free(r->inflight), free(r->round_left);
-        sched_img_free(r->s);
-    }
-    free(c.r), free(c.nodes), free(c.work);
-    setab_free(&c.sets);
+    checker_free(&c);
     return rc;
 }
