@@ -126,6 +126,62 @@ static size_t shm_budget(size_t *free_bytes)
     return cap < *free_bytes ? cap : *free_bytes;
 }
 
+/* Creates and maps the segment's file (g->size bytes, the fixed part
+ * backed now) into *out, its descriptor in *fdp; on an error nothing is
+ * left behind. */
+static int seg_map_new(const char *name, int nrank, const geometry_t *g, void **out, int *fdp)
+{
+    int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0)
+        return weft_error(WEFT_ESYS, "shm_open(%s): %s", name, strerror(errno));
+    /* Reserve the fixed part now and each ring when it is taken: a sparse
+     * page that /dev/shm cannot back kills a rank with SIGBUS in mid-run. */
+    int e = ftruncate(fd, (off_t)g->size) != 0 ? errno : posix_fallocate(fd, 0, (off_t)g->chans_off);
+    if (e) {
+        close(fd);
+        shm_unlink(name);
+        return weft_error(WEFT_ENOMEM, "the job segment for %d ranks needs %zu MiB of "
+                          "/dev/shm and could not have it: %s; make /dev/shm larger (docker run "
+                          "--shm-size=%zum) or use fewer ranks", nrank, (g->chans_off >> 20) + 1,
+                          strerror(e), (g->needed >> 20) + 65);
+    }
+    void *p = mmap(NULL, g->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+        close(fd);
+        shm_unlink(name);
+        return weft_error(WEFT_ENOMEM, "mmap of the job segment failed: %s", strerror(errno));
+    }
+    *out = p, *fdp = fd;
+    return WEFT_OK;
+}
+
+/* The header of a new segment: its geometry, then its magic, released
+ * last, so a rank that sees the magic sees the rest. */
+static void seg_header_init(seg_hdr_t *h, int nrank, uint32_t cores, const geometry_t *g,
+                            size_t avail, const char *name)
+{
+    h->nrank = (uint32_t)nrank;
+    h->ncells = g->ncells;
+    h->payload = g->payload;
+    h->cell_bytes = g->cell_bytes;
+    h->size = g->size;
+    h->ranks_off = g->ranks_off;
+    h->board_off = g->board_off;
+    h->arrival_off = g->arrival_off;
+    h->chans_off = g->chans_off;
+    h->log_off = g->log_off;
+    h->dir_off = g->dir_off;
+    h->fixed = g->chans_off;
+    h->budget = avail;
+    h->launcher = (int32_t)getpid();
+    h->cores = cores;
+    h->chan_stride = g->stride;
+    atomic_store(&h->abort_rank, -1);
+    snprintf(h->name, sizeof h->name, "%s", name);
+    atomic_thread_fence(memory_order_release);
+    h->magic = SEG_MAGIC;
+}
+
 int seg_create(int nrank, uint32_t cores, seg_t *s, char *name, size_t namelen, int *keep_fd)
 {
     if (!cores)
@@ -137,7 +193,6 @@ int seg_create(int nrank, uint32_t cores, seg_t *s, char *name, size_t namelen, 
     geometry_t g;
     size_t free_bytes, avail = shm_budget(&free_bytes);
     choose_geometry(nrank, cores, avail, &g);
-    size_t size = g.size, fixed = g.chans_off;
     if (g.needed > avail)
         return weft_error(WEFT_ENOMEM, "the job segment for %d ranks needs at least %zu MiB of "
                           "/dev/shm; %zu MiB may be used (free: %zu MiB, WEFT_SHM_MAX: %s): make "
@@ -146,26 +201,11 @@ int seg_create(int nrank, uint32_t cores, seg_t *s, char *name, size_t namelen, 
                           free_bytes == SIZE_MAX ? 0 : free_bytes >> 20,
                           getenv("WEFT_SHM_MAX") ? getenv("WEFT_SHM_MAX") : "unset",
                           (g.needed >> 20) + 65);
-    int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
-    if (fd < 0)
-        return weft_error(WEFT_ESYS, "shm_open(%s): %s", name, strerror(errno));
-    /* Reserve the fixed part now and each ring when it is taken: a sparse
-     * page that /dev/shm cannot back kills a rank with SIGBUS in mid-run. */
-    int e = ftruncate(fd, (off_t)size) != 0 ? errno : posix_fallocate(fd, 0, (off_t)fixed);
-    if (e) {
-        close(fd);
-        shm_unlink(name);
-        return weft_error(WEFT_ENOMEM, "the job segment for %d ranks needs %zu MiB of /dev/shm "
-                          "and could not have it: %s; make /dev/shm larger (docker run "
-                          "--shm-size=%zum) or use fewer ranks", nrank, (fixed >> 20) + 1,
-                          strerror(e), (g.needed >> 20) + 65);
-    }
-    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED) {
-        close(fd);
-        shm_unlink(name);
-        return weft_error(WEFT_ENOMEM, "mmap of the job segment failed: %s", strerror(errno));
-    }
+    int fd = -1;
+    void *p = NULL;
+    int rc = seg_map_new(name, nrank, &g, &p, &fd);
+    if (rc)
+        return rc;
     s->fd = -1; /* the creator takes no rings: it attaches again as a rank, or is the launcher */
     s->populate = false;
     if (keep_fd) {
@@ -177,29 +217,9 @@ int seg_create(int nrank, uint32_t cores, seg_t *s, char *name, size_t namelen, 
     } else {
         close(fd);
     }
-    seg_hdr_t *h = p;
-    h->nrank = (uint32_t)nrank;
-    h->ncells = g.ncells;
-    h->payload = g.payload;
-    h->cell_bytes = g.cell_bytes;
-    h->size = size;
-    h->ranks_off = g.ranks_off;
-    h->board_off = g.board_off;
-    h->arrival_off = g.arrival_off;
-    h->chans_off = g.chans_off;
-    h->log_off = g.log_off;
-    h->dir_off = g.dir_off;
-    h->fixed = fixed;
-    h->budget = avail;
-    h->launcher = (int32_t)getpid();
-    h->cores = cores;
-    h->chan_stride = g.stride;
-    atomic_store(&h->abort_rank, -1);
-    snprintf(h->name, sizeof h->name, "%s", name);
-    atomic_thread_fence(memory_order_release);
-    h->magic = SEG_MAGIC;
-    s->hdr = h;
-    s->size = size;
+    seg_header_init(p, nrank, cores, &g, avail, name);
+    s->hdr = p;
+    s->size = g.size;
     return WEFT_OK;
 }
 
