@@ -331,63 +331,79 @@ static int parse_ranges(const char *s, check_opts_t *o)
     return 0;
 }
 
-int cmd_check(int argc, char **argv)
+static void check_usage(void)
 {
-    if (argc < 2 || !strcmp(argv[1], "--help")) {
-        printf("usage: weft check COLL|all [--algo A[,B..]|all] [--skip A[,B..]]\n"
-               "                  [--np-range LO:HI[:STEP][,...]] [--count N] [--root R]\n"
-               "                  [--params k=v,..] [--verbose]\n"
-               "Proves every rank ends with every contribution exactly once, with no\n"
-               "deadlock, race or unmatched message, for each P in the range (default\n"
-               "1:64; segments with a step sample a range, e.g. 1:128,129:1024:7).  --root R\n"
-               "fixes the root (for P <= R, the root is P-1); without it, roots 0, P/2 and\n"
-               "P-1 are checked.\n");
-        return argc < 2 ? 2 : 0;
-    }
-    const char *collname = argv[1], *algos = "all", *skip = "";
-    check_opts_t o = {.count = -1, .root = -1};
-    if (parse_ranges("1:64", &o))
-        return 2;
+    printf("usage: weft check COLL|all [--algo A[,B..]|all] [--skip A[,B..]]\n"
+           "                  [--np-range LO:HI[:STEP][,...]] [--count N] [--root R]\n"
+           "                  [--params k=v,..] [--verbose]\n"
+           "Proves every rank ends with every contribution exactly once, with no\n"
+           "deadlock, race or unmatched message, for each P in the range (default\n"
+           "1:64; segments with a step sample a range, e.g. 1:128,129:1024:7).  --root R\n"
+           "fixes the root (for P <= R, the root is P-1); without it, roots 0, P/2 and\n"
+           "P-1 are checked.\n");
+}
+
+/* The options after COLL; 0, or 2 after saying what was wrong. */
+static int check_parse(int argc, char **argv, check_opts_t *o, const char **algos,
+                       const char **skip)
+{
     for (int i = 2; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(argv[i], "--algo") && v)
-            algos = v, i++;
-        else if (!strcmp(argv[i], "--np-range") && v) {
-            if (parse_ranges(v, &o)) {
+        char *e;
+        if (!strcmp(argv[i], "--verbose")) {
+            o->verbose = 1;
+            continue;
+        }
+        if (!v) {
+            fprintf(stderr, "weft check: unknown or incomplete option '%s'\n", argv[i]);
+            return 2;
+        }
+        i++;
+        if (!strcmp(argv[i - 1], "--algo")) {
+            *algos = v;
+        } else if (!strcmp(argv[i - 1], "--skip")) {
+            *skip = v;
+        } else if (!strcmp(argv[i - 1], "--params")) {
+            o->params = v;
+        } else if (!strcmp(argv[i - 1], "--np-range")) {
+            if (parse_ranges(v, o)) {
                 fprintf(stderr, "weft check: bad --np-range '%s' (want LO:HI[:STEP] segments, "
                         "comma-separated, 1 <= LO <= HI <= %d, STEP >= 1)\n", v, CHECK_MAX_P);
                 return 2;
             }
-            i++;
-        } else if (!strcmp(argv[i], "--count") && v) {
-            char *e;
+        } else if (!strcmp(argv[i - 1], "--count")) {
             long long c = strtoll(v, &e, 10);
             if (*e || e == v || c < 0 || c > (1ll << 40)) {
                 fprintf(stderr, "weft check: --count %s: want a count 0..2^40\n", v);
                 return 2;
             }
-            o.count = (long)c, i++;
-        } else if (!strcmp(argv[i], "--root") && v) {
-            char *e;
+            o->count = (long)c;
+        } else if (!strcmp(argv[i - 1], "--root")) {
             long r = strtol(v, &e, 10);
             if (*e || e == v || r < 0 || r > 65535) {
                 fprintf(stderr, "weft check: --root %s: want a rank 0..65535 (roots past P-1 "
                                 "are refused per P)\n", v);
                 return 2;
             }
-            o.root = (int)r, i++;
-        }
-        else if (!strcmp(argv[i], "--params") && v)
-            o.params = v, i++;
-        else if (!strcmp(argv[i], "--skip") && v)
-            skip = v, i++;
-        else if (!strcmp(argv[i], "--verbose"))
-            o.verbose = 1;
-        else {
-            fprintf(stderr, "weft check: unknown or incomplete option '%s'\n", argv[i]);
+            o->root = (int)r;
+        } else {
+            fprintf(stderr, "weft check: unknown or incomplete option '%s'\n", argv[i - 1]);
             return 2;
         }
     }
+    return 0;
+}
+
+int cmd_check(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "--help")) {
+        check_usage();
+        return argc < 2 ? 2 : 0;
+    }
+    const char *collname = argv[1], *algos = "all", *skip = "";
+    check_opts_t o = {.count = -1, .root = -1};
+    if (parse_ranges("1:64", &o) || check_parse(argc, argv, &o, &algos, &skip))
+        return 2;
     weft_coll_t coll = coll_from_name(collname);
     if (strcmp(collname, "all") && coll == WEFT_COLL_COUNT) {
         fprintf(stderr, "weft check: unknown collective '%s'\n", collname);
