@@ -647,6 +647,48 @@ static void report_outcome(int rank, int rc)
     }
 }
 
+/* The fault of a fault job, made at this rank's call c (its index
+ * *fault_at): killed, stopped, or the call changed so the ranks disagree.
+ * A mismatch needs a peer: alone in its split, the fault moves on a call. */
+static void make_fault(const stress_opts_t *o, weft_comm_t comm, call_t *c, long *fault_at)
+{
+    if (!strcmp(o->fault, "mismatch") && weft_comm_size(comm) == 1) {
+        ++*fault_at;
+        return;
+    }
+    if (!strcmp(o->fault, "kill"))
+        raise(SIGKILL);
+    if (!strcmp(o->fault, "stop"))
+        raise(SIGSTOP);
+    /* a barrier has no count: call an allreduce instead, by AUTO (the
+     * barrier's algorithm is no allreduce: naming it made this rank skip
+     * the call, a fault of another kind) */
+    if (c->coll == WEFT_COLL_BARRIER)
+        c->coll = WEFT_COLL_ALLREDUCE, c->count = 1, c->op = WEFT_SUM, c->algo = NULL,
+        c->params[0] = '\0';
+    c->count++; /* mismatch */
+}
+
+/* Every 64 calls rank 0 says whether the time is up and whether to print
+ * the progress line; 1 to stop (or when the control calls fail). */
+static int every_64(const stress_opts_t *o, weft_comm_t ctrl, int me, long calls, double t0,
+                    double *last_print, long *max_rss)
+{
+    double now = weft_now();
+    int32_t ctl[2] = {now - t0 >= o->minutes * 60, now - *last_print >= 10};
+    long rss = rss_kib();
+    if (weft_bcast(ctl, 2, WEFT_INT32, 0, ctrl) ||
+        weft_allreduce(WEFT_IN_PLACE, &rss, 1, WEFT_INT64, WEFT_MAX, ctrl))
+        return 1;
+    *max_rss = rss > *max_rss ? rss : *max_rss;
+    if (ctl[1] && me == 0) {
+        printf("stress: t=%.0fs calls=%ld max RSS over ranks %ld KiB\n", now - t0, calls, rss);
+        fflush(stdout);
+        *last_print = now;
+    }
+    return ctl[0];
+}
+
 static int stress_rank(const stress_opts_t *o)
 {
     weft_comm_t world = weft_comm_world(), comms[3], ctrls[3];
@@ -672,22 +714,8 @@ static int stress_rank(const stress_opts_t *o)
         call_t c;
         draw(&r, P, &c);
         c.index = i;
-        if (o->fault && i == fault_at && me == o->fault_rank &&
-            !strcmp(o->fault, "mismatch") && weft_comm_size(comms[c.comm]) == 1) {
-            fault_at++; /* alone in its split: no peer to disagree with */
-        } else if (o->fault && i == fault_at && me == o->fault_rank) {
-            if (!strcmp(o->fault, "kill"))
-                raise(SIGKILL);
-            if (!strcmp(o->fault, "stop"))
-                raise(SIGSTOP);
-            /* a barrier has no count: call an allreduce instead, by AUTO
-             * (the barrier's algorithm is no allreduce: naming it made this
-             * rank skip the call, a fault of another kind) */
-            if (c.coll == WEFT_COLL_BARRIER)
-                c.coll = WEFT_COLL_ALLREDUCE, c.count = 1, c.op = WEFT_SUM, c.algo = NULL,
-                c.params[0] = '\0';
-            c.count++; /* mismatch */
-        }
+        if (o->fault && i == fault_at && me == o->fault_rank)
+            make_fault(o, comms[c.comm], &c, &fault_at);
         int res = run_call(o, comms[c.comm], ctrls[c.comm], &c, &first_rc);
         if (res == 1 && i == fault_at)
             fault_at++; /* refused before any byte moved: the fault is not made yet */
@@ -696,22 +724,8 @@ static int stress_rank(const stress_opts_t *o)
         st.failed += res < 0;
         if (first_rc)
             break; /* an error, not a wrong result: the job is dead */
-        if (o->fault || i % 64 != 63)
-            continue;
-        /* every 64 calls: rank 0 says whether to stop and whether to print */
-        double now = weft_now();
-        int32_t ctl[2] = {now - t0 >= o->minutes * 60, now - last_print >= 10};
-        long rss = rss_kib();
-        if (weft_bcast(ctl, 2, WEFT_INT32, 0, ctrls[0]) ||
-            weft_allreduce(WEFT_IN_PLACE, &rss, 1, WEFT_INT64, WEFT_MAX, ctrls[0]))
-            break;
-        max_rss = rss > max_rss ? rss : max_rss;
-        if (ctl[1] && me == 0) {
-            printf("stress: t=%.0fs calls=%ld max RSS over ranks %ld KiB\n", now - t0, i + 1, rss);
-            fflush(stdout);
-            last_print = now;
-        }
-        if (ctl[0])
+        if (!o->fault && i % 64 == 63 &&
+            every_64(o, ctrls[0], me, i + 1, t0, &last_print, &max_rss))
             break;
     }
     if (o->fault) {
