@@ -210,6 +210,90 @@ static double read_one_core(const char *path)
     return rtt;
 }
 
+/* What the two ranks measured, per size: x = s - 1, the gap g and the
+ * overhead o (ns) from PRTT, and the one-way time; and the gap between
+ * messages inside one call. */
+typedef struct {
+    double x[NSIZES], g[NSIZES], ov[NSIZES], oneway[NSIZES];
+    double in_call;
+} fit_data_t;
+
+/* Measures every size the Netgauge/PRTT way (rank 0 prints a row each):
+ * PRTT(1, 0, s), PRTT(n, 0, s) and PRTT(n, d, s), d past the gap. */
+static void measure_sizes(const fit_opts_t *o, weft_comm_t w, int me, char *buf, fit_data_t *f)
+{
+    const int n = 16;
+    for (int i = 0; i < NSIZES; i++) {
+        size_t s = fit_sizes[i];
+        double p1 = prtt_median(w, NULL, me, buf, s, 1, 0, o->reps);
+        double pn = prtt_median(w, NULL, me, buf, s, n, 0, o->reps);
+        double gs = (pn - p1) / (n - 1);
+        double d = 2 * (gs > 0 ? gs : 1e-6) + 2e-6;
+        double pd = prtt_median(w, NULL, me, buf, s, n, d, o->reps);
+        f->x[i] = (double)(s - 1);
+        f->g[i] = gs * 1e9;
+        f->ov[i] = ((pd - p1) / (n - 1) - d) * 1e9;
+        f->oneway[i] = p1 / 2 * 1e9;
+        if (me == 0)
+            printf("%10zu %12.1f %12.1f %12.1f\n", s, f->oneway[i], f->g[i], f->ov[i]);
+    }
+}
+
+/* Rank 0: the LogGOPS parameters and alpha-beta fitted to f, printed with
+ * their errors, and written as a preset.  0, or 1 if it could not be. */
+static int fit_and_write(const fit_opts_t *o, const fit_data_t *f)
+{
+    /* slopes over the sizes from 64 KiB up (past the cache-line regime) */
+    double g0, G, o0, O, a, b;
+    double eg = fit_line(f->x + 4, f->g + 4, NSIZES - 4, &g0, &G);
+    double eo = fit_line(f->x + 4, f->ov + 4, NSIZES - 4, &o0, &O);
+    double ea = fit_line(f->x, f->oneway, NSIZES, &a, &b);
+    double one = f->oneway[0];
+    sim_model_t m;
+    sim_model_default(&m);
+    m.g = m.o = f->in_call;
+    m.G = G > 0 ? G : 0;
+    m.O = O > 0 ? O : 0;
+    m.L = one - 2 * m.o > 0 ? one - 2 * m.o : 0;
+    m.S = UINT64_MAX; /* weft's shared memory has no rendezvous in this sense */
+    m.gamma = gamma_per_byte();
+    double rtt1 = read_one_core(o->one_core);
+    if (rtt1 > 0) /* a one-way time on one core less one on two */
+        m.sw = rtt1 / 2 > one ? rtt1 / 2 - one : 0;
+    printf("\ninside one call: %d messages of 1 byte, %.1f ns apart (per call above: "
+           "g(1) %.1f ns, o(1) %.1f ns)\n", IN_CALL_MESSAGES, f->in_call, f->g[0], f->ov[0]);
+    printf("LogGOPS: L %.1f ns, o %.1f ns, g %.1f ns, G %.4f ns/B, O %.4f ns/B, "
+           "gamma %.4f ns/B\n", m.L, m.o, m.g, m.G, m.O, m.gamma);
+    if (rtt1 > 0 && rtt1 / 2 <= one)
+        printf("two ranks on one core: one-way %.1f ns, not slower than on two cores (a "
+               "loaded machine?): switch 0\n", rtt1 / 2);
+    else if (rtt1 > 0)
+        printf("two ranks on one core: one-way %.1f ns, so a switch between ranks costs "
+               "%.1f ns (weft sim --cores C --switch NS)\n", rtt1 / 2, m.sw);
+    else
+        printf("two ranks on one core: not measured (see above); switch 0\n");
+    printf("fit error (largest relative residual): G %.1f %%, O %.1f %% (sizes >= 64 KiB)\n",
+           eg * 100, eo * 100);
+    /* LogGOPS's one-way time is o + L + o: an o past half of it leaves no
+     * room for L (it did when o was a call's overhead): say so rather than
+     * print a bare zero */
+    if (2 * m.o > one)
+        printf("note: o (%.1f ns) exceeds half the one-way time of 1 byte (%.1f ns); L set "
+               "to 0\n", m.o, one);
+    printf("alpha-beta: alpha %.1f ns, beta %.4f ns/B (%.2f GB/s); largest relative "
+           "residual %.1f %% over 1 B - 4 MiB\n", a, b, b > 0 ? 1 / b : 0, ea * 100);
+    char comment[160];
+    snprintf(comment, sizeof comment,
+             "weft fit: weft's shared memory, two ranks; o = g from messages inside one call, "
+             "L, G and O from two-rank broadcasts, switch from two ranks on one core");
+    if (sim_preset_write(o->out, &m, comment)) {
+        fprintf(stderr, "weft fit: %s: %s\n", o->out, strerror(errno));
+        return 1;
+    }
+    printf("wrote %s\n", o->out);
+    return 0;
+}
+
 static int fit_rank(const fit_opts_t *o)
 {
     weft_comm_t w = weft_comm_world();
@@ -224,78 +308,15 @@ static int fit_rank(const fit_opts_t *o)
     if (!buf)
         return 1;
     memset(buf, 1, fit_sizes[NSIZES - 1]); /* no page faults in the timings */
-    const int n = 16;
-    double x[NSIZES], g[NSIZES], ov[NSIZES], oneway[NSIZES];
-    for (int i = 0; i < NSIZES; i++) {
-        size_t s = fit_sizes[i];
-        double p1 = prtt_median(w, NULL, me, buf, s, 1, 0, o->reps);
-        double pn = prtt_median(w, NULL, me, buf, s, n, 0, o->reps);
-        double gs = (pn - p1) / (n - 1);
-        double d = 2 * (gs > 0 ? gs : 1e-6) + 2e-6;
-        double pd = prtt_median(w, NULL, me, buf, s, n, d, o->reps);
-        x[i] = (double)(s - 1);
-        g[i] = gs * 1e9;
-        ov[i] = ((pd - p1) / (n - 1) - d) * 1e9;
-        oneway[i] = p1 / 2 * 1e9;
-        if (me == 0)
-            printf("%10zu %12.1f %12.1f %12.1f\n", s, oneway[i], g[i], ov[i]);
-    }
-    double in_call = in_call_gap(w, me, buf, o->reps);
+    fit_data_t f;
+    measure_sizes(o, w, me, buf, &f);
+    f.in_call = in_call_gap(w, me, buf, o->reps);
     free(buf);
-    if (in_call < 0) {
+    if (f.in_call < 0) {
         fprintf(stderr, "weft fit: %s\n", weft_last_error());
         return 1;
     }
-    if (me != 0)
-        return 0;
-    /* slopes over the sizes from 64 KiB up (past the cache-line regime) */
-    double g0, G, o0, O, a, b;
-    double eg = fit_line(x + 4, g + 4, NSIZES - 4, &g0, &G);
-    double eo = fit_line(x + 4, ov + 4, NSIZES - 4, &o0, &O);
-    double ea = fit_line(x, oneway, NSIZES, &a, &b);
-    sim_model_t m;
-    sim_model_default(&m);
-    m.g = m.o = in_call;
-    m.G = G > 0 ? G : 0;
-    m.O = O > 0 ? O : 0;
-    m.L = oneway[0] - 2 * m.o > 0 ? oneway[0] - 2 * m.o : 0;
-    m.S = UINT64_MAX; /* weft's shared memory has no rendezvous in this sense */
-    m.gamma = gamma_per_byte();
-    double rtt1 = read_one_core(o->one_core);
-    if (rtt1 > 0) /* a one-way time on one core less one on two */
-        m.sw = rtt1 / 2 > oneway[0] ? rtt1 / 2 - oneway[0] : 0;
-    printf("\ninside one call: %d messages of 1 byte, %.1f ns apart (per call above: "
-           "g(1) %.1f ns, o(1) %.1f ns)\n", IN_CALL_MESSAGES, in_call, g[0], ov[0]);
-    printf("LogGOPS: L %.1f ns, o %.1f ns, g %.1f ns, G %.4f ns/B, O %.4f ns/B, "
-           "gamma %.4f ns/B\n", m.L, m.o, m.g, m.G, m.O, m.gamma);
-    if (rtt1 > 0 && rtt1 / 2 <= oneway[0])
-        printf("two ranks on one core: one-way %.1f ns, not slower than on two cores (a "
-               "loaded machine?): switch 0\n", rtt1 / 2);
-    else if (rtt1 > 0)
-        printf("two ranks on one core: one-way %.1f ns, so a switch between ranks costs "
-               "%.1f ns (weft sim --cores C --switch NS)\n", rtt1 / 2, m.sw);
-    else
-        printf("two ranks on one core: not measured (see above); switch 0\n");
-    printf("fit error (largest relative residual): G %.1f %%, O %.1f %% (sizes >= 64 KiB)\n",
-           eg * 100, eo * 100);
-    /* LogGOPS's one-way time is o + L + o: an o past half of it leaves no
-     * room for L (it did when o was a call's overhead): say so rather than
-     * print a bare zero */
-    if (2 * m.o > oneway[0])
-        printf("note: o (%.1f ns) exceeds half the one-way time of 1 byte (%.1f ns); L set "
-               "to 0\n", m.o, oneway[0]);
-    printf("alpha-beta: alpha %.1f ns, beta %.4f ns/B (%.2f GB/s); largest relative "
-           "residual %.1f %% over 1 B - 4 MiB\n", a, b, b > 0 ? 1 / b : 0, ea * 100);
-    char comment[160];
-    snprintf(comment, sizeof comment,
-             "weft fit: weft's shared memory, two ranks; o = g from messages inside one call, "
-             "L, G and O from two-rank broadcasts, switch from two ranks on one core");
-    if (sim_preset_write(o->out, &m, comment)) {
-        fprintf(stderr, "weft fit: %s: %s\n", o->out, strerror(errno));
-        return 1;
-    }
-    printf("wrote %s\n", o->out);
-    return 0;
+    return me == 0 ? fit_and_write(o, &f) : 0;
 }
 
 /* Runs the one-core job: this process's affinity narrowed to the first
