@@ -496,6 +496,71 @@ static long plain_number(const char *v, long hi)
     return x > hi ? -1 : x;
 }
 
+/* The value of one parameter, key k of length kl (already allowed for
+ * al), into p. */
+static int parse_param(const algo_t *al, const char *k, size_t kl, const char *val,
+                       algo_params_t *p)
+{
+    if (kl == 6 && !strncmp(k, "chunks", 6)) {
+        long v = plain_number(val, 16384);
+        if (v < 1)
+            return weft_error(WEFT_EINVAL, "chunks=%s: expected an integer 1..16384", val);
+        p->chunks = (int)v;
+    } else if (kl == 7 && !strncmp(k, "segment", 7)) {
+        uint64_t v = 0;
+        const char *end = size_prefix(val, &v);
+        if (!end || *end || v == 0 || v > (1ull << 40))
+            return weft_error(WEFT_EINVAL, "segment=%s: expected a size in bytes, 1..1T "
+                              "(K, M and G allowed)", val);
+        p->segment = v;
+    } else if (kl == 9 && !strncmp(k, "threshold", 9)) {
+        long v = plain_number(val, 100000000);
+        if (v < 0)
+            return weft_error(WEFT_EINVAL, "threshold=%s: expected an arrival spread in "
+                              "microseconds, 0..100000000", val);
+        p->threshold = (int)v + 1;
+    } else if (kl == 6 && !strncmp(k, "fanout", 6)) {
+        /* auto: the algorithm's default (dissem_adapted: the smallest
+         * n with a tuple; dissem, bruck: 1) */
+        long v = strcmp(val, "auto") ? plain_number(val, 1024) : 0;
+        if (v < 0 || (v == 0 && strcmp(val, "auto")))
+            return weft_error(WEFT_EINVAL, "fanout=%s: expected an integer 1..1024 or auto",
+                              val);
+        p->fanout = (int)v;
+    } else if (kl == 6 && !strncmp(k, "reduce", 6)) {
+        if (!algo_find(WEFT_COLL_REDUCE, val))
+            return weft_error(WEFT_EINVAL, "reduce=%s: no such reduce algorithm", val);
+        strcpy(p->reduce, val);
+    } else if (kl == 4 && !strncmp(k, "sync", 4)) {
+        if (!strcmp(val, "none"))
+            p->sync = 0;
+        else if (!strcmp(val, "colouring") || !strcmp(val, "coloring"))
+            p->sync = 1;
+        else
+            return weft_error(WEFT_EINVAL, "sync=%s: expected none or colouring", val);
+    } else if (kl == 4 && !strncmp(k, "node", 4)) {
+        if (!strcmp(val, "chain"))
+            p->node = NODE_LEVEL_CHAIN;
+        else if (!strcmp(val, "leader"))
+            p->node = NODE_LEVEL_LEADER;
+        else if (!strcmp(val, "twostep"))
+            p->node = NODE_LEVEL_TWOSTEP;
+        else
+            return weft_error(WEFT_EINVAL, "node=%s: expected chain, leader or twostep", val);
+    } else if (kl == 5 && !strncmp(k, "inter", 5)) {
+        weft_coll_t ic = al->coll;
+        if (!algo_find(ic, val) || !strcmp(val, "hier"))
+            return weft_error(WEFT_EINVAL, "inter=%s: no such %s algorithm for the leaders",
+                              val, weft_coll_name(ic));
+        strcpy(p->inter, val);
+    } else if (kl == 5 && !strncmp(k, "bcast", 5)) {
+        if (!algo_find(WEFT_COLL_BCAST, val))
+            return weft_error(WEFT_EINVAL, "bcast=%s: no such bcast algorithm", val);
+        strcpy(p->bcast, val);
+    }
+    return WEFT_OK;
+}
+
 int algo_parse_params(const algo_t *al, const char *text, algo_params_t *p)
 {
     memset(p, 0, sizeof *p);
@@ -531,63 +596,9 @@ int algo_parse_params(const algo_t *al, const char *text, algo_params_t *p)
                               al->name);
         if (strlen(seen) + kl + 2 < sizeof seen)
             strcat(seen, keyc + 1);
-        if (kl == 6 && !strncmp(q, "chunks", 6)) {
-            long v = plain_number(val, 16384);
-            if (v < 1)
-                return weft_error(WEFT_EINVAL, "chunks=%s: expected an integer 1..16384", val);
-            p->chunks = (int)v;
-        } else if (kl == 7 && !strncmp(q, "segment", 7)) {
-            uint64_t v = 0;
-            const char *end = size_prefix(val, &v);
-            if (!end || *end || v == 0 || v > (1ull << 40))
-                return weft_error(WEFT_EINVAL, "segment=%s: expected a size in bytes, 1..1T "
-                                  "(K, M and G allowed)", val);
-            p->segment = v;
-        } else if (kl == 9 && !strncmp(q, "threshold", 9)) {
-            long v = plain_number(val, 100000000);
-            if (v < 0)
-                return weft_error(WEFT_EINVAL, "threshold=%s: expected an arrival spread in "
-                                  "microseconds, 0..100000000", val);
-            p->threshold = (int)v + 1;
-        } else if (kl == 6 && !strncmp(q, "fanout", 6)) {
-            /* auto: the algorithm's default (dissem_adapted: the smallest
-             * n with a tuple; dissem, bruck: 1) */
-            long v = strcmp(val, "auto") ? plain_number(val, 1024) : 0;
-            if (v < 0 || (v == 0 && strcmp(val, "auto")))
-                return weft_error(WEFT_EINVAL, "fanout=%s: expected an integer 1..1024 or auto",
-                                  val);
-            p->fanout = (int)v;
-        } else if (kl == 6 && !strncmp(q, "reduce", 6)) {
-            if (!algo_find(WEFT_COLL_REDUCE, val))
-                return weft_error(WEFT_EINVAL, "reduce=%s: no such reduce algorithm", val);
-            strcpy(p->reduce, val);
-        } else if (kl == 4 && !strncmp(q, "sync", 4)) {
-            if (!strcmp(val, "none"))
-                p->sync = 0;
-            else if (!strcmp(val, "colouring") || !strcmp(val, "coloring"))
-                p->sync = 1;
-            else
-                return weft_error(WEFT_EINVAL, "sync=%s: expected none or colouring", val);
-        } else if (kl == 4 && !strncmp(q, "node", 4)) {
-            if (!strcmp(val, "chain"))
-                p->node = NODE_LEVEL_CHAIN;
-            else if (!strcmp(val, "leader"))
-                p->node = NODE_LEVEL_LEADER;
-            else if (!strcmp(val, "twostep"))
-                p->node = NODE_LEVEL_TWOSTEP;
-            else
-                return weft_error(WEFT_EINVAL, "node=%s: expected chain, leader or twostep", val);
-        } else if (kl == 5 && !strncmp(q, "inter", 5)) {
-            weft_coll_t ic = al->coll;
-            if (!algo_find(ic, val) || !strcmp(val, "hier"))
-                return weft_error(WEFT_EINVAL, "inter=%s: no such %s algorithm for the leaders",
-                                  val, weft_coll_name(ic));
-            strcpy(p->inter, val);
-        } else if (kl == 5 && !strncmp(q, "bcast", 5)) {
-            if (!algo_find(WEFT_COLL_BCAST, val))
-                return weft_error(WEFT_EINVAL, "bcast=%s: no such bcast algorithm", val);
-            strcpy(p->bcast, val);
-        }
+        int rc = parse_param(al, q, kl, val, p);
+        if (rc)
+            return rc;
         if (!e)
             break;
         q = e + 1;
