@@ -55,23 +55,12 @@ static int check_cases(const algo_t *al, build_ctx_t *bp, const uint64_t *counts
                        const int *roots, int nr, bool full, int P, check_stats_t *total,
                        uint64_t *nruns, char *report, size_t rlen);
 
-/* Checks one P (every count/root/variant chosen for it); 0 if all pass,
- * else 1 with the report in fail. */
-static int check_one_p(const algo_t *al, const check_opts_t *o, const algo_params_t *params, int P,
-                       check_stats_t *total, uint64_t *nruns, char *report, size_t rlen)
+/* The counts to check at P: up to P = 64 (full) every case (0, 1, P-1 and
+ * 2P+1 elements per block for vector collectives, 0-2 for the others),
+ * above one sampled case per P, rotating; --count fixes it. */
+static int counts_for(const algo_t *al, const check_opts_t *o, int P, bool full,
+                      uint64_t counts[4])
 {
-    build_ctx_t b;
-    memset(&b, 0, sizeof b);
-    b.al = al;
-    b.a.params = *params;
-    b.a.coll = al->coll;
-    b.a.esize = 4;
-    b.a.arena_reads = true; /* linear_arena's schedule is proved as any other */
-    /* Up to P = 64 every combination; above, one sampled count and root per P
-     * (rotating, so the whole range still sees every case), in place every
-     * fourth P. */
-    bool full = P <= 64;
-    uint64_t counts[4];
     int nc = 0;
     if (o->count >= 0) {
         counts[nc++] = (uint64_t)o->count;
@@ -92,11 +81,18 @@ static int check_one_p(const algo_t *al, const check_opts_t *o, const algo_param
     } else {
         counts[nc++] = 0;
     }
-    int roots[3], nr = 0;
+    return nc;
+}
+
+/* The roots to check at P: 0, P/2 and P-1 (one of them, rotating, above
+ * P = 64); --root fixes it, past P the last rank. */
+static int roots_for(const algo_t *al, const check_opts_t *o, int P, bool full, int roots[3])
+{
+    int nr = 0;
     if (!coll_is_rooted(al->coll))
         roots[nr++] = 0;
     else if (o->root >= 0)
-        roots[nr++] = o->root < P ? o->root : P - 1; /* --root beyond P: the last rank */
+        roots[nr++] = o->root < P ? o->root : P - 1;
     else if (full) {
         roots[nr++] = 0;
         if (P > 2)
@@ -107,6 +103,28 @@ static int check_one_p(const algo_t *al, const check_opts_t *o, const algo_param
         int pick[3] = {0, P / 2, P - 1};
         roots[nr++] = pick[P % 3];
     }
+    return nr;
+}
+
+/* Checks one P (every count/root/variant chosen for it); 0 if all pass,
+ * else 1 with the report in fail. */
+static int check_one_p(const algo_t *al, const check_opts_t *o, const algo_params_t *params, int P,
+                       check_stats_t *total, uint64_t *nruns, char *report, size_t rlen)
+{
+    build_ctx_t b;
+    memset(&b, 0, sizeof b);
+    b.al = al;
+    b.a.params = *params;
+    b.a.coll = al->coll;
+    b.a.esize = 4;
+    b.a.arena_reads = true; /* linear_arena's schedule is proved as any other */
+    /* Up to P = 64 every combination; above, one sampled count and root per P
+     * (rotating, so the whole range still sees every case), in place every
+     * fourth P. */
+    bool full = P <= 64;
+    uint64_t counts[4];
+    int roots[3];
+    int nc = counts_for(al, o, P, full, counts), nr = roots_for(al, o, P, full, roots);
     /* node maps for hierarchical algorithms: one node, nodes of k
      * consecutive ranks, and nodes dealt round-robin (not contiguous) */
     int ntopo = 1;
