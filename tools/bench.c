@@ -997,21 +997,61 @@ static double measure_alpha(weft_comm_t comm, const bench_opts_t *o, size_t coun
 
 /* Times one algorithm at one size into *r (every rank alike); nonzero if
  * it cannot serve the call (r->skipped, and the reason in why). */
-static int time_one(const bench_opts_t *o, weft_comm_t comm, const lineup_t *L, size_t a,
-                    size_t count, void *in, void *out, double *times, int iters, int warm,
-                    const arrival_t *ar, result_t *r, char *why, size_t whylen)
+/* The median of sorted times. */
+static double median_sorted(const double *t, int n)
 {
-    int rank = weft_comm_rank(comm), P = weft_comm_size(comm), rc = WEFT_OK;
-    const algo_t *al = L->al[a];
-    r->mif = ar ? ar->mif : -1, r->alpha = ar ? ar->alpha : 0, r->late = ar != NULL;
-    r->al = al;
-    r->params = L->params[a];
-    r->chose[0] = '\0';
-    if (al != &native_algo)
-        weft_set_algorithm(comm, o->coll, al->name, L->params[a]);
-    fill(in, count, o->dtype, o->op, rank, 0);
-    if (o->coll == WEFT_COLL_BCAST)
-        fill(out, count, o->dtype, o->op, rank, 0);
+    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+}
+
+/* The figures of one algorithm's iterations (times, seconds, this rank's)
+ * by the run's convention: with late arrivals the time inside, over ranks
+ * and calls, and the worst rank's; --osu and --back-to-back each rank's
+ * mean averaged over ranks; else the slowest rank per iteration. */
+static void summarize(const bench_opts_t *o, weft_comm_t comm, double *times, int iters,
+                      bool late, result_t *r)
+{
+    int P = weft_comm_size(comm);
+    double sum = 0;
+    for (int i = 0; i < iters; i++)
+        sum += times[i];
+    if (late) {
+        double mean = sum / iters, worst = mean;
+        weft_allreduce(WEFT_IN_PLACE, &mean, 1, WEFT_FLOAT64, WEFT_SUM, comm);
+        weft_allreduce(WEFT_IN_PLACE, &worst, 1, WEFT_FLOAT64, WEFT_MAX, comm);
+        weft_allreduce(WEFT_IN_PLACE, times, (size_t)iters, WEFT_FLOAT64, WEFT_SUM, comm);
+        qsort(times, (size_t)iters, sizeof *times, cmp_double);
+        r->avg = mean / P * 1e6;
+        r->worst = worst * 1e6;
+        r->med = median_sorted(times, iters) / P * 1e6;
+        r->min = times[0] / P * 1e6;
+    } else if (o->osu || o->back_to_back) {
+        double mean = sum / iters;
+        weft_allreduce(WEFT_IN_PLACE, &mean, 1, WEFT_FLOAT64, WEFT_SUM, comm);
+        r->avg = r->med = mean / P * 1e6;
+        weft_allreduce(WEFT_IN_PLACE, times, (size_t)iters, WEFT_FLOAT64, WEFT_MIN, comm);
+        qsort(times, (size_t)iters, sizeof *times, cmp_double);
+        r->min = times[0] * 1e6;
+    } else {
+        weft_allreduce(WEFT_IN_PLACE, times, (size_t)iters, WEFT_FLOAT64, WEFT_MAX, comm);
+        sum = 0;
+        for (int i = 0; i < iters; i++)
+            sum += times[i];
+        qsort(times, (size_t)iters, sizeof *times, cmp_double);
+        r->avg = sum / iters * 1e6;
+        r->med = median_sorted(times, iters) * 1e6;
+        r->min = times[0] * 1e6;
+    }
+    r->iters = iters;
+}
+
+/* Times iters calls (after warm untimed ones) into times: back to back,
+ * one clock around them all; else each after a barrier (and with ar, a
+ * late arrival).  0, or the first call's error. */
+static int time_calls(const bench_opts_t *o, weft_comm_t comm, const lineup_t *L,
+                      const algo_t *al, size_t count, void *in, void *out, double *times,
+                      int iters, int warm, const arrival_t *ar)
+{
+    int rank = weft_comm_rank(comm), rc = WEFT_OK;
     for (int i = 0; i < warm && !rc; i++)
         rc = run_one(comm, o, al, count, in, out);
     if (o->back_to_back) {
@@ -1022,8 +1062,9 @@ static int time_one(const bench_opts_t *o, weft_comm_t comm, const lineup_t *L, 
         double each = (weft_now() - t0) / iters;
         for (int i = 0; i < iters; i++)
             times[i] = each;
+        return rc;
     }
-    for (int i = 0; i < iters && !rc && !o->back_to_back; i++) {
+    for (int i = 0; i < iters && !rc; i++) {
         bench_barrier(L->sync, o);
         if (ar)
             arrive_late(ar, rank, i, o->redraw);
@@ -1031,6 +1072,25 @@ static int time_one(const bench_opts_t *o, weft_comm_t comm, const lineup_t *L, 
         rc = run_one(comm, o, al, count, in, out);
         times[i] = weft_now() - t0;
     }
+    return rc;
+}
+
+static int time_one(const bench_opts_t *o, weft_comm_t comm, const lineup_t *L, size_t a,
+                    size_t count, void *in, void *out, double *times, int iters, int warm,
+                    const arrival_t *ar, result_t *r, char *why, size_t whylen)
+{
+    int rank = weft_comm_rank(comm);
+    const algo_t *al = L->al[a];
+    r->mif = ar ? ar->mif : -1, r->alpha = ar ? ar->alpha : 0, r->late = ar != NULL;
+    r->al = al;
+    r->params = L->params[a];
+    r->chose[0] = '\0';
+    if (al != &native_algo)
+        weft_set_algorithm(comm, o->coll, al->name, L->params[a]);
+    fill(in, count, o->dtype, o->op, rank, 0);
+    if (o->coll == WEFT_COLL_BCAST)
+        fill(out, count, o->dtype, o->op, rank, 0);
+    int rc = time_calls(o, comm, L, al, count, in, out, times, iters, warm, ar);
     if (al == &auto_algo && comm_last_choice(comm, o->coll)) /* copied: later calls reuse it */
         snprintf(r->chose, sizeof r->chose, "%s", comm_last_choice(comm, o->coll));
     if (rc) {
@@ -1040,39 +1100,7 @@ static int time_one(const bench_opts_t *o, weft_comm_t comm, const lineup_t *L, 
         snprintf(why, whylen, "%s", weft_last_error());
         return rc;
     }
-    double sum = 0;
-    for (int i = 0; i < iters; i++)
-        sum += times[i];
-    if (ar) { /* the time inside: over ranks and calls, per call, worst rank */
-        double mean = sum / iters, worst = mean;
-        weft_allreduce(WEFT_IN_PLACE, &mean, 1, WEFT_FLOAT64, WEFT_SUM, comm);
-        weft_allreduce(WEFT_IN_PLACE, &worst, 1, WEFT_FLOAT64, WEFT_MAX, comm);
-        weft_allreduce(WEFT_IN_PLACE, times, (size_t)iters, WEFT_FLOAT64, WEFT_SUM, comm);
-        qsort(times, (size_t)iters, sizeof *times, cmp_double);
-        r->avg = mean / P * 1e6;
-        r->worst = worst * 1e6;
-        r->med = (iters % 2 ? times[iters / 2]
-                            : 0.5 * (times[iters / 2 - 1] + times[iters / 2])) / P * 1e6;
-        r->min = times[0] / P * 1e6;
-    } else if (o->osu || o->back_to_back) { /* each rank's mean, averaged over ranks */
-        double mean = sum / iters;
-        weft_allreduce(WEFT_IN_PLACE, &mean, 1, WEFT_FLOAT64, WEFT_SUM, comm);
-        r->avg = r->med = mean / P * 1e6;
-        weft_allreduce(WEFT_IN_PLACE, times, (size_t)iters, WEFT_FLOAT64, WEFT_MIN, comm);
-        qsort(times, (size_t)iters, sizeof *times, cmp_double);
-        r->min = times[0] * 1e6;
-    } else { /* the slowest rank per iteration */
-        weft_allreduce(WEFT_IN_PLACE, times, (size_t)iters, WEFT_FLOAT64, WEFT_MAX, comm);
-        sum = 0;
-        for (int i = 0; i < iters; i++)
-            sum += times[i];
-        qsort(times, (size_t)iters, sizeof *times, cmp_double);
-        r->avg = sum / iters * 1e6;
-        r->med = (iters % 2 ? times[iters / 2]
-                            : 0.5 * (times[iters / 2 - 1] + times[iters / 2])) * 1e6;
-        r->min = times[0] * 1e6;
-    }
-    r->iters = iters;
+    summarize(o, comm, times, iters, ar != NULL, r);
     return WEFT_OK;
 }
 
