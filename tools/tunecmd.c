@@ -754,6 +754,55 @@ static int tune_simulate(const tune_opts_t *o, winner_t *w, int max, char *mname
     return n;
 }
 
+/* The table's rows: a run of sizes the same algorithm won is one row,
+ * from just above the midpoint with the previous size to the midpoint
+ * with the next. */
+static void write_rows(FILE *f, const tune_opts_t *o, const winner_t *w, int n, const char *np)
+{
+    const char *ops = o->coll == WEFT_COLL_BCAST ? "any" : o->noncomm ? "noncommutative"
+                                                                       : "commutative";
+    for (int i = 0; i < n;) {
+        int j = i;
+        while (j + 1 < n && !strcmp(w[j + 1].algo, w[i].algo))
+            j++;
+        uint64_t lo = i == 0 ? 0 : (w[i - 1].bytes + w[i].bytes) / 2 + 1;
+        char hi[24], range[64];
+        if (j == n - 1)
+            snprintf(hi, sizeof hi, "*");
+        else
+            snprintf(hi, sizeof hi, "%llu", (unsigned long long)((w[j].bytes + w[j + 1].bytes) / 2));
+        snprintf(range, sizeof range, "%llu-%s", (unsigned long long)lo, hi);
+        fprintf(f, "%-16s %-14s %-6s %-22s %-12s # %.2f us at %llu B", weft_coll_name(o->coll),
+                ops, np, range, w[i].algo, w[i].med, (unsigned long long)w[i].bytes);
+        if (j > i)
+            fprintf(f, " .. %.2f us at %llu B", w[j].med, (unsigned long long)w[j].bytes);
+        fprintf(f, "\n");
+        i = j + 1;
+    }
+}
+
+/* The table's version line and the comment that says how it was made. */
+static void write_head(FILE *f, const tune_opts_t *o, const char *np, const char *mname)
+{
+    if (o->by_sim)
+        fprintf(f, "weft-tuning 1\n# weft tune %s --np %s --sizes %s --by sim: fastest LogGOPS "
+                   "prediction (preset %s, %s) per size\n", o->coll_name, np, o->sizes, mname,
+                o->noncomm ? "uint64, a non-commutative op"
+                           : o->coll == WEFT_COLL_BCAST ? "float32" : "float32 sum");
+    else if (o->arrival)
+        fprintf(f, "weft-tuning 1\n# weft tune allreduce --np %s --sizes %s --arrival %s: "
+                   "adaptive where the arrival-aware algorithm won at some imbalance factor, "
+                   "its threshold the spread (us) between the factors that bracket the win "
+                   "(float32 sum; the figure: the aware one's median time inside there)\n",
+                np, o->sizes, o->arrival);
+    else
+        fprintf(f, "weft-tuning 1\n# weft tune %s --np %s --sizes %s: fastest median of weft "
+                   "bench (%s) per size\n", o->coll_name, np, o->sizes,
+                o->noncomm ? "uint64, a non-commutative user op" : "float32 sum");
+    fprintf(f, "# %-14s %-14s %-6s %-22s algorithm   # %s\n", "collective", "ops", "ranks",
+            "bytes", o->by_sim ? "predicted" : "measured median");
+}
+
 int cmd_tune(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "--help"))
@@ -785,46 +834,8 @@ int cmd_tune(int argc, char **argv)
     }
     char npbuf[24];
     snprintf(npbuf, sizeof npbuf, "%llu", (unsigned long long)o.np);
-    if (o.by_sim)
-        fprintf(f, "weft-tuning 1\n# weft tune %s --np %s --sizes %s --by sim: fastest LogGOPS "
-                   "prediction (preset %s, %s) per size\n", o.coll_name, npbuf, o.sizes, mname,
-                o.noncomm ? "uint64, a non-commutative op"
-                          : o.coll == WEFT_COLL_BCAST ? "float32" : "float32 sum");
-    else if (o.arrival)
-        fprintf(f, "weft-tuning 1\n# weft tune allreduce --np %s --sizes %s --arrival %s: "
-                   "adaptive where the arrival-aware algorithm won at some imbalance factor, "
-                   "its threshold the spread (us) between the factors that bracket the win "
-                   "(float32 sum; the figure: the aware one's median time inside there)\n",
-                npbuf, o.sizes, o.arrival);
-    else
-        fprintf(f, "weft-tuning 1\n# weft tune %s --np %s --sizes %s: fastest median of weft "
-                   "bench (%s) per size\n", o.coll_name, npbuf, o.sizes,
-                o.noncomm ? "uint64, a non-commutative user op" : "float32 sum");
-    const char *what = o.by_sim ? "predicted" : "measured median";
-    fprintf(f, "# %-14s %-14s %-6s %-22s algorithm   # %s\n", "collective", "ops", "ranks",
-            "bytes", what);
-    const char *ops = o.coll == WEFT_COLL_BCAST ? "any" : o.noncomm ? "noncommutative"
-                                                                     : "commutative";
-    for (int i = 0; i < n;) {
-        int j = i;
-        while (j + 1 < n && !strcmp(w[j + 1].algo, w[i].algo))
-            j++;
-        /* from just above the midpoint with the previous size to the
-         * midpoint with the next */
-        uint64_t lo = i == 0 ? 0 : (w[i - 1].bytes + w[i].bytes) / 2 + 1;
-        char hi[24], range[64];
-        if (j == n - 1)
-            snprintf(hi, sizeof hi, "*");
-        else
-            snprintf(hi, sizeof hi, "%llu", (unsigned long long)((w[j].bytes + w[j + 1].bytes) / 2));
-        snprintf(range, sizeof range, "%llu-%s", (unsigned long long)lo, hi);
-        fprintf(f, "%-16s %-14s %-6s %-22s %-12s # %.2f us at %llu B", weft_coll_name(o.coll),
-                ops, npbuf, range, w[i].algo, w[i].med, (unsigned long long)w[i].bytes);
-        if (j > i)
-            fprintf(f, " .. %.2f us at %llu B", w[j].med, (unsigned long long)w[j].bytes);
-        fprintf(f, "\n");
-        i = j + 1;
-    }
+    write_head(f, &o, npbuf, mname);
+    write_rows(f, &o, w, n, npbuf);
     if (o.out) {
         fclose(f);
         printf("weft tune: wrote %s (load it with WEFT_TUNING_FILE=%s)\n", o.out, o.out);
