@@ -102,6 +102,67 @@ static int parse_call(const char *line, int version, int size, pap_call_t *c)
     return 0;
 }
 
+/* A file's second line, 'rank R size P node N': the rank's node noted,
+ * the trace's size taken from its first file.  0, or -1 (said) when the
+ * rest of the file cannot be read. */
+static int read_header(trace_t *t, const char *path, int ln, const char *line, int *rank,
+                       int *size, int *node)
+{
+    char extra;
+    if (sscanf(line, "rank %d size %d node %d %c", rank, size, node, &extra) != 3 || *rank < 0 ||
+        *size < 1 || *size > (1 << 24) || *rank >= *size || *node < 0) {
+        problem(t, "weft pap: %s: line %d: %s\n", path, ln,
+                "want 'rank R size P node N' with 0 <= R < P");
+        return -1;
+    }
+    if (t->size < 0) {
+        t->size = *size;
+        t->node = malloc((size_t)*size * sizeof *t->node);
+        if (!t->node) {
+            problem(t, "weft pap: %s: line %d: %s\n", path, ln, "out of memory");
+            return -1;
+        }
+        for (int i = 0; i < *size; i++)
+            t->node[i] = -1;
+    } else if (*size != t->size) {
+        problem(t, "weft pap: %s: line %d: %s\n", path, ln,
+                "another job's trace (its size differs from the first file's)");
+        return -1;
+    }
+    if (t->node[*rank] >= 0) {
+        problem(t, "weft pap: %s: line %d: %s\n", path, ln, "a second file for this rank");
+        return -1;
+    }
+    t->node[*rank] = *node;
+    t->files++;
+    return 0;
+}
+
+/* The next whole line of f into line (its newline cut); 0 at the end.  A
+ * line too long, or the last one cut short, is a problem and skipped. */
+static int next_line(trace_t *t, FILE *f, const char *path, char *line, size_t cap, int *ln)
+{
+    while (fgets(line, (int)cap, f)) {
+        ++*ln;
+        size_t len = strlen(line);
+        if (len && line[len - 1] != '\n' && !feof(f)) {
+            problem(t, "weft pap: %s: line %d: %s\n", path, *ln, "longer than 511 bytes");
+            int ch;
+            while ((ch = fgetc(f)) != EOF && ch != '\n')
+                ;
+            continue;
+        }
+        if (len && line[len - 1] == '\n')
+            line[--len] = 0;
+        else if (*ln > 2) { /* a last line without its newline: cut short */
+            problem(t, "weft pap: %s: line %d: %s\n", path, *ln, "truncated (no newline at the end)");
+            continue;
+        }
+        return 1;
+    }
+    return 0;
+}
+
 /* One rank's file; its problems are counted and said, its good lines kept. */
 static void read_file(trace_t *t, const char *path)
 {
@@ -112,22 +173,7 @@ static void read_file(trace_t *t, const char *path)
     }
     char line[512];
     int ln = 0, rank = -1, size = -1, node = -1, version = 2;
-    while (fgets(line, sizeof line, f)) {
-        ln++;
-        size_t len = strlen(line);
-        if (len && line[len - 1] != '\n' && !feof(f)) {
-            problem(t, "weft pap: %s: line %d: %s\n", path, ln, "longer than 511 bytes");
-            int ch;
-            while ((ch = fgetc(f)) != EOF && ch != '\n')
-                ;
-            continue;
-        }
-        if (len && line[len - 1] == '\n')
-            line[--len] = 0;
-        else if (ln > 2) { /* a last line without its newline: cut short */
-            problem(t, "weft pap: %s: line %d: %s\n", path, ln, "truncated (no newline at the end)");
-            continue;
-        }
+    while (next_line(t, f, path, line, sizeof line, &ln)) {
         if (ln == 1) {
             version = !strcmp(line, PAP_TRACE_MAGIC) ? 2 : !strcmp(line, PAP_TRACE_MAGIC_V1) ? 1 : 0;
             if (!version) {
@@ -138,32 +184,8 @@ static void read_file(trace_t *t, const char *path)
             continue;
         }
         if (ln == 2) {
-            char extra;
-            if (sscanf(line, "rank %d size %d node %d %c", &rank, &size, &node, &extra) != 3 ||
-                rank < 0 || size < 1 || size > (1 << 24) || rank >= size || node < 0) {
-                problem(t, "weft pap: %s: line %d: %s\n", path, ln,
-                        "want 'rank R size P node N' with 0 <= R < P");
+            if (read_header(t, path, ln, line, &rank, &size, &node))
                 break;
-            }
-            if (t->size < 0) {
-                t->size = size;
-                t->node = malloc((size_t)size * sizeof *t->node);
-                if (!t->node)
-                    break;
-                for (int i = 0; i < size; i++)
-                    t->node[i] = -1;
-            } else if (size != t->size) {
-                problem(t, "weft pap: %s: line %d: %s\n", path, ln,
-                        "another job's trace (its size differs from the first file's)");
-                break;
-            }
-            if (t->node[rank] >= 0) {
-                problem(t, "weft pap: %s: line %d: %s\n", path, ln,
-                        "a second file for this rank");
-                break;
-            }
-            t->node[rank] = node;
-            t->files++;
             continue;
         }
         rec_t r;
