@@ -835,6 +835,25 @@ static bool single_copy(shm_xport_t *x, ring_hdr_t *ring, const xreq_t *r, cma_d
     return by_rule;
 }
 
+/* Sends r, first in ps's queue, by single copy: one cell with d, where
+ * the receiver finds r's bytes; r then waits for its reader (rd queue). */
+static inline void post_read_me(shm_xport_t *x, peer_state_t *ps, cell_t *c, xreq_t *r,
+                                const cma_desc_t *d)
+{
+    c->len = sizeof *d;
+    c->sig = r->sig;
+    c->kind = CELL_READ_ME;
+    c->flags = ps->out_measured ? CELL_MEASURED : 0;
+    c->tag = r->tag;
+    c->total = r->bytes;
+    memcpy(c->payload, d, sizeof *d);
+    cell_post(x, ps, c);
+    ps->sq_head = r->next;
+    if (!ps->sq_head)
+        ps->sq_tail = NULL;
+    enqueue(&ps->rd_head, &ps->rd_tail, r);
+}
+
 /* Pushes as many cells of queued sends to dst as the ring has room for;
  * takes the ring on the first message to dst.  Negative on an error. */
 static int push_sends(shm_xport_t *x, int dst)
@@ -860,19 +879,8 @@ static int push_sends(shm_xport_t *x, int dst)
         if (!c)
             break;
         if (r->done == 0 && single_copy(x, ring, r, &d, &ps->out_measured)) {
-            c->len = sizeof d;
-            c->sig = r->sig;
-            c->kind = CELL_READ_ME;
-            c->flags = ps->out_measured ? CELL_MEASURED : 0;
-            c->tag = r->tag;
-            c->total = r->bytes;
-            memcpy(c->payload, &d, sizeof d);
-            cell_post(x, ps, c);
+            post_read_me(x, ps, c, r, &d);
             moved = 1;
-            ps->sq_head = r->next;
-            if (!ps->sq_head)
-                ps->sq_tail = NULL;
-            enqueue(&ps->rd_head, &ps->rd_tail, r);
             continue;
         }
         size_t len = r->bytes - r->done;
