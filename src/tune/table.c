@@ -321,6 +321,63 @@ static bool rows_overlap(const tune_row_t *a, const tune_row_t *b)
     return true;
 }
 
+/* The blank-separated fields of a line whose comment is cut off: their
+ * count, 7 for more than 6. */
+static int split_fields(char *ln, char *f[6])
+{
+    char *hash = strchr(ln, '#');
+    if (hash)
+        *hash = '\0';
+    int nf = 0;
+    for (char *s2 = NULL, *w = strtok_r(ln, " \t\r", &s2); w; w = strtok_r(NULL, " \t\r", &s2))
+        if (nf < 6)
+            f[nf++] = w;
+        else
+            nf = 7;
+    return nf;
+}
+
+/* The first line that is not blank: 'weft-tuning 1'. */
+static int check_version(char *f[6], int nf, const char *source, int line)
+{
+    if (nf != 2 || strcmp(f[0], "weft-tuning"))
+        return weft_error(WEFT_EINVAL, "%s:%d: version: the first line must be "
+                          "'weft-tuning 1'", source, line);
+    if (strcmp(f[1], "1"))
+        return weft_error(WEFT_EINVAL, "%s:%d: version: '%s' is not a version this weft "
+                          "reads (it reads 1)", source, line, f[1]);
+    return WEFT_OK;
+}
+
+/* A row of the table, refused where it overlaps one before it. */
+static int add_row(tune_table_t *t, char *f[6], int nf, const char *source, int line,
+                   int *cap)
+{
+    if (nf != 5)
+        return weft_error(WEFT_EINVAL, "%s:%d: row: want 5 fields (collective ops ranks bytes "
+                          "algorithms), found %d", source, line, nf > 6 ? 7 : nf);
+    if (t->nrows == *cap) {
+        int c = *cap ? 2 * *cap : 32;
+        tune_row_t *nr = realloc(t->rows, (size_t)c * sizeof *nr);
+        if (!nr)
+            return weft_error(WEFT_ENOMEM, "out of memory");
+        t->rows = nr, *cap = c;
+    }
+    tune_row_t *r = &t->rows[t->nrows];
+    memset(r, 0, sizeof *r);
+    r->line = line;
+    int rc = parse_row(f, r, source);
+    if (rc)
+        return rc;
+    for (int i = 0; i < t->nrows; i++)
+        if (rows_overlap(&t->rows[i], r))
+            return weft_error(WEFT_EINVAL, "%s:%d: ranks/bytes: overlaps the row on line %d (a "
+                              "call may match one row only; list alternatives in one row as "
+                              "A|B)", source, line, t->rows[i].line);
+    t->nrows++;
+    return WEFT_OK;
+}
+
 int tune_parse(const char *text, const char *source, tune_table_t *t)
 {
     memset(t, 0, sizeof *t);
@@ -335,55 +392,16 @@ int tune_parse(const char *text, const char *source, tune_table_t *t)
         if (next)
             *next++ = '\0';
         line++;
-        char *hash = strchr(ln, '#');
-        if (hash)
-            *hash = '\0';
         char *f[6];
-        int nf = 0;
-        for (char *s2 = NULL, *w = strtok_r(ln, " \t\r", &s2); w; w = strtok_r(NULL, " \t\r", &s2))
-            if (nf < 6)
-                f[nf++] = w;
-            else
-                nf = 7;
+        int nf = split_fields(ln, f);
         if (nf == 0)
             continue;
         if (!versioned) {
-            if (nf != 2 || strcmp(f[0], "weft-tuning"))
-                rc = weft_error(WEFT_EINVAL, "%s:%d: version: the first line must be "
-                                "'weft-tuning 1'", source, line);
-            else if (strcmp(f[1], "1"))
-                rc = weft_error(WEFT_EINVAL, "%s:%d: version: '%s' is not a version this weft "
-                                "reads (it reads 1)", source, line, f[1]);
+            rc = check_version(f, nf, source, line);
             versioned = true;
             continue;
         }
-        if (nf != 5) {
-            rc = weft_error(WEFT_EINVAL, "%s:%d: row: want 5 fields (collective ops ranks bytes "
-                            "algorithms), found %d", source, line, nf > 6 ? 7 : nf);
-            break;
-        }
-        if (t->nrows == cap) {
-            cap = cap ? 2 * cap : 32;
-            tune_row_t *nr = realloc(t->rows, (size_t)cap * sizeof *nr);
-            if (!nr) {
-                rc = weft_error(WEFT_ENOMEM, "out of memory");
-                break;
-            }
-            t->rows = nr;
-        }
-        tune_row_t *r = &t->rows[t->nrows];
-        memset(r, 0, sizeof *r);
-        r->line = line;
-        if ((rc = parse_row(f, r, source)))
-            break;
-        for (int i = 0; i < t->nrows; i++)
-            if (rows_overlap(&t->rows[i], r)) {
-                rc = weft_error(WEFT_EINVAL, "%s:%d: ranks/bytes: overlaps the row on line %d (a "
-                                "call may match one row only; list alternatives in one row as "
-                                "A|B)", source, line, t->rows[i].line);
-                break;
-            }
-        t->nrows++;
+        rc = add_row(t, f, nf, source, line, &cap);
     }
     if (!rc && !versioned)
         rc = weft_error(WEFT_EINVAL, "%s: version: empty table (want 'weft-tuning 1' first)",
