@@ -110,7 +110,7 @@ fi
 # measuring.
 for root in 0 1; do
     out=$(WEFT_VERBOSE=1 WEFT_CELLS_SLOW_GBPS=0 "$weft" bench bcast --np 2 --check --dtype int32 --root "$root" \
-          --sizes 64K,1M,9M --algo binomial --iters 12 --warmup 2 2>&1)
+          --sizes 16K,48K,64K,1M,9M --algo binomial --iters 12 --warmup 2 2>&1)
     if ! grep -q "# check: every result verified" <<<"$out"; then
         fails=$((fails + 1)); echo "FAIL: 2-rank bcast, copies measured, root $root"; echo "$out" | tail -3
     elif [ "$cores" -lt 2 ] || ! grep -q "by process_vm_readv: yes" <<<"$paths"; then
@@ -130,6 +130,21 @@ if [ "$cores" -ge 2 ] && grep -q "by process_vm_readv: yes" <<<"$paths"; then
     c=$(cma_calls cells) s=$(cma_calls single)
     if [ "$c" -ge 0 ] && [ "$c" -le 4 ] && [ "$s" -ge 40 ]; then passes=$((passes + 1))
     else fails=$((fails + 1)); echo "FAIL: WEFT_COPY_WAY: single-copy calls through cells $c (want 0-4), by single copy $s (40 or more)"; fi
+fi
+# Small copies between two ranks (shm.c, CMA_MIN_COPY_SMALL): a bcast of
+# 32 KiB by single copy, read by the receiver alone (no process_vm_writev:
+# the sender helps only from 64 KiB); one of 8 KiB through cells.
+small_copy_calls() { # size, the call to count
+    if WEFT_CELLS_SLOW_GBPS=0 strace -f -qq -e trace=process_vm_readv,process_vm_writev         -o "$tmp/strace" "$weft" bench bcast --np 2 --algo binomial --sizes "$1" --iters 40         --warmup 0 >/dev/null 2>&1
+    then grep -c "$2(" "$tmp/strace"; else echo -1; fi
+}
+if [ "$cores" -ge 2 ] && grep -q "by process_vm_readv: yes" <<<"$paths"; then
+    r8=$(small_copy_calls 8K process_vm_readv) r32=$(small_copy_calls 32K process_vm_readv)
+    w32=$(small_copy_calls 32K process_vm_writev)
+    # the writes counted include the probe of each pair (one or two)
+    if [ "$r8" -ge 0 ] && [ "$r8" -le 2 ] && [ "$r32" -ge 40 ] && [ "$w32" -ge 0 ] && [ "$w32" -le 2 ]
+    then passes=$((passes + 1))
+    else fails=$((fails + 1)); echo "FAIL: small copies: process_vm_readv at 8K $r8 (want 0-2), at 32K $r32 (40 or more); process_vm_writev at 32K $w32 (0-2)"; fi
 fi
 echo "$passes passed, $fails failed"
 [ "$fails" -eq 0 ]

@@ -184,6 +184,7 @@ typedef struct shm_xport {
     size_t cma_max_copy; /* and up to this many bytes */
     size_t arena_min;    /* a send from the arena is read in place from this many bytes */
     bool both_copy;      /* single-copy reads are shared with their sender */
+    bool help_forced;    /* WEFT_CMA_HELP=1: shared at every size, not from COOP_MIN */
     bool cores_enough;   /* no more ranks than cores */
     bool forced_min;     /* WEFT_CMA_MIN given: every message from it by single copy */
     double cells_slow_gbps; /* slow cells (above); 0: never */
@@ -223,6 +224,17 @@ typedef struct shm_xport {
 #define CMA_MIN_LARGE_RINGS (SIZE_MAX / 2)
 #define CMA_MAX_COPY_LARGE_RINGS (1u << 20)
 #define CMA_MIN_COPY_DEFAULT (64u << 10)
+/* Where every rank has a core, copies go by single copy from 16 KiB, read
+ * by the receiver alone (COOP_MIN): a 2-rank binomial bcast under mpirun
+ * (this 2-core Intel VM, 2026-11-28) took 2.58 us at 16 KiB and 3.80 at 32
+ * KiB so, against 3.08 and 4.18 through one or two cells, and 5.3-6.2 with
+ * the sender helping (Open MPI's own: 2.9-3.2 and 3.2-4.0).  At 8 KiB it
+ * was a tie (2.13 against 2.21).  Oversubscribed, a rendezvous would hold
+ * the sender until its receiver is scheduled: cells stay.  And only where
+ * the transport holds two ranks, the case measured: with more, a bcast's
+ * chunks of up to 48 KiB (ALGORITHMS.md) would each become a rendezvous,
+ * on machines with the cores for it, which this one does not have. */
+#define CMA_MIN_COPY_SMALL (16u << 10)
 #define CMA_MAX_COPY_DEFAULT (4u << 20)
 /* From the arena a message costs its receiver one copy (or reduce) from
  * the sender's pages and no system call, against two copies through cells. */
@@ -439,12 +451,17 @@ static int cma_read(shm_xport_t *x, int src, const cma_desc_t *d, const xsink_t 
 
 /* ---- both copy ---- */
 
+/* Below this a single-copy read is the receiver's alone (unless
+ * WEFT_CMA_HELP=1 asks for help at every size): offering pieces costs the
+ * sender a poll and a system call each for little to share (CMA_MIN_COPY_SMALL). */
+#define COOP_MIN (64u << 10)
+
 /* Halves: the sender notices the offer within a poll, so two pieces keep
  * both cores busy with the fewest system calls (each pins its pages);
  * measured, halves beat eighths at 128 KiB-1 MiB (2-rank bcast of 256 KiB:
  * 11 us against 16).  At most 512 KiB a piece, so that the side that
  * finishes first waits for at most one piece of the other.  Below 64 KiB
- * (only when WEFT_CMA_MIN forces single copy there) the message is cut
+ * (only when WEFT_CMA_MIN forces single copy there and WEFT_CMA_HELP=1 asks for help: COOP_MIN) the message is cut
  * in eighths, so that tests meet every interleaving. */
 static size_t coop_piece_of(size_t total)
 {
@@ -1025,8 +1042,9 @@ static int read_whole(shm_xport_t *x, int src, ring_hdr_t *ring, cell_t *c, cons
         return weft_error(WEFT_EINTERNAL, "rank %d sent from its arena, which this rank has "
                           "not mapped", src);
     } else {
-        int rc = x->both_copy && !sk->red ? coop_read(x, src, ring, &d, sk->dst, c->total)
-                                          : cma_read(x, src, &d, sk, c->total);
+        bool coop = x->both_copy && !sk->red && (c->total >= COOP_MIN || x->help_forced);
+        int rc = coop ? coop_read(x, src, ring, &d, sk->dst, c->total)
+                      : cma_read(x, src, &d, sk, c->total);
         if (rc)
             return rc;
         if (ps->coop.on) /* the sender's pieces land later */
@@ -1608,8 +1626,11 @@ static int cma_offer(shm_xport_t *x, int size)
         x->copy_way_fixed = fixed[k];
     }
     x->both_copy = help && *help ? *help == '1' : x->cores_enough;
+    x->help_forced = help && *help == '1';
     if (x->both_copy)
         x->cma_max_copy = SIZE_MAX;
+    if (x->cores_enough && !x->forced_min && size == 2)
+        x->cma_min_copy = CMA_MIN_COPY_SMALL;
     x->bounce = malloc(CMA_PIECE);
     if (!x->bounce)
         return weft_error(WEFT_ENOMEM, "out of memory");
