@@ -26,13 +26,14 @@
  * A send completes only when its bytes are read, as an MPI rendezvous:
  * schedules never wait for a send before posting their receives.
  *
- * Both copy: a single-copy read that only copies is cut in pieces, which
- * the receiver reads and the sender, otherwise idle until its send
- * completes, writes into the receiver with process_vm_writev; both take
- * pieces from one claim word in the ring header, so two cores copy at once
- * (a 2-rank bcast of 1 MiB in about half the time).  On where ranks do not
- * outnumber the cores (a sender with no core of its own would make its
- * receiver wait for its pieces); WEFT_CMA_HELP=0 or 1 decides instead.
+ * Both copy: a single-copy read that only copies (of COOP_MIN bytes or
+ * more) is cut in pieces, which the receiver reads and the sender,
+ * otherwise idle until its send completes, writes into the receiver with
+ * process_vm_writev; both take pieces from one claim word in the ring
+ * header, so two cores copy at once (a 2-rank bcast of 1 MiB in about
+ * half the time).  On where ranks do not outnumber the cores (a sender
+ * with no core of its own would make its receiver wait for its pieces);
+ * WEFT_CMA_HELP=0 or 1 decides instead.
  *
  * In place: a send of at least arena_min bytes from the sender's arena
  * (weft_alloc, arena.h) names its offset there instead; the receiver, which
@@ -461,8 +462,9 @@ static int cma_read(shm_xport_t *x, int src, const cma_desc_t *d, const xsink_t 
  * measured, halves beat eighths at 128 KiB-1 MiB (2-rank bcast of 256 KiB:
  * 11 us against 16).  At most 512 KiB a piece, so that the side that
  * finishes first waits for at most one piece of the other.  Below 64 KiB
- * (only when WEFT_CMA_MIN forces single copy there and WEFT_CMA_HELP=1 asks for help: COOP_MIN) the message is cut
- * in eighths, so that tests meet every interleaving. */
+ * (only when WEFT_CMA_MIN forces single copy there and WEFT_CMA_HELP=1
+ * asks for help below COOP_MIN) the message is cut in eighths, so that
+ * tests meet every interleaving. */
 static size_t coop_piece_of(size_t total)
 {
     if (total < (64u << 10))
