@@ -121,17 +121,18 @@ typedef struct {
     int failed_status;  /* its wait status */
     int failed_how;     /* FAILED_* below */
     int unjoined;       /* a rank that exited 0 without joining, or -1 */
-    int exit_code;
+    int interrupted_by; /* the signal that stopped the launcher (failed_rank -2) */
     double grace_end;   /* when to kill the ranks still running; 0: not yet */
 } job_t;
 
 enum { FAILED_STATUS, FAILED_NO_FINALIZE, FAILED_NO_JOIN };
 
-/* The first failure ends the job: aborted in the segment (every rank's
- * wait fails with WEFT_EPEER), and the rest killed after a grace period. */
-static void job_fail(job_t *j, int rank, int st, int how, const char *msg)
+/* The first failure ends the job: aborted in the segment by who (a rank,
+ * or -1: the launcher; every rank's wait fails with WEFT_EPEER), and the
+ * rest killed after a grace period.  rank is the failure reported. */
+static void job_fail(job_t *j, int who, int rank, int st, int how, const char *msg)
 {
-    seg_abort(&j->seg, rank, ABORT_DIED, msg);
+    seg_abort(&j->seg, who, ABORT_DIED, msg);
     j->failed_rank = rank, j->failed_status = st, j->failed_how = how;
     j->grace_end = weft_now() + GRACE_SECONDS;
 }
@@ -146,8 +147,7 @@ static void start_ranks(job_t *j, const char *path, char *const argv[], const ch
         pid_t pid = fork();
         if (pid < 0) {
             fprintf(stderr, "weft run: fork failed for rank %d: %s\n", r, strerror(errno));
-            job_fail(j, -1, 1 << 8, FAILED_STATUS, "the launcher could not start every rank");
-            j->failed_rank = r; /* reported as the rank that failed (exit status 1) */
+            job_fail(j, -1, r, 1 << 8, FAILED_STATUS, "the launcher could not start every rank");
             return;
         }
         if (pid == 0) {
@@ -197,7 +197,7 @@ static void reap_ranks(job_t *j)
             describe(st, what, sizeof what);
             snprintf(msg, sizeof msg, "rank %d %s%s", r, what,
                      how == FAILED_NO_FINALIZE ? " without calling weft_finalize" : "");
-            job_fail(j, r, st, how, msg);
+            job_fail(j, r, r, st, how, msg);
         }
     }
 }
@@ -215,7 +215,7 @@ static void watch_ranks(job_t *j, const sigset_t *set)
             char msg[200];
             snprintf(msg, sizeof msg, "rank %d exited without joining the job (no weft_init, or "
                      "a failed one) while other ranks joined it", j->unjoined);
-            job_fail(j, j->unjoined, 0, FAILED_NO_JOIN, msg);
+            job_fail(j, j->unjoined, j->unjoined, 0, FAILED_NO_JOIN, msg);
         }
         if (j->alive == 0)
             break;
@@ -232,8 +232,8 @@ static void watch_ranks(job_t *j, const sigset_t *set)
                 if (j->pids[r])
                     kill(j->pids[r], SIGTERM);
             if (j->failed_rank == -1) {
-                job_fail(j, -1, 0, FAILED_STATUS, "the launcher was interrupted");
-                j->failed_rank = -2, j->exit_code = 128 + sig;
+                job_fail(j, -1, -2, 0, FAILED_STATUS, "the launcher was interrupted");
+                j->interrupted_by = sig;
             }
         }
     }
@@ -256,7 +256,7 @@ static int job_report(job_t *j)
     }
     if (j->failed_rank == -2) {
         fprintf(stderr, "weft run: interrupted; the job was stopped\n");
-        return j->exit_code;
+        return 128 + j->interrupted_by;
     }
     if (atomic_load(&j->seg.hdr->abort_code) == ABORT_ERROR) {
         /* every rank exited 0, but a rank ended the job (a mismatch) */
