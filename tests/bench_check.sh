@@ -120,31 +120,32 @@ for root in 0 1; do
         grep "now go" <<<"$out"
     else passes=$((passes + 1)); fi
 done
-cma_calls() { # way
+copy_calls() { # way, size, the calls to count (a pattern): a 2-rank bcast under strace
     if WEFT_COPY_WAY=$1 WEFT_CELLS_SLOW_GBPS=0 strace -f -qq -e trace=process_vm_readv,process_vm_writev \
-        -o "$tmp/strace" "$weft" bench bcast --np 2 --algo binomial --sizes 1M --iters 40 \
+        -o "$tmp/strace" "$weft" bench bcast --np 2 --algo binomial --sizes "$2" --iters 40 \
         --warmup 0 >/dev/null 2>&1
-    then grep -c "process_vm_[rw][er][ai]" "$tmp/strace"; else echo -1; fi
+    then grep -c "$3" "$tmp/strace"; else echo -1; fi
 }
 if [ "$cores" -ge 2 ] && grep -q "by process_vm_readv: yes" <<<"$paths"; then
-    c=$(cma_calls cells) s=$(cma_calls single)
+    c=$(copy_calls cells 1M "process_vm_[rw][er][ai]")
+    s=$(copy_calls single 1M "process_vm_[rw][er][ai]")
     if [ "$c" -ge 0 ] && [ "$c" -le 4 ] && [ "$s" -ge 40 ]; then passes=$((passes + 1))
     else fails=$((fails + 1)); echo "FAIL: WEFT_COPY_WAY: single-copy calls through cells $c (want 0-4), by single copy $s (40 or more)"; fi
 fi
 # Small copies between two ranks (shm.c, CMA_MIN_COPY_SMALL): a bcast of
 # 32 KiB by single copy, read by the receiver alone (no process_vm_writev:
 # the sender helps only from 64 KiB); one of 8 KiB through cells.
-small_copy_calls() { # size, the call to count
-    if WEFT_CELLS_SLOW_GBPS=0 strace -f -qq -e trace=process_vm_readv,process_vm_writev         -o "$tmp/strace" "$weft" bench bcast --np 2 --algo binomial --sizes "$1" --iters 40         --warmup 0 >/dev/null 2>&1
-    then grep -c "$2(" "$tmp/strace"; else echo -1; fi
-}
 if [ "$cores" -ge 2 ] && grep -q "by process_vm_readv: yes" <<<"$paths"; then
-    r8=$(small_copy_calls 8K process_vm_readv) r32=$(small_copy_calls 32K process_vm_readv)
-    w32=$(small_copy_calls 32K process_vm_writev)
+    r8=$(copy_calls measure 8K "process_vm_readv(") r32=$(copy_calls measure 32K "process_vm_readv(")
+    w32=$(copy_calls measure 32K "process_vm_writev(")
     # the writes counted include the probe of each pair (one or two)
     if [ "$r8" -ge 0 ] && [ "$r8" -le 2 ] && [ "$r32" -ge 40 ] && [ "$w32" -ge 0 ] && [ "$w32" -le 2 ]
     then passes=$((passes + 1))
-    else fails=$((fails + 1)); echo "FAIL: small copies: process_vm_readv at 8K $r8 (want 0-2), at 32K $r32 (40 or more); process_vm_writev at 32K $w32 (0-2)"; fi
+    else
+        fails=$((fails + 1))
+        echo "FAIL: small copies: process_vm_readv at 8K $r8 (want 0-2), at 32K $r32 (40 or" \
+             "more); process_vm_writev at 32K $w32 (0-2)"
+    fi
 fi
 echo "$passes passed, $fails failed"
 [ "$fails" -eq 0 ]

@@ -155,7 +155,8 @@ static int next_line(trace_t *t, FILE *f, const char *path, char *line, size_t c
         if (len && line[len - 1] == '\n')
             line[--len] = 0;
         else if (*ln > 2) { /* a last line without its newline: cut short */
-            problem(t, "weft pap: %s: line %d: %s\n", path, *ln, "truncated (no newline at the end)");
+            problem(t, "weft pap: %s: line %d: %s\n", path, *ln,
+                    "truncated (no newline at the end)");
             continue;
         }
         return 1;

@@ -209,7 +209,8 @@ static int tt_build(timetable_t *t, int P, int k, int reduce)
     tt_move_t *moves = malloc((size_t)cap * sizeof *moves);
     if (!col || !moves)
         rc = WEFT_ENOMEM;
-    else if (!(rc = twotree_s_colours(P, col)) && !(rc = tt_play(P, k, reduce, col, moves, &nops))) {
+    else if (!(rc = twotree_s_colours(P, col)) &&
+             !(rc = tt_play(P, k, reduce, col, moves, &nops))) {
         t->P = P, t->k = k, t->reduce = reduce;
         rc = tt_index(t, moves, nops);
     }

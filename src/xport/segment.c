@@ -136,7 +136,8 @@ static int seg_map_new(const char *name, int nrank, const geometry_t *g, void **
         return weft_error(WEFT_ESYS, "shm_open(%s): %s", name, strerror(errno));
     /* Reserve the fixed part now and each ring when it is taken: a sparse
      * page that /dev/shm cannot back kills a rank with SIGBUS in mid-run. */
-    int e = ftruncate(fd, (off_t)g->size) != 0 ? errno : posix_fallocate(fd, 0, (off_t)g->chans_off);
+    int e = ftruncate(fd, (off_t)g->size) != 0 ? errno
+                                                : posix_fallocate(fd, 0, (off_t)g->chans_off);
     if (e) {
         close(fd);
         shm_unlink(name);
