@@ -861,6 +861,20 @@ static void test_copy_ways(void)
     for (int i = 0; i < 256; i++)
         other += copy_way_single(&w, COPY_WAY_CELLS | COPY_WAY_CLEAR, 1 << 20, true);
     CHECK(other == 3, "cells decided clearly: %d by single copy in 256", other);
+    /* a bucket without a verdict follows the nearest smaller one's when
+     * that is clear (then not clearly), else none */
+    uint8_t pub[COPY_WAY_BUCKETS] = {0};
+    CHECK(copy_way_prior(pub, 5) == COPY_WAY_UNKNOWN, "no verdict anywhere: none");
+    pub[1] = COPY_WAY_CELLS | COPY_WAY_CLEAR;
+    pub[3] = COPY_WAY_SINGLE;
+    CHECK(copy_way_prior(pub, 0) == COPY_WAY_UNKNOWN && copy_way_prior(pub, 1) == pub[1] &&
+              copy_way_prior(pub, 2) == COPY_WAY_CELLS && copy_way_prior(pub, 3) == pub[3] &&
+              copy_way_prior(pub, 4) == COPY_WAY_UNKNOWN && copy_way_prior(pub, 11) == COPY_WAY_UNKNOWN,
+          "priors: %u %u %u %u %u %u", copy_way_prior(pub, 0), copy_way_prior(pub, 1),
+          copy_way_prior(pub, 2), copy_way_prior(pub, 3), copy_way_prior(pub, 4),
+          copy_way_prior(pub, 11));
+    pub[3] = COPY_WAY_SINGLE | COPY_WAY_CLEAR;
+    CHECK(copy_way_prior(pub, 11) == COPY_WAY_SINGLE, "a clear verdict carries up");
     /* buckets count apart */
     memset(&w, 0, sizeof w);
     ways_sent(&w, COPY_WAY_UNKNOWN, 64 << 10, false, 2, got);

@@ -2,6 +2,8 @@
  * copy-only messages, from the receiver's own timings (copyway.h). */
 #include "copyway.h"
 
+#include <limits.h>
+
 unsigned copy_way_bucket(size_t bytes)
 {
     unsigned b = 0;
@@ -20,6 +22,17 @@ bool copy_way_single(copy_ways_t *w, unsigned verdict, size_t bytes, bool by_def
                      : verdict & COPY_WAY_CLEAR ? COPY_WAY_RETRY_CLEAR
                                                 : COPY_WAY_RETRY;
     return n % retry >= retry - COPY_WAY_RUN ? !single : single;
+}
+
+unsigned copy_way_prior(const uint8_t *verdicts, unsigned b)
+{
+    if (COPY_WAY_OF(verdicts[b]) != COPY_WAY_UNKNOWN)
+        return verdicts[b];
+    while (b-- > 0 && COPY_WAY_OF(verdicts[b]) == COPY_WAY_UNKNOWN)
+        ;
+    if (b == UINT_MAX || !(verdicts[b] & COPY_WAY_CLEAR))
+        return COPY_WAY_UNKNOWN;
+    return COPY_WAY_OF(verdicts[b]); /* not clear here: the other way is tried in 64 */
 }
 
 /* A way's figure: the best of its samples kept, 0 while it has too few.

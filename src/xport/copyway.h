@@ -60,6 +60,20 @@ WEFT_TOOL_API unsigned copy_way_bucket(size_t bytes);
  * receiver's published verdict and the transport's fixed rule. */
 WEFT_TOOL_API bool copy_way_single(copy_ways_t *w, unsigned verdict, size_t bytes,
                                    bool by_default);
+/* The verdict the sender follows in bucket b, given every bucket's
+ * published verdict (b + 1 of them): b's own; else, when the nearest
+ * smaller size with a verdict has a clear one, that way, as a verdict
+ * that is not clear; else none.  A bucket without its own would take
+ * turns, three copies each way, until it had one, and a job that makes
+ * few large calls (a benchmark's five bcasts of 16 MiB) spends most of
+ * them on the slower way, where a way that won by 1.5x at the size below
+ * (ranks sharing cores: single copy 3-5x slower, each rendezvous waiting
+ * for a reader to be scheduled) wins again.  A close verdict is not
+ * followed: near it the ways cross (2 ranks on an AMD VM: single copy
+ * ahead by 3 % at 1 MiB, cells by 20-30 % at 16 MiB).  The other way is
+ * still tried three copies in every COPY_WAY_RETRY, which gives the
+ * bucket its own verdict. */
+WEFT_TOOL_API unsigned copy_way_prior(const uint8_t *verdicts, unsigned b);
 /* The receiver: a copy of bytes went way (COPY_WAY_CELLS or _SINGLE) and
  * took ns from the moment it could start to its last byte (counted only
  * after a copy of its size that went the same way).  Returns the bucket's

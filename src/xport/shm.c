@@ -60,21 +60,29 @@
  *
  * Copies measured: which way a copy-only message (a bcast's, an
  * allgather's: xreq.copied) of 64 KiB or more goes is measured per pair
- * and per power-of-two size, where single copy is possible and ranks do
- * not outnumber the cores.  Two machines disagreed by 1.5-3x either way:
+ * and per power-of-two size, where single copy is possible.  Two
+ * machines disagreed by 1.5-3x either way:
  * a 2-rank bcast of 1 MiB took 33.5 us through rings past the L2 against
  * 47-52 by single copy on an AMD EPYC VM, and 83-109 us against 28-34 on
  * an Intel Xeon VM, whose cores pass each other's lines 5x slower (16 MiB:
  * 0.83-0.90 ms against 1.68-1.81; 1.75-2.26 against 1.07-1.12).  So the
  * receiver times each such message from the moment it could start on it
  * (its first cell, or its read) to its last byte, for both ways, and
- * publishes the faster per size in the ring header (copyway.h).  The
- * sender marks the messages it lets be timed (CELL_MEASURED) and takes
- * the published way: before there is one, the way its fixed thresholds
- * (below) take and the other take turns, three messages each; after, the
- * loser still has three in every 64 (in 256 where the winner was 1.5x
- * faster), so a change of phase is seen (copyway.h says why in threes).  Slow cells (above) still come first.  WEFT_COPY_WAY=
- * cells|single|fixed takes one way, or the thresholds, instead.  An idle
+ * publishes the faster per size in the ring header (copyway.h).  Where
+ * ranks outnumber the cores the clock starts when the sender posted the
+ * message (stamped in its first cell): a single copy holds its sender
+ * until the reader is scheduled, which the reader's own clock never sees,
+ * and a bcast paid for it (4 ranks on the 2 cores of the AMD VM, linear
+ * of 64 KiB-1 MiB: 2-3x slower than through cells, which the fixed
+ * thresholds had taken for single copy).  The sender marks the messages
+ * it lets be timed (CELL_MEASURED) and takes the published way: before
+ * there is one, a clear verdict at the next smaller size that has one,
+ * else the way its fixed thresholds (below) take and the other take
+ * turns, three messages each; after, the loser still has three in every
+ * 64 (in 256 where the winner was 1.5x faster), so a change of phase is
+ * seen (copyway.h says why in threes).  Slow cells (above) still come
+ * first.  WEFT_COPY_WAY=cells|single|fixed takes one way, or the
+ * thresholds, instead.  An idle
  * sender's reducing messages were measured the same way and left out:
  * the receiver's clock favoured cells (a 2-rank reduce of 64 KiB: 7.1
  * GB/s against 5.6) where whole calls were faster by single copy (7.4-9.4
@@ -814,10 +822,12 @@ static bool copy_way_pick(shm_xport_t *x, ring_hdr_t *ring, const xreq_t *r, boo
     copy_ways_t *w = x->copy_way_fixed == 0 ? ways_of(&x->peers[r->peer]) : NULL;
     if (!w)
         return by_rule;
-    unsigned verdict = atomic_load_explicit(&ring->copy_way[copy_way_bucket(r->bytes)],
-                                            memory_order_relaxed);
+    unsigned b = copy_way_bucket(r->bytes);
+    uint8_t verdicts[COPY_WAY_BUCKETS];
+    for (unsigned i = 0; i <= b; i++)
+        verdicts[i] = atomic_load_explicit(&ring->copy_way[i], memory_order_relaxed);
     *measured = true;
-    return copy_way_single(w, verdict, r->bytes, by_rule);
+    return copy_way_single(w, copy_way_prior(verdicts, b), r->bytes, by_rule);
 }
 
 /* Whether r goes by single copy, and from where: in place from this
@@ -854,6 +864,17 @@ static bool single_copy(shm_xport_t *x, ring_hdr_t *ring, const xreq_t *r, cma_d
     return by_rule;
 }
 
+/* A measured copy's first cell carries the time its sender posted it, in
+ * the inline bytes a message of COPY_WAY_MIN or more leaves unused: where
+ * ranks outnumber the cores the receiver's clock starts there (below). */
+_Static_assert(COPY_WAY_MIN > CELL_INLINE && CELL_INLINE >= sizeof(uint64_t),
+               "a measured copy's first cell has its inline bytes free for the stamp");
+static inline void stamp_posted(cell_t *c)
+{
+    uint64_t now = weft_now_ns();
+    memcpy(c->inline_data, &now, sizeof now);
+}
+
 /* Sends r, first in ps's queue, by single copy: one cell with d, where
  * the receiver finds r's bytes; r then waits for its reader (rd queue). */
 static inline void post_read_me(shm_xport_t *x, peer_state_t *ps, cell_t *c, xreq_t *r,
@@ -866,6 +887,8 @@ static inline void post_read_me(shm_xport_t *x, peer_state_t *ps, cell_t *c, xre
     c->tag = r->tag;
     c->total = r->bytes;
     memcpy(c->payload, d, sizeof *d);
+    if (ps->out_measured)
+        stamp_posted(c);
     cell_post(x, ps, c);
     ps->sq_head = r->next;
     if (!ps->sq_head)
@@ -911,6 +934,8 @@ static int push_sends(shm_xport_t *x, int dst)
         c->flags = ps->out_measured ? CELL_MEASURED : 0;
         c->tag = r->tag;
         c->total = r->bytes;
+        if (r->done == 0 && ps->out_measured)
+            stamp_posted(c);
         if (r->done == 0) /* not on the ring's first pass (where ring_fault_in
                            * cannot map the pages ahead, they fault in then) */
             ps->out_clock.on = ps->wseq >= x->ncells && cells_timed(x, r->bytes, true, NULL),
@@ -968,7 +993,10 @@ static xreq_t *take_posted(peer_state_t *ps, uint64_t tag)
 /* Copies measured (above): the receiver's clock on a copy its sender
  * marked, from the moment this rank can start on it (its first cell, or
  * its read) to its last byte, waits for the sender's cells or pieces
- * included: what the way costs the call.  Also on the ring's first pass,
+ * included: what the way costs the call.  Where ranks outnumber the
+ * cores it starts when the sender posted the copy: there a single copy
+ * holds its sender until the reader is scheduled, and what the call pays
+ * is mostly that wait, which a clock started by the reader never sees.  Also on the ring's first pass,
  * whose pages may still fault in (slow cells skip it): a ring of 4 MiB
  * carries 64 copies of 64 KiB before its second pass, and all that while
  * the two ways would take turns.  A verdict taken against cells that are
@@ -978,8 +1006,11 @@ static void copy_clock_start(shm_xport_t *x, peer_state_t *ps, const cell_t *c,
 {
     /* the clock is read only for a measured copy: not a cost every message pays */
     ps->copy_way = (c->flags & CELL_MEASURED) && !sk->red ? way : COPY_WAY_UNKNOWN;
-    if (ps->copy_way != COPY_WAY_UNKNOWN)
-        ps->copy_t0 = weft_now_ns();
+    if (ps->copy_way == COPY_WAY_UNKNOWN)
+        return;
+    uint64_t now = weft_now_ns(), posted;
+    memcpy(&posted, c->inline_data, sizeof posted);
+    ps->copy_t0 = x->cores_enough || posted > now ? now : posted;
 }
 
 static void copy_say(const shm_xport_t *x, int src, unsigned b, unsigned v, const uint32_t best[2])
@@ -1613,8 +1644,8 @@ static int cma_offer(shm_xport_t *x, int size)
         x->cells_slow_gbps = v;
     }
     const char *way = getenv("WEFT_COPY_WAY");
-    /* where ranks share cores, timings measure the scheduler, not the way */
-    x->copy_way_fixed = x->cores_enough && !x->forced_min ? 0 : -1;
+    /* ranks that share cores measure too, from the sender's post (above) */
+    x->copy_way_fixed = !x->forced_min ? 0 : -1;
     if (way && *way) {
         static const char *const names[] = {"measure", "cells", "single", "fixed"};
         static const int fixed[] = {0, COPY_WAY_CELLS, COPY_WAY_SINGLE, -1};
