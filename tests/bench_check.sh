@@ -79,13 +79,17 @@ for dt in int8 int32 uint64 float16 bfloat16 float32 float64; do
         done
     done
 done
-# and that path is the one taken: the root's process_vm_readv calls, one a
-# call at 16 KiB, none at 4 and 64 KiB (cells) beyond the probe (slow
-# cells kept out: in a slow phase they send 64 KiB by single copy)
+# and the ways are the ones taken (the root's process_vm_readv calls beyond
+# the probe): an idle sender's reducing messages of 8-64 KiB go the way
+# measured faster (shm.c, idle_reduce_single_copy); by the built-in rule
+# (WEFT_COPY_WAY=fixed) one read a call at 16 KiB, none at 4 and 64 KiB
+# (cells); forced, single copy at 16 and 64 KiB and none through cells;
+# measured, a verdict said.  Slow cells kept out: in a slow phase they
+# send 64 KiB by single copy.
 paths=$(WEFT_VERBOSE=1 "$weft" bench reduce --np 2 --sizes 16K --iters 1 --warmup 0 2>&1)
-reads_of() {
-    if WEFT_CELLS_SLOW_GBPS=0 strace -f -qq -e trace=process_vm_readv -o "$tmp/strace" \
-        "$weft" bench reduce --np 2 \
+reads_of() { # size, WEFT_COPY_WAY
+    if WEFT_COPY_WAY=$2 WEFT_CELLS_SLOW_GBPS=0 strace -f -qq -e trace=process_vm_readv \
+        -o "$tmp/strace" "$weft" bench reduce --np 2 \
         --algo binomial --sizes "$1" --iters 40 --warmup 0 >/dev/null 2>&1
     then grep -c "process_vm_readv(" "$tmp/strace"; else echo -1; fi
 }
@@ -95,10 +99,23 @@ if [ "$cores" -lt 2 ] || ! grep -q "by process_vm_readv: yes" <<<"$paths"; then
     echo "note: $cores core(s), or no process_vm_readv here: the single-copy path is not taken, not checked"
     passes=$((passes + 1))
 else
-    r4=$(reads_of 4K) r16=$(reads_of 16K) r64=$(reads_of 64K)
-    if [ "$r4" -ge 0 ] && [ "$r4" -le 2 ] && [ "$r16" -ge 40 ] && [ "$r64" -ge 0 ] && [ "$r64" -le 2 ]
+    r4=$(reads_of 4K fixed) r16=$(reads_of 16K fixed) r64=$(reads_of 64K fixed)
+    s16=$(reads_of 16K single) s64=$(reads_of 64K single) c16=$(reads_of 16K cells)
+    if [ "$r4" -ge 0 ] && [ "$r4" -le 2 ] && [ "$r16" -ge 40 ] && [ "$r64" -ge 0 ] && [ "$r64" -le 2 ] &&
+        [ "$s16" -ge 40 ] && [ "$s64" -ge 40 ] && [ "$c16" -ge 0 ] && [ "$c16" -le 2 ]
     then passes=$((passes + 1))
-    else fails=$((fails + 1)); echo "FAIL: process_vm_readv calls (strace; -1: it failed): 4K $r4 (want 0-2), 16K $r16 (40 or more), 64K $r64 (0-2)"; fi
+    else fails=$((fails + 1)); echo "FAIL: process_vm_readv calls (strace; -1: it failed): fixed 4K $r4 (want 0-2), 16K $r16 (40 or more), 64K $r64 (0-2); single 16K $s16, 64K $s64 (40 or more); cells 16K $c16 (0-2)"; fi
+    for way in single cells; do
+        out=$(WEFT_COPY_WAY=$way "$weft" bench reduce --np 2 --check --dtype float32 --root 1 \
+              --sizes 8K,16K,32K,64K --algo binomial,linear,rsg --iters 3 --warmup 1 2>&1)
+        if grep -q "# check: every result verified" <<<"$out"; then passes=$((passes + 1))
+        else fails=$((fails + 1)); echo "FAIL: 2-rank reduce, WEFT_COPY_WAY=$way"; echo "$out" | tail -3; fi
+    done
+    out=$(WEFT_VERBOSE=1 WEFT_CELLS_SLOW_GBPS=0 "$weft" bench reduce --np 2 --check --dtype int32 \
+          --sizes 16K --algo binomial --iters 16 --warmup 2 2>&1)
+    if grep -q "# check: every result verified" <<<"$out" &&
+        grep -q "reducing messages of 16-32 KiB from rank 1 now go" <<<"$out"; then passes=$((passes + 1))
+    else fails=$((fails + 1)); echo "FAIL: 2-rank reduce of 16 KiB: no verdict said"; echo "$out" | grep -v "^ " | tail -4; fi
 fi
 # Copies measured (src/xport/copyway.c): a 2-rank bcast of 9 MiB
 # (streamed), 1 MiB and 64 KiB tries both ways in turn, then takes the one

@@ -831,7 +831,7 @@ static void test_cpu_allowance(void)
 static void ways_sent(copy_ways_t *w, unsigned v, size_t bytes, bool by_default, int n, char *out)
 {
     for (int i = 0; i < n; i++)
-        out[i] = copy_way_single(w, v, bytes, by_default) ? 's' : 'c';
+        out[i] = copy_way_single(w, v, bytes, by_default, NULL) ? 's' : 'c';
     out[n] = 0;
 }
 
@@ -853,14 +853,39 @@ static void test_copy_ways(void)
     memset(&w, 0, sizeof w);
     int other = 0, first = -1;
     for (int i = 0; i < 256; i++)
-        if (!copy_way_single(&w, COPY_WAY_SINGLE, 1 << 20, false) && (other++, first < 0))
+        if (!copy_way_single(&w, COPY_WAY_SINGLE, 1 << 20, false, NULL) && (other++, first < 0))
             first = i;
     CHECK(other == 12 && first == 61, "single copy decided: %d by cells from %d", other, first);
     memset(&w, 0, sizeof w);
     other = 0;
     for (int i = 0; i < 256; i++)
-        other += copy_way_single(&w, COPY_WAY_CELLS | COPY_WAY_CLEAR, 1 << 20, true);
+        other += copy_way_single(&w, COPY_WAY_CELLS | COPY_WAY_CLEAR, 1 << 20, true, NULL);
     CHECK(other == 3, "cells decided clearly: %d by single copy in 256", other);
+    /* timed: every copy while undecided; after, the winner's run just
+     * before the other way's, and that run */
+    memset(&w, 0, sizeof w);
+    int timed_n = 0, untimed_undecided = 0;
+    for (int i = 0; i < 12; i++) {
+        bool t = false;
+        copy_way_single(&w, COPY_WAY_UNKNOWN, 1 << 20, false, &t);
+        untimed_undecided += !t;
+    }
+    memset(&w, 0, sizeof w);
+    for (int i = 0; i < 64; i++) {
+        bool t = false, single = copy_way_single(&w, COPY_WAY_CELLS, 1 << 20, false, &t);
+        if (t && (i < 58 || single != (i >= 61)))
+            timed_n = -1000;
+        timed_n += t;
+    }
+    CHECK(untimed_undecided == 0 && timed_n == 6,
+          "timed: %d undecided copies untimed, %d of 64 decided timed (want 0, 6: 58-63)",
+          untimed_undecided, timed_n);
+    /* buckets from w->min: an idle sender's reducing messages from 8 KiB */
+    copy_ways_t red = {.min = REDUCE_WAY_MIN};
+    CHECK(copy_way_bucket_of(&red, 8 << 10) == 0 && copy_way_bucket_of(&red, 16 << 10) == 1 &&
+              copy_way_bucket_of(&red, (64 << 10) - 1) == 2 &&
+              copy_way_bucket_of(&red, 64 << 10) == 3 && copy_way_bucket_of(&w, 64 << 10) == 0,
+          "buckets from 8 KiB");
     /* a bucket without a verdict follows the nearest smaller one's when
      * that is clear (then not clearly), else none */
     uint8_t pub[COPY_WAY_BUCKETS] = {0};
@@ -914,6 +939,20 @@ static void test_copy_ways(void)
     /* sizes apart: the 64 KiB bucket has no samples yet */
     v = copy_way_sample(&w, 64 << 10, COPY_WAY_CELLS, 5000, best);
     CHECK(v == COPY_WAY_UNKNOWN && best[0] == 0, "another size starts afresh");
+    /* typical (an idle sender's reducing messages): the mean, not the best,
+     * so one drained-only sample (cells filled before the clock) does not
+     * win against the way most messages were faster */
+    copy_ways_t t = {.min = REDUCE_WAY_MIN, .typical = true};
+    size_t kib16 = 16 << 10;
+    unsigned tv = COPY_WAY_UNKNOWN;
+    static const struct { unsigned way; uint64_t ns; } runs[] = {
+        {COPY_WAY_CELLS, 0}, {COPY_WAY_CELLS, 800}, {COPY_WAY_CELLS, 4000},
+        {COPY_WAY_SINGLE, 0}, {COPY_WAY_SINGLE, 1600}, {COPY_WAY_SINGLE, 1600}};
+    for (unsigned i = 0; i < sizeof runs / sizeof runs[0]; i++)
+        tv = copy_way_sample(&t, kib16, runs[i].way, runs[i].ns, best);
+    CHECK(COPY_WAY_OF(tv) == COPY_WAY_SINGLE && best[0] == 150 && best[1] == 100,
+          "typical: cells 50 and 250 ns/KiB (mean 150) against single copy 100: single "
+          "copy (%u; %u, %u)", tv, best[0], best[1]);
 }
 
 int main(void)

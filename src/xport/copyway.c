@@ -1,27 +1,39 @@
 /* copyway.c — the choice between cells and single copy for a pair's
- * copy-only messages, from the receiver's own timings (copyway.h). */
+ * copy-only messages and an idle sender's small reducing ones, from the
+ * receiver's own timings (copyway.h). */
 #include "copyway.h"
 
 #include <limits.h>
 
-unsigned copy_way_bucket(size_t bytes)
+static unsigned bucket_from(size_t min, size_t bytes)
 {
     unsigned b = 0;
-    for (size_t s = (size_t)COPY_WAY_MIN * 2; s <= bytes && b + 1 < COPY_WAY_BUCKETS; s *= 2)
+    for (size_t s = min * 2; s <= bytes && b + 1 < COPY_WAY_BUCKETS; s *= 2)
         b++;
     return b;
 }
 
-bool copy_way_single(copy_ways_t *w, unsigned verdict, size_t bytes, bool by_default)
+unsigned copy_way_bucket(size_t bytes) { return bucket_from(COPY_WAY_MIN, bytes); }
+
+unsigned copy_way_bucket_of(const copy_ways_t *w, size_t bytes)
 {
-    unsigned b = copy_way_bucket(bytes);
+    return bucket_from(w->min ? w->min : COPY_WAY_MIN, bytes);
+}
+
+bool copy_way_single(copy_ways_t *w, unsigned verdict, size_t bytes, bool by_default,
+                     bool *timed)
+{
+    unsigned b = copy_way_bucket_of(w, bytes);
     uint32_t n = w->sent[b]++;
     unsigned way = COPY_WAY_OF(verdict);
     bool single = way == COPY_WAY_UNKNOWN ? by_default : way == COPY_WAY_SINGLE;
     uint32_t retry = way == COPY_WAY_UNKNOWN        ? 2 * COPY_WAY_RUN
                      : verdict & COPY_WAY_CLEAR ? COPY_WAY_RETRY_CLEAR
                                                 : COPY_WAY_RETRY;
-    return n % retry >= retry - COPY_WAY_RUN ? !single : single;
+    uint32_t k = n % retry;
+    if (timed) /* undecided, every copy; else the winner's run just before the loser's, and it */
+        *timed = k >= retry - 2 * COPY_WAY_RUN;
+    return k >= retry - COPY_WAY_RUN ? !single : single;
 }
 
 unsigned copy_way_prior(const uint8_t *verdicts, unsigned b)
@@ -37,22 +49,26 @@ unsigned copy_way_prior(const uint8_t *verdicts, unsigned b)
 
 /* A way's figure: the best of its samples kept, 0 while it has too few.
  * The best, not the mean: an interrupt or a page fault only slows a copy,
- * so the fastest recent one says what the way can do now. */
+ * so the fastest recent one says what the way can do now (but see
+ * typical, copyway.h). */
 static uint32_t way_best(const copy_ways_t *w, unsigned b, unsigned i)
 {
     if (w->taken[b][i] < COPY_WAY_NEEDED)
         return 0;
     uint32_t best = UINT32_MAX;
-    for (unsigned k = 0; k < w->taken[b][i]; k++)
+    uint64_t sum = 0;
+    for (unsigned k = 0; k < w->taken[b][i]; k++) {
+        sum += w->ns_kib[b][i][k];
         if (w->ns_kib[b][i][k] < best)
             best = w->ns_kib[b][i][k];
-    return best;
+    }
+    return w->typical ? (uint32_t)(sum / w->taken[b][i]) : best;
 }
 
 unsigned copy_way_sample(copy_ways_t *w, size_t bytes, unsigned way, uint64_t ns,
                          uint32_t best_ns_kib[2])
 {
-    unsigned b = copy_way_bucket(bytes), i = way == COPY_WAY_SINGLE;
+    unsigned b = copy_way_bucket_of(w, bytes), i = way == COPY_WAY_SINGLE;
     if (w->last[b] == way) {
         uint64_t per_kib = bytes ? ns * 1024 / bytes : 0;
         per_kib = per_kib < 1 ? 1 : per_kib; /* 0 means "no figure" */

@@ -1,11 +1,14 @@
-/* copyway.h — which way a copy-only message of 64 KiB or more goes between
- * two ranks of the shared-memory transport: through the pair's cells
- * (sender copies in, receiver copies out, at once) or by single copy
- * (the receiver reads the sender's buffer, the sender writing pieces too).
- * Which is faster depends on the machine, by 1.5-3x either way (shm.c,
- * "Copies measured"), so the receiver times both and the sender follows
- * its verdict, trying the other way now and then.  The decision is kept
- * apart from the transport so that tests can drive it with chosen times. */
+/* copyway.h — which way a message goes between two ranks of the
+ * shared-memory transport: through the pair's cells (sender copies in,
+ * receiver copies or reduces out, at once) or by single copy (the
+ * receiver reads the sender's buffer, the sender writing pieces too).
+ * Two kinds are measured, each in its own copy_ways_t: copy-only messages
+ * of 64 KiB or more, and an idle sender's reducing messages of 8-64 KiB
+ * (shm.c, "Copies measured").  Which way is faster depends on the
+ * machine, by 1.5-6x either way, so the receiver times both and the
+ * sender follows its verdict, trying the other way now and then.  The
+ * decision is kept apart from the transport so that tests can drive it
+ * with chosen times. */
 #ifndef WEFT_COPYWAY_H
 #define WEFT_COPYWAY_H
 
@@ -16,6 +19,8 @@
 #include "../core/tool_api.h"
 
 #define COPY_WAY_MIN (64u << 10) /* smaller copies keep the fixed thresholds */
+#define REDUCE_WAY_MIN (8u << 10) /* an idle sender's reducing messages: 8 KiB .. */
+#define REDUCE_WAY_MAX (64u << 10)
 #define COPY_WAY_BUCKETS 12      /* 64 KiB, 128 KiB, .., 64 MiB and more */
 #define COPY_WAY_SAMPLES 3       /* a way's figure: the best of its latest three */
 #define COPY_WAY_NEEDED 2        /* samples of each way before a verdict */
@@ -37,14 +42,24 @@ enum { COPY_WAY_UNKNOWN = 0, COPY_WAY_CELLS = 1, COPY_WAY_SINGLE = 2, COPY_WAY_C
  * one run in COPY_WAY_RETRY copies (COPY_WAY_RETRY_CLEAR when the winner
  * was at least COPY_WAY_CLEAR_RATIO times faster), so that a change of
  * phase is noticed.  The winner changes only when the other way is
- * COPY_WAY_SWITCH_RATIO times faster (no flapping on noise). */
+ * COPY_WAY_SWITCH_RATIO times faster (no flapping on noise).  Once there
+ * is a verdict only the winner's run just before the other way's and that
+ * run are timed: two clock reads a message are 5-8 % of an 8 KiB reduce
+ * here, and both ways' figures then come from the same moment. */
 #define COPY_WAY_RUN 3u
 #define COPY_WAY_RETRY 64u
 #define COPY_WAY_RETRY_CLEAR 256u
 #define COPY_WAY_CLEAR_RATIO 1.5
 #define COPY_WAY_SWITCH_RATIO 1.1
+/* An idle sender's reducing messages take the mean (typical): their clock
+ * starts once both sides are in the call, so a sender that came first has
+ * filled the cells and the receiver only drains them, which is the
+ * fastest sample cells ever give; the best of three picked those where
+ * most calls went the other way (shm.c, "Copies measured"). */
 
 typedef struct copy_ways {
+    uint32_t min; /* the smallest size measured (bucket 0's); 0: COPY_WAY_MIN */
+    bool typical; /* a way's figure: the mean of its samples, not the best */
     /* the receiver's: each way's latest samples per bucket, ns per KiB */
     uint32_t ns_kib[COPY_WAY_BUCKETS][2][COPY_WAY_SAMPLES];
     uint8_t taken[COPY_WAY_BUCKETS][2]; /* samples held, up to COPY_WAY_SAMPLES */
@@ -55,11 +70,14 @@ typedef struct copy_ways {
     uint32_t sent[COPY_WAY_BUCKETS];
 } copy_ways_t;
 
+/* A copy-only message's bucket; w's, whose buckets start at w->min. */
 WEFT_TOOL_API unsigned copy_way_bucket(size_t bytes);
-/* The sender: whether this copy of bytes goes by single copy, given the
- * receiver's published verdict and the transport's fixed rule. */
+WEFT_TOOL_API unsigned copy_way_bucket_of(const copy_ways_t *w, size_t bytes);
+/* The sender: whether this message of bytes goes by single copy, given the
+ * receiver's published verdict and the transport's fixed rule; *timed
+ * (may be NULL): whether its receiver is to time it. */
 WEFT_TOOL_API bool copy_way_single(copy_ways_t *w, unsigned verdict, size_t bytes,
-                                   bool by_default);
+                                   bool by_default, bool *timed);
 /* The verdict the sender follows in bucket b, given every bucket's
  * published verdict (b + 1 of them): b's own; else, when the nearest
  * smaller size with a verdict has a clear one, that way, as a verdict

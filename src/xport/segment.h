@@ -154,9 +154,11 @@ typedef struct ring_hdr {
      * single copy */
     _Atomic uint32_t cells_slow;
     /* written by the receiver: for copy-only messages of 64 KiB and more,
-     * per size (copyway.h's buckets), the way its timings found faster */
+     * and for an idle sender's reducing messages of 8-64 KiB, per size
+     * (copyway.h's buckets), the way its timings found faster */
     _Atomic uint8_t copy_way[12];
-    char pad[24];
+    _Atomic uint8_t reduce_way[12];
+    char pad[12];
     /* line 1: the single-copy read under way, offered to the sender so that
      * both copy (shm.c, "Both copy").  The receiver writes the fields, then
      * claim: COOP_LIVE | (message number mod 2^31) << 32 | next piece;
@@ -175,7 +177,9 @@ typedef struct ring_hdr {
 #define COOP_LIVE (1ull << 63)
 
 enum { CELL_DATA = 0, CELL_READ_ME = 1 };
-enum { CELL_MEASURED = 1 };
+/* flags: a message its receiver times (shm.c, "Copies measured"), and
+ * whether as a copy or as an idle sender's reducing message */
+enum { CELL_MEASURED = 1, CELL_REDUCE_WAY = 2 };
 typedef struct cell {
     /* written by the sender only: the number of the message cell it holds
      * (cells ever written to the ring + 1, mod 2^32); the receiver reads a
@@ -184,7 +188,7 @@ typedef struct cell {
     uint32_t len;   /* payload bytes in this cell */
     uint32_t sig;
     uint16_t kind;  /* CELL_DATA, or CELL_READ_ME: the payload is a cma_desc_t */
-    uint16_t flags; /* CELL_MEASURED: a copy its receiver times (shm.c, "Copies measured") */
+    uint16_t flags; /* CELL_MEASURED, CELL_REDUCE_WAY */
     uint64_t tag;
     uint64_t total; /* bytes of the whole message */
     char inline_data[32]; /* a message of up to CELL_INLINE bytes: one cache

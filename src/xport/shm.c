@@ -82,12 +82,13 @@
  * 64 (in 256 where the winner was 1.5x faster), so a change of phase is
  * seen (copyway.h says why in threes).  Slow cells (above) still come
  * first.  WEFT_COPY_WAY=cells|single|fixed takes one way, or the
- * thresholds, instead.  An idle
- * sender's reducing messages were measured the same way and left out:
- * the receiver's clock favoured cells (a 2-rank reduce of 64 KiB: 7.1
+ * thresholds, instead.  An idle sender's reducing messages of 8-64 KiB
+ * between two ranks are measured too, in buckets of their own
+ * (idle_reduce_single_copy says why), by the mean of their samples: by
+ * the best, cells won on the Intel VM (a 2-rank reduce of 64 KiB: 7.1
  * GB/s against 5.6) where whole calls were faster by single copy (7.4-9.4
- * us against 9.1-13.7): a sender that arrives first fills the cells
- * before the clock starts, and the best of three picks those times.
+ * us against 9.1-13.7), because a sender that arrives first fills the
+ * cells before the clock starts and the best of three picks those times.
  *
  * Waiting: the engine polls; when nothing moves it calls block(), which sets
  * the rank's sleeping flag, re-checks, and sleeps on its doorbell futex.  A
@@ -164,10 +165,12 @@ typedef struct peer_state {
     bool out_slow;             /* by out_clock, these cells are slow */
     uint32_t slow_sends;       /* reducing sends made single copy by slow cells */
     copy_ways_t *ways;         /* copies measured (both sides' state), once used */
-    bool out_measured;         /* the send at sq_head goes into cells measured */
-    /* the receiver's clock on the measured copy under way */
+    copy_ways_t *reduce_ways;  /* an idle sender's reducing messages, likewise */
+    uint16_t out_measured;     /* the send at sq_head: its cells' CELL_MEASURED flags */
+    /* the receiver's clock on the measured message under way */
     uint64_t copy_t0;
-    unsigned copy_way; /* COPY_WAY_UNKNOWN: no measured copy under way */
+    unsigned copy_way; /* COPY_WAY_UNKNOWN: no measured message under way */
+    bool copy_red;     /* it is a reducing message (reduce_ways) */
     /* a both-copy read whose sender still writes pieces: the ring waits
      * behind it until they land */
     struct {
@@ -199,6 +202,7 @@ typedef struct shm_xport {
     double cells_slow_gbps; /* slow cells (above); 0: never */
     int copy_way_fixed;     /* copies measured: 0, or the way WEFT_COPY_WAY takes, or -1
                              * for the fixed thresholds */
+    bool reduce_ways;       /* an idle sender's reducing messages are measured */
     int32_t pid;
     bool membarrier; /* this rank's sleeps issue the heavy fence ("Waiting") */
     char *bounce;   /* CMA_PIECE bytes for single-copy receive-and-reduce */
@@ -268,7 +272,8 @@ typedef struct shm_xport {
  * in at 2.3-2.9 GB/s and switched; its retries through cells read 3.7-4.3
  * and switched back, so about 4 messages in 19 still take the slow
  * cells. */
-_Static_assert(sizeof((ring_hdr_t *)0)->copy_way == COPY_WAY_BUCKETS,
+_Static_assert(sizeof((ring_hdr_t *)0)->copy_way == COPY_WAY_BUCKETS &&
+                   sizeof((ring_hdr_t *)0)->reduce_way == COPY_WAY_BUCKETS,
                "a verdict byte per bucket of copies measured");
 #define CELLS_SLOW_RUN 3u
 #define CELLS_TIMED_MIN (64u << 10)
@@ -782,8 +787,8 @@ static bool slow_cells_say_cma(shm_xport_t *x, ring_hdr_t *ring, const xreq_t *r
 }
 
 /* An idle sender's reducing message of IDLE_REDUCE_CMA_MIN bytes up to two
- * cells goes by single copy (above, where cells pipeline, they stay).  2
- * ranks, binomial reduce (this 2-core Intel VM, 2026-11-28; three rounds
+ * cells went by single copy (above, where cells pipeline, they stay).  2
+ * ranks, binomial reduce (the 2-core Intel VM, 2026-11-28; three rounds
  * each, µs, cells against WEFT_CMA_MIN=2048): 2 KiB 1.4-4.8 against
  * 1.3-1.8, 4 KiB 2.0-3.6 against 1.5-4.4, 8 KiB 2.9-4.9 against 1.9-4.1,
  * 16 KiB 4.4-7.1 against 2.9-4.6, 32 KiB 6.6-9.0 against 4.5-4.7, 64 KiB
@@ -795,49 +800,69 @@ static bool slow_cells_say_cma(shm_xport_t *x, ring_hdr_t *ring, const xreq_t *r
  * where the transport holds two ranks: a receiver with several senders
  * (a linear or binomial reduce's root) reduces one ring while the others
  * fill theirs, where single copy would read them one system call after
- * another; that case is not measured. */
+ * another; that case is not measured.  On the AMD VM of the session
+ * after, though, the same rule made that reduce 3-5x slower (under mpirun,
+ * three rounds, µs, single copy against cells: 8 KiB 2.34-2.35 against
+ * 0.48-0.51, 16 KiB 3.00-3.03 against 0.75-0.78, 32 KiB 4.32-4.36 against
+ * 1.21-1.32; Open MPI 2.31-2.37, 2.86-2.98, 4.01-4.20).  So the way is
+ * measured (below, "Copies measured"), the rule only its start. */
 #define IDLE_REDUCE_CMA_MIN (8u << 10)
 static bool idle_reduce_single_copy(const shm_xport_t *x, size_t bytes)
 {
     return x->base.size == 2 && bytes >= IDLE_REDUCE_CMA_MIN && bytes <= 2 * (size_t)x->payload;
 }
 
-/* A pair's state for copies measured, allocated on its first such copy
- * (NULL without memory: the fixed thresholds then decide). */
-static copy_ways_t *ways_of(peer_state_t *ps)
+/* Where an idle sender's reducing messages are measured: between two
+ * ranks, 8-64 KiB (single copy won at 64 KiB on the Intel VM, and from
+ * there cells pipeline on both machines). */
+static bool idle_reduce_measured(const shm_xport_t *x, size_t bytes)
 {
-    if (!ps->ways)
-        ps->ways = calloc(1, sizeof *ps->ways);
-    return ps->ways;
+    return x->base.size == 2 && bytes >= REDUCE_WAY_MIN && bytes <= REDUCE_WAY_MAX;
 }
 
-/* The sender's side of copies measured (above): whether the copy r, which
- * the fixed thresholds would send by single copy or not (by_rule), goes
- * by single copy; *measured: its receiver is to time it. */
-static bool copy_way_pick(shm_xport_t *x, ring_hdr_t *ring, const xreq_t *r, bool by_rule,
-                          bool *measured)
+/* A pair's state for copies (red: reducing messages) measured, allocated
+ * on its first such message (NULL without memory: the fixed thresholds
+ * then decide). */
+static copy_ways_t *ways_of(peer_state_t *ps, bool red)
+{
+    copy_ways_t **w = red ? &ps->reduce_ways : &ps->ways;
+    if (!*w && (*w = calloc(1, sizeof **w)))
+        (*w)->min = red ? REDUCE_WAY_MIN : COPY_WAY_MIN, (*w)->typical = red;
+    return *w;
+}
+
+/* The sender's side of copies measured (above): whether r, a copy or (red)
+ * an idle sender's reducing message, which the fixed thresholds would send
+ * by single copy or not (by_rule), goes by single copy; *measured: the
+ * CELL_MEASURED flags its cells carry when its receiver is to time it. */
+static bool way_pick(shm_xport_t *x, ring_hdr_t *ring, const xreq_t *r, bool red, bool by_rule,
+                     uint16_t *measured)
 {
     if (x->copy_way_fixed > 0)
         return x->copy_way_fixed == COPY_WAY_SINGLE;
-    copy_ways_t *w = x->copy_way_fixed == 0 ? ways_of(&x->peers[r->peer]) : NULL;
+    copy_ways_t *w = x->copy_way_fixed == 0 ? ways_of(&x->peers[r->peer], red) : NULL;
     if (!w)
         return by_rule;
-    unsigned b = copy_way_bucket(r->bytes);
+    _Atomic uint8_t *published = red ? ring->reduce_way : ring->copy_way;
+    unsigned b = copy_way_bucket_of(w, r->bytes);
     uint8_t verdicts[COPY_WAY_BUCKETS];
     for (unsigned i = 0; i <= b; i++)
-        verdicts[i] = atomic_load_explicit(&ring->copy_way[i], memory_order_relaxed);
-    *measured = true;
-    return copy_way_single(w, copy_way_prior(verdicts, b), r->bytes, by_rule);
+        verdicts[i] = atomic_load_explicit(&published[i], memory_order_relaxed);
+    bool timed = false;
+    bool single = copy_way_single(w, copy_way_prior(verdicts, b), r->bytes, by_rule, &timed);
+    *measured = timed ? (uint16_t)(CELL_MEASURED | (red ? CELL_REDUCE_WAY : 0)) : 0;
+    return single;
 }
 
 /* Whether r goes by single copy, and from where: in place from this
  * rank's arena (no system call, any size from arena_min), else by
  * process_vm_readv within the thresholds measured for it, or as copies
- * measured say.  *measured: r is such a copy, which its receiver times. */
+ * measured say.  *measured: the flags of r's cells when its receiver is
+ * to time it (CELL_MEASURED), else 0. */
 static bool single_copy(shm_xport_t *x, ring_hdr_t *ring, const xreq_t *r, cma_desc_t *d,
-                        bool *measured)
+                        uint16_t *measured)
 {
-    *measured = false;
+    *measured = 0;
     *d = (cma_desc_t){(uint64_t)(uintptr_t)r->sbuf, x->pid, 0, 0};
     if (r->bytes >= x->arena_min &&
         atomic_load_explicit(&ring->arena, memory_order_acquire) == RING_CMA_YES &&
@@ -854,21 +879,27 @@ static bool single_copy(shm_xport_t *x, ring_hdr_t *ring, const xreq_t *r, cma_d
      * A message of one or two cells has little to overlap, though: through
      * cells its lines cross between the cores twice (copied in, reduced
      * out) one after the other, where single copy reads them once for a
-     * system call; see idle_reduce_single_copy. */
-    if (r->sender_idles && x->cores_enough && !x->forced_min)
-        return cma && idle_reduce_single_copy(x, r->bytes);
+     * system call on some machines, and not on others; see
+     * idle_reduce_single_copy. */
+    if (r->sender_idles && x->cores_enough && !x->forced_min) {
+        if (!cma || !idle_reduce_measured(x, r->bytes))
+            return false;
+        return way_pick(x, ring, r, true, idle_reduce_single_copy(x, r->bytes), measured);
+    }
     bool by_rule = r->bytes >= (r->copied ? x->cma_min_copy : x->cma_min) &&
                    (!r->copied || r->bytes < x->cma_max_copy) && cma;
     if (cma && r->copied && r->bytes >= COPY_WAY_MIN && x->copy_way_fixed >= 0)
-        return copy_way_pick(x, ring, r, by_rule, measured);
+        return way_pick(x, ring, r, false, by_rule, measured);
     return by_rule;
 }
 
-/* A measured copy's first cell carries the time its sender posted it, in
- * the inline bytes a message of COPY_WAY_MIN or more leaves unused: where
- * ranks outnumber the cores the receiver's clock starts there (below). */
-_Static_assert(COPY_WAY_MIN > CELL_INLINE && CELL_INLINE >= sizeof(uint64_t),
-               "a measured copy's first cell has its inline bytes free for the stamp");
+/* A measured message's first cell carries the time its sender posted it,
+ * in the inline bytes a message of REDUCE_WAY_MIN or more leaves unused:
+ * the receiver's clock starts there for a reducing message, and for a
+ * copy where ranks outnumber the cores (below). */
+_Static_assert(COPY_WAY_MIN > CELL_INLINE && REDUCE_WAY_MIN > CELL_INLINE &&
+                   CELL_INLINE >= sizeof(uint64_t),
+               "a measured message's first cell has its inline bytes free for the stamp");
 static inline void stamp_posted(cell_t *c)
 {
     uint64_t now = weft_now_ns();
@@ -883,7 +914,7 @@ static inline void post_read_me(shm_xport_t *x, peer_state_t *ps, cell_t *c, xre
     c->len = sizeof *d;
     c->sig = r->sig;
     c->kind = CELL_READ_ME;
-    c->flags = ps->out_measured ? CELL_MEASURED : 0;
+    c->flags = ps->out_measured;
     c->tag = r->tag;
     c->total = r->bytes;
     memcpy(c->payload, d, sizeof *d);
@@ -931,7 +962,7 @@ static int push_sends(shm_xport_t *x, int dst)
         c->len = (uint32_t)len;
         c->sig = r->sig;
         c->kind = CELL_DATA;
-        c->flags = ps->out_measured ? CELL_MEASURED : 0;
+        c->flags = ps->out_measured;
         c->tag = r->tag;
         c->total = r->bytes;
         if (r->done == 0 && ps->out_measured)
@@ -990,45 +1021,52 @@ static xreq_t *take_posted(peer_state_t *ps, uint64_t tag)
     return NULL;
 }
 
-/* Copies measured (above): the receiver's clock on a copy its sender
+/* Copies measured (above): the receiver's clock on a message its sender
  * marked, from the moment this rank can start on it (its first cell, or
  * its read) to its last byte, waits for the sender's cells or pieces
  * included: what the way costs the call.  Where ranks outnumber the
- * cores it starts when the sender posted the copy: there a single copy
+ * cores a copy's clock starts when the sender posted it (a single copy
  * holds its sender until the reader is scheduled, and what the call pays
- * is mostly that wait, which a clock started by the reader never sees.  Also on the ring's first pass,
- * whose pages may still fault in (slow cells skip it): a ring of 4 MiB
- * carries 64 copies of 64 KiB before its second pass, and all that while
- * the two ways would take turns.  A verdict taken against cells that are
+ * is mostly that wait); an idle sender's reducing message's, at the later
+ * of that and the receive's post, so that neither a late root nor, in
+ * calls back to back, an eager sender's lead is counted.  Also on the
+ * ring's first pass, whose pages may still fault in (slow cells skip
+ * it): a ring of 4 MiB carries 64 copies of 64 KiB before its second
+ * pass, and all that while the two ways would take turns.  A verdict taken against cells that are
  * still cold is revisited when cells have their next run. */
 static void copy_clock_start(shm_xport_t *x, peer_state_t *ps, const cell_t *c,
-                             const xsink_t *sk, unsigned way)
+                             const xreq_t *r, unsigned way)
 {
-    /* the clock is read only for a measured copy: not a cost every message pays */
-    ps->copy_way = (c->flags & CELL_MEASURED) && !sk->red ? way : COPY_WAY_UNKNOWN;
+    /* the clock is read only for a measured message: not a cost every message pays */
+    bool red = c->flags & CELL_REDUCE_WAY;
+    ps->copy_way = (c->flags & CELL_MEASURED) && (red || !r->sink.red) ? way : COPY_WAY_UNKNOWN;
+    ps->copy_red = red;
     if (ps->copy_way == COPY_WAY_UNKNOWN)
         return;
     uint64_t now = weft_now_ns(), posted;
     memcpy(&posted, c->inline_data, sizeof posted);
-    ps->copy_t0 = x->cores_enough || posted > now ? now : posted;
+    if (red && r->posted_ns > posted) /* not the time it waited for its receive */
+        posted = r->posted_ns;
+    ps->copy_t0 = (x->cores_enough && !red) || posted > now ? now : posted;
 }
 
-static void copy_say(const shm_xport_t *x, int src, unsigned b, unsigned v, const uint32_t best[2])
+static void copy_say(const shm_xport_t *x, int src, const copy_ways_t *w, unsigned b, unsigned v,
+                     const uint32_t best[2])
 {
     static unsigned said; /* per process: a phase that comes and goes says it a few times */
     if (!weft_verbose() || said++ >= 16)
         return;
-    bool single = COPY_WAY_OF(v) == COPY_WAY_SINGLE;
-    size_t lo = (size_t)(COPY_WAY_MIN >> 10) << b;
+    bool single = COPY_WAY_OF(v) == COPY_WAY_SINGLE, red = w->min != COPY_WAY_MIN;
+    size_t lo = (size_t)(w->min >> 10) << b;
     char range[48];
     if (b + 1 < COPY_WAY_BUCKETS)
         snprintf(range, sizeof range, "%zu-%zu KiB", lo, 2 * lo);
     else
         snprintf(range, sizeof range, "%zu KiB or more", lo);
-    fprintf(stderr, "weft: rank %d: copies of %s from rank %d now go %s (%.1f GB/s against "
-            "%.1f %s)\n", x->base.rank, range, src, single ? "by single copy" : "through cells",
-            1024.0 / best[single], 1024.0 / best[!single],
-            single ? "through cells" : "by single copy");
+    fprintf(stderr, "weft: rank %d: %s of %s from rank %d now go %s (%.1f GB/s against "
+            "%.1f %s)\n", x->base.rank, red ? "reducing messages" : "copies", range, src,
+            single ? "by single copy" : "through cells", 1024.0 / best[single],
+            1024.0 / best[!single], single ? "through cells" : "by single copy");
 }
 
 static void copy_clock_stop(shm_xport_t *x, peer_state_t *ps, ring_hdr_t *ring, size_t bytes)
@@ -1036,19 +1074,20 @@ static void copy_clock_stop(shm_xport_t *x, peer_state_t *ps, ring_hdr_t *ring, 
     if (ps->copy_way == COPY_WAY_UNKNOWN)
         return;
     uint64_t ns = weft_now_ns() - ps->copy_t0;
-    copy_ways_t *w = ways_of(ps);
+    copy_ways_t *w = ways_of(ps, ps->copy_red);
     unsigned way = ps->copy_way;
     ps->copy_way = COPY_WAY_UNKNOWN;
     if (!w)
         return;
-    unsigned b = copy_way_bucket(bytes), before = w->verdict[b];
+    unsigned b = copy_way_bucket_of(w, bytes), before = w->verdict[b];
     uint32_t best[2];
     unsigned v = copy_way_sample(w, bytes, way, ns, best);
     if (v == before)
         return;
-    atomic_store_explicit(&ring->copy_way[b], (uint8_t)v, memory_order_relaxed);
+    atomic_store_explicit(&(ps->copy_red ? ring->reduce_way : ring->copy_way)[b], (uint8_t)v,
+                          memory_order_relaxed);
     if (COPY_WAY_OF(v) != COPY_WAY_OF(before))
-        copy_say(x, (int)(ps - x->peers), b, v, best);
+        copy_say(x, (int)(ps - x->peers), w, b, v, best);
 }
 
 /* The single-copy message at the head of src's ring is read: free its
@@ -1172,10 +1211,10 @@ static int start_message(shm_xport_t *x, int src, ring_hdr_t *ring, cell_t *c)
         if (c->kind != CELL_READ_ME) {
             ps->cur = r;
             cells_time_start(x, ps, c);
-            copy_clock_start(x, ps, c, &r->sink, COPY_WAY_CELLS);
+            copy_clock_start(x, ps, c, r, COPY_WAY_CELLS);
             return START_CELLS;
         }
-        copy_clock_start(x, ps, c, &r->sink, COPY_WAY_SINGLE);
+        copy_clock_start(x, ps, c, r, COPY_WAY_SINGLE);
         int rc = read_whole(x, src, ring, c, &r->sink);
         if (rc)
             return -rc;
@@ -1352,6 +1391,11 @@ static int shm_irecv(xport_t *xp, xreq_t *r)
         }
         return WEFT_OK;
     }
+    /* an idle sender's reducing message is timed from when both sides are
+     * in the call ("Copies measured"); one clock read, in the range only */
+    r->posted_ns = x->reduce_ways && r->bytes >= REDUCE_WAY_MIN && r->bytes <= REDUCE_WAY_MAX
+                       ? weft_now_ns()
+                       : 0;
     enqueue(&ps->rq_head, &ps->rq_tail, r);
     int m = poll_from(x, r->peer);
     return m < 0 ? -m : WEFT_OK;
@@ -1562,6 +1606,7 @@ static void shm_close(xport_t *xp)
     for (int p = 0; p < x->base.size; p++) {
         arena_unmap_peer(x->peers[p].arena, x->peers[p].arena_span);
         free(x->peers[p].ways);
+        free(x->peers[p].reduce_ways);
     }
     free(x->peers);
     free(x->bounce);
@@ -1658,6 +1703,7 @@ static int cma_offer(shm_xport_t *x, int size)
                               "built-in thresholds)", way);
         x->copy_way_fixed = fixed[k];
     }
+    x->reduce_ways = size == 2 && x->cores_enough && !x->forced_min && x->copy_way_fixed == 0;
     x->both_copy = help && *help ? *help == '1' : x->cores_enough;
     x->help_forced = help && *help == '1';
     if (x->both_copy)

@@ -119,6 +119,7 @@ struct xreq {
     xsink_t sink;
     /* transport-private */
     size_t done;
+    uint64_t posted_ns; /* shm: when the receive was posted, where copies measured need it */
     xreq_t *next;
     void *priv;
 };
