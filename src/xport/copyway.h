@@ -2,9 +2,10 @@
  * shared-memory transport: through the pair's cells (sender copies in,
  * receiver copies or reduces out, at once) or by single copy (the
  * receiver reads the sender's buffer, the sender writing pieces too).
- * Two kinds are measured, each in its own copy_ways_t: copy-only messages
- * of 64 KiB or more, and an idle sender's reducing messages of 8-64 KiB
- * (shm.c, "Copies measured").  Which way is faster depends on the
+ * Three kinds are measured, each in its own copy_ways_t: copy-only
+ * messages of 64 KiB or more, and between two ranks an idle sender's
+ * reducing messages of 8-64 KiB and copy-only ones of 16-64 KiB (shm.c,
+ * "Copies measured").  Which way is faster depends on the
  * machine, by 1.5-6x either way, so the receiver times both and the
  * sender follows its verdict, trying the other way now and then.  The
  * decision is kept apart from the transport so that tests can drive it
@@ -18,9 +19,12 @@
 
 #include "../core/tool_api.h"
 
-#define COPY_WAY_MIN (64u << 10) /* smaller copies keep the fixed thresholds */
-#define REDUCE_WAY_MIN (8u << 10) /* an idle sender's reducing messages: 8 KiB .. */
-#define REDUCE_WAY_MAX (64u << 10)
+/* The kinds, and the sizes each is measured from */
+enum { WAY_COPY = 0, WAY_REDUCE = 1, WAY_SMALL_COPY = 2, WAY_KINDS = 3 };
+#define COPY_WAY_MIN (64u << 10)      /* WAY_COPY: copies from here, any ranks */
+#define REDUCE_WAY_MIN (8u << 10)     /* WAY_REDUCE: an idle sender's, 2 ranks, .. */
+#define REDUCE_WAY_MAX (64u << 10)    /* .. to here (included) */
+#define SMALL_COPY_WAY_MIN (16u << 10) /* WAY_SMALL_COPY: 2 ranks, to COPY_WAY_MIN */
 #define COPY_WAY_BUCKETS 12      /* 64 KiB, 128 KiB, .., 64 MiB and more */
 #define COPY_WAY_SAMPLES 3       /* a way's figure: the best of its latest three */
 #define COPY_WAY_NEEDED 2        /* samples of each way before a verdict */
@@ -51,11 +55,11 @@ enum { COPY_WAY_UNKNOWN = 0, COPY_WAY_CELLS = 1, COPY_WAY_SINGLE = 2, COPY_WAY_C
 #define COPY_WAY_RETRY_CLEAR 256u
 #define COPY_WAY_CLEAR_RATIO 1.5
 #define COPY_WAY_SWITCH_RATIO 1.1
-/* An idle sender's reducing messages take the mean (typical): their clock
- * starts once both sides are in the call, so a sender that came first has
- * filled the cells and the receiver only drains them, which is the
- * fastest sample cells ever give; the best of three picked those where
- * most calls went the other way (shm.c, "Copies measured"). */
+/* The small kinds (WAY_REDUCE, WAY_SMALL_COPY) take the mean (typical):
+ * their clock starts once both sides are in the call, so a sender that
+ * came first has filled the cells and the receiver only drains them,
+ * which is the fastest sample cells ever give; the best of three picked
+ * those where most calls went the other way (shm.c, "Copies measured"). */
 
 typedef struct copy_ways {
     uint32_t min; /* the smallest size measured (bucket 0's); 0: COPY_WAY_MIN */

@@ -153,12 +153,10 @@ typedef struct ring_hdr {
      * (shm.c, "Slow cells"): its sender then sends reducing messages by
      * single copy */
     _Atomic uint32_t cells_slow;
-    /* written by the receiver: for copy-only messages of 64 KiB and more,
-     * and for an idle sender's reducing messages of 8-64 KiB, per size
-     * (copyway.h's buckets), the way its timings found faster */
-    _Atomic uint8_t copy_way[12];
-    _Atomic uint8_t reduce_way[12];
-    char pad[12];
+    /* written by the receiver: per kind of message measured (copyway.h:
+     * WAY_COPY, WAY_REDUCE, WAY_SMALL_COPY) and size (its buckets), the
+     * way its timings found faster */
+    _Atomic uint8_t way[3][12];
     /* line 1: the single-copy read under way, offered to the sender so that
      * both copy (shm.c, "Both copy").  The receiver writes the fields, then
      * claim: COOP_LIVE | (message number mod 2^31) << 32 | next piece;
@@ -177,9 +175,10 @@ typedef struct ring_hdr {
 #define COOP_LIVE (1ull << 63)
 
 enum { CELL_DATA = 0, CELL_READ_ME = 1 };
-/* flags: a message its receiver times (shm.c, "Copies measured"), and
- * whether as a copy or as an idle sender's reducing message */
-enum { CELL_MEASURED = 1, CELL_REDUCE_WAY = 2 };
+/* flags: a message its receiver times (shm.c, "Copies measured"), and in
+ * bits 1-2 the kind it is measured as (copyway.h, WAY_*) */
+enum { CELL_MEASURED = 1 };
+#define CELL_WAY_KIND(flags) (((flags) >> 1) & 3u)
 typedef struct cell {
     /* written by the sender only: the number of the message cell it holds
      * (cells ever written to the ring + 1, mod 2^32); the receiver reads a
@@ -188,7 +187,7 @@ typedef struct cell {
     uint32_t len;   /* payload bytes in this cell */
     uint32_t sig;
     uint16_t kind;  /* CELL_DATA, or CELL_READ_ME: the payload is a cma_desc_t */
-    uint16_t flags; /* CELL_MEASURED, CELL_REDUCE_WAY */
+    uint16_t flags; /* CELL_MEASURED | kind << 1 */
     uint64_t tag;
     uint64_t total; /* bytes of the whole message */
     char inline_data[32]; /* a message of up to CELL_INLINE bytes: one cache

@@ -164,13 +164,13 @@ typedef struct peer_state {
     cells_clock_t out_clock;   /* the send at sq_head copied in */
     bool out_slow;             /* by out_clock, these cells are slow */
     uint32_t slow_sends;       /* reducing sends made single copy by slow cells */
-    copy_ways_t *ways;         /* copies measured (both sides' state), once used */
-    copy_ways_t *reduce_ways;  /* an idle sender's reducing messages, likewise */
-    uint16_t out_measured;     /* the send at sq_head: its cells' CELL_MEASURED flags */
+    /* copies measured, per kind (copyway.h; both sides' state), once used */
+    copy_ways_t *ways[WAY_KINDS];
+    uint16_t out_measured; /* the send at sq_head: its cells' CELL_MEASURED flags */
     /* the receiver's clock on the measured message under way */
     uint64_t copy_t0;
-    unsigned copy_way; /* COPY_WAY_UNKNOWN: no measured message under way */
-    bool copy_red;     /* it is a reducing message (reduce_ways) */
+    unsigned copy_way;  /* COPY_WAY_UNKNOWN: no measured message under way */
+    unsigned copy_kind; /* the kind it is measured as */
     /* a both-copy read whose sender still writes pieces: the ring waits
      * behind it until they land */
     struct {
@@ -202,7 +202,8 @@ typedef struct shm_xport {
     double cells_slow_gbps; /* slow cells (above); 0: never */
     int copy_way_fixed;     /* copies measured: 0, or the way WEFT_COPY_WAY takes, or -1
                              * for the fixed thresholds */
-    bool reduce_ways;       /* an idle sender's reducing messages are measured */
+    bool core_pair;         /* two ranks, a core each, WEFT_CMA_MIN not given */
+    bool small_ways;        /* and the kinds between two ranks are measured */
     int32_t pid;
     bool membarrier; /* this rank's sleeps issue the heavy fence ("Waiting") */
     char *bounce;   /* CMA_PIECE bytes for single-copy receive-and-reduce */
@@ -246,7 +247,10 @@ typedef struct shm_xport {
  * the sender until its receiver is scheduled: cells stay.  And only where
  * the transport holds two ranks, the case measured: with more, a bcast's
  * chunks of up to 48 KiB (ALGORITHMS.md) would each become a rendezvous,
- * on machines with the cores for it, which this one does not have. */
+ * on machines with the cores for it, which this one does not have.  On
+ * the AMD VM of the session after, cells won there by 2-4x, so from 16
+ * KiB this is the way taken until the copies measured (WAY_SMALL_COPY)
+ * have a verdict. */
 #define CMA_MIN_COPY_SMALL (16u << 10)
 #define CMA_MAX_COPY_DEFAULT (4u << 20)
 /* From the arena a message costs its receiver one copy (or reduce) from
@@ -272,9 +276,8 @@ typedef struct shm_xport {
  * in at 2.3-2.9 GB/s and switched; its retries through cells read 3.7-4.3
  * and switched back, so about 4 messages in 19 still take the slow
  * cells. */
-_Static_assert(sizeof((ring_hdr_t *)0)->copy_way == COPY_WAY_BUCKETS &&
-                   sizeof((ring_hdr_t *)0)->reduce_way == COPY_WAY_BUCKETS,
-               "a verdict byte per bucket of copies measured");
+_Static_assert(sizeof((ring_hdr_t *)0)->way == WAY_KINDS * COPY_WAY_BUCKETS,
+               "a verdict byte per kind and bucket of copies measured");
 #define CELLS_SLOW_RUN 3u
 #define CELLS_TIMED_MIN (64u << 10)
 #define CELLS_TIMED_MAX (4u << 20)
@@ -820,37 +823,36 @@ static bool idle_reduce_measured(const shm_xport_t *x, size_t bytes)
     return x->base.size == 2 && bytes >= REDUCE_WAY_MIN && bytes <= REDUCE_WAY_MAX;
 }
 
-/* A pair's state for copies (red: reducing messages) measured, allocated
- * on its first such message (NULL without memory: the fixed thresholds
- * then decide). */
-static copy_ways_t *ways_of(peer_state_t *ps, bool red)
+/* A pair's state for copies measured of a kind, allocated on its first
+ * such message (NULL without memory: the fixed thresholds then decide). */
+static copy_ways_t *ways_of(peer_state_t *ps, unsigned kind)
 {
-    copy_ways_t **w = red ? &ps->reduce_ways : &ps->ways;
+    static const uint32_t min[WAY_KINDS] = {COPY_WAY_MIN, REDUCE_WAY_MIN, SMALL_COPY_WAY_MIN};
+    copy_ways_t **w = &ps->ways[kind];
     if (!*w && (*w = calloc(1, sizeof **w)))
-        (*w)->min = red ? REDUCE_WAY_MIN : COPY_WAY_MIN, (*w)->typical = red;
+        (*w)->min = min[kind], (*w)->typical = kind != WAY_COPY;
     return *w;
 }
 
-/* The sender's side of copies measured (above): whether r, a copy or (red)
- * an idle sender's reducing message, which the fixed thresholds would send
- * by single copy or not (by_rule), goes by single copy; *measured: the
- * CELL_MEASURED flags its cells carry when its receiver is to time it. */
-static bool way_pick(shm_xport_t *x, ring_hdr_t *ring, const xreq_t *r, bool red, bool by_rule,
-                     uint16_t *measured)
+/* The sender's side of copies measured (above): whether r, measured as
+ * kind, which the fixed thresholds would send by single copy or not
+ * (by_rule), goes by single copy; *measured: the flags its cells carry
+ * when its receiver is to time it. */
+static bool way_pick(shm_xport_t *x, ring_hdr_t *ring, const xreq_t *r, unsigned kind,
+                     bool by_rule, uint16_t *measured)
 {
     if (x->copy_way_fixed > 0)
         return x->copy_way_fixed == COPY_WAY_SINGLE;
-    copy_ways_t *w = x->copy_way_fixed == 0 ? ways_of(&x->peers[r->peer], red) : NULL;
+    copy_ways_t *w = x->copy_way_fixed == 0 ? ways_of(&x->peers[r->peer], kind) : NULL;
     if (!w)
         return by_rule;
-    _Atomic uint8_t *published = red ? ring->reduce_way : ring->copy_way;
     unsigned b = copy_way_bucket_of(w, r->bytes);
     uint8_t verdicts[COPY_WAY_BUCKETS];
     for (unsigned i = 0; i <= b; i++)
-        verdicts[i] = atomic_load_explicit(&published[i], memory_order_relaxed);
+        verdicts[i] = atomic_load_explicit(&ring->way[kind][i], memory_order_relaxed);
     bool timed = false;
     bool single = copy_way_single(w, copy_way_prior(verdicts, b), r->bytes, by_rule, &timed);
-    *measured = timed ? (uint16_t)(CELL_MEASURED | (red ? CELL_REDUCE_WAY : 0)) : 0;
+    *measured = timed ? (uint16_t)(CELL_MEASURED | kind << 1) : 0;
     return single;
 }
 
@@ -884,21 +886,28 @@ static bool single_copy(shm_xport_t *x, ring_hdr_t *ring, const xreq_t *r, cma_d
     if (r->sender_idles && x->cores_enough && !x->forced_min) {
         if (!cma || !idle_reduce_measured(x, r->bytes))
             return false;
-        return way_pick(x, ring, r, true, idle_reduce_single_copy(x, r->bytes), measured);
+        return way_pick(x, ring, r, WAY_REDUCE, idle_reduce_single_copy(x, r->bytes), measured);
     }
     bool by_rule = r->bytes >= (r->copied ? x->cma_min_copy : x->cma_min) &&
                    (!r->copied || r->bytes < x->cma_max_copy) && cma;
     if (cma && r->copied && r->bytes >= COPY_WAY_MIN && x->copy_way_fixed >= 0)
-        return way_pick(x, ring, r, false, by_rule, measured);
+        return way_pick(x, ring, r, WAY_COPY, by_rule, measured);
+    /* between two ranks with a core each, a copy from 16 KiB went by
+     * single copy, read by the receiver alone, on the Intel VM (CMA_MIN_
+     * COPY_SMALL); on the AMD VM of the session after, cells were faster
+     * (PERFORMANCE.md), so these are measured too */
+    if (cma && r->copied && x->core_pair && r->bytes >= SMALL_COPY_WAY_MIN &&
+        x->copy_way_fixed >= 0)
+        return way_pick(x, ring, r, WAY_SMALL_COPY, by_rule, measured);
     return by_rule;
 }
 
 /* A measured message's first cell carries the time its sender posted it,
  * in the inline bytes a message of REDUCE_WAY_MIN or more leaves unused:
- * the receiver's clock starts there for a reducing message, and for a
- * copy where ranks outnumber the cores (below). */
+ * the receiver's clock starts there for the small kinds, and for a copy
+ * where ranks outnumber the cores (below). */
 _Static_assert(COPY_WAY_MIN > CELL_INLINE && REDUCE_WAY_MIN > CELL_INLINE &&
-                   CELL_INLINE >= sizeof(uint64_t),
+                   SMALL_COPY_WAY_MIN > CELL_INLINE && CELL_INLINE >= sizeof(uint64_t),
                "a measured message's first cell has its inline bytes free for the stamp");
 static inline void stamp_posted(cell_t *c)
 {
@@ -1038,16 +1047,20 @@ static void copy_clock_start(shm_xport_t *x, peer_state_t *ps, const cell_t *c,
                              const xreq_t *r, unsigned way)
 {
     /* the clock is read only for a measured message: not a cost every message pays */
-    bool red = c->flags & CELL_REDUCE_WAY;
-    ps->copy_way = (c->flags & CELL_MEASURED) && (red || !r->sink.red) ? way : COPY_WAY_UNKNOWN;
-    ps->copy_red = red;
+    unsigned kind = CELL_WAY_KIND(c->flags);
+    bool small = kind != WAY_COPY;
+    ps->copy_way = (c->flags & CELL_MEASURED) && kind < WAY_KINDS &&
+                           (kind == WAY_REDUCE || !r->sink.red)
+                       ? way
+                       : COPY_WAY_UNKNOWN;
+    ps->copy_kind = kind;
     if (ps->copy_way == COPY_WAY_UNKNOWN)
         return;
     uint64_t now = weft_now_ns(), posted;
     memcpy(&posted, c->inline_data, sizeof posted);
-    if (red && r->posted_ns > posted) /* not the time it waited for its receive */
+    if (small && r->posted_ns > posted) /* not the time it waited for its receive */
         posted = r->posted_ns;
-    ps->copy_t0 = (x->cores_enough && !red) || posted > now ? now : posted;
+    ps->copy_t0 = (x->cores_enough && !small) || posted > now ? now : posted;
 }
 
 static void copy_say(const shm_xport_t *x, int src, const copy_ways_t *w, unsigned b, unsigned v,
@@ -1056,7 +1069,7 @@ static void copy_say(const shm_xport_t *x, int src, const copy_ways_t *w, unsign
     static unsigned said; /* per process: a phase that comes and goes says it a few times */
     if (!weft_verbose() || said++ >= 16)
         return;
-    bool single = COPY_WAY_OF(v) == COPY_WAY_SINGLE, red = w->min != COPY_WAY_MIN;
+    bool single = COPY_WAY_OF(v) == COPY_WAY_SINGLE, red = w->min == REDUCE_WAY_MIN;
     size_t lo = (size_t)(w->min >> 10) << b;
     char range[48];
     if (b + 1 < COPY_WAY_BUCKETS)
@@ -1074,7 +1087,7 @@ static void copy_clock_stop(shm_xport_t *x, peer_state_t *ps, ring_hdr_t *ring, 
     if (ps->copy_way == COPY_WAY_UNKNOWN)
         return;
     uint64_t ns = weft_now_ns() - ps->copy_t0;
-    copy_ways_t *w = ways_of(ps, ps->copy_red);
+    copy_ways_t *w = ways_of(ps, ps->copy_kind);
     unsigned way = ps->copy_way;
     ps->copy_way = COPY_WAY_UNKNOWN;
     if (!w)
@@ -1084,8 +1097,7 @@ static void copy_clock_stop(shm_xport_t *x, peer_state_t *ps, ring_hdr_t *ring, 
     unsigned v = copy_way_sample(w, bytes, way, ns, best);
     if (v == before)
         return;
-    atomic_store_explicit(&(ps->copy_red ? ring->reduce_way : ring->copy_way)[b], (uint8_t)v,
-                          memory_order_relaxed);
+    atomic_store_explicit(&ring->way[ps->copy_kind][b], (uint8_t)v, memory_order_relaxed);
     if (COPY_WAY_OF(v) != COPY_WAY_OF(before))
         copy_say(x, (int)(ps - x->peers), w, b, v, best);
 }
@@ -1393,7 +1405,7 @@ static int shm_irecv(xport_t *xp, xreq_t *r)
     }
     /* an idle sender's reducing message is timed from when both sides are
      * in the call ("Copies measured"); one clock read, in the range only */
-    r->posted_ns = x->reduce_ways && r->bytes >= REDUCE_WAY_MIN && r->bytes <= REDUCE_WAY_MAX
+    r->posted_ns = x->small_ways && r->bytes >= REDUCE_WAY_MIN && r->bytes <= REDUCE_WAY_MAX
                        ? weft_now_ns()
                        : 0;
     enqueue(&ps->rq_head, &ps->rq_tail, r);
@@ -1605,8 +1617,8 @@ static void shm_close(xport_t *xp)
     }
     for (int p = 0; p < x->base.size; p++) {
         arena_unmap_peer(x->peers[p].arena, x->peers[p].arena_span);
-        free(x->peers[p].ways);
-        free(x->peers[p].reduce_ways);
+        for (unsigned k = 0; k < WAY_KINDS; k++)
+            free(x->peers[p].ways[k]);
     }
     free(x->peers);
     free(x->bounce);
@@ -1703,12 +1715,13 @@ static int cma_offer(shm_xport_t *x, int size)
                               "built-in thresholds)", way);
         x->copy_way_fixed = fixed[k];
     }
-    x->reduce_ways = size == 2 && x->cores_enough && !x->forced_min && x->copy_way_fixed == 0;
+    x->core_pair = size == 2 && x->cores_enough && !x->forced_min;
+    x->small_ways = x->core_pair && x->copy_way_fixed == 0;
     x->both_copy = help && *help ? *help == '1' : x->cores_enough;
     x->help_forced = help && *help == '1';
     if (x->both_copy)
         x->cma_max_copy = SIZE_MAX;
-    if (x->cores_enough && !x->forced_min && size == 2)
+    if (x->core_pair)
         x->cma_min_copy = CMA_MIN_COPY_SMALL;
     x->bounce = malloc(CMA_PIECE);
     if (!x->bounce)
