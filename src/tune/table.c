@@ -90,7 +90,16 @@
  * 71.3-81.6; P = 5, 1 MiB 472-504 against 618-854, 16 MiB 8.9-9.1 ms
  * against 10.0-11.4; P = 6 and 7 alike; 384-768 KiB at P = 5 and 8 ahead
  * by 6-26 %; P = 16, 256 KiB 630 against 822, 4 MiB 6.4 ms against 13.8;
- * P = 12 alike; 256 KiB at 5-8 a tie.  Non-commutative (weft bench --op
+ * P = 12 alike; 256 KiB at 5-8 a tie.  At 5-8 ranks, commutative, that
+ * no longer holds (the AMD VM, 2026-11-28, night, two runs of weft run at
+ * P = 5, 6, 8 and two under mpirun at 8, medians, us): rabenseifner in
+ * 512 KiB segments took P = 5, 512 KiB 116-128 against linear_arena's
+ * 159-169, 1 MiB 202-261 against 317-324, 16 MiB 6.3-6.7 ms against
+ * 9.5-9.8; P = 6, 16 MiB 6.9-8.4 ms against 10.7-10.8; P = 8 under
+ * mpirun, 512 KiB 183-193 against 262-344, 16 MiB 10.1-11.0 ms against
+ * 14.6-15.2, and 1-4 MiB a tie either way; so it takes those rows (at
+ * P = 12, one run: 16 MiB 17.8 ms against 23.1, 1 MiB a tie; not
+ * changed).  Non-commutative (weft bench --op
  * noncommutative): P = 4, 1 MiB 567 against bst's 929; P = 8, 256 KiB 375
  * against 456, 4 MiB 5.6 ms against 11.6; P = 12, 1 MiB 1.8 ms against
  * recursive doubling's 6.0.  At 3-4 ranks it ties or loses (the stage
@@ -145,15 +154,14 @@ static const char builtin_text[] =
     "allreduce        commutative     5-8         16385-128K    "
     "reduce_bcast/reduce=linear;bcast=linear\n"
     "allreduce        commutative     5-8         131073-256K   rabenseifner\n"
-    "allreduce        commutative     5-8         262145-1M     linear_arena|rabenseifner\n"
+    "allreduce        commutative     5-8         262145-1M     rabenseifner/segment=512K\n"
     "allreduce        commutative     9-16        8193-256K     rabenseifner\n"
     "allreduce        commutative     9-16        262145-1M     linear_arena|rabenseifner\n"
     "allreduce        commutative     17-*        2049-1M       rabenseifner\n"
     "allreduce        commutative     1-2         1048577-4M    rabenseifner\n"
     "allreduce        commutative     1-2         4194305-*     rabenseifner/segment=4M\n"
     "allreduce        commutative     3-4         1048577-*     rabenseifner/segment=512K\n"
-    "allreduce        commutative     5-8         1048577-*     "
-    "linear_arena|rabenseifner/segment=512K\n"
+    "allreduce        commutative     5-8         1048577-*     rabenseifner/segment=512K\n"
     "allreduce        commutative     9-16:pow2   1048577-*     linear_arena|rabenseifner\n"
     "allreduce        commutative     9-16:notpow2 1048577-*    linear_arena|ring\n"
     "allreduce        commutative     17-*:pow2   1048577-*     rabenseifner\n"
