@@ -1,6 +1,6 @@
-/* copyway.c — the choice between cells and single copy for a pair's
- * copy-only messages and an idle sender's small reducing ones, from the
- * receiver's own timings (copyway.h). */
+/* copyway.c — the choice between cells and single copy for the kinds of
+ * a pair's messages measured, from the receiver's own timings
+ * (copyway.h). */
 #include "copyway.h"
 
 #include <limits.h>

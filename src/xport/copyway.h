@@ -25,9 +25,9 @@ enum { WAY_COPY = 0, WAY_REDUCE = 1, WAY_SMALL_COPY = 2, WAY_KINDS = 3 };
 #define REDUCE_WAY_MIN (8u << 10)     /* WAY_REDUCE: an idle sender's, 2 ranks, .. */
 #define REDUCE_WAY_MAX (64u << 10)    /* .. to here (included) */
 #define SMALL_COPY_WAY_MIN (16u << 10) /* WAY_SMALL_COPY: 2 ranks, to COPY_WAY_MIN */
-#define COPY_WAY_BUCKETS 12      /* 64 KiB, 128 KiB, .., 64 MiB and more */
-#define COPY_WAY_SAMPLES 3       /* a way's figure: the best of its latest three */
-#define COPY_WAY_NEEDED 2        /* samples of each way before a verdict */
+#define COPY_WAY_BUCKETS 12 /* powers of two from the kind's least: 64 KiB .. 64 MiB and more */
+#define COPY_WAY_SAMPLES 3  /* a way's figure: the best (or mean) of its latest three */
+#define COPY_WAY_NEEDED 2   /* samples of each way before a verdict */
 
 /* A verdict as the receiver publishes it (one byte a bucket in the ring
  * header): the way, and whether it won by far (the other way is then

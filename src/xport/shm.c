@@ -1036,13 +1036,14 @@ static xreq_t *take_posted(peer_state_t *ps, uint64_t tag)
  * included: what the way costs the call.  Where ranks outnumber the
  * cores a copy's clock starts when the sender posted it (a single copy
  * holds its sender until the reader is scheduled, and what the call pays
- * is mostly that wait); an idle sender's reducing message's, at the later
- * of that and the receive's post, so that neither a late root nor, in
- * calls back to back, an eager sender's lead is counted.  Also on the
- * ring's first pass, whose pages may still fault in (slow cells skip
- * it): a ring of 4 MiB carries 64 copies of 64 KiB before its second
- * pass, and all that while the two ways would take turns.  A verdict taken against cells that are
- * still cold is revisited when cells have their next run. */
+ * is mostly that wait); a message of the small kinds (an idle sender's
+ * reducing one, a small copy between two ranks), at the later of that
+ * and the receive's post, so that neither a late receiver nor, in calls
+ * back to back, an eager sender's lead is counted.  Also on the ring's
+ * first pass, whose pages may still fault in (slow cells skip it): a ring
+ * of 4 MiB carries 64 copies of 64 KiB before its second pass, and all
+ * that while the two ways would take turns.  A verdict taken against
+ * cells that are still cold is revisited when cells have their next run. */
 static void copy_clock_start(shm_xport_t *x, peer_state_t *ps, const cell_t *c,
                              const xreq_t *r, unsigned way)
 {
@@ -1063,13 +1064,13 @@ static void copy_clock_start(shm_xport_t *x, peer_state_t *ps, const cell_t *c,
     ps->copy_t0 = (x->cores_enough && !small) || posted > now ? now : posted;
 }
 
-static void copy_say(const shm_xport_t *x, int src, const copy_ways_t *w, unsigned b, unsigned v,
-                     const uint32_t best[2])
+static void copy_say(const shm_xport_t *x, int src, unsigned kind, const copy_ways_t *w,
+                     unsigned b, unsigned v, const uint32_t best[2])
 {
     static unsigned said; /* per process: a phase that comes and goes says it a few times */
     if (!weft_verbose() || said++ >= 16)
         return;
-    bool single = COPY_WAY_OF(v) == COPY_WAY_SINGLE, red = w->min == REDUCE_WAY_MIN;
+    bool single = COPY_WAY_OF(v) == COPY_WAY_SINGLE, red = kind == WAY_REDUCE;
     size_t lo = (size_t)(w->min >> 10) << b;
     char range[48];
     if (b + 1 < COPY_WAY_BUCKETS)
@@ -1099,7 +1100,7 @@ static void copy_clock_stop(shm_xport_t *x, peer_state_t *ps, ring_hdr_t *ring, 
         return;
     atomic_store_explicit(&ring->way[ps->copy_kind][b], (uint8_t)v, memory_order_relaxed);
     if (COPY_WAY_OF(v) != COPY_WAY_OF(before))
-        copy_say(x, (int)(ps - x->peers), w, b, v, best);
+        copy_say(x, (int)(ps - x->peers), ps->copy_kind, w, b, v, best);
 }
 
 /* The single-copy message at the head of src's ring is read: free its
@@ -1403,8 +1404,8 @@ static int shm_irecv(xport_t *xp, xreq_t *r)
         }
         return WEFT_OK;
     }
-    /* an idle sender's reducing message is timed from when both sides are
-     * in the call ("Copies measured"); one clock read, in the range only */
+    /* a message of the small kinds is timed from when both sides are in
+     * the call ("Copies measured"); one clock read, in their range only */
     r->posted_ns = x->small_ways && r->bytes >= REDUCE_WAY_MIN && r->bytes <= REDUCE_WAY_MAX
                        ? weft_now_ns()
                        : 0;
