@@ -837,9 +837,13 @@ static void ways_sent(copy_ways_t *w, unsigned v, size_t bytes, bool by_default,
 
 static void test_copy_ways(void)
 {
-    CHECK(copy_way_bucket(64 << 10) == 0 && copy_way_bucket((128 << 10) - 1) == 0 &&
-              copy_way_bucket(128 << 10) == 1 && copy_way_bucket(1 << 20) == 4 &&
-              copy_way_bucket((size_t)64 << 20) == 10 && copy_way_bucket((size_t)1 << 40) == 11,
+    const copy_ways_t copies = {.min = COPY_WAY_MIN};
+    CHECK(copy_way_bucket_of(&copies, 64 << 10) == 0 &&
+              copy_way_bucket_of(&copies, (128 << 10) - 1) == 0 &&
+              copy_way_bucket_of(&copies, 128 << 10) == 1 &&
+              copy_way_bucket_of(&copies, 1 << 20) == 4 &&
+              copy_way_bucket_of(&copies, (size_t)64 << 20) == 10 &&
+              copy_way_bucket_of(&copies, (size_t)1 << 40) == 11,
           "buckets: powers of two from 64 KiB, the last open");
     copy_ways_t w = {0};
     char got[80];

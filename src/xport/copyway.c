@@ -13,8 +13,6 @@ static unsigned bucket_from(size_t min, size_t bytes)
     return b;
 }
 
-unsigned copy_way_bucket(size_t bytes) { return bucket_from(COPY_WAY_MIN, bytes); }
-
 unsigned copy_way_bucket_of(const copy_ways_t *w, size_t bytes)
 {
     return bucket_from(w->min ? w->min : COPY_WAY_MIN, bytes);

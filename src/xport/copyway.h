@@ -74,8 +74,7 @@ typedef struct copy_ways {
     uint32_t sent[COPY_WAY_BUCKETS];
 } copy_ways_t;
 
-/* A copy-only message's bucket; w's, whose buckets start at w->min. */
-WEFT_TOOL_API unsigned copy_way_bucket(size_t bytes);
+/* The bucket of a message of bytes in w, whose buckets start at w->min. */
 WEFT_TOOL_API unsigned copy_way_bucket_of(const copy_ways_t *w, size_t bytes);
 /* The sender: whether this message of bytes goes by single copy, given the
  * receiver's published verdict and the transport's fixed rule; *timed

@@ -82,9 +82,10 @@
  * 64 (in 256 where the winner was 1.5x faster), so a change of phase is
  * seen (copyway.h says why in threes).  Slow cells (above) still come
  * first.  WEFT_COPY_WAY=cells|single|fixed takes one way, or the
- * thresholds, instead.  An idle sender's reducing messages of 8-64 KiB
- * between two ranks are measured too, in buckets of their own
- * (idle_reduce_single_copy says why), by the mean of their samples: by
+ * thresholds, instead.  Between two ranks with a core each, copies of
+ * 16-64 KiB (CMA_MIN_COPY_SMALL) and an idle sender's reducing messages of
+ * 8-64 KiB (idle_reduce_single_copy) are measured too, each kind in
+ * buckets of its own, by the mean of their samples: by
  * the best, cells won on the Intel VM (a 2-rank reduce of 64 KiB: 7.1
  * GB/s against 5.6) where whole calls were faster by single copy (7.4-9.4
  * us against 9.1-13.7), because a sender that arrives first fills the
@@ -203,7 +204,6 @@ typedef struct shm_xport {
     int copy_way_fixed;     /* copies measured: 0, or the way WEFT_COPY_WAY takes, or -1
                              * for the fixed thresholds */
     bool core_pair;         /* two ranks, a core each, WEFT_CMA_MIN not given */
-    bool small_ways;        /* and the kinds between two ranks are measured */
     int32_t pid;
     bool membarrier; /* this rank's sleeps issue the heavy fence ("Waiting") */
     char *bounce;   /* CMA_PIECE bytes for single-copy receive-and-reduce */
@@ -812,15 +812,7 @@ static bool slow_cells_say_cma(shm_xport_t *x, ring_hdr_t *ring, const xreq_t *r
 #define IDLE_REDUCE_CMA_MIN (8u << 10)
 static bool idle_reduce_single_copy(const shm_xport_t *x, size_t bytes)
 {
-    return x->base.size == 2 && bytes >= IDLE_REDUCE_CMA_MIN && bytes <= 2 * (size_t)x->payload;
-}
-
-/* Where an idle sender's reducing messages are measured: between two
- * ranks, 8-64 KiB (single copy won at 64 KiB on the Intel VM, and from
- * there cells pipeline on both machines). */
-static bool idle_reduce_measured(const shm_xport_t *x, size_t bytes)
-{
-    return x->base.size == 2 && bytes >= REDUCE_WAY_MIN && bytes <= REDUCE_WAY_MAX;
+    return bytes >= IDLE_REDUCE_CMA_MIN && bytes <= 2 * (size_t)x->payload;
 }
 
 /* A pair's state for copies measured of a kind, allocated on its first
@@ -884,7 +876,9 @@ static bool single_copy(shm_xport_t *x, ring_hdr_t *ring, const xreq_t *r, cma_d
      * system call on some machines, and not on others; see
      * idle_reduce_single_copy. */
     if (r->sender_idles && x->cores_enough && !x->forced_min) {
-        if (!cma || !idle_reduce_measured(x, r->bytes))
+        /* measured between two ranks, 8-64 KiB (single copy won at 64 KiB on
+         * the Intel VM, and above cells pipeline on both machines) */
+        if (!cma || !x->core_pair || r->bytes < REDUCE_WAY_MIN || r->bytes > REDUCE_WAY_MAX)
             return false;
         return way_pick(x, ring, r, WAY_REDUCE, idle_reduce_single_copy(x, r->bytes), measured);
     }
@@ -1406,9 +1400,9 @@ static int shm_irecv(xport_t *xp, xreq_t *r)
     }
     /* a message of the small kinds is timed from when both sides are in
      * the call ("Copies measured"); one clock read, in their range only */
-    r->posted_ns = x->small_ways && r->bytes >= REDUCE_WAY_MIN && r->bytes <= REDUCE_WAY_MAX
-                       ? weft_now_ns()
-                       : 0;
+    bool timed = x->core_pair && x->copy_way_fixed == 0 && r->bytes >= REDUCE_WAY_MIN &&
+                 r->bytes <= REDUCE_WAY_MAX;
+    r->posted_ns = timed ? weft_now_ns() : 0;
     enqueue(&ps->rq_head, &ps->rq_tail, r);
     int m = poll_from(x, r->peer);
     return m < 0 ? -m : WEFT_OK;
@@ -1717,7 +1711,6 @@ static int cma_offer(shm_xport_t *x, int size)
         x->copy_way_fixed = fixed[k];
     }
     x->core_pair = size == 2 && x->cores_enough && !x->forced_min;
-    x->small_ways = x->core_pair && x->copy_way_fixed == 0;
     x->both_copy = help && *help ? *help == '1' : x->cores_enough;
     x->help_forced = help && *help == '1';
     if (x->both_copy)
