@@ -847,12 +847,13 @@ static void test_copy_ways(void)
           "buckets: powers of two from 64 KiB, the last open");
     copy_ways_t w = {0};
     char got[80];
-    /* no verdict: runs of three, the default first */
+    /* no verdict: runs of three, the default's second (the doubtful way's
+     * run falls in the caller's first calls) */
     ways_sent(&w, COPY_WAY_UNKNOWN, 1 << 20, false, 12, got);
-    CHECK(!strcmp(got, "cccssscccsss"), "undecided, cells by default: %s", got);
+    CHECK(!strcmp(got, "ssscccsssccc"), "undecided, cells by default: %s", got);
     memset(&w, 0, sizeof w);
     ways_sent(&w, COPY_WAY_UNKNOWN, 1 << 20, true, 6, got);
-    CHECK(!strcmp(got, "sssccc"), "undecided, single by default: %s", got);
+    CHECK(!strcmp(got, "cccsss"), "undecided, single by default: %s", got);
     /* a verdict: one run of three the other way in 64, or in 256 when clear */
     memset(&w, 0, sizeof w);
     int other = 0, first = -1;
@@ -891,24 +892,39 @@ static void test_copy_ways(void)
               copy_way_bucket_of(&red, 64 << 10) == 3 && copy_way_bucket_of(&w, 64 << 10) == 0,
           "buckets from 8 KiB");
     /* a bucket without a verdict follows the nearest smaller one's when
-     * that is clear (then not clearly), else none */
+     * that is clear (marked carried), else none; where ranks have a core
+     * each, only from the next smaller bucket */
     uint8_t pub[COPY_WAY_BUCKETS] = {0};
-    CHECK(copy_way_prior(pub, 5) == COPY_WAY_UNKNOWN, "no verdict anywhere: none");
+    CHECK(copy_way_prior(pub, 5, true) == COPY_WAY_UNKNOWN, "no verdict anywhere: none");
     pub[1] = COPY_WAY_CELLS | COPY_WAY_CLEAR;
     pub[3] = COPY_WAY_SINGLE;
-    CHECK(copy_way_prior(pub, 0) == COPY_WAY_UNKNOWN && copy_way_prior(pub, 1) == pub[1] &&
-              copy_way_prior(pub, 2) == COPY_WAY_CELLS && copy_way_prior(pub, 3) == pub[3] &&
-              copy_way_prior(pub, 4) == COPY_WAY_UNKNOWN && copy_way_prior(pub, 11) == COPY_WAY_UNKNOWN,
-          "priors: %u %u %u %u %u %u", copy_way_prior(pub, 0), copy_way_prior(pub, 1),
-          copy_way_prior(pub, 2), copy_way_prior(pub, 3), copy_way_prior(pub, 4),
-          copy_way_prior(pub, 11));
+    const unsigned carried_cells = COPY_WAY_CELLS | COPY_WAY_CARRIED;
+    CHECK(copy_way_prior(pub, 0, true) == COPY_WAY_UNKNOWN && copy_way_prior(pub, 1, true) == pub[1] &&
+              copy_way_prior(pub, 2, true) == carried_cells &&
+              copy_way_prior(pub, 2, false) == carried_cells &&
+              copy_way_prior(pub, 3, true) == pub[3] &&
+              copy_way_prior(pub, 4, true) == COPY_WAY_UNKNOWN &&
+              copy_way_prior(pub, 11, true) == COPY_WAY_UNKNOWN,
+          "priors: %u %u %u %u %u %u", copy_way_prior(pub, 0, true), copy_way_prior(pub, 1, true),
+          copy_way_prior(pub, 2, true), copy_way_prior(pub, 3, true),
+          copy_way_prior(pub, 4, true), copy_way_prior(pub, 11, true));
     pub[3] = COPY_WAY_SINGLE | COPY_WAY_CLEAR;
-    CHECK(copy_way_prior(pub, 11) == COPY_WAY_SINGLE, "a clear verdict carries up");
+    CHECK(copy_way_prior(pub, 11, true) == (COPY_WAY_SINGLE | COPY_WAY_CARRIED) &&
+              copy_way_prior(pub, 4, false) == (COPY_WAY_SINGLE | COPY_WAY_CARRIED) &&
+              copy_way_prior(pub, 5, false) == COPY_WAY_UNKNOWN &&
+              copy_way_prior(pub, 11, false) == COPY_WAY_UNKNOWN,
+          "a clear verdict carries up: any distance where ranks share cores, one bucket "
+          "where not (%u %u %u)", copy_way_prior(pub, 11, true), copy_way_prior(pub, 4, false),
+          copy_way_prior(pub, 5, false));
+    /* a carried verdict has the other way tried in every 16 */
+    memset(&w, 0, sizeof w);
+    ways_sent(&w, COPY_WAY_CELLS | COPY_WAY_CARRIED, 1 << 20, true, 32, got);
+    CHECK(!strcmp(got, "cccccccccccccssscccccccccccccsss"), "carried cells: %s", got);
     /* buckets count apart */
     memset(&w, 0, sizeof w);
     ways_sent(&w, COPY_WAY_UNKNOWN, 64 << 10, false, 2, got);
     ways_sent(&w, COPY_WAY_UNKNOWN, 8 << 20, false, 3, got + 2);
-    CHECK(!strcmp(got, "ccccc"), "each size its own count: %s", got);
+    CHECK(!strcmp(got, "sssss"), "each size its own count: %s", got);
 
     /* the receiver: a copy after one the other way is not timed; two
      * timed copies of each way make a verdict */

@@ -24,25 +24,30 @@ bool copy_way_single(copy_ways_t *w, unsigned verdict, size_t bytes, bool by_def
     unsigned b = copy_way_bucket_of(w, bytes);
     uint32_t n = w->sent[b]++;
     unsigned way = COPY_WAY_OF(verdict);
-    bool single = way == COPY_WAY_UNKNOWN ? by_default : way == COPY_WAY_SINGLE;
+    /* undecided: the doubtful way's run first, the default's after it */
+    bool single = way == COPY_WAY_UNKNOWN ? !by_default : way == COPY_WAY_SINGLE;
     uint32_t retry = way == COPY_WAY_UNKNOWN        ? 2 * COPY_WAY_RUN
-                     : verdict & COPY_WAY_CLEAR ? COPY_WAY_RETRY_CLEAR
-                                                : COPY_WAY_RETRY;
+                     : verdict & COPY_WAY_CARRIED ? COPY_WAY_RETRY_CARRIED
+                     : verdict & COPY_WAY_CLEAR   ? COPY_WAY_RETRY_CLEAR
+                                                  : COPY_WAY_RETRY;
     uint32_t k = n % retry;
     if (timed) /* undecided, every copy; else the winner's run just before the loser's, and it */
         *timed = k >= retry - 2 * COPY_WAY_RUN;
+    if (way == COPY_WAY_UNKNOWN)
+        return k < COPY_WAY_RUN ? single : !single;
     return k >= retry - COPY_WAY_RUN ? !single : single;
 }
 
-unsigned copy_way_prior(const uint8_t *verdicts, unsigned b)
+unsigned copy_way_prior(const uint8_t *verdicts, unsigned b, bool any_distance)
 {
     if (COPY_WAY_OF(verdicts[b]) != COPY_WAY_UNKNOWN)
         return verdicts[b];
-    while (b-- > 0 && COPY_WAY_OF(verdicts[b]) == COPY_WAY_UNKNOWN)
+    unsigned from = b;
+    while (from-- > 0 && COPY_WAY_OF(verdicts[from]) == COPY_WAY_UNKNOWN)
         ;
-    if (b == UINT_MAX || !(verdicts[b] & COPY_WAY_CLEAR))
+    if (from == UINT_MAX || !(verdicts[from] & COPY_WAY_CLEAR) || (!any_distance && from + 1 != b))
         return COPY_WAY_UNKNOWN;
-    return COPY_WAY_OF(verdicts[b]); /* not clear here: the other way is tried in 64 */
+    return COPY_WAY_OF(verdicts[from]) | COPY_WAY_CARRIED;
 }
 
 /* A way's figure: the best of its samples kept, 0 while it has too few.

@@ -33,6 +33,9 @@ enum { WAY_COPY = 0, WAY_REDUCE = 1, WAY_SMALL_COPY = 2, WAY_KINDS = 3 };
  * header): the way, and whether it won by far (the other way is then
  * tried less often). */
 enum { COPY_WAY_UNKNOWN = 0, COPY_WAY_CELLS = 1, COPY_WAY_SINGLE = 2, COPY_WAY_CLEAR = 4 };
+/* Never published: copy_way_prior's mark on a verdict carried from a
+ * smaller size (the bucket has none of its own yet) */
+#define COPY_WAY_CARRIED 8u
 #define COPY_WAY_OF(v) ((v) & 3u)
 
 /* A way is timed only on a copy that follows one of the same size that
@@ -42,10 +45,17 @@ enum { COPY_WAY_UNKNOWN = 0, COPY_WAY_CELLS = 1, COPY_WAY_SINGLE = 2, COPY_WAY_C
  * evicted its destination), 1.6-1.9 as the second in a row, then 1.4,
  * 1.2, 1.0 and 0.92-1.03 from the fifth on; through cells 2.4-2.7 ms.
  * So a way is tried COPY_WAY_RUN copies in a row, all but the first timed:
- * until a verdict, the two ways take turns; after it, the other way has
- * one run in COPY_WAY_RETRY copies (COPY_WAY_RETRY_CLEAR when the winner
- * was at least COPY_WAY_CLEAR_RATIO times faster), so that a change of
- * phase is noticed.  The winner changes only when the other way is
+ * until a verdict, the two ways take turns, the one the fixed rule does
+ * not take first; after it, the other way has one run in COPY_WAY_RETRY
+ * copies (COPY_WAY_RETRY_CLEAR when the winner was at least
+ * COPY_WAY_CLEAR_RATIO times faster, COPY_WAY_RETRY_CARRIED while the
+ * verdict is one carried from a smaller size), so that a change of
+ * phase is noticed.  The doubtful way goes first so that its run falls
+ * among a caller's first calls, which benchmarks leave out as warm-up
+ * and which fault pages in anyway: a 2-rank bcast of 16 MiB in `weft
+ * bench` (two warm-up calls, five timed) had the rule's way (cells, 0.6
+ * ms) in calls 0-2 and single copy (1.1-1.4 ms) in 3-5, so its median
+ * was single copy's.  The winner changes only when the other way is
  * COPY_WAY_SWITCH_RATIO times faster (no flapping on noise).  Once there
  * is a verdict only the winner's run just before the other way's and that
  * run are timed: two clock reads a message are 5-8 % of an 8 KiB reduce
@@ -53,6 +63,7 @@ enum { COPY_WAY_UNKNOWN = 0, COPY_WAY_CELLS = 1, COPY_WAY_SINGLE = 2, COPY_WAY_C
 #define COPY_WAY_RUN 3u
 #define COPY_WAY_RETRY 64u
 #define COPY_WAY_RETRY_CLEAR 256u
+#define COPY_WAY_RETRY_CARRIED 16u
 #define COPY_WAY_CLEAR_RATIO 1.5
 #define COPY_WAY_SWITCH_RATIO 1.1
 /* The small kinds (WAY_REDUCE, WAY_SMALL_COPY) take the mean (typical):
@@ -83,18 +94,23 @@ WEFT_TOOL_API bool copy_way_single(copy_ways_t *w, unsigned verdict, size_t byte
                                    bool by_default, bool *timed);
 /* The verdict the sender follows in bucket b, given every bucket's
  * published verdict (b + 1 of them): b's own; else, when the nearest
- * smaller size with a verdict has a clear one, that way, as a verdict
- * that is not clear; else none.  A bucket without its own would take
- * turns, three copies each way, until it had one, and a job that makes
- * few large calls (a benchmark's five bcasts of 16 MiB) spends most of
- * them on the slower way, where a way that won by 1.5x at the size below
- * (ranks sharing cores: single copy 3-5x slower, each rendezvous waiting
- * for a reader to be scheduled) wins again.  A close verdict is not
- * followed: near it the ways cross (2 ranks on an AMD VM: single copy
- * ahead by 3 % at 1 MiB, cells by 20-30 % at 16 MiB).  The other way is
- * still tried three copies in every COPY_WAY_RETRY, which gives the
- * bucket its own verdict. */
-WEFT_TOOL_API unsigned copy_way_prior(const uint8_t *verdicts, unsigned b);
+ * smaller size with a verdict has a clear one, that way, marked
+ * COPY_WAY_CARRIED (not clear); else none.  A bucket without its own
+ * would take turns, three copies each way, until it had one, and a job
+ * that makes few large calls (a benchmark's five bcasts of 16 MiB) spends
+ * several of them on the slower way, where a way that won by 1.5x at the
+ * size below often wins again.  A close verdict is not followed: near it
+ * the ways cross.  Where each rank has a core (any_distance false) only a
+ * verdict of the next smaller size (half) is: the ways cross where a
+ * message outgrows a cache (2 ranks on the AMD VM: single copy 1.1-1.5x
+ * faster from 512 KiB to 2 MiB, cells 1.5-2.4x from 8 MiB), and single
+ * copy's clear win at 1 MiB, carried to 16 MiB, made a `weft run` bcast
+ * of 16 MiB 1.9x slower.  Where ranks share cores, from any smaller
+ * size: single copy loses there at every size, 3-5x, each rendezvous
+ * waiting for its reader to be scheduled.  A carried verdict has the
+ * other way tried three copies in every COPY_WAY_RETRY_CARRIED, which
+ * gives the bucket its own verdict soon. */
+WEFT_TOOL_API unsigned copy_way_prior(const uint8_t *verdicts, unsigned b, bool any_distance);
 /* The receiver: a copy of bytes went way (COPY_WAY_CELLS or _SINGLE) and
  * took ns from the moment it could start to its last byte (counted only
  * after a copy of its size that went the same way).  Returns the bucket's

@@ -843,7 +843,8 @@ static bool way_pick(shm_xport_t *x, ring_hdr_t *ring, const xreq_t *r, unsigned
     for (unsigned i = 0; i <= b; i++)
         verdicts[i] = atomic_load_explicit(&ring->way[kind][i], memory_order_relaxed);
     bool timed = false;
-    bool single = copy_way_single(w, copy_way_prior(verdicts, b), r->bytes, by_rule, &timed);
+    bool single = copy_way_single(w, copy_way_prior(verdicts, b, !x->cores_enough), r->bytes,
+                                  by_rule, &timed);
     *measured = timed ? (uint16_t)(CELL_MEASURED | kind << 1) : 0;
     return single;
 }
