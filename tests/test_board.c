@@ -4,7 +4,9 @@
  * non-roots leave at once and may run calls ahead), split-phase calls in
  * flight on one communicator and on several at once (they share slots),
  * sub-communicators, a non-commutative op, in place, the barrier (no rank
- * leaves before the last has entered), and refusals.  Modes
+ * leaves before the last has entered), a peer whose posts say it has not
+ * finished its earlier calls (Proven read), split-phase calls waited for
+ * in different orders by different ranks, and refusals.  Modes
  * "mismatch", "roots" and "reduce_roots": ranks pass different counts or
  * roots and must fail, not hang. */
 #include <stdint.h>
@@ -164,6 +166,75 @@ static void in_flight(weft_comm_t a, weft_comm_t b, const int *all)
             CHECK(weft_wait(&req[k]) == WEFT_OK, "wait %d: %s", k, weft_last_error());
             check_mixed(all, P, me, round * K + k, 4, out[k], "in flight");
         }
+    }
+}
+
+/* Proven read (board.c): a rank that posts without reading the counter
+ * relies on its peers' posts of the call before saying they had finished
+ * every earlier call.  Here rank 1 starts two allreduces before it reads
+ * anything (its second post is not ordered) and sleeps without progress,
+ * while the others make the same calls blocking and go on to a third in
+ * the slot of the first: they must wait until rank 1 has read their
+ * first post, then every result must hold.  A rule that trusted any post
+ * of the call before would overwrite it unread. */
+static void unordered_peer(weft_comm_t w, const int *all)
+{
+    if (P < 2)
+        return;
+    for (int round = 0; round < 60; round++) {
+        int base = round * 3, n = 1 + round % 5;
+        int32_t in[3][5], out[3][5];
+        for (int k = 0; k < 3; k++)
+            for (int i = 0; i < n; i++)
+                in[k][i] = val(me, base + k, i), out[k][i] = -1;
+        if (me == 1) {
+            weft_request_t a, b;
+            CHECK(weft_iallreduce(in[0], out[0], (size_t)n, WEFT_INT32, WEFT_SUM, w, &a) ==
+                      WEFT_OK, "start %d: %s", base, weft_last_error());
+            CHECK(weft_iallreduce(in[1], out[1], (size_t)n, WEFT_INT32, WEFT_SUM, w, &b) ==
+                      WEFT_OK, "start %d: %s", base + 1, weft_last_error());
+            usleep(round % 2 ? 3000 : 300);
+            CHECK(weft_wait(&b) == WEFT_OK, "wait %d: %s", base + 1, weft_last_error());
+            CHECK(weft_wait(&a) == WEFT_OK, "wait %d: %s", base, weft_last_error());
+        } else {
+            if (round % 3 == 0)
+                usleep(200); /* rank 1 starts both before this rank posts */
+            for (int k = 0; k < 2; k++)
+                CHECK(weft_allreduce(in[k], out[k], (size_t)n, WEFT_INT32, WEFT_SUM, w) ==
+                          WEFT_OK, "allreduce %d: %s", base + k, weft_last_error());
+        }
+        CHECK(weft_allreduce(in[2], out[2], (size_t)n, WEFT_INT32, WEFT_SUM, w) == WEFT_OK,
+              "allreduce %d: %s", base + 2, weft_last_error());
+        for (int k = 0; k < 3; k++)
+            for (int i = 0; i < n; i++)
+                CHECK(out[k][i] == want(all, P, base + k, i), "unordered peer, call %d [%d]: %d, "
+                      "want %d", base + k, i, out[k][i], want(all, P, base + k, i));
+    }
+}
+
+/* Split-phase calls waited for in different orders by different ranks
+ * (even ranks first to last, odd ranks last to first, a rank of three
+ * making them blocking): a wait must move the calls it does not wait
+ * for, whose posts peers wait for, and posts into a slot must keep call
+ * order, or two ranks each wait for the other to read. */
+static void wait_orders(weft_comm_t w, const int *all)
+{
+    enum { K = 6 };
+    for (int round = 0; round < 150; round++) {
+        int32_t in[K][4], out[K][4];
+        weft_request_t req[K];
+        int blocking = me % 3 == 2;
+        for (int k = 0; k < K; k++) {
+            int call = 100000 + round * K + k;
+            int rc = mixed_call(w, me, P, call, 4, in[k], out[k], blocking ? NULL : &req[k]);
+            CHECK(rc == WEFT_OK, "wait orders: call %d: %s", call, weft_last_error());
+        }
+        for (int j = 0; j < K && !blocking; j++) {
+            int k = me % 2 ? K - 1 - j : j;
+            CHECK(weft_wait(&req[k]) == WEFT_OK, "wait orders: wait %d: %s", k, weft_last_error());
+        }
+        for (int k = 0; k < K; k++)
+            check_mixed(all, P, me, 100000 + round * K + k, 4, out[k], "wait orders");
     }
 }
 
@@ -363,6 +434,8 @@ int main(int argc, char **argv)
     CHECK(weft_comm_dup(w, &d) == WEFT_OK, "dup");
     board_on(d);
     in_flight(w, d, all);
+    unordered_peer(w, all);
+    wait_orders(w, all);
     barrier_holds(w, d);
     sub_comm(w);
     noncommutative_in_place(w);

@@ -470,6 +470,7 @@ static void arm_exec(weft_comm_t comm, weft_request_t r, const call_memo_t *m, w
     r->e.desc = &r->desc;
     r->e.sent_to = ent->sent_to;
     r->e.limit_ns = comm->timeout_ns;
+    r->e.bc = NULL; /* (an arrival-driven call's: arrival_arm) */
 }
 
 int coll_run(weft_comm_t comm, weft_coll_t coll, const void *in, void *out, size_t count,
@@ -516,6 +517,10 @@ int coll_run(weft_comm_t comm, weft_coll_t coll, const void *in, void *out, size
     arm_exec(comm, r, m, dt);
     ent->refs++;
     comm->active++;
+    if (r->e.board == &board_ops)
+        board_arm(&r->e, &comm->board, comm->active == 1 /* this call alone */);
+    else if (r->e.board)
+        arrival_arm(&r->e, &comm->board);
     /* only split-phase calls can be unfinished when weft_finalize runs */
     r->counted = reqp != NULL;
     if (r->counted)
@@ -576,6 +581,8 @@ int request_finish(weft_request_t r, int rc)
     sched_entry_t *ent = r->ent;
     weft_comm_t c = r->comm;
     rc = exec_finish(&r->e, rc);
+    if (r->e.board == &board_ops && !rc)
+        board_finished(&r->e, &c->board);
     if (r->counted) {
         r->counted = false;
         __atomic_sub_fetch(&weft_g.unfinished, 1, __ATOMIC_RELAXED);
@@ -766,7 +773,7 @@ weft_err_t weft_test(weft_request_t *req, int *done)
                         r->comm->revoked);
     } else {
         pthread_mutex_lock(&x->lock);
-        rc = exec_progress(&r->e);
+        rc = exec_test(&r->e);
         pthread_mutex_unlock(&x->lock);
         if (rc == 0) {
             *done = 0;

@@ -86,6 +86,7 @@ struct weft_comm {
     int nnodes;
     int node_max; /* ranks in its largest node (set with node_of) */
     int active; /* unfinished requests */
+    board_comm_t board; /* its board calls so far (board.c) */
     uint64_t timeout_ns; /* a blocking call gives up after this long, 0: never */
     char revoked[400];   /* why the communicator was revoked, "" if it is not */
     uint32_t call_flags; /* CALL_* flags of the next call (weft_finalize's barrier) */

@@ -107,16 +107,27 @@ void exec_for_each_active(void (*fn)(exec_t *e, void *arg), void *arg)
     pthread_mutex_unlock(&active_lock);
 }
 
-/* Moves the other listed schedules that have work ready; the caller holds
- * its own transport's lock.  1 if any moved. */
+/* Moves the other listed schedules that have work ready, and the other
+ * listed board calls; the caller holds its own transport's lock.  1 if
+ * any moved. */
 static int progress_others(exec_t *self)
 {
     int moved = 0;
+    /* a board call polls no transport, and the schedules in flight below
+     * move only on their messages (an adaptive call that became one, say) */
+    if (self->board && self->x->ops->progress(self->x) > 0)
+        moved = 1;
     pthread_mutex_lock(&active_lock);
     for (exec_t *o = active; o; o = o->anext) {
         if (o == self)
             continue;
-        if (o->x == self->x) {
+        if (o->x == self->x && o->board) {
+            /* nothing moves a board call but its own progress: a rank
+             * waiting on its second of two split-phase board calls must
+             * still post the first, which its peers may be waiting for */
+            if (!o->board_rc && (exec_progress(o) != 0 || o->moved))
+                moved = 1;
+        } else if (o->x == self->x) {
             if (o->rhead < o->rtail && exec_progress(o) == 0 && o->moved)
                 moved = 1;
         } else if (pthread_mutex_trylock(&o->x->lock) == 0) {
@@ -128,6 +139,16 @@ static int progress_others(exec_t *self)
     }
     pthread_mutex_unlock(&active_lock);
     return moved;
+}
+
+int exec_test(exec_t *e)
+{
+    int rc = exec_progress(e);
+    /* as a wait does: a call in flight that this one waits behind (an
+     * arrival-driven call's ticket, a board post) moves only so */
+    if (rc == 0 && __atomic_load_n(&active, __ATOMIC_RELAXED) && progress_others(e))
+        rc = exec_progress(e);
+    return rc;
 }
 
 void exec_release(exec_t *e)
@@ -210,6 +231,8 @@ int exec_start(exec_t *e, const void *in, void *out, bool list)
     e->buf[BUF_IN] = (char *)in;
     e->buf[BUF_OUT] = out;
     e->err = 0; /* before start, which may set it */
+    e->board_rc = 0;
+    e->arrival_state = ARRIVAL_NONE; /* (the start may enlist it) */
     if (e->board)
         e->board->start(e);
     e->buf[BUF_TMP] = e->tmp_shared ? e->tmp_shared : e->tmp;
@@ -238,6 +261,7 @@ int exec_finish(exec_t *e, int rc)
         x->ops->call_note(x, e->desc, CALL_ABANDONED);
     if (rc && e->board && e->board->abandon)
         e->board->abandon(e);
+    exec_arrival_pass(e);
     return rc;
 }
 
@@ -343,8 +367,16 @@ static int run_step(exec_t *e, uint32_t i)
 
 int exec_progress(exec_t *e)
 {
-    if (e->board)
-        return e->board->progress(e);
+    if (e->board) {
+        if (e->board_rc) /* done: a post or a count made twice would be wrong */
+            return e->board_rc;
+        int rc = e->board->progress(e);
+        if (rc && e->board) { /* (still a board algorithm: not switched to a schedule) */
+            e->board_rc = rc;
+            exec_arrival_pass(e); /* done: it takes no ticket now */
+        }
+        return rc;
+    }
     e->moved = 0;
     for (int round = 0;; round++) {
         if (e->rhead < e->rtail)

@@ -5,6 +5,8 @@
 #ifndef WEFT_ENGINE_H
 #define WEFT_ENGINE_H
 
+#include <stdatomic.h>
+
 #include "../core/core.h"
 #include "../sched/sched.h"
 #include "../xport/xport.h"
@@ -35,7 +37,34 @@ typedef struct board_run {
     unsigned slot; /* this call's slot index */
     int next;      /* the next communicator rank to look for */
     int end;       /* and the end of the ranks it looks for */
+    /* from board_arm (board.c): this rank's earlier calls of the
+     * communicator are all finished ("Proven read"); the stamp of contents
+     * of this call's slot that every reader is known to have read (0: none
+     * known); the stamp the slot shows once this rank's call before this
+     * one in the slot has posted (0: none in flight), since posts into a
+     * slot go in call order ("Calls in flight") */
+    bool ordered;
+    uint64_t proven_stamp, pred_stamp;
+    /* for board_finished: this rank posted; every peer's post that it read
+     * was ordered (an allreduce's or barrier's: all peers) */
+    bool posted;
+    bool peers_ordered;
 } board_run_t;
+
+/* What a communicator's board and arrival-driven calls on this rank leave
+ * for the next ones, each a call's key + 1 (0: none), per slot or record
+ * of its pair (key parity): for the board (board.c), the last call
+ * started that posts, the last that posted and finished, and the last
+ * allreduce or barrier finished in which every peer's post was ordered;
+ * for the arrival-driven calls that take tickets (arrival.c), the last
+ * started, and the last that took its ticket (or failed). */
+typedef struct board_comm {
+    uint64_t last_post[2], arrival_last[2]; /* the calling thread's alone */
+    /* set where a call finishes or takes its ticket, which may be in
+     * another thread's wait: release, read with acquire (what the setter
+     * learnt from its peers' posts comes with it) */
+    _Atomic uint64_t posted[2], read_by_all, arrival_passed[2];
+} board_comm_t;
 
 /* Where an arrival-driven algorithm (src/shmcoll/arrival.h) is in its
  * call: its messages use reqs[], pending[i] set when reqs[i] completes. */
@@ -67,7 +96,18 @@ typedef struct exec {
     const sched_img_t *s;
     const board_ops_t *board; /* NULL: run the schedule */
     board_run_t br;           /* (its buffers are buf[BUF_IN] and buf[BUF_OUT]) */
+    /* a board algorithm's outcome once it has one (1, or -error): later
+     * progress returns it without running the algorithm again */
+    int board_rc;
     arrival_run_t ar;
+    /* an arrival-driven call's communicator state (NULL: none), where the
+     * calls of one record that take tickets take them in call order
+     * (arrival.c); the key + 1 of this rank's such call before this one
+     * (0: none); and whether this call is one (ENLISTED), and has told bc
+     * that it is past its arrival (PASSED) */
+    board_comm_t *bc;
+    uint64_t arrival_pred;
+    enum { ARRIVAL_NONE, ARRIVAL_ENLISTED, ARRIVAL_PASSED } arrival_state;
     /* a schedule an algorithm that is not one builds and hands over to
      * (adaptive's balanced mode), kept with the request for its next call;
      * owned, freed by exec_release */
@@ -116,6 +156,18 @@ typedef struct exec {
     bool listed;
 } exec_t;
 
+/* An arrival-driven call that is to take a ticket has taken it, or will
+ * not (it failed, or ended): its communicator's next such call of the
+ * same record may take one (arrival.c). */
+static inline void exec_arrival_pass(exec_t *e)
+{
+    if (e->arrival_state == ARRIVAL_ENLISTED) {
+        e->arrival_state = ARRIVAL_PASSED;
+        atomic_store_explicit(&e->bc->arrival_passed[e->desc->key & 1], e->desc->key + 1,
+                              memory_order_release);
+    }
+}
+
 /* Sizes the per-step arrays and scratch for s (reusing earlier memory). */
 int exec_prepare(exec_t *e, const sched_img_t *s, size_t esize);
 /* The same for n steps (or n messages of an algorithm that is not a
@@ -134,6 +186,11 @@ void exec_set_stream_min(uint64_t bytes);
  * in the call log; a split-phase call (list) is also put on the transport's
  * list, so that any wait progresses it (a blocking call's own wait does). */
 int exec_start(exec_t *e, const void *in, void *out, bool list);
+/* One pass of progress for a test (weft_test): this call's, then, where it
+ * is not done, every other call in flight's, as a wait makes (MPI's
+ * progress rule), and this call's again.  As exec_progress; the
+ * transport's lock held. */
+int exec_test(exec_t *e);
 /* Ends e with rc: unlists it, records an abandoned call in the call log,
  * and for a send-only schedule that succeeded checks that the peers it
  * sent to called the same thing.  Returns rc or the mismatch.  Takes the

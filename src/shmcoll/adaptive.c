@@ -88,6 +88,8 @@ static void adaptive_start(exec_t *e)
     arrival_reset(e);
     e->ar.decide = decide;
     e->ar.phase = arrival_trivial(e) ? FINISHED : ARRIVE;
+    if (e->ar.phase == ARRIVE)
+        arrival_enlist(e);
 }
 
 /* The balanced schedule for this call, built once per request (a request

@@ -188,10 +188,46 @@ static void note_spread(exec_t *e, arrival_rec_t *r, int order)
     }
 }
 
+void arrival_arm(exec_t *e, board_comm_t *bc)
+{
+    e->bc = bc;
+    e->arrival_pred = 0;
+}
+
+void arrival_enlist(exec_t *e)
+{
+    board_comm_t *bc = e->bc;
+    if (!bc)
+        return;
+    unsigned p = (unsigned)(e->desc->key & 1);
+    e->arrival_pred = bc->arrival_last[p];
+    bc->arrival_last[p] = e->desc->key + 1;
+    e->arrival_state = ARRIVAL_ENLISTED;
+}
+
+
+/* A rank's calls of one record (calls two apart on a communicator) take
+ * their tickets in call order.  A wait moves every call in flight
+ * (engine.c), and a rank whose call k+2 took the record while its peers
+ * were still in call k would wait for them there, while they wait for the
+ * record.  Only calls that take tickets are in the order (arrival_enlist,
+ * at their start), so each passes in turn. */
+static bool pred_passed(const exec_t *e)
+{
+    return e->arrival_state != ARRIVAL_ENLISTED || !e->arrival_pred ||
+           atomic_load_explicit(&e->bc->arrival_passed[e->desc->key & 1],
+                                memory_order_acquire) == e->arrival_pred;
+}
+
 bool arrival_take(exec_t *e)
 {
-    if (!locate(e))
+    if (!pred_passed(e))
         return false;
+    if (!locate(e)) {
+        if (e->err)
+            exec_arrival_pass(e); /* it will never take one */
+        return false;
+    }
     arrival_rec_t *r = rec_of(e);
     uint64_t gen = e->ar.gen, P = (uint64_t)e->ar.nexpect;
     uint64_t t = atomic_load_explicit(&r->ticket, memory_order_acquire);
@@ -205,6 +241,7 @@ bool arrival_take(exec_t *e)
                                     "its communicator) before this rank arrived",
                                     weft_coll_name((weft_coll_t)e->desc->coll),
                                     (unsigned long long)(e->desc->key & 0xffffffu));
+                exec_arrival_pass(e);
                 return false;
             }
             nt = t + 1;
@@ -228,6 +265,7 @@ bool arrival_take(exec_t *e)
                                                   memory_order_acquire)) {
             e->ar.await_ticket = false;
             e->ar.order = order;
+            exec_arrival_pass(e);
             atomic_store_explicit(&r->order[order], gen << 24 | (uint64_t)(e->s->rank + 1),
                                   memory_order_release);
             if (e->ar.decide)

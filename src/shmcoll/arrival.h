@@ -39,6 +39,9 @@ bool arrival_reserve(exec_t *e, uint32_t nreq, size_t tmp_bytes);
 /* Takes this rank's ticket: true with e->ar.order set, false while the
  * record is held by another call (try again). */
 bool arrival_take(exec_t *e);
+/* At a call's start, when it is to take a ticket (arrival_take): its
+ * place among its communicator's calls that do, on this rank. */
+void arrival_enlist(exec_t *e);
 /* The communicator rank that arrived i-th, or -1 if it has not yet. */
 int arrival_who(exec_t *e, int i);
 /* Takes this rank's ticket (unless it has one) and learns the call's first

@@ -27,6 +27,30 @@
  * waits like any other wait, and the readers it waits for progress their
  * calls in theirs.
  *
+ * Proven read: the counter is one more line between cores per call,
+ * read by the owner where a reader last wrote it: 15-18 % of a 2-rank
+ * allreduce of 8-64 bytes, back to back, with the cores passing lines
+ * slowly (PERFORMANCE.md).  A post says whether its rank had finished
+ * every earlier call of its communicator (BOARD_POST_ORDERED); then that
+ * rank has read every slot those calls had it read.  So where this rank
+ * posted call k-2 of a communicator, and in call k-1, an allreduce or
+ * barrier, found every peer's post ordered, each peer has read its post
+ * of k-2, the contents of the slot call k posts in: it posts without
+ * reading the counter, which readers still count (a later post may need
+ * it), now on a line that stays with them.  api.c keeps the two facts per
+ * communicator (board_comm_t) and hands them to the call (board_arm);
+ * the slot's stamp must still be that of call k-2.
+ *
+ * Calls in flight: a wait moves every call in flight, as MPI's progress
+ * rule wants (engine.c), so a rank's split-phase calls k and k+2 of one
+ * communicator, which share a slot, may both be ready to post.  Posts
+ * into a slot go in call order: posted in either order, two ranks could
+ * each wait for the other to read the post it made first (a's k+2 waits
+ * for b to read it, which b's k+2 does only after b posts k+2, which
+ * waits for a to read b's k, which a does only after a posts k).  And a
+ * rank combines its own part from its input, not its slot, which its
+ * next call may rewrite once the peers have read it.
+ *
  * Ranks that disagree: a reader checks the signature of every slot it
  * reads; a rank that waits is watched like any other (watch.c); a rank
  * that posts and leaves compares its call with its two neighbours' call
@@ -93,6 +117,19 @@ static bool slot_free(const board_slot_t *me)
     return (int32_t)(reads - me->wanted) >= 0;
 }
 
+/* Whether this rank may write its slot: every reader of its contents is
+ * known to be done (Proven read, above), or has counted itself out. */
+static bool slot_may_post(const exec_t *e, const board_slot_t *me)
+{
+    if (e->br.pred_stamp &&
+        atomic_load_explicit(&me->stamp, memory_order_relaxed) != e->br.pred_stamp)
+        return false; /* this rank's call before this one in the slot has not posted */
+    if (e->br.proven_stamp &&
+        atomic_load_explicit(&me->stamp, memory_order_relaxed) == e->br.proven_stamp)
+        return true;
+    return slot_free(me);
+}
+
 /* Writes this rank's contribution when its slot is free; false if not yet.
  * Only this process writes its slots, and always under the transport's
  * lock (exec_progress's callers hold it), so two threads on communicators
@@ -100,12 +137,14 @@ static bool slot_free(const board_slot_t *me)
 static bool post(exec_t *e)
 {
     board_slot_t *me = slot_of(e, e->s->rank);
-    if (!slot_free(me))
+    if (!slot_may_post(e, me))
         return false;
     size_t bytes = bytes_of(e);
     me->wanted += readers_of(e);
     me->sig = e->sig;
     me->len = (uint32_t)bytes;
+    me->flags = e->br.ordered ? BOARD_POST_ORDERED : 0;
+    e->br.posted = true;
     if (bytes)
         copy_bytes(me->data, contribution(e), bytes);
     atomic_store_explicit(&me->stamp, stamp_of(e), memory_order_release);
@@ -148,9 +187,11 @@ static unsigned slot_index(uint64_t key)
  * this one, which every peer has read (each posted this call after ending
  * that one): its lines are fetched now, the data line for writing, so that
  * the next post finds them here instead of paying for two transfers
- * between cores (the counter is only read: readers update it).  A hint
- * only: where another communicator's call shares the slot, its readers
- * pay one more trip for the line. */
+ * between cores (the counter is only read: readers update it).  Not the
+ * counter where every peer's post was ordered: the next post will likely
+ * not read it (Proven read), and the readers' next count finds it still
+ * theirs.  A hint only: where another communicator's call shares the
+ * slot, its readers pay one more trip for the line. */
 static void prefetch_next_slot(const exec_t *e)
 {
     const board_slot_t *next = e->x->ops->board_slot(e->x, e->world[e->s->rank],
@@ -158,13 +199,16 @@ static void prefetch_next_slot(const exec_t *e)
 #if defined(__x86_64__) || defined(__i386__)
     __asm__ volatile("prefetchw %0" : : "m"(*(const char *)next));
 #endif
-    __builtin_prefetch(&next->reads, 0, 3);
+    if (!e->br.peers_ordered)
+        __builtin_prefetch(&next->reads, 0, 3);
 }
 
 static void board_start(exec_t *e)
 {
     e->br.slot = slot_index(e->desc->key);
     e->br.phase = posts(e) ? BOARD_FREE_WAIT : BOARD_READING;
+    e->br.posted = false;
+    e->br.peers_ordered = true;
     read_range(e, &e->br.next, &e->br.end);
 }
 
@@ -186,11 +230,14 @@ static int differs(exec_t *e, int q, const board_slot_t *ps)
     return -weft_error(WEFT_EMISMATCH, "%s", msg);
 }
 
-/* Where peer q's part of the result is: its slot, or this rank's own
- * input when it read but did not post (a reduce's root). */
+/* Where peer q's part of the result is: its slot, or for this rank its
+ * own input (the same bytes its slot got).  Not its slot: once the peers
+ * have read it, this rank's next call there may post over it, and a wait
+ * moves every call in flight, so that call may run before this one
+ * combines. */
 static const char *part_of(const exec_t *e, int q)
 {
-    return q == e->s->rank && !posts(e) ? e->buf[BUF_IN] : slot_of(e, q)->data;
+    return q == e->s->rank ? e->buf[BUF_IN] : slot_of(e, q)->data;
 }
 
 /* Every slot read holds the call: combine in rank order (or copy the
@@ -262,6 +309,8 @@ static int read_slots(exec_t *e, int *moved, int *bad)
             *bad = q;
             return -1;
         }
+        if (!(ps->flags & BOARD_POST_ORDERED))
+            e->br.peers_ordered = false;
         /* the count this rank adds when done (finish_reading) is on a line
          * the owner last held, to see the slot free: fetched for writing
          * now, while the other slots are awaited, the add no longer waits a
@@ -312,9 +361,8 @@ idle:
 static bool board_ready(void *arg)
 {
     const exec_t *e = arg;
-    if (e->br.phase == BOARD_FREE_WAIT) {
-        return slot_free(slot_of(e, e->s->rank));
-    }
+    if (e->br.phase == BOARD_FREE_WAIT)
+        return slot_may_post(e, slot_of(e, e->s->rank));
     return e->br.next < e->br.end &&
            atomic_load_explicit(&slot_of(e, e->br.next)->stamp, memory_order_acquire) ==
                stamp_of(e);
@@ -367,6 +415,33 @@ static int board_stalled(exec_t *e)
         return weft_error(WEFT_EMISMATCH, "%s", msg);
     }
     return 0;
+}
+
+void board_arm(exec_t *e, board_comm_t *bc, bool ordered)
+{
+    uint64_t k = e->desc->key;
+    unsigned p = (unsigned)(k & 1);
+    e->br.ordered = ordered;
+    /* keys of a communicator count up by one a call; a wrap of its call
+     * number only fails to match */
+    e->br.proven_stamp = atomic_load_explicit(&bc->read_by_all, memory_order_acquire) == k &&
+                                 atomic_load_explicit(&bc->posted[p], memory_order_acquire) == k - 1
+                             ? k - 1
+                             : 0;
+    e->br.pred_stamp = 0;
+    if (posts(e)) {
+        e->br.pred_stamp = bc->last_post[p];
+        bc->last_post[p] = k + 1;
+    }
+}
+
+void board_finished(const exec_t *e, board_comm_t *bc)
+{
+    uint64_t k1 = e->desc->key + 1;
+    if (e->br.posted)
+        atomic_store_explicit(&bc->posted[e->desc->key & 1], k1, memory_order_release);
+    if (all_to_all(e) && e->br.peers_ordered)
+        atomic_store_explicit(&bc->read_by_all, k1, memory_order_release);
 }
 
 const board_ops_t board_ops = {board_start, board_progress, board_ready, board_waiting_for,

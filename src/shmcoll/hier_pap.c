@@ -92,6 +92,8 @@ static void hp_start(exec_t *e)
         e->ar.phase = e->s->rank == e->ar.node_leader ? G_LEAD : G_MEMBER;
     } else {
         e->ar.phase = level == NODE_LEVEL_LEADER ? G_ARRIVE : ARRIVE;
+        if (e->ar.node_size > 1) /* (its node's only rank takes no ticket) */
+            arrival_enlist(e);
     }
 }
 

@@ -35,6 +35,8 @@ static void chain_start(exec_t *e)
     if (!arrival_begin(e, 3 + CHILDREN_MAX, allreduce(e) ? 0 : bytes))
         return;
     e->ar.phase = arrival_trivial(e) ? FINISHED : ARRIVE;
+    if (e->ar.phase == ARRIVE)
+        arrival_enlist(e);
 }
 
 void pap_chain_arrived(exec_t *e)

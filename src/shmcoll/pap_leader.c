@@ -34,6 +34,7 @@ static void leader_start(exec_t *e, bool dynamic)
         e->ar.phase = FINISHED;
     } else if (dynamic) {
         e->ar.phase = ARRIVE;
+        arrival_enlist(e);
     } else {
         e->ar.leader = 0;
         e->ar.phase = e->s->rank == 0 ? LEAD : MEMBER;

@@ -40,7 +40,7 @@ typedef struct board_slot {
      * contents is done: the owner adds each call's readers as it posts, and
      * never writes the last line, which readers alone update */
     uint32_t wanted;
-    uint32_t pad0;
+    uint32_t flags; /* BOARD_POST_*: what the post says of its rank */
     char data[BOARD_PAYLOAD];
     /* the last line: how many reads were done, over the slot's life; the owner
      * rewrites the slot only once it reaches wanted (so calls of any
@@ -49,6 +49,9 @@ typedef struct board_slot {
     char pad1[60];
 } __attribute__((aligned(64))) board_slot_t;
 #define SEG_BOARD_BYTES_PER_RANK (BOARD_SLOTS * sizeof(board_slot_t))
+/* The poster had finished every earlier call of its communicator, so it
+ * had read every slot those calls had it read (board.c, "Proven read") */
+#define BOARD_POST_ORDERED 1u
 
 /* The arrival records of the arrival-driven collectives (src/shmcoll/
  * arrival.c): ARRIVAL_PAIRS pairs per rank.  A communicator whose rank 0

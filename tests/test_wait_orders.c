@@ -1,0 +1,92 @@
+/* test_wait_orders.c — split-phase calls waited for in different orders on
+ * different ranks.  MPI lets a rank wait for its requests in any order, so
+ * a wait must move the calls it does not wait for: a peer may be blocked
+ * in the first while this rank waits for the last.  Per algorithm (the
+ * board and the arrival-driven ones, whose calls nothing but their own
+ * progress moves, and a schedule-built one and AUTO for comparison), K
+ * allreduces in flight per round: even ranks wait for them first to last,
+ * odd ranks last to first, and every third rank makes them blocking.
+ * Calls two apart share a board slot or an arrival record, so this also
+ * checks that a rank's calls enter those in call order.  Every result is
+ * checked; a hang fails by the test's time limit (WEFT_TIMEOUT_MS turns it
+ * into an error message). */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "weft.h"
+
+static int me, P;
+#define CHECK_WHO() fprintf(stderr, "rank %d/%d: ", me, P)
+#include "testing.h"
+
+enum { K = 6, ROUNDS = 60, MAXCOUNT = 1000 };
+
+static int32_t val(int rank, int round, int k, int i) { return rank * 1000 + round * 7 + k * 3 + i; }
+
+static void one_algorithm(weft_comm_t w, const char *algo, int count)
+{
+    static int32_t in[K][MAXCOUNT], out[K][MAXCOUNT];
+    int rc = weft_set_algorithm(w, WEFT_COLL_ALLREDUCE, algo, NULL);
+    CHECK(rc == WEFT_OK, "%s: %s", algo, weft_last_error());
+    if (rc)
+        return;
+    bool blocking = me % 3 == 2, backwards = me % 2 == 1;
+    for (int round = 0; round < ROUNDS; round++) {
+        weft_request_t req[K];
+        for (int k = 0; k < K; k++) {
+            for (int i = 0; i < count; i++)
+                in[k][i] = val(me, round, k, i), out[k][i] = -1;
+            rc = blocking ? weft_allreduce(in[k], out[k], (size_t)count, WEFT_INT32, WEFT_SUM, w)
+                          : weft_iallreduce(in[k], out[k], (size_t)count, WEFT_INT32, WEFT_SUM,
+                                            w, &req[k]);
+            CHECK(rc == WEFT_OK, "%s, %d elements, round %d, call %d: %s", algo, count, round, k,
+                  weft_last_error());
+            if (rc)
+                return;
+        }
+        for (int j = 0; j < K && !blocking; j++) {
+            int k = backwards ? K - 1 - j : j;
+            rc = weft_wait(&req[k]);
+            CHECK(rc == WEFT_OK, "%s, %d elements, round %d, wait %d: %s", algo, count, round, k,
+                  weft_last_error());
+            if (rc)
+                return;
+        }
+        for (int k = 0; k < K; k++)
+            for (int i = 0; i < count; i++) {
+                int32_t want = 0;
+                for (int r = 0; r < P; r++)
+                    want += val(r, round, k, i);
+                CHECK(out[k][i] == want, "%s, %d elements, round %d, call %d [%d]: %d, want %d",
+                      algo, count, round, k, i, out[k][i], want);
+            }
+    }
+}
+
+int main(int argc, char **argv)
+{
+    if (weft_init(&argc, &argv) != WEFT_OK) {
+        fprintf(stderr, "weft_init: %s\n", weft_last_error());
+        return 1;
+    }
+    weft_comm_t w = weft_comm_world();
+    me = weft_comm_rank(w);
+    P = weft_comm_size(w);
+    static const char *const algos[] = {"board",    "pap_leader", "shm_twostep",        "pap_chain",
+                                        "adaptive", "hier_pap",   "recursive_doubling", "auto"};
+    static const int counts[] = {4, MAXCOUNT};
+    for (size_t a = 0; a < sizeof algos / sizeof *algos; a++)
+        for (size_t c = 0; c < 2; c++)
+            if (strcmp(algos[a], "board") || counts[c] * 4 <= 2088)
+                one_algorithm(w, algos[a], counts[c]);
+    weft_set_algorithm(w, WEFT_COLL_ALLREDUCE, "auto", NULL);
+    int total = failures;
+    weft_allreduce(WEFT_IN_PLACE, &total, 1, WEFT_INT32, WEFT_SUM, w);
+    if (me == 0)
+        printf("test_wait_orders P=%d: %d checks on rank 0, %d failures on all ranks\n", P,
+               checks, total);
+    weft_finalize();
+    return total ? 1 : 0;
+}
