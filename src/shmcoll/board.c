@@ -28,9 +28,10 @@
  * calls in theirs.
  *
  * Proven read: the counter is one more line between cores per call,
- * read by the owner where a reader last wrote it: 15-18 % of a 2-rank
- * allreduce of 8-64 bytes, back to back, with the cores passing lines
- * slowly (PERFORMANCE.md).  A post says whether its rank had finished
+ * read by the owner where a reader last wrote it: 8-11 % of a 2-rank
+ * allreduce of 8-168 bytes back to back, and up to 15-18 % where the
+ * cores pass lines slowly (PERFORMANCE.md, "The board's count read only
+ * where nothing proves it").  A post says whether its rank had finished
  * every earlier call of its communicator (BOARD_POST_ORDERED); then that
  * rank has read every slot those calls had it read.  So where this rank
  * posted call k-2 of a communicator, and in call k-1, an allreduce or
