@@ -205,12 +205,11 @@ int algo_direct_allreduce(sched_t *s, const coll_args_t *a);
 /* The board algorithms (src/shmcoll/board.c). */
 extern const struct board_ops board_ops;
 struct exec;
-struct board_comm;
 /* Before a board call starts, what its communicator's earlier calls on
- * this rank established (ordered: they are all finished); once it has
- * finished, what it adds. */
-void board_arm(struct exec *e, struct board_comm *bc, bool ordered);
-void board_finished(const struct exec *e, struct board_comm *bc);
+ * this rank established (e->bc; ordered: they are all finished); once it
+ * has finished, what it adds. */
+void board_arm(struct exec *e, bool ordered);
+void board_finished(const struct exec *e);
 int algo_board_build(sched_t *s, const coll_args_t *a);
 int algo_board_usable(const coll_args_t *a, char *why, size_t len);
 /* The arrival-driven algorithms (src/shmcoll: arrival.c, pap_leader.c,
@@ -218,9 +217,6 @@ int algo_board_usable(const coll_args_t *a, char *why, size_t len);
 extern const struct board_ops shm_twostep_ops, pap_leader_ops, pap_chain_ops, adaptive_ops,
     hier_pap_ops;
 int arrival_usable(const coll_args_t *a, char *why, size_t len);
-/* Before an arrival-driven call starts: its place among its
- * communicator's calls on this rank (arrival.c). */
-void arrival_arm(struct exec *e, struct board_comm *bc);
 int hier_pap_usable(const coll_args_t *a, char *why, size_t len);
 struct xport;
 bool arrival_comm_freed(struct xport *x, int host, uint32_t ctx);

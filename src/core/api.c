@@ -470,7 +470,7 @@ static void arm_exec(weft_comm_t comm, weft_request_t r, const call_memo_t *m, w
     r->e.desc = &r->desc;
     r->e.sent_to = ent->sent_to;
     r->e.limit_ns = comm->timeout_ns;
-    r->e.bc = NULL; /* (an arrival-driven call's: arrival_arm) */
+    r->e.bc = &comm->board;
 }
 
 int coll_run(weft_comm_t comm, weft_coll_t coll, const void *in, void *out, size_t count,
@@ -518,9 +518,7 @@ int coll_run(weft_comm_t comm, weft_coll_t coll, const void *in, void *out, size
     ent->refs++;
     comm->active++;
     if (r->e.board == &board_ops)
-        board_arm(&r->e, &comm->board, comm->active == 1 /* this call alone */);
-    else if (r->e.board)
-        arrival_arm(&r->e, &comm->board);
+        board_arm(&r->e, comm->active == 1 /* this call alone */);
     /* only split-phase calls can be unfinished when weft_finalize runs */
     r->counted = reqp != NULL;
     if (r->counted)
@@ -582,7 +580,7 @@ int request_finish(weft_request_t r, int rc)
     weft_comm_t c = r->comm;
     rc = exec_finish(&r->e, rc);
     if (r->e.board == &board_ops && !rc)
-        board_finished(&r->e, &c->board);
+        board_finished(&r->e);
     if (r->counted) {
         r->counted = false;
         __atomic_sub_fetch(&weft_g.unfinished, 1, __ATOMIC_RELAXED);

@@ -45,9 +45,8 @@ typedef struct board_run {
      * slot go in call order ("Calls in flight") */
     bool ordered;
     uint64_t proven_stamp, pred_stamp;
-    /* for board_finished: this rank posted; every peer's post that it read
-     * was ordered (an allreduce's or barrier's: all peers) */
-    bool posted;
+    /* for board_finished: every peer's post that this rank read was
+     * ordered (an allreduce's or barrier's: all peers) */
     bool peers_ordered;
 } board_run_t;
 
@@ -100,11 +99,12 @@ typedef struct exec {
      * progress returns it without running the algorithm again */
     int board_rc;
     arrival_run_t ar;
-    /* an arrival-driven call's communicator state (NULL: none), where the
-     * calls of one record that take tickets take them in call order
-     * (arrival.c); the key + 1 of this rank's such call before this one
-     * (0: none); and whether this call is one (ENLISTED), and has told bc
-     * that it is past its arrival (PASSED) */
+    /* the call's communicator's board and arrival state (NULL: a call
+     * made without one); for an arrival-driven call that takes a ticket
+     * (arrival.c: such calls of one record take them in call order), the
+     * key + 1 of this rank's such call before it (0: none), and whether it
+     * is one (ENLISTED) and has told bc that it is past its arrival
+     * (PASSED) */
     board_comm_t *bc;
     uint64_t arrival_pred;
     enum { ARRIVAL_NONE, ARRIVAL_ENLISTED, ARRIVAL_PASSED } arrival_state;

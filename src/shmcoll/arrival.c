@@ -188,12 +188,6 @@ static void note_spread(exec_t *e, arrival_rec_t *r, int order)
     }
 }
 
-void arrival_arm(exec_t *e, board_comm_t *bc)
-{
-    e->bc = bc;
-    e->arrival_pred = 0;
-}
-
 void arrival_enlist(exec_t *e)
 {
     board_comm_t *bc = e->bc;

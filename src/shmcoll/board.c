@@ -39,7 +39,8 @@
  * of k-2, the contents of the slot call k posts in: it posts without
  * reading the counter, which readers still count (a later post may need
  * it), now on a line that stays with them.  api.c keeps the two facts per
- * communicator (board_comm_t) and hands them to the call (board_arm);
+ * communicator (board_comm_t, e->bc) and hands them to the call
+ * (board_arm);
  * the slot's stamp must still be that of call k-2.
  *
  * Calls in flight: a wait moves every call in flight, as MPI's progress
@@ -145,7 +146,6 @@ static bool post(exec_t *e)
     me->sig = e->sig;
     me->len = (uint32_t)bytes;
     me->flags = e->br.ordered ? BOARD_POST_ORDERED : 0;
-    e->br.posted = true;
     if (bytes)
         copy_bytes(me->data, contribution(e), bytes);
     atomic_store_explicit(&me->stamp, stamp_of(e), memory_order_release);
@@ -208,7 +208,6 @@ static void board_start(exec_t *e)
 {
     e->br.slot = slot_index(e->desc->key);
     e->br.phase = posts(e) ? BOARD_FREE_WAIT : BOARD_READING;
-    e->br.posted = false;
     e->br.peers_ordered = true;
     read_range(e, &e->br.next, &e->br.end);
 }
@@ -418,8 +417,9 @@ static int board_stalled(exec_t *e)
     return 0;
 }
 
-void board_arm(exec_t *e, board_comm_t *bc, bool ordered)
+void board_arm(exec_t *e, bool ordered)
 {
+    board_comm_t *bc = e->bc;
     uint64_t k = e->desc->key;
     unsigned p = (unsigned)(k & 1);
     e->br.ordered = ordered;
@@ -436,10 +436,11 @@ void board_arm(exec_t *e, board_comm_t *bc, bool ordered)
     }
 }
 
-void board_finished(const exec_t *e, board_comm_t *bc)
+void board_finished(const exec_t *e)
 {
+    board_comm_t *bc = e->bc;
     uint64_t k1 = e->desc->key + 1;
-    if (e->br.posted)
+    if (posts(e)) /* a call that posts finishes only once it has */
         atomic_store_explicit(&bc->posted[e->desc->key & 1], k1, memory_order_release);
     if (all_to_all(e) && e->br.peers_ordered)
         atomic_store_explicit(&bc->read_by_all, k1, memory_order_release);

@@ -24,8 +24,6 @@ bool copy_way_single(copy_ways_t *w, unsigned verdict, size_t bytes, bool by_def
     unsigned b = copy_way_bucket_of(w, bytes);
     uint32_t n = w->sent[b]++;
     unsigned way = COPY_WAY_OF(verdict);
-    /* undecided: the doubtful way's run first, the default's after it */
-    bool single = way == COPY_WAY_UNKNOWN ? !by_default : way == COPY_WAY_SINGLE;
     uint32_t retry = way == COPY_WAY_UNKNOWN        ? 2 * COPY_WAY_RUN
                      : verdict & COPY_WAY_CARRIED ? COPY_WAY_RETRY_CARRIED
                      : verdict & COPY_WAY_CLEAR   ? COPY_WAY_RETRY_CLEAR
@@ -33,8 +31,9 @@ bool copy_way_single(copy_ways_t *w, unsigned verdict, size_t bytes, bool by_def
     uint32_t k = n % retry;
     if (timed) /* undecided, every copy; else the winner's run just before the loser's, and it */
         *timed = k >= retry - 2 * COPY_WAY_RUN;
-    if (way == COPY_WAY_UNKNOWN)
-        return k < COPY_WAY_RUN ? single : !single;
+    if (way == COPY_WAY_UNKNOWN) /* the doubtful way's run first, the default's after it */
+        return k < COPY_WAY_RUN ? !by_default : by_default;
+    bool single = way == COPY_WAY_SINGLE;
     return k >= retry - COPY_WAY_RUN ? !single : single;
 }
 
