@@ -27,6 +27,7 @@ SKIP=${SKIP:-comm_idup_nb comm_idup_isend idup_deadlock idup_nb idup_comm_gen}
 command -v mpicc.openmpi >/dev/null || { echo "need Open MPI: apt-get install libopenmpi-dev openmpi-bin"; exit 1; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 work=${WORK:-$(mktemp -d)}
+mkdir -p "$work"
 echo "working in $work"
 
 fetch_source() {

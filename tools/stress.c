@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +45,7 @@ typedef struct stress_opts {
     const char *fault; /* kill | stop | mismatch */
     int fault_rank;
     long fault_at;
+    bool fault_in_batch; /* --overlapped: made in the first overlapped batch after it */
 } stress_opts_t;
 
 /* ---- the shared random sequence ---- */
@@ -311,6 +313,7 @@ static bool reduced_ok(const stress_opts_t *o, const call_t *c, const void *out,
 
 typedef struct stats {
     long checked, refused, failed;
+    long overlapped; /* calls made in overlapped batches */
 } stats_t;
 
 /* Layout of the call on a communicator of n ranks: elements of input and
@@ -421,7 +424,6 @@ static void buf_put(char *p, bool arena)
         free(p);
 }
 
-/* 0: checked, 1: refused alike, -1: failed (reported). */
 /* In place: the input copied where the call takes it in the output, and
  * the argument that names WEFT_IN_PLACE. */
 static void place_in_place(const call_t *c, int me, int root, size_t in_n, size_t es,
@@ -450,13 +452,19 @@ static void place_in_place(const call_t *c, int me, int root, size_t in_n, size_
     }
 }
 
+/* Keeps the first error that is not a refusal (weft_last_error() is rc's). */
+static void note_error(int rc, int *first_rc)
+{
+    if (rc && !legit_refusal(rc) && !*first_rc)
+        *first_rc = rc;
+}
+
 /* Every rank must end alike: all OK, or all refusing.  0 when all ended
  * OK, 1 when all refused as they may, -1 otherwise (said on stderr). */
 static int agree_on_outcome(const stress_opts_t *o, weft_comm_t ctrl, int me, const char *what,
                             int rc, int *first_rc)
 {
-    if (rc && !legit_refusal(rc) && !*first_rc)
-        *first_rc = rc; /* the first error that is not a refusal */
+    note_error(rc, first_rc);
     int32_t agree[2] = {rc, -rc};
     int arc = weft_allreduce(WEFT_IN_PLACE, agree, 2, WEFT_INT32, WEFT_MAX, ctrl);
     if (arc) {
@@ -544,75 +552,118 @@ static int check_identical(const call_t *c, weft_comm_t ctrl, int me, const char
     return 0;
 }
 
-static int run_call(const stress_opts_t *o, weft_comm_t comm, weft_comm_t ctrl, const call_t *c,
-                    int *first_rc)
-{
-    int n = weft_comm_size(comm), me = weft_comm_rank(comm), root = c->root % n;
-    size_t es = weft_dtype_size(c->dt), in_n, out_n, k = c->count;
+/* A call from its buffers to its verdict, in phases, so that several can
+ * be in flight at once (overlapped batches, below). */
+typedef struct live {
+    call_t c;
+    weft_comm_t comm, ctrl;
+    int n, me, root;
+    size_t es, in_n, out_n, root_bad;
     char what[320];
-    describe(c, what, sizeof what);
-    int rc = weft_set_algorithm(comm, c->coll, c->algo ? c->algo : "auto",
-                                c->params[0] ? c->params : NULL);
-    if (rc) {
-        fprintf(stderr, "stress: rank %d: %s: weft_set_algorithm: %s\n", me, what,
+    bool in_arena, out_arena;
+    char *in_base, *out_base, *in, *out, *want;
+    const void *src;
+    void *dst;
+    weft_request_t req;
+    int rc;
+} live_t;
+
+/* Chooses the algorithm and fills the buffers; -1 (said) when the
+ * algorithm cannot even be set. */
+static int call_prepare(const stress_opts_t *o, weft_comm_t comm, weft_comm_t ctrl,
+                        const call_t *c, live_t *L)
+{
+    memset(L, 0, sizeof *L);
+    L->c = *c, L->comm = comm, L->ctrl = ctrl;
+    L->n = weft_comm_size(comm), L->me = weft_comm_rank(comm), L->root = c->root % L->n;
+    L->es = weft_dtype_size(c->dt);
+    int me = L->me, root = L->root;
+    size_t es = L->es, k = c->count;
+    describe(c, L->what, sizeof L->what);
+    if (weft_set_algorithm(comm, c->coll, c->algo ? c->algo : "auto",
+                           c->params[0] ? c->params : NULL)) {
+        fprintf(stderr, "stress: rank %d: %s: weft_set_algorithm: %s\n", me, L->what,
                 weft_last_error());
         return -1;
     }
-    sizes_of(c, n, me, root, &in_n, &out_n);
+    sizes_of(c, L->n, me, root, &L->in_n, &L->out_n);
     /* user buffers at any element offset, not only as malloc aligns them:
      * copies between a buffer and a cell then meet every distance modulo
      * a page, glibc's slow ones included (core/copy.h) */
     static unsigned calls;
     size_t in_shift = (size_t)(me + calls) % 16 * es, out_shift = (size_t)(me * 3 + calls * 5) % 16 * es;
     calls++;
-    bool in_arena = user_buffers_in_arena(o, c, me), out_arena = in_arena;
-    char *in_base = buf_get(in_n * es + 16 * es + 8, &in_arena),
-         *out_base = buf_get(out_n * es + 16 * es + 8, &out_arena);
-    if (in_arena || out_arena) {
-        size_t l = strlen(what);
-        snprintf(what + l, sizeof what - l, ", weft_alloc'd buffers");
+    L->in_arena = L->out_arena = user_buffers_in_arena(o, c, me);
+    L->in_base = buf_get(L->in_n * es + 16 * es + 8, &L->in_arena);
+    L->out_base = buf_get(L->out_n * es + 16 * es + 8, &L->out_arena);
+    if (L->in_arena || L->out_arena) {
+        size_t l = strlen(L->what);
+        snprintf(L->what + l, sizeof L->what - l, ", weft_alloc'd buffers");
     }
-    char *in = in_base + in_shift, *out = out_base + out_shift, *want = malloc(out_n * es + 8);
-    memset(out, 0xa5, out_n * es);
-    for (size_t i = 0; i < in_n; i++)
-        put(o, c, in, i, me, i);
-    const void *src = in;
-    void *dst = out;
+    L->in = L->in_base + in_shift, L->out = L->out_base + out_shift;
+    L->want = malloc(L->out_n * es + 8);
+    memset(L->out, 0xa5, L->out_n * es);
+    for (size_t i = 0; i < L->in_n; i++)
+        put(o, c, L->in, i, me, i);
+    L->src = L->in, L->dst = L->out;
     if (c->inplace)
-        place_in_place(c, me, root, in_n, es, in, out, &src, &dst);
+        place_in_place(c, me, root, L->in_n, es, L->in, L->out, &L->src, &L->dst);
     if (c->coll == WEFT_COLL_BCAST && me == root)
         for (size_t i = 0; i < k; i++)
-            put(o, c, out, i, root, i);
+            put(o, c, L->out, i, root, i);
     if (o->verbose > 1)
-        fprintf(stderr, "stress: rank %d: %s\n", weft_comm_rank(weft_comm_world()), what);
-    rc = issue(c, comm, root, src, dst);
-    /* The call has returned, so its input is the caller's again: a peer
-     * still reading it in place (single copy, the arena) would now read
-     * other bytes and fail its check.  A bcast root's input is its
-     * output: checked before it is overwritten. */
-    size_t root_bad = 0;
+        fprintf(stderr, "stress: rank %d: %s\n", weft_comm_rank(weft_comm_world()), L->what);
+    return 0;
+}
+
+/* The call has returned (or its request completed), so its input is the
+ * caller's again: a peer still reading it in place (single copy, the
+ * arena) would now read other bytes and fail its check.  A bcast root's
+ * input is its output: checked before it is overwritten. */
+static void call_returned(const stress_opts_t *o, live_t *L)
+{
+    const call_t *c = &L->c;
     if (c->coll == WEFT_COLL_BCAST) {
-        for (size_t j = 0; j < k; j++)
-            put(o, c, want, j, root, j);
-        if (me == root && !rc) {
-            root_bad = memcmp(out, want, k * es) != 0;
-            memset(out, 0x5a, k * es);
+        for (size_t j = 0; j < c->count; j++)
+            put(o, c, L->want, j, L->root, j);
+        if (L->me == L->root && !L->rc) {
+            L->root_bad = memcmp(L->out, L->want, c->count * L->es) != 0;
+            memset(L->out, 0x5a, c->count * L->es);
         }
     }
-    memset(in, 0x5a, in_n * es);
-    int result = agree_on_outcome(o, ctrl, me, what, rc, first_rc);
+    memset(L->in, 0x5a, L->in_n * L->es);
+}
+
+/* Agreement across ranks, then the result; frees the buffers.  0:
+ * checked, 1: refused alike, -1: failed (reported). */
+static int call_judge(const stress_opts_t *o, live_t *L, int *first_rc)
+{
+    const call_t *c = &L->c;
+    int result = agree_on_outcome(o, L->ctrl, L->me, L->what, L->rc, first_rc);
     if (result == 0) {
-        size_t at, bad = wrong_elements(o, c, n, me, root, out_n, out, want, dst, root_bad, &at);
+        size_t at, bad = wrong_elements(o, c, L->n, L->me, L->root, L->out_n, L->out, L->want,
+                                        L->dst, L->root_bad, &at);
         if (bad) {
-            fprintf(stderr, "stress: rank %d: %s: %zu wrong elements, first at %zu\n", me, what,
-                    bad, at);
+            fprintf(stderr, "stress: rank %d: %s: %zu wrong elements, first at %zu\n", L->me,
+                    L->what, bad, at);
             result = -1;
         }
-        if (check_identical(c, ctrl, me, what, out))
+        if (check_identical(c, L->ctrl, L->me, L->what, L->out))
             result = -1;
     }
-    buf_put(in_base, in_arena), buf_put(out_base, out_arena), free(want);
+    buf_put(L->in_base, L->in_arena), buf_put(L->out_base, L->out_arena), free(L->want);
     return result;
+}
+
+static int run_call(const stress_opts_t *o, weft_comm_t comm, weft_comm_t ctrl, const call_t *c,
+                    int *first_rc)
+{
+    live_t L;
+    if (call_prepare(o, comm, ctrl, c, &L))
+        return -1;
+    L.rc = issue(c, comm, L.root, L.src, L.dst);
+    call_returned(o, &L);
+    return call_judge(o, &L, first_rc);
 }
 
 /* ---- a rank's loop ---- */
@@ -669,6 +720,123 @@ static void make_fault(const stress_opts_t *o, weft_comm_t comm, call_t *c, long
     c->count++; /* mismatch */
 }
 
+/* ---- overlapped batches ----
+ *
+ * MPI lets a rank start several nonblocking collectives and complete them
+ * in any order, and its peers need not pick the same order; a rank may
+ * even make one of them blocking while the others are in flight.  A batch
+ * is 2-6 split-phase allreduce, bcast or reduce calls on any of the
+ * communicators, started by every rank in one order; then each rank, by
+ * its own draw, makes some of them blocking where they start and waits
+ * for the rest in an order of its own, by weft_wait or by polling
+ * weft_test.  A wait or test must move every call in flight: one that
+ * moved only its own left peers waiting in another order for ever. */
+#define BATCH_MAX 6
+
+/* A batch's calls come from their own sequence (shared by the ranks), so
+ * that the main sequence, and the call a fault job's fault falls on, is
+ * what it was before batches were drawn; their indices (data salts) lie
+ * apart from the main sequence's. */
+#define BATCH_INDEX0 (1l << 40)
+
+static void draw_overlapped(rng_t *r, int P, call_t *c)
+{
+    do
+        draw(r, P, c);
+    while (c->coll != WEFT_COLL_ALLREDUCE && c->coll != WEFT_COLL_BCAST &&
+           c->coll != WEFT_COLL_REDUCE);
+    c->mode = 1;
+}
+
+static int start_split_phase(live_t *L)
+{
+    const call_t *c = &L->c;
+    switch (c->coll) {
+    case WEFT_COLL_ALLREDUCE:
+        return weft_iallreduce(L->src, L->dst, c->count, c->dt, c->op, L->comm, &L->req);
+    case WEFT_COLL_BCAST: return weft_ibcast(L->dst, c->count, c->dt, L->root, L->comm, &L->req);
+    default:
+        return weft_ireduce(L->src, L->dst, c->count, c->dt, c->op, L->root, L->comm, &L->req);
+    }
+}
+
+/* Completes L's request by weft_wait or, polling, by weft_test. */
+static int finish_split_phase(live_t *L, bool poll)
+{
+    if (!poll)
+        return weft_wait(&L->req);
+    for (unsigned spins = 0;; spins++) {
+        int done = 0, rc = weft_test(&L->req, &done);
+        if (rc || done)
+            return rc;
+        if (spins % 16 == 15)
+            sched_yield();
+    }
+}
+
+/* Runs one batch of nb calls; the results' verdicts are added to *st.
+ * Returns after every call of it has ended on this rank. */
+/* *fault_pending (a fault job's fault rank, once its fault is due): the
+ * fault is made at the first call of the batch that can take it, and
+ * stays due when that call was refused alike before any byte moved. */
+static void run_batch(const stress_opts_t *o, const weft_comm_t *comms, const weft_comm_t *ctrls,
+                      rng_t *shared, long batch, int nb, stats_t *st, int *first_rc,
+                      bool *fault_pending)
+{
+    weft_comm_t world = weft_comm_world();
+    int P = weft_comm_size(world), me = weft_comm_rank(world);
+    rng_t mine = {mix64(o->seed ^ 0x0a7e51eull) + (uint64_t)batch * 7919u + (uint64_t)me * 104729u};
+    live_t L[BATCH_MAX];
+    bool prepared[BATCH_MAX];
+    int order[BATCH_MAX], waits = 0, fault_j = -1;
+    for (int j = 0; j < nb; j++) {
+        call_t c;
+        draw_overlapped(shared, P, &c);
+        c.index = BATCH_INDEX0 + batch * BATCH_MAX + j;
+        if (*fault_pending) {
+            long moved = 0; /* a mismatch needs a peer in the call's communicator */
+            make_fault(o, comms[c.comm], &c, &moved);
+            if (!moved)
+                *fault_pending = false, fault_j = j;
+        }
+        bool blocking = pick(&mine, 5) == 0;
+        if (blocking)
+            c.mode = 0;
+        prepared[j] = !call_prepare(o, comms[c.comm], ctrls[c.comm], &c, &L[j]);
+        if (!prepared[j])
+            continue;
+        if (blocking) {
+            L[j].rc = issue(&c, L[j].comm, L[j].root, L[j].src, L[j].dst);
+            note_error(L[j].rc, first_rc);
+            call_returned(o, &L[j]);
+        } else if ((L[j].rc = start_split_phase(&L[j])) != WEFT_OK) {
+            note_error(L[j].rc, first_rc);
+            call_returned(o, &L[j]); /* refused at the start: nothing in flight */
+        } else {
+            order[waits++] = j;
+        }
+    }
+    for (int j = waits - 1; j > 0; j--) { /* this rank's own order */
+        int x = pick(&mine, j + 1), t = order[j];
+        order[j] = order[x], order[x] = t;
+    }
+    for (int w = 0; w < waits; w++) {
+        live_t *l = &L[order[w]];
+        l->rc = finish_split_phase(l, pick(&mine, 3) == 0);
+        note_error(l->rc, first_rc); /* the errors in the order they came */
+        call_returned(o, l);
+    }
+    st->overlapped += nb;
+    for (int j = 0; j < nb; j++) {
+        int res = prepared[j] ? call_judge(o, &L[j], first_rc) : -1;
+        if (j == fault_j && res == 1)
+            *fault_pending = true;
+        st->checked += res == 0;
+        st->refused += res == 1;
+        st->failed += res < 0;
+    }
+}
+
 /* Every 64 calls rank 0 says whether the time is up and whether to print
  * the progress line; 1 to stop (or when the control calls fail). */
 static int every_64(const stress_opts_t *o, weft_comm_t ctrl, int me, long calls, double t0,
@@ -705,16 +873,18 @@ static int stress_rank(const stress_opts_t *o)
     if (o->fault)
         for (int i = 0; i < 3; i++)
             weft_comm_set_timeout(comms[i], 1000), weft_comm_set_timeout(ctrls[i], 1000);
-    rng_t r = {o->seed};
-    stats_t st = {0, 0, 0};
+    rng_t r = {o->seed}, batches = {o->seed ^ 0xba7c4e5ull};
+    long nbatch = 0;
+    stats_t st = {0, 0, 0, 0};
     double t0 = weft_now(), last_print = t0;
     long max_rss = 0, limit = o->fault ? o->fault_at + 200 : -1, fault_at = o->fault_at;
     int first_rc = 0;
+    bool batch_fault_due = false, batch_fault_made = false;
     for (long i = 0; limit < 0 || i < limit; i++) {
         call_t c;
         draw(&r, P, &c);
         c.index = i;
-        if (o->fault && i == fault_at && me == o->fault_rank)
+        if (o->fault && !o->fault_in_batch && i == fault_at && me == o->fault_rank)
             make_fault(o, comms[c.comm], &c, &fault_at);
         int res = run_call(o, comms[c.comm], ctrls[c.comm], &c, &first_rc);
         if (res == 1 && i == fault_at)
@@ -724,6 +894,16 @@ static int stress_rank(const stress_opts_t *o)
         st.failed += res < 0;
         if (first_rc)
             break; /* an error, not a wrong result: the job is dead */
+        if (pick(&batches, 8) == 0) {
+            if (o->fault && o->fault_in_batch && i >= fault_at && me == o->fault_rank &&
+                !batch_fault_made)
+                batch_fault_due = true;
+            run_batch(o, comms, ctrls, &batches, nbatch++, 2 + pick(&batches, BATCH_MAX - 1), &st,
+                      &first_rc, &batch_fault_due);
+            batch_fault_made |= o->fault_in_batch && i >= fault_at && !batch_fault_due;
+            if (first_rc)
+                break;
+        }
         if (!o->fault && i % 64 == 63 &&
             every_64(o, ctrls[0], me, i + 1, t0, &last_print, &max_rss))
             break;
@@ -739,10 +919,10 @@ static int stress_rank(const stress_opts_t *o)
     int rc = weft_allreduce(WEFT_IN_PLACE, &failed, 1, WEFT_INT64, WEFT_SUM, ctrls[0]);
     long calls = st.checked + st.refused + st.failed;
     if (me == 0)
-        printf("stress: P=%d seed=%llu %.1f min: calls checked %ld (%ld refused alike); "
-               "%ld passed, %ld failed; max RSS over ranks %ld KiB\n",
+        printf("stress: P=%d seed=%llu %.1f min: calls checked %ld (%ld refused alike, %ld in "
+               "overlapped batches); %ld passed, %ld failed; max RSS over ranks %ld KiB\n",
                P, (unsigned long long)o->seed, (weft_now() - t0) / 60, calls, st.refused,
-               calls - failed, failed, max_rss);
+               st.overlapped, calls - failed, failed, max_rss);
     for (int i = 0; i < 3; i++) {
         weft_comm_free(&ctrls[i]);
         if (i)
@@ -783,10 +963,11 @@ static int fault_job(const stress_opts_t *o, int job, const char *kind, int fran
     snprintf(fa, sizeof fa, "%ld", at);
     snprintf(np, sizeof np, "%d", o->np);
     char *args[] = {"stress", "--np", np, "--seed", seed, "--fault", (char *)kind,
-                    "--fault-rank", fr, "--fault-at", fa, NULL};
+                    "--fault-rank", fr, "--fault-at", fa,
+                    o->fault_in_batch ? "--overlapped" : NULL, NULL};
     int before = shm_entries();
     double t0 = weft_now();
-    int status = launch_self(o->np, "stress", 11, args);
+    int status = launch_self(o->np, "stress", o->fault_in_batch ? 12 : 11, args);
     double secs = weft_now() - t0;
     int seen = 0, bad = 0;
     FILE *f = fopen(path, "r");
@@ -831,12 +1012,16 @@ static int fault_driver(const stress_opts_t *o)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: weft stress [--np P] [--minutes M] [--seed S] [--faults N] [--verbose]\n"
+    fprintf(f, "usage: weft stress [--np P] [--minutes M] [--seed S] [--faults N [--overlapped]]\n"
+               "                   [--verbose]\n"
                "Random collectives on P ranks (default 4) for M minutes (default 1), every\n"
                "result checked; prints calls checked, passed and failed, and the ranks' RSS.\n"
+               "About one call in eight is followed by an overlapped batch: 2-6 split-phase\n"
+               "calls in flight at once, each rank completing them in an order of its own.\n"
                "--faults N: N short jobs instead, each with one rank killed, stopped or\n"
                "passing other arguments at a random call; every survivor must end in the\n"
-               "matching error and nothing may be left in /dev/shm.\n");
+               "matching error and nothing may be left in /dev/shm.  --overlapped: the\n"
+               "fault falls inside an overlapped batch, with the rank's other calls in flight.\n");
 }
 
 static int parse_num(const char *opt, const char *v, double lo, double hi, double *out)
@@ -853,7 +1038,7 @@ static int parse_num(const char *opt, const char *v, double lo, double hi, doubl
 
 int cmd_stress(int argc, char **argv)
 {
-    stress_opts_t o = {4, 1.0, 1, 0, 0, NULL, -1, -1};
+    stress_opts_t o = {4, 1.0, 1, 0, 0, NULL, -1, -1, false};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         double x;
@@ -862,6 +1047,9 @@ int cmd_stress(int argc, char **argv)
             return 0;
         } else if (!strcmp(a, "--verbose")) {
             o.verbose++; /* twice: every call as it starts */
+            continue;
+        } else if (!strcmp(a, "--overlapped")) {
+            o.fault_in_batch = true;
             continue;
         }
         if (!strcmp(a, "--np") && !parse_num(a, v, 1, 4096, &x))
