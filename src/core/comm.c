@@ -387,21 +387,25 @@ static void ctx_give_back(uint32_t c, uint32_t next_call, bool with_pair)
     pthread_mutex_unlock(&weft_g.lock);
 }
 
+void comm_ctx_give_back(uint32_t ctx, uint32_t first_call, bool board)
+{
+    ctx_give_back(ctx, first_call, board);
+}
+
 /* The lowest id no member of comm holds whose board pair no member holds
  * either, else the lowest id no member holds, or 0 when each is held by
  * some member.  One word of 64 ids at a time (with the pairs' bits), from
  * the highest of the members' lowest words with a free id: every allreduce
  * carries at most 16 bytes with max or bor, which any algorithm the user
  * forced on comm serves. */
-static int lowest_free_ctx(weft_comm_t comm, uint32_t *c)
+static int lowest_free_ctx(const member_allreduce_t *ar, uint32_t *c)
 {
     uint32_t w = 0;
     pthread_mutex_lock(&weft_g.lock);
     while (w < CTX_WORDS && !~ctx_held[w])
         w++;
     pthread_mutex_unlock(&weft_g.lock);
-    int rc = coll_run(comm, WEFT_COLL_ALLREDUCE, NULL, &w, 1, WEFT_UINT32, WEFT_MAX, 0, true,
-                      NULL);
+    int rc = ar->fn(ar->arg, &w, 1, WEFT_UINT32, WEFT_MAX);
     for (*c = 0; !rc && w < CTX_WORDS; w++) {
         uint64_t held[2] = {0, 0}; /* ids w*64.., and the pairs */
         pthread_mutex_lock(&weft_g.lock);
@@ -409,8 +413,7 @@ static int lowest_free_ctx(weft_comm_t comm, uint32_t *c)
         for (unsigned p = 0; p < BOARD_PAIRS; p++)
             held[1] |= (uint64_t)pair_held[p] << p;
         pthread_mutex_unlock(&weft_g.lock);
-        rc = coll_run(comm, WEFT_COLL_ALLREDUCE, NULL, held, 2, WEFT_UINT64, WEFT_BOR, 0, true,
-                      NULL);
+        rc = ar->fn(ar->arg, held, 2, WEFT_UINT64, WEFT_BOR);
         if (rc || !~held[0])
             continue;
         *c = w * 64 + (uint32_t)__builtin_ctzll(~held[0]);
@@ -424,14 +427,16 @@ static int lowest_free_ctx(weft_comm_t comm, uint32_t *c)
     return rc;
 }
 
-/* Agrees on a context id held by no member of comm, and held by this rank
- * from now on (ctx_give_back), on its first call number, and on whether its
- * board pair is the new communicator's (then held too). */
-static int agree_ctx(weft_comm_t comm, uint32_t *ctx, uint32_t *first_call, bool *board)
+/* Agrees (among the members ar reaches) on a context id held by no
+ * member, and held by this rank from now on (ctx_give_back), on its first
+ * call number, and on whether its board pair is the new communicator's
+ * (then held too). */
+int comm_agree_ctx(const member_allreduce_t *ar, uint32_t *ctx, uint32_t *first_call,
+                   bool *board)
 {
     for (;;) {
         uint32_t c;
-        int rc = lowest_free_ctx(comm, &c);
+        int rc = lowest_free_ctx(ar, &c);
         if (rc)
             return rc;
         if (!c)
@@ -446,8 +451,7 @@ static int agree_ctx(weft_comm_t comm, uint32_t *ctx, uint32_t *first_call, bool
             ctx_mark(c, true);
         pair_held[c % BOARD_PAIRS] = true;
         pthread_mutex_unlock(&weft_g.lock);
-        rc = coll_run(comm, WEFT_COLL_ALLREDUCE, NULL, verdict, 3, WEFT_UINT32, WEFT_MAX, 0,
-                      true, NULL);
+        rc = ar->fn(ar->arg, verdict, 3, WEFT_UINT32, WEFT_MAX);
         if (!rc && !verdict[0]) {
             *ctx = c, *first_call = verdict[1], *board = !verdict[2];
             if (pair && !*board) /* another member's communicator has it */
@@ -462,6 +466,18 @@ static int agree_ctx(weft_comm_t comm, uint32_t *ctx, uint32_t *first_call, bool
         if (rc)
             return rc;
     }
+}
+
+static int parent_allreduce(void *comm, void *buf, int n, weft_dtype_t dt, weft_op_t op)
+{
+    return coll_run(comm, WEFT_COLL_ALLREDUCE, NULL, buf, (size_t)n, dt, op, 0, true, NULL);
+}
+
+/* The agreement among the members of a communicator made from comm. */
+static int agree_ctx(weft_comm_t comm, uint32_t *ctx, uint32_t *first_call, bool *board)
+{
+    member_allreduce_t ar = {parent_allreduce, comm};
+    return comm_agree_ctx(&ar, ctx, first_call, board);
 }
 
 /* A communicator over a transport of its own (MPI: a new MPI communicator). */
@@ -491,13 +507,14 @@ static int derive_comm(weft_comm_t comm, int color, int key, weft_comm_t *newcom
     return WEFT_OK;
 }
 
-/* A communicator on comm's transport under an agreed context id, whose
- * calls are numbered from first_call on; the id is given back if it
- * cannot be made, and when it is freed (comm_destroy). */
-static int comm_create_shared(weft_comm_t comm, int rank, int size, const int *world,
-                              uint32_t ctx, uint32_t first_call, bool board, weft_comm_t *out)
+/* A communicator on transport x under an agreed context id, whose calls
+ * are numbered from first_call on; the id is given back if it cannot be
+ * made, and when it is freed (comm_destroy). */
+int comm_create_on(xport_t *x, int rank, int size, const int *world, uint32_t ctx,
+                   uint32_t first_call, bool board, const algo_choice_t *choice,
+                   weft_comm_t *out)
 {
-    int rc = comm_create(comm->x, rank, size, world, ctx, comm->choice, out);
+    int rc = comm_create(x, rank, size, world, ctx, choice, out);
     if (rc) {
         ctx_give_back(ctx, first_call, board);
         return rc;
@@ -506,6 +523,12 @@ static int comm_create_shared(weft_comm_t comm, int rank, int size, const int *w
     (*out)->shared_ctx = true;
     (*out)->board_slots = board;
     return WEFT_OK;
+}
+
+static int comm_create_shared(weft_comm_t comm, int rank, int size, const int *world,
+                              uint32_t ctx, uint32_t first_call, bool board, weft_comm_t *out)
+{
+    return comm_create_on(comm->x, rank, size, world, ctx, first_call, board, comm->choice, out);
 }
 
 weft_err_t weft_comm_dup(weft_comm_t comm, weft_comm_t *newcomm)

@@ -162,6 +162,20 @@ int lib_init(void);
 int comm_create(xport_t *x, int rank, int size, const int *world, uint32_t ctx,
                 const algo_choice_t *choice, weft_comm_t *out);
 void comm_destroy(weft_comm_t comm);
+/* An allreduce among the members of a communicator being made, before it
+ * exists: on its parent (weft_comm_dup, _split) or on the MPI communicator
+ * it twins (weft_comm_from_mpi).  Returns a weft_err_t. */
+typedef struct member_allreduce {
+    int (*fn)(void *arg, void *buf, int n, weft_dtype_t dt, weft_op_t op);
+    void *arg;
+} member_allreduce_t;
+int comm_agree_ctx(const member_allreduce_t *ar, uint32_t *ctx, uint32_t *first_call,
+                   bool *board);
+/* Gives back what comm_agree_ctx gave this rank, unused. */
+void comm_ctx_give_back(uint32_t ctx, uint32_t first_call, bool board);
+int comm_create_on(xport_t *x, int rank, int size, const int *world, uint32_t ctx,
+                   uint32_t first_call, bool board, const algo_choice_t *choice,
+                   weft_comm_t *out);
 /* Records the node of every rank (any ids; renumbered by first appearance). */
 int comm_set_nodes(weft_comm_t comm, const int *ids);
 void request_list_free(weft_request_t r);

@@ -1618,6 +1618,7 @@ static void shm_close(xport_t *xp)
     }
     free(x->peers);
     free(x->bounce);
+    free(x->base.mpi_world);
     pthread_mutex_destroy(&x->base.lock);
     free(x);
 }
@@ -1804,6 +1805,7 @@ static void self_block(xport_t *x, int t) {}
 static int self_health(xport_t *x) { return WEFT_OK; }
 static void self_close(xport_t *x)
 {
+    free(x->mpi_world);
     pthread_mutex_destroy(&x->lock);
     free(x);
 }

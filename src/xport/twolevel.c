@@ -258,7 +258,7 @@ static uint32_t node_cores(MPI_Comm comm, const int *ids, int me)
  * be a hidden creation, see node_ids); every rank of comm learns whether
  * all joined, so all fail alike. */
 static int node_segment(MPI_Comm comm, const int *ids, int me, int lrank, int local,
-                        xport_t **out)
+                        xport_t **out, uint64_t *seg_id)
 {
     int P, rc;
     PMPI_Comm_size(comm, &P);
@@ -298,7 +298,38 @@ static int node_segment(MPI_Comm comm, const int *ids, int me, int lrank, int lo
         return rc ? rc : weft_error(WEFT_ESYS, "another rank could not join its node's segment");
     }
     *out = shm;
+    if (seg_id) { /* FNV-1a of the name every member learned */
+        *seg_id = 1469598103934665603ull;
+        for (const char *c = name; *c; c++)
+            *seg_id = (*seg_id ^ (unsigned char)*c) * 1099511628211ull;
+    }
     return WEFT_OK;
+}
+
+/* The MPI_COMM_WORLD rank of every rank of comm, from the groups alone
+ * (no communication); WEFT_ENOTSUP where one is not in the world (a
+ * spawned or connected process). */
+int xport_mpi_world_ranks(MPI_Comm comm, int *wr)
+{
+    int P;
+    MPI_Group g = MPI_GROUP_NULL, wg = MPI_GROUP_NULL;
+    PMPI_Comm_size(comm, &P);
+    int *ranks = malloc((size_t)P * sizeof *ranks);
+    if (!ranks)
+        return weft_error(WEFT_ENOMEM, "out of memory");
+    for (int r = 0; r < P; r++)
+        ranks[r] = r;
+    int ok = PMPI_Comm_group(comm, &g) == MPI_SUCCESS &&
+             PMPI_Comm_group(MPI_COMM_WORLD, &wg) == MPI_SUCCESS &&
+             PMPI_Group_translate_ranks(g, P, ranks, wg, wr) == MPI_SUCCESS;
+    if (g != MPI_GROUP_NULL)
+        PMPI_Group_free(&g);
+    if (wg != MPI_GROUP_NULL)
+        PMPI_Group_free(&wg);
+    for (int r = 0; ok && r < P; r++)
+        ok = wr[r] != MPI_UNDEFINED;
+    free(ranks);
+    return ok ? WEFT_OK : weft_error(WEFT_ENOTSUP, "a rank outside MPI_COMM_WORLD");
 }
 
 int xport_one_node_open(MPI_Comm comm, int node_size, int **ids_out, xport_t **out)
@@ -310,6 +341,14 @@ int xport_one_node_open(MPI_Comm comm, int node_size, int **ids_out, xport_t **o
     int *ids = malloc((size_t)P * sizeof *ids);
     if (!ids)
         return weft_error(WEFT_ENOMEM, "out of memory");
+    if (P == 1) { /* alone: no host, boot id or cores to learn */
+        int rc = xport_self_open(out);
+        if (rc)
+            free(ids);
+        else
+            ids[0] = 0, *ids_out = ids;
+        return rc;
+    }
     int rc = node_ids(comm, node_size, ids);
     int one = !rc;
     for (int r = 1; r < P && one; r++)
@@ -319,10 +358,18 @@ int xport_one_node_open(MPI_Comm comm, int node_size, int **ids_out, xport_t **o
         return rc;
     }
     xport_t *x = NULL;
-    if ((rc = node_segment(comm, ids, me, me, P, &x))) {
+    uint64_t seg_id = 0;
+    if ((rc = node_segment(comm, ids, me, me, P, &x, &seg_id))) {
         free(ids);
         return rc;
     }
+    /* what lets communicators made later of some of these ranks share the
+     * segment (weft_comm_from_mpi) */
+    int *wr = P > 1 ? malloc((size_t)P * sizeof *wr) : NULL;
+    if (wr && xport_mpi_world_ranks(comm, wr) == WEFT_OK)
+        x->mpi_world = wr, x->mpi_seg = seg_id;
+    else
+        free(wr);
     for (int r = 0; r < P; r++)
         ids[r] = 0; /* a node is named by its lowest rank in comm */
     *ids_out = ids, *out = x;
@@ -363,7 +410,7 @@ int xport_twolevel_open(xport_t *mx, int node_size, int **ids_out, xport_t **out
         return WEFT_OK;
     }
     xport_t *shm = NULL;
-    if ((rc = node_segment(comm, ids, me, lrank, local, &shm)))
+    if ((rc = node_segment(comm, ids, me, lrank, local, &shm, NULL)))
         return rc; /* *ids_out: the caller frees it */
     twolevel_t *t = calloc(1, sizeof *t);
     int *route = malloc((size_t)P * sizeof *route);

@@ -172,6 +172,12 @@ struct xport {
     int cores;      /* cores they may run on (cpus.h); 0: as many as ranks */
     uint32_t tag_limit; /* step tags must be below this (2^24, or what MPI_TAG_UB leaves) */
     int *node_ids;  /* node id of every rank, or NULL (one node); owned */
+    /* A one-node transport made from an MPI communicator: the
+     * MPI_COMM_WORLD rank of every rank, and an id of its segment that
+     * every rank knows alike (weft_comm_from_mpi makes later communicators
+     * of these ranks on it); NULL and 0 otherwise.  Owned. */
+    int *mpi_world;
+    uint64_t mpi_seg;
     /* A send from this rank's arena (weft_alloc) of at least this many
      * bytes is read in place by its receiver, with no copy in; 0: never. */
     size_t arena_reads_from;

@@ -15,6 +15,9 @@ int xport_mpi_usable(MPI_Comm comm);
  * communicator; *out is NULL (and *ids too) where comm spans several
  * nodes.  Node ids (all 0) in *ids (malloc'd). */
 int xport_one_node_open(MPI_Comm comm, int node_size, int **ids, xport_t **out);
+/* The MPI_COMM_WORLD rank of every rank of comm (wr: comm's size), from
+ * its group alone; WEFT_ENOTSUP when one is outside the world. */
+int xport_mpi_world_ranks(MPI_Comm comm, int *wr);
 /* Duplicates comm (which passed xport_mpi_usable) and returns a transport
  * over the duplicate. */
 int xport_mpi_open(MPI_Comm comm, xport_t **out);
