@@ -453,18 +453,31 @@ static void place_in_place(const call_t *c, int me, int root, size_t in_n, size_
 }
 
 /* Keeps the first error that is not a refusal (weft_last_error() is rc's). */
-static void note_error(int rc, int *first_rc)
+/* A call's result as it ended: with calls in flight, weft_last_error()
+ * may be another call's by the time it is judged. */
+typedef struct outcome {
+    int rc;
+    bool refusal; /* a refusal that says why */
+    char msg[400];
+} outcome_t;
+
+/* Takes rc (and the thread's message) as the call's outcome; keeps the
+ * first error that is not a refusal in *first_rc. */
+static void outcome_take(outcome_t *oc, int rc, int *first_rc)
 {
-    if (rc && !legit_refusal(rc) && !*first_rc)
+    oc->rc = rc;
+    oc->refusal = rc && legit_refusal(rc);
+    snprintf(oc->msg, sizeof oc->msg, "%s", rc ? weft_last_error() : "");
+    if (rc && !oc->refusal && !*first_rc)
         *first_rc = rc;
 }
 
 /* Every rank must end alike: all OK, or all refusing.  0 when all ended
  * OK, 1 when all refused as they may, -1 otherwise (said on stderr). */
 static int agree_on_outcome(const stress_opts_t *o, weft_comm_t ctrl, int me, const char *what,
-                            int rc, int *first_rc)
+                            const outcome_t *oc, int *first_rc)
 {
-    note_error(rc, first_rc);
+    int rc = oc->rc;
     int32_t agree[2] = {rc, -rc};
     int arc = weft_allreduce(WEFT_IN_PLACE, agree, 2, WEFT_INT32, WEFT_MAX, ctrl);
     if (arc) {
@@ -474,15 +487,15 @@ static int agree_on_outcome(const stress_opts_t *o, weft_comm_t ctrl, int me, co
     }
     if (agree[0] != -agree[1]) {
         fprintf(stderr, "stress: rank %d: %s: ranks ended differently (codes %d..%d); here %d: %s\n",
-                me, what, -agree[1], agree[0], rc, weft_last_error());
+                me, what, -agree[1], agree[0], rc, oc->msg);
         return -1;
     }
     if (!rc)
         return 0;
-    int result = legit_refusal(rc) ? 1 : -1;
+    int result = oc->refusal ? 1 : -1;
     if (result < 0 || o->verbose)
         fprintf(stderr, "stress: rank %d: %s: %s: %s\n", me, what,
-                result < 0 ? "FAILED" : "refused", weft_last_error());
+                result < 0 ? "FAILED" : "refused", oc->msg);
     return result;
 }
 
@@ -565,7 +578,7 @@ typedef struct live {
     const void *src;
     void *dst;
     weft_request_t req;
-    int rc;
+    outcome_t ended;
 } live_t;
 
 /* Chooses the algorithm and fills the buffers; -1 (said) when the
@@ -626,7 +639,7 @@ static void call_returned(const stress_opts_t *o, live_t *L)
     if (c->coll == WEFT_COLL_BCAST) {
         for (size_t j = 0; j < c->count; j++)
             put(o, c, L->want, j, L->root, j);
-        if (L->me == L->root && !L->rc) {
+        if (L->me == L->root && !L->ended.rc) {
             L->root_bad = memcmp(L->out, L->want, c->count * L->es) != 0;
             memset(L->out, 0x5a, c->count * L->es);
         }
@@ -639,7 +652,7 @@ static void call_returned(const stress_opts_t *o, live_t *L)
 static int call_judge(const stress_opts_t *o, live_t *L, int *first_rc)
 {
     const call_t *c = &L->c;
-    int result = agree_on_outcome(o, L->ctrl, L->me, L->what, L->rc, first_rc);
+    int result = agree_on_outcome(o, L->ctrl, L->me, L->what, &L->ended, first_rc);
     if (result == 0) {
         size_t at, bad = wrong_elements(o, c, L->n, L->me, L->root, L->out_n, L->out, L->want,
                                         L->dst, L->root_bad, &at);
@@ -661,7 +674,7 @@ static int run_call(const stress_opts_t *o, weft_comm_t comm, weft_comm_t ctrl, 
     live_t L;
     if (call_prepare(o, comm, ctrl, c, &L))
         return -1;
-    L.rc = issue(c, comm, L.root, L.src, L.dst);
+    outcome_take(&L.ended, issue(c, comm, L.root, L.src, L.dst), first_rc);
     call_returned(o, &L);
     return call_judge(o, &L, first_rc);
 }
@@ -805,13 +818,11 @@ static void run_batch(const stress_opts_t *o, const weft_comm_t *comms, const we
         prepared[j] = !call_prepare(o, comms[c.comm], ctrls[c.comm], &c, &L[j]);
         if (!prepared[j])
             continue;
-        if (blocking) {
-            L[j].rc = issue(&c, L[j].comm, L[j].root, L[j].src, L[j].dst);
-            note_error(L[j].rc, first_rc);
+        int rc = blocking ? issue(&c, L[j].comm, L[j].root, L[j].src, L[j].dst)
+                          : start_split_phase(&L[j]);
+        if (blocking || rc) { /* ended, or refused at the start: nothing in flight */
+            outcome_take(&L[j].ended, rc, first_rc);
             call_returned(o, &L[j]);
-        } else if ((L[j].rc = start_split_phase(&L[j])) != WEFT_OK) {
-            note_error(L[j].rc, first_rc);
-            call_returned(o, &L[j]); /* refused at the start: nothing in flight */
         } else {
             order[waits++] = j;
         }
@@ -822,8 +833,8 @@ static void run_batch(const stress_opts_t *o, const weft_comm_t *comms, const we
     }
     for (int w = 0; w < waits; w++) {
         live_t *l = &L[order[w]];
-        l->rc = finish_split_phase(l, pick(&mine, 3) == 0);
-        note_error(l->rc, first_rc); /* the errors in the order they came */
+        /* the errors in the order they came */
+        outcome_take(&l->ended, finish_split_phase(l, pick(&mine, 3) == 0), first_rc);
         call_returned(o, l);
     }
     st->overlapped += nb;
