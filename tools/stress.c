@@ -34,6 +34,11 @@
 #include "core/core.h"
 #include "launch/launch.h"
 #include "tool.h"
+#ifdef WEFT_HAVE_MPI
+#include <mpi.h>
+
+#include "weft_mpi.h"
+#endif
 
 typedef struct stress_opts {
     int np;
@@ -46,7 +51,11 @@ typedef struct stress_opts {
     int fault_rank;
     long fault_at;
     bool fault_in_batch; /* --overlapped: made in the first overlapped batch after it */
+    bool mpi;            /* --mpi: a rank of mpirun's job, over weft_comm_from_mpi */
 } stress_opts_t;
+
+/* The rank's world: weft_init's, or under mpirun (--mpi) MPI_COMM_WORLD's twin. */
+static weft_comm_t stress_world;
 
 /* ---- the shared random sequence ---- */
 
@@ -386,7 +395,7 @@ static bool legit_refusal(int rc)
             strstr(m, "exact only") || strstr(m, "colouring") || strstr(m, "tags") ||
             strstr(m, "carries at most") || strstr(m, "one machine's shared memory") ||
             strstr(m, "is not a schedule") || strstr(m, "arrival record's") ||
-            strstr(m, "segments; at most"));
+            strstr(m, "segments; at most") || strstr(m, "needs shared memory among"));
 }
 
 static uint64_t hash_bytes(const void *p, size_t n)
@@ -625,7 +634,7 @@ static int call_prepare(const stress_opts_t *o, weft_comm_t comm, weft_comm_t ct
         for (size_t i = 0; i < k; i++)
             put(o, c, L->out, i, root, i);
     if (o->verbose > 1)
-        fprintf(stderr, "stress: rank %d: %s\n", weft_comm_rank(weft_comm_world()), L->what);
+        fprintf(stderr, "stress: rank %d: %s\n", weft_comm_rank(stress_world), L->what);
     return 0;
 }
 
@@ -796,7 +805,7 @@ static void run_batch(const stress_opts_t *o, const weft_comm_t *comms, const we
                       rng_t *shared, long batch, int nb, stats_t *st, int *first_rc,
                       bool *fault_pending)
 {
-    weft_comm_t world = weft_comm_world();
+    weft_comm_t world = stress_world;
     int P = weft_comm_size(world), me = weft_comm_rank(world);
     rng_t mine = {mix64(o->seed ^ 0x0a7e51eull) + (uint64_t)batch * 7919u + (uint64_t)me * 104729u};
     live_t L[BATCH_MAX];
@@ -870,7 +879,7 @@ static int every_64(const stress_opts_t *o, weft_comm_t ctrl, int me, long calls
 
 static int stress_rank(const stress_opts_t *o)
 {
-    weft_comm_t world = weft_comm_world(), comms[3], ctrls[3];
+    weft_comm_t world = stress_world, comms[3], ctrls[3];
     int P = weft_comm_size(world), me = weft_comm_rank(world);
     weft_op_create(affine_fn, NULL, 0, 0, &op_affine);
     weft_op_create(usersum_fn, NULL, 1, 0, &op_usersum);
@@ -941,7 +950,7 @@ static int stress_rank(const stress_opts_t *o)
     }
     weft_op_free(&op_affine);
     weft_op_free(&op_usersum);
-    int frc = weft_finalize();
+    int frc = o->mpi ? WEFT_OK : weft_finalize(); /* under MPI: the caller's */
     return rc || frc || failed ? 1 : 0;
 }
 
@@ -1024,7 +1033,7 @@ static int fault_driver(const stress_opts_t *o)
 static void usage(FILE *f)
 {
     fprintf(f, "usage: weft stress [--np P] [--minutes M] [--seed S] [--faults N [--overlapped]]\n"
-               "                   [--verbose]\n"
+               "                   [--mpi] [--verbose]\n"
                "Random collectives on P ranks (default 4) for M minutes (default 1), every\n"
                "result checked; prints calls checked, passed and failed, and the ranks' RSS.\n"
                "About one call in eight is followed by an overlapped batch: 2-6 split-phase\n"
@@ -1032,7 +1041,10 @@ static void usage(FILE *f)
                "--faults N: N short jobs instead, each with one rank killed, stopped or\n"
                "passing other arguments at a random call; every survivor must end in the\n"
                "matching error and nothing may be left in /dev/shm.  --overlapped: the\n"
-               "fault falls inside an overlapped batch, with the rank's other calls in flight.\n");
+               "fault falls inside an overlapped batch, with the rank's other calls in flight.\n"
+               "--mpi: run as a rank of mpirun's job (mpirun -n P weft stress --mpi), over\n"
+               "MPI_COMM_WORLD's twin: shared memory on one machine, MPI between nodes\n"
+               "(WEFT_NODE_SIZE=k makes nodes of k ranks); no fault jobs.\n");
 }
 
 static int parse_num(const char *opt, const char *v, double lo, double hi, double *out)
@@ -1049,7 +1061,7 @@ static int parse_num(const char *opt, const char *v, double lo, double hi, doubl
 
 int cmd_stress(int argc, char **argv)
 {
-    stress_opts_t o = {4, 1.0, 1, 0, 0, NULL, -1, -1, false};
+    stress_opts_t o = {4, 1.0, 1, 0, 0, NULL, -1, -1, false, false};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         double x;
@@ -1061,6 +1073,9 @@ int cmd_stress(int argc, char **argv)
             continue;
         } else if (!strcmp(a, "--overlapped")) {
             o.fault_in_batch = true;
+            continue;
+        } else if (!strcmp(a, "--mpi")) {
+            o.mpi = true;
             continue;
         }
         if (!strcmp(a, "--np") && !parse_num(a, v, 1, 4096, &x))
@@ -1092,11 +1107,33 @@ int cmd_stress(int argc, char **argv)
         fprintf(stderr, "weft stress: --fault needs --fault-rank and --fault-at\n");
         return 2;
     }
+    if (o.mpi) {
+#ifdef WEFT_HAVE_MPI
+        if (o.faults || o.fault) {
+            fprintf(stderr, "weft stress: --mpi runs no fault jobs (mpirun ends a job whose "
+                            "rank dies)\n");
+            return 2;
+        }
+        MPI_Init(&argc, &argv);
+        if (weft_comm_from_mpi(MPI_COMM_WORLD, &stress_world) != WEFT_OK) {
+            fprintf(stderr, "weft stress: %s\n", weft_last_error());
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        int rc = stress_rank(&o);
+        weft_comm_free(&stress_world);
+        MPI_Finalize();
+        return rc;
+#else
+        fprintf(stderr, "weft stress: --mpi needs weft built with MPI\n");
+        return 2;
+#endif
+    }
     if (getenv("WEFT_RANK")) {
         if (weft_init(NULL, NULL)) {
             fprintf(stderr, "weft stress: weft_init: %s\n", weft_last_error());
             return 1;
         }
+        stress_world = weft_comm_world();
         return stress_rank(&o);
     }
     if (o.faults)
