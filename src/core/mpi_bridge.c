@@ -12,10 +12,11 @@
  *
  * Under the drop-in every communicator a program calls collectives on gets
  * a weft twin.  Made from nothing, a twin of ranks on one machine costs a
- * segment of its own: a file in /dev/shm, its mapping and its rings'
- * pages, 0.8-2 ms at 2 ranks and about 7 ms at 4 ranks on 2 cores, against
- * microseconds for Open MPI's MPI_Comm_split, so a program that makes a
- * communicator for a few calls ran slower under the drop-in than without.
+ * segment of its own: a file in /dev/shm, its mapping and, once used, its
+ * rings' pages (bench/comm_churn.sh: a dup, one MPI_Allreduce of an int
+ * and the free took 138 us at 2 ranks and 295 at 4 on 2 cores, against 4
+ * and 26-30 for Open MPI alone), so a program that makes a communicator
+ * for a few calls ran slower under the drop-in than without.
  * Where the process already has a one-node segment holding every rank of
  * the new communicator (that of MPI_COMM_WORLD's twin, typically), the twin
  * is made on it instead, as weft_comm_split makes one: a context id agreed
