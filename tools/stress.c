@@ -782,18 +782,23 @@ static int start_split_phase(live_t *L)
     }
 }
 
-/* Completes L's request by weft_wait or, polling, by weft_test. */
+/* Completes L's request by weft_wait or, polling, by weft_test.  A poll
+ * knows no timeout (MPI_Test's rule), so after 20 ms it waits instead: a
+ * fault job's stopped peer must end in the communicator's timeout. */
 static int finish_split_phase(live_t *L, bool poll)
 {
-    if (!poll)
-        return weft_wait(&L->req);
-    for (unsigned spins = 0;; spins++) {
+    double until = weft_now() + 0.02;
+    for (unsigned spins = 0; poll; spins++) {
         int done = 0, rc = weft_test(&L->req, &done);
         if (rc || done)
             return rc;
-        if (spins % 16 == 15)
+        if (spins % 16 == 15) {
+            if (weft_now() > until)
+                break;
             sched_yield();
+        }
     }
+    return weft_wait(&L->req);
 }
 
 /* Runs one batch of nb calls; the results' verdicts are added to *st.
