@@ -801,11 +801,11 @@ static int finish_split_phase(live_t *L, bool poll)
     return weft_wait(&L->req);
 }
 
-/* Runs one batch of nb calls; the results' verdicts are added to *st.
- * Returns after every call of it has ended on this rank. */
-/* *fault_pending (a fault job's fault rank, once its fault is due): the
- * fault is made at the first call of the batch that can take it, and
- * stays due when that call was refused alike before any byte moved. */
+/* Runs one batch of nb calls and adds their verdicts to *st; returns once
+ * every call of it has ended on this rank.  *fault_pending (a fault job's
+ * fault rank, once its fault is due): the fault is made at the first call
+ * of the batch that can take it, and stays due when that call was refused
+ * alike before any byte moved. */
 static void run_batch(const stress_opts_t *o, const weft_comm_t *comms, const weft_comm_t *ctrls,
                       rng_t *shared, long batch, int nb, stats_t *st, int *first_rc,
                       bool *fault_pending)
