@@ -179,6 +179,7 @@ static int shm_nodes(weft_comm_t c)
 }
 
 static void ctx_give_back(uint32_t c, uint32_t next_call, bool with_pair);
+static void pair_give_back(uint32_t c);
 
 void comm_destroy(weft_comm_t c)
 {
@@ -188,9 +189,17 @@ void comm_destroy(weft_comm_t c)
     bool held_records = c->x->ops->arrival_rec && c != weft_g.world &&
                         arrival_comm_freed(c->x, c->world[c->rank], c->ctx);
     /* reused only where nothing of it may be left in flight or in shared
-     * memory; else the id (and its board pair) stays retired */
-    if (c->shared_ctx && !c->revoked[0] && !c->dead && !c->pending.req && !held_records)
+     * memory; else the id (and its board pair) stays retired.  Arrival
+     * records are kept by id, so they retire the id alone: the board's
+     * posts carry the id in their stamps, and its slots wait for their
+     * readers (slot_free), so the pair serves the next communicator.
+     * (Retired with the id, the pairs ran out after seven communicators
+     * that had run an arrival-driven call, and with them the board.) */
+    bool clean = c->shared_ctx && !c->revoked[0] && !c->dead && !c->pending.req;
+    if (clean && !held_records)
         ctx_give_back(c->ctx, c->seq, c->board_slots);
+    else if (clean && c->board_slots)
+        pair_give_back(c->ctx);
     free(c->node_of);
     weft_free(c->stage);
     for (int i = 0; i < SCHED_CACHE_SIZE; i++) {
@@ -397,16 +406,20 @@ void comm_ctx_give_back(uint32_t ctx, uint32_t first_call, bool board)
  * some member.  One word of 64 ids at a time (with the pairs' bits), from
  * the highest of the members' lowest words with a free id: every allreduce
  * carries at most 16 bytes with max or bor, which any algorithm the user
- * forced on comm serves. */
+ * forced on comm serves.  A word whose free ids all have held pairs is
+ * passed over while some pair is free: ids retired for good (arrival
+ * records) fill the low words a pair at a time, and settling there left
+ * communicator after communicator without the board. */
 static int lowest_free_ctx(const member_allreduce_t *ar, uint32_t *c)
 {
-    uint32_t w = 0;
+    const uint64_t all_pairs = (uint64_t)-1 >> (64 - BOARD_PAIRS);
+    uint32_t w = 0, lowest = 0;
     pthread_mutex_lock(&weft_g.lock);
     while (w < CTX_WORDS && !~ctx_held[w])
         w++;
     pthread_mutex_unlock(&weft_g.lock);
     int rc = ar->fn(ar->arg, &w, 1, WEFT_UINT32, WEFT_MAX);
-    for (*c = 0; !rc && w < CTX_WORDS; w++) {
+    for (*c = 0; !rc && w < CTX_WORDS && !*c; w++) {
         uint64_t held[2] = {0, 0}; /* ids w*64.., and the pairs */
         pthread_mutex_lock(&weft_g.lock);
         held[0] = ctx_held[w];
@@ -416,14 +429,16 @@ static int lowest_free_ctx(const member_allreduce_t *ar, uint32_t *c)
         rc = ar->fn(ar->arg, held, 2, WEFT_UINT64, WEFT_BOR);
         if (rc || !~held[0])
             continue;
-        *c = w * 64 + (uint32_t)__builtin_ctzll(~held[0]);
-        for (uint32_t i = 0; i < 64; i++)
-            if (!(held[0] >> i & 1) && !(held[1] >> ((w * 64 + i) % BOARD_PAIRS) & 1)) {
+        if (!lowest)
+            lowest = w * 64 + (uint32_t)__builtin_ctzll(~held[0]);
+        for (uint32_t i = 0; i < 64 && !*c; i++)
+            if (!(held[0] >> i & 1) && !(held[1] >> ((w * 64 + i) % BOARD_PAIRS) & 1))
                 *c = w * 64 + i;
-                break;
-            }
-        break;
+        if ((held[1] & all_pairs) == all_pairs)
+            break; /* no pair is free: any id will do */
     }
+    if (!*c)
+        *c = lowest;
     return rc;
 }
 
