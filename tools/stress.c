@@ -492,6 +492,9 @@ static int agree_on_outcome(const stress_opts_t *o, weft_comm_t ctrl, int me, co
     if (arc) {
         if (!*first_rc)
             *first_rc = arc;
+        if (!o->fault) /* a fault job's survivors are meant to fail here */
+            fprintf(stderr, "stress: rank %d: %s: the agreement on its outcome failed: %s\n", me,
+                    what, weft_last_error());
         return -1;
     }
     if (agree[0] != -agree[1]) {
@@ -862,6 +865,29 @@ static void run_batch(const stress_opts_t *o, const weft_comm_t *comms, const we
     }
 }
 
+/* Communicator which (1: a dup of the world, 2: a split of it by parity,
+ * ranks reversed) and its control twin, with a fault job's timeouts. */
+static int make_comm(const stress_opts_t *o, weft_comm_t *comms, weft_comm_t *ctrls, int which)
+{
+    weft_comm_t world = comms[0];
+    int P = weft_comm_size(world), me = weft_comm_rank(world);
+    int rc = which == 1 ? weft_comm_dup(world, &comms[which])
+                        : weft_comm_split(world, me % 2, P - me, &comms[which]);
+    if (rc)
+        return rc;
+    if ((rc = weft_comm_dup(comms[which], &ctrls[which]))) {
+        weft_comm_free(&comms[which]);
+        return rc;
+    }
+    /* a dup inherits the algorithms its parent was last told to use: the
+     * control calls run on AUTO, which serves them on any transport */
+    for (int k = 0; k < WEFT_COLL_COUNT; k++)
+        weft_set_algorithm(ctrls[which], (weft_coll_t)k, "auto", NULL);
+    if (o->fault)
+        weft_comm_set_timeout(comms[which], 1000), weft_comm_set_timeout(ctrls[which], 1000);
+    return WEFT_OK;
+}
+
 /* Every 64 calls rank 0 says whether the time is up and whether to print
  * the progress line; 1 to stop (or when the control calls fail). */
 static int every_64(const stress_opts_t *o, weft_comm_t ctrl, int me, long calls, double t0,
@@ -889,17 +915,17 @@ static int stress_rank(const stress_opts_t *o)
     weft_op_create(affine_fn, NULL, 0, 0, &op_affine);
     weft_op_create(usersum_fn, NULL, 1, 0, &op_usersum);
     comms[0] = world;
-    if (weft_comm_dup(world, &comms[1]) || weft_comm_split(world, me % 2, P - me, &comms[2]) ||
-        weft_comm_dup(world, &ctrls[0]) || weft_comm_dup(comms[1], &ctrls[1]) ||
-        weft_comm_dup(comms[2], &ctrls[2])) {
+    if (weft_comm_dup(world, &ctrls[0]) || make_comm(o, comms, ctrls, 1) ||
+        make_comm(o, comms, ctrls, 2)) {
         fprintf(stderr, "stress: rank %d: setting up communicators: %s\n", me, weft_last_error());
         return 1;
     }
     if (o->fault)
-        for (int i = 0; i < 3; i++)
-            weft_comm_set_timeout(comms[i], 1000), weft_comm_set_timeout(ctrls[i], 1000);
-    rng_t r = {o->seed}, batches = {o->seed ^ 0xba7c4e5ull};
-    long nbatch = 0;
+        weft_comm_set_timeout(world, 1000), weft_comm_set_timeout(ctrls[0], 1000);
+    /* the batches and the communicators remade have sequences of their
+     * own: the main one stays what it was before they existed */
+    rng_t r = {o->seed}, batches = {o->seed ^ 0xba7c4e5ull}, churn = {o->seed ^ 0xc0ffee5ull};
+    long nbatch = 0, remade = 0;
     stats_t st = {0, 0, 0, 0};
     double t0 = weft_now(), last_print = t0;
     long max_rss = 0, limit = o->fault ? o->fault_at + 200 : -1, fault_at = o->fault_at;
@@ -929,6 +955,22 @@ static int stress_rank(const stress_opts_t *o)
             if (first_rc)
                 break;
         }
+        if (pick(&churn, 48) == 0) { /* a communicator freed and made again */
+            int which = 1 + pick(&churn, 2);
+            weft_comm_free(&ctrls[which]);
+            weft_comm_free(&comms[which]);
+            remade++;
+            int rc = make_comm(o, comms, ctrls, which);
+            if (rc) {
+                outcome_t oc;
+                outcome_take(&oc, rc, &first_rc);
+                fprintf(stderr, "stress: rank %d: making communicator %d again: %s\n", me, which,
+                        oc.msg);
+                if (!first_rc)
+                    first_rc = rc;
+                break;
+            }
+        }
         if (!o->fault && i % 64 == 63 &&
             every_64(o, ctrls[0], me, i + 1, t0, &last_print, &max_rss))
             break;
@@ -945,9 +987,10 @@ static int stress_rank(const stress_opts_t *o)
     long calls = st.checked + st.refused + st.failed;
     if (me == 0)
         printf("stress: P=%d seed=%llu %.1f min: calls checked %ld (%ld refused alike, %ld in "
-               "overlapped batches); %ld passed, %ld failed; max RSS over ranks %ld KiB\n",
+               "overlapped batches, %ld communicators remade); %ld passed, %ld failed; max RSS "
+               "over ranks %ld KiB\n",
                P, (unsigned long long)o->seed, (weft_now() - t0) / 60, calls, st.refused,
-               st.overlapped, calls - failed, failed, max_rss);
+               st.overlapped, remade, calls - failed, failed, max_rss);
     for (int i = 0; i < 3; i++) {
         weft_comm_free(&ctrls[i]);
         if (i)
