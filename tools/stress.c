@@ -865,14 +865,19 @@ static void run_batch(const stress_opts_t *o, const weft_comm_t *comms, const we
     }
 }
 
-/* Communicator which (1: a dup of the world, 2: a split of it by parity,
- * ranks reversed) and its control twin, with a fault job's timeouts. */
-static int make_comm(const stress_opts_t *o, weft_comm_t *comms, weft_comm_t *ctrls, int which)
+/* Communicator which (1: a dup of the world, 2: a split, ranks reversed)
+ * and its control twin, with a fault job's timeouts. */
+static int make_comm(const stress_opts_t *o, weft_comm_t *comms, weft_comm_t *ctrls, int which,
+                     int how)
 {
-    weft_comm_t world = comms[0];
-    int P = weft_comm_size(world), me = weft_comm_rank(world);
-    int rc = which == 1 ? weft_comm_dup(world, &comms[which])
-                        : weft_comm_split(world, me % 2, P - me, &comms[which]);
+    /* how (made again: drawn alike on every rank): the split's colours
+     * (by parity, halves, thirds) and its parent (the world, or the dup:
+     * a split that may outlive its parent, made again later) */
+    weft_comm_t parent = how >= 3 ? comms[1] : comms[0];
+    int P = weft_comm_size(parent), me = weft_comm_rank(parent);
+    int colour = how % 3 == 0 ? me % 2 : how % 3 == 1 ? me < (P + 1) / 2 : me % 3;
+    int rc = which == 1 ? weft_comm_dup(comms[0], &comms[which])
+                        : weft_comm_split(parent, colour, P - me, &comms[which]);
     if (rc)
         return rc;
     if ((rc = weft_comm_dup(comms[which], &ctrls[which]))) {
@@ -915,8 +920,8 @@ static int stress_rank(const stress_opts_t *o)
     weft_op_create(affine_fn, NULL, 0, 0, &op_affine);
     weft_op_create(usersum_fn, NULL, 1, 0, &op_usersum);
     comms[0] = world;
-    if (weft_comm_dup(world, &ctrls[0]) || make_comm(o, comms, ctrls, 1) ||
-        make_comm(o, comms, ctrls, 2)) {
+    if (weft_comm_dup(world, &ctrls[0]) || make_comm(o, comms, ctrls, 1, 0) ||
+        make_comm(o, comms, ctrls, 2, 0)) {
         fprintf(stderr, "stress: rank %d: setting up communicators: %s\n", me, weft_last_error());
         return 1;
     }
@@ -956,11 +961,11 @@ static int stress_rank(const stress_opts_t *o)
                 break;
         }
         if (pick(&churn, 48) == 0) { /* a communicator freed and made again */
-            int which = 1 + pick(&churn, 2);
+            int which = 1 + pick(&churn, 2), how = pick(&churn, 6);
             weft_comm_free(&ctrls[which]);
             weft_comm_free(&comms[which]);
             remade++;
-            int rc = make_comm(o, comms, ctrls, which);
+            int rc = make_comm(o, comms, ctrls, which, how);
             if (rc) {
                 outcome_t oc;
                 outcome_take(&oc, rc, &first_rc);
