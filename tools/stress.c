@@ -893,6 +893,26 @@ static int make_comm(const stress_opts_t *o, weft_comm_t *comms, weft_comm_t *ct
     return WEFT_OK;
 }
 
+/* Frees the dup or the split (drawn from churn, alike on every rank) and
+ * makes it again; -1 (said, *first_rc set) when it cannot be made. */
+static int remake_comm(const stress_opts_t *o, weft_comm_t *comms, weft_comm_t *ctrls,
+                       rng_t *churn, int *first_rc)
+{
+    int which = 1 + pick(churn, 2), how = pick(churn, 6);
+    weft_comm_free(&ctrls[which]);
+    weft_comm_free(&comms[which]);
+    int rc = make_comm(o, comms, ctrls, which, how);
+    if (!rc)
+        return 0;
+    outcome_t oc;
+    outcome_take(&oc, rc, first_rc);
+    fprintf(stderr, "stress: rank %d: making communicator %d again: %s\n",
+            weft_comm_rank(comms[0]), which, oc.msg);
+    if (!*first_rc)
+        *first_rc = rc;
+    return -1;
+}
+
 /* Every 64 calls rank 0 says whether the time is up and whether to print
  * the progress line; 1 to stop (or when the control calls fail). */
 static int every_64(const stress_opts_t *o, weft_comm_t ctrl, int me, long calls, double t0,
@@ -960,21 +980,10 @@ static int stress_rank(const stress_opts_t *o)
             if (first_rc)
                 break;
         }
-        if (pick(&churn, 48) == 0) { /* a communicator freed and made again */
-            int which = 1 + pick(&churn, 2), how = pick(&churn, 6);
-            weft_comm_free(&ctrls[which]);
-            weft_comm_free(&comms[which]);
+        if (pick(&churn, 48) == 0) {
             remade++;
-            int rc = make_comm(o, comms, ctrls, which, how);
-            if (rc) {
-                outcome_t oc;
-                outcome_take(&oc, rc, &first_rc);
-                fprintf(stderr, "stress: rank %d: making communicator %d again: %s\n", me, which,
-                        oc.msg);
-                if (!first_rc)
-                    first_rc = rc;
+            if (remake_comm(o, comms, ctrls, &churn, &first_rc))
                 break;
-            }
         }
         if (!o->fault && i % 64 == 63 &&
             every_64(o, ctrls[0], me, i + 1, t0, &last_print, &max_rss))
