@@ -111,8 +111,12 @@ WEFT_API weft_comm_t weft_comm_world(void);
 WEFT_API int weft_comm_rank(weft_comm_t comm);
 WEFT_API int weft_comm_size(weft_comm_t comm);
 /* Communicators may be made and freed without limit; at most 65534 may
- * live at once on a rank (WEFT_ENOMEM beyond).  Threads may make them from
- * different parents at once. */
+ * live at once on a rank (WEFT_ENOMEM beyond).  One exception: the context
+ * id of a communicator freed after an arrival-driven call (pap_leader,
+ * pap_chain, shm_twostep, adaptive, hier_pap), a failed call or a
+ * revocation is never reused, since something of it may be left in shared
+ * memory; such ids count as live ones.  Threads may make communicators
+ * from different parents at once. */
 WEFT_API weft_err_t weft_comm_dup(weft_comm_t comm, weft_comm_t *newcomm);
 /* Ranks with the same color form a new communicator, ordered by (key,
  * old rank).  color < 0 (WEFT_UNDEFINED) gives *newcomm = NULL. */

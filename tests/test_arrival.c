@@ -471,6 +471,32 @@ static void board_after_churn(int rounds)
     }
 }
 
+/* Mode "retired_ids": communicators made and freed after an arrival-driven
+ * call until their retired ids run out: every rank then gets WEFT_ENOMEM
+ * saying why, alike, and the communicators alive still work. */
+static int retired_ids(void)
+{
+    weft_comm_t w = weft_comm_world();
+    int32_t in = 1, out = 0;
+    int rc = WEFT_OK, n = 0;
+    for (; n < 70000 && rc == WEFT_OK; n++) {
+        weft_comm_t c = NULL;
+        if ((rc = weft_comm_dup(w, &c)))
+            break;
+        weft_set_algorithm(c, WEFT_COLL_ALLREDUCE, "pap_leader", NULL);
+        rc = weft_allreduce(&in, &out, 1, WEFT_INT32, WEFT_SUM, c);
+        CHECK(rc == WEFT_OK && out == P, "communicator %d: %d %s", n, rc, weft_last_error());
+        weft_comm_free(&c);
+    }
+    CHECK(rc == WEFT_ENOMEM && strstr(weft_last_error(), "retired") && n > 60000,
+          "after %d communicators: %d %s", n, rc, weft_last_error());
+    int32_t counts[2] = {n, -n};
+    CHECK(weft_allreduce(WEFT_IN_PLACE, counts, 2, WEFT_INT32, WEFT_MAX, w) == WEFT_OK &&
+              counts[0] == -counts[1],
+          "the ranks ran out at different communicators: %d..%d", -counts[1], counts[0]);
+    return 0;
+}
+
 /* Mode "adaptive": balanced calls, then rank r arriving r * 2 ms late,
  * then balanced again; adaptive.sh reads its WEFT_VERBOSE log (recursive
  * doubling, pap_leader, recursive doubling) and this checks the data. */
@@ -611,6 +637,16 @@ int main(int argc, char **argv)
         int rc = disagree(argv[1], argc > 2 ? argv[2] : "pap_leader");
         weft_finalize();
         return rc;
+    }
+    if (argc > 1 && !strcmp(argv[1], "retired_ids")) {
+        retired_ids();
+        int total = failures;
+        weft_allreduce(WEFT_IN_PLACE, &total, 1, WEFT_INT32, WEFT_SUM, w);
+        if (me == 0)
+            printf("test_arrival retired_ids P=%d: %d checks on rank 0, %d failures on all "
+                   "ranks\n", P, checks, total);
+        weft_finalize();
+        return total ? 1 : 0;
     }
     if (argc > 1 && !strcmp(argv[1], "adaptive")) {
         adaptive_switches(argc > 2 ? argv[2] : NULL);

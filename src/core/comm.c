@@ -456,7 +456,9 @@ int comm_agree_ctx(const member_allreduce_t *ar, uint32_t *ctx, uint32_t *first_
             return rc;
         if (!c)
             return weft_error(WEFT_ENOMEM, "all %u communicator context ids are held by live "
-                              "communicators of this one's ranks: free communicators you no "
+                              "communicators of this one's ranks or retired (the id of a "
+                              "communicator freed after an arrival-driven call, a failed call "
+                              "or a revocation is never reused): free communicators you no "
                               "longer use", MAX_CTX - 1);
         /* another thread of this rank may have taken c since */
         pthread_mutex_lock(&weft_g.lock);
