@@ -18,10 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "test_world.h"
 #include "weft.h"
-#ifdef WEFT_HAVE_MPI
-#include "weft_mpi.h"
-#endif
 
 static int P, me;
 /* From 8 ranks (4 or more a core here, where a call costs a millisecond
@@ -615,26 +613,9 @@ static bool listed(const char *list, const char *name)
 
 int main(int argc, char **argv)
 {
-    int use_mpi = argc > 1 && !strcmp(argv[1], "--mpi");
-    if (use_mpi) { /* the same tests over MPI (run under mpirun) */
-#ifdef WEFT_HAVE_MPI
-        MPI_Init(&argc, &argv);
-        if (weft_comm_from_mpi(MPI_COMM_WORLD, &world) != WEFT_OK) {
-            fprintf(stderr, "weft_comm_from_mpi: %s\n", weft_last_error());
-            return 1;
-        }
-        argc--, argv++;
-#else
-        fprintf(stderr, "test_coll: built without MPI\n");
+    bool use_mpi; /* --mpi: the same tests over MPI (run under mpirun) */
+    if (test_world("test_coll", &argc, &argv, &world, &use_mpi))
         return 1;
-#endif
-    } else {
-        if (weft_init(&argc, &argv) != WEFT_OK) {
-            fprintf(stderr, "weft_init: %s\n", weft_last_error());
-            return 1;
-        }
-        world = weft_comm_world();
-    }
     P = weft_comm_size(world);
     me = weft_comm_rank(world);
     sparse = P >= 8;

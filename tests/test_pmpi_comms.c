@@ -14,19 +14,9 @@
 
 enum { ROUNDS = 120, LIVE = 16, BIG = 70001 };
 
-static int checks, failures;
-#define CHECK(cond, ...)                                                                         \
-    do {                                                                                         \
-        checks++;                                                                                \
-        if (!(cond)) {                                                                           \
-            failures++;                                                                          \
-            fprintf(stderr, "FAIL rank %d: ", wrank);                                            \
-            fprintf(stderr, __VA_ARGS__);                                                        \
-            fputc('\n', stderr);                                                                 \
-        }                                                                                        \
-    } while (0)
-
 static int wrank, wsize;
+#define CHECK_WHO() fprintf(stderr, "rank %d: ", wrank)
+#include "testing.h"
 
 /* The value rank r contributes at element i in round k. */
 static int32_t val(int r, int k, int i) { return (int32_t)(r * 7919 + k * 31 + i % 1009); }

@@ -17,10 +17,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "test_world.h"
 #include "weft.h"
-#ifdef WEFT_HAVE_MPI
-#include "weft_mpi.h"
-#endif
 
 static int me, P;
 #define CHECK_WHO() fprintf(stderr, "rank %d/%d: ", me, P)
@@ -83,25 +81,9 @@ static void one_algorithm(weft_comm_t w, const char *algo, int count)
 int main(int argc, char **argv)
 {
     weft_comm_t w;
-    bool use_mpi = argc > 1 && !strcmp(argv[1], "--mpi"); /* under mpirun */
-    if (use_mpi) {
-#ifdef WEFT_HAVE_MPI
-        MPI_Init(&argc, &argv);
-        if (weft_comm_from_mpi(MPI_COMM_WORLD, &w) != WEFT_OK) {
-            fprintf(stderr, "weft_comm_from_mpi: %s\n", weft_last_error());
-            return 1;
-        }
-#else
-        fprintf(stderr, "test_wait_orders: built without MPI\n");
+    bool use_mpi; /* --mpi: under mpirun */
+    if (test_world("test_wait_orders", &argc, &argv, &w, &use_mpi))
         return 1;
-#endif
-    } else {
-        if (weft_init(&argc, &argv) != WEFT_OK) {
-            fprintf(stderr, "weft_init: %s\n", weft_last_error());
-            return 1;
-        }
-        w = weft_comm_world();
-    }
     me = weft_comm_rank(w);
     P = weft_comm_size(w);
     static const char *const algos[] = {"board",    "pap_leader", "shm_twostep",        "pap_chain",

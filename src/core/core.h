@@ -76,6 +76,15 @@ WEFT_TOOL_API uint16_t float_to_half(float f);
 WEFT_TOOL_API float bf16_to_float(uint16_t h);
 WEFT_TOOL_API uint16_t float_to_bf16(float f);
 
+/* FNV-1a, 64 bits: h (FNV1A_START to begin) folded with n bytes at p. */
+#define FNV1A_START 1469598103934665603ull
+static inline uint64_t fnv1a(uint64_t h, const void *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ ((const unsigned char *)p)[i]) * 1099511628211ull;
+    return h;
+}
+
 /* WEFT_VERBOSE is set (and not 0): say on stderr what was decided, once. */
 bool weft_verbose(void);
 

@@ -64,15 +64,13 @@ static uint64_t place_of(const void *addr)
     Dl_info di;
     if (!addr || !dladdr(addr, &di) || !di.dli_fbase)
         return 0;
-    uint64_t h = 1469598103934665603ull;
     const char *name = di.dli_fname ? strrchr(di.dli_fname, '/') : NULL;
     name = name ? name + 1 : di.dli_fname ? di.dli_fname : "";
-    for (const char *c = name; *c; c++)
-        h = (h ^ (unsigned char)*c) * 1099511628211ull;
     uint64_t off = (uint64_t)((const char *)addr - (const char *)di.dli_fbase);
+    unsigned char le[8]; /* the offset's bytes, lowest first */
     for (int i = 0; i < 8; i++)
-        h = (h ^ ((off >> (8 * i)) & 0xff)) * 1099511628211ull;
-    return h;
+        le[i] = (unsigned char)(off >> (8 * i));
+    return fnv1a(fnv1a(FNV1A_START, name, strlen(name)), le, sizeof le);
 }
 
 static uint64_t user_ident(const void *origin, bool commutative, bool idempotent)

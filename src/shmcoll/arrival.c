@@ -199,7 +199,6 @@ void arrival_enlist(exec_t *e)
     e->arrival_state = ARRIVAL_ENLISTED;
 }
 
-
 /* A rank's calls of one record (calls two apart on a communicator) take
  * their tickets in call order.  A wait moves every call in flight
  * (engine.c), and a rank whose call k+2 took the record while its peers

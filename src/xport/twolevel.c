@@ -298,11 +298,8 @@ static int node_segment(MPI_Comm comm, const int *ids, int me, int lrank, int lo
         return rc ? rc : weft_error(WEFT_ESYS, "another rank could not join its node's segment");
     }
     *out = shm;
-    if (seg_id) { /* FNV-1a of the name every member learned */
-        *seg_id = 1469598103934665603ull;
-        for (const char *c = name; *c; c++)
-            *seg_id = (*seg_id ^ (unsigned char)*c) * 1099511628211ull;
-    }
+    if (seg_id) /* from the name every member learned */
+        *seg_id = fnv1a(FNV1A_START, name, strlen(name));
     return WEFT_OK;
 }
 
