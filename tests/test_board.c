@@ -308,6 +308,21 @@ static void slot_pairs(weft_comm_t w)
     CHECK(weft_allreduce(&v, &sum, 1, WEFT_INT32, WEFT_SUM, c[MORE - 1]) == WEFT_EINVAL &&
               strstr(weft_last_error(), "pair of board slots"),
           "the board on a communicator without slots: %s", weft_last_error());
+    /* making a communicator from it runs weft's own allreduce and
+     * allgather on it: on AUTO, not on the board it cannot have (they
+     * failed so before, found by weft stress --threads) */
+    CHECK(weft_set_algorithm(c[MORE - 1], WEFT_COLL_ALLGATHER, "bruck", NULL) == WEFT_OK,
+          "set allgather");
+    weft_comm_t sub = NULL;
+    CHECK(weft_comm_split(c[MORE - 1], me % 2, 0, &sub) == WEFT_OK && sub,
+          "a split of a communicator whose forced algorithm cannot run: %s", weft_last_error());
+    weft_comm_free(&sub);
+    CHECK(weft_comm_dup(c[MORE - 1], &sub) == WEFT_OK && sub,
+          "a dup of a communicator whose forced algorithm cannot run: %s", weft_last_error());
+    weft_comm_free(&sub);
+    CHECK(weft_last_algorithm(c[MORE - 1], WEFT_COLL_ALLGATHER) == NULL,
+          "weft's own calls left the program's last algorithm alone: %s",
+          weft_last_algorithm(c[MORE - 1], WEFT_COLL_ALLGATHER));
     CHECK(weft_set_algorithm(c[MORE - 1], WEFT_COLL_ALLREDUCE, "auto", NULL) == WEFT_OK, "auto");
     CHECK(weft_allreduce(&v, &sum, 1, WEFT_INT32, WEFT_SUM, c[MORE - 1]) == WEFT_OK &&
               sum == P * (P + 1) / 2,

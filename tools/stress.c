@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -52,10 +53,12 @@ typedef struct stress_opts {
     long fault_at;
     bool fault_in_batch; /* --overlapped: made in the first overlapped batch after it */
     bool mpi;            /* --mpi: a rank of mpirun's job, over weft_comm_from_mpi */
+    int threads;         /* --threads: streams of calls per rank, each in its own thread */
 } stress_opts_t;
 
-/* The rank's world: weft_init's, or under mpirun (--mpi) MPI_COMM_WORLD's twin. */
-static weft_comm_t stress_world;
+/* The world of the thread's stream of calls: weft_init's, or under mpirun
+ * (--mpi) MPI_COMM_WORLD's twin; with --threads, a dup of it per thread. */
+static _Thread_local weft_comm_t stress_world;
 
 /* ---- the shared random sequence ---- */
 
@@ -395,7 +398,8 @@ static bool legit_refusal(int rc)
             strstr(m, "exact only") || strstr(m, "colouring") || strstr(m, "tags") ||
             strstr(m, "carries at most") || strstr(m, "one machine's shared memory") ||
             strstr(m, "is not a schedule") || strstr(m, "arrival record's") ||
-            strstr(m, "segments; at most") || strstr(m, "needs shared memory among"));
+            strstr(m, "segments; at most") || strstr(m, "needs shared memory among") ||
+            strstr(m, "every pair of board slots is held")); /* --threads: 6 a thread */
 }
 
 static uint64_t hash_bytes(const void *p, size_t n)
@@ -461,7 +465,6 @@ static void place_in_place(const call_t *c, int me, int root, size_t in_n, size_
     }
 }
 
-/* Keeps the first error that is not a refusal (weft_last_error() is rc's). */
 /* A call's result as it ended: with calls in flight, weft_last_error()
  * may be another call's by the time it is judged. */
 typedef struct outcome {
@@ -615,7 +618,7 @@ static int call_prepare(const stress_opts_t *o, weft_comm_t comm, weft_comm_t ct
     /* user buffers at any element offset, not only as malloc aligns them:
      * copies between a buffer and a cell then meet every distance modulo
      * a page, glibc's slow ones included (core/copy.h) */
-    static unsigned calls;
+    static _Thread_local unsigned calls;
     size_t in_shift = (size_t)(me + calls) % 16 * es, out_shift = (size_t)(me * 3 + calls * 5) % 16 * es;
     calls++;
     L->in_arena = L->out_arena = user_buffers_in_arena(o, c, me);
@@ -933,27 +936,38 @@ static int every_64(const stress_opts_t *o, weft_comm_t ctrl, int me, long calls
     return ctl[0];
 }
 
-static int stress_rank(const stress_opts_t *o)
+/* What one stream of calls did. */
+typedef struct stream_result {
+    stats_t st;
+    long remade, max_rss;
+    int first_rc; /* the first error that was not a refusal */
+    int rc;       /* setting up, or the closing count, failed */
+} stream_result_t;
+
+/* One stream of calls on world, with communicators of its own made from
+ * it: the sequences are drawn from o->seed.  Stream 0 prints the progress
+ * lines. */
+static void run_stream(const stress_opts_t *o, weft_comm_t world, int id, stream_result_t *res)
 {
-    weft_comm_t world = stress_world, comms[3], ctrls[3];
+    weft_comm_t comms[3], ctrls[3];
     int P = weft_comm_size(world), me = weft_comm_rank(world);
-    weft_op_create(affine_fn, NULL, 0, 0, &op_affine);
-    weft_op_create(usersum_fn, NULL, 1, 0, &op_usersum);
+    stress_world = world;
     comms[0] = world;
     if (weft_comm_dup(world, &ctrls[0]) || make_comm(o, comms, ctrls, 1, 0) ||
         make_comm(o, comms, ctrls, 2, 0)) {
         fprintf(stderr, "stress: rank %d: setting up communicators: %s\n", me, weft_last_error());
-        return 1;
+        res->rc = 1;
+        return;
     }
     if (o->fault)
         weft_comm_set_timeout(world, 1000), weft_comm_set_timeout(ctrls[0], 1000);
     /* the batches and the communicators remade have sequences of their
      * own: the main one stays what it was before they existed */
     rng_t r = {o->seed}, batches = {o->seed ^ 0xba7c4e5ull}, churn = {o->seed ^ 0xc0ffee5ull};
-    long nbatch = 0, remade = 0;
+    long nbatch = 0;
     stats_t st = {0, 0, 0, 0};
-    double t0 = weft_now(), last_print = t0;
-    long max_rss = 0, limit = o->fault ? o->fault_at + 200 : -1, fault_at = o->fault_at;
+    double t0 = weft_now(), last_print = id ? 1e300 : t0;
+    long limit = o->fault ? o->fault_at + 200 : -1, fault_at = o->fault_at;
     int first_rc = 0;
     bool batch_fault_due = false, batch_fault_made = false;
     for (long i = 0; limit < 0 || i < limit; i++) {
@@ -962,12 +976,12 @@ static int stress_rank(const stress_opts_t *o)
         c.index = i;
         if (o->fault && !o->fault_in_batch && i == fault_at && me == o->fault_rank)
             make_fault(o, comms[c.comm], &c, &fault_at);
-        int res = run_call(o, comms[c.comm], ctrls[c.comm], &c, &first_rc);
-        if (res == 1 && i == fault_at)
+        int res_call = run_call(o, comms[c.comm], ctrls[c.comm], &c, &first_rc);
+        if (res_call == 1 && i == fault_at)
             fault_at++; /* refused before any byte moved: the fault is not made yet */
-        st.checked += res == 0;
-        st.refused += res == 1;
-        st.failed += res < 0;
+        st.checked += res_call == 0;
+        st.refused += res_call == 1;
+        st.failed += res_call < 0;
         if (first_rc)
             break; /* an error, not a wrong result: the job is dead */
         if (pick(&batches, 8) == 0) {
@@ -981,34 +995,123 @@ static int stress_rank(const stress_opts_t *o)
                 break;
         }
         if (pick(&churn, 48) == 0) {
-            remade++;
-            if (remake_comm(o, comms, ctrls, &churn, &first_rc))
+            res->remade++;
+            if (remake_comm(o, comms, ctrls, &churn, &first_rc)) {
+                st.failed++; /* said: making a communicator failed */
                 break;
+            }
         }
         if (!o->fault && i % 64 == 63 &&
-            every_64(o, ctrls[0], me, i + 1, t0, &last_print, &max_rss))
+            every_64(o, ctrls[0], me, i + 1, t0, &last_print, &res->max_rss))
             break;
     }
+    res->first_rc = first_rc;
+    if (!o->fault) {
+        /* every rank makes every call: a call failed when it failed on any
+         * rank */
+        long failed = st.failed;
+        res->rc = weft_allreduce(WEFT_IN_PLACE, &failed, 1, WEFT_INT64, WEFT_SUM, ctrls[0]);
+        st.failed = failed;
+    }
+    res->st = st;
+    if (o->fault)
+        return; /* the job ends in weft_finalize, which frees them */
+    for (int k = 0; k < 3; k++) {
+        weft_comm_free(&ctrls[k]);
+        if (k)
+            weft_comm_free(&comms[k]);
+    }
+}
+
+/* --threads: a stream per thread, each on a dup of the world made here
+ * (in one order on every rank), with a seed of its own.  Threads make
+ * and free communicators from different parents at once and wait on
+ * calls in flight that other threads' waits may move, as weft.h allows. */
+enum { THREADS_MAX = 8 };
+
+typedef struct stream_arg {
+    stress_opts_t o;
+    weft_comm_t world;
+    int id;
+    stream_result_t *res;
+} stream_arg_t;
+
+static void *stream_thread(void *p)
+{
+    stream_arg_t *a = p;
+    run_stream(&a->o, a->world, a->id, a->res);
+    return NULL;
+}
+
+static int run_threads(const stress_opts_t *o, weft_comm_t world, stream_result_t *res)
+{
+    stream_arg_t args[THREADS_MAX];
+    pthread_t th[THREADS_MAX];
+    int made = 0, rc = 0;
+    for (; made < o->threads; made++) {
+        stream_arg_t *a = &args[made];
+        a->o = *o;
+        a->o.seed = mix64(o->seed * THREADS_MAX + (uint64_t)made) % 1000000000000000ull;
+        a->id = made, a->res = &res[made];
+        if (weft_comm_dup(world, &a->world)) {
+            fprintf(stderr, "stress: rank %d: a world for thread %d: %s\n",
+                    weft_comm_rank(world), made, weft_last_error());
+            rc = 1;
+            break;
+        }
+    }
+    int started = 0;
+    for (; !rc && started < made; started++)
+        if (pthread_create(&th[started], NULL, stream_thread, &args[started])) {
+            fprintf(stderr, "stress: rank %d: pthread_create failed\n", weft_comm_rank(world));
+            rc = 1;
+            break;
+        }
+    for (int t = 0; t < started; t++)
+        pthread_join(th[t], NULL);
+    for (int t = 0; t < made; t++)
+        weft_comm_free(&args[t].world);
+    return rc;
+}
+
+static int stress_rank(const stress_opts_t *o, weft_comm_t world)
+{
+    int P = weft_comm_size(world), me = weft_comm_rank(world);
+    weft_op_create(affine_fn, NULL, 0, 0, &op_affine);
+    weft_op_create(usersum_fn, NULL, 1, 0, &op_usersum);
+    double t0 = weft_now();
+    stream_result_t res[THREADS_MAX];
+    memset(res, 0, sizeof res);
+    int nstreams = o->threads > 1 ? o->threads : 1, rc = 0;
+    if (nstreams == 1)
+        run_stream(o, world, 0, &res[0]);
+    else
+        rc = run_threads(o, world, res);
     if (o->fault) {
         int frc = weft_finalize();
-        report_outcome(me, first_rc ? first_rc : frc);
-        return first_rc || frc ? 3 : 0;
+        report_outcome(me, res[0].first_rc ? res[0].first_rc : frc);
+        return res[0].first_rc || frc ? 3 : 0;
     }
-    /* every rank makes every call: count them on rank 0, and a call failed
-     * when it failed on any rank */
-    long failed = st.failed;
-    int rc = weft_allreduce(WEFT_IN_PLACE, &failed, 1, WEFT_INT64, WEFT_SUM, ctrls[0]);
-    long calls = st.checked + st.refused + st.failed;
-    if (me == 0)
-        printf("stress: P=%d seed=%llu %.1f min: calls checked %ld (%ld refused alike, %ld in "
+    stream_result_t all;
+    memset(&all, 0, sizeof all);
+    for (int t = 0; t < nstreams; t++) {
+        all.st.checked += res[t].st.checked, all.st.refused += res[t].st.refused;
+        all.st.failed += res[t].st.failed, all.st.overlapped += res[t].st.overlapped;
+        all.remade += res[t].remade;
+        all.max_rss = res[t].max_rss > all.max_rss ? res[t].max_rss : all.max_rss;
+        rc |= res[t].rc;
+    }
+    /* the failures are summed over ranks already (run_stream) */
+    long calls = all.st.checked + all.st.refused + all.st.failed, failed = all.st.failed;
+    if (me == 0) {
+        char threads[32] = "";
+        if (nstreams > 1)
+            snprintf(threads, sizeof threads, " threads=%d", nstreams);
+        printf("stress: P=%d seed=%llu%s %.1f min: calls checked %ld (%ld refused alike, %ld in "
                "overlapped batches, %ld communicators remade); %ld passed, %ld failed; max RSS "
                "over ranks %ld KiB\n",
-               P, (unsigned long long)o->seed, (weft_now() - t0) / 60, calls, st.refused,
-               st.overlapped, remade, calls - failed, failed, max_rss);
-    for (int i = 0; i < 3; i++) {
-        weft_comm_free(&ctrls[i]);
-        if (i)
-            weft_comm_free(&comms[i]);
+               P, (unsigned long long)o->seed, threads, (weft_now() - t0) / 60, calls,
+               all.st.refused, all.st.overlapped, all.remade, calls - failed, failed, all.max_rss);
     }
     weft_op_free(&op_affine);
     weft_op_free(&op_usersum);
@@ -1095,7 +1198,7 @@ static int fault_driver(const stress_opts_t *o)
 static void usage(FILE *f)
 {
     fprintf(f, "usage: weft stress [--np P] [--minutes M] [--seed S] [--faults N [--overlapped]]\n"
-               "                   [--mpi] [--verbose]\n"
+               "                   [--threads T] [--mpi] [--verbose]\n"
                "Random collectives on P ranks (default 4) for M minutes (default 1), every\n"
                "result checked; prints calls checked, passed and failed, and the ranks' RSS.\n"
                "About one call in eight is followed by an overlapped batch: 2-6 split-phase\n"
@@ -1104,6 +1207,8 @@ static void usage(FILE *f)
                "passing other arguments at a random call; every survivor must end in the\n"
                "matching error and nothing may be left in /dev/shm.  --overlapped: the\n"
                "fault falls inside an overlapped batch, with the rank's other calls in flight.\n"
+               "--threads T (1-8): T streams of calls per rank, each in a thread of its own\n"
+               "on its own dup of the world, seeded apart; no fault jobs.\n"
                "--mpi: run as a rank of mpirun's job (mpirun -n P weft stress --mpi), over\n"
                "MPI_COMM_WORLD's twin: shared memory on one machine, MPI between nodes\n"
                "(WEFT_NODE_SIZE=k makes nodes of k ranks); no fault jobs.\n");
@@ -1123,7 +1228,7 @@ static int parse_num(const char *opt, const char *v, double lo, double hi, doubl
 
 int cmd_stress(int argc, char **argv)
 {
-    stress_opts_t o = {4, 1.0, 1, 0, 0, NULL, -1, -1, false, false};
+    stress_opts_t o = {4, 1.0, 1, 0, 0, NULL, -1, -1, false, false, 1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         double x;
@@ -1148,6 +1253,8 @@ int cmd_stress(int argc, char **argv)
             o.seed = (uint64_t)x;
         else if (!strcmp(a, "--faults") && !parse_num(a, v, 1, 100000, &x))
             o.faults = (int)x;
+        else if (!strcmp(a, "--threads") && !parse_num(a, v, 1, THREADS_MAX, &x))
+            o.threads = (int)x;
         else if (!strcmp(a, "--fault") && v &&
                  (!strcmp(v, "kill") || !strcmp(v, "stop") || !strcmp(v, "mismatch")))
             o.fault = v;
@@ -1169,6 +1276,11 @@ int cmd_stress(int argc, char **argv)
         fprintf(stderr, "weft stress: --fault needs --fault-rank and --fault-at\n");
         return 2;
     }
+    if (o.threads > 1 && (o.faults || o.fault)) {
+        fprintf(stderr, "weft stress: --threads runs no fault jobs (a fault job's verdict is "
+                        "one error per rank)\n");
+        return 2;
+    }
     if (o.mpi) {
 #ifdef WEFT_HAVE_MPI
         if (o.faults || o.fault) {
@@ -1176,13 +1288,23 @@ int cmd_stress(int argc, char **argv)
                             "rank dies)\n");
             return 2;
         }
-        MPI_Init(&argc, &argv);
-        if (weft_comm_from_mpi(MPI_COMM_WORLD, &stress_world) != WEFT_OK) {
+        /* threads: weft's MPI transport (ranks on other nodes) calls MPI
+         * from each of them */
+        int provided = MPI_THREAD_SINGLE;
+        MPI_Init_thread(&argc, &argv, o.threads > 1 ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE,
+                        &provided);
+        if (o.threads > 1 && provided < MPI_THREAD_MULTIPLE) {
+            fprintf(stderr, "weft stress: --threads needs MPI_THREAD_MULTIPLE, which this MPI "
+                            "does not provide\n");
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+        weft_comm_t world;
+        if (weft_comm_from_mpi(MPI_COMM_WORLD, &world) != WEFT_OK) {
             fprintf(stderr, "weft stress: %s\n", weft_last_error());
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
-        int rc = stress_rank(&o);
-        weft_comm_free(&stress_world);
+        int rc = stress_rank(&o, world);
+        weft_comm_free(&world);
         MPI_Finalize();
         return rc;
 #else
@@ -1195,8 +1317,7 @@ int cmd_stress(int argc, char **argv)
             fprintf(stderr, "weft stress: weft_init: %s\n", weft_last_error());
             return 1;
         }
-        stress_world = weft_comm_world();
-        return stress_rank(&o);
+        return stress_rank(&o, weft_comm_world());
     }
     if (o.faults)
         return fault_driver(&o);

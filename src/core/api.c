@@ -204,12 +204,13 @@ static int settle_overlap(const char *cn, weft_coll_t coll, int P, int rank, int
 }
 
 /* Resolves a call into *m: the op, the layout, the algorithm (the
- * communicator's choice, checked, or AUTO's) and its schedule.  The memo
- * serves the calls that repeat it (comm.h); a user op is never kept, since
- * it may be freed and its handle reused. */
+ * communicator's choice, checked, or AUTO's; AUTO's alone for weft's own
+ * calls) and its schedule.  The memo serves the calls that repeat it
+ * (comm.h); a user op is never kept, since it may be freed and its handle
+ * reused. */
 static int resolve_call(weft_comm_t comm, weft_coll_t coll, const void *in, void *out,
                         size_t count, weft_dtype_t dt, weft_op_t op, int root, bool inplace,
-                        call_memo_t *m)
+                        bool own, call_memo_t *m)
 {
     const char *cn = weft_coll_name(coll);
     int P = comm->size, rc;
@@ -249,7 +250,7 @@ static int resolve_call(weft_comm_t comm, weft_coll_t coll, const void *in, void
     if ((rc = buffers_given(cn, &lay, in, out, inplace)))
         return rc;
 
-    const algo_t *al = comm->choice[coll].al;
+    const algo_t *al = own ? NULL : comm->choice[coll].al;
     const char *choice;
     if (al) {
         a.params = comm->choice[coll].params;
@@ -473,8 +474,15 @@ static void arm_exec(weft_comm_t comm, weft_request_t r, const call_memo_t *m, w
     r->e.bc = &comm->board;
 }
 
-int coll_run(weft_comm_t comm, weft_coll_t coll, const void *in, void *out, size_t count,
-             weft_dtype_t dt, weft_op_t op, int root, bool inplace, weft_request_t *reqp)
+/* Starts a call, and with reqp NULL runs it to the end.  own: one of
+ * weft's own calls (making a communicator), which runs on AUTO's choice
+ * whatever the program chose for the collective (a choice may not serve
+ * it: the board where the communicator holds no slots), and leaves the
+ * collective's memo and weft_last_algorithm as the program's calls set
+ * them. */
+static int coll_start(weft_comm_t comm, weft_coll_t coll, const void *in, void *out,
+                      size_t count, weft_dtype_t dt, weft_op_t op, int root, bool inplace,
+                      weft_request_t *reqp, bool own)
 {
     int64_t arrive_ns = profile_on() ? profile_now() : 0;
     const char *cn = weft_coll_name(coll);
@@ -485,19 +493,21 @@ int coll_run(weft_comm_t comm, weft_coll_t coll, const void *in, void *out, size
     if ((rc = settle_overlap(cn, coll, comm->size, comm->rank, root, count, es, &in, &out,
                              &inplace)))
         return rc;
-    call_memo_t *m = &comm->memo[coll];
-    if (m->keep && m->count == count && m->dt == dt && m->op == op && m->root == root &&
+    call_memo_t own_memo, *m = own ? &own_memo : &comm->memo[coll];
+    if (!own && m->keep && m->count == count && m->dt == dt && m->op == op && m->root == root &&
         m->inplace == inplace)
         rc = buffers_given(cn, &m->lay, in, out, inplace);
     else
-        rc = resolve_call(comm, coll, in, out, count, dt, op, root, inplace, m);
+        rc = resolve_call(comm, coll, in, out, count, dt, op, root, inplace, own, m);
     if (rc)
         return rc;
     const algo_t *al = m->al;
     sched_entry_t *ent = m->ent;
     ent->last_use = ++comm->clock;
-    comm->last[coll] = al->name;
-    comm->last_choice[coll] = m->last_choice;
+    if (!own) {
+        comm->last[coll] = al->name;
+        comm->last_choice[coll] = m->last_choice;
+    }
 
     weft_request_t r = NULL;
     if ((rc = take_request(comm, ent, es, arrive_ns, &r)))
@@ -529,6 +539,18 @@ int coll_run(weft_comm_t comm, weft_coll_t coll, const void *in, void *out, size
         return WEFT_OK;
     }
     return wait_and_finish(r, -1);
+}
+
+int coll_run(weft_comm_t comm, weft_coll_t coll, const void *in, void *out, size_t count,
+             weft_dtype_t dt, weft_op_t op, int root, bool inplace, weft_request_t *reqp)
+{
+    return coll_start(comm, coll, in, out, count, dt, op, root, inplace, reqp, false);
+}
+
+int coll_run_own(weft_comm_t comm, weft_coll_t coll, const void *in, void *out, size_t count,
+                 weft_dtype_t dt, weft_op_t op, bool inplace)
+{
+    return coll_start(comm, coll, in, out, count, dt, op, 0, inplace, NULL, true);
 }
 
 /* The call as its peers will compare it: every argument that must agree,

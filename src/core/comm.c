@@ -487,7 +487,7 @@ int comm_agree_ctx(const member_allreduce_t *ar, uint32_t *ctx, uint32_t *first_
 
 static int parent_allreduce(void *comm, void *buf, int n, weft_dtype_t dt, weft_op_t op)
 {
-    return coll_run(comm, WEFT_COLL_ALLREDUCE, NULL, buf, (size_t)n, dt, op, 0, true, NULL);
+    return coll_run_own(comm, WEFT_COLL_ALLREDUCE, NULL, buf, (size_t)n, dt, op, true);
 }
 
 /* The agreement among the members of a communicator made from comm. */
@@ -589,7 +589,7 @@ weft_err_t weft_comm_split(weft_comm_t comm, int color, int key, weft_comm_t *ne
     split_entry_t me = {color, key}, *all = malloc((size_t)P * sizeof *all);
     if (!all)
         return weft_error(WEFT_ENOMEM, "out of memory");
-    rc = coll_run(comm, WEFT_COLL_ALLGATHER, &me, all, 2, WEFT_INT32, WEFT_SUM, 0, false, NULL);
+    rc = coll_run_own(comm, WEFT_COLL_ALLGATHER, &me, all, 2, WEFT_INT32, WEFT_SUM, false);
     uint32_t ctx = 0, first_call = 0;
     bool board = false;
     if (!rc)

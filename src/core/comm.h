@@ -183,6 +183,10 @@ void request_list_free(weft_request_t r);
 /* Starts a collective; with req == NULL, runs it to completion. */
 int coll_run(weft_comm_t comm, weft_coll_t coll, const void *in, void *out, size_t count,
              weft_dtype_t dt, weft_op_t op, int root, bool inplace, weft_request_t *req);
+/* One of weft's own blocking calls (making a communicator from comm): on
+ * AUTO's choice, whatever weft_set_algorithm chose for the collective. */
+int coll_run_own(weft_comm_t comm, weft_coll_t coll, const void *in, void *out, size_t count,
+                 weft_dtype_t dt, weft_op_t op, bool inplace);
 /* Ends r with rc (may turn OK into a mismatch found at the end); returns
  * the call's result. */
 int request_finish(weft_request_t r, int rc);
