@@ -248,7 +248,10 @@ WEFT_API weft_err_t weft_free(void *ptr);
  * docs/ALGORITHMS.md) or "auto".  params: NULL or "key=value,..." (e.g.
  * "chunks=8").  The environment variables WEFT_<COLL>_ALGO (e.g.
  * WEFT_ALLREDUCE_ALGO=ring) and WEFT_<COLL>_PARAMS set the default for every
- * communicator.  Every rank of comm must make the same choice. */
+ * communicator.  Every rank of comm must make the same choice.  The choice
+ * serves the program's calls only: the collectives weft makes on comm to
+ * make a communicator from it (weft_comm_dup, weft_comm_split) run on
+ * AUTO's choice, and weft_last_algorithm does not report them. */
 WEFT_API weft_err_t weft_set_algorithm(weft_comm_t comm, weft_coll_t coll,
                               const char *name, const char *params);
 /* Properties of an algorithm (bit mask), or -1 if there is none by that name. */

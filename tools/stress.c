@@ -953,14 +953,21 @@ static void run_stream(const stress_opts_t *o, weft_comm_t world, int id, stream
     int P = weft_comm_size(world), me = weft_comm_rank(world);
     stress_world = world;
     comms[0] = world;
-    if (weft_comm_dup(world, &ctrls[0]) || make_comm(o, comms, ctrls, 1, 0) ||
-        make_comm(o, comms, ctrls, 2, 0)) {
+    /* first: with threads, another stream's fault may come while this one
+     * still makes its communicators */
+    if (o->fault)
+        weft_comm_set_timeout(world, 1000);
+    int rc = weft_comm_dup(world, &ctrls[0]);
+    if (!rc && !(rc = make_comm(o, comms, ctrls, 1, 0)))
+        rc = make_comm(o, comms, ctrls, 2, 0);
+    if (rc) {
         fprintf(stderr, "stress: rank %d: setting up communicators: %s\n", me, weft_last_error());
         res->rc = 1;
+        res->first_rc = rc; /* a fault job's verdict: another stream's fault */
         return;
     }
     if (o->fault)
-        weft_comm_set_timeout(world, 1000), weft_comm_set_timeout(ctrls[0], 1000);
+        weft_comm_set_timeout(ctrls[0], 1000);
     /* the batches and the communicators remade have sequences of their
      * own: the main one stays what it was before they existed */
     rng_t r = {o->seed}, batches = {o->seed ^ 0xba7c4e5ull}, churn = {o->seed ^ 0xc0ffee5ull};
@@ -974,7 +981,8 @@ static void run_stream(const stress_opts_t *o, weft_comm_t world, int id, stream
         call_t c;
         draw(&r, P, &c);
         c.index = i;
-        if (o->fault && !o->fault_in_batch && i == fault_at && me == o->fault_rank)
+        bool fault_here = o->fault && id == 0 && me == o->fault_rank; /* thread 0's stream */
+        if (fault_here && !o->fault_in_batch && i == fault_at)
             make_fault(o, comms[c.comm], &c, &fault_at);
         int res_call = run_call(o, comms[c.comm], ctrls[c.comm], &c, &first_rc);
         if (res_call == 1 && i == fault_at)
@@ -985,8 +993,7 @@ static void run_stream(const stress_opts_t *o, weft_comm_t world, int id, stream
         if (first_rc)
             break; /* an error, not a wrong result: the job is dead */
         if (pick(&batches, 8) == 0) {
-            if (o->fault && o->fault_in_batch && i >= fault_at && me == o->fault_rank &&
-                !batch_fault_made)
+            if (fault_here && o->fault_in_batch && i >= fault_at && !batch_fault_made)
                 batch_fault_due = true;
             run_batch(o, comms, ctrls, &batches, nbatch++, 2 + pick(&batches, BATCH_MAX - 1), &st,
                       &first_rc, &batch_fault_due);
@@ -1045,6 +1052,8 @@ static void *stream_thread(void *p)
 
 static int run_threads(const stress_opts_t *o, weft_comm_t world, stream_result_t *res)
 {
+    /* a fault job's dups are left to weft_finalize, as the streams leave
+     * theirs: a call on them may have failed */
     stream_arg_t args[THREADS_MAX];
     pthread_t th[THREADS_MAX];
     int made = 0, rc = 0;
@@ -1069,7 +1078,7 @@ static int run_threads(const stress_opts_t *o, weft_comm_t world, stream_result_
         }
     for (int t = 0; t < started; t++)
         pthread_join(th[t], NULL);
-    for (int t = 0; t < made; t++)
+    for (int t = 0; t < made && !o->fault; t++)
         weft_comm_free(&args[t].world);
     return rc;
 }
@@ -1083,14 +1092,21 @@ static int stress_rank(const stress_opts_t *o, weft_comm_t world)
     stream_result_t res[THREADS_MAX];
     memset(res, 0, sizeof res);
     int nstreams = o->threads > 1 ? o->threads : 1, rc = 0;
+    if (o->fault) /* weft_finalize's barrier too must end if a peer stopped */
+        weft_comm_set_timeout(world, 1000);
     if (nstreams == 1)
         run_stream(o, world, 0, &res[0]);
     else
         rc = run_threads(o, world, res);
     if (o->fault) {
+        /* the rank's verdict: the first error of the stream the fault is
+         * made in (thread 0's), else of another, else weft_finalize's */
+        int first = rc ? WEFT_EINTERNAL : 0;
+        for (int t = 0; t < nstreams && !first; t++)
+            first = res[t].first_rc;
         int frc = weft_finalize();
-        report_outcome(me, res[0].first_rc ? res[0].first_rc : frc);
-        return res[0].first_rc || frc ? 3 : 0;
+        report_outcome(me, first ? first : frc);
+        return first || frc ? 3 : 0;
     }
     stream_result_t all;
     memset(&all, 0, sizeof all);
@@ -1147,12 +1163,16 @@ static int fault_job(const stress_opts_t *o, int job, const char *kind, int fran
     snprintf(fr, sizeof fr, "%d", frank);
     snprintf(fa, sizeof fa, "%ld", at);
     snprintf(np, sizeof np, "%d", o->np);
-    char *args[] = {"stress", "--np", np, "--seed", seed, "--fault", (char *)kind,
-                    "--fault-rank", fr, "--fault-at", fa,
-                    o->fault_in_batch ? "--overlapped" : NULL, NULL};
+    char th[16];
+    snprintf(th, sizeof th, "%d", o->threads);
+    char *args[16] = {"stress", "--np", np, "--seed", seed, "--fault", (char *)kind,
+                      "--fault-rank", fr, "--fault-at", fa, "--threads", th};
+    int nargs = 13;
+    if (o->fault_in_batch)
+        args[nargs++] = "--overlapped";
     int before = shm_entries();
     double t0 = weft_now();
-    int status = launch_self(o->np, "stress", o->fault_in_batch ? 12 : 11, args);
+    int status = launch_self(o->np, "stress", nargs, args);
     double secs = weft_now() - t0;
     int seen = 0, bad = 0;
     FILE *f = fopen(path, "r");
@@ -1208,7 +1228,8 @@ static void usage(FILE *f)
                "matching error and nothing may be left in /dev/shm.  --overlapped: the\n"
                "fault falls inside an overlapped batch, with the rank's other calls in flight.\n"
                "--threads T (1-8): T streams of calls per rank, each in a thread of its own\n"
-               "on its own dup of the world, seeded apart; no fault jobs.\n"
+               "on its own dup of the world, seeded apart (a fault job's fault is made in\n"
+               "thread 0's stream; every thread must end).\n"
                "--mpi: run as a rank of mpirun's job (mpirun -n P weft stress --mpi), over\n"
                "MPI_COMM_WORLD's twin: shared memory on one machine, MPI between nodes\n"
                "(WEFT_NODE_SIZE=k makes nodes of k ranks); no fault jobs.\n");
@@ -1274,11 +1295,6 @@ int cmd_stress(int argc, char **argv)
     }
     if (o.fault && (o.fault_rank < 0 || o.fault_at < 0)) {
         fprintf(stderr, "weft stress: --fault needs --fault-rank and --fault-at\n");
-        return 2;
-    }
-    if (o.threads > 1 && (o.faults || o.fault)) {
-        fprintf(stderr, "weft stress: --threads runs no fault jobs (a fault job's verdict is "
-                        "one error per rank)\n");
         return 2;
     }
     if (o.mpi) {
