@@ -408,7 +408,9 @@ static void refusals(weft_comm_t w)
 
 /* Ranks that disagree: counts of an allreduce ("mismatch"), the root of a
  * bcast ("roots": every rank but the last thinks it is the root, so that
- * most roots only post and leave) or of a reduce ("reduce_roots").  A rank
+ * most roots only post and leave) or of a reduce ("reduce_roots"; and
+ * "crossed_roots", where each rank takes the next for the root, so that
+ * nobody reads, and later calls push the call out of the call logs).  A rank
  * that left with OK learns of it in a later call; none may hang. */
 static int mismatch_mode(weft_comm_t w, const char *mode)
 {
@@ -419,7 +421,24 @@ static int mismatch_mode(weft_comm_t w, const char *mode)
     else if (!strcmp(mode, "reduce_roots"))
         rc = weft_reduce(me == me % 2 ? WEFT_IN_PLACE : buf, buf, 4, WEFT_INT32, WEFT_SUM,
                          me % 2, w);
-    else
+    else if (!strcmp(mode, "crossed_roots")) {
+        /* each rank takes the next for the root: every rank posts and
+         * leaves, nobody reads.  Rank 0 first, and calls on another
+         * communicator push the call out of its call log before the
+         * others make it, and out of theirs after: at 2 ranks only the
+         * posts left in the slots can tell */
+        weft_comm_t other;
+        rc = weft_comm_dup(w, &other);
+        if (rc == WEFT_OK && me == 0)
+            rc = weft_reduce(buf, buf + 2, 2, WEFT_INT32, WEFT_SUM, 1 % P, w);
+        for (int call = 0; rc == WEFT_OK && call < 40; call++)
+            rc = weft_allreduce(WEFT_IN_PLACE, buf, 1, WEFT_INT32, WEFT_SUM, other);
+        if (rc == WEFT_OK && me != 0)
+            rc = weft_reduce(buf, buf + 2, 2, WEFT_INT32, WEFT_SUM, (me + 1) % P, w);
+        for (int call = 0; rc == WEFT_OK && call < 40; call++) /* the others' logs too */
+            rc = weft_allreduce(WEFT_IN_PLACE, buf, 1, WEFT_INT32, WEFT_SUM, other);
+        weft_comm_free(&other);
+    } else
         rc = weft_allreduce(WEFT_IN_PLACE, buf, me == 0 ? 2 : 3, WEFT_INT32, WEFT_SUM, w);
     for (int call = 0; rc == WEFT_OK && call < 10; call++) /* the slots come round again */
         rc = weft_bcast(buf, 4, WEFT_INT32, 0, w);

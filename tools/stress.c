@@ -15,7 +15,8 @@
  * happen on every rank alike.
  *
  * --faults runs short jobs instead, each with one fault at a random call:
- * a rank killed, a rank stopped (SIGSTOP), or a rank passing another root;
+ * a rank killed, a rank stopped (SIGSTOP), or a rank passing another count,
+ * root, op or collective;
  * every survivor must end in the error that fault implies (WEFT_EPEER,
  * WEFT_ETIMEDOUT, WEFT_EMISMATCH or WEFT_EPEER), in bounded time, and
  * nothing may be left in /dev/shm. */
@@ -475,13 +476,25 @@ typedef struct outcome {
 
 /* Takes rc (and the thread's message) as the call's outcome; keeps the
  * first error that is not a refusal in *first_rc. */
+/* The message of the thread's first error (a fault job's verdict names
+ * it: by the time the rank reports, weft_last_error() is a later call's). */
+static _Thread_local char first_msg[400];
+
+static void first_error(int *first_rc, int rc, const char *msg)
+{
+    if (*first_rc || !rc)
+        return;
+    *first_rc = rc;
+    snprintf(first_msg, sizeof first_msg, "%s", msg);
+}
+
 static void outcome_take(outcome_t *oc, int rc, int *first_rc)
 {
     oc->rc = rc;
     oc->refusal = rc && legit_refusal(rc);
     snprintf(oc->msg, sizeof oc->msg, "%s", rc ? weft_last_error() : "");
-    if (rc && !oc->refusal && !*first_rc)
-        *first_rc = rc;
+    if (!oc->refusal)
+        first_error(first_rc, rc, oc->msg);
 }
 
 /* Every rank must end alike: all OK, or all refusing.  0 when all ended
@@ -493,8 +506,7 @@ static int agree_on_outcome(const stress_opts_t *o, weft_comm_t ctrl, int me, co
     int32_t agree[2] = {rc, -rc};
     int arc = weft_allreduce(WEFT_IN_PLACE, agree, 2, WEFT_INT32, WEFT_MAX, ctrl);
     if (arc) {
-        if (!*first_rc)
-            *first_rc = arc;
+        first_error(first_rc, arc, weft_last_error());
         if (!o->fault) /* a fault job's survivors are meant to fail here */
             fprintf(stderr, "stress: rank %d: %s: the agreement on its outcome failed: %s\n", me,
                     what, weft_last_error());
@@ -710,14 +722,13 @@ static long rss_kib(void)
 
 /* In a fault job: what this rank saw first, for the driver (one line per
  * rank, appended to $WEFT_STRESS_OUT). */
-static void report_outcome(int rank, int rc)
+static void report_outcome(int rank, int rc, const char *msg)
 {
     const char *path = getenv("WEFT_STRESS_OUT");
     if (!path)
         return;
     char line[600];
-    int l = snprintf(line, sizeof line, "rank %d code %d %s\n", rank, rc,
-                     rc ? weft_last_error() : "");
+    int l = snprintf(line, sizeof line, "rank %d code %d %s\n", rank, rc, rc ? msg : "");
     int fd = open(path, O_WRONLY | O_APPEND | O_CREAT, 0600);
     if (fd >= 0) {
         if (write(fd, line, (size_t)(l < (int)sizeof line ? l : (int)sizeof line - 1)) < 0)
@@ -745,7 +756,41 @@ static void make_fault(const stress_opts_t *o, weft_comm_t comm, call_t *c, long
     if (c->coll == WEFT_COLL_BARRIER)
         c->coll = WEFT_COLL_ALLREDUCE, c->count = 1, c->op = WEFT_SUM, c->algo = NULL,
         c->params[0] = '\0';
-    c->count++; /* mismatch */
+    /* what differs, drawn from the job's seed: the count, the root, the op
+     * or the collective.  The last two by AUTO: the algorithm the peers
+     * were told to use may not serve the other call, which this rank
+     * alone would then refuse instead of disagreeing. */
+    rng_t how = {mix64(o->seed ^ 0x6d15a7c4ull) + (uint64_t)*fault_at};
+    bool rooted = coll_is_rooted(c->coll), three = c->coll == WEFT_COLL_ALLREDUCE ||
+                                                   c->coll == WEFT_COLL_BCAST ||
+                                                   c->coll == WEFT_COLL_REDUCE;
+    bool builtin = coll_is_reduction(c->coll) && c->op >= 0 && c->op < WEFT_OP_BUILTIN_COUNT;
+    switch (pick(&how, 4)) {
+    case 1:
+        if (rooted) {
+            c->root++; /* taken modulo the communicator's size: another rank */
+            return;
+        }
+        break;
+    case 2:
+        if (builtin) { /* min and max serve every datatype */
+            c->op = c->op == WEFT_MAX ? WEFT_MIN : WEFT_MAX;
+            c->algo = NULL, c->params[0] = '\0';
+            return;
+        }
+        break;
+    case 3:
+        if (three) { /* the same count, op and root; allreduce -> bcast -> reduce -> allreduce */
+            c->coll = c->coll == WEFT_COLL_ALLREDUCE ? WEFT_COLL_BCAST
+                      : c->coll == WEFT_COLL_BCAST   ? WEFT_COLL_REDUCE
+                                                     : WEFT_COLL_ALLREDUCE;
+            c->algo = NULL, c->params[0] = '\0';
+            return;
+        }
+        break;
+    default: break;
+    }
+    c->count++;
 }
 
 /* ---- overlapped batches ----
@@ -911,8 +956,7 @@ static int remake_comm(const stress_opts_t *o, weft_comm_t *comms, weft_comm_t *
     outcome_take(&oc, rc, first_rc);
     fprintf(stderr, "stress: rank %d: making communicator %d again: %s\n",
             weft_comm_rank(comms[0]), which, oc.msg);
-    if (!*first_rc)
-        *first_rc = rc;
+    first_error(first_rc, rc, oc.msg);
     return -1;
 }
 
@@ -940,8 +984,9 @@ static int every_64(const stress_opts_t *o, weft_comm_t ctrl, int me, long calls
 typedef struct stream_result {
     stats_t st;
     long remade, max_rss;
-    int first_rc; /* the first error that was not a refusal */
-    int rc;       /* setting up, or the closing count, failed */
+    int first_rc; /* the first error that was not a refusal, and its message */
+    char first_msg[400];
+    int rc; /* setting up, or the closing count, failed */
 } stream_result_t;
 
 /* One stream of calls on world, with communicators of its own made from
@@ -964,6 +1009,7 @@ static void run_stream(const stress_opts_t *o, weft_comm_t world, int id, stream
         fprintf(stderr, "stress: rank %d: setting up communicators: %s\n", me, weft_last_error());
         res->rc = 1;
         res->first_rc = rc; /* a fault job's verdict: another stream's fault */
+        snprintf(res->first_msg, sizeof res->first_msg, "%s", weft_last_error());
         return;
     }
     if (o->fault)
@@ -1013,6 +1059,7 @@ static void run_stream(const stress_opts_t *o, weft_comm_t world, int id, stream
             break;
     }
     res->first_rc = first_rc;
+    snprintf(res->first_msg, sizeof res->first_msg, "%s", first_msg);
     if (!o->fault) {
         /* every rank makes every call: a call failed when it failed on any
          * rank */
@@ -1102,10 +1149,11 @@ static int stress_rank(const stress_opts_t *o, weft_comm_t world)
         /* the rank's verdict: the first error of the stream the fault is
          * made in (thread 0's), else of another, else weft_finalize's */
         int first = rc ? WEFT_EINTERNAL : 0;
+        const char *msg = rc ? "starting the threads failed" : "";
         for (int t = 0; t < nstreams && !first; t++)
-            first = res[t].first_rc;
+            first = res[t].first_rc, msg = res[t].first_msg;
         int frc = weft_finalize();
-        report_outcome(me, first ? first : frc);
+        report_outcome(me, first ? first : frc, first ? msg : weft_last_error());
         return first || frc ? 3 : 0;
     }
     stream_result_t all;

@@ -225,6 +225,7 @@ int exec_start(exec_t *e, const void *in, void *out, bool list)
     if (e->desc && x->ops->call_note)
         x->ops->call_note(x, e->desc, CALL_STARTED);
     e->expired = false;
+    e->pinned = false;
     e->t_start = 0;
     e->next_watch = 0;
     e->idle = 0;
@@ -259,6 +260,10 @@ int exec_finish(exec_t *e, int rc)
         rc = watch_sent(e);
     if (rc && e->desc && x->ops->call_note)
         x->ops->call_note(x, e->desc, CALL_ABANDONED);
+    if (e->pinned) {
+        x->ops->call_note(x, e->desc, CALL_UNPIN);
+        e->pinned = false;
+    }
     if (rc && e->board && e->board->abandon)
         e->board->abandon(e);
     exec_arrival_pass(e);
@@ -402,6 +407,40 @@ int exec_progress(exec_t *e)
     }
 }
 
+/* The watch of the other unfinished split-phase calls of self's
+ * transport (its lock held): with calls in flight, the rank that can see
+ * a disagreement in one of them (the one that waits for the rank that
+ * made it differently) may be waiting on another, in an order of its own,
+ * behind it; watched only through the awaited call, nobody saw it until
+ * the time limits ran out (weft stress: a ring allreduce of which one rank
+ * made a board call, in an overlapped batch).  The error of the first
+ * that proves one, which has then failed the job. */
+/* A call whose wait stalled keeps its record in the log's pinned ones
+ * until it ends (xport.h, CALL_PIN): the peers' watches prove a
+ * disagreement from it however many calls come meanwhile. */
+static void pin_record(exec_t *e)
+{
+    if (e->pinned || !e->desc || !e->x->ops->call_note)
+        return;
+    e->x->ops->call_note(e->x, e->desc, CALL_PIN);
+    e->pinned = true;
+}
+
+static int watch_others(exec_t *self)
+{
+    int rc = 0;
+    pthread_mutex_lock(&active_lock);
+    for (exec_t *o = active; o && !rc; o = o->anext) {
+        bool done = o->board ? o->board_rc != 0 : o->ndone == o->s->nsteps;
+        if (o != self && o->x == self->x && !done && !o->err) {
+            pin_record(o);
+            rc = watch_stalled(o);
+        }
+    }
+    pthread_mutex_unlock(&active_lock);
+    return rc;
+}
+
 /* A wait that has not moved for this long asks who it waits for, and then
  * again at this interval: cheap (a few records per peer), and only when
  * nothing moves. */
@@ -420,7 +459,10 @@ static int idle_checks(exec_t *e, uint64_t now)
         e->next_watch = now + WATCH_FIRST_NS;
     } else if (now >= e->next_watch) {
         e->next_watch = now + WATCH_EVERY_NS;
+        pin_record(e);
         int w = watch_stalled(e);
+        if (!w && __atomic_load_n(&active, __ATOMIC_RELAXED))
+            w = watch_others(e);
         if (w)
             return w;
     }

@@ -154,6 +154,7 @@ typedef struct exec {
     /* the transport's list of unfinished schedules (any of them progresses all) */
     struct exec *anext, *aprev;
     bool listed;
+    bool pinned; /* its record is among the pinned ones of the call log */
 } exec_t;
 
 /* An arrival-driven call that is to take a ticket has taken it, or will

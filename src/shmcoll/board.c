@@ -384,12 +384,33 @@ static int board_waiting_for(const exec_t *e, int *ranks, int max)
     return n;
 }
 
+/* Rank q made the call of this rank's slot (its key stamp - 1) with
+ * signature sig, not this rank's: say so and end the job. */
+static int slot_call_differs(exec_t *e, int q, uint64_t stamp, uint32_t sig)
+{
+    const board_slot_t *me = slot_of(e, e->s->rank);
+    char msg[512];
+    snprintf(msg, sizeof msg, "rank %d made call #%llu of its communicator differently from "
+             "rank %d (signature %08x vs %08x), so it never read rank %d's board slot: do "
+             "all ranks pass the same count, datatype, op, root and algorithm?", q,
+             (unsigned long long)(uint32_t)(stamp - 1), e->s->rank, (unsigned)sig,
+             (unsigned)me->sig, e->s->rank);
+    if (e->x->ops->fail_job)
+        e->x->ops->fail_job(e->x, msg);
+    return weft_error(WEFT_EMISMATCH, "%s", msg);
+}
+
 /* Held up by this rank's own slot: a peer that made the slot's call
  * differently (a second root of a bcast, say) will never read it.  The
- * slot keeps that call's key and signature; the peers' call logs tell. */
+ * slot keeps that call's key and signature.  Two proofs, either enough:
+ * the peer's post of that very call in its own slot of the same index,
+ * with another signature (where every rank posted and left, as in a
+ * reduce whose ranks each took another for its root, every slot keeps
+ * such a post until it is read, which it never is), and the peer's call
+ * log, which keeps only its recent calls. */
 static int board_stalled(exec_t *e)
 {
-    if (e->br.phase != BOARD_FREE_WAIT || !e->x->ops->peer_view)
+    if (e->br.phase != BOARD_FREE_WAIT)
         return 0;
     board_slot_t *me = slot_of(e, e->s->rank);
     uint64_t stamp = atomic_load_explicit(&me->stamp, memory_order_acquire);
@@ -397,22 +418,24 @@ static int board_stalled(exec_t *e)
         return 0;
     /* the slot's call may be of another communicator: its ranks are not
      * known here, so only this communicator's peers are asked, and only a
-     * record of that very call (same key) proves anything */
+     * post or a record of that very call (same key) proves anything */
     for (int q = 0; q < e->s->nrank; q++) {
-        peer_view_t v;
-        if (q == e->s->rank ||
-            e->x->ops->peer_view(e->x, e->world[q], stamp - 1, true, &v) || !v.found ||
-            v.call.sig == me->sig)
+        if (q == e->s->rank)
             continue;
-        char msg[512];
-        snprintf(msg, sizeof msg, "rank %d made call #%llu of its communicator differently from "
-                 "rank %d (signature %08x vs %08x), so it never read rank %d's board slot: do "
-                 "all ranks pass the same count, datatype, op, root and algorithm?", q,
-                 (unsigned long long)(uint32_t)(stamp - 1), e->s->rank, (unsigned)v.call.sig,
-                 (unsigned)me->sig, e->s->rank);
-        if (e->x->ops->fail_job)
-            e->x->ops->fail_job(e->x, msg);
-        return weft_error(WEFT_EMISMATCH, "%s", msg);
+        const board_slot_t *ps = slot_of(e, q);
+        if (atomic_load_explicit(&ps->stamp, memory_order_acquire) == stamp) {
+            uint32_t sig = ps->sig;
+            /* still that post once its signature is read: not one being
+             * written over it */
+            if (atomic_load_explicit(&ps->stamp, memory_order_acquire) == stamp &&
+                sig != me->sig)
+                return slot_call_differs(e, q, stamp, sig);
+        }
+        peer_view_t v;
+        if (e->x->ops->peer_view &&
+            !e->x->ops->peer_view(e->x, e->world[q], stamp - 1, true, &v) && v.found &&
+            v.call.sig != me->sig)
+            return slot_call_differs(e, q, stamp, v.call.sig);
     }
     return 0;
 }

@@ -83,7 +83,8 @@ static void lay_out(int nrank, uint32_t ncells, uint32_t payload, geometry_t *g)
     g->board_off = align_up(g->ranks_off + P * sizeof(seg_rank_t), 4096);
     g->arrival_off = align_up(g->board_off + P * SEG_BOARD_BYTES_PER_RANK, 4096);
     g->log_off = align_up(g->arrival_off + P * SEG_ARRIVAL_BYTES_PER_RANK, 4096);
-    g->dir_off = align_up(g->log_off + P * SEG_CALLLOG * sizeof(call_rec_t), 4096);
+    g->dir_off = align_up(g->log_off + P * (SEG_CALLLOG + SEG_CALLPIN) * sizeof(call_rec_t),
+                          4096);
     g->chans_off = align_up(g->dir_off + P * P * sizeof(uint32_t), 4096);
     g->stride = sizeof(ring_hdr_t) + (size_t)ncells * g->cell_bytes;
     g->size = g->chans_off + P * P * g->stride;

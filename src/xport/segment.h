@@ -134,6 +134,9 @@ typedef struct seg_rank {
  * lock (ver odd while the owner rewrites it), and the call's state, which
  * the owner updates in place. */
 #define SEG_CALLLOG 16
+/* After them, records of calls whose waits stalled, kept until they end
+ * (CALL_PIN): a peer's watch finds them whatever came since. */
+#define SEG_CALLPIN 8
 typedef struct call_rec {
     _Atomic uint64_t ver;
     _Atomic uint64_t w[6];
@@ -240,7 +243,8 @@ static inline arrival_rec_t *seg_arrival(const seg_t *s, int r, unsigned i)
 
 static inline call_rec_t *seg_calllog(const seg_t *s, int r)
 {
-    return (call_rec_t *)((char *)s->hdr + s->hdr->log_off) + (size_t)r * SEG_CALLLOG;
+    return (call_rec_t *)((char *)s->hdr + s->hdr->log_off) +
+           (size_t)r * (SEG_CALLLOG + SEG_CALLPIN);
 }
 
 /* Cell i of a ring. */

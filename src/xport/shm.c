@@ -323,6 +323,7 @@ static void notify(shm_xport_t *x, int peer)
 
 static bool rec_read(call_rec_t *rec, call_desc_t *d, int *state);
 static call_rec_t *rec_of(shm_xport_t *x, int rank, uint64_t key);
+static bool rec_find(shm_xport_t *x, int peer, uint64_t key, call_desc_t *d, int *state);
 
 /* A message from src that does not fit the receive of tag: says what each
  * rank calls (from the call log) where it can, and ends the job.  Ranks
@@ -334,8 +335,7 @@ static int mismatch(shm_xport_t *x, int src, uint64_t tag, const char *what,
     uint64_t key = call_key_of_tag(tag);
     call_desc_t mine, theirs;
     int st;
-    if (rec_read(rec_of(x, x->base.rank, key), &mine, &st) && mine.key == key &&
-        rec_read(rec_of(x, src, key), &theirs, &st) && theirs.key == key &&
+    if (rec_find(x, x->base.rank, key, &mine, &st) && rec_find(x, src, key, &theirs, &st) &&
         mine.sig != theirs.sig)
         call_disagreement(&mine, x->base.rank, &theirs, src, msg, sizeof msg);
     else
@@ -1484,27 +1484,78 @@ static void note_abandoned(shm_xport_t *x, const call_desc_t *d)
  * writer takes a record by making its version odd (a record another thread
  * holds is skipped: its call goes unpublished, which loses a diagnosis,
  * never a result). */
+/* Takes rec (its version odd while this rank rewrites it): false when
+ * another thread holds it. */
+static bool rec_take(call_rec_t *rec, uint64_t *v)
+{
+    *v = atomic_load_explicit(&rec->ver, memory_order_relaxed);
+    return !(*v & 1) && atomic_compare_exchange_strong_explicit(&rec->ver, v, *v + 1,
+                                                                memory_order_acquire,
+                                                                memory_order_relaxed);
+}
+
+static void rec_fill(call_rec_t *rec, const call_desc_t *d, uint32_t state)
+{
+    uint64_t w[6];
+    _Static_assert(sizeof(call_desc_t) == sizeof w, "call_desc_t is six words");
+    memcpy(w, d, sizeof w);
+    for (int i = 0; i < 6; i++)
+        atomic_store_explicit(&rec->w[i], w[i], memory_order_relaxed);
+    atomic_store_explicit(&rec->state, state, memory_order_relaxed);
+}
+
+/* The record pinned for key among the rank's pinned ones (key 0: a free
+ * one); NULL if none. */
+static call_rec_t *pinned_of(shm_xport_t *x, int rank, uint64_t key)
+{
+    call_rec_t *pin = seg_calllog(&x->seg, rank) + SEG_CALLLOG;
+    for (int i = 0; i < SEG_CALLPIN; i++)
+        if (atomic_load_explicit(&pin[i].w[0], memory_order_relaxed) == key)
+            return &pin[i];
+    return NULL;
+}
+
+/* CALL_PIN and CALL_UNPIN: a copy of the call's record among the pinned
+ * ones, made when its wait stalls and cleared when it ends.  With all
+ * taken, the call goes unpinned (a diagnosis may be lost, as before). */
+static void call_pin(shm_xport_t *x, const call_desc_t *d, bool pin)
+{
+    call_rec_t *rec = pinned_of(x, x->base.rank, pin ? 0 : d->key);
+    uint64_t v;
+    if (!rec || !d->key || !rec_take(rec, &v))
+        return;
+    if (pin) {
+        rec_fill(rec, d, CALL_STARTED);
+    } else {
+        atomic_store_explicit(&rec->w[0], 0, memory_order_relaxed);
+        atomic_store_explicit(&rec->state, 0, memory_order_relaxed);
+    }
+    atomic_store_explicit(&rec->ver, v + 2, memory_order_release);
+}
+
 static void shm_call_note(xport_t *xp, const call_desc_t *d, int state)
 {
     shm_xport_t *x = (shm_xport_t *)xp;
-    call_rec_t *rec = rec_of(x, x->base.rank, d->key);
-    uint64_t v = atomic_load_explicit(&rec->ver, memory_order_relaxed);
-    if (state == CALL_ABANDONED)
-        note_abandoned(x, d);
-    if ((v & 1) || !atomic_compare_exchange_strong_explicit(&rec->ver, &v, v + 1,
-                                                            memory_order_acquire,
-                                                            memory_order_relaxed))
+    if (state == CALL_PIN || state == CALL_UNPIN) {
+        call_pin(x, d, state == CALL_PIN);
         return;
-    if (state == CALL_STARTED) {
-        uint64_t w[6];
-        _Static_assert(sizeof(call_desc_t) == sizeof w, "call_desc_t is six words");
-        memcpy(w, d, sizeof w);
-        for (int i = 0; i < 6; i++)
-            atomic_store_explicit(&rec->w[i], w[i], memory_order_relaxed);
-        atomic_store_explicit(&rec->state, CALL_STARTED, memory_order_relaxed);
-    } else if (atomic_load_explicit(&rec->w[0], memory_order_relaxed) == d->key) {
-        atomic_store_explicit(&rec->state, (uint32_t)state, memory_order_relaxed);
     }
+    call_rec_t *rec = rec_of(x, x->base.rank, d->key);
+    uint64_t v;
+    if (state == CALL_ABANDONED) {
+        note_abandoned(x, d);
+        call_rec_t *pin = pinned_of(x, x->base.rank, d->key);
+        if (pin && rec_take(pin, &v)) {
+            atomic_store_explicit(&pin->state, CALL_ABANDONED, memory_order_relaxed);
+            atomic_store_explicit(&pin->ver, v + 2, memory_order_release);
+        }
+    }
+    if (!rec_take(rec, &v))
+        return;
+    if (state == CALL_STARTED)
+        rec_fill(rec, d, CALL_STARTED);
+    else if (atomic_load_explicit(&rec->w[0], memory_order_relaxed) == d->key)
+        atomic_store_explicit(&rec->state, (uint32_t)state, memory_order_relaxed);
     atomic_store_explicit(&rec->ver, v + 2, memory_order_release);
 }
 
@@ -1542,13 +1593,24 @@ static bool rec_read(call_rec_t *rec, call_desc_t *d, int *state)
     }
 }
 
+/* Peer's record of call key: where the key puts it, else among the pinned
+ * ones (which are rarely written, so their lines stay in this core's
+ * cache and a miss costs a few loads). */
+static bool rec_find(shm_xport_t *x, int peer, uint64_t key, call_desc_t *d, int *state)
+{
+    if (rec_read(rec_of(x, peer, key), d, state) && d->key == key)
+        return true;
+    call_rec_t *pin = key ? pinned_of(x, peer, key) : NULL;
+    return pin && rec_read(pin, d, state) && d->key == key;
+}
+
 static int shm_peer_view(xport_t *xp, int peer, uint64_t key, bool quick, peer_view_t *out)
 {
     shm_xport_t *x = (shm_xport_t *)xp;
     memset(out, 0, sizeof *out);
     call_desc_t d;
     int state;
-    if (rec_read(rec_of(x, peer, key), &d, &state) && d.key == key) {
+    if (rec_find(x, peer, key, &d, &state)) {
         out->found = true;
         out->state = state;
         out->call = d;
@@ -1558,7 +1620,7 @@ static int shm_peer_view(xport_t *xp, int peer, uint64_t key, bool quick, peer_v
         uint64_t ak = atomic_load_explicit(&pr->abandoned_key, memory_order_relaxed);
         call_desc_t a;
         out->abandoned = true;
-        out->abandoned_found = rec_read(rec_of(x, peer, ak), &a, &state) && a.key == ak;
+        out->abandoned_found = rec_find(x, peer, ak, &a, &state);
         if (out->abandoned_found)
             out->abandoned_call = a;
     }
@@ -1571,7 +1633,7 @@ static int shm_peer_view(xport_t *xp, int peer, uint64_t key, bool quick, peer_v
     default: out->rank_state = PEER_FINALIZED; break;
     }
     call_rec_t *log = seg_calllog(&x->seg, peer);
-    for (int i = 0; i < SEG_CALLLOG; i++) {
+    for (int i = 0; i < SEG_CALLLOG + SEG_CALLPIN; i++) {
         if (!rec_read(&log[i], &d, &state) || d.key >> 32 != key >> 32)
             continue;
         if (!out->any_on_ctx || (uint32_t)d.key > out->latest_seq)

@@ -46,14 +46,25 @@ typedef struct call_desc {
  * records agree run the same schedule, so a finished peer has sent all
  * they wait for, and one write less per call is worth it. */
 enum { CALL_STARTED = 1, CALL_ABANDONED = 3 };
+/* Not states but requests to the log: keep the record of a call whose
+ * wait has stalled where newer calls cannot push it out (other threads'
+ * calls, or other calls in flight, take the hashed records by the
+ * thousand while it waits), and let it go when the call ends. */
+enum { CALL_PIN = 5, CALL_UNPIN = 6 };
 enum { PEER_UNKNOWN = -1, PEER_NEW = 0, PEER_ATTACHED = 1, PEER_FINALIZED = 2,
        PEER_FINALIZING = 3 };
 
 /* The slot (of n) where a rank keeps its record of call `key`: peers
- * look a call up with one read (shm's call log, MPI's recent calls). */
+ * look a call up with one read (shm's call log, MPI's recent calls).  A
+ * communicator's calls take consecutive slots from a start drawn from its
+ * context id by the high bits of a product: with the low bits (ctx + seq
+ * mod 16, as before), a communicator and a twin made after it, called in
+ * turn, put every call in the slot of the other's last one and kept none
+ * (weft stress's control calls did). */
 static inline unsigned call_slot(uint64_t key, unsigned n)
 {
-    return (unsigned)(((key >> 32) * 0x9e3779b1u + (uint32_t)key) % n);
+    uint64_t start = ((key >> 32) * 0x9e3779b97f4a7c15ull) >> 40;
+    return (unsigned)((start + (uint32_t)key) % n);
 }
 
 /* The call a message tag belongs to (api.c's tag layout). */
