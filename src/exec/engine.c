@@ -407,14 +407,6 @@ int exec_progress(exec_t *e)
     }
 }
 
-/* The watch of the other unfinished split-phase calls of self's
- * transport (its lock held): with calls in flight, the rank that can see
- * a disagreement in one of them (the one that waits for the rank that
- * made it differently) may be waiting on another, in an order of its own,
- * behind it; watched only through the awaited call, nobody saw it until
- * the time limits ran out (weft stress: a ring allreduce of which one rank
- * made a board call, in an overlapped batch).  The error of the first
- * that proves one, which has then failed the job. */
 /* A call whose wait stalled keeps its record in the log's pinned ones
  * until it ends (xport.h, CALL_PIN): the peers' watches prove a
  * disagreement from it however many calls come meanwhile. */
@@ -426,6 +418,14 @@ static void pin_record(exec_t *e)
     e->pinned = true;
 }
 
+/* The watch of the other unfinished split-phase calls of self's
+ * transport (its lock held): with calls in flight, the rank that can see
+ * a disagreement in one of them (the one that waits for the rank that
+ * made it differently) may be waiting on another, in an order of its own,
+ * behind it; watched only through the awaited call, nobody saw it until
+ * the time limits ran out (weft stress: a ring allreduce of which one rank
+ * made a board call, in an overlapped batch).  The error of the first
+ * that proves one, which has then failed the job. */
 static int watch_others(exec_t *self)
 {
     int rc = 0;

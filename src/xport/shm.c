@@ -1480,10 +1480,6 @@ static void note_abandoned(shm_xport_t *x, const call_desc_t *d)
     atomic_fetch_add_explicit(&me->abandoned, 1, memory_order_release);
 }
 
-/* Lock-free: threads on different communicators may publish at once, and a
- * writer takes a record by making its version odd (a record another thread
- * holds is skipped: its call goes unpublished, which loses a diagnosis,
- * never a result). */
 /* Takes rec (its version odd while this rank rewrites it): false when
  * another thread holds it. */
 static bool rec_take(call_rec_t *rec, uint64_t *v)
@@ -1533,6 +1529,10 @@ static void call_pin(shm_xport_t *x, const call_desc_t *d, bool pin)
     atomic_store_explicit(&rec->ver, v + 2, memory_order_release);
 }
 
+/* Lock-free: threads on different communicators may publish at once, and a
+ * writer takes a record by making its version odd (a record another thread
+ * holds is skipped: its call goes unpublished, which loses a diagnosis,
+ * never a result). */
 static void shm_call_note(xport_t *xp, const call_desc_t *d, int state)
 {
     shm_xport_t *x = (shm_xport_t *)xp;
