@@ -613,7 +613,9 @@ int request_finish(weft_request_t r, int rc)
         profile_note(r, r->arrive_ns);
     if (rc) {
         /* The transport may still hold this request's messages: never reuse
-         * it; it is freed once its transport is closed (comm_destroy). */
+         * it; it is freed once its transport is closed (comm_destroy).  Nor
+         * may they touch the caller's buffers from now on. */
+        exec_disown_buffers(&r->e);
         r->next = c->dead;
         c->dead = r;
         return rc;

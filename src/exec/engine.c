@@ -157,6 +157,7 @@ void exec_release(exec_t *e)
         unlist(e);
     sched_img_free(e->aux);
     free(e->pending), free(e->round_left), free(e->ready), free(e->reqs), free(e->tmp);
+    free(e->orphan);
     memset(e, 0, sizeof *e);
 }
 
@@ -268,6 +269,31 @@ int exec_finish(exec_t *e, int rc)
         e->board->abandon(e);
     exec_arrival_pass(e);
     return rc;
+}
+
+void exec_disown_buffers(exec_t *e)
+{
+    const sched_img_t *s = e->s;
+    size_t most = 0;
+    for (uint32_t i = 0; s && !e->board && i < s->nsteps; i++) {
+        step_t st = sched_step(s, i);
+        if (step_kind_is_comm(st.kind) && st.len * e->esize > most)
+            most = st.len * e->esize;
+    }
+    char *mine = most ? calloc(1, most) : NULL;
+    if (!mine)
+        return; /* nothing to point elsewhere (or no memory to point it at) */
+    pthread_mutex_lock(&e->x->lock); /* another thread's wait may be delivering */
+    for (uint32_t i = 0; i < s->nsteps; i++) {
+        int kind = sched_step(s, i).kind;
+        if (kind == STEP_SEND)
+            e->reqs[i].sbuf = mine;
+        else if (step_kind_is_comm(kind))
+            e->reqs[i].sink = (xsink_t){.dst = mine};
+    }
+    pthread_mutex_unlock(&e->x->lock);
+    free(e->orphan);
+    e->orphan = mine;
 }
 
 /* base + off without the undefined NULL + 0 (empty buffers may be NULL) */
@@ -432,10 +458,11 @@ static int watch_others(exec_t *self)
     pthread_mutex_lock(&active_lock);
     for (exec_t *o = active; o && !rc; o = o->anext) {
         bool done = o->board ? o->board_rc != 0 : o->ndone == o->s->nsteps;
-        if (o != self && o->x == self->x && !done && !o->err) {
-            pin_record(o);
+        /* not pinned: only the awaited call is known to have stalled, and
+         * the calls merely in flight (every thread's) would take the
+         * places of those that did */
+        if (o != self && o->x == self->x && !done && !o->err)
             rc = watch_stalled(o);
-        }
     }
     pthread_mutex_unlock(&active_lock);
     return rc;
@@ -549,12 +576,15 @@ int exec_wait(exec_t *e, int timeout_ms)
         pthread_mutex_lock(&x->lock);
         rc = exec_progress(e);
         int moved = e->moved;
+        /* the watch looks once this call has not moved for a while: other
+         * calls that move (other threads', say) do not put it off, or a
+         * call stalled beside busy threads was never watched */
+        if (moved)
+            e->next_watch = 0;
         /* MPI's progress rule: waiting on one request moves every other
          * one too (two ranks may wait on two calls in opposite orders) */
         if (rc == 0 && __atomic_load_n(&active, __ATOMIC_RELAXED) && progress_others(e))
             moved = 1;
-        if (moved)
-            e->next_watch = 0;
         /* a blocking wait looks at the clock once it has idled a while; a
          * polled one (a *_timeout call at 0-2 ms) may never idle that long
          * in one call, so it looks every time it did not move */

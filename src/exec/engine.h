@@ -155,6 +155,7 @@ typedef struct exec {
     struct exec *anext, *aprev;
     bool listed;
     bool pinned; /* its record is among the pinned ones of the call log */
+    char *orphan; /* a failed call's messages' bytes instead of the caller's buffers */
 } exec_t;
 
 /* An arrival-driven call that is to take a ticket has taken it, or will
@@ -192,6 +193,13 @@ int exec_start(exec_t *e, const void *in, void *out, bool list);
  * progress rule), and this call's again.  As exec_progress; the
  * transport's lock held. */
 int exec_test(exec_t *e);
+/* After a call failed: its sends and receives still with the transport
+ * (messages that arrive late, a send part way through the cells) read
+ * and write zeroed memory of the call's own from here on, not the
+ * caller's buffers, which the caller may free once the call returned.
+ * Not a single-copy send's buffer, whose address the receiver has. */
+void exec_disown_buffers(exec_t *e);
+
 /* Ends e with rc: unlists it, records an abandoned call in the call log,
  * and for a send-only schedule that succeeded checks that the peers it
  * sent to called the same thing.  Returns rc or the mismatch.  Takes the
