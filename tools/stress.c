@@ -1257,8 +1257,14 @@ static int fault_driver(const stress_opts_t *o)
     static const char *const kinds[3] = {"kill", "stop", "mismatch"};
     rng_t r = {o->seed ^ 0xfa17};
     int failed = 0;
-    for (int j = 0; j < o->faults; j++)
-        failed += fault_job(o, j, kinds[j % 3], pick(&r, o->np), 5 + pick(&r, 60));
+    for (int j = 0; j < o->faults; j++) {
+        /* drawn one after the other, not as two arguments, whose order C
+         * leaves open (gcc and clang drew different jobs from one seed);
+         * the call first, as gcc did */
+        long at = 5 + pick(&r, 60);
+        int frank = pick(&r, o->np);
+        failed += fault_job(o, j, kinds[j % 3], frank, at);
+    }
     printf("stress: %d fault jobs, %d passed, %d failed\n", o->faults, o->faults - failed, failed);
     return failed ? 1 : 0;
 }
