@@ -57,7 +57,8 @@ clang:
 # libFuzzer (clang) with ASan+UBSan over the parameter parser, the
 # environment, weft bench's options, the tuning tables and the simulator's
 # GOAL and preset readers, FUZZ_SECONDS each, starting from
-# fuzz/corpus (new inputs go to build-fuzz/corpus, not into the tree).
+# fuzz/corpus (new inputs go to build-fuzz/corpus, not into the tree); an
+# input that takes over 10 s is a failure (a hang), not a 20-minute wait.
 FUZZ_SECONDS ?= 30
 fuzz:
 	bash tests/deps.sh fuzzer
@@ -68,7 +69,7 @@ fuzz:
 	for f in params env bench_opts tuning goal preset noise; do \
 	  mkdir -p build-fuzz/corpus/$$f && \
 	  UBSAN_OPTIONS=halt_on_error=1 ASAN_OPTIONS=detect_leaks=1 build-fuzz/fuzz_$$f \
-	    -max_total_time=$(FUZZ_SECONDS) -max_len=256 -print_final_stats=1 -close_fd_mask=3 \
+	    -max_total_time=$(FUZZ_SECONDS) -max_len=256 -timeout=10 -print_final_stats=1 -close_fd_mask=3 \
 	    build-fuzz/corpus/$$f fuzz/corpus/$$f || exit 1; \
 	done
 

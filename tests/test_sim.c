@@ -761,6 +761,15 @@ static void test_noise_trace(void)
     free(h);
     sim_trace_free(&tr);
 
+    /* a period far below the lengths asked: whole periods counted at once,
+     * the walk at most twice round the trace (it once went round 1e284
+     * times: found by fuzz_noise) */
+    text = "0 1e-300\n";
+    CHECK(sim_trace_parse(text, strlen(text), "t", &tr, msg, sizeof msg) == 0, "tiny: %s", msg);
+    double tiny = sim_trace_detour(&tr, 3e-300, 1);
+    CHECK(isfinite(tiny) && fabs(tiny - 1) < 1e-9, "tiny period's detours for 1 ns: %g", tiny);
+    sim_trace_free(&tr);
+
     struct {
         const char *text, *want;
     } bad[] = {{"", "no detours"},

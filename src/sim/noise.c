@@ -170,9 +170,12 @@ double sim_trace_detour(const sim_trace_t *t, double x, double len)
     double P = t->period, extra = 0;
     x = fmod(x, P);
     if (len >= P) { /* whole periods: every detour of each */
-        double k = floor(len / P);
-        extra += k * t->total;
-        len -= k * P;
+        /* fmod is exact, so what is left is below P whatever the scale;
+         * len - k * P was not (a period of 1e-300 ns left 1e-16 ns, and
+         * the walk below went round the trace 1e284 times) */
+        double rest = fmod(len, P);
+        extra += round((len - rest) / P) * t->total;
+        len = rest;
     }
     size_t lo = 0, hi = t->n; /* the first detour beginning after x */
     while (lo < hi) {
