@@ -3,7 +3,8 @@
  * T threads owns a duplicate of the world communicator and runs a stream of
  * allreduces, broadcasts and split-phase reduces on it, checking every
  * result; then the threads make and free communicators at once; then more
- * communicators are made and freed than there are context ids. */
+ * communicators are made and freed than there are context ids; and a call
+ * that cannot finish times out beside a thread whose calls keep moving. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -121,6 +122,75 @@ static int many_comms(weft_comm_t world)
     return failures;
 }
 
+/* A call that can never finish (the last rank never makes it) still times
+ * out while another thread's calls, on a communicator without that rank,
+ * keep moving: a wait looks at its time limit when its own call does not
+ * move, whatever the others do.  (It looked only in turns where no call
+ * moved, and took a transport's messages, any call's, for its own moves:
+ * here the limit of 300 ms came at up to 430 ms; beside calls that never
+ * pause it would never come.) */
+typedef struct {
+    weft_comm_t comm;
+    int stop, calls, failures;
+} busy_t;
+
+static void *keep_busy(void *arg)
+{
+    busy_t *b = arg;
+    /* calls of many steps, so that one is nearly always in flight; every
+     * rank stops after the same call: the first where any asked to (its
+     * flag, element 0, reduced with MAX) */
+    enum { N = 1 << 16 };
+    int32_t *in = calloc(N, 4), *out = calloc(N, 4);
+    for (out[0] = 0; !out[0]; b->calls++) {
+        in[0] = __atomic_load_n(&b->stop, __ATOMIC_ACQUIRE);
+        if (weft_allreduce(in, out, N, WEFT_INT32, WEFT_MAX, b->comm) != WEFT_OK) {
+            fprintf(stderr, "busy thread: %s\n", weft_last_error());
+            b->failures++;
+            break;
+        }
+    }
+    free(in);
+    free(out);
+    return NULL;
+}
+
+static int stalled_beside_busy(weft_comm_t world)
+{
+    int failures = 0, last = P - 1;
+    weft_comm_t late = NULL, busy = NULL;
+    if (weft_comm_dup(world, &late) ||
+        weft_comm_split(world, me == last ? WEFT_UNDEFINED : 0, me, &busy)) {
+        fprintf(stderr, "stalled_beside_busy: %s\n", weft_last_error());
+        return 1;
+    }
+    if (me != last) {
+        weft_comm_set_timeout(late, 300);
+        busy_t b = {busy, 0, 0, 0};
+        pthread_t th;
+        pthread_create(&th, NULL, keep_busy, &b);
+        int64_t *v = calloc(1 << 16, 8), *sum = calloc(1 << 16, 8);
+        int rc = weft_allreduce(v, sum, 1 << 16, WEFT_INT64, WEFT_SUM, late);
+        char why[512];
+        snprintf(why, sizeof why, "%s", weft_last_error());
+        free(v);
+        free(sum);
+        __atomic_store_n(&b.stop, 1, __ATOMIC_RELEASE);
+        pthread_join(th, NULL);
+        /* the first rank to time out revokes: the others may see that */
+        if (rc != WEFT_ETIMEDOUT && rc != WEFT_EPEER) {
+            fprintf(stderr, "rank %d: a call the last rank never makes, beside %d busy "
+                    "calls: %d (%s), want WEFT_ETIMEDOUT or WEFT_EPEER\n", me, b.calls, rc,
+                    why);
+            failures++;
+        }
+        failures += b.failures;
+        weft_comm_free(&busy);
+    }
+    weft_comm_free(&late);
+    return failures;
+}
+
 int main(int argc, char **argv)
 {
     if (weft_init(&argc, &argv))
@@ -147,6 +217,8 @@ int main(int argc, char **argv)
         weft_comm_free(&w[t].comm);
     }
     failures += many_comms(world);
+    if (P >= 3)
+        failures += stalled_beside_busy(world);
     weft_allreduce(WEFT_IN_PLACE, &failures, 1, WEFT_INT32, WEFT_SUM, world);
     if (me == 0)
         printf("test_threads P=%d: %d threads x %d iterations, %d failures\n", P, THREADS, ITERS,

@@ -569,17 +569,20 @@ int exec_wait(exec_t *e, int timeout_ms)
      * polling at WEFT_TEST and never yielding kept the ranks it waits for
      * off its core for a whole time slice per poll (5 ranks on 2 cores,
      * 37,145 bytes in 3,096 segments: 76 s a call against 0.2 s). */
-    int idle = e->idle, rc;
+    int idle = e->idle, own_idle = idle, rc;
     /* The lock is held only while progressing, so threads waiting on other
      * communicators get their turn between polls. */
     for (;;) {
         pthread_mutex_lock(&x->lock);
+        uint32_t ndone = e->ndone;
         rc = exec_progress(e);
-        int moved = e->moved;
+        /* a schedule's moved says the transport moved, any call's
+         * messages; its own steps ending is what says this call moved */
+        int moved = e->moved, own_moved = e->board ? moved : e->ndone != ndone;
         /* the watch looks once this call has not moved for a while: other
          * calls that move (other threads', say) do not put it off, or a
          * call stalled beside busy threads was never watched */
-        if (moved)
+        if (own_moved)
             e->next_watch = 0;
         /* MPI's progress rule: waiting on one request moves every other
          * one too (two ranks may wait on two calls in opposite orders) */
@@ -587,18 +590,25 @@ int exec_wait(exec_t *e, int timeout_ms)
             moved = 1;
         /* a blocking wait looks at the clock once it has idled a while; a
          * polled one (a *_timeout call at 0-2 ms) may never idle that long
-         * in one call, so it looks every time it did not move */
-        if (rc == 0 && !moved && (idle >= yield_limit || timeout_ms >= 0)) {
-            int err = idle_turn(e, idle, yield_limit, timeout_ms, deadline);
-            if (err) {
-                pthread_mutex_unlock(&x->lock);
-                return err;
-            }
+         * in one call, so it looks every time it did not move.  Only a
+         * turn where nothing moved sleeps; but a turn where only other
+         * calls moved still runs this call's watch and time limit, or a
+         * call stalled beside calls that kept moving (other threads', on
+         * communicators without the stopped rank) never timed out */
+        int err = 0;
+        if (rc == 0 && !moved && (idle >= yield_limit || timeout_ms >= 0))
+            err = idle_turn(e, idle, yield_limit, timeout_ms, deadline);
+        else if (rc == 0 && !own_moved && (own_idle >= yield_limit || timeout_ms >= 0))
+            err = idle_checks(e, weft_now_ns());
+        if (err) {
+            pthread_mutex_unlock(&x->lock);
+            return err;
         }
         pthread_mutex_unlock(&x->lock);
         if (rc != 0)
             break;
         idle = moved ? 0 : idle + 1;
+        own_idle = own_moved ? 0 : own_idle + (own_idle < yield_limit);
         /* past the yields every poll naps or sleeps: drive at each */
         if (idle >= yield_limit || idle % EXEC_DRIVE_EVERY == EXEC_DRIVE_EVERY - 1) {
             void (*drive)(void) = external_progress;
