@@ -37,6 +37,9 @@ for np in 2 3 5; do
     scenario stopped "$np" any
     scenario left_after_fault "$np" any
 done
+for np in 3 5; do
+    scenario lost_records "$np" nonzero
+done
 # both ranks of left_after_fault find the disagreement at the same moment,
 # and one rewrites the call record the other reads: once lost as EMISMATCH
 # in about 50 runs under tsan, so it runs more often

@@ -77,6 +77,39 @@ static int reduce_roots(void)
     return 0;
 }
 
+/* Ranks 0 and 1 each take themselves for a bcast's root on their pair
+ * communicator, so both only send, and the call logs lose both records
+ * before the other looks: rank 1 is held back (a barrier) until rank 0 has
+ * made 40 calls with rank 2.  Neither end-of-call check proves anything;
+ * rank 0 finds out in its next call from rank 1, which meets rank 1's
+ * message of a call rank 0 ended without it.  (Before, both returned OK
+ * and the message stayed behind, unread.)  P >= 3. */
+static int lost_records(void)
+{
+    weft_comm_t pair = NULL, other = NULL;
+    int rc = weft_comm_split(world, me < 2 ? 0 : WEFT_UNDEFINED, me, &pair);
+    if (!rc)
+        rc = weft_comm_split(world, me == 0 || me == 2 ? 0 : WEFT_UNDEFINED, me, &other);
+    CHECK(rc == WEFT_OK, "lost_records: split: %s", weft_last_error());
+    if (pair) { /* schedules: the board would see its posts left unread */
+        weft_set_algorithm(pair, WEFT_COLL_BCAST, "binomial", NULL);
+        weft_set_algorithm(pair, WEFT_COLL_ALLREDUCE, "recursive_doubling", NULL);
+    }
+    int32_t v[4] = {me, me, me, me}, x = 1;
+    if (me == 0)
+        rc = weft_bcast(v, 4, WEFT_INT32, 0, pair);
+    for (int i = 0; i < 40 && other && rc == WEFT_OK; i++)
+        rc = weft_allreduce(WEFT_IN_PLACE, &x, 1, WEFT_INT32, WEFT_SUM, other);
+    if (rc == WEFT_OK)
+        rc = weft_barrier(world);
+    if (me == 1 && rc == WEFT_OK)
+        rc = weft_bcast(v, 4, WEFT_INT32, 1, pair);
+    if (pair && rc == WEFT_OK)
+        rc = weft_allreduce(WEFT_IN_PLACE, &x, 1, WEFT_INT32, WEFT_SUM, pair);
+    expect_mismatch("bcast roots 0 and 1, their records gone", rc);
+    return 0;
+}
+
 static int user_ops(void)
 {
     weft_op_t a, b;
@@ -320,7 +353,8 @@ int main(int argc, char **argv)
                {"dup_split", dup_split, 1},     {"wait_order", wait_order, 0},
                {"stopped", stopped, 0},         {"finalize_busy", finalize_busy, 0},
                {"revoke", revoke_call, 0},     {"late", late, 0},
-               {"left_after_fault", left_after_fault, 0}};
+               {"left_after_fault", left_after_fault, 0},
+               {"lost_records", lost_records, 1}};
     int finalized = 0, found = 0;
     for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
         if (!strcmp(sc, tab[i].name)) {

@@ -737,30 +737,14 @@ static void report_outcome(int rank, int rc, const char *msg)
     }
 }
 
-/* The fault of a fault job, made at this rank's call c (its index
- * *fault_at): killed, stopped, or the call changed so the ranks disagree.
- * A mismatch needs a peer: alone in its split, the fault moves on a call. */
-static void make_fault(const stress_opts_t *o, weft_comm_t comm, call_t *c, long *fault_at)
+/* The fault of a mismatch job: c changed so that this rank disagrees.
+ * What differs is drawn from the job's seed: the count, the root, the op
+ * or the collective.  The last two by AUTO: the algorithm the peers were
+ * told to use may not serve the other call, which this rank alone would
+ * then refuse instead of disagreeing. */
+static void change_call(const stress_opts_t *o, call_t *c, long fault_at)
 {
-    if (!strcmp(o->fault, "mismatch") && weft_comm_size(comm) == 1) {
-        ++*fault_at;
-        return;
-    }
-    if (!strcmp(o->fault, "kill"))
-        raise(SIGKILL);
-    if (!strcmp(o->fault, "stop"))
-        raise(SIGSTOP);
-    /* a barrier has no count: call an allreduce instead, by AUTO (the
-     * barrier's algorithm is no allreduce: naming it made this rank skip
-     * the call, a fault of another kind) */
-    if (c->coll == WEFT_COLL_BARRIER)
-        c->coll = WEFT_COLL_ALLREDUCE, c->count = 1, c->op = WEFT_SUM, c->algo = NULL,
-        c->params[0] = '\0';
-    /* what differs, drawn from the job's seed: the count, the root, the op
-     * or the collective.  The last two by AUTO: the algorithm the peers
-     * were told to use may not serve the other call, which this rank
-     * alone would then refuse instead of disagreeing. */
-    rng_t how = {mix64(o->seed ^ 0x6d15a7c4ull) + (uint64_t)*fault_at};
+    rng_t how = {mix64(o->seed ^ 0x6d15a7c4ull) + (uint64_t)fault_at};
     bool rooted = coll_is_rooted(c->coll), three = c->coll == WEFT_COLL_ALLREDUCE ||
                                                    c->coll == WEFT_COLL_BCAST ||
                                                    c->coll == WEFT_COLL_REDUCE;
@@ -791,6 +775,35 @@ static void make_fault(const stress_opts_t *o, weft_comm_t comm, call_t *c, long
     default: break;
     }
     c->count++;
+}
+
+/* The fault of a fault job, made at this rank's call c (its index
+ * *fault_at): killed, stopped, or the call changed so the ranks disagree
+ * (said with --verbose).  A mismatch needs a peer: alone in its split,
+ * the fault moves on a call. */
+static void make_fault(const stress_opts_t *o, weft_comm_t comm, call_t *c, long *fault_at)
+{
+    if (!strcmp(o->fault, "mismatch") && weft_comm_size(comm) == 1) {
+        ++*fault_at;
+        return;
+    }
+    if (!strcmp(o->fault, "kill"))
+        raise(SIGKILL);
+    if (!strcmp(o->fault, "stop"))
+        raise(SIGSTOP);
+    /* a barrier has no count: call an allreduce instead, by AUTO (the
+     * barrier's algorithm is no allreduce: naming it made this rank skip
+     * the call, a fault of another kind) */
+    if (c->coll == WEFT_COLL_BARRIER)
+        c->coll = WEFT_COLL_ALLREDUCE, c->count = 1, c->op = WEFT_SUM, c->algo = NULL,
+        c->params[0] = '\0';
+    char was[200], now[200];
+    describe(c, was, sizeof was);
+    change_call(o, c, *fault_at);
+    describe(c, now, sizeof now);
+    if (o->verbose)
+        fprintf(stderr, "stress: rank %d: the fault: %s instead of %s\n",
+                weft_comm_rank(stress_world), now, was);
 }
 
 /* ---- overlapped batches ----

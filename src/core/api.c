@@ -618,12 +618,23 @@ int request_finish(weft_request_t r, int rc)
         exec_disown_buffers(&r->e);
         r->next = c->dead;
         c->dead = r;
+        comm_calls_ended(c);
         return rc;
     }
     stage_give_back(c, r);
     r->next = ent->spare;
     ent->spare = r;
+    if (!c->active)
+        comm_calls_ended(c);
     return rc;
+}
+
+void comm_calls_ended(weft_comm_t c)
+{
+    xport_t *x = c->x;
+    bool well = !c->revoked[0] && !c->dead;
+    if (x->ops->calls_ended && !(well && c->active))
+        x->ops->calls_ended(x, c->ctx, c->first_call, c->seq, well);
 }
 
 static void abandon_if_of(exec_t *e, void *comm)
@@ -643,6 +654,7 @@ void comm_revoke(weft_comm_t c, const char *why)
 {
     if (!c->revoked[0])
         snprintf(c->revoked, sizeof c->revoked, "%s", why && *why ? why : "revoked");
+    comm_calls_ended(c);
     if (c->pending.req) {
         weft_request_t r = c->pending.req;
         c->pending.req = NULL;

@@ -196,6 +196,8 @@ void comm_destroy(weft_comm_t c)
      * (Retired with the id, the pairs ran out after seven communicators
      * that had run an arrival-driven call, and with them the board.) */
     bool clean = c->shared_ctx && !c->revoked[0] && !c->dead && !c->pending.req;
+    if (c->x->ops->calls_ended) /* before the id can pass to another */
+        c->x->ops->calls_ended(c->x, c->ctx, 0, 0, false);
     if (clean && !held_records)
         ctx_give_back(c->ctx, c->seq, c->board_slots);
     else if (clean && c->board_slots)
@@ -536,7 +538,7 @@ int comm_create_on(xport_t *x, int rank, int size, const int *world, uint32_t ct
         ctx_give_back(ctx, first_call, board);
         return rc;
     }
-    (*out)->seq = first_call;
+    (*out)->seq = (*out)->first_call = first_call;
     (*out)->shared_ctx = true;
     (*out)->board_slots = board;
     return WEFT_OK;

@@ -70,6 +70,7 @@ struct weft_comm {
     int rank, size;
     int *world; /* rank -> transport rank */
     uint32_t ctx, seq;
+    uint32_t first_call; /* seq of its first call */
     bool shared_ctx; /* ctx from agree_ctx on the job's transport (comm.c) */
     bool board_slots; /* its pair of board slots is its own (comm.c) */
     xport_t *x;
@@ -192,6 +193,10 @@ int coll_run_own(weft_comm_t comm, weft_coll_t coll, const void *in, void *out, 
 int request_finish(weft_request_t r, int rc);
 /* Marks comm revoked (why) and abandons its unfinished calls. */
 void comm_revoke(weft_comm_t comm, const char *why);
+/* Tells comm's transport which of this rank's calls on it ended well
+ * (xport_ops calls_ended): once none is in flight, all it started; none
+ * once one failed or comm was revoked. */
+void comm_calls_ended(weft_comm_t comm);
 
 /* config.c: WEFT_<COLL>_ALGO / WEFT_<COLL>_PARAMS */
 int config_choices_from_env(algo_choice_t *choice);

@@ -16,7 +16,8 @@
  * A mismatch ends the job (xport fail_job), so the other ranks' waits fail
  * with WEFT_EPEER instead of hanging.  A schedule that receives nothing (a
  * broadcast's root) cannot stall; at its end it compares its call with the
- * records of the peers it sent to (one read each).  A peer that has not
+ * records of the peers it sent to (one read each), and where those are gone
+ * its receivers prove it later (shm.c: a message of a call they ended).  A peer that has not
  * arrived is only named, when the communicator's timeout expires. */
 #include <stdio.h>
 #include <string.h>

@@ -198,6 +198,7 @@ typedef struct shm_xport {
     size_t arena_min;    /* a send from the arena is read in place from this many bytes */
     bool both_copy;      /* single-copy reads are shared with their sender */
     bool help_forced;    /* WEFT_CMA_HELP=1: shared at every size, not from COOP_MIN */
+    uint64_t *ended;     /* per context id: which of this rank's calls ended well */
     bool cores_enough;   /* no more ranks than cores */
     bool forced_min;     /* WEFT_CMA_MIN given: every message from it by single copy */
     double cells_slow_gbps; /* slow cells (above); 0: never */
@@ -328,24 +329,74 @@ static bool rec_find(shm_xport_t *x, int peer, uint64_t key, call_desc_t *d, int
 /* A message from src that does not fit the receive of tag: says what each
  * rank calls (from the call log) where it can, and ends the job.  Ranks
  * are job ranks here. */
-static int mismatch(shm_xport_t *x, int src, uint64_t tag, const char *what,
-                    unsigned long long a, unsigned long long b)
+/* Ends the job: this rank and src disagree on call key.  Says how from
+ * both ranks' records where the call logs still hold them, else in
+ * fallback's words. */
+static int disagreement(shm_xport_t *x, int src, uint64_t key, const char *fallback)
 {
     char msg[512];
-    uint64_t key = call_key_of_tag(tag);
     call_desc_t mine, theirs;
     int st;
     if (rec_find(x, x->base.rank, key, &mine, &st) && rec_find(x, src, key, &theirs, &st) &&
         mine.sig != theirs.sig)
         call_disagreement(&mine, x->base.rank, &theirs, src, msg, sizeof msg);
     else
-        snprintf(msg, sizeof msg,
-                 "rank %d and rank %d disagree on a collective (%s %llu vs %llu): do all ranks "
-                 "pass the same count, datatype, op, root and algorithm?",
-                 x->base.rank, src, what, a, b);
+        snprintf(msg, sizeof msg, "%s", fallback);
     seg_abort(&x->seg, x->base.rank, ABORT_ERROR, msg);
     x->err = WEFT_EMISMATCH;
     return weft_error(WEFT_EMISMATCH, "%s", msg);
+}
+
+static int mismatch(shm_xport_t *x, int src, uint64_t tag, const char *what,
+                    unsigned long long a, unsigned long long b)
+{
+    char fb[300];
+    snprintf(fb, sizeof fb,
+             "rank %d and rank %d disagree on a collective (%s %llu vs %llu): do all ranks "
+             "pass the same count, datatype, op, root and algorithm?",
+             x->base.rank, src, what, a, b);
+    return disagreement(x, src, call_key_of_tag(tag), fb);
+}
+
+/* ---- messages of calls this rank has ended ----
+ * A call that only sends (a bcast's root, a reduce's leaf) ends when its
+ * messages are out, and compares its call with its peers' records at its
+ * end; where the peer has not made the call yet, or newer calls (other
+ * threads', calls in flight) have taken its record's place, nothing is
+ * proven.  Two ranks that each took the other for a bcast's root, or one
+ * called a bcast where the other called a reduce, then both end without
+ * an error.  The proof comes later, at the receiver: a message of a call
+ * it ended well, which no receive of that call took.  The core says which
+ * calls those are (calls_ended: per context id, the calls from first to
+ * below, while none of the communicator's failed), one word per id. */
+#define ENDED_IDS (1u << 16) /* context ids: the tag's top 16 bits */
+#define CALL_MASK 0xffffffu  /* call numbers: 24 bits */
+
+static void shm_calls_ended(xport_t *xp, uint32_t ctx, uint32_t first, uint32_t below, bool well)
+{
+    shm_xport_t *x = (shm_xport_t *)xp;
+    uint64_t v = well ? 1ull << 63 | (uint64_t)(first & CALL_MASK) << 24 | (below & CALL_MASK) : 0;
+    if (ctx < ENDED_IDS)
+        __atomic_store_n(&x->ended[ctx], v, __ATOMIC_RELAXED);
+}
+
+static bool call_ended_well(const shm_xport_t *x, uint64_t tag)
+{
+    uint64_t v = __atomic_load_n(&x->ended[tag >> 48], __ATOMIC_RELAXED);
+    uint32_t call = (uint32_t)(tag >> 24) & CALL_MASK, first = (uint32_t)(v >> 24) & CALL_MASK;
+    return (v >> 63) && ((call - first) & CALL_MASK) < (((uint32_t)v - first) & CALL_MASK);
+}
+
+static int stale_message(shm_xport_t *x, int src, uint64_t tag)
+{
+    uint64_t key = call_key_of_tag(tag);
+    int me = x->base.rank;
+    char fb[256]; /* (what other ranks read of it is cut there) */
+    snprintf(fb, sizeof fb,
+             "ranks %d and %d disagree on call #%u on communicator %u: rank %d ended it, then "
+             "a message of it came from rank %d (two roots, say, or a bcast and a reduce)",
+             me, src, (unsigned)key, (unsigned)(key >> 32), me, src);
+    return disagreement(x, src, key, fb);
 }
 
 /* Can this rank read src's memory?  Asked once per ring, by reading the
@@ -1234,6 +1285,8 @@ static int start_message(shm_xport_t *x, int src, ring_hdr_t *ring, cell_t *c)
         finish_recv(r, WEFT_OK);
         return START_READ;
     }
+    if (call_ended_well(x, c->tag))
+        return -stale_message(x, src, c->tag);
     if (!ps->rq_head)
         return START_NOBODY;
     unexp_t *u = calloc(1, sizeof *u);
@@ -1329,8 +1382,13 @@ static int poll_from(shm_xport_t *x, int src)
 static int shm_health(xport_t *xp)
 {
     shm_xport_t *x = (shm_xport_t *)xp;
+    /* said again for every call that meets it (another thread's, say):
+     * the message set where it happened is that thread's */
+    if (x->err && atomic_load(&x->seg.hdr->abort_code) != ABORT_NONE)
+        return weft_error(x->err, "%s", x->seg.hdr->abort_msg);
     if (x->err)
-        return x->err;
+        return weft_error(x->err, "an earlier call on this rank failed: %s",
+                          weft_strerror((weft_err_t)x->err));
     if (atomic_load(&x->seg.hdr->abort_code) != ABORT_NONE)
         return weft_error(WEFT_EPEER, "%s", x->seg.hdr->abort_msg);
     return WEFT_OK;
@@ -1679,6 +1737,7 @@ static void shm_close(xport_t *xp)
             free(x->peers[p].ways[k]);
     }
     free(x->peers);
+    free(x->ended);
     free(x->bounce);
     free(x->base.mpi_world);
     pthread_mutex_destroy(&x->base.lock);
@@ -1713,7 +1772,7 @@ static void shm_wake_ranks(xport_t *xp, const int *ranks, int n)
 static const xport_ops_t shm_ops = {
     "shm", shm_isend, shm_irecv, shm_progress, shm_block, shm_health, shm_close,
     NULL, shm_call_note, shm_peer_view, shm_note_finalize, shm_fail_job, NULL,
-    shm_board_slot, shm_wake_ranks, shm_arrival_rec,
+    shm_board_slot, shm_wake_ranks, shm_arrival_rec, shm_calls_ended,
 };
 
 /* Single copy unless WEFT_CMA=0: lets peers read this process (Yama's
@@ -1796,7 +1855,10 @@ int xport_shm_open(const char *segname, int rank, int size, xport_t **out)
     if (!x)
         return weft_error(WEFT_ENOMEM, "out of memory");
     x->peers = calloc((size_t)size, sizeof *x->peers);
-    if (!x->peers) {
+    x->ended = calloc(ENDED_IDS, sizeof *x->ended); /* pages touched by the ids in use */
+    if (!x->peers || !x->ended) {
+        free(x->peers);
+        free(x->ended);
         free(x);
         return weft_error(WEFT_ENOMEM, "out of memory");
     }
@@ -1810,6 +1872,7 @@ int xport_shm_open(const char *segname, int rank, int size, xport_t **out)
     if (rc) {
         free(x->bounce);
         free(x->peers);
+        free(x->ended);
         free(x);
         return rc;
     }
@@ -1835,6 +1898,7 @@ int xport_shm_open(const char *segname, int rank, int size, xport_t **out)
             seg_detach(&x->seg);
             free(x->bounce);
             free(x->peers);
+            free(x->ended);
             free(x);
             return rc;
         }
@@ -1874,7 +1938,7 @@ static void self_close(xport_t *x)
 
 static const xport_ops_t self_ops = {
     "self", self_comm, self_comm, self_progress, self_block, self_health, self_close,
-    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
 };
 
 int xport_self_open(xport_t **out)

@@ -97,6 +97,15 @@ static void tl_call_note(xport_t *xp, const call_desc_t *d, int state)
     t->mpi->ops->call_note(t->mpi, d, state);
 }
 
+/* Messages within the node go through shm with the same tags: it tells
+ * stale ones (shm.c) as on a node of its own. */
+static void tl_calls_ended(xport_t *xp, uint32_t ctx, uint32_t first, uint32_t below, bool well)
+{
+    twolevel_t *t = (twolevel_t *)xp;
+    if (t->shm && t->shm->ops->calls_ended)
+        t->shm->ops->calls_ended(t->shm, ctx, first, below, well);
+}
+
 static int tl_peer_view(xport_t *xp, int peer, uint64_t key, bool quick, peer_view_t *out)
 {
     twolevel_t *t = (twolevel_t *)xp;
@@ -162,11 +171,12 @@ static const xport_ops_t twolevel_ops = {
     "shm+mpi", tl_isend,     tl_irecv,     tl_progress, tl_block, tl_health,  tl_close,
     tl_derive, tl_call_note, tl_peer_view, NULL,        tl_fail_job, tl_announce,
     NULL, tl_wake_ranks, tl_arrival_rec, /* no board: the ranks span nodes */
+    tl_calls_ended,
 };
 static const xport_ops_t twolevel_one_node_ops = {
     "shm+mpi", tl_isend,     tl_irecv,     tl_progress, tl_block, tl_health,  tl_close,
     tl_derive, tl_call_note, tl_peer_view, NULL,        tl_fail_job, tl_announce,
-    tl_board_slot, tl_wake_ranks, tl_arrival_rec,
+    tl_board_slot, tl_wake_ranks, tl_arrival_rec, tl_calls_ended,
 };
 
 /* What names this rank's machine: its host name and the kernel's boot id

@@ -174,6 +174,13 @@ typedef struct xport_ops {
     /* Optional (shared memory only, with board_slot): arrival record i of a
      * rank (segment.h), which every rank of a call may write. */
     struct arrival_rec *(*arrival_rec)(xport_t *x, int rank, unsigned i);
+    /* Optional: this rank's calls on context ctx numbered first .. below-1
+     * (24 bits, modulo 2^24) have all ended without an error, and none of
+     * that communicator's failed (well); !well: nothing is known of them.
+     * A message of such a call that no receive takes proves that its
+     * sender made the call otherwise (xport may end the job with
+     * WEFT_EMISMATCH).  Callers need not hold x->lock. */
+    void (*calls_ended)(xport_t *x, uint32_t ctx, uint32_t first, uint32_t below, bool well);
 } xport_ops_t;
 
 struct xport {
