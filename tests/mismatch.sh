@@ -39,6 +39,7 @@ for np in 2 3 5; do
 done
 for np in 3 5; do
     scenario lost_records "$np" nonzero
+    scenario ended_without "$np" nonzero
 done
 # both ranks of left_after_fault find the disagreement at the same moment,
 # and one rewrites the call record the other reads: once lost as EMISMATCH

@@ -110,6 +110,40 @@ static int lost_records(void)
     return 0;
 }
 
+/* Rank 1 waits in a bcast for rank 0's message; rank 0 made that call
+ * by the board (another algorithm: it posted and left, sending nothing),
+ * and its record of it is gone (40 calls with rank 2 since) before rank 1
+ * even starts (a barrier holds it back).  No record proves the
+ * disagreement; rank 0's published "ended well" does, once rank 1 has
+ * taken in all rank 0 sent.  (Before, rank 1 waited out its timeout.)
+ * P >= 3. */
+static int ended_without(void)
+{
+    weft_comm_t pair = NULL, other = NULL;
+    int rc = weft_comm_split(world, me < 2 ? 0 : WEFT_UNDEFINED, me, &pair);
+    if (!rc)
+        rc = weft_comm_split(world, me == 0 || me == 2 ? 0 : WEFT_UNDEFINED, me, &other);
+    CHECK(rc == WEFT_OK, "ended_without: split: %s", weft_last_error());
+    if (pair) {
+        weft_comm_set_timeout(pair, 10000); /* an error, not a hang, without the proof */
+        weft_set_algorithm(pair, WEFT_COLL_BCAST, me == 0 ? "board" : "binomial", NULL);
+        weft_set_algorithm(pair, WEFT_COLL_ALLREDUCE, "recursive_doubling", NULL);
+    }
+    int32_t v[4] = {me, me, me, me}, x = 1;
+    if (me == 0)
+        rc = weft_bcast(v, 4, WEFT_INT32, 0, pair);
+    for (int i = 0; i < 40 && other && rc == WEFT_OK; i++)
+        rc = weft_allreduce(WEFT_IN_PLACE, &x, 1, WEFT_INT32, WEFT_SUM, other);
+    if (rc == WEFT_OK)
+        rc = weft_barrier(world);
+    if (me == 1 && rc == WEFT_OK)
+        rc = weft_bcast(v, 4, WEFT_INT32, 0, pair);
+    if (me == 0 && rc == WEFT_OK)
+        rc = weft_allreduce(WEFT_IN_PLACE, &x, 1, WEFT_INT32, WEFT_SUM, pair);
+    expect_mismatch("bcast by the board against a binomial one, the record gone", rc);
+    return 0;
+}
+
 static int user_ops(void)
 {
     weft_op_t a, b;
@@ -354,7 +388,7 @@ int main(int argc, char **argv)
                {"stopped", stopped, 0},         {"finalize_busy", finalize_busy, 0},
                {"revoke", revoke_call, 0},     {"late", late, 0},
                {"left_after_fault", left_after_fault, 0},
-               {"lost_records", lost_records, 1}};
+               {"lost_records", lost_records, 1}, {"ended_without", ended_without, 1}};
     int finalized = 0, found = 0;
     for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
         if (!strcmp(sc, tab[i].name)) {

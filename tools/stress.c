@@ -1122,9 +1122,13 @@ static int run_threads(const stress_opts_t *o, weft_comm_t world, stream_result_
         a->o = *o;
         a->o.seed = mix64(o->seed * THREADS_MAX + (uint64_t)made) % 1000000000000000ull;
         a->id = made, a->res = &res[made];
-        if (weft_comm_dup(world, &a->world)) {
+        int drc = weft_comm_dup(world, &a->world);
+        if (drc) {
             fprintf(stderr, "stress: rank %d: a world for thread %d: %s\n",
                     weft_comm_rank(world), made, weft_last_error());
+            /* a fault job's verdict: a peer's fault may come this early */
+            res[made].first_rc = drc;
+            snprintf(res[made].first_msg, sizeof res[made].first_msg, "%s", weft_last_error());
             rc = 1;
             break;
         }
@@ -1160,11 +1164,14 @@ static int stress_rank(const stress_opts_t *o, weft_comm_t world)
         rc = run_threads(o, world, res);
     if (o->fault) {
         /* the rank's verdict: the first error of the stream the fault is
-         * made in (thread 0's), else of another, else weft_finalize's */
-        int first = rc ? WEFT_EINTERNAL : 0;
-        const char *msg = rc ? "starting the threads failed" : "";
+         * made in (thread 0's), else of another (or of making a thread's
+         * world), else weft_finalize's */
+        int first = 0;
+        const char *msg = "";
         for (int t = 0; t < nstreams && !first; t++)
             first = res[t].first_rc, msg = res[t].first_msg;
+        if (!first && rc)
+            first = WEFT_EINTERNAL, msg = "starting the threads failed";
         int frc = weft_finalize();
         report_outcome(me, first ? first : frc, first ? msg : weft_last_error());
         return first || frc ? 3 : 0;

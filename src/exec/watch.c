@@ -6,6 +6,8 @@
  * of the peers its unfinished sends and receives name, and fails only on
  * what is proven, never on a guess about a slow peer:
  *   - the peer's record of this very call differs      -> WEFT_EMISMATCH
+ *   - its record is gone, but it ended the call well and
+ *     all it sent is in, yet a receive from it waits    -> WEFT_EMISMATCH
  *   - the peer abandoned it (timeout, revoke)           -> WEFT_EPEER
  *   - the peer is in weft_finalize, not in this call    -> WEFT_EMISMATCH
  *     (WEFT_EPEER when it gave up a call before, or the job was aborted
@@ -16,9 +18,10 @@
  * A mismatch ends the job (xport fail_job), so the other ranks' waits fail
  * with WEFT_EPEER instead of hanging.  A schedule that receives nothing (a
  * broadcast's root) cannot stall; at its end it compares its call with the
- * records of the peers it sent to (one read each), and where those are gone
- * its receivers prove it later (shm.c: a message of a call they ended).  A peer that has not
- * arrived is only named, when the communicator's timeout expires. */
+ * records of the peers it sent to (one read each), and where those are
+ * gone its receivers prove it later (shm.c: a message of a call they
+ * ended).  A peer that has not arrived is only named, when the
+ * communicator's timeout expires. */
 #include <stdio.h>
 #include <string.h>
 
@@ -140,6 +143,33 @@ static int waited_for(const exec_t *e, int *peers, int max)
 #define WATCH_PEERS 1024 /* peers looked at per watch round (a linear schedule
                           * waits for up to P - 1) */
 
+/* The peer ended this call well, which it does only once all it sends in
+ * it is out: once this rank has taken in all that came from it (its
+ * record of the call is gone, newer calls took its place), a receive of
+ * this call from it still posted proves it made the call otherwise.  A
+ * schedule only (the board has its own proofs), and only where every
+ * step ready has been posted.  true: failed (the job ends). */
+static bool ended_without(exec_t *e, int peer)
+{
+    xport_t *x = e->x;
+    if (e->board || !x->ops->drained_from || exec_progress(e) != 0 || e->rhead != e->rtail ||
+        !x->ops->drained_from(x, e->world[peer]))
+        return false;
+    for (uint32_t i = 0; i < e->s->nsteps; i++) {
+        step_t st = sched_step(e->s, i);
+        if (!in_flight(e, i) || st.kind == STEP_SEND || st.peer != peer)
+            continue;
+        char mine_s[160], msg[512];
+        call_describe(e->desc, mine_s, sizeof mine_s);
+        snprintf(msg, sizeof msg, "ranks %d and %d disagree on a collective: rank %d calls %s "
+                 "and waits for rank %d there, which ended that call without sending it "
+                 "(its record of the call is gone)", e->s->rank, peer, e->s->rank, mine_s, peer);
+        fail(e, WEFT_EMISMATCH, msg, true);
+        return true;
+    }
+    return false;
+}
+
 /* Checks a peer (comm rank) this rank waits for; OK when nothing is
  * proven wrong. */
 static int check_peer(exec_t *e, int peer)
@@ -170,6 +200,8 @@ static int check_peer(exec_t *e, int peer)
                  "communicator) while rank %d waits for it", peer, mine_s, me);
         return fail(e, WEFT_EPEER, msg, true);
     }
+    if (!v.found && v.ended_well && ended_without(e, peer))
+        return WEFT_EMISMATCH; /* failed: the job ends */
     if (!v.found && gone) {
         /* a peer that left after the job was aborted (a rank died) left
          * for that fault; its state is read after the abort it saw */

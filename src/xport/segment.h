@@ -106,6 +106,7 @@ typedef struct seg_hdr {
     char name[64];
 } seg_hdr_t;
 
+#define SEG_ENDED 32
 typedef struct seg_rank {
     _Atomic uint32_t doorbell; /* futex word: bumped to wake the rank */
     _Atomic uint32_t sleeping;
@@ -127,6 +128,12 @@ typedef struct seg_rank {
     uint32_t pad2;
     _Atomic uint64_t abandoned_key;
     char pad[8];
+    /* Which of this rank's calls ended well (shm.c, calls_ended), one word
+     * per context id, at id mod SEG_ENDED: id << 48 | first << 24 | below,
+     * its calls first .. below-1 (24-bit numbers).  Written by the rank
+     * alone, after the calls' messages are out; read by peers' watches
+     * and by the rank itself (a message of such a call is stale). */
+    _Atomic uint64_t ended[SEG_ENDED];
 } __attribute__((aligned(64))) seg_rank_t;
 
 /* One record of a rank's call log (SEG_CALLLOG slots, the slot chosen by

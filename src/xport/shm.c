@@ -198,7 +198,6 @@ typedef struct shm_xport {
     size_t arena_min;    /* a send from the arena is read in place from this many bytes */
     bool both_copy;      /* single-copy reads are shared with their sender */
     bool help_forced;    /* WEFT_CMA_HELP=1: shared at every size, not from COOP_MIN */
-    uint64_t *ended;     /* per context id: which of this rank's calls ended well */
     bool cores_enough;   /* no more ranks than cores */
     bool forced_min;     /* WEFT_CMA_MIN given: every message from it by single copy */
     double cells_slow_gbps; /* slow cells (above); 0: never */
@@ -358,7 +357,7 @@ static int mismatch(shm_xport_t *x, int src, uint64_t tag, const char *what,
     return disagreement(x, src, call_key_of_tag(tag), fb);
 }
 
-/* ---- messages of calls this rank has ended ----
+/* ---- messages of calls that ended ----
  * A call that only sends (a bcast's root, a reduce's leaf) ends when its
  * messages are out, and compares its call with its peers' records at its
  * end; where the peer has not made the call yet, or newer calls (other
@@ -366,26 +365,35 @@ static int mismatch(shm_xport_t *x, int src, uint64_t tag, const char *what,
  * proven.  Two ranks that each took the other for a bcast's root, or one
  * called a bcast where the other called a reduce, then both end without
  * an error.  The proof comes later, at the receiver: a message of a call
- * it ended well, which no receive of that call took.  The core says which
- * calls those are (calls_ended: per context id, the calls from first to
- * below, while none of the communicator's failed), one word per id. */
-#define ENDED_IDS (1u << 16) /* context ids: the tag's top 16 bits */
-#define CALL_MASK 0xffffffu  /* call numbers: 24 bits */
+ * it ended well, which no receive of that call took.  Likewise a rank
+ * that waits in a call for a peer whose record is gone, where the peer
+ * has ended that call well and all it sent has been taken in (the
+ * watch: peer_view's ended_well, drained_from).  The core says which
+ * calls ended well (calls_ended); each rank keeps it in its seg_rank_t,
+ * one word per context id, for itself and its peers. */
+#define CALL_MASK 0xffffffu /* call numbers: 24 bits */
 
 static void shm_calls_ended(xport_t *xp, uint32_t ctx, uint32_t first, uint32_t below, bool well)
 {
     shm_xport_t *x = (shm_xport_t *)xp;
-    uint64_t v = well ? 1ull << 63 | (uint64_t)(first & CALL_MASK) << 24 | (below & CALL_MASK) : 0;
-    if (ctx < ENDED_IDS)
-        __atomic_store_n(&x->ended[ctx], v, __ATOMIC_RELAXED);
+    uint64_t v = (uint64_t)ctx << 48; /* !well: none (below = first) */
+    if (well)
+        v |= (uint64_t)(first & CALL_MASK) << 24 | (below & CALL_MASK);
+    atomic_store_explicit(&seg_rank(&x->seg, x->base.rank)->ended[ctx % SEG_ENDED], v,
+                          memory_order_release);
 }
 
-static bool call_ended_well(const shm_xport_t *x, uint64_t tag)
+/* Has rank ended call key (context << 32 | number) well?  false where its
+ * word holds another context id (they share the word) or nothing. */
+static bool ended_well(shm_xport_t *x, int rank, uint64_t key)
 {
-    uint64_t v = __atomic_load_n(&x->ended[tag >> 48], __ATOMIC_RELAXED);
-    uint32_t call = (uint32_t)(tag >> 24) & CALL_MASK, first = (uint32_t)(v >> 24) & CALL_MASK;
-    return (v >> 63) && ((call - first) & CALL_MASK) < (((uint32_t)v - first) & CALL_MASK);
+    uint32_t ctx = (uint32_t)(key >> 32), call = (uint32_t)key & CALL_MASK;
+    uint64_t v = atomic_load_explicit(&seg_rank(&x->seg, rank)->ended[ctx % SEG_ENDED],
+                                      memory_order_acquire);
+    uint32_t first = (uint32_t)(v >> 24) & CALL_MASK;
+    return (v >> 48) == ctx && ((call - first) & CALL_MASK) < (((uint32_t)v - first) & CALL_MASK);
 }
+
 
 static int stale_message(shm_xport_t *x, int src, uint64_t tag)
 {
@@ -1285,7 +1293,7 @@ static int start_message(shm_xport_t *x, int src, ring_hdr_t *ring, cell_t *c)
         finish_recv(r, WEFT_OK);
         return START_READ;
     }
-    if (call_ended_well(x, c->tag))
+    if (ended_well(x, x->base.rank, call_key_of_tag(c->tag)))
         return -stale_message(x, src, c->tag);
     if (!ps->rq_head)
         return START_NOBODY;
@@ -1662,6 +1670,15 @@ static bool rec_find(shm_xport_t *x, int peer, uint64_t key, call_desc_t *d, int
     return pin && rec_read(pin, d, state) && d->key == key;
 }
 
+/* Nothing src sent waits in this rank's ring or is being taken in. */
+static bool shm_drained_from(xport_t *xp, int src)
+{
+    shm_xport_t *x = (shm_xport_t *)xp;
+    peer_state_t *ps = &x->peers[src];
+    ring_hdr_t *ring = ring_from(x, src);
+    return !ps->cur && !ps->cur_unexp && !ps->coop.on && (!ring || !cell_to_read(x, ps, ring));
+}
+
 static int shm_peer_view(xport_t *xp, int peer, uint64_t key, bool quick, peer_view_t *out)
 {
     shm_xport_t *x = (shm_xport_t *)xp;
@@ -1673,6 +1690,7 @@ static int shm_peer_view(xport_t *xp, int peer, uint64_t key, bool quick, peer_v
         out->state = state;
         out->call = d;
     }
+    out->ended_well = ended_well(x, peer, key);
     seg_rank_t *pr = seg_rank(&x->seg, peer);
     if (atomic_load_explicit(&pr->abandoned, memory_order_acquire)) {
         uint64_t ak = atomic_load_explicit(&pr->abandoned_key, memory_order_relaxed);
@@ -1737,7 +1755,6 @@ static void shm_close(xport_t *xp)
             free(x->peers[p].ways[k]);
     }
     free(x->peers);
-    free(x->ended);
     free(x->bounce);
     free(x->base.mpi_world);
     pthread_mutex_destroy(&x->base.lock);
@@ -1772,7 +1789,7 @@ static void shm_wake_ranks(xport_t *xp, const int *ranks, int n)
 static const xport_ops_t shm_ops = {
     "shm", shm_isend, shm_irecv, shm_progress, shm_block, shm_health, shm_close,
     NULL, shm_call_note, shm_peer_view, shm_note_finalize, shm_fail_job, NULL,
-    shm_board_slot, shm_wake_ranks, shm_arrival_rec, shm_calls_ended,
+    shm_board_slot, shm_wake_ranks, shm_arrival_rec, shm_calls_ended, shm_drained_from,
 };
 
 /* Single copy unless WEFT_CMA=0: lets peers read this process (Yama's
@@ -1855,10 +1872,7 @@ int xport_shm_open(const char *segname, int rank, int size, xport_t **out)
     if (!x)
         return weft_error(WEFT_ENOMEM, "out of memory");
     x->peers = calloc((size_t)size, sizeof *x->peers);
-    x->ended = calloc(ENDED_IDS, sizeof *x->ended); /* pages touched by the ids in use */
-    if (!x->peers || !x->ended) {
-        free(x->peers);
-        free(x->ended);
+    if (!x->peers) {
         free(x);
         return weft_error(WEFT_ENOMEM, "out of memory");
     }
@@ -1872,7 +1886,6 @@ int xport_shm_open(const char *segname, int rank, int size, xport_t **out)
     if (rc) {
         free(x->bounce);
         free(x->peers);
-        free(x->ended);
         free(x);
         return rc;
     }
@@ -1898,8 +1911,7 @@ int xport_shm_open(const char *segname, int rank, int size, xport_t **out)
             seg_detach(&x->seg);
             free(x->bounce);
             free(x->peers);
-            free(x->ended);
-            free(x);
+                free(x);
             return rc;
         }
         if (rc == WEFT_OK) {
@@ -1938,7 +1950,7 @@ static void self_close(xport_t *x)
 
 static const xport_ops_t self_ops = {
     "self", self_comm, self_comm, self_progress, self_block, self_health, self_close,
-    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
 };
 
 int xport_self_open(xport_t **out)

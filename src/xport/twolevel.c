@@ -106,6 +106,13 @@ static void tl_calls_ended(xport_t *xp, uint32_t ctx, uint32_t first, uint32_t b
         t->shm->ops->calls_ended(t->shm, ctx, first, below, well);
 }
 
+static bool tl_drained_from(xport_t *xp, int peer)
+{
+    twolevel_t *t = (twolevel_t *)xp;
+    int local = t->route[peer];
+    return local >= 0 && t->shm->ops->drained_from && t->shm->ops->drained_from(t->shm, local);
+}
+
 static int tl_peer_view(xport_t *xp, int peer, uint64_t key, bool quick, peer_view_t *out)
 {
     twolevel_t *t = (twolevel_t *)xp;
@@ -171,12 +178,12 @@ static const xport_ops_t twolevel_ops = {
     "shm+mpi", tl_isend,     tl_irecv,     tl_progress, tl_block, tl_health,  tl_close,
     tl_derive, tl_call_note, tl_peer_view, NULL,        tl_fail_job, tl_announce,
     NULL, tl_wake_ranks, tl_arrival_rec, /* no board: the ranks span nodes */
-    tl_calls_ended,
+    tl_calls_ended, tl_drained_from,
 };
 static const xport_ops_t twolevel_one_node_ops = {
     "shm+mpi", tl_isend,     tl_irecv,     tl_progress, tl_block, tl_health,  tl_close,
     tl_derive, tl_call_note, tl_peer_view, NULL,        tl_fail_job, tl_announce,
-    tl_board_slot, tl_wake_ranks, tl_arrival_rec, tl_calls_ended,
+    tl_board_slot, tl_wake_ranks, tl_arrival_rec, tl_calls_ended, tl_drained_from,
 };
 
 /* What names this rank's machine: its host name and the kernel's boot id

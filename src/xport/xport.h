@@ -95,6 +95,9 @@ typedef struct peer_view {
      * described when its record is still in the log (abandoned_found) */
     bool abandoned, abandoned_found;
     call_desc_t abandoned_call;
+    /* the peer ended the call asked about well, its messages all out
+     * (xport_ops calls_ended: read before this rank's ring from it) */
+    bool ended_well;
 } peer_view_t;
 
 typedef struct xsink {
@@ -181,6 +184,9 @@ typedef struct xport_ops {
      * sender made the call otherwise (xport may end the job with
      * WEFT_EMISMATCH).  Callers need not hold x->lock. */
     void (*calls_ended)(xport_t *x, uint32_t ctx, uint32_t first, uint32_t below, bool well);
+    /* Optional (with peer_view's ended_well): nothing peer sent this rank
+     * waits to be taken in (x->lock held). */
+    bool (*drained_from)(xport_t *x, int peer);
 } xport_ops_t;
 
 struct xport {
