@@ -325,12 +325,9 @@ static bool rec_read(call_rec_t *rec, call_desc_t *d, int *state);
 static call_rec_t *rec_of(shm_xport_t *x, int rank, uint64_t key);
 static bool rec_find(shm_xport_t *x, int peer, uint64_t key, call_desc_t *d, int *state);
 
-/* A message from src that does not fit the receive of tag: says what each
- * rank calls (from the call log) where it can, and ends the job.  Ranks
- * are job ranks here. */
 /* Ends the job: this rank and src disagree on call key.  Says how from
  * both ranks' records where the call logs still hold them, else in
- * fallback's words. */
+ * fallback's words.  Ranks are job ranks here. */
 static int disagreement(shm_xport_t *x, int src, uint64_t key, const char *fallback)
 {
     char msg[512];
@@ -346,6 +343,7 @@ static int disagreement(shm_xport_t *x, int src, uint64_t key, const char *fallb
     return weft_error(WEFT_EMISMATCH, "%s", msg);
 }
 
+/* A message from src that does not fit the receive of tag. */
 static int mismatch(shm_xport_t *x, int src, uint64_t tag, const char *what,
                     unsigned long long a, unsigned long long b)
 {
@@ -394,7 +392,7 @@ static bool ended_well(shm_xport_t *x, int rank, uint64_t key)
     return (v >> 48) == ctx && ((call - first) & CALL_MASK) < (((uint32_t)v - first) & CALL_MASK);
 }
 
-
+/* A message from src of a call this rank ended well, which no receive took. */
 static int stale_message(shm_xport_t *x, int src, uint64_t tag)
 {
     uint64_t key = call_key_of_tag(tag);
@@ -1911,7 +1909,7 @@ int xport_shm_open(const char *segname, int rank, int size, xport_t **out)
             seg_detach(&x->seg);
             free(x->bounce);
             free(x->peers);
-                free(x);
+            free(x);
             return rc;
         }
         if (rc == WEFT_OK) {
