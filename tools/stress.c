@@ -941,16 +941,21 @@ static int make_comm(const stress_opts_t *o, weft_comm_t *comms, weft_comm_t *ct
                         : weft_comm_split(parent, colour, P - me, &comms[which]);
     if (rc)
         return rc;
+    /* at once: making its control twin is a call on it, which another
+     * thread's stopped rank may hold up (with the time limit set after
+     * the twin, fault jobs with threads hung there) */
+    if (o->fault)
+        weft_comm_set_timeout(comms[which], 1000);
     if ((rc = weft_comm_dup(comms[which], &ctrls[which]))) {
         weft_comm_free(&comms[which]);
         return rc;
     }
+    if (o->fault)
+        weft_comm_set_timeout(ctrls[which], 1000);
     /* a dup inherits the algorithms its parent was last told to use: the
      * control calls run on AUTO, which serves them on any transport */
     for (int k = 0; k < WEFT_COLL_COUNT; k++)
         weft_set_algorithm(ctrls[which], (weft_coll_t)k, "auto", NULL);
-    if (o->fault)
-        weft_comm_set_timeout(comms[which], 1000), weft_comm_set_timeout(ctrls[which], 1000);
     return WEFT_OK;
 }
 
@@ -1016,6 +1021,8 @@ static void run_stream(const stress_opts_t *o, weft_comm_t world, int id, stream
     if (o->fault)
         weft_comm_set_timeout(world, 1000);
     int rc = weft_comm_dup(world, &ctrls[0]);
+    if (!rc && o->fault)
+        weft_comm_set_timeout(ctrls[0], 1000);
     if (!rc && !(rc = make_comm(o, comms, ctrls, 1, 0)))
         rc = make_comm(o, comms, ctrls, 2, 0);
     if (rc) {
@@ -1025,8 +1032,6 @@ static void run_stream(const stress_opts_t *o, weft_comm_t world, int id, stream
         snprintf(res->first_msg, sizeof res->first_msg, "%s", weft_last_error());
         return;
     }
-    if (o->fault)
-        weft_comm_set_timeout(ctrls[0], 1000);
     /* the batches and the communicators remade have sequences of their
      * own: the main one stays what it was before they existed */
     rng_t r = {o->seed}, batches = {o->seed ^ 0xba7c4e5ull}, churn = {o->seed ^ 0xc0ffee5ull};

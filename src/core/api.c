@@ -596,6 +596,8 @@ static int wait_and_finish(weft_request_t r, int timeout_ms)
     return weft_error(WEFT_ETIMEDOUT, "%s; the communicator is now revoked", why);
 }
 
+static void call_ended(weft_comm_t c, uint32_t n);
+
 int request_finish(weft_request_t r, int rc)
 {
     sched_entry_t *ent = r->ent;
@@ -624,17 +626,35 @@ int request_finish(weft_request_t r, int rc)
     stage_give_back(c, r);
     r->next = ent->spare;
     ent->spare = r;
-    if (!c->active)
-        comm_calls_ended(c);
+    call_ended(c, (uint32_t)r->desc.key);
     return rc;
 }
 
 void comm_calls_ended(weft_comm_t c)
 {
     xport_t *x = c->x;
-    bool well = !c->revoked[0] && !c->dead;
-    if (x->ops->calls_ended && !(well && c->active))
-        x->ops->calls_ended(x, c->ctx, c->first_call, c->seq, well);
+    if (x->ops->calls_ended)
+        x->ops->calls_ended(x, c->ctx, c->first_call, c->ended_below,
+                            !c->revoked[0] && !c->dead);
+}
+
+/* Call number n (24 bits) of c has ended well.  Calls end out of order
+ * (split-phase calls, each rank completing them in its own order): the
+ * ended ones above the lowest still in flight wait in ended_after, and
+ * where none is in flight every call started has ended. */
+static void call_ended(weft_comm_t c, uint32_t n)
+{
+    const uint32_t mask = 0xffffffu;
+    uint32_t below = c->ended_below, d = (n - below) & mask;
+    if (!c->active) {
+        c->ended_below = c->seq & mask, c->ended_after = 0;
+    } else if (d < 64) {
+        c->ended_after |= 1ull << d;
+        for (; c->ended_after & 1; c->ended_after >>= 1)
+            c->ended_below = (c->ended_below + 1) & mask;
+    }
+    if (c->ended_below != below)
+        comm_calls_ended(c);
 }
 
 static void abandon_if_of(exec_t *e, void *comm)

@@ -71,6 +71,11 @@ struct weft_comm {
     int *world; /* rank -> transport rank */
     uint32_t ctx, seq;
     uint32_t first_call; /* seq of its first call */
+    /* this rank's calls on it that have ended (comm_calls_ended): all
+     * below ended_below (24-bit numbers, as in the tags), and of the 64
+     * from there those whose bit is set in ended_after */
+    uint32_t ended_below;
+    uint64_t ended_after;
     bool shared_ctx; /* ctx from agree_ctx on the job's transport (comm.c) */
     bool board_slots; /* its pair of board slots is its own (comm.c) */
     xport_t *x;
