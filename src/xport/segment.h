@@ -175,7 +175,10 @@ typedef struct ring_hdr {
      * claim: COOP_LIVE | (message number mod 2^31) << 32 | next piece;
      * either side takes a piece by compare-and-swap on claim and counts it
      * in done when copied.  orphan: a piece the sender took but could not
-     * write, + 1, left to the receiver. */
+     * write, + 1, left to the receiver.  cancel: the receiver's call failed
+     * and its buffer goes back to its caller; writing: the sender is inside
+     * a piece's write (it sets writing, then reads cancel; the receiver sets
+     * cancel, then waits while writing: one of them sees the other). */
     _Atomic uint64_t coop_claim;
     _Atomic uint64_t coop_done;
     _Atomic uint64_t coop_dst;
@@ -183,7 +186,9 @@ typedef struct ring_hdr {
     _Atomic uint32_t coop_piece;
     _Atomic int32_t coop_pid;
     _Atomic uint64_t coop_orphan;
-    char pad2[16];
+    _Atomic uint32_t coop_cancel;
+    _Atomic uint32_t coop_writing;
+    char pad2[8];
 } __attribute__((aligned(64))) ring_hdr_t;
 #define COOP_LIVE (1ull << 63)
 

@@ -578,6 +578,7 @@ static int coop_read(shm_xport_t *x, int src, ring_hdr_t *ring, const cma_desc_t
     atomic_store_explicit(&ring->coop_pid, x->pid, memory_order_relaxed);
     atomic_store_explicit(&ring->coop_done, 0, memory_order_relaxed);
     atomic_store_explicit(&ring->coop_orphan, 0, memory_order_relaxed);
+    atomic_store_explicit(&ring->coop_cancel, 0, memory_order_relaxed);
     atomic_store_explicit(&ring->coop_claim, base, memory_order_release);
     notify(x, src);
     uint64_t mine = 0, idx;
@@ -654,6 +655,30 @@ static int coop_poll(shm_xport_t *x, int src)
     return 1;
 }
 
+/* r, a receive of a call that failed, gives its buffer back to its
+ * caller: a both-copy read into it whose sender still writes pieces is
+ * cancelled, the piece being written waited for, and what is left lands
+ * in dst (exec_disown_buffers' memory).  A sender stopped inside a write
+ * is waited for a second at most: the one way left for a late piece to
+ * land in the caller's buffer (docs: a failed call's buffers). */
+static void shm_disown(xport_t *xp, xreq_t *r, void *dst)
+{
+    shm_xport_t *x = (shm_xport_t *)xp;
+    if (r->peer < 0 || r->peer >= x->base.size)
+        return;
+    peer_state_t *ps = &x->peers[r->peer];
+    if (!ps->coop.on || ps->coop.r != r)
+        return;
+    ring_hdr_t *ring = ps->in;
+    atomic_store(&ring->coop_cancel, 1);
+    for (int waits = 0; atomic_load(&ring->coop_writing) && waits < 20000; waits++) {
+        if (kill(ps->coop.d.pid, 0) != 0 && errno == ESRCH)
+            break;
+        nanosleep(&(struct timespec){0, 50000}, NULL);
+    }
+    ps->coop.dst = dst;
+}
+
 /* Can this rank write dst's memory?  Learnt once per ring by writing dst's
  * probe word with the value it holds. */
 static bool may_write(shm_xport_t *x, int dst)
@@ -707,11 +732,17 @@ static int coop_write(shm_xport_t *x, int dst)
     while (coop_take(ring, base, n, &idx)) {
         size_t off = (size_t)idx * piece, len = total - off < piece ? total - off : piece;
         struct iovec l = {(char *)r->sbuf + off, len}, rm = {(void *)(uintptr_t)(to + off), len};
-        /* a job that failed meanwhile may have given dst back: leave the
-         * piece to the receiver, which will not read it either */
-        if (atomic_load(&x->seg.hdr->abort_code) != ABORT_NONE ||
-            process_vm_writev(pid, &l, 1, &rm, 1, 0) != (ssize_t)len) {
-            ps->may_write = RING_CMA_NO;
+        /* a receiver whose call failed gives its buffer back (cancel), and
+         * so may a job that failed meanwhile: leave the piece to it, which
+         * will read it into memory of its own */
+        atomic_store(&ring->coop_writing, 1);
+        bool cancelled = atomic_load(&ring->coop_cancel);
+        bool failed = !cancelled && (atomic_load(&x->seg.hdr->abort_code) != ABORT_NONE ||
+                                     process_vm_writev(pid, &l, 1, &rm, 1, 0) != (ssize_t)len);
+        atomic_store_explicit(&ring->coop_writing, 0, memory_order_release);
+        if (cancelled || failed) {
+            if (failed)
+                ps->may_write = RING_CMA_NO;
             atomic_store_explicit(&ring->coop_orphan, idx + 1, memory_order_release);
             return 1;
         }
@@ -1788,6 +1819,7 @@ static const xport_ops_t shm_ops = {
     "shm", shm_isend, shm_irecv, shm_progress, shm_block, shm_health, shm_close,
     NULL, shm_call_note, shm_peer_view, shm_note_finalize, shm_fail_job, NULL,
     shm_board_slot, shm_wake_ranks, shm_arrival_rec, shm_calls_ended, shm_drained_from,
+    shm_disown,
 };
 
 /* Single copy unless WEFT_CMA=0: lets peers read this process (Yama's
@@ -1948,7 +1980,7 @@ static void self_close(xport_t *x)
 
 static const xport_ops_t self_ops = {
     "self", self_comm, self_comm, self_progress, self_block, self_health, self_close,
-    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
 };
 
 int xport_self_open(xport_t **out)

@@ -113,6 +113,15 @@ static bool tl_drained_from(xport_t *xp, int peer)
     return local >= 0 && t->shm->ops->drained_from && t->shm->ops->drained_from(t->shm, local);
 }
 
+/* r's peer was renumbered for the transport that took it: shm knows its
+ * own requests (by address). */
+static void tl_disown(xport_t *xp, xreq_t *r, void *dst)
+{
+    twolevel_t *t = (twolevel_t *)xp;
+    if (t->shm && t->shm->ops->disown)
+        t->shm->ops->disown(t->shm, r, dst);
+}
+
 static int tl_peer_view(xport_t *xp, int peer, uint64_t key, bool quick, peer_view_t *out)
 {
     twolevel_t *t = (twolevel_t *)xp;
@@ -178,12 +187,12 @@ static const xport_ops_t twolevel_ops = {
     "shm+mpi", tl_isend,     tl_irecv,     tl_progress, tl_block, tl_health,  tl_close,
     tl_derive, tl_call_note, tl_peer_view, NULL,        tl_fail_job, tl_announce,
     NULL, tl_wake_ranks, tl_arrival_rec, /* no board: the ranks span nodes */
-    tl_calls_ended, tl_drained_from,
+    tl_calls_ended, tl_drained_from, tl_disown,
 };
 static const xport_ops_t twolevel_one_node_ops = {
     "shm+mpi", tl_isend,     tl_irecv,     tl_progress, tl_block, tl_health,  tl_close,
     tl_derive, tl_call_note, tl_peer_view, NULL,        tl_fail_job, tl_announce,
-    tl_board_slot, tl_wake_ranks, tl_arrival_rec, tl_calls_ended, tl_drained_from,
+    tl_board_slot, tl_wake_ranks, tl_arrival_rec, tl_calls_ended, tl_drained_from, tl_disown,
 };
 
 /* What names this rank's machine: its host name and the kernel's boot id

@@ -187,6 +187,10 @@ typedef struct xport_ops {
     /* Optional (with peer_view's ended_well): nothing peer sent this rank
      * waits to be taken in (x->lock held). */
     bool (*drained_from)(xport_t *x, int peer);
+    /* Optional: r (a receive of a call that failed) gives its buffer back
+     * to its caller; whatever the transport still writes of it lands in
+     * dst instead (x->lock held). */
+    void (*disown)(xport_t *x, xreq_t *r, void *dst);
 } xport_ops_t;
 
 struct xport {
