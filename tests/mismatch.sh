@@ -40,6 +40,7 @@ done
 for np in 3 5; do
     scenario lost_records "$np" nonzero
     scenario ended_without "$np" nonzero
+    scenario lost_records_final "$np" nonzero
 done
 # both ranks of left_after_fault find the disagreement at the same moment,
 # and one rewrites the call record the other reads: once lost as EMISMATCH

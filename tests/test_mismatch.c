@@ -110,6 +110,38 @@ static int lost_records(void)
     return 0;
 }
 
+/* As lost_records, but no later call takes a message from the other:
+ * weft_finalize finds the messages left over (after its barrier every
+ * rank's calls have ended), fails with WEFT_EMISMATCH where it finds one,
+ * and every other rank hears of it before it leaves.  (Before, every rank
+ * ended well.)  P >= 3. */
+static int lost_records_final(void)
+{
+    weft_comm_t pair = NULL, other = NULL;
+    int rc = weft_comm_split(world, me < 2 ? 0 : WEFT_UNDEFINED, me, &pair);
+    if (!rc)
+        rc = weft_comm_split(world, me == 0 || me == 2 ? 0 : WEFT_UNDEFINED, me, &other);
+    CHECK(rc == WEFT_OK, "lost_records_final: split: %s", weft_last_error());
+    if (pair)
+        weft_set_algorithm(pair, WEFT_COLL_BCAST, "binomial", NULL);
+    int32_t v[4] = {me, me, me, me}, x = 1;
+    if (me == 0)
+        rc = weft_bcast(v, 4, WEFT_INT32, 0, pair);
+    for (int i = 0; i < 40 && other && rc == WEFT_OK; i++)
+        rc = weft_allreduce(WEFT_IN_PLACE, &x, 1, WEFT_INT32, WEFT_SUM, other);
+    if (rc == WEFT_OK)
+        rc = weft_barrier(world);
+    if (me == 1 && rc == WEFT_OK)
+        rc = weft_bcast(v, 4, WEFT_INT32, 1, pair);
+    CHECK(rc == WEFT_OK, "lost_records_final: the calls themselves: %d (%s)", rc,
+          weft_last_error());
+    rc = weft_finalize();
+    CHECK(rc == WEFT_EMISMATCH || rc == WEFT_EPEER, "weft_finalize after bcast roots 0 and 1, "
+          "their records gone: got %d (%s)", rc, weft_strerror(rc));
+    fprintf(stderr, "rank %d: weft_finalize -> %s: %s\n", me, weft_strerror(rc), weft_last_error());
+    return 1;
+}
+
 /* Rank 1 waits in a bcast for rank 0's message; rank 0 made that call
  * by the board (another algorithm: it posted and left, sending nothing),
  * and its record of it is gone (40 calls with rank 2 since) before rank 1
@@ -388,7 +420,8 @@ int main(int argc, char **argv)
                {"stopped", stopped, 0},         {"finalize_busy", finalize_busy, 0},
                {"revoke", revoke_call, 0},     {"late", late, 0},
                {"left_after_fault", left_after_fault, 0},
-               {"lost_records", lost_records, 1}, {"ended_without", ended_without, 1}};
+               {"lost_records", lost_records, 1}, {"ended_without", ended_without, 1},
+               {"lost_records_final", lost_records_final, 0}};
     int finalized = 0, found = 0;
     for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
         if (!strcmp(sc, tab[i].name)) {

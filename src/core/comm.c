@@ -321,6 +321,16 @@ weft_err_t weft_finalize(void)
         if (!weft_g.world->revoked[0]) {
             weft_g.world->call_flags = CALL_FINALIZE;
             rc = weft_barrier(weft_g.world);
+            /* Every rank's calls have ended and their messages are out: one
+             * left of a call this rank ended well proves that ranks
+             * disagreed where both only sent (docs: mismatched calls).  A
+             * second barrier lets every rank hear of it before it leaves. */
+            if (!rc && x->ops->sweep) {
+                int src = x->ops->sweep(x);
+                weft_g.world->call_flags = CALL_FINALIZE;
+                int brc = weft_barrier(weft_g.world);
+                rc = src ? src : brc;
+            }
         }
         int prc = profile_write(weft_g.world);
         if (!rc)

@@ -1699,6 +1699,31 @@ static bool rec_find(shm_xport_t *x, int peer, uint64_t key, call_desc_t *d, int
     return pin && rec_read(pin, d, state) && d->key == key;
 }
 
+/* At weft_finalize, once every rank's calls have ended and their
+ * messages are out: a message left of a call this rank ended well (a
+ * buffered one, or the one at the head of a ring) proves a disagreement
+ * that no later call from its sender came to show.  WEFT_EMISMATCH (the
+ * job ended) or WEFT_OK. */
+static int shm_sweep(xport_t *xp)
+{
+    shm_xport_t *x = (shm_xport_t *)xp;
+    int me = x->base.rank, rc = WEFT_OK;
+    pthread_mutex_lock(&x->base.lock);
+    for (int p = 0; p < x->base.size && !rc; p++) {
+        peer_state_t *ps = &x->peers[p];
+        ring_hdr_t *ring = p == me ? NULL : ring_from(x, p);
+        for (const unexp_t *u = ps->unexp; u && !rc; u = u->next)
+            if (ended_well(x, me, call_key_of_tag(u->tag)))
+                rc = stale_message(x, p, u->tag);
+        const cell_t *c = ring && !ps->cur && !ps->cur_unexp && !ps->coop.on
+                              ? cell_to_read(x, ps, ring) : NULL;
+        if (!rc && c && ended_well(x, me, call_key_of_tag(c->tag)))
+            rc = stale_message(x, p, c->tag);
+    }
+    pthread_mutex_unlock(&x->base.lock);
+    return rc;
+}
+
 /* Nothing src sent waits in this rank's ring or is being taken in. */
 static bool shm_drained_from(xport_t *xp, int src)
 {
@@ -1819,7 +1844,7 @@ static const xport_ops_t shm_ops = {
     "shm", shm_isend, shm_irecv, shm_progress, shm_block, shm_health, shm_close,
     NULL, shm_call_note, shm_peer_view, shm_note_finalize, shm_fail_job, NULL,
     shm_board_slot, shm_wake_ranks, shm_arrival_rec, shm_calls_ended, shm_drained_from,
-    shm_disown,
+    shm_disown, shm_sweep,
 };
 
 /* Single copy unless WEFT_CMA=0: lets peers read this process (Yama's
@@ -1980,7 +2005,7 @@ static void self_close(xport_t *x)
 
 static const xport_ops_t self_ops = {
     "self", self_comm, self_comm, self_progress, self_block, self_health, self_close,
-    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
 };
 
 int xport_self_open(xport_t **out)

@@ -122,6 +122,12 @@ static void tl_disown(xport_t *xp, xreq_t *r, void *dst)
         t->shm->ops->disown(t->shm, r, dst);
 }
 
+static int tl_sweep(xport_t *xp)
+{
+    twolevel_t *t = (twolevel_t *)xp;
+    return t->shm && t->shm->ops->sweep ? t->shm->ops->sweep(t->shm) : WEFT_OK;
+}
+
 static int tl_peer_view(xport_t *xp, int peer, uint64_t key, bool quick, peer_view_t *out)
 {
     twolevel_t *t = (twolevel_t *)xp;
@@ -187,12 +193,12 @@ static const xport_ops_t twolevel_ops = {
     "shm+mpi", tl_isend,     tl_irecv,     tl_progress, tl_block, tl_health,  tl_close,
     tl_derive, tl_call_note, tl_peer_view, NULL,        tl_fail_job, tl_announce,
     NULL, tl_wake_ranks, tl_arrival_rec, /* no board: the ranks span nodes */
-    tl_calls_ended, tl_drained_from, tl_disown,
+    tl_calls_ended, tl_drained_from, tl_disown, tl_sweep,
 };
 static const xport_ops_t twolevel_one_node_ops = {
     "shm+mpi", tl_isend,     tl_irecv,     tl_progress, tl_block, tl_health,  tl_close,
     tl_derive, tl_call_note, tl_peer_view, NULL,        tl_fail_job, tl_announce,
-    tl_board_slot, tl_wake_ranks, tl_arrival_rec, tl_calls_ended, tl_drained_from, tl_disown,
+    tl_board_slot, tl_wake_ranks, tl_arrival_rec, tl_calls_ended, tl_drained_from, tl_disown, tl_sweep,
 };
 
 /* What names this rank's machine: its host name and the kernel's boot id

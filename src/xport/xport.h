@@ -191,6 +191,10 @@ typedef struct xport_ops {
      * to its caller; whatever the transport still writes of it lands in
      * dst instead (x->lock held). */
     void (*disown)(xport_t *x, xreq_t *r, void *dst);
+    /* Optional: at weft_finalize, once every rank's calls have ended:
+     * WEFT_EMISMATCH (the job ended) where a message is left of a call
+     * this rank ended well (calls_ended), else WEFT_OK. */
+    int (*sweep)(xport_t *x);
 } xport_ops_t;
 
 struct xport {
