@@ -104,7 +104,10 @@ WEFT_API weft_err_t weft_init(int *argc, char ***argv);
  * (weft_comm_free of one returns WEFT_EINVAL).  Communicators made by
  * weft_comm_from_mpi (and their children) are the program's to free,
  * before MPI_Finalize; weft_finalize leaves them, and weft_comm_free still
- * frees them after it. */
+ * frees them after it.  On shared memory a message left over of a call
+ * this rank ended makes it WEFT_EMISMATCH, and the other ranks'
+ * WEFT_EPEER: ranks disagreed in a call where each only sent (two that
+ * each took itself for the root, say). */
 WEFT_API weft_err_t weft_finalize(void);
 WEFT_API int weft_initialized(void);
 WEFT_API weft_comm_t weft_comm_world(void);
