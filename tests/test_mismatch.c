@@ -77,33 +77,47 @@ static int reduce_roots(void)
     return 0;
 }
 
-/* Ranks 0 and 1 each take themselves for a bcast's root on their pair
- * communicator, so both only send, and the call logs lose both records
- * before the other looks: rank 1 is held back (a barrier) until rank 0 has
- * made 40 calls with rank 2.  Neither end-of-call check proves anything;
- * rank 0 finds out in its next call from rank 1, which meets rank 1's
- * message of a call rank 0 ended without it.  (Before, both returned OK
- * and the message stayed behind, unread.)  P >= 3. */
-static int lost_records(void)
+/* The setting of the three scenarios below (P >= 3): ranks 0 and 1 share
+ * a pair communicator, ranks 0 and 2 another.  Rank 0 makes a bcast with
+ * root 0 on the pair (by algo0), then 40 calls with rank 2, so that the
+ * call logs lose its record; a barrier holds rank 1 back until then, and
+ * it then makes a bcast with root root1 on the pair (by binomial).  The
+ * pair's allreduce runs by schedule (recursive_doubling), with a time
+ * limit: an error, not a hang, where nothing proves the disagreement. */
+static int bcast_after_records_gone(const char *algo0, int root1, weft_comm_t *pair)
 {
-    weft_comm_t pair = NULL, other = NULL;
-    int rc = weft_comm_split(world, me < 2 ? 0 : WEFT_UNDEFINED, me, &pair);
+    weft_comm_t other = NULL;
+    int rc = weft_comm_split(world, me < 2 ? 0 : WEFT_UNDEFINED, me, pair);
     if (!rc)
         rc = weft_comm_split(world, me == 0 || me == 2 ? 0 : WEFT_UNDEFINED, me, &other);
-    CHECK(rc == WEFT_OK, "lost_records: split: %s", weft_last_error());
-    if (pair) { /* schedules: the board would see its posts left unread */
-        weft_set_algorithm(pair, WEFT_COLL_BCAST, "binomial", NULL);
-        weft_set_algorithm(pair, WEFT_COLL_ALLREDUCE, "recursive_doubling", NULL);
+    CHECK(rc == WEFT_OK, "split: %s", weft_last_error());
+    if (*pair) {
+        weft_comm_set_timeout(*pair, 10000);
+        weft_set_algorithm(*pair, WEFT_COLL_BCAST, me == 0 ? algo0 : "binomial", NULL);
+        weft_set_algorithm(*pair, WEFT_COLL_ALLREDUCE, "recursive_doubling", NULL);
     }
     int32_t v[4] = {me, me, me, me}, x = 1;
     if (me == 0)
-        rc = weft_bcast(v, 4, WEFT_INT32, 0, pair);
+        rc = weft_bcast(v, 4, WEFT_INT32, 0, *pair);
     for (int i = 0; i < 40 && other && rc == WEFT_OK; i++)
         rc = weft_allreduce(WEFT_IN_PLACE, &x, 1, WEFT_INT32, WEFT_SUM, other);
     if (rc == WEFT_OK)
         rc = weft_barrier(world);
     if (me == 1 && rc == WEFT_OK)
-        rc = weft_bcast(v, 4, WEFT_INT32, 1, pair);
+        rc = weft_bcast(v, 4, WEFT_INT32, root1, *pair);
+    return rc;
+}
+
+/* Ranks 0 and 1 each take themselves for the root (binomial, a schedule:
+ * the board would see its posts left unread), so both only send, and
+ * neither end-of-call check finds the other's record.  Rank 0 finds out in
+ * its next call from rank 1, which meets rank 1's message of a call rank
+ * 0 ended without it.  (Before, both returned OK and the message stayed
+ * behind, unread.) */
+static int lost_records(void)
+{
+    weft_comm_t pair = NULL;
+    int x = 1, rc = bcast_after_records_gone("binomial", 1, &pair);
     if (pair && rc == WEFT_OK)
         rc = weft_allreduce(WEFT_IN_PLACE, &x, 1, WEFT_INT32, WEFT_SUM, pair);
     expect_mismatch("bcast roots 0 and 1, their records gone", rc);
@@ -114,25 +128,11 @@ static int lost_records(void)
  * weft_finalize finds the messages left over (after its barrier every
  * rank's calls have ended), fails with WEFT_EMISMATCH where it finds one,
  * and every other rank hears of it before it leaves.  (Before, every rank
- * ended well.)  P >= 3. */
+ * ended well.) */
 static int lost_records_final(void)
 {
-    weft_comm_t pair = NULL, other = NULL;
-    int rc = weft_comm_split(world, me < 2 ? 0 : WEFT_UNDEFINED, me, &pair);
-    if (!rc)
-        rc = weft_comm_split(world, me == 0 || me == 2 ? 0 : WEFT_UNDEFINED, me, &other);
-    CHECK(rc == WEFT_OK, "lost_records_final: split: %s", weft_last_error());
-    if (pair)
-        weft_set_algorithm(pair, WEFT_COLL_BCAST, "binomial", NULL);
-    int32_t v[4] = {me, me, me, me}, x = 1;
-    if (me == 0)
-        rc = weft_bcast(v, 4, WEFT_INT32, 0, pair);
-    for (int i = 0; i < 40 && other && rc == WEFT_OK; i++)
-        rc = weft_allreduce(WEFT_IN_PLACE, &x, 1, WEFT_INT32, WEFT_SUM, other);
-    if (rc == WEFT_OK)
-        rc = weft_barrier(world);
-    if (me == 1 && rc == WEFT_OK)
-        rc = weft_bcast(v, 4, WEFT_INT32, 1, pair);
+    weft_comm_t pair = NULL;
+    int rc = bcast_after_records_gone("binomial", 1, &pair);
     CHECK(rc == WEFT_OK, "lost_records_final: the calls themselves: %d (%s)", rc,
           weft_last_error());
     rc = weft_finalize();
@@ -142,34 +142,15 @@ static int lost_records_final(void)
     return 1;
 }
 
-/* Rank 1 waits in a bcast for rank 0's message; rank 0 made that call
- * by the board (another algorithm: it posted and left, sending nothing),
- * and its record of it is gone (40 calls with rank 2 since) before rank 1
- * even starts (a barrier holds it back).  No record proves the
- * disagreement; rank 0's published "ended well" does, once rank 1 has
- * taken in all rank 0 sent.  (Before, rank 1 waited out its timeout.)
- * P >= 3. */
+/* Rank 1 waits in a bcast (root 0) for rank 0's message; rank 0 made that
+ * call by the board (another algorithm: it posted and left, sending
+ * nothing).  No record proves the disagreement; rank 0's published "ended
+ * well" does, once rank 1 has taken in all rank 0 sent.  (Before, rank 1
+ * waited out its time limit.) */
 static int ended_without(void)
 {
-    weft_comm_t pair = NULL, other = NULL;
-    int rc = weft_comm_split(world, me < 2 ? 0 : WEFT_UNDEFINED, me, &pair);
-    if (!rc)
-        rc = weft_comm_split(world, me == 0 || me == 2 ? 0 : WEFT_UNDEFINED, me, &other);
-    CHECK(rc == WEFT_OK, "ended_without: split: %s", weft_last_error());
-    if (pair) {
-        weft_comm_set_timeout(pair, 10000); /* an error, not a hang, without the proof */
-        weft_set_algorithm(pair, WEFT_COLL_BCAST, me == 0 ? "board" : "binomial", NULL);
-        weft_set_algorithm(pair, WEFT_COLL_ALLREDUCE, "recursive_doubling", NULL);
-    }
-    int32_t v[4] = {me, me, me, me}, x = 1;
-    if (me == 0)
-        rc = weft_bcast(v, 4, WEFT_INT32, 0, pair);
-    for (int i = 0; i < 40 && other && rc == WEFT_OK; i++)
-        rc = weft_allreduce(WEFT_IN_PLACE, &x, 1, WEFT_INT32, WEFT_SUM, other);
-    if (rc == WEFT_OK)
-        rc = weft_barrier(world);
-    if (me == 1 && rc == WEFT_OK)
-        rc = weft_bcast(v, 4, WEFT_INT32, 0, pair);
+    weft_comm_t pair = NULL;
+    int x = 1, rc = bcast_after_records_gone("board", 0, &pair);
     if (me == 0 && rc == WEFT_OK)
         rc = weft_allreduce(WEFT_IN_PLACE, &x, 1, WEFT_INT32, WEFT_SUM, pair);
     expect_mismatch("bcast by the board against a binomial one, the record gone", rc);
