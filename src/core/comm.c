@@ -318,21 +318,22 @@ weft_err_t weft_finalize(void)
             x->ops->note_finalize(x, 1);
         /* No rank may leave while a peer still needs it (unless this rank
          * gave the world up: then it leaves, and peers see it gone). */
-        if (!weft_g.world->revoked[0]) {
+        bool met = !weft_g.world->revoked[0];
+        if (met) {
             weft_g.world->call_flags = CALL_FINALIZE;
             rc = weft_barrier(weft_g.world);
-            /* Every rank's calls have ended and their messages are out: one
-             * left of a call this rank ended well proves that ranks
-             * disagreed where both only sent (docs: mismatched calls).  A
-             * second barrier lets every rank hear of it before it leaves. */
-            if (!rc && x->ops->sweep) {
-                int src = x->ops->sweep(x);
-                weft_g.world->call_flags = CALL_FINALIZE;
-                int brc = weft_barrier(weft_g.world);
-                rc = src ? src : brc;
-            }
         }
-        int prc = profile_write(weft_g.world);
+        int prc = profile_write(weft_g.world); /* (the program's calls and that barrier) */
+        /* Every rank's calls have ended and their messages are out: one left
+         * of a call this rank ended well proves that ranks disagreed where
+         * both only sent (README: mismatched calls).  A second barrier lets
+         * every rank hear of it before it leaves. */
+        if (met && !rc && x->ops->sweep) {
+            int src = x->ops->sweep(x);
+            weft_g.world->call_flags = CALL_FINALIZE;
+            int brc = weft_barrier(weft_g.world);
+            rc = src ? src : brc;
+        }
         if (!rc)
             rc = prc;
         free_left_comms();
