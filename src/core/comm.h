@@ -199,8 +199,8 @@ int request_finish(weft_request_t r, int rc);
 /* Marks comm revoked (why) and abandons its unfinished calls. */
 void comm_revoke(weft_comm_t comm, const char *why);
 /* Tells comm's transport which of this rank's calls on it ended well
- * (xport_ops calls_ended): once none is in flight, all it started; none
- * once one failed or comm was revoked. */
+ * (xport_ops calls_ended): those below ended_below; none once one failed
+ * or comm was revoked. */
 void comm_calls_ended(weft_comm_t comm);
 
 /* config.c: WEFT_<COLL>_ALGO / WEFT_<COLL>_PARAMS */
