@@ -461,11 +461,17 @@ static int watch_others(exec_t *self)
     pthread_mutex_lock(&active_lock);
     for (exec_t *o = active; o && !rc; o = o->anext) {
         bool done = o->board ? o->board_rc != 0 : o->ndone == o->s->nsteps;
-        /* not pinned: only the awaited call is known to have stalled, and
-         * the calls merely in flight (every thread's) would take the
-         * places of those that did */
-        if (o != self && o->x == self->x && !done && !o->err)
-            rc = watch_stalled(o);
+        if (o == self || o->x != self->x || done || o->err)
+            continue;
+        /* Pinned only when of the awaited call's communicator: the calls
+         * merely in flight (every thread's) would take the places of those
+         * that stalled, but a call of the same communicator still in
+         * flight behind a stalled one may be the one its peers cannot
+         * prove wrong without (a board call of no elements that one rank
+         * made where the others made a schedule, in a batch: STRESS.md) */
+        if (o->desc && self->desc && o->desc->key >> 32 == self->desc->key >> 32)
+            pin_record(o);
+        rc = watch_stalled(o);
     }
     pthread_mutex_unlock(&active_lock);
     return rc;
