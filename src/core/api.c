@@ -464,7 +464,7 @@ static void arm_exec(weft_comm_t comm, weft_request_t r, const call_memo_t *m, w
     r->e.node_of = comm->node_of;
     r->e.nnodes = comm->node_of ? comm->nnodes : 1;
     r->e.red = m->red;
-    r->e.tagbase = (uint64_t)comm->ctx << 48 | (uint64_t)(comm->seq & 0xffffffu) << 24;
+    r->e.tagbase = (uint64_t)comm->ctx << 48 | (uint64_t)(comm->seq & CALL_NUM_MASK) << 24;
     describe_call(comm, ent, dt, m->op_ident, &r->desc);
     comm->seq++;
     r->e.sig = r->desc.sig;
@@ -559,7 +559,7 @@ static void describe_call(weft_comm_t comm, const sched_entry_t *ent, weft_dtype
                           uint64_t op_ident, call_desc_t *d)
 {
     memset(d, 0, sizeof *d);
-    d->key = (uint64_t)comm->ctx << 32 | (comm->seq & 0xffffffu); /* as in the tags */
+    d->key = (uint64_t)comm->ctx << 32 | (comm->seq & CALL_NUM_MASK); /* as in the tags */
     d->coll = (uint16_t)ent->coll;
     d->algo = (uint16_t)(ent->al - algo_table(&(size_t){0}));
     d->count = ent->count;
@@ -644,7 +644,7 @@ void comm_calls_ended(weft_comm_t c)
  * where none is in flight every call started has ended. */
 static void call_ended(weft_comm_t c, uint32_t n)
 {
-    const uint32_t mask = 0xffffffu;
+    const uint32_t mask = CALL_NUM_MASK;
     uint32_t below = c->ended_below, d = (n - below) & mask;
     if (!c->active) {
         c->ended_below = c->seq & mask, c->ended_after = 0;

@@ -550,7 +550,7 @@ int comm_create_on(xport_t *x, int rank, int size, const int *world, uint32_t ct
         return rc;
     }
     (*out)->seq = (*out)->first_call = first_call;
-    (*out)->ended_below = first_call & 0xffffffu;
+    (*out)->ended_below = first_call & CALL_NUM_MASK;
     (*out)->shared_ctx = true;
     (*out)->board_slots = board;
     return WEFT_OK;

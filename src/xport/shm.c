@@ -369,14 +369,12 @@ static int mismatch(shm_xport_t *x, int src, uint64_t tag, const char *what,
  * watch: peer_view's ended_well, drained_from).  The core says which
  * calls ended well (calls_ended); each rank keeps it in its seg_rank_t,
  * one word per context id, for itself and its peers. */
-#define CALL_MASK 0xffffffu /* call numbers: 24 bits */
-
 static void shm_calls_ended(xport_t *xp, uint32_t ctx, uint32_t first, uint32_t below, bool well)
 {
     shm_xport_t *x = (shm_xport_t *)xp;
     uint64_t v = (uint64_t)ctx << 48; /* !well: none (below = first) */
     if (well)
-        v |= (uint64_t)(first & CALL_MASK) << 24 | (below & CALL_MASK);
+        v |= (uint64_t)(first & CALL_NUM_MASK) << 24 | (below & CALL_NUM_MASK);
     atomic_store_explicit(&seg_rank(&x->seg, x->base.rank)->ended[ctx % SEG_ENDED], v,
                           memory_order_release);
 }
@@ -385,11 +383,11 @@ static void shm_calls_ended(xport_t *xp, uint32_t ctx, uint32_t first, uint32_t 
  * word holds another context id (they share the word) or nothing. */
 static bool ended_well(shm_xport_t *x, int rank, uint64_t key)
 {
-    uint32_t ctx = (uint32_t)(key >> 32), call = (uint32_t)key & CALL_MASK;
+    uint32_t ctx = (uint32_t)(key >> 32), call = (uint32_t)key & CALL_NUM_MASK;
     uint64_t v = atomic_load_explicit(&seg_rank(&x->seg, rank)->ended[ctx % SEG_ENDED],
                                       memory_order_acquire);
-    uint32_t first = (uint32_t)(v >> 24) & CALL_MASK;
-    return (v >> 48) == ctx && ((call - first) & CALL_MASK) < (((uint32_t)v - first) & CALL_MASK);
+    uint32_t first = (uint32_t)(v >> 24) & CALL_NUM_MASK;
+    return (v >> 48) == ctx && ((call - first) & CALL_NUM_MASK) < (((uint32_t)v - first) & CALL_NUM_MASK);
 }
 
 /* A message from src of a call this rank ended well, which no receive took. */
@@ -1699,6 +1697,17 @@ static bool rec_find(shm_xport_t *x, int peer, uint64_t key, call_desc_t *d, int
     return pin && rec_read(pin, d, state) && d->key == key;
 }
 
+/* A message from src is part way in: its cells, a buffered copy or a
+ * both-copy read. */
+static bool taking_in(const peer_state_t *ps) { return ps->cur || ps->cur_unexp || ps->coop.on; }
+
+/* The first cell of src's ring still to read, or NULL. */
+static cell_t *ring_head(shm_xport_t *x, int src)
+{
+    ring_hdr_t *ring = ring_from(x, src);
+    return ring ? cell_to_read(x, &x->peers[src], ring) : NULL;
+}
+
 /* At weft_finalize, once every rank's calls have ended and their
  * messages are out: a message left of a call this rank ended well (a
  * buffered one, or the one at the head of a ring) proves a disagreement
@@ -1711,12 +1720,10 @@ static int shm_sweep(xport_t *xp)
     pthread_mutex_lock(&x->base.lock);
     for (int p = 0; p < x->base.size && !rc; p++) {
         peer_state_t *ps = &x->peers[p];
-        ring_hdr_t *ring = p == me ? NULL : ring_from(x, p);
         for (const unexp_t *u = ps->unexp; u && !rc; u = u->next)
             if (ended_well(x, me, call_key_of_tag(u->tag)))
                 rc = stale_message(x, p, u->tag);
-        const cell_t *c = ring && !ps->cur && !ps->cur_unexp && !ps->coop.on
-                              ? cell_to_read(x, ps, ring) : NULL;
+        const cell_t *c = p != me && !taking_in(ps) ? ring_head(x, p) : NULL;
         if (!rc && c && ended_well(x, me, call_key_of_tag(c->tag)))
             rc = stale_message(x, p, c->tag);
     }
@@ -1728,9 +1735,7 @@ static int shm_sweep(xport_t *xp)
 static bool shm_drained_from(xport_t *xp, int src)
 {
     shm_xport_t *x = (shm_xport_t *)xp;
-    peer_state_t *ps = &x->peers[src];
-    ring_hdr_t *ring = ring_from(x, src);
-    return !ps->cur && !ps->cur_unexp && !ps->coop.on && (!ring || !cell_to_read(x, ps, ring));
+    return !taking_in(&x->peers[src]) && !ring_head(x, src);
 }
 
 static int shm_peer_view(xport_t *xp, int peer, uint64_t key, bool quick, peer_view_t *out)

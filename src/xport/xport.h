@@ -67,6 +67,9 @@ static inline unsigned call_slot(uint64_t key, unsigned n)
     return (unsigned)((start + (uint32_t)key) % n);
 }
 
+/* Call numbers in tags and keys: 24 bits (api.c's tag layout). */
+#define CALL_NUM_MASK 0xffffffu
+
 /* The call a message tag belongs to (api.c's tag layout). */
 static inline uint64_t call_key_of_tag(uint64_t tag)
 {
