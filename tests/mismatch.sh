@@ -42,6 +42,18 @@ for np in 3 5; do
     scenario ended_without "$np" nonzero
     scenario lost_records_final "$np" nonzero
 done
+# a send withdrawn by its failed call, by each way its bytes can go
+for way in "WEFT_COPY_WAY=single" "WEFT_CMA=0" "WEFT_COPY_WAY=single WEFT_CMA_HELP=1"; do
+    for np in 2 3; do
+        export $way
+        scenario withdrawn_send "$np" 0
+        unset WEFT_COPY_WAY WEFT_CMA WEFT_CMA_HELP
+    done
+done
+scenario withdrawn_send_arena 2 0
+scenario withdrawn_send_arena 3 0
+scenario late_sender 2 0
+scenario late_sender 3 0
 # both ranks of left_after_fault find the disagreement at the same moment,
 # and one rewrites the call record the other reads: once lost as EMISMATCH
 # in about 50 runs under tsan, so it runs more often

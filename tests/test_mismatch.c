@@ -6,6 +6,7 @@
  * Each rank prints "rank R: SCENARIO: ok" when what it got is allowed:
  * WEFT_EMISMATCH where this rank can see the disagreement, WEFT_EPEER where
  * it learns of it from the rank that saw it first; nothing else. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -365,6 +366,125 @@ static int late(void)
     return 0;
 }
 
+/* Withdrawn sends: rank 0 times out in a bcast of 16 MiB to rank 1 (on a
+ * pair communicator, which rank 1 joins late), writes its buffer over and
+ * meets rank 1 in a barrier; rank 1's bcast then finds what rank 0
+ * withdrew -- by single copy, both copy or through cells (WEFT_CMA,
+ * WEFT_COPY_WAY and WEFT_CMA_HELP pick the way: tests/mismatch.sh), or in
+ * place from rank 0's arena (withdrawn_send_arena) -- and must fail with
+ * WEFT_EPEER naming rank 0, never return the bytes written over.  Ranks
+ * from 2 only take part in the barriers. */
+static int withdrawn_send_in(bool arena)
+{
+    const size_t n = 4u << 20;
+    int32_t *buf = NULL;
+    if (arena && me == 0)
+        CHECK(weft_alloc(n * sizeof *buf, (void **)&buf) == WEFT_OK, "weft_alloc: %s",
+              weft_last_error());
+    else
+        buf = malloc(n * sizeof *buf);
+    if (!buf)
+        return 0;
+    weft_comm_t pair = NULL;
+    CHECK(weft_comm_split(world, me < 2 ? 0 : WEFT_UNDEFINED, me, &pair) == WEFT_OK,
+          "split: %s", weft_last_error());
+    if (pair)
+        weft_set_algorithm(pair, WEFT_COLL_BCAST, "binomial", NULL);
+    /* The first barrier on the board, whose wait reads no ring: rank 1 must
+     * not take rank 0's message in before its bcast (a receive from rank 0
+     * would, and rank 0's send would then complete).  The second by a
+     * schedule, whose wait on rank 0 pushes the rest of what it withdrew
+     * through cells. */
+    weft_comm_t first = NULL, second = NULL;
+    CHECK(weft_comm_dup(world, &first) == WEFT_OK && weft_comm_dup(world, &second) == WEFT_OK,
+          "dup: %s", weft_last_error());
+    weft_set_algorithm(first, WEFT_COLL_BARRIER, "board", NULL);
+    weft_set_algorithm(second, WEFT_COLL_BARRIER, "dissemination", NULL);
+    for (size_t i = 0; i < n; i++)
+        buf[i] = me == 0 ? (int32_t)i : -2;
+    if (me == 0) {
+        weft_comm_set_timeout(pair, 200);
+        int rc = weft_bcast(buf, n, WEFT_INT32, 0, pair);
+        CHECK(rc == WEFT_ETIMEDOUT, "the bcast rank 1 joins late got %d: %s", rc,
+              weft_last_error());
+        for (size_t i = 0; i < n; i++) /* the caller's buffer again */
+            buf[i] = -1;
+    }
+    CHECK(weft_barrier(first) == WEFT_OK, "barrier: %s", weft_last_error());
+    if (me == 1) {
+        int rc = weft_bcast(buf, n, WEFT_INT32, 0, pair);
+        size_t over = 0;
+        for (size_t i = 0; rc == WEFT_OK && i < n; i++)
+            over += buf[i] == -1;
+        CHECK(rc == WEFT_EPEER, "the late bcast got %d (%zu of %zu elements written over "
+              "after rank 0's call failed): %s", rc, over, n, weft_last_error());
+        CHECK(rc != WEFT_EPEER || strstr(weft_last_error(), "rank 0"),
+              "the message does not name rank 0: %s", weft_last_error());
+        fprintf(stderr, "rank 1: withdrawn send -> %s\n", weft_last_error());
+    }
+    CHECK(weft_barrier(second) == WEFT_OK, "barrier after: %s", weft_last_error());
+    weft_comm_free(&pair);
+    weft_comm_free(&first);
+    weft_comm_free(&second);
+    if (arena && me == 0)
+        weft_free(buf);
+    else
+        free(buf);
+    return 0;
+}
+static int withdrawn_send(void) { return withdrawn_send_in(false); }
+static int withdrawn_send_arena(void) { return withdrawn_send_in(true); }
+
+/* A failed call's receive lets go of its buffer: rank 1 times out in a
+ * bcast of 1 MiB from rank 0, which comes late, and writes its buffer
+ * over; rank 0's message, sent afterwards, must not land there (over MPI
+ * the receive is cancelled; on shared memory it lands in the call's own
+ * memory).  Rank 0's bcast may end well or fail, not hang. */
+static int late_sender(void)
+{
+    const size_t n = 1u << 18;
+    int32_t *buf = malloc(n * sizeof *buf);
+    if (!buf)
+        return 0;
+    weft_comm_t pair = NULL;
+    CHECK(weft_comm_split(world, me < 2 ? 0 : WEFT_UNDEFINED, me, &pair) == WEFT_OK,
+          "split: %s", weft_last_error());
+    if (pair)
+        weft_set_algorithm(pair, WEFT_COLL_BCAST, "binomial", NULL);
+    if (me == 1) {
+        weft_comm_set_timeout(pair, 200);
+        int rc = weft_bcast(buf, n, WEFT_INT32, 0, pair);
+        CHECK(rc == WEFT_ETIMEDOUT, "the bcast rank 0 joins late got %d: %s", rc,
+              weft_last_error());
+        for (size_t i = 0; i < n; i++) /* the caller's buffer again */
+            buf[i] = -1;
+    }
+    CHECK(weft_barrier(world) == WEFT_OK, "barrier: %s", weft_last_error());
+    if (me == 0) {
+        weft_comm_set_timeout(pair, 2000);
+        for (size_t i = 0; i < n; i++)
+            buf[i] = (int32_t)i;
+        int rc = weft_bcast(buf, n, WEFT_INT32, 0, pair);
+        CHECK(rc == WEFT_OK || rc == WEFT_EPEER || rc == WEFT_ETIMEDOUT,
+              "the late root got %d: %s", rc, weft_last_error());
+        fprintf(stderr, "rank 0: late root -> %d: %s\n", rc, weft_last_error());
+    }
+    /* twice, so that rank 1 waits while rank 0's message may arrive */
+    CHECK(weft_barrier(world) == WEFT_OK, "barrier after: %s", weft_last_error());
+    usleep(100000);
+    CHECK(weft_barrier(world) == WEFT_OK, "second barrier after: %s", weft_last_error());
+    if (me == 1) {
+        size_t over = 0;
+        for (size_t i = 0; i < n; i++)
+            over += buf[i] != -1;
+        CHECK(over == 0, "%zu of %zu elements of the failed call's buffer were written after "
+              "it returned", over, n);
+    }
+    weft_comm_free(&pair);
+    free(buf);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "--mpi")) {
@@ -402,7 +522,10 @@ int main(int argc, char **argv)
                {"revoke", revoke_call, 0},     {"late", late, 0},
                {"left_after_fault", left_after_fault, 0},
                {"lost_records", lost_records, 1}, {"ended_without", ended_without, 1},
-               {"lost_records_final", lost_records_final, 0}};
+               {"lost_records_final", lost_records_final, 0},
+               {"withdrawn_send", withdrawn_send, 0},
+               {"withdrawn_send_arena", withdrawn_send_arena, 0},
+               {"late_sender", late_sender, 0}};
     int finalized = 0, found = 0;
     for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
         if (!strcmp(sc, tab[i].name)) {

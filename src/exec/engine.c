@@ -286,13 +286,15 @@ void exec_disown_buffers(exec_t *e)
     pthread_mutex_lock(&e->x->lock); /* another thread's wait may be delivering */
     for (uint32_t i = 0; i < s->nsteps; i++) {
         int kind = sched_step(s, i).kind;
-        if (kind == STEP_SEND) {
+        if (!step_kind_is_comm(kind))
+            continue;
+        /* issued: a sender may write into a receive, a receiver read a send */
+        if (e->pending[i] == 0 && e->x->ops->disown)
+            e->x->ops->disown(e->x, &e->reqs[i], mine);
+        if (kind == STEP_SEND)
             e->reqs[i].sbuf = mine;
-        } else if (step_kind_is_comm(kind)) {
-            if (e->pending[i] == 0 && e->x->ops->disown) /* posted: a sender may write it */
-                e->x->ops->disown(e->x, &e->reqs[i], mine);
+        else
             e->reqs[i].sink = (xsink_t){.dst = mine};
-        }
     }
     pthread_mutex_unlock(&e->x->lock);
     free(e->orphan);

@@ -462,11 +462,44 @@ static int mpi_derive(xport_t *xp, int color, int key, xport_t **out)
     return mpi_open_comm(nc, out);
 }
 
+/* r, a receive of a call that failed, gives its buffer back: MPI would
+ * write a message it matches there (a receive-and-reduce's lands in its
+ * staging buffer and is reduced into dst, exec_disown_buffers' memory, so
+ * only direct receives need this).  It is cancelled, and completed while
+ * it may be: a message matched already lands now, before the call
+ * returns.  One whose sender does not finish it within a second is left
+ * (docs: a failed call's buffers).  Sends are not cancelled: MPI-4
+ * deprecates it, and Open MPI does not cancel a send at all. */
+static void mpi_disown(xport_t *xp, xreq_t *r, void *dst)
+{
+    mpi_xport_t *x = (mpi_xport_t *)xp;
+    (void)dst;
+    int i = 0;
+    while (i < x->n && x->owner[i] != r)
+        i++;
+    if (i == x->n || !r->done || r->priv)
+        return;
+    if (MPI_Cancel(&x->mreq[i]) != MPI_SUCCESS)
+        return;
+    int flag = 0;
+    for (int waits = 0; !flag && waits < 20000; waits++) {
+        if (MPI_Test(&x->mreq[i], &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+            return;
+        if (!flag)
+            nanosleep(&(struct timespec){0, 50000}, NULL);
+    }
+    if (!flag)
+        return;
+    x->n--; /* completed: MPI_Test set it to MPI_REQUEST_NULL */
+    x->mreq[i] = x->mreq[x->n];
+    x->owner[i] = x->owner[x->n];
+}
+
 static const xport_ops_t mpi_ops = {
     "mpi", mpi_isend, mpi_irecv, mpi_progress, mpi_block, mpi_health, mpi_close,
     mpi_derive, mpi_call_note, mpi_peer_view, NULL, mpi_fail_job, mpi_announce, NULL, NULL, NULL,
     NULL, NULL, /* no calls_ended: MPI keeps what nothing received */
-    NULL, NULL,
+    mpi_disown, NULL,
 };
 
 static int mpi_open_comm(MPI_Comm dup, xport_t **out)

@@ -194,8 +194,9 @@ typedef struct ring_hdr {
 
 enum { CELL_DATA = 0, CELL_READ_ME = 1 };
 /* flags: a message its receiver times (shm.c, "Copies measured"), and in
- * bits 1-2 the kind it is measured as (copyway.h, WAY_*) */
-enum { CELL_MEASURED = 1 };
+ * bits 1-2 the kind it is measured as (copyway.h, WAY_*); a cell its
+ * sender wrote after its call failed (shm.c, "Withdrawn sends") */
+enum { CELL_MEASURED = 1, CELL_WITHDRAWN = 16 };
 #define CELL_WAY_KIND(flags) (((flags) >> 1) & 3u)
 typedef struct cell {
     /* written by the sender only: the number of the message cell it holds
@@ -229,6 +230,13 @@ typedef struct cma_desc {
     uint32_t in_arena;
     uint64_t arena_off;
 } cma_desc_t;
+
+/* The word after a single-copy cell's desc: its sender sets it (atomic)
+ * when the send's call fails while the message is still to be read. */
+static inline uint32_t *cell_withdrawn_word(cell_t *c)
+{
+    return (uint32_t *)(void *)(c->payload + sizeof(cma_desc_t));
+}
 
 typedef struct seg {
     seg_hdr_t *hdr;

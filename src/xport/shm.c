@@ -40,6 +40,17 @@
  * mapped that arena when it found the ring, copies or reduces straight from
  * the sender's pages, with no system call and no bounce buffer.
  *
+ * Withdrawn sends: a send whose call fails before its receiver has all
+ * of it gives the caller's buffer back (exec_disown_buffers), while the
+ * receiver may still read it by single copy or in place, and its cells
+ * still to go come from memory of the call's own.  The sender marks it:
+ * a word beside a posted single-copy cell's address, set before the
+ * failed call returns, which the receiver reads after the bytes (so a
+ * read that finds it clear had them before the caller could write over
+ * them), and CELL_WITHDRAWN on every cell it writes of it afterwards.  A
+ * receive that meets either fails with WEFT_EPEER instead of returning
+ * what may no longer be the message (test_mismatch withdrawn_send).
+ *
  * Slow cells: a sender times how fast it copies each message of 64 KiB or
  * more into cells, and a receiver how fast it takes a matched one of up to
  * 4 MiB out (its copies or reductions from them, not its waits, telling
@@ -134,6 +145,7 @@ typedef struct unexp {
     uint32_t sig;
     size_t total, done;
     char *data;
+    bool withdrawn;  /* its sender's call failed before it was whole */
     xreq_t *waiting; /* receive matched while still arriving */
     struct unexp *next;
 } unexp_t;
@@ -653,19 +665,43 @@ static int coop_poll(shm_xport_t *x, int src)
     return 1;
 }
 
-/* r, a receive of a call that failed, gives its buffer back to its
- * caller: a both-copy read into it whose sender still writes pieces is
- * cancelled, the piece being written waited for, and what is left lands
- * in dst (exec_disown_buffers' memory).  A sender stopped inside a write
- * is waited for a second at most: the one way left for a late piece to
- * land in the caller's buffer (docs: a failed call's buffers). */
+/* r, a send of a call that failed, is withdrawn ("Withdrawn sends",
+ * above): its cells from now on say so, and its single-copy cell, if
+ * posted and not yet consumed, is marked.  True if r was a send still
+ * under way. */
+static bool withdraw_send(shm_xport_t *x, peer_state_t *ps, xreq_t *r)
+{
+    for (xreq_t *q = ps->sq_head; q; q = q->next)
+        if (q == r) {
+            r->withdrawn = true;
+            return true;
+        }
+    for (xreq_t *q = ps->rd_head; q; q = q->next) {
+        if (q != r)
+            continue;
+        /* consumed: read, and the cell may hold a newer message */
+        if (atomic_load_explicit(&ps->out->consumed, memory_order_acquire) <= r->cell_no)
+            __atomic_store_n(cell_withdrawn_word(seg_cell(&x->seg, ps->out, (uint32_t)(r->cell_no &
+                                                          (x->ncells - 1)))), 1, __ATOMIC_SEQ_CST);
+        return true;
+    }
+    return false;
+}
+
+/* r, a send or a receive of a call that failed, gives its buffer back to
+ * its caller.  A send is withdrawn (above).  A both-copy read into a
+ * receive whose sender still writes pieces is cancelled, the piece being
+ * written waited for, and what is left lands in dst (exec_disown_buffers'
+ * memory).  A sender stopped inside a write is waited for a second at
+ * most: the one way left for a late piece to land in the caller's buffer
+ * (docs: a failed call's buffers). */
 static void shm_disown(xport_t *xp, xreq_t *r, void *dst)
 {
     shm_xport_t *x = (shm_xport_t *)xp;
     if (r->peer < 0 || r->peer >= x->base.size)
         return;
     peer_state_t *ps = &x->peers[r->peer];
-    if (!ps->coop.on || ps->coop.r != r)
+    if (withdraw_send(x, ps, r) || !ps->coop.on || ps->coop.r != r)
         return;
     ring_hdr_t *ring = ps->in;
     atomic_store(&ring->coop_cancel, 1);
@@ -1004,10 +1040,12 @@ static inline void post_read_me(shm_xport_t *x, peer_state_t *ps, cell_t *c, xre
     c->len = sizeof *d;
     c->sig = r->sig;
     c->kind = CELL_READ_ME;
-    c->flags = ps->out_measured;
+    c->flags = ps->out_measured | (r->withdrawn ? CELL_WITHDRAWN : 0);
     c->tag = r->tag;
     c->total = r->bytes;
     memcpy(c->payload, d, sizeof *d);
+    __atomic_store_n(cell_withdrawn_word(c), 0, __ATOMIC_RELAXED);
+    r->cell_no = ps->wseq; /* withdraw_send's, while r waits for its reader */
     if (ps->out_measured)
         stamp_posted(c);
     cell_post(x, ps, c);
@@ -1052,7 +1090,7 @@ static int push_sends(shm_xport_t *x, int dst)
         c->len = (uint32_t)len;
         c->sig = r->sig;
         c->kind = CELL_DATA;
-        c->flags = ps->out_measured;
+        c->flags = ps->out_measured | (r->withdrawn ? CELL_WITHDRAWN : 0);
         c->tag = r->tag;
         c->total = r->bytes;
         if (r->done == 0 && ps->out_measured)
@@ -1085,12 +1123,25 @@ static int push_sends(shm_xport_t *x, int dst)
     return moved;
 }
 
-static void finish_recv(xreq_t *r, int err) { r->cb(r, err); }
+/* A receive whose sender withdrew the message fails ("Withdrawn sends",
+ * above). */
+static void finish_recv(xreq_t *r, int err)
+{
+    if (!err && r->sender_failed) {
+        uint64_t key = call_key_of_tag(r->tag);
+        err = weft_error(WEFT_EPEER, "rank %d's call #%u on communicator %u failed (its time "
+                         "limit, a revoke or an error) before this rank had read all of its "
+                         "message of %zu bytes: the rest may no longer be the call's data",
+                         r->peer, (unsigned)key, (unsigned)(key >> 32), r->bytes);
+    }
+    r->cb(r, err);
+}
 
 /* Delivers a complete unexpected message to r and frees it. */
 static void unexp_deliver(xreq_t *r, unexp_t *u)
 {
     xsink_deliver(&r->sink, 0, u->data, u->total);
+    r->sender_failed = u->withdrawn;
     free(u->data);
     free(u);
     finish_recv(r, WEFT_OK);
@@ -1192,10 +1243,21 @@ static void read_counted(shm_xport_t *x, int src, ring_hdr_t *ring)
     atomic_fetch_add_explicit(&ring->read, 1, memory_order_release);
 }
 
+/* Whether the sender of the single-copy message in c withdrew it
+ * ("Withdrawn sends", above).  Asked once its bytes are read: the fence
+ * keeps those reads before this one. */
+static bool read_me_withdrawn(cell_t *c)
+{
+    atomic_thread_fence(memory_order_seq_cst);
+    return (c->flags & CELL_WITHDRAWN) || __atomic_load_n(cell_withdrawn_word(c), __ATOMIC_SEQ_CST);
+}
+
 /* A CELL_READ_ME cell at the head of src's ring: reads its message into sk,
  * frees the cell and counts the read, unless its sender still writes
- * pieces of it (ps->coop.on: coop_finish does that once they land). */
-static int read_whole(shm_xport_t *x, int src, ring_hdr_t *ring, cell_t *c, const xsink_t *sk)
+ * pieces of it (ps->coop.on: coop_finish does that once they land).
+ * *withdrawn: read_me_withdrawn, once read. */
+static int read_whole(shm_xport_t *x, int src, ring_hdr_t *ring, cell_t *c, const xsink_t *sk,
+                      bool *withdrawn)
 {
     cma_desc_t d;
     memcpy(&d, c->payload, sizeof d);
@@ -1216,6 +1278,7 @@ static int read_whole(shm_xport_t *x, int src, ring_hdr_t *ring, cell_t *c, cons
         if (ps->coop.on) /* the sender's pieces land later */
             return WEFT_OK;
     }
+    *withdrawn = read_me_withdrawn(c);
     read_counted(x, src, ring);
     return WEFT_OK;
 }
@@ -1241,14 +1304,17 @@ static int coop_finish(shm_xport_t *x, int src, ring_hdr_t *ring)
     int m = coop_poll(x, src);
     if (m <= 0)
         return m;
+    bool withdrawn = read_me_withdrawn(seg_cell(&x->seg, ring, (uint32_t)(ps->rseq & (x->ncells - 1))));
     read_counted(x, src, ring);
     xreq_t *r = ps->coop.r;
     unexp_t *u = ps->coop.u;
     ps->coop.r = NULL, ps->coop.u = NULL;
     if (r) {
+        r->sender_failed = withdrawn;
         copy_clock_stop(x, ps, ring, r->bytes);
         finish_recv(r, WEFT_OK);
     } else {
+        u->withdrawn = withdrawn;
         unexp_complete(ps, u);
     }
     return 1;
@@ -1309,7 +1375,7 @@ static int start_message(shm_xport_t *x, int src, ring_hdr_t *ring, cell_t *c)
             return START_CELLS;
         }
         copy_clock_start(x, ps, c, r, COPY_WAY_SINGLE);
-        int rc = read_whole(x, src, ring, c, &r->sink);
+        int rc = read_whole(x, src, ring, c, &r->sink, &r->sender_failed);
         if (rc)
             return -rc;
         if (ps->coop.on) {
@@ -1339,7 +1405,7 @@ static int start_message(shm_xport_t *x, int src, ring_hdr_t *ring, cell_t *c)
         ps->cur_unexp = u;
         return START_CELLS;
     }
-    int rc = read_whole(x, src, ring, c, &(xsink_t){.dst = u->data});
+    int rc = read_whole(x, src, ring, c, &(xsink_t){.dst = u->data}, &u->withdrawn);
     if (rc)
         return -rc;
     if (ps->coop.on) {
@@ -1384,6 +1450,12 @@ static int poll_from(shm_xport_t *x, int src)
             }
         }
         size_t len = c->len;
+        if (c->flags & CELL_WITHDRAWN) {
+            if (ps->cur)
+                ps->cur->sender_failed = true;
+            else
+                ps->cur_unexp->withdrawn = true;
+        }
         if (ps->cur) {
             if (ps->in_clock.on && !t_run)
                 t_run = weft_now_ns();
@@ -1465,6 +1537,7 @@ static int shm_isend(xport_t *xp, xreq_t *r)
     shm_xport_t *x = (shm_xport_t *)xp;
     peer_state_t *ps = &x->peers[r->peer];
     r->done = 0;
+    r->withdrawn = false;
     enqueue(&ps->sq_head, &ps->sq_tail, r);
     /* a zero-byte message still takes one cell: it carries the signature */
     int m = push_sends(x, r->peer);
@@ -1476,6 +1549,7 @@ static int shm_irecv(xport_t *xp, xreq_t *r)
     shm_xport_t *x = (shm_xport_t *)xp;
     peer_state_t *ps = &x->peers[r->peer];
     r->done = 0;
+    r->sender_failed = false;
     r->next = NULL;
     for (unexp_t **pp = &ps->unexp, *u = ps->unexp; u; pp = &u->next, u = u->next) {
         if (u->tag != r->tag || u->waiting)

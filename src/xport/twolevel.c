@@ -113,13 +113,15 @@ static bool tl_drained_from(xport_t *xp, int peer)
     return local >= 0 && t->shm->ops->drained_from && t->shm->ops->drained_from(t->shm, local);
 }
 
-/* r's peer was renumbered for the transport that took it: shm knows its
- * own requests (by address). */
+/* r's peer was renumbered for the transport that took it: each knows its
+ * own requests (by address), and leaves others alone. */
 static void tl_disown(xport_t *xp, xreq_t *r, void *dst)
 {
     twolevel_t *t = (twolevel_t *)xp;
     if (t->shm && t->shm->ops->disown)
         t->shm->ops->disown(t->shm, r, dst);
+    if (t->mpi && t->mpi->ops->disown)
+        t->mpi->ops->disown(t->mpi, r, dst);
 }
 
 static int tl_sweep(xport_t *xp)

@@ -135,7 +135,10 @@ struct xreq {
     const void *sbuf;
     xsink_t sink;
     /* transport-private */
+    bool withdrawn;     /* a send of a call that failed (disown) */
+    bool sender_failed; /* a receive whose sender withdrew its message */
     size_t done;
+    uint64_t cell_no;   /* shm: a posted single-copy send's cell (wseq) */
     uint64_t posted_ns; /* shm: when the receive was posted, where copies measured need it */
     xreq_t *next;
     void *priv;
@@ -190,9 +193,11 @@ typedef struct xport_ops {
     /* Optional (with peer_view's ended_well): nothing peer sent this rank
      * waits to be taken in (x->lock held). */
     bool (*drained_from)(xport_t *x, int peer);
-    /* Optional: r (a receive of a call that failed) gives its buffer back
-     * to its caller; whatever the transport still writes of it lands in
-     * dst instead (x->lock held). */
+    /* Optional: r (a send or a receive of a call that failed, issued and
+     * not complete) gives its buffer back to its caller: whatever the
+     * transport still writes of a receive lands in dst instead, and the
+     * receiver of a send learns that what it has not yet read of it may
+     * no longer be the message (x->lock held). */
     void (*disown)(xport_t *x, xreq_t *r, void *dst);
     /* Optional: at weft_finalize, once every rank's calls have ended:
      * WEFT_EMISMATCH (the job ended) where a message is left of a call
