@@ -54,6 +54,8 @@ scenario withdrawn_send_arena 2 0
 scenario withdrawn_send_arena 3 0
 scenario late_sender 2 0
 scenario late_sender 3 0
+scenario error_kept 2 0
+scenario error_kept 3 0
 # both ranks of left_after_fault find the disagreement at the same moment,
 # and one rewrites the call record the other reads: once lost as EMISMATCH
 # in about 50 runs under tsan, so it runs more often

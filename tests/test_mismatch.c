@@ -485,6 +485,82 @@ static int late_sender(void)
     return 0;
 }
 
+/* The ranks of error_kept take turns by files, which no call reads (a
+ * call's wait on rank 1 would read rank 0's message early): one made, or
+ * one waited for. */
+static void turn_mark(const char *what)
+{
+    char path[96];
+    snprintf(path, sizeof path, "/tmp/weft-test-%d-%s", (int)getppid(), what);
+    FILE *f = fopen(path, "w");
+    CHECK(f, "cannot make %s", path);
+    if (f)
+        fclose(f);
+}
+static void turn_wait(const char *what)
+{
+    char path[96];
+    snprintf(path, sizeof path, "/tmp/weft-test-%d-%s", (int)getppid(), what);
+    int waits = 0;
+    while (access(path, F_OK) != 0 && waits++ < 6000)
+        usleep(10000);
+    CHECK(waits <= 6000, "%s never came", path);
+    unlink(path);
+}
+
+/* A call's error keeps its own message: rank 1's split-phase bcast is
+ * failed (by rank 0's withdrawn send) while rank 1 waits in a barrier for
+ * rank 0, then rank 1 makes a call that fails on its own (a NULL buffer);
+ * the bcast, finished after, must say what failed it, not the NULL
+ * buffer.  (Another thread's wait finding a call's error is the same
+ * case: weft stress's fault jobs with threads met it.) */
+static int error_kept(void)
+{
+    const size_t n = 4u << 20;
+    int32_t *buf = malloc(n * sizeof *buf);
+    if (!buf)
+        return 0;
+    weft_comm_t pair = NULL, first = NULL;
+    CHECK(weft_comm_split(world, me < 2 ? 0 : WEFT_UNDEFINED, me, &pair) == WEFT_OK &&
+              weft_comm_dup(world, &first) == WEFT_OK,
+          "split, dup: %s", weft_last_error());
+    if (pair)
+        weft_set_algorithm(pair, WEFT_COLL_BCAST, "binomial", NULL);
+    for (size_t i = 0; i < n; i++)
+        buf[i] = (int32_t)i;
+    int rc;
+    if (me == 0) {
+        turn_wait("posted");
+        weft_comm_set_timeout(pair, 200);
+        rc = weft_bcast(buf, n, WEFT_INT32, 0, pair);
+        CHECK(rc == WEFT_ETIMEDOUT, "the bcast rank 1 leaves unread got %d: %s", rc,
+              weft_last_error());
+        turn_mark("withdrawn");
+        usleep(300000); /* rank 1 waits in the barrier meanwhile, and reads */
+    } else if (me == 1) {
+        rc = weft_bcast_timeout(buf, n, WEFT_INT32, 0, pair, WEFT_TEST);
+        CHECK(rc == WEFT_ETIMEDOUT, "the split-phase bcast's start got %d: %s", rc,
+              weft_last_error());
+        turn_mark("posted");
+        turn_wait("withdrawn");
+    }
+    CHECK(weft_barrier(first) == WEFT_OK, "barrier: %s", weft_last_error());
+    if (me == 1) {
+        CHECK(weft_bcast(NULL, 1, WEFT_INT32, 0, world) == WEFT_EINVAL, "a NULL buffer");
+        while ((rc = weft_bcast_timeout(buf, n, WEFT_INT32, 0, pair, 10)) == WEFT_ETIMEDOUT &&
+               strstr(weft_last_error(), "not finished yet"))
+            ;
+        CHECK(rc == WEFT_EPEER && strstr(weft_last_error(), "rank 0"),
+              "the bcast failed by rank 0 got %d: %s", rc, weft_last_error());
+        fprintf(stderr, "rank 1: error kept -> %s\n", weft_last_error());
+    }
+    CHECK(weft_barrier(world) == WEFT_OK, "barrier after: %s", weft_last_error());
+    weft_comm_free(&pair);
+    weft_comm_free(&first);
+    free(buf);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "--mpi")) {
@@ -525,7 +601,7 @@ int main(int argc, char **argv)
                {"lost_records_final", lost_records_final, 0},
                {"withdrawn_send", withdrawn_send, 0},
                {"withdrawn_send_arena", withdrawn_send_arena, 0},
-               {"late_sender", late_sender, 0}};
+               {"late_sender", late_sender, 0},     {"error_kept", error_kept, 0}};
     int finalized = 0, found = 0;
     for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
         if (!strcmp(sc, tab[i].name)) {

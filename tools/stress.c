@@ -1225,6 +1225,19 @@ static int shm_entries(void)
     return n;
 }
 
+/* Whether an error message names a rank ("rank 3", "ranks 0 and 2"): every
+ * error a fault leads to does.  One that does not is another thread's or
+ * an earlier call's message, returned with this call's code. */
+static bool names_a_rank(const char *msg)
+{
+    for (const char *p = strstr(msg, "rank"); p; p = strstr(p + 4, "rank")) {
+        const char *q = p + 4 + (p[4] == 's');
+        if (*q == ' ' && q[1] >= '0' && q[1] <= '9')
+            return true;
+    }
+    return false;
+}
+
 /* Runs one job with one fault; 0 when every survivor ended as the fault implies. */
 static int fault_job(const stress_opts_t *o, int job, const char *kind, int frank, long at)
 {
@@ -1255,9 +1268,13 @@ static int fault_job(const stress_opts_t *o, int job, const char *kind, int fran
         if (sscanf(line, "rank %d code %d", &r, &code) != 2)
             continue;
         seen++;
+        const char *msg = line;
+        for (int w = 0; w < 4 && msg; w++) /* past "rank R code C " */
+            msg = (msg = strchr(msg, ' ')) ? msg + 1 : NULL;
         bool ok = !strcmp(kind, "kill")   ? code == WEFT_EPEER
                   : !strcmp(kind, "stop") ? code == WEFT_ETIMEDOUT || code == WEFT_EPEER
                                           : code == WEFT_EMISMATCH || code == WEFT_EPEER;
+        ok = ok && msg && names_a_rank(msg);
         if (!ok) {
             bad++;
             printf("stress: fault job %d (%s of rank %d at call %ld): %s", job, kind, frank, at,

@@ -602,7 +602,7 @@ int request_finish(weft_request_t r, int rc)
 {
     sched_entry_t *ent = r->ent;
     weft_comm_t c = r->comm;
-    rc = exec_finish(&r->e, rc);
+    rc = exec_error_here(&r->e, exec_finish(&r->e, rc));
     if (r->e.board == &board_ops && !rc)
         board_finished(&r->e);
     if (r->counted) {

@@ -158,6 +158,7 @@ void exec_release(exec_t *e)
     sched_img_free(e->aux);
     free(e->pending), free(e->round_left), free(e->ready), free(e->reqs), free(e->tmp);
     free(e->orphan);
+    free(e->errmsg);
     memset(e, 0, sizeof *e);
 }
 
@@ -181,11 +182,27 @@ static void complete(exec_t *e, uint32_t i)
             enqueue(e, j);
 }
 
+void exec_fail(exec_t *e, int code)
+{
+    if (!code || (e->err && (e->errmsg || e->err != code)))
+        return;
+    /* (an algorithm's own progress may have set err itself, in this
+     * thread: its message is still the one here) */
+    e->err = code;
+    e->errmsg = strdup(weft_last_error());
+}
+
+int exec_error_here(const exec_t *e, int code)
+{
+    if (code && code == e->err && e->errmsg && strcmp(e->errmsg, weft_last_error()))
+        return weft_error(code, "%s", e->errmsg);
+    return code;
+}
+
 static void on_comm_done(xreq_t *r, int err)
 {
     exec_t *e = r->owner;
-    if (err && !e->err)
-        e->err = err;
+    exec_fail(e, err);
     uint32_t i = (uint32_t)(r - e->reqs);
     if (sched_step_kind(e->s, i) != STEP_SEND)
         e->recvs_left--;
@@ -233,6 +250,8 @@ int exec_start(exec_t *e, const void *in, void *out, bool list)
     e->buf[BUF_IN] = (char *)in;
     e->buf[BUF_OUT] = out;
     e->err = 0; /* before start, which may set it */
+    free(e->errmsg);
+    e->errmsg = NULL;
     e->board_rc = 0;
     e->arrival_state = ARRIVAL_NONE; /* (the start may enlist it) */
     if (e->board)
@@ -409,6 +428,8 @@ int exec_progress(exec_t *e)
         int rc = e->board->progress(e);
         if (rc && e->board) { /* (still a board algorithm: not switched to a schedule) */
             e->board_rc = rc;
+            if (rc < 0)
+                exec_fail(e, -rc);
             exec_arrival_pass(e); /* done: it takes no ticket now */
         }
         return rc;
@@ -420,7 +441,7 @@ int exec_progress(exec_t *e)
         while (e->rhead < e->rtail && !e->err) {
             int rc = run_step(e, e->ready[e->rhead++]);
             if (rc)
-                e->err = rc;
+                exec_fail(e, rc);
         }
         if (e->err)
             return -e->err;
@@ -428,7 +449,7 @@ int exec_progress(exec_t *e)
             return 1;
         int m = e->x->ops->progress(e->x);
         if (m < 0)
-            return e->err = -m, m;
+            return exec_fail(e, -m), m;
         if (m > 0)
             e->moved = 1;
         if (m == 0 && e->rhead == e->rtail)

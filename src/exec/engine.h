@@ -141,6 +141,10 @@ typedef struct exec {
     char *tmp_shared; /* this call's scratch in the shared arena (api.c,
                        * ALGO_STAGED_INPUT) instead of tmp, or NULL */
     int err;
+    /* err's message (exec_fail): the thread that finds an error (another
+     * thread's wait, progressing this call) may not be the one that
+     * returns it, and messages are per thread */
+    char *errmsg;
     int moved; /* the last exec_progress did something */
     /* watching for peers that will never come (watch.c) */
     uint64_t t_start;    /* ns, taken when the wait first idles (0: not yet) */
@@ -196,9 +200,17 @@ int exec_test(exec_t *e);
 /* After a call failed: its sends and receives still with the transport
  * (messages that arrive late, a send part way through the cells) read
  * and write zeroed memory of the call's own from here on, not the
- * caller's buffers, which the caller may free once the call returned.
- * Not a single-copy send's buffer, whose address the receiver has. */
+ * caller's buffers, which the caller may free once the call returned;
+ * the transport withdraws its sends still being read (xport.h, disown). */
 void exec_disown_buffers(exec_t *e);
+
+/* e fails with code (a WEFT_* error) unless it failed already; the
+ * calling thread's message is kept as the error's (errmsg). */
+void exec_fail(exec_t *e, int code);
+/* code, with e's message said again in this thread where it is e's error
+ * (the thread that returns a call's error may not be the one that found
+ * it). */
+int exec_error_here(const exec_t *e, int code);
 
 /* Ends e with rc: unlists it, records an abandoned call in the call log,
  * and for a send-only schedule that succeeded checks that the peers it

@@ -346,8 +346,7 @@ static void on_done(xreq_t *r, int err)
     exec_t *e = r->owner;
     e->pending[r - e->reqs] = 2;
     e->ar.ndone++;
-    if (err && !e->err)
-        e->err = err;
+    exec_fail(e, err);
 }
 
 static xreq_t *fill(exec_t *e, uint32_t i, int peer, uint32_t tag, size_t bytes)
