@@ -42,11 +42,13 @@ for np in 3 5; do
     scenario ended_without "$np" nonzero
     scenario lost_records_final "$np" nonzero
 done
-# a send withdrawn by its failed call, by each way its bytes can go
+# a send withdrawn by its failed call, by each way its bytes can go, and
+# (read from the sender's memory) its buffer freed
 for way in "WEFT_COPY_WAY=single" "WEFT_CMA=0" "WEFT_COPY_WAY=single WEFT_CMA_HELP=1"; do
     for np in 2 3; do
         export $way
         scenario withdrawn_send "$np" 0
+        [ "$way" = WEFT_CMA=0 ] || scenario withdrawn_send_freed "$np" 0
         unset WEFT_COPY_WAY WEFT_CMA WEFT_CMA_HELP
     done
 done

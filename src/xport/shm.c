@@ -49,7 +49,10 @@
  * read that finds it clear had them before the caller could write over
  * them), and CELL_WITHDRAWN on every cell it writes of it afterwards.  A
  * receive that meets either fails with WEFT_EPEER instead of returning
- * what may no longer be the message (test_mismatch withdrawn_send).
+ * what may no longer be the message (test_mismatch withdrawn_send); a
+ * read that faults because the caller freed the buffer fails only that
+ * receive (withdrawn_send_freed), where it used to end the rank's
+ * transport.
  *
  * Slow cells: a sender times how fast it copies each message of 64 KiB or
  * more into cells, and a receiver how fast it takes a matched one of up to
@@ -504,11 +507,23 @@ static ring_hdr_t *ring_from(shm_xport_t *x, int src)
     return ps->in;
 }
 
+/* Whether the sender of the single-copy message in c withdrew it
+ * ("Withdrawn sends", above).  Asked once its bytes are read: the fence
+ * keeps those reads before this one. */
+static bool read_me_withdrawn(cell_t *c)
+{
+    atomic_thread_fence(memory_order_seq_cst);
+    return (c->flags & CELL_WITHDRAWN) || __atomic_load_n(cell_withdrawn_word(c), __ATOMIC_SEQ_CST);
+}
+
 /* Reads a single-copy message of total bytes from the sender's memory
  * into sink (a receive-and-reduce through the bounce buffer).  A sender
- * that is gone or unmapped its buffer is the peer's failure. */
+ * that is gone or unmapped its buffer is the peer's failure, unless it
+ * withdrew the message in c (its call failed, and its caller may free the
+ * buffer): the rest is then not read, and the receive fails by the
+ * withdrawal, the transport going on. */
 static int cma_read(shm_xport_t *x, int src, const cma_desc_t *d, const xsink_t *sk,
-                    size_t total)
+                    size_t total, cell_t *c)
 {
     for (size_t off = 0; off < total;) {
         size_t len = total - off;
@@ -521,6 +536,8 @@ static int cma_read(shm_xport_t *x, int src, const cma_desc_t *d, const xsink_t 
         ssize_t n = process_vm_readv(d->pid, &l, 1, &r, 1, 0);
         /* a reduction needs whole elements: a short read is a failure too */
         if (n <= 0 || (sk->red && (size_t)n != len)) {
+            if (c && read_me_withdrawn(c))
+                return WEFT_OK;
             x->err = WEFT_EPEER;
             return weft_error(WEFT_EPEER, "rank %d's message could not be read from its "
                               "memory (process %d): %s", src, (int)d->pid,
@@ -577,7 +594,7 @@ static bool coop_take(ring_hdr_t *ring, uint64_t base, uint64_t n, uint64_t *idx
  * the claim.  Pending (ps->coop.on) while pieces the sender took are still
  * to land: coop_poll finishes it. */
 static int coop_read(shm_xport_t *x, int src, ring_hdr_t *ring, const cma_desc_t *d, char *dst,
-                     size_t total)
+                     size_t total, cell_t *c)
 {
     size_t piece = coop_piece_of(total);
     uint64_t n = (total + piece - 1) / piece;
@@ -596,7 +613,7 @@ static int coop_read(shm_xport_t *x, int src, ring_hdr_t *ring, const cma_desc_t
     while (!rc && coop_take(ring, base, n, &idx)) {
         size_t off = (size_t)idx * piece, len = total - off < piece ? total - off : piece;
         rc = cma_read(x, src, &(cma_desc_t){d->addr + off, d->pid, 0, 0},
-                      &(xsink_t){.dst = dst + off}, len);
+                      &(xsink_t){.dst = dst + off}, len, c);
         mine++;
     }
     /* nothing more is taken, even after an error */
@@ -646,7 +663,8 @@ static int coop_poll(shm_xport_t *x, int src)
         size_t off = (size_t)(o - 1) * ps->coop.piece;
         size_t len = ps->coop.total - off < ps->coop.piece ? ps->coop.total - off : ps->coop.piece;
         int rc = cma_read(x, src, &(cma_desc_t){ps->coop.d.addr + off, ps->coop.d.pid, 0, 0},
-                          &(xsink_t){.dst = ps->coop.dst + off}, len);
+                          &(xsink_t){.dst = ps->coop.dst + off}, len,
+                          seg_cell(&x->seg, ring, (uint32_t)(ps->rseq & (x->ncells - 1))));
         if (rc)
             return -rc;
         ps->coop.landed++;
@@ -1243,15 +1261,6 @@ static void read_counted(shm_xport_t *x, int src, ring_hdr_t *ring)
     atomic_fetch_add_explicit(&ring->read, 1, memory_order_release);
 }
 
-/* Whether the sender of the single-copy message in c withdrew it
- * ("Withdrawn sends", above).  Asked once its bytes are read: the fence
- * keeps those reads before this one. */
-static bool read_me_withdrawn(cell_t *c)
-{
-    atomic_thread_fence(memory_order_seq_cst);
-    return (c->flags & CELL_WITHDRAWN) || __atomic_load_n(cell_withdrawn_word(c), __ATOMIC_SEQ_CST);
-}
-
 /* A CELL_READ_ME cell at the head of src's ring: reads its message into sk,
  * frees the cell and counts the read, unless its sender still writes
  * pieces of it (ps->coop.on: coop_finish does that once they land).
@@ -1271,8 +1280,8 @@ static int read_whole(shm_xport_t *x, int src, ring_hdr_t *ring, cell_t *c, cons
                           "not mapped", src);
     } else {
         bool coop = x->both_copy && !sk->red && (c->total >= COOP_MIN || x->help_forced);
-        int rc = coop ? coop_read(x, src, ring, &d, sk->dst, c->total)
-                      : cma_read(x, src, &d, sk, c->total);
+        int rc = coop ? coop_read(x, src, ring, &d, sk->dst, c->total, c)
+                      : cma_read(x, src, &d, sk, c->total, c);
         if (rc)
             return rc;
         if (ps->coop.on) /* the sender's pieces land later */
