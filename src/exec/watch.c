@@ -8,6 +8,8 @@
  *   - the peer's record of this very call differs      -> WEFT_EMISMATCH
  *   - its record is gone, but it ended the call well and
  *     all it sent is in, yet a receive from it waits    -> WEFT_EMISMATCH
+ *   - a message of this call under another signature
+ *     waits here, from any peer (xport sent_otherwise)  -> WEFT_EMISMATCH
  *   - the peer abandoned it (timeout, revoke)           -> WEFT_EPEER
  *   - the peer is in weft_finalize, not in this call    -> WEFT_EMISMATCH
  *     (WEFT_EPEER when it gave up a call before, or the job was aborted
@@ -231,7 +233,11 @@ int watch_stalled(exec_t *e)
         if (rc || (!e->board && e->ndone == e->s->nsteps))
             return rc;
     }
-    return WEFT_OK;
+    /* a peer this call never receives from in that step may have sent
+     * under another signature (the job ends; the message is set) */
+    xport_t *x = e->x;
+    return x->ops->sent_otherwise ? x->ops->sent_otherwise(x, e->desc->key, e->desc->sig)
+                                  : WEFT_OK;
 }
 
 int watch_peer_agrees(exec_t *e, int peer, bool locked)

@@ -499,7 +499,7 @@ static const xport_ops_t mpi_ops = {
     "mpi", mpi_isend, mpi_irecv, mpi_progress, mpi_block, mpi_health, mpi_close,
     mpi_derive, mpi_call_note, mpi_peer_view, NULL, mpi_fail_job, mpi_announce, NULL, NULL, NULL,
     NULL, NULL, /* no calls_ended: MPI keeps what nothing received */
-    mpi_disown, NULL,
+    mpi_disown, NULL, NULL,
 };
 
 static int mpi_open_comm(MPI_Comm dup, xport_t **out)

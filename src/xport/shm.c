@@ -1165,6 +1165,22 @@ static void unexp_deliver(xreq_t *r, unexp_t *u)
     finish_recv(r, WEFT_OK);
 }
 
+/* A message of a call in flight here, made otherwise by its sender: a
+ * receive posted from src for the same call (communicator and call number,
+ * another step) under another signature.  Every message of a call carries
+ * the call's signature, so its steps need not match for the proof: a
+ * sender that made the call with another algorithm sends steps this rank's
+ * schedule never posts, and the rank waited for ever (seed 408's
+ * mismatch job, with the sender's record gone from the call log). */
+static const xreq_t *posted_otherwise(const peer_state_t *ps, uint64_t tag, uint32_t sig)
+{
+    uint64_t key = call_key_of_tag(tag);
+    for (const xreq_t *r = ps->rq_head; r; r = r->next)
+        if (call_key_of_tag(r->tag) == key && r->sig != sig)
+            return r;
+    return NULL;
+}
+
 static xreq_t *take_posted(peer_state_t *ps, uint64_t tag)
 {
     xreq_t **pp = &ps->rq_head, *prev = NULL;
@@ -1397,6 +1413,9 @@ static int start_message(shm_xport_t *x, int src, ring_hdr_t *ring, cell_t *c)
     }
     if (ended_well(x, x->base.rank, call_key_of_tag(c->tag)))
         return -stale_message(x, src, c->tag);
+    const xreq_t *other = posted_otherwise(ps, c->tag, c->sig);
+    if (other)
+        return -mismatch(x, src, c->tag, "signature", c->sig, other->sig);
     if (!ps->rq_head)
         return START_NOBODY;
     unexp_t *u = calloc(1, sizeof *u);
@@ -1561,6 +1580,8 @@ static int shm_irecv(xport_t *xp, xreq_t *r)
     r->sender_failed = false;
     r->next = NULL;
     for (unexp_t **pp = &ps->unexp, *u = ps->unexp; u; pp = &u->next, u = u->next) {
+        if (u->sig != r->sig && call_key_of_tag(u->tag) == call_key_of_tag(r->tag))
+            return mismatch(x, r->peer, r->tag, "signature", u->sig, r->sig);
         if (u->tag != r->tag || u->waiting)
             continue;
         if (u->sig != r->sig)
@@ -1821,6 +1842,50 @@ static bool shm_drained_from(xport_t *xp, int src)
     return !taking_in(&x->peers[src]) && !ring_head(x, src);
 }
 
+/* Whether tag is a message of call key (xport.h's key: its call number
+ * in full, the tag's in 24 bits). */
+static inline bool of_call(uint64_t tag, uint64_t key)
+{
+    return call_key_of_tag(tag) == ((key & ~(uint64_t)UINT32_MAX) | (key & CALL_NUM_MASK));
+}
+
+/* xport.h: every message of a call carries the call's signature, so one
+ * under another is proof, taken in (buffered) or not (still in its ring:
+ * nobody here receives from its sender in that step).  The rings are read
+ * as far as their senders have written, without taking anything in. */
+static int sent_otherwise_found(shm_xport_t *x, int src, uint64_t key)
+{
+    char fb[300];
+    int me = x->base.rank;
+    snprintf(fb, sizeof fb,
+             "ranks %d and %d disagree on call #%u on communicator %u: rank %d sent rank %d a "
+             "message of it under another signature (another collective, algorithm, count, "
+             "datatype, op or root)", me, src, (unsigned)(key & CALL_NUM_MASK),
+             (unsigned)(key >> 32), src, me);
+    return disagreement(x, src, call_key_of_tag(key >> 32 << 48 | (key & CALL_NUM_MASK) << 24),
+                        fb);
+}
+
+static int shm_sent_otherwise(xport_t *xp, uint64_t key, uint32_t sig)
+{
+    shm_xport_t *x = (shm_xport_t *)xp;
+    for (int src = 0; src < x->base.size; src++) {
+        peer_state_t *ps = &x->peers[src];
+        for (const unexp_t *u = ps->unexp; u; u = u->next)
+            if (of_call(u->tag, key) && u->sig != sig)
+                return sent_otherwise_found(x, src, key);
+        ring_hdr_t *ring = src == x->base.rank ? NULL : ring_from(x, src);
+        for (uint64_t i = ps->rseq; ring && i < ps->rseq + x->ncells; i++) {
+            const cell_t *c = seg_cell(&x->seg, ring, (uint32_t)(i & (x->ncells - 1)));
+            if (atomic_load_explicit(&c->seq, memory_order_acquire) != (uint32_t)(i + 1))
+                break;
+            if (of_call(c->tag, key) && c->sig != sig)
+                return sent_otherwise_found(x, src, key);
+        }
+    }
+    return WEFT_OK;
+}
+
 static int shm_peer_view(xport_t *xp, int peer, uint64_t key, bool quick, peer_view_t *out)
 {
     shm_xport_t *x = (shm_xport_t *)xp;
@@ -1932,7 +1997,7 @@ static const xport_ops_t shm_ops = {
     "shm", shm_isend, shm_irecv, shm_progress, shm_block, shm_health, shm_close,
     NULL, shm_call_note, shm_peer_view, shm_note_finalize, shm_fail_job, NULL,
     shm_board_slot, shm_wake_ranks, shm_arrival_rec, shm_calls_ended, shm_drained_from,
-    shm_disown, shm_sweep,
+    shm_disown, shm_sweep, shm_sent_otherwise,
 };
 
 /* Single copy unless WEFT_CMA=0: lets peers read this process (Yama's
@@ -2093,7 +2158,7 @@ static void self_close(xport_t *x)
 
 static const xport_ops_t self_ops = {
     "self", self_comm, self_comm, self_progress, self_block, self_health, self_close,
-    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
 };
 
 int xport_self_open(xport_t **out)

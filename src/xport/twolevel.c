@@ -124,6 +124,13 @@ static void tl_disown(xport_t *xp, xreq_t *r, void *dst)
         t->mpi->ops->disown(t->mpi, r, dst);
 }
 
+static int tl_sent_otherwise(xport_t *xp, uint64_t key, uint32_t sig)
+{
+    twolevel_t *t = (twolevel_t *)xp;
+    return t->shm && t->shm->ops->sent_otherwise ? t->shm->ops->sent_otherwise(t->shm, key, sig)
+                                                 : WEFT_OK;
+}
+
 static int tl_sweep(xport_t *xp)
 {
     twolevel_t *t = (twolevel_t *)xp;
@@ -195,12 +202,13 @@ static const xport_ops_t twolevel_ops = {
     "shm+mpi", tl_isend,     tl_irecv,     tl_progress, tl_block, tl_health,  tl_close,
     tl_derive, tl_call_note, tl_peer_view, NULL,        tl_fail_job, tl_announce,
     NULL, tl_wake_ranks, tl_arrival_rec, /* no board: the ranks span nodes */
-    tl_calls_ended, tl_drained_from, tl_disown, tl_sweep,
+    tl_calls_ended, tl_drained_from, tl_disown, tl_sweep, tl_sent_otherwise,
 };
 static const xport_ops_t twolevel_one_node_ops = {
     "shm+mpi", tl_isend,     tl_irecv,     tl_progress, tl_block, tl_health,  tl_close,
     tl_derive, tl_call_note, tl_peer_view, NULL,        tl_fail_job, tl_announce,
     tl_board_slot, tl_wake_ranks, tl_arrival_rec, tl_calls_ended, tl_drained_from, tl_disown, tl_sweep,
+    tl_sent_otherwise,
 };
 
 /* What names this rank's machine: its host name and the kernel's boot id

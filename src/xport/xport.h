@@ -203,6 +203,13 @@ typedef struct xport_ops {
      * WEFT_EMISMATCH (the job ended) where a message is left of a call
      * this rank ended well (calls_ended), else WEFT_OK. */
     int (*sweep)(xport_t *x);
+    /* Optional: a stalled wait's proof for call key (context << 32 | call
+     * number) made here under signature sig (x->lock held): a message of
+     * that call under another signature waits to be taken in, from a peer
+     * this rank's schedule may never receive from in it (the peer made the
+     * call with another algorithm).  WEFT_EMISMATCH (the job ended), else
+     * WEFT_OK. */
+    int (*sent_otherwise)(xport_t *x, uint64_t key, uint32_t sig);
 } xport_ops_t;
 
 struct xport {
