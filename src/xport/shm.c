@@ -507,6 +507,12 @@ static ring_hdr_t *ring_from(shm_xport_t *x, int src)
     return ps->in;
 }
 
+/* The cell at the head of ps's ring from its peer, published or not. */
+static inline cell_t *head_cell(shm_xport_t *x, const peer_state_t *ps, ring_hdr_t *ring)
+{
+    return seg_cell(&x->seg, ring, (uint32_t)(ps->rseq & (x->ncells - 1)));
+}
+
 /* Whether the sender of the single-copy message in c withdrew it
  * ("Withdrawn sends", above).  Asked once its bytes are read: the fence
  * keeps those reads before this one. */
@@ -663,8 +669,7 @@ static int coop_poll(shm_xport_t *x, int src)
         size_t off = (size_t)(o - 1) * ps->coop.piece;
         size_t len = ps->coop.total - off < ps->coop.piece ? ps->coop.total - off : ps->coop.piece;
         int rc = cma_read(x, src, &(cma_desc_t){ps->coop.d.addr + off, ps->coop.d.pid, 0, 0},
-                          &(xsink_t){.dst = ps->coop.dst + off}, len,
-                          seg_cell(&x->seg, ring, (uint32_t)(ps->rseq & (x->ncells - 1))));
+                          &(xsink_t){.dst = ps->coop.dst + off}, len, head_cell(x, ps, ring));
         if (rc)
             return -rc;
         ps->coop.landed++;
@@ -844,7 +849,7 @@ static void cell_post(shm_xport_t *x, peer_state_t *ps, cell_t *c)
 /* The next cell from a ring if it holds a message cell, else NULL. */
 static cell_t *cell_to_read(shm_xport_t *x, peer_state_t *ps, ring_hdr_t *ring)
 {
-    cell_t *c = seg_cell(&x->seg, ring, (uint32_t)(ps->rseq & (x->ncells - 1)));
+    cell_t *c = head_cell(x, ps, ring);
     return atomic_load_explicit(&c->seq, memory_order_acquire) == (uint32_t)(ps->rseq + 1) ? c
                                                                                           : NULL;
 }
@@ -1168,10 +1173,10 @@ static void unexp_deliver(xreq_t *r, unexp_t *u)
 /* A message of a call in flight here, made otherwise by its sender: a
  * receive posted from src for the same call (communicator and call number,
  * another step) under another signature.  Every message of a call carries
- * the call's signature, so its steps need not match for the proof: a
- * sender that made the call with another algorithm sends steps this rank's
- * schedule never posts, and the rank waited for ever (seed 408's
- * mismatch job, with the sender's record gone from the call log). */
+ * the call's signature, so the steps need not match for the proof (a
+ * sender that made the call with another algorithm sends steps this
+ * rank's schedule never posts; shm_sent_otherwise looks where no receive
+ * is posted). */
 static const xreq_t *posted_otherwise(const peer_state_t *ps, uint64_t tag, uint32_t sig)
 {
     uint64_t key = call_key_of_tag(tag);
@@ -1329,7 +1334,7 @@ static int coop_finish(shm_xport_t *x, int src, ring_hdr_t *ring)
     int m = coop_poll(x, src);
     if (m <= 0)
         return m;
-    bool withdrawn = read_me_withdrawn(seg_cell(&x->seg, ring, (uint32_t)(ps->rseq & (x->ncells - 1))));
+    bool withdrawn = read_me_withdrawn(head_cell(x, ps, ring));
     read_counted(x, src, ring);
     xreq_t *r = ps->coop.r;
     unexp_t *u = ps->coop.u;
@@ -1842,17 +1847,8 @@ static bool shm_drained_from(xport_t *xp, int src)
     return !taking_in(&x->peers[src]) && !ring_head(x, src);
 }
 
-/* Whether tag is a message of call key (xport.h's key: its call number
- * in full, the tag's in 24 bits). */
-static inline bool of_call(uint64_t tag, uint64_t key)
-{
-    return call_key_of_tag(tag) == ((key & ~(uint64_t)UINT32_MAX) | (key & CALL_NUM_MASK));
-}
-
-/* xport.h: every message of a call carries the call's signature, so one
- * under another is proof, taken in (buffered) or not (still in its ring:
- * nobody here receives from its sender in that step).  The rings are read
- * as far as their senders have written, without taking anything in. */
+/* A message from src of call key (as tags carry it: call_key_of_tag),
+ * made there otherwise: the job ends. */
 static int sent_otherwise_found(shm_xport_t *x, int src, uint64_t key)
 {
     char fb[300];
@@ -1860,26 +1856,30 @@ static int sent_otherwise_found(shm_xport_t *x, int src, uint64_t key)
     snprintf(fb, sizeof fb,
              "ranks %d and %d disagree on call #%u on communicator %u: rank %d sent rank %d a "
              "message of it under another signature (another collective, algorithm, count, "
-             "datatype, op or root)", me, src, (unsigned)(key & CALL_NUM_MASK),
-             (unsigned)(key >> 32), src, me);
-    return disagreement(x, src, call_key_of_tag(key >> 32 << 48 | (key & CALL_NUM_MASK) << 24),
-                        fb);
+             "datatype, op or root)",
+             me, src, (unsigned)key, (unsigned)(key >> 32), src, me);
+    return disagreement(x, src, key, fb);
 }
 
+/* xport.h: every message of a call carries the call's signature, so one
+ * under another is proof, taken in (buffered) or not (still in its ring:
+ * nobody here receives from its sender in that step).  The rings are read
+ * as far as their senders have written, without taking anything in. */
 static int shm_sent_otherwise(xport_t *xp, uint64_t key, uint32_t sig)
 {
     shm_xport_t *x = (shm_xport_t *)xp;
+    key = (key & ~(uint64_t)UINT32_MAX) | (key & CALL_NUM_MASK); /* as tags carry it */
     for (int src = 0; src < x->base.size; src++) {
         peer_state_t *ps = &x->peers[src];
         for (const unexp_t *u = ps->unexp; u; u = u->next)
-            if (of_call(u->tag, key) && u->sig != sig)
+            if (call_key_of_tag(u->tag) == key && u->sig != sig)
                 return sent_otherwise_found(x, src, key);
         ring_hdr_t *ring = src == x->base.rank ? NULL : ring_from(x, src);
         for (uint64_t i = ps->rseq; ring && i < ps->rseq + x->ncells; i++) {
             const cell_t *c = seg_cell(&x->seg, ring, (uint32_t)(i & (x->ncells - 1)));
             if (atomic_load_explicit(&c->seq, memory_order_acquire) != (uint32_t)(i + 1))
                 break;
-            if (of_call(c->tag, key) && c->sig != sig)
+            if (call_key_of_tag(c->tag) == key && c->sig != sig)
                 return sent_otherwise_found(x, src, key);
         }
     }
