@@ -484,7 +484,14 @@ static int watch_others(exec_t *self)
     pthread_mutex_lock(&active_lock);
     for (exec_t *o = active; o && !rc; o = o->anext) {
         bool done = o->board ? o->board_rc != 0 : o->ndone == o->s->nsteps;
-        if (o == self || o->x != self->x || done || o->err)
+        if (o == self || o->x != self->x || o->err)
+            continue;
+        /* complete, its caller not yet told: a message of it that waits
+         * here was sent in a call made otherwise (a reduce's leaf whose
+         * parent made an allreduce that sends to it, in a batch) */
+        if (done && !o->board && o->desc && o->x->ops->sent_otherwise)
+            rc = o->x->ops->sent_otherwise(o->x, o->desc->key, o->desc->sig, true);
+        if (done)
             continue;
         /* Pinned only when of the awaited call's communicator: the calls
          * merely in flight (every thread's) would take the places of those

@@ -10,6 +10,8 @@
  *     all it sent is in, yet a receive from it waits    -> WEFT_EMISMATCH
  *   - a message of this call under another signature
  *     waits here, from any peer (xport sent_otherwise)  -> WEFT_EMISMATCH
+ *   - its record is gone, but its board slot holds its
+ *     post of this call under another signature         -> WEFT_EMISMATCH
  *   - the peer abandoned it (timeout, revoke)           -> WEFT_EPEER
  *   - the peer is in weft_finalize, not in this call    -> WEFT_EMISMATCH
  *     (WEFT_EPEER when it gave up a call before, or the job was aborted
@@ -204,6 +206,8 @@ static int check_peer(exec_t *e, int peer)
     }
     if (!v.found && v.ended_well && ended_without(e, peer))
         return WEFT_EMISMATCH; /* failed: the job ends */
+    if (!v.found && !e->board && board_peer_posted_otherwise(e, peer))
+        return WEFT_EMISMATCH; /* failed: the job ends */
     if (!v.found && gone) {
         /* a peer that left after the job was aborted (a rank died) left
          * for that fault; its state is read after the abort it saw */
@@ -236,7 +240,7 @@ int watch_stalled(exec_t *e)
     /* a peer this call never receives from in that step may have sent
      * under another signature (the job ends; the message is set) */
     xport_t *x = e->x;
-    return x->ops->sent_otherwise ? x->ops->sent_otherwise(x, e->desc->key, e->desc->sig)
+    return x->ops->sent_otherwise ? x->ops->sent_otherwise(x, e->desc->key, e->desc->sig, false)
                                   : WEFT_OK;
 }
 

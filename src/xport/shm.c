@@ -1855,32 +1855,42 @@ static int sent_otherwise_found(shm_xport_t *x, int src, uint64_t key)
     int me = x->base.rank;
     snprintf(fb, sizeof fb,
              "ranks %d and %d disagree on call #%u on communicator %u: rank %d sent rank %d a "
-             "message of it under another signature (another collective, algorithm, count, "
-             "datatype, op or root)",
-             me, src, (unsigned)key, (unsigned)(key >> 32), src, me);
+             "message of it that rank %d's call never takes (another collective, algorithm, "
+             "count, datatype, op or root)",
+             me, src, (unsigned)key, (unsigned)(key >> 32), src, me, me);
     return disagreement(x, src, key, fb);
 }
 
 /* xport.h: every message of a call carries the call's signature, so one
  * under another is proof, taken in (buffered) or not (still in its ring:
- * nobody here receives from its sender in that step).  The rings are read
- * as far as their senders have written, without taking anything in. */
-static int shm_sent_otherwise(xport_t *xp, uint64_t key, uint32_t sig)
+ * nobody here receives from its sender in that step); and so is one of a
+ * call this rank has ended well (stale_message: it took all it expected),
+ * which start_message finds only where a receive from that sender is
+ * posted (a rank that ended a reduce as a leaf, and waits in other calls
+ * for ranks that wait for it).  The rings are read as far as their
+ * senders have written, without taking anything in. */
+static int shm_sent_otherwise(xport_t *xp, uint64_t key, uint32_t sig, bool complete)
 {
     shm_xport_t *x = (shm_xport_t *)xp;
+    int me = x->base.rank;
     key = (key & ~(uint64_t)UINT32_MAX) | (key & CALL_NUM_MASK); /* as tags carry it */
     for (int src = 0; src < x->base.size; src++) {
         peer_state_t *ps = &x->peers[src];
-        for (const unexp_t *u = ps->unexp; u; u = u->next)
-            if (call_key_of_tag(u->tag) == key && u->sig != sig)
+        for (const unexp_t *u = ps->unexp; u; u = u->next) {
+            if (call_key_of_tag(u->tag) == key && (u->sig != sig || complete))
                 return sent_otherwise_found(x, src, key);
-        ring_hdr_t *ring = src == x->base.rank ? NULL : ring_from(x, src);
+            if (ended_well(x, me, call_key_of_tag(u->tag)))
+                return stale_message(x, src, u->tag);
+        }
+        ring_hdr_t *ring = src == me ? NULL : ring_from(x, src);
         for (uint64_t i = ps->rseq; ring && i < ps->rseq + x->ncells; i++) {
             const cell_t *c = seg_cell(&x->seg, ring, (uint32_t)(i & (x->ncells - 1)));
             if (atomic_load_explicit(&c->seq, memory_order_acquire) != (uint32_t)(i + 1))
                 break;
-            if (call_key_of_tag(c->tag) == key && c->sig != sig)
+            if (call_key_of_tag(c->tag) == key && (c->sig != sig || complete))
                 return sent_otherwise_found(x, src, key);
+            if (ended_well(x, me, call_key_of_tag(c->tag)))
+                return stale_message(x, src, c->tag);
         }
     }
     return WEFT_OK;

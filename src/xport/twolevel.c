@@ -124,11 +124,12 @@ static void tl_disown(xport_t *xp, xreq_t *r, void *dst)
         t->mpi->ops->disown(t->mpi, r, dst);
 }
 
-static int tl_sent_otherwise(xport_t *xp, uint64_t key, uint32_t sig)
+static int tl_sent_otherwise(xport_t *xp, uint64_t key, uint32_t sig, bool complete)
 {
     twolevel_t *t = (twolevel_t *)xp;
-    return t->shm && t->shm->ops->sent_otherwise ? t->shm->ops->sent_otherwise(t->shm, key, sig)
-                                                 : WEFT_OK;
+    return t->shm && t->shm->ops->sent_otherwise
+               ? t->shm->ops->sent_otherwise(t->shm, key, sig, complete)
+               : WEFT_OK;
 }
 
 static int tl_sweep(xport_t *xp)

@@ -207,9 +207,11 @@ typedef struct xport_ops {
      * number) made here under signature sig (x->lock held): a message of
      * that call under another signature waits to be taken in, from a peer
      * this rank's schedule may never receive from in it (the peer made the
-     * call with another algorithm).  WEFT_EMISMATCH (the job ended), else
-     * WEFT_OK. */
-    int (*sent_otherwise)(xport_t *x, uint64_t key, uint32_t sig);
+     * call with another algorithm); with complete (the call has taken in
+     * all it expects, its caller not yet told), any message of it does;
+     * and so does one of a call this rank has ended well.  WEFT_EMISMATCH
+     * (the job ended), else WEFT_OK. */
+    int (*sent_otherwise)(xport_t *x, uint64_t key, uint32_t sig, bool complete);
 } xport_ops_t;
 
 struct xport {
