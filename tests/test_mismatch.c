@@ -366,6 +366,18 @@ static int late(void)
     return 0;
 }
 
+/* Ranks 0 and 1 (NULL on the others), whose bcasts go by binomial: one
+ * message from rank 0 to rank 1. */
+static weft_comm_t binomial_pair(void)
+{
+    weft_comm_t pair = NULL;
+    CHECK(weft_comm_split(world, me < 2 ? 0 : WEFT_UNDEFINED, me, &pair) == WEFT_OK,
+          "split: %s", weft_last_error());
+    if (pair)
+        weft_set_algorithm(pair, WEFT_COLL_BCAST, "binomial", NULL);
+    return pair;
+}
+
 /* Withdrawn sends: rank 0 times out in a bcast of 16 MiB to rank 1 (on a
  * pair communicator, which rank 1 joins late), writes its buffer over and
  * meets rank 1 in a barrier; rank 1's bcast then finds what rank 0
@@ -385,11 +397,7 @@ static int withdrawn_send_in(bool arena, bool freed)
         buf = malloc(n * sizeof *buf);
     if (!buf)
         return 0;
-    weft_comm_t pair = NULL;
-    CHECK(weft_comm_split(world, me < 2 ? 0 : WEFT_UNDEFINED, me, &pair) == WEFT_OK,
-          "split: %s", weft_last_error());
-    if (pair)
-        weft_set_algorithm(pair, WEFT_COLL_BCAST, "binomial", NULL);
+    weft_comm_t pair = binomial_pair();
     /* The first barrier on the board, whose wait reads no ring: rank 1 must
      * not take rank 0's message in before its bcast (a receive from rank 0
      * would, and rank 0's send would then complete).  The second by a
@@ -457,11 +465,7 @@ static int late_sender(void)
     int32_t *buf = malloc(n * sizeof *buf);
     if (!buf)
         return 0;
-    weft_comm_t pair = NULL;
-    CHECK(weft_comm_split(world, me < 2 ? 0 : WEFT_UNDEFINED, me, &pair) == WEFT_OK,
-          "split: %s", weft_last_error());
-    if (pair)
-        weft_set_algorithm(pair, WEFT_COLL_BCAST, "binomial", NULL);
+    weft_comm_t pair = binomial_pair();
     if (me == 1) {
         weft_comm_set_timeout(pair, 200);
         int rc = weft_bcast(buf, n, WEFT_INT32, 0, pair);
@@ -531,12 +535,8 @@ static int error_kept(void)
     int32_t *buf = malloc(n * sizeof *buf);
     if (!buf)
         return 0;
-    weft_comm_t pair = NULL, first = NULL;
-    CHECK(weft_comm_split(world, me < 2 ? 0 : WEFT_UNDEFINED, me, &pair) == WEFT_OK &&
-              weft_comm_dup(world, &first) == WEFT_OK,
-          "split, dup: %s", weft_last_error());
-    if (pair)
-        weft_set_algorithm(pair, WEFT_COLL_BCAST, "binomial", NULL);
+    weft_comm_t pair = binomial_pair(), first = NULL;
+    CHECK(weft_comm_dup(world, &first) == WEFT_OK, "dup: %s", weft_last_error());
     for (size_t i = 0; i < n; i++)
         buf[i] = (int32_t)i;
     int rc;
