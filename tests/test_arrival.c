@@ -356,6 +356,14 @@ static void abandoned(void)
         CHECK(rc == WEFT_ETIMEDOUT, "a call nobody else makes: %d (%s)", rc, weft_last_error());
     }
     weft_barrier(w);
+    if (me == 1) { /* comes late to it: told who abandoned it */
+        weft_set_algorithm(a, WEFT_COLL_ALLREDUCE, "pap_leader", NULL);
+        weft_comm_set_timeout(a, 5000);
+        int rc = weft_allreduce(in, out, 4, WEFT_INT32, WEFT_SUM, a);
+        CHECK(rc == WEFT_EPEER && strstr(weft_last_error(), "rank 0"),
+              "the call rank 0 abandoned, made late: %d (%s)", rc, weft_last_error());
+        fprintf(stderr, "rank 1: late to an abandoned call -> %s\n", weft_last_error());
+    }
     for (int k = 0; k < 8; k++) {
         weft_comm_t b = NULL;
         CHECK(weft_comm_dup(w, &b) == WEFT_OK, "dup: %s", weft_last_error());

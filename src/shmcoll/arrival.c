@@ -212,6 +212,30 @@ static bool pred_passed(const exec_t *e)
                                 memory_order_acquire) == e->arrival_pred;
 }
 
+/* Who closed an abandoned call's ticket: the rank whose call log says it
+ * abandoned the call, else the ranks that had arrived (one of them did). */
+static void abandoner(const exec_t *e, const arrival_rec_t *r, uint64_t gen, char *who, size_t n)
+{
+    xport_t *x = e->x;
+    for (int q = 0; q < e->s->nrank && x->ops->peer_view; q++) {
+        peer_view_t v;
+        if (q != e->s->rank && !x->ops->peer_view(x, e->world[q], e->desc->key, true, &v) &&
+            v.found && v.state == CALL_ABANDONED) {
+            snprintf(who, n, "rank %d", q);
+            return;
+        }
+    }
+    size_t len = (size_t)snprintf(who, n, "one of the ranks that had arrived (");
+    for (int k = 0; k < e->ar.nexpect && len < n; k++) {
+        uint64_t v = atomic_load_explicit(&r->order[k], memory_order_acquire);
+        if (v >> 24 == gen && (v & DONE))
+            len += (size_t)snprintf(who + len, n - len, "%srank %d", who[len - 1] == '(' ? "" : ", ",
+                                    (int)(v & DONE) - 1);
+    }
+    if (len < n)
+        snprintf(who + len, n - len, ")");
+}
+
 bool arrival_take(exec_t *e)
 {
     if (!pred_passed(e))
@@ -230,9 +254,11 @@ bool arrival_take(exec_t *e)
         if (t >> 24 == gen) {
             order = (int)(t & FIELD);
             if ((uint64_t)order >= P) { /* arrival_abandon closed it */
-                e->err = weft_error(WEFT_EPEER, "%s: a peer abandoned this call (call #%llu on "
+                char who[160];
+                abandoner(e, r, gen, who, sizeof who);
+                e->err = weft_error(WEFT_EPEER, "%s: %s abandoned this call (call #%llu on "
                                     "its communicator) before this rank arrived",
-                                    weft_coll_name((weft_coll_t)e->desc->coll),
+                                    weft_coll_name((weft_coll_t)e->desc->coll), who,
                                     (unsigned long long)(e->desc->key & 0xffffffu));
                 exec_arrival_pass(e);
                 return false;
