@@ -248,11 +248,6 @@ int watch_peer_agrees(exec_t *e, int peer, bool locked);
  * slot holds it): also WEFT_EPEER when its record is gone but the peer
  * left after a fault. */
 int watch_peer_made_it_differently(exec_t *e, int peer, bool locked);
-/* (board.c) A schedule's call waiting for peer q (a communicator rank),
- * which posted this very call on the board, under another signature: it
- * made the call as a board call (an AUTO call where the others forced a
- * schedule, say).  WEFT_EMISMATCH (the job ended), else 0.  Lock held. */
-int board_peer_posted_otherwise(exec_t *e, int q);
 /* the message for an expired wait: which ranks, and where each is */
 void watch_expired(exec_t *e, char *msg, size_t n);
 /* "allreduce ring, 4 x int32 sum (call #7 on communicator 1)" */

@@ -10,8 +10,6 @@
  *     all it sent is in, yet a receive from it waits    -> WEFT_EMISMATCH
  *   - a message of this call under another signature
  *     waits here, from any peer (xport sent_otherwise)  -> WEFT_EMISMATCH
- *   - its record is gone, but its board slot holds its
- *     post of this call under another signature         -> WEFT_EMISMATCH
  *   - the peer abandoned it (timeout, revoke)           -> WEFT_EPEER
  *   - the peer is in weft_finalize, not in this call    -> WEFT_EMISMATCH
  *     (WEFT_EPEER when it gave up a call before, or the job was aborted
@@ -205,8 +203,6 @@ static int check_peer(exec_t *e, int peer)
         return fail(e, WEFT_EPEER, msg, true);
     }
     if (!v.found && v.ended_well && ended_without(e, peer))
-        return WEFT_EMISMATCH; /* failed: the job ends */
-    if (!v.found && !e->board && board_peer_posted_otherwise(e, peer))
         return WEFT_EMISMATCH; /* failed: the job ends */
     if (!v.found && gone) {
         /* a peer that left after the job was aborted (a rank died) left

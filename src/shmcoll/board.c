@@ -400,30 +400,6 @@ static int slot_call_differs(exec_t *e, int q, uint64_t stamp, uint32_t sig)
     return weft_error(WEFT_EMISMATCH, "%s", msg);
 }
 
-int board_peer_posted_otherwise(exec_t *e, int q)
-{
-    xport_t *x = e->x;
-    if (!x->ops->board_slot || !e->desc)
-        return 0;
-    uint64_t stamp = e->desc->key + 1;
-    const board_slot_t *ps = x->ops->board_slot(x, e->world[q], slot_index(e->desc->key));
-    if (atomic_load_explicit(&ps->stamp, memory_order_acquire) != stamp)
-        return 0;
-    uint32_t sig = ps->sig;
-    /* still that post once its signature is read: not one written over it */
-    if (atomic_load_explicit(&ps->stamp, memory_order_acquire) != stamp || sig == e->desc->sig)
-        return 0;
-    char mine[160], msg[512];
-    call_describe(e->desc, mine, sizeof mine);
-    snprintf(msg, sizeof msg, "ranks %d and %d disagree on a collective: rank %d calls %s and "
-             "waits for rank %d there, which posted that call on the board under another "
-             "signature (%08x vs %08x)", e->s->rank, q, e->s->rank, mine, q, (unsigned)sig,
-             (unsigned)e->desc->sig);
-    if (x->ops->fail_job)
-        x->ops->fail_job(x, msg);
-    return weft_error(WEFT_EMISMATCH, "%s", msg);
-}
-
 /* Held up by this rank's own slot: a peer that made the slot's call
  * differently (a second root of a bcast, say) will never read it.  The
  * slot keeps that call's key and signature.  Two proofs, either enough:
