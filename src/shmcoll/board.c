@@ -408,8 +408,41 @@ static int slot_call_differs(exec_t *e, int q, uint64_t stamp, uint32_t sig)
  * reduce whose ranks each took another for its root, every slot keeps
  * such a post until it is read, which it never is), and the peer's call
  * log, which keeps only its recent calls. */
+/* Reading: a peer whose post this rank waits for, that has ended the call
+ * well without posting it (its published "ended well", read before its
+ * slot: a rank that posts does so before it ends), made the call
+ * otherwise -- a bcast's rank that was not the root this rank took.  Its
+ * post cannot have been written over since: this rank, one of its
+ * readers, has not read it.  Where the call log has lost its record
+ * (threads), nothing else proves it (weft stress, seed 1005). */
+static int ended_without_post(exec_t *e)
+{
+    xport_t *x = e->x;
+    if (!x->ops->peer_view)
+        return 0;
+    for (int q = e->br.next; q < e->br.end; q++) {
+        peer_view_t v;
+        if (q == e->s->rank ||
+            atomic_load_explicit(&slot_of(e, q)->stamp, memory_order_acquire) == stamp_of(e) ||
+            x->ops->peer_view(x, e->world[q], e->desc->key, true, &v) || !v.ended_well ||
+            atomic_load_explicit(&slot_of(e, q)->stamp, memory_order_acquire) == stamp_of(e))
+            continue;
+        char mine[160], msg[512];
+        call_describe(e->desc, mine, sizeof mine);
+        snprintf(msg, sizeof msg, "ranks %d and %d disagree on a collective: rank %d calls %s "
+                 "and waits for rank %d's post on the board there, but rank %d ended that call "
+                 "without posting it (another root, say)", e->s->rank, q, e->s->rank, mine, q, q);
+        if (x->ops->fail_job)
+            x->ops->fail_job(x, msg);
+        return weft_error(WEFT_EMISMATCH, "%s", msg);
+    }
+    return 0;
+}
+
 static int board_stalled(exec_t *e)
 {
+    if (e->br.phase == BOARD_READING)
+        return ended_without_post(e);
     if (e->br.phase != BOARD_FREE_WAIT)
         return 0;
     board_slot_t *me = slot_of(e, e->s->rank);
