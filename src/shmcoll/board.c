@@ -400,14 +400,6 @@ static int slot_call_differs(exec_t *e, int q, uint64_t stamp, uint32_t sig)
     return weft_error(WEFT_EMISMATCH, "%s", msg);
 }
 
-/* Held up by this rank's own slot: a peer that made the slot's call
- * differently (a second root of a bcast, say) will never read it.  The
- * slot keeps that call's key and signature.  Two proofs, either enough:
- * the peer's post of that very call in its own slot of the same index,
- * with another signature (where every rank posted and left, as in a
- * reduce whose ranks each took another for its root, every slot keeps
- * such a post until it is read, which it never is), and the peer's call
- * log, which keeps only its recent calls. */
 /* Reading: a peer whose post this rank waits for, that has ended the call
  * well without posting it (its published "ended well", read before its
  * slot: a rank that posts does so before it ends), made the call
@@ -439,6 +431,14 @@ static int ended_without_post(exec_t *e)
     return 0;
 }
 
+/* Held up by this rank's own slot: a peer that made the slot's call
+ * differently (a second root of a bcast, say) will never read it.  The
+ * slot keeps that call's key and signature.  Two proofs, either enough:
+ * the peer's post of that very call in its own slot of the same index,
+ * with another signature (where every rank posted and left, as in a
+ * reduce whose ranks each took another for its root, every slot keeps
+ * such a post until it is read, which it never is), and the peer's call
+ * log, which keeps only its recent calls. */
 static int board_stalled(exec_t *e)
 {
     if (e->br.phase == BOARD_READING)
