@@ -1817,29 +1817,6 @@ static cell_t *ring_head(shm_xport_t *x, int src)
     return ring ? cell_to_read(x, &x->peers[src], ring) : NULL;
 }
 
-/* At weft_finalize, once every rank's calls have ended and their
- * messages are out: a message left of a call this rank ended well (a
- * buffered one, or the one at the head of a ring) proves a disagreement
- * that no later call from its sender came to show.  WEFT_EMISMATCH (the
- * job ended) or WEFT_OK. */
-static int shm_sweep(xport_t *xp)
-{
-    shm_xport_t *x = (shm_xport_t *)xp;
-    int me = x->base.rank, rc = WEFT_OK;
-    pthread_mutex_lock(&x->base.lock);
-    for (int p = 0; p < x->base.size && !rc; p++) {
-        peer_state_t *ps = &x->peers[p];
-        for (const unexp_t *u = ps->unexp; u && !rc; u = u->next)
-            if (ended_well(x, me, call_key_of_tag(u->tag)))
-                rc = stale_message(x, p, u->tag);
-        const cell_t *c = p != me && !taking_in(ps) ? ring_head(x, p) : NULL;
-        if (!rc && c && ended_well(x, me, call_key_of_tag(c->tag)))
-            rc = stale_message(x, p, c->tag);
-    }
-    pthread_mutex_unlock(&x->base.lock);
-    return rc;
-}
-
 /* Nothing src sent waits in this rank's ring or is being taken in. */
 static bool shm_drained_from(xport_t *xp, int src)
 {
@@ -1861,6 +1838,8 @@ static int sent_otherwise_found(shm_xport_t *x, int src, uint64_t key)
     return disagreement(x, src, key, fb);
 }
 
+#define NO_CALL UINT64_MAX /* look_for_proof: of calls ended well only */
+
 /* xport.h: every message of a call carries the call's signature, so one
  * under another is proof, taken in (buffered) or not (still in its ring:
  * nobody here receives from its sender in that step); and so is one of a
@@ -1868,12 +1847,11 @@ static int sent_otherwise_found(shm_xport_t *x, int src, uint64_t key)
  * which start_message finds only where a receive from that sender is
  * posted (a rank that ended a reduce as a leaf, and waits in other calls
  * for ranks that wait for it).  The rings are read as far as their
- * senders have written, without taking anything in. */
-static int shm_sent_otherwise(xport_t *xp, uint64_t key, uint32_t sig, bool complete)
+ * senders have written, without taking anything in.  key NO_CALL: the
+ * latter only (shm_sweep). */
+static int look_for_proof(shm_xport_t *x, uint64_t key, uint32_t sig, bool complete)
 {
-    shm_xport_t *x = (shm_xport_t *)xp;
     int me = x->base.rank;
-    key = (key & ~(uint64_t)UINT32_MAX) | (key & CALL_NUM_MASK); /* as tags carry it */
     for (int src = 0; src < x->base.size; src++) {
         peer_state_t *ps = &x->peers[src];
         for (const unexp_t *u = ps->unexp; u; u = u->next) {
@@ -1894,6 +1872,26 @@ static int shm_sent_otherwise(xport_t *xp, uint64_t key, uint32_t sig, bool comp
         }
     }
     return WEFT_OK;
+}
+
+static int shm_sent_otherwise(xport_t *xp, uint64_t key, uint32_t sig, bool complete)
+{
+    key = (key & ~(uint64_t)UINT32_MAX) | (key & CALL_NUM_MASK); /* as tags carry it */
+    return look_for_proof((shm_xport_t *)xp, key, sig, complete);
+}
+
+/* At weft_finalize, once every rank's calls have ended and their
+ * messages are out: a message left of a call this rank ended well (a
+ * buffered one, or one in a ring) proves a disagreement that no later call
+ * from its sender came to show.  WEFT_EMISMATCH (the job ended) or
+ * WEFT_OK. */
+static int shm_sweep(xport_t *xp)
+{
+    shm_xport_t *x = (shm_xport_t *)xp;
+    pthread_mutex_lock(&x->base.lock);
+    int rc = look_for_proof(x, NO_CALL, 0, false);
+    pthread_mutex_unlock(&x->base.lock);
+    return rc;
 }
 
 static int shm_peer_view(xport_t *xp, int peer, uint64_t key, bool quick, peer_view_t *out)
