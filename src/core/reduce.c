@@ -509,16 +509,23 @@ static const reduce_kernel_fn kernels[WEFT_DTYPE_COUNT][WEFT_OP_BUILTIN_COUNT] =
 
 #ifdef HAVE_F16C_KERNELS
 #include <cpuid.h>
+#include <stdatomic.h>
 /* F16C from CPUID itself: clang 14 (Debian's) has no "f16c" for
  * __builtin_cpu_supports. */
 static bool cpu_has_f16c(void)
 {
-    static int has = -1; /* CPUID traps under some hypervisors: ask once */
-    if (has < 0) {
+    /* CPUID traps under some hypervisors: ask once.  Threads resolving
+     * their first float16 calls at once may each ask: the same answer,
+     * stored atomically (a plain int was a data race, TSan: weft stress
+     * with threads) */
+    static _Atomic int has = -1;
+    int h = atomic_load_explicit(&has, memory_order_relaxed);
+    if (h < 0) {
         unsigned a, b, c, d;
-        has = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+        h = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+        atomic_store_explicit(&has, h, memory_order_relaxed);
     }
-    return has;
+    return h;
 }
 #endif
 
