@@ -1261,6 +1261,7 @@ static int fault_job(const stress_opts_t *o, int job, const char *kind, int fran
     int status = launch_self(o->np, "stress", nargs, args);
     double secs = weft_now() - t0;
     int seen = 0, bad = 0;
+    char *reported = calloc((size_t)o->np, 1);
     FILE *f = fopen(path, "r");
     char line[700];
     while (f && fgets(line, sizeof line, f)) {
@@ -1268,6 +1269,8 @@ static int fault_job(const stress_opts_t *o, int job, const char *kind, int fran
         if (sscanf(line, "rank %d code %d", &r, &code) != 2)
             continue;
         seen++;
+        if (reported && r >= 0 && r < o->np)
+            reported[r] = 1;
         const char *msg = line;
         for (int w = 0; w < 4 && msg; w++) /* past "rank R code C " */
             msg = (msg = strchr(msg, ' ')) ? msg + 1 : NULL;
@@ -1284,6 +1287,13 @@ static int fault_job(const stress_opts_t *o, int job, const char *kind, int fran
     if (f)
         fclose(f);
     unlink(path);
+    /* a survivor that never reported: say which, so that the launcher's
+     * word on it (killed after the grace period, a crash) can be matched */
+    for (int r = 0; reported && r < o->np; r++)
+        if (!reported[r] && (r != frank || !strcmp(kind, "mismatch")))
+            printf("stress: fault job %d (%s of rank %d at call %ld): rank %d never reported\n",
+                   job, kind, frank, at, r);
+    free(reported);
     int want = !strcmp(kind, "mismatch") ? o->np : o->np - 1;
     int leaked = shm_entries() - before; /* our names: a leak, not a neighbour */
     bool pass = !bad && seen >= want && status != 0 && leaked <= 0;

@@ -116,6 +116,7 @@ typedef struct {
     int np;
     seg_t seg;
     pid_t *pids;        /* 0 once reaped */
+    char *killed;       /* the launcher signalled the rank itself */
     int alive;
     int failed_rank;    /* the first rank that failed; -1 none, -2 interrupted */
     int failed_status;  /* its wait status */
@@ -191,6 +192,13 @@ static void reap_ranks(job_t *j)
                    state == RANK_FINALIZING;
         if (!bad && state == RANK_NEW && j->unjoined < 0)
             j->unjoined = r; /* fine unless other ranks joined: see watch_ranks */
+        if (bad && j->failed_rank != -1 && WIFSIGNALED(st) && !j->killed[r]) {
+            /* after the first failure too: a survivor that crashed would
+             * otherwise pass unseen behind the failure the job reports */
+            char what[128];
+            describe(st, what, sizeof what);
+            fprintf(stderr, "weft run: rank %d %s after the job was aborted\n", r, what);
+        }
         if (bad && j->failed_rank == -1) {
             char what[128], msg[200];
             int how = WIFEXITED(st) && WEXITSTATUS(st) == 0 ? FAILED_NO_FINALIZE : FAILED_STATUS;
@@ -221,16 +229,22 @@ static void watch_ranks(job_t *j, const sigset_t *set)
             break;
         if (j->grace_end > 0 && weft_now() > j->grace_end) {
             for (int r = 0; r < j->np; r++)
-                if (j->pids[r])
+                if (j->pids[r]) {
+                    fprintf(stderr, "weft run: rank %d was still running %.0f s after the job "
+                            "was aborted: killed\n", r, GRACE_SECONDS);
                     kill(j->pids[r], SIGKILL);
+                    j->killed[r] = 1;
+                }
             j->grace_end = weft_now() + 3600; /* kill once */
         }
         struct timespec ts = {0, 50 * 1000000L};
         int sig = sigtimedwait(set, NULL, &ts);
         if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
             for (int r = 0; r < j->np; r++)
-                if (j->pids[r])
+                if (j->pids[r]) {
                     kill(j->pids[r], SIGTERM);
+                    j->killed[r] = 1;
+                }
             if (j->failed_rank == -1) {
                 job_fail(j, -1, -2, 0, FAILED_STATUS, "the launcher was interrupted");
                 j->interrupted_by = sig;
@@ -290,7 +304,10 @@ int launch_job(int np, char *const argv[], int verbose)
         return 1;
     }
     j.pids = calloc((size_t)np, sizeof *j.pids);
-    if (!j.pids) {
+    j.killed = calloc((size_t)np, 1);
+    if (!j.pids || !j.killed) {
+        free(j.pids);
+        free(j.killed);
         fprintf(stderr, "weft run: out of memory\n");
         close(segfd);
         seg_detach(&j.seg);
@@ -319,5 +336,6 @@ int launch_job(int np, char *const argv[], int verbose)
     close(segfd);
     seg_detach(&j.seg);
     free(j.pids);
+    free(j.killed);
     return exit_code;
 }
