@@ -58,6 +58,12 @@ scenario late_sender 2 0
 scenario late_sender 3 0
 scenario error_kept 2 0
 scenario error_kept 3 0
+# a call refused on one rank where the others make it: made otherwise
+# (the job ends) or alike (the others' call fails, the job goes on)
+for np in 2 3 5; do
+    scenario refused_alone "$np" nonzero
+    scenario refused_same "$np" 0
+done
 # both ranks of left_after_fault find the disagreement at the same moment,
 # and one rewrites the call record the other reads: once lost as EMISMATCH
 # in about 50 runs under tsan, so it runs more often

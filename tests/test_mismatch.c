@@ -535,8 +535,9 @@ static int error_kept(void)
     int32_t *buf = malloc(n * sizeof *buf);
     if (!buf)
         return 0;
-    weft_comm_t pair = binomial_pair(), first = NULL;
+    weft_comm_t pair = binomial_pair(), first = NULL, alone = NULL;
     CHECK(weft_comm_dup(world, &first) == WEFT_OK, "dup: %s", weft_last_error());
+    CHECK(weft_comm_split(world, me, 0, &alone) == WEFT_OK, "split: %s", weft_last_error());
     for (size_t i = 0; i < n; i++)
         buf[i] = (int32_t)i;
     int rc;
@@ -557,7 +558,10 @@ static int error_kept(void)
     }
     CHECK(weft_barrier(first) == WEFT_OK, "barrier: %s", weft_last_error());
     if (me == 1) {
-        CHECK(weft_bcast(NULL, 1, WEFT_INT32, 0, world) == WEFT_EINVAL, "a NULL buffer");
+        /* on a communicator of its own: a call refused on one rank of a
+         * shared one is a call its peers must fail in (refused_alone) */
+        CHECK(weft_allreduce(buf, NULL, 1, WEFT_INT32, WEFT_SUM, alone) == WEFT_EINVAL,
+              "a NULL buffer");
         while ((rc = weft_bcast_timeout(buf, n, WEFT_INT32, 0, pair, 10)) == WEFT_ETIMEDOUT &&
                strstr(weft_last_error(), "not finished yet"))
             ;
@@ -568,7 +572,64 @@ static int error_kept(void)
     CHECK(weft_barrier(world) == WEFT_OK, "barrier after: %s", weft_last_error());
     weft_comm_free(&pair);
     weft_comm_free(&first);
+    weft_comm_free(&alone);
     free(buf);
+    return 0;
+}
+
+/* One rank's call is refused (an op the datatype does not take) where the
+ * others make theirs, and that rank then waits in another communicator
+ * for them: nothing else would ever bring it back to the call.  Its
+ * record of the refused call says how it made it, so the others fail
+ * with WEFT_EMISMATCH instead of waiting for ever, and it fails with
+ * them. */
+static int refused_alone(void)
+{
+    weft_comm_t other = NULL;
+    CHECK(weft_comm_dup(world, &other) == WEFT_OK, "dup: %s", weft_last_error());
+    float v[3] = {1, 2, 3};
+    int rc;
+    if (me == P - 1) {
+        rc = weft_allreduce(WEFT_IN_PLACE, v, 3, WEFT_FLOAT32, WEFT_BAND, world);
+        CHECK(rc == WEFT_EINVAL, "band on float32 was not refused: %d: %s", rc,
+              weft_last_error());
+        rc = weft_barrier(other);
+    } else {
+        rc = weft_allreduce(WEFT_IN_PLACE, v, 3, WEFT_FLOAT32, WEFT_SUM, world);
+        CHECK(rc != WEFT_EMISMATCH || strstr(weft_last_error(), "refused"),
+              "the message does not say the call was refused: %s", weft_last_error());
+    }
+    expect_mismatch("one rank's allreduce refused, the others made", rc);
+    return 0;
+}
+
+/* The same call refused on one rank only (a NULL buffer there): the
+ * others' allreduce fails with WEFT_EPEER naming that rank, the job goes
+ * on, and every rank's next call on the communicator agrees. */
+static int refused_same(void)
+{
+    weft_comm_t other = NULL;
+    CHECK(weft_comm_dup(world, &other) == WEFT_OK, "dup: %s", weft_last_error());
+    int32_t v[3] = {1, 2, 3};
+    int rc;
+    char who[32];
+    snprintf(who, sizeof who, "rank %d refused", P - 1);
+    if (me == P - 1) {
+        rc = weft_allreduce(v, NULL, 3, WEFT_INT32, WEFT_SUM, world);
+        CHECK(rc == WEFT_EINVAL, "a NULL buffer was not refused: %d: %s", rc,
+              weft_last_error());
+    } else {
+        rc = weft_allreduce(WEFT_IN_PLACE, v, 3, WEFT_INT32, WEFT_SUM, world);
+        CHECK(rc == WEFT_EPEER && strstr(weft_last_error(), who),
+              "the allreduce rank %d refused got %d: %s", P - 1, rc, weft_last_error());
+    }
+    fprintf(stderr, "rank %d: refused on rank %d alone -> %s\n", me, P - 1, weft_last_error());
+    rc = weft_barrier(other);
+    CHECK(rc == WEFT_OK, "a barrier on another communicator: %d: %s", rc, weft_last_error());
+    int32_t x = 1;
+    rc = weft_allreduce(WEFT_IN_PLACE, &x, 1, WEFT_INT32, WEFT_SUM, world);
+    CHECK(rc == WEFT_OK && x == P, "the next allreduce: %d (%d): %s", rc, x, weft_last_error());
+    weft_comm_free(&other);
     return 0;
 }
 
@@ -613,7 +674,8 @@ int main(int argc, char **argv)
                {"withdrawn_send", withdrawn_send, 0},
                {"withdrawn_send_arena", withdrawn_send_arena, 0},
                {"withdrawn_send_freed", withdrawn_send_freed, 0},
-               {"late_sender", late_sender, 0},     {"error_kept", error_kept, 0}};
+               {"late_sender", late_sender, 0},     {"error_kept", error_kept, 0},
+               {"refused_alone", refused_alone, 1}, {"refused_same", refused_same, 0}};
     int finalized = 0, found = 0;
     for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
         if (!strcmp(sc, tab[i].name)) {

@@ -81,23 +81,43 @@ static int refuse_tags(weft_comm_t c, const algo_t *al, const coll_args_t *a, ui
     return weft_error(WEFT_ENOTSUP, "%s", msg);
 }
 
+static uint32_t params_hash(const algo_params_t *p)
+{
+    uint32_t ph = 2166136261u;
+    const unsigned char *pb = (const unsigned char *)p;
+    for (size_t i = 0; i < sizeof *p; i++)
+        ph = (ph ^ pb[i]) * 16777619u;
+    return ph;
+}
+
+/* The schedule's part of a call's signature (algo: its index in the
+ * registry's table). */
+static uint32_t schedule_sig(weft_coll_t coll, uint32_t algo, uint64_t count, int root,
+                             uint32_t ph)
+{
+    uint32_t sig = 2166136261u;
+    sig = fnv(sig, (uint64_t)coll);
+    sig = fnv(sig, (uint64_t)algo);
+    sig = fnv(sig, count);
+    sig = fnv(sig, (uint64_t)(uint32_t)root);
+    return fnv(sig, ph);
+}
+
+/* The call's own part mixed in with two multiplies. */
+static uint32_t call_sig(uint32_t schedule, uint64_t op_ident, weft_dtype_t dt)
+{
+    uint64_t mix = (op_ident ^ (uint64_t)dt << 56) * 0x9e3779b97f4a7c15ull;
+    return (schedule ^ (uint32_t)(mix >> 32)) * 16777619u;
+}
+
 /* Once per schedule, not per call: what describe_call and watch_sent need
  * (the parameters' hash, the call's signature, and for a schedule that
  * only sends, its first and last destination). */
 static void entry_describe(sched_entry_t *ent, const algo_t *al, const coll_args_t *a)
 {
-    uint32_t ph = 2166136261u;
-    const unsigned char *pb = (const unsigned char *)&a->params;
-    for (size_t i = 0; i < sizeof a->params; i++)
-        ph = (ph ^ pb[i]) * 16777619u;
-    ent->params_hash = ph;
-    uint32_t sig = 2166136261u;
-    sig = fnv(sig, (uint64_t)a->coll);
-    sig = fnv(sig, (uint64_t)(al - algo_table(&(size_t){0})));
-    sig = fnv(sig, a->count);
-    sig = fnv(sig, (uint64_t)(uint32_t)a->root);
-    sig = fnv(sig, ph);
-    ent->sig = sig;
+    ent->params_hash = params_hash(&a->params);
+    ent->sig = schedule_sig(a->coll, (uint32_t)(al - algo_table(&(size_t){0})), a->count,
+                            a->root, ent->params_hash);
     ent->sent_to[0] = ent->sent_to[1] = -1;
     bool recvs = false;
     for (uint32_t i = 0; i < ent->s->nsteps; i++) {
@@ -203,6 +223,19 @@ static int settle_overlap(const char *cn, weft_coll_t coll, int P, int rank, int
     return WEFT_OK;
 }
 
+/* A call as the program made it, for one refused before it ran: with
+ * the algorithm and its parameters' hash once they are known (NULL: AUTO
+ * had not chosen). */
+typedef struct call_shape {
+    weft_coll_t coll;
+    size_t count;
+    weft_dtype_t dt;
+    weft_op_t op;
+    int root;
+    const algo_t *al;
+    uint32_t params;
+} call_shape_t;
+
 /* Resolves a call into *m: the op, the layout, the algorithm (the
  * communicator's choice, checked, or AUTO's; AUTO's alone for weft's own
  * calls) and its schedule.  The memo serves the calls that repeat it
@@ -210,7 +243,7 @@ static int settle_overlap(const char *cn, weft_coll_t coll, int P, int rank, int
  * reused. */
 static int resolve_call(weft_comm_t comm, weft_coll_t coll, const void *in, void *out,
                         size_t count, weft_dtype_t dt, weft_op_t op, int root, bool inplace,
-                        bool own, call_memo_t *m)
+                        bool own, call_memo_t *m, call_shape_t *shape)
 {
     const char *cn = weft_coll_name(coll);
     int P = comm->size, rc;
@@ -245,15 +278,11 @@ static int resolve_call(weft_comm_t comm, weft_coll_t coll, const void *in, void
     } else {
         a.commutative = a.idempotent = true;
     }
-    coll_layout_t lay;
-    coll_layout(coll, P, comm->rank, a.root, count, inplace, &lay);
-    if ((rc = buffers_given(cn, &lay, in, out, inplace)))
-        return rc;
-
     const algo_t *al = own ? NULL : comm->choice[coll].al;
     const char *choice;
     if (al) {
         a.params = comm->choice[coll].params;
+        shape->al = al, shape->params = params_hash(&a.params);
         if ((rc = algo_check_usable(al, &a)))
             return rc;
         choice = al->name;
@@ -261,7 +290,14 @@ static int resolve_call(weft_comm_t comm, weft_coll_t coll, const void *in, void
         return weft_error(WEFT_EINTERNAL, "%s: no algorithm serves this call", cn);
     } else {
         choice = comm->auto_memo[coll].text;
+        shape->al = al, shape->params = params_hash(&a.params);
     }
+    /* after the choice, so that a call refused for its buffers is
+     * recorded as its peers make it */
+    coll_layout_t lay;
+    coll_layout(coll, P, comm->rank, a.root, count, inplace, &lay);
+    if ((rc = buffers_given(cn, &lay, in, out, inplace)))
+        return rc;
     if (!(al->flags & ALGO_USES_INVERSE))
         a.invertible = false; /* one cached schedule for int and float sums alike */
     sched_entry_t *ent = cache_get(comm, al, &a, &rc); /* may clear the memos */
@@ -365,11 +401,9 @@ static void stage_give_back(weft_comm_t c, weft_request_t r)
     r->shared_stage = NULL;
 }
 
-/* Refuses what no algorithm could serve, before anything is resolved:
- * a dead or busy communicator, an unknown datatype, a count past the
- * address space, a root out of range. */
-static int check_call(weft_comm_t comm, weft_coll_t coll, const char *cn, size_t count,
-                      weft_dtype_t dt, int root)
+/* Refuses a call on a communicator that cannot take one: invalid, revoked,
+ * in a dead job, or busy with an unfinished *_timeout call. */
+static int check_comm_takes_call(weft_comm_t comm, const char *cn)
 {
     int rc = comm_check(comm, cn);
     if (rc)
@@ -385,6 +419,15 @@ static int check_call(weft_comm_t comm, weft_coll_t coll, const char *cn, size_t
         return weft_error(WEFT_EBUSY, "%s: a %s_timeout call is unfinished on this communicator; "
                                       "call it again until it returns WEFT_OK",
                           cn, weft_coll_name(comm->pending.coll));
+    return WEFT_OK;
+}
+
+/* Refuses what no algorithm could serve, before anything is resolved:
+ * an unknown datatype, a count past the address space, a root out of
+ * range. */
+static int check_args(weft_comm_t comm, weft_coll_t coll, const char *cn, size_t count,
+                      weft_dtype_t dt, int root)
+{
     if (!dtype_valid(dt))
         return weft_error(WEFT_EINVAL, "%s: unknown datatype %d", cn, (int)dt);
     size_t es = weft_dtype_size(dt);
@@ -474,6 +517,48 @@ static void arm_exec(weft_comm_t comm, weft_request_t r, const call_memo_t *m, w
     r->e.bc = &comm->board;
 }
 
+static void call_ended(weft_comm_t c, uint32_t n);
+
+/* A call refused on this rank (an argument, an algorithm that cannot
+ * serve it, no memory) still takes its number, and the call log says it
+ * was refused.  Ranks that refuse alike all take the number, and nothing
+ * else changes.  Where only some refuse (they disagree on an argument, or
+ * one lacks memory), the others make the call and wait for them: a
+ * stalled wait reads the refuser's record and fails (WEFT_EMISMATCH where
+ * the calls differ, WEFT_EPEER where they agree) instead of waiting for
+ * the refuser's next call on the communicator, which may never come: it
+ * may wait in another communicator for that very peer, a hang without a
+ * time limit.  The call counts as ended, so the calls after it end well as
+ * before; a message of it that comes anyway proves the ranks did not make
+ * it alike (shm.c, disagreement).  Returns rc, the refusal's message kept. */
+static int call_refused(weft_comm_t comm, const call_shape_t *c, int rc)
+{
+    char why[512];
+    snprintf(why, sizeof why, "%s", weft_last_error());
+    call_desc_t d;
+    memset(&d, 0, sizeof d);
+    d.key = (uint64_t)comm->ctx << 32 | (comm->seq & CALL_NUM_MASK); /* as in the tags */
+    d.coll = (uint16_t)c->coll;
+    d.count = c->count;
+    d.root = coll_is_rooted(c->coll) ? c->root : 0;
+    d.dtype = (uint32_t)c->dt;
+    op_info_t info;
+    if (coll_is_reduction(c->coll) && !op_lookup(c->op, c->dt, &info))
+        d.op = info.ident;
+    const algo_t *al = c->al ? c->al : comm->choice[c->coll].al;
+    d.algo = al ? (uint16_t)(al - algo_table(&(size_t){0})) : CALL_ALGO_AUTO;
+    d.params = c->al ? c->params : al ? params_hash(&comm->choice[c->coll].params) : 0;
+    d.flags = comm->call_flags;
+    comm->call_flags = 0;
+    d.sig = call_sig(schedule_sig(c->coll, d.algo, d.count, d.root, d.params), d.op, c->dt);
+    uint32_t n = comm->seq & CALL_NUM_MASK;
+    comm->seq++;
+    if (comm->x->ops->call_note)
+        comm->x->ops->call_note(comm->x, &d, CALL_REFUSED);
+    call_ended(comm, n);
+    return weft_error(rc, "%s", why);
+}
+
 /* Starts a call, and with reqp NULL runs it to the end.  own: one of
  * weft's own calls (making a communicator), which runs on AUTO's choice
  * whatever the program chose for the collective (a choice may not serve
@@ -486,21 +571,26 @@ static int coll_start(weft_comm_t comm, weft_coll_t coll, const void *in, void *
 {
     int64_t arrive_ns = profile_on() ? profile_now() : 0;
     const char *cn = weft_coll_name(coll);
-    int rc = check_call(comm, coll, cn, count, dt, root);
+    int rc = check_comm_takes_call(comm, cn);
     if (rc)
         return rc;
+    call_shape_t shape = {coll, count, dt, op, root, NULL, 0};
+    if ((rc = check_args(comm, coll, cn, count, dt, root)))
+        return own ? rc : call_refused(comm, &shape, rc);
     size_t es = weft_dtype_size(dt);
     if ((rc = settle_overlap(cn, coll, comm->size, comm->rank, root, count, es, &in, &out,
                              &inplace)))
-        return rc;
+        return own ? rc : call_refused(comm, &shape, rc);
     call_memo_t own_memo, *m = own ? &own_memo : &comm->memo[coll];
     if (!own && m->keep && m->count == count && m->dt == dt && m->op == op && m->root == root &&
-        m->inplace == inplace)
+        m->inplace == inplace) {
+        shape.al = m->al, shape.params = m->ent->params_hash;
         rc = buffers_given(cn, &m->lay, in, out, inplace);
-    else
-        rc = resolve_call(comm, coll, in, out, count, dt, op, root, inplace, own, m);
+    } else {
+        rc = resolve_call(comm, coll, in, out, count, dt, op, root, inplace, own, m, &shape);
+    }
     if (rc)
-        return rc;
+        return own ? rc : call_refused(comm, &shape, rc);
     const algo_t *al = m->al;
     sched_entry_t *ent = m->ent;
     ent->last_use = ++comm->clock;
@@ -511,13 +601,13 @@ static int coll_start(weft_comm_t comm, weft_coll_t coll, const void *in, void *
 
     weft_request_t r = NULL;
     if ((rc = take_request(comm, ent, es, arrive_ns, &r)))
-        return rc;
+        return own ? rc : call_refused(comm, &shape, rc);
     const char *inp = in;
     char *outp = out;
     if (inplace && (rc = place_in_place(r, &m->lay, al, es, &inp, &outp))) {
         r->next = ent->spare;
         ent->spare = r;
-        return rc;
+        return own ? rc : call_refused(comm, &shape, rc);
     }
     r->e.tmp_shared = NULL;
     if ((al->flags & ALGO_ROOT_READ_BY_ALL) && comm->rank == root)
@@ -569,10 +659,7 @@ static void describe_call(weft_comm_t comm, const sched_entry_t *ent, weft_dtype
     d->params = ent->params_hash;
     d->flags = comm->call_flags;
     comm->call_flags = 0;
-    /* the schedule's part is hashed once (cache_get); the call's own part
-     * is mixed in with two multiplies */
-    uint64_t mix = (op_ident ^ (uint64_t)dt << 56) * 0x9e3779b97f4a7c15ull;
-    d->sig = (ent->sig ^ (uint32_t)(mix >> 32)) * 16777619u;
+    d->sig = call_sig(ent->sig, op_ident, dt); /* the schedule's part hashed once (cache_get) */
 }
 
 /* Waits for r (timeout_ms as exec_wait) and finishes it, unless it is a

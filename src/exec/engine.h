@@ -250,7 +250,5 @@ int watch_peer_agrees(exec_t *e, int peer, bool locked);
 int watch_peer_made_it_differently(exec_t *e, int peer, bool locked);
 /* the message for an expired wait: which ranks, and where each is */
 void watch_expired(exec_t *e, char *msg, size_t n);
-/* "allreduce ring, 4 x int32 sum (call #7 on communicator 1)" */
-void call_describe(const call_desc_t *d, char *buf, size_t n);
 
 #endif

@@ -11,6 +11,8 @@
  *   - a message of this call under another signature
  *     waits here, from any peer (xport sent_otherwise)  -> WEFT_EMISMATCH
  *   - the peer abandoned it (timeout, revoke)           -> WEFT_EPEER
+ *   - the peer refused it (api.c, call_refused)          -> WEFT_EMISMATCH
+ *     made otherwise there, WEFT_EPEER made alike
  *   - the peer is in weft_finalize, not in this call    -> WEFT_EMISMATCH
  *     (WEFT_EPEER when it gave up a call before, or the job was aborted
  *     by then: a fault, not a skip)
@@ -34,7 +36,7 @@ void call_describe(const call_desc_t *d, char *buf, size_t n)
 {
     size_t cnt;
     const algo_t *t = algo_table(&cnt);
-    const char *an = d->algo < cnt ? t[d->algo].name : "?";
+    const char *an = d->algo < cnt ? t[d->algo].name : d->algo == CALL_ALGO_AUTO ? "auto" : "?";
     if (d->flags & CALL_FINALIZE) {
         snprintf(buf, n, "the barrier of weft_finalize (call #%u on communicator %u)",
                  (unsigned)d->key, (unsigned)(d->key >> 32));
@@ -121,6 +123,26 @@ static int differs(exec_t *e, int me, int peer, const call_desc_t *theirs, bool 
     return fail(e, WEFT_EMISMATCH, msg, locked);
 }
 
+/* The peer refused this call (api.c, call_refused): it will never take
+ * part.  Made otherwise there, the ranks disagree; made alike, the call
+ * failed on the peer alone (memory, a resource of its own). */
+static int refused_there(exec_t *e, int peer, const call_desc_t *theirs, bool locked)
+{
+    char msg[512];
+    int me = e->s->rank;
+    if (theirs->sig != e->desc->sig) {
+        call_disagreement(e->desc, me, theirs, peer, msg, sizeof msg);
+        size_t l = strlen(msg);
+        snprintf(msg + l, sizeof msg - l, ", and refused it");
+        return fail(e, WEFT_EMISMATCH, msg, locked);
+    }
+    char mine_s[160];
+    call_describe(e->desc, mine_s, sizeof mine_s);
+    snprintf(msg, sizeof msg, "rank %d refused %s (an error there before the call began) while "
+             "rank %d makes it", peer, mine_s, me);
+    return fail(e, WEFT_EPEER, msg, locked);
+}
+
 static bool in_flight(const exec_t *e, uint32_t i)
 {
     uint8_t k = sched_step(e->s, i).kind;
@@ -195,6 +217,8 @@ static int check_peer(exec_t *e, int peer)
     bool gone = peer_leaving(&v);
     if (v.abandoned && ((v.found && (v.call.flags & CALL_FINALIZE)) || (!v.found && gone)))
         return left_after_fault(e, peer, &v, true);
+    if (v.found && v.state == CALL_REFUSED)
+        return refused_there(e, peer, &v.call, true);
     if (v.found && v.call.sig != d->sig)
         return differs(e, me, peer, &v.call, true);
     if (v.found && v.state == CALL_ABANDONED) {
@@ -245,8 +269,11 @@ int watch_peer_agrees(exec_t *e, int peer, bool locked)
     xport_t *x = e->x;
     peer_view_t v;
     if (!e->desc || !x->ops->peer_view ||
-        x->ops->peer_view(x, e->world[peer], e->desc->key, true, &v) || !v.found ||
-        v.call.sig == e->desc->sig)
+        x->ops->peer_view(x, e->world[peer], e->desc->key, true, &v) || !v.found)
+        return WEFT_OK;
+    if (v.state == CALL_REFUSED)
+        return refused_there(e, peer, &v.call, locked);
+    if (v.call.sig == e->desc->sig)
         return WEFT_OK;
     if (v.abandoned && (v.call.flags & CALL_FINALIZE))
         return left_after_fault(e, peer, &v, locked);

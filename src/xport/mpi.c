@@ -385,7 +385,7 @@ static void drain_announcements(mpi_xport_t *x)
 static void mpi_call_note(xport_t *xp, const call_desc_t *d, int state)
 {
     mpi_xport_t *x = (mpi_xport_t *)xp;
-    if (state == CALL_STARTED)
+    if (state == CALL_STARTED || state == CALL_REFUSED)
         *mine_of(x, d->key) = *d; /* told to peers when a wait stalls */
 }
 

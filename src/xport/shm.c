@@ -347,12 +347,19 @@ static int disagreement(shm_xport_t *x, int src, uint64_t key, const char *fallb
 {
     char msg[512];
     call_desc_t mine, theirs;
-    int st;
-    if (rec_find(x, x->base.rank, key, &mine, &st) && rec_find(x, src, key, &theirs, &st) &&
-        mine.sig != theirs.sig)
+    int st, my_st = 0;
+    bool have_mine = rec_find(x, x->base.rank, key, &mine, &my_st);
+    if (have_mine && rec_find(x, src, key, &theirs, &st) && mine.sig != theirs.sig) {
         call_disagreement(&mine, x->base.rank, &theirs, src, msg, sizeof msg);
-    else
+    } else if (have_mine && my_st == CALL_REFUSED) { /* api.c, call_refused */
+        char mine_s[160];
+        call_describe(&mine, mine_s, sizeof mine_s);
+        snprintf(msg, sizeof msg, "ranks %d and %d disagree on a collective: rank %d refused %s, "
+                 "and rank %d made it (a message of it came)", x->base.rank, src, x->base.rank,
+                 mine_s, src);
+    } else {
         snprintf(msg, sizeof msg, "%s", fallback);
+    }
     seg_abort(&x->seg, x->base.rank, ABORT_ERROR, msg);
     x->err = WEFT_EMISMATCH;
     return weft_error(WEFT_EMISMATCH, "%s", msg);
@@ -1754,8 +1761,8 @@ static void shm_call_note(xport_t *xp, const call_desc_t *d, int state)
     }
     if (!rec_take(rec, &v))
         return;
-    if (state == CALL_STARTED)
-        rec_fill(rec, d, CALL_STARTED);
+    if (state == CALL_STARTED || state == CALL_REFUSED)
+        rec_fill(rec, d, (uint32_t)state);
     else if (atomic_load_explicit(&rec->w[0], memory_order_relaxed) == d->key)
         atomic_store_explicit(&rec->state, (uint32_t)state, memory_order_relaxed);
     atomic_store_explicit(&rec->ver, v + 2, memory_order_release);

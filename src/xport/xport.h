@@ -45,7 +45,9 @@ typedef struct call_desc {
 /* A call's state in the log.  Finishing is not recorded: peers whose
  * records agree run the same schedule, so a finished peer has sent all
  * they wait for, and one write less per call is worth it. */
-enum { CALL_STARTED = 1, CALL_ABANDONED = 3 };
+enum { CALL_STARTED = 1, CALL_ABANDONED = 3, CALL_REFUSED = 4 /* api.c, call_refused */ };
+/* A refused call's algorithm where the program left the choice to AUTO. */
+#define CALL_ALGO_AUTO UINT16_MAX
 /* Not states but requests to the log: keep the record of a call whose
  * wait has stalled where newer calls cannot push it out (other threads'
  * calls, or other calls in flight, take the hashed records by the
@@ -75,6 +77,8 @@ static inline uint64_t call_key_of_tag(uint64_t tag)
 {
     return (tag >> 48) << 32 | ((tag >> 24) & 0xffffffu);
 }
+/* watch.c: "allreduce ring, 4 x int32 sum (call #7 on communicator 1)" */
+void call_describe(const call_desc_t *d, char *buf, size_t n);
 /* watch.c: "ranks 0 and 2 disagree on a collective (root differ): rank 0
  * calls ...; rank 2 calls ..." */
 void call_disagreement(const call_desc_t *mine, int me, const call_desc_t *theirs, int peer,
