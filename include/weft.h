@@ -50,6 +50,12 @@ typedef enum {
     WEFT_EINTERNAL = 10, /* a bug in weft: please report it */
     WEFT_EREVOKED = 11,  /* the communicator was revoked (timeout, weft_comm_revoke) */
 } weft_err_t;
+/* A collective refused on a rank (WEFT_EINVAL, WEFT_ENOMEM, WEFT_ENOTSUP
+ * before it began) still counts as that communicator's next call there:
+ * peers that made it fail (WEFT_EMISMATCH, or WEFT_EPEER where they made
+ * it alike) rather than wait, and calling again makes the next call, not
+ * that one.  Errors about the communicator itself (invalid, revoked, in
+ * a job that failed, an unfinished *_timeout call) do not count. */
 
 /* Element types.  float16 is IEEE binary16, bfloat16 the upper half of a
  * binary32; both are reduced through float32. */
