@@ -230,7 +230,7 @@ static void watch_ranks(job_t *j, const sigset_t *set)
         if (j->grace_end > 0 && weft_now() > j->grace_end) {
             for (int r = 0; r < j->np; r++)
                 if (j->pids[r]) {
-                    fprintf(stderr, "weft run: rank %d was still running %.0f s after the job "
+                    fprintf(stderr, "weft run: rank %d had not ended %.0f s after the job "
                             "was aborted: killed\n", r, GRACE_SECONDS);
                     kill(j->pids[r], SIGKILL);
                     j->killed[r] = 1;
