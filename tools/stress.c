@@ -49,7 +49,8 @@ typedef struct stress_opts {
     int faults;   /* --faults: number of fault jobs */
     int verbose;
     /* inside a fault job */
-    const char *fault; /* kill | stop | mismatch */
+    const char *fault; /* kill | stop | mismatch | refuse */
+    const char *kinds; /* the driver's: the jobs' faults in turn (--fault-kinds) */
     int fault_rank;
     long fault_at;
     bool fault_in_batch; /* --overlapped: made in the first overlapped batch after it */
@@ -115,7 +116,14 @@ typedef struct call {
     bool inplace;
     int mode;          /* 0 blocking, 1 split-phase, 2 *_timeout */
     int timeout_ms;
+    int refuse;        /* a refuse job's fault: REFUSE_* below, 0 none */
 } call_t;
+
+/* What this rank alone passes in a refuse job's faulty call, for weft to
+ * refuse before the call begins: no buffers (the call as its peers make
+ * it), or a datatype that does not exist (another call). */
+enum { REFUSE_NULL_BUFFERS = 1, REFUSE_BAD_DTYPE = 2 };
+#define BAD_DTYPE ((weft_dtype_t)99)
 
 static const char *const mode_name[3] = {"blocking", "split-phase", "timeout"};
 
@@ -347,6 +355,14 @@ static void sizes_of(const call_t *c, int n, int me, int root, size_t *in_n, siz
 
 static int issue(const call_t *c, weft_comm_t comm, int root, const void *in, void *out)
 {
+    call_t refused;
+    if (c->refuse) {
+        refused = *c, c = &refused;
+        if (c->refuse == REFUSE_NULL_BUFFERS)
+            in = NULL, out = NULL;
+        else
+            refused.dt = BAD_DTYPE;
+    }
     size_t k = c->count;
     weft_request_t req = NULL;
     int rc;
@@ -783,7 +799,8 @@ static void change_call(const stress_opts_t *o, call_t *c, long fault_at)
  * the fault moves on a call. */
 static void make_fault(const stress_opts_t *o, weft_comm_t comm, call_t *c, long *fault_at)
 {
-    if (!strcmp(o->fault, "mismatch") && weft_comm_size(comm) == 1) {
+    bool alters = !strcmp(o->fault, "mismatch") || !strcmp(o->fault, "refuse");
+    if (alters && weft_comm_size(comm) == 1) {
         ++*fault_at;
         return;
     }
@@ -799,6 +816,16 @@ static void make_fault(const stress_opts_t *o, weft_comm_t comm, call_t *c, long
         c->params[0] = '\0';
     char was[200], now[200];
     describe(c, was, sizeof was);
+    if (!strcmp(o->fault, "refuse")) {
+        /* without elements no buffer is needed: nothing to refuse */
+        rng_t how = {mix64(o->seed ^ 0x2ef05eull) + (uint64_t)*fault_at};
+        c->refuse = c->count && pick(&how, 2) ? REFUSE_NULL_BUFFERS : REFUSE_BAD_DTYPE;
+        if (o->verbose)
+            fprintf(stderr, "stress: rank %d: the fault: %s with %s\n",
+                    weft_comm_rank(stress_world), was,
+                    c->refuse == REFUSE_NULL_BUFFERS ? "no buffers" : "a datatype that does not exist");
+        return;
+    }
     change_call(o, c, *fault_at);
     describe(c, now, sizeof now);
     if (o->verbose)
@@ -837,12 +864,17 @@ static void draw_overlapped(rng_t *r, int P, call_t *c)
 static int start_split_phase(live_t *L)
 {
     const call_t *c = &L->c;
+    const void *src = L->src;
+    void *dst = L->dst;
+    weft_dtype_t dt = c->refuse == REFUSE_BAD_DTYPE ? BAD_DTYPE : c->dt;
+    if (c->refuse == REFUSE_NULL_BUFFERS)
+        src = NULL, dst = NULL;
     switch (c->coll) {
     case WEFT_COLL_ALLREDUCE:
-        return weft_iallreduce(L->src, L->dst, c->count, c->dt, c->op, L->comm, &L->req);
-    case WEFT_COLL_BCAST: return weft_ibcast(L->dst, c->count, c->dt, L->root, L->comm, &L->req);
+        return weft_iallreduce(src, dst, c->count, dt, c->op, L->comm, &L->req);
+    case WEFT_COLL_BCAST: return weft_ibcast(dst, c->count, dt, L->root, L->comm, &L->req);
     default:
-        return weft_ireduce(L->src, L->dst, c->count, c->dt, c->op, L->root, L->comm, &L->req);
+        return weft_ireduce(src, dst, c->count, dt, c->op, L->root, L->comm, &L->req);
     }
 }
 
@@ -1274,10 +1306,13 @@ static int fault_job(const stress_opts_t *o, int job, const char *kind, int fran
         const char *msg = line;
         for (int w = 0; w < 4 && msg; w++) /* past "rank R code C " */
             msg = (msg = strchr(msg, ' ')) ? msg + 1 : NULL;
+        /* a refuse job's faulty rank fails its own call first */
+        bool refuser = !strcmp(kind, "refuse") && r == frank;
         bool ok = !strcmp(kind, "kill")   ? code == WEFT_EPEER
                   : !strcmp(kind, "stop") ? code == WEFT_ETIMEDOUT || code == WEFT_EPEER
+                  : refuser               ? code == WEFT_EINVAL
                                           : code == WEFT_EMISMATCH || code == WEFT_EPEER;
-        ok = ok && msg && names_a_rank(msg);
+        ok = ok && msg && (refuser || names_a_rank(msg));
         if (!ok) {
             bad++;
             printf("stress: fault job %d (%s of rank %d at call %ld): %s", job, kind, frank, at,
@@ -1290,11 +1325,11 @@ static int fault_job(const stress_opts_t *o, int job, const char *kind, int fran
     /* a survivor that never reported: say which, so that the launcher's
      * word on it (killed after the grace period, a crash) can be matched */
     for (int r = 0; reported && r < o->np; r++)
-        if (!reported[r] && (r != frank || !strcmp(kind, "mismatch")))
+        if (!reported[r] && (r != frank || !strcmp(kind, "mismatch") || !strcmp(kind, "refuse")))
             printf("stress: fault job %d (%s of rank %d at call %ld): rank %d never reported\n",
                    job, kind, frank, at, r);
     free(reported);
-    int want = !strcmp(kind, "mismatch") ? o->np : o->np - 1;
+    int want = !strcmp(kind, "mismatch") || !strcmp(kind, "refuse") ? o->np : o->np - 1;
     int leaked = shm_entries() - before; /* our names: a leak, not a neighbour */
     bool pass = !bad && seen >= want && status != 0 && leaked <= 0;
     printf("stress: fault job %d: %-8s rank %d at call %3ld: %d/%d ranks ended in the right "
@@ -1304,9 +1339,23 @@ static int fault_job(const stress_opts_t *o, int job, const char *kind, int fran
     return pass ? 0 : 1;
 }
 
+static bool fault_kind_known(const char *k)
+{
+    return !strcmp(k, "kill") || !strcmp(k, "stop") || !strcmp(k, "mismatch") ||
+           !strcmp(k, "refuse");
+}
+
 static int fault_driver(const stress_opts_t *o)
 {
-    static const char *const kinds[3] = {"kill", "stop", "mismatch"};
+    const char *kinds[8];
+    int nk = 0;
+    char list[64];
+    snprintf(list, sizeof list, "%s", o->kinds ? o->kinds : "kill,stop,mismatch");
+    for (char *sv, *k = strtok_r(list, ",", &sv); k && nk < 8; k = strtok_r(NULL, ",", &sv))
+        kinds[nk++] = !strcmp(k, "kill")     ? "kill"
+                      : !strcmp(k, "stop")   ? "stop"
+                      : !strcmp(k, "refuse") ? "refuse"
+                                             : "mismatch"; /* checked when parsed */
     rng_t r = {o->seed ^ 0xfa17};
     int failed = 0;
     for (int j = 0; j < o->faults; j++) {
@@ -1315,7 +1364,7 @@ static int fault_driver(const stress_opts_t *o)
          * the call first, as gcc did */
         long at = 5 + pick(&r, 60);
         int frank = pick(&r, o->np);
-        failed += fault_job(o, j, kinds[j % 3], frank, at);
+        failed += fault_job(o, j, kinds[j % nk], frank, at);
     }
     printf("stress: %d fault jobs, %d passed, %d failed\n", o->faults, o->faults - failed, failed);
     return failed ? 1 : 0;
@@ -1323,8 +1372,8 @@ static int fault_driver(const stress_opts_t *o)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: weft stress [--np P] [--minutes M] [--seed S] [--faults N [--overlapped]]\n"
-               "                   [--threads T] [--mpi] [--verbose]\n"
+    fprintf(f, "usage: weft stress [--np P] [--minutes M] [--seed S] [--faults N [--overlapped]\n"
+               "                   [--fault-kinds K,...]] [--threads T] [--mpi] [--verbose]\n"
                "Random collectives on P ranks (default 4) for M minutes (default 1), every\n"
                "result checked; prints calls checked, passed and failed, and the ranks' RSS.\n"
                "About one call in eight is followed by an overlapped batch: 2-6 split-phase\n"
@@ -1333,6 +1382,9 @@ static void usage(FILE *f)
                "passing other arguments at a random call; every survivor must end in the\n"
                "matching error and nothing may be left in /dev/shm.  --overlapped: the\n"
                "fault falls inside an overlapped batch, with the rank's other calls in flight.\n"
+               "--fault-kinds K,...: the jobs' faults in turn (default kill,stop,mismatch;\n"
+               "refuse: the rank alone passes no buffers, or a datatype that does not exist,\n"
+               "and must fail with WEFT_EINVAL, its peers as for a mismatch).\n"
                "--threads T (1-8): T streams of calls per rank, each in a thread of its own\n"
                "on its own dup of the world, seeded apart (a fault job's fault is made in\n"
                "thread 0's stream; every thread must end).\n"
@@ -1353,9 +1405,23 @@ static int parse_num(const char *opt, const char *v, double lo, double hi, doubl
     return 0;
 }
 
+/* "kill,refuse": one to eight kinds, each known */
+static bool fault_kinds_known(const char *v)
+{
+    char list[64];
+    if (strlen(v) >= sizeof list)
+        return false;
+    snprintf(list, sizeof list, "%s", v);
+    int n = 0;
+    for (char *sv, *k = strtok_r(list, ",", &sv); k; k = strtok_r(NULL, ",", &sv), n++)
+        if (!fault_kind_known(k))
+            return false;
+    return n >= 1 && n <= 8;
+}
+
 int cmd_stress(int argc, char **argv)
 {
-    stress_opts_t o = {4, 1.0, 1, 0, 0, NULL, -1, -1, false, false, 1};
+    stress_opts_t o = {4, 1.0, 1, 0, 0, NULL, NULL, -1, -1, false, false, 1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         double x;
@@ -1382,9 +1448,10 @@ int cmd_stress(int argc, char **argv)
             o.faults = (int)x;
         else if (!strcmp(a, "--threads") && !parse_num(a, v, 1, THREADS_MAX, &x))
             o.threads = (int)x;
-        else if (!strcmp(a, "--fault") && v &&
-                 (!strcmp(v, "kill") || !strcmp(v, "stop") || !strcmp(v, "mismatch")))
+        else if (!strcmp(a, "--fault") && v && fault_kind_known(v))
             o.fault = v;
+        else if (!strcmp(a, "--fault-kinds") && v && fault_kinds_known(v))
+            o.kinds = v;
         else if (!strcmp(a, "--fault-rank") && !parse_num(a, v, 0, 4095, &x))
             o.fault_rank = (int)x;
         else if (!strcmp(a, "--fault-at") && !parse_num(a, v, 0, 1e9, &x))

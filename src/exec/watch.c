@@ -10,8 +10,10 @@
  *     all it sent is in, yet a receive from it waits    -> WEFT_EMISMATCH
  *   - a message of this call under another signature
  *     waits here, from any peer (xport sent_otherwise)  -> WEFT_EMISMATCH
- *   - the peer abandoned it (timeout, revoke)           -> WEFT_EPEER
- *   - the peer refused it (api.c, call_refused)          -> WEFT_EMISMATCH
+ *   - the peer abandoned it (timeout, revoke, error;
+ *     its record, or else its newest failed call's key) -> WEFT_EPEER
+ *   - the peer refused it (api.c, call_refused; its
+ *     record, or else its word for the communicator)    -> WEFT_EMISMATCH
  *     made otherwise there, WEFT_EPEER made alike
  *   - the peer is in weft_finalize, not in this call    -> WEFT_EMISMATCH
  *     (WEFT_EPEER when it gave up a call before, or the job was aborted
@@ -187,7 +189,8 @@ static bool ended_without(exec_t *e, int peer)
         call_describe(e->desc, mine_s, sizeof mine_s);
         snprintf(msg, sizeof msg, "ranks %d and %d disagree on a collective: rank %d calls %s "
                  "and waits for rank %d there, which ended that call without sending it "
-                 "(its record of the call is gone)", e->s->rank, peer, e->s->rank, mine_s, peer);
+                 "(made otherwise, or refused there; its record of the call is gone)",
+                 e->s->rank, peer, e->s->rank, mine_s, peer);
         fail(e, WEFT_EMISMATCH, msg, true);
         return true;
     }
@@ -224,6 +227,24 @@ static int check_peer(exec_t *e, int peer)
     if (v.found && v.state == CALL_ABANDONED) {
         snprintf(msg, sizeof msg, "rank %d abandoned %s (its timeout expired, or it revoked the "
                  "communicator) while rank %d waits for it", peer, mine_s, me);
+        return fail(e, WEFT_EPEER, msg, true);
+    }
+    if (!v.found && v.refused) { /* its record is gone, not the word */
+        if (v.refused_sig24 != (d->sig & 0xffffffu)) {
+            snprintf(msg, sizeof msg, "ranks %d and %d disagree on a collective: rank %d calls "
+                     "%s, which rank %d made otherwise and refused (signature %06x against "
+                     "%06x; its record of the call is gone)", me, peer, me, mine_s, peer,
+                     (unsigned)v.refused_sig24, (unsigned)(d->sig & 0xffffffu));
+            return fail(e, WEFT_EMISMATCH, msg, true);
+        }
+        snprintf(msg, sizeof msg, "rank %d refused %s (an error there before the call began) "
+                 "while rank %d makes it", peer, mine_s, me);
+        return fail(e, WEFT_EPEER, msg, true);
+    }
+    if (!v.found && v.abandoned && v.abandoned_key == d->key) {
+        /* its record is gone (newer calls), but it said this call failed */
+        snprintf(msg, sizeof msg, "rank %d gave up %s (an error there, its timeout, or a "
+                 "revoke) while rank %d waits for it", peer, mine_s, me);
         return fail(e, WEFT_EPEER, msg, true);
     }
     if (!v.found && v.ended_well && ended_without(e, peer))

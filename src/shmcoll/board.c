@@ -400,13 +400,14 @@ static int slot_call_differs(exec_t *e, int q, uint64_t stamp, uint32_t sig)
     return weft_error(WEFT_EMISMATCH, "%s", msg);
 }
 
-/* Reading: a peer whose post this rank waits for, that has ended the call
- * well without posting it (its published "ended well", read before its
- * slot: a rank that posts does so before it ends), made the call
- * otherwise -- a bcast's rank that was not the root this rank took.  Its
- * post cannot have been written over since: this rank, one of its
- * readers, has not read it.  Where the call log has lost its record
- * (threads), nothing else proves it (weft stress, seed 1005). */
+/* Reading (posted or not): a peer whose post this rank waits for, that
+ * has ended the call well without posting it (its published "ended
+ * well", read before its slot: a rank that posts does so before it ends),
+ * made the call otherwise -- a bcast's rank that was not the root this
+ * rank took -- or refused it (api.c, call_refused).  Its post cannot have
+ * been written over since: this rank, one of its readers, has not read
+ * it.  Where the call log has lost its record (threads), nothing else
+ * proves it (weft stress, seeds 1005 and 3019). */
 static int ended_without_post(exec_t *e)
 {
     xport_t *x = e->x;
@@ -423,7 +424,8 @@ static int ended_without_post(exec_t *e)
         call_describe(e->desc, mine, sizeof mine);
         snprintf(msg, sizeof msg, "ranks %d and %d disagree on a collective: rank %d calls %s "
                  "and waits for rank %d's post on the board there, but rank %d ended that call "
-                 "without posting it (another root, say)", e->s->rank, q, e->s->rank, mine, q, q);
+                 "without posting it (another root, say, or it refused the call)", e->s->rank, q,
+                 e->s->rank, mine, q, q);
         if (x->ops->fail_job)
             x->ops->fail_job(x, msg);
         return weft_error(WEFT_EMISMATCH, "%s", msg);
@@ -441,7 +443,7 @@ static int ended_without_post(exec_t *e)
  * log, which keeps only its recent calls. */
 static int board_stalled(exec_t *e)
 {
-    if (e->br.phase == BOARD_READING)
+    if (e->br.phase == BOARD_READING || e->br.phase == BOARD_POSTED)
         return ended_without_post(e);
     if (e->br.phase != BOARD_FREE_WAIT)
         return 0;

@@ -107,6 +107,7 @@ typedef struct seg_hdr {
 } seg_hdr_t;
 
 #define SEG_ENDED 32
+#define SEG_REFUSED 8
 typedef struct seg_rank {
     _Atomic uint32_t doorbell; /* futex word: bumped to wake the rank */
     _Atomic uint32_t sleeping;
@@ -134,6 +135,13 @@ typedef struct seg_rank {
      * alone, after the calls' messages are out; read by peers' watches
      * and by the rank itself (a message of such a call is stale). */
     _Atomic uint64_t ended[SEG_ENDED];
+    /* This rank's refused calls (api.c, call_refused), per context id at
+     * id mod SEG_ENDED and call number mod SEG_REFUSED, so that a refusal
+     * is written over only by one SEG_REFUSED calls later on its
+     * communicator: id << 48 | number << 24 | the low 24 bits of its
+     * signature.  Kept apart from the call log, whose record of it newer
+     * calls (other threads') soon take the place of. */
+    _Atomic uint64_t refused[SEG_ENDED][SEG_REFUSED];
 } __attribute__((aligned(64))) seg_rank_t;
 
 /* One record of a rank's call log (SEG_CALLLOG slots, the slot chosen by

@@ -1759,6 +1759,13 @@ static void shm_call_note(xport_t *xp, const call_desc_t *d, int state)
             atomic_store_explicit(&pin->ver, v + 2, memory_order_release);
         }
     }
+    if (state == CALL_REFUSED) {
+        uint64_t ctx = d->key >> 32;
+        uint64_t n = d->key & CALL_NUM_MASK;
+        atomic_store_explicit(
+            &seg_rank(&x->seg, x->base.rank)->refused[ctx % SEG_ENDED][n % SEG_REFUSED],
+            ctx << 48 | n << 24 | (d->sig & 0xffffffu), memory_order_release);
+    }
     if (!rec_take(rec, &v))
         return;
     if (state == CALL_STARTED || state == CALL_REFUSED)
@@ -1914,10 +1921,18 @@ static int shm_peer_view(xport_t *xp, int peer, uint64_t key, bool quick, peer_v
     }
     out->ended_well = ended_well(x, peer, key);
     seg_rank_t *pr = seg_rank(&x->seg, peer);
+    uint64_t ctx = key >> 32, n = key & CALL_NUM_MASK,
+             rw = atomic_load_explicit(&pr->refused[ctx % SEG_ENDED][n % SEG_REFUSED],
+                                       memory_order_acquire);
+    if (rw >> 48 == ctx && (rw >> 24 & CALL_NUM_MASK) == n) {
+        out->refused = true;
+        out->refused_sig24 = (uint32_t)(rw & 0xffffffu);
+    }
     if (atomic_load_explicit(&pr->abandoned, memory_order_acquire)) {
         uint64_t ak = atomic_load_explicit(&pr->abandoned_key, memory_order_relaxed);
         call_desc_t a;
         out->abandoned = true;
+        out->abandoned_key = ak;
         out->abandoned_found = rec_find(x, peer, ak, &a, &state);
         if (out->abandoned_found)
             out->abandoned_call = a;

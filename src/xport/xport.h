@@ -98,10 +98,16 @@ typedef struct peer_view {
     call_desc_t mine;
     /* or another rank ended the job: the message is in weft_last_error() */
     bool aborted;
-    /* a call failed on the peer (error, timeout, revoke): the newest one,
-     * described when its record is still in the log (abandoned_found) */
+    /* a call failed on the peer (error, timeout, revoke): the newest one
+     * (its key), described when its record is still in the log
+     * (abandoned_found) */
     bool abandoned, abandoned_found;
+    uint64_t abandoned_key;
     call_desc_t abandoned_call;
+    /* the peer refused the call asked about (api.c, call_refused), seen
+     * where its record is gone: the low 24 bits of its signature */
+    bool refused;
+    uint32_t refused_sig24;
     /* the peer ended the call asked about well, its messages all out
      * (xport_ops calls_ended: read before this rank's ring from it) */
     bool ended_well;
