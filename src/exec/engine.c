@@ -493,13 +493,18 @@ static int watch_others(exec_t *self)
             rc = o->x->ops->sent_otherwise(o->x, o->desc->key, o->desc->sig, true);
         if (done)
             continue;
-        /* Pinned only when of the awaited call's communicator: the calls
-         * merely in flight (every thread's) would take the places of those
-         * that stalled, but a call of the same communicator still in
-         * flight behind a stalled one may be the one its peers cannot
-         * prove wrong without (a board call of no elements that one rank
-         * made where the others made a schedule, in a batch: STRESS.md) */
-        if (o->desc && self->desc && o->desc->key >> 32 == self->desc->key >> 32)
+        /* Pinned only when of the awaited call's communicator, or when it
+         * has not taken a step since it started: the calls merely in
+         * flight (every thread's) would take the places of those that
+         * stalled, but a call of the same communicator still in flight
+         * behind a stalled one may be the one its peers cannot prove
+         * wrong without (a board call of no elements that one rank made
+         * where the others made a schedule, in a batch: STRESS.md), and
+         * so may one of another that has not moved at all (a reduce that
+         * one rank made where the others made a bcast, its root waiting
+         * in another communicator: seed 3162) */
+        if (o->desc && self->desc &&
+            (o->desc->key >> 32 == self->desc->key >> 32 || (!o->board && o->ndone == 0)))
             pin_record(o);
         rc = watch_stalled(o);
     }
