@@ -127,19 +127,28 @@ static int differs(exec_t *e, int me, int peer, const call_desc_t *theirs, bool 
 
 /* The peer refused this call (api.c, call_refused): it will never take
  * part.  Made otherwise there, the ranks disagree; made alike, the call
- * failed on the peer alone (memory, a resource of its own). */
-static int refused_there(exec_t *e, int peer, const call_desc_t *theirs, bool locked)
+ * failed on the peer alone (memory, a resource of its own).  theirs: its
+ * record, or NULL where only its word for the communicator is left, with
+ * the low 24 bits of its signature (sig24). */
+static int refused_there(exec_t *e, int peer, const call_desc_t *theirs, uint32_t sig24,
+                         bool locked)
 {
-    char msg[512];
+    char msg[512], mine_s[160];
     int me = e->s->rank;
-    if (theirs->sig != e->desc->sig) {
+    call_describe(e->desc, mine_s, sizeof mine_s);
+    if (theirs && theirs->sig != e->desc->sig) {
         call_disagreement(e->desc, me, theirs, peer, msg, sizeof msg);
         size_t l = strlen(msg);
         snprintf(msg + l, sizeof msg - l, ", and refused it");
         return fail(e, WEFT_EMISMATCH, msg, locked);
     }
-    char mine_s[160];
-    call_describe(e->desc, mine_s, sizeof mine_s);
+    if (!theirs && sig24 != (e->desc->sig & 0xffffffu)) {
+        snprintf(msg, sizeof msg, "ranks %d and %d disagree on a collective: rank %d calls %s, "
+                 "which rank %d made otherwise and refused (signature %06x against %06x; its "
+                 "record of the call is gone)", me, peer, me, mine_s, peer, (unsigned)sig24,
+                 (unsigned)(e->desc->sig & 0xffffffu));
+        return fail(e, WEFT_EMISMATCH, msg, locked);
+    }
     snprintf(msg, sizeof msg, "rank %d refused %s (an error there before the call began) while "
              "rank %d makes it", peer, mine_s, me);
     return fail(e, WEFT_EPEER, msg, locked);
@@ -221,7 +230,7 @@ static int check_peer(exec_t *e, int peer)
     if (v.abandoned && ((v.found && (v.call.flags & CALL_FINALIZE)) || (!v.found && gone)))
         return left_after_fault(e, peer, &v, true);
     if (v.found && v.state == CALL_REFUSED)
-        return refused_there(e, peer, &v.call, true);
+        return refused_there(e, peer, &v.call, 0, true);
     if (v.found && v.call.sig != d->sig)
         return differs(e, me, peer, &v.call, true);
     if (v.found && v.state == CALL_ABANDONED) {
@@ -229,18 +238,8 @@ static int check_peer(exec_t *e, int peer)
                  "communicator) while rank %d waits for it", peer, mine_s, me);
         return fail(e, WEFT_EPEER, msg, true);
     }
-    if (!v.found && v.refused) { /* its record is gone, not the word */
-        if (v.refused_sig24 != (d->sig & 0xffffffu)) {
-            snprintf(msg, sizeof msg, "ranks %d and %d disagree on a collective: rank %d calls "
-                     "%s, which rank %d made otherwise and refused (signature %06x against "
-                     "%06x; its record of the call is gone)", me, peer, me, mine_s, peer,
-                     (unsigned)v.refused_sig24, (unsigned)(d->sig & 0xffffffu));
-            return fail(e, WEFT_EMISMATCH, msg, true);
-        }
-        snprintf(msg, sizeof msg, "rank %d refused %s (an error there before the call began) "
-                 "while rank %d makes it", peer, mine_s, me);
-        return fail(e, WEFT_EPEER, msg, true);
-    }
+    if (!v.found && v.refused) /* its record is gone, not the word */
+        return refused_there(e, peer, NULL, v.refused_sig24, true);
     if (!v.found && v.abandoned && v.abandoned_key == d->key) {
         /* its record is gone (newer calls), but it said this call failed */
         snprintf(msg, sizeof msg, "rank %d gave up %s (an error there, its timeout, or a "
@@ -293,7 +292,7 @@ int watch_peer_agrees(exec_t *e, int peer, bool locked)
         x->ops->peer_view(x, e->world[peer], e->desc->key, true, &v) || !v.found)
         return WEFT_OK;
     if (v.state == CALL_REFUSED)
-        return refused_there(e, peer, &v.call, locked);
+        return refused_there(e, peer, &v.call, 0, locked);
     if (v.call.sig == e->desc->sig)
         return WEFT_OK;
     if (v.abandoned && (v.call.flags & CALL_FINALIZE))

@@ -3,8 +3,9 @@
  * watches them.  When a rank dies (signal, non-zero exit, or exit without
  * weft_finalize) it marks the job aborted in the segment and wakes every
  * rank, so their waits fail with WEFT_EPEER at once; ranks still alive after
- * a grace period are killed, and named, as is any that crashes meanwhile.  A rank that exits without ever joining while
- * others joined ends the job the same way.  The segment reaches the ranks
+ * a grace period are killed, and named, as is any that crashes meanwhile.
+ * A rank that exits without ever joining while others joined ends the job
+ * the same way.  The segment reaches the ranks
  * as an inherited descriptor and its name is unlinked before any rank
  * starts, so nothing is left in /dev/shm however the launcher ends.  Ranks
  * die with the launcher (PR_SET_PDEATHSIG), and a rank started through a
