@@ -15,11 +15,12 @@
  * happen on every rank alike.
  *
  * --faults runs short jobs instead, each with one fault at a random call:
- * a rank killed, a rank stopped (SIGSTOP), or a rank passing another count,
- * root, op or collective;
- * every survivor must end in the error that fault implies (WEFT_EPEER,
- * WEFT_ETIMEDOUT, WEFT_EMISMATCH or WEFT_EPEER), in bounded time, and
- * nothing may be left in /dev/shm. */
+ * a rank killed, a rank stopped (SIGSTOP), a rank passing another count,
+ * root, op or collective, or (--fault-kinds refuse) a rank passing what
+ * weft refuses before the call begins; every survivor must end in the
+ * error that fault implies (WEFT_EPEER, WEFT_ETIMEDOUT, WEFT_EMISMATCH or
+ * WEFT_EPEER; the refuser WEFT_EINVAL), in bounded time, and nothing may
+ * be left in /dev/shm. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -823,7 +824,8 @@ static void make_fault(const stress_opts_t *o, weft_comm_t comm, call_t *c, long
         if (o->verbose)
             fprintf(stderr, "stress: rank %d: the fault: %s with %s\n",
                     weft_comm_rank(stress_world), was,
-                    c->refuse == REFUSE_NULL_BUFFERS ? "no buffers" : "a datatype that does not exist");
+                    c->refuse == REFUSE_NULL_BUFFERS ? "no buffers"
+                                                     : "a datatype that does not exist");
         return;
     }
     change_call(o, c, *fault_at);
