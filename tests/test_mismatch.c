@@ -633,6 +633,43 @@ static int refused_same(void)
     return 0;
 }
 
+/* The same call refused on a rank nobody waits for: a board bcast's
+ * reader with no buffer, in flight with the calls after it.  The root's
+ * bcast ends well, but its post is never read, and its call two later
+ * needs that slot back: it must fail (and so must the calls waiting for
+ * it), not wait for ever. */
+static int refused_leaf(void)
+{
+    weft_comm_t c = NULL;
+    CHECK(weft_comm_dup(world, &c) == WEFT_OK, "dup: %s", weft_last_error());
+    weft_set_algorithm(c, WEFT_COLL_BCAST, "board", NULL);
+    weft_set_algorithm(c, WEFT_COLL_ALLREDUCE, "board", NULL);
+    int32_t v[4] = {1, 2, 3, 4}, a[2] = {me, me}, b[2] = {me, me};
+    weft_request_t r[3] = {NULL, NULL, NULL};
+    int rc = weft_ibcast(me == P - 1 ? NULL : v, 4, WEFT_INT32, 0, c, &r[0]);
+    if (me == P - 1)
+        CHECK(rc == WEFT_EINVAL, "a NULL buffer was not refused: %d: %s", rc, weft_last_error());
+    else
+        CHECK(rc == WEFT_OK, "the bcast's start got %d: %s", rc, weft_last_error());
+    CHECK(weft_iallreduce(WEFT_IN_PLACE, a, 2, WEFT_INT32, WEFT_SUM, c, &r[1]) == WEFT_OK,
+          "iallreduce: %s", weft_last_error());
+    CHECK(weft_iallreduce(WEFT_IN_PLACE, b, 2, WEFT_INT32, WEFT_SUM, c, &r[2]) == WEFT_OK,
+          "iallreduce: %s", weft_last_error());
+    int failed = 0;
+    for (int i = 0; i < 3; i++) {
+        if (!r[i])
+            continue;
+        rc = weft_wait(&r[i]);
+        CHECK(rc == WEFT_OK || rc == WEFT_EPEER, "call %d got %d: %s", i, rc, weft_last_error());
+        failed += rc != WEFT_OK;
+        if (rc)
+            fprintf(stderr, "rank %d: call %d after a bcast refused on rank %d -> %s\n", me, i,
+                    P - 1, weft_last_error());
+    }
+    CHECK(failed || (a[0] == P * (P - 1) / 2 && b[0] == a[0]), "sums %d and %d", a[0], b[0]);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "--mpi")) {
@@ -675,7 +712,8 @@ int main(int argc, char **argv)
                {"withdrawn_send_arena", withdrawn_send_arena, 0},
                {"withdrawn_send_freed", withdrawn_send_freed, 0},
                {"late_sender", late_sender, 0},     {"error_kept", error_kept, 0},
-               {"refused_alone", refused_alone, 1}, {"refused_same", refused_same, 0}};
+               {"refused_alone", refused_alone, 1}, {"refused_same", refused_same, 0},
+               {"refused_leaf", refused_leaf, 0}};
     int finalized = 0, found = 0;
     for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
         if (!strcmp(sc, tab[i].name)) {

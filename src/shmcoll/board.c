@@ -400,6 +400,20 @@ static int slot_call_differs(exec_t *e, int q, uint64_t stamp, uint32_t sig)
     return weft_error(WEFT_EMISMATCH, "%s", msg);
 }
 
+/* Rank q refused the call of this rank's slot (its key stamp - 1), made
+ * alike: it will never read the post, and this call cannot post there.
+ * The call failed on q alone, so this one fails as its peer's did. */
+static int slot_never_read(exec_t *e, int q, uint64_t stamp)
+{
+    char mine[160], msg[512];
+    call_describe(e->desc, mine, sizeof mine);
+    snprintf(msg, sizeof msg, "rank %d refused call #%llu of its communicator (an error there "
+             "before the call began), so it never reads rank %d's board post of that call, "
+             "and %s cannot post in its place", q, (unsigned long long)(uint32_t)(stamp - 1),
+             e->s->rank, mine);
+    return weft_error(WEFT_EPEER, "%s", msg);
+}
+
 /* Reading (posted or not): a peer whose post this rank waits for, that
  * has ended the call well without posting it (its published "ended
  * well", read before its slot: a rank that posts does so before it ends),
@@ -442,7 +456,8 @@ static int ended_without_post(exec_t *e)
  * with another signature (where every rank posted and left, as in a
  * reduce whose ranks each took another for its root, every slot keeps
  * such a post until it is read, which it never is), and the peer's call
- * log, which keeps only its recent calls. */
+ * log, which keeps only its recent calls.  A peer that refused that call
+ * alike will never read it either (WEFT_EPEER). */
 static int board_stalled(exec_t *e)
 {
     if (e->br.phase == BOARD_READING || e->br.phase == BOARD_POSTED)
@@ -469,10 +484,15 @@ static int board_stalled(exec_t *e)
                 return slot_call_differs(e, q, stamp, sig);
         }
         peer_view_t v;
-        if (e->x->ops->peer_view &&
-            !e->x->ops->peer_view(e->x, e->world[q], stamp - 1, true, &v) && v.found &&
-            v.call.sig != me->sig)
+        if (!e->x->ops->peer_view || e->x->ops->peer_view(e->x, e->world[q], stamp - 1, true, &v))
+            continue;
+        if (v.found && v.call.sig != me->sig)
             return slot_call_differs(e, q, stamp, v.call.sig);
+        /* refused there (api.c, call_refused; its record, or its word) */
+        if (v.refused && v.refused_sig24 != (me->sig & 0xffffffu))
+            return slot_call_differs(e, q, stamp, v.refused_sig24);
+        if (v.refused || (v.found && v.state == CALL_REFUSED))
+            return slot_never_read(e, q, stamp);
     }
     return 0;
 }
