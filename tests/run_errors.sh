@@ -64,5 +64,7 @@ expect 2 "arrival measures adaptive" "$weft" tune allreduce --np 4 --arrival 0,1
 expect 2 "mif" "$weft" tune allreduce --np 2 --arrival -3 --sizes 8
 expect 2 "moves no data: leave out --mif" "$weft" bench barrier --mif 10
 expect 2 "moves no data: leave out --dtype" "$weft" bench barrier --dtype int8
+expect 2 "want one to eight of kill, stop" "$weft" stress --faults 1 --fault-kinds kill,frob
+expect 2 "want one to eight of kill, stop" "$weft" stress --faults 1 --fault-kinds kill,,stop
 echo "$passes passed, $fails failed"
 [ "$fails" -eq 0 ]

@@ -51,7 +51,8 @@ typedef struct stress_opts {
     int verbose;
     /* inside a fault job */
     const char *fault; /* kill | stop | mismatch | refuse */
-    const char *kinds; /* the driver's: the jobs' faults in turn (--fault-kinds) */
+    const char *kinds[8]; /* the driver's: the jobs' faults in turn (--fault-kinds) */
+    int nkinds;
     int fault_rank;
     long fault_at;
     bool fault_in_batch; /* --overlapped: made in the first overlapped batch after it */
@@ -354,16 +355,24 @@ static void sizes_of(const call_t *c, int n, int me, int root, size_t *in_n, siz
     }
 }
 
+/* The call as this rank makes it: c, or with a refuse job's fault, a copy
+ * in *made with its datatype replaced, or its buffers taken away. */
+static const call_t *as_made(const call_t *c, call_t *made, const void **in, void **out)
+{
+    if (!c->refuse)
+        return c;
+    *made = *c;
+    if (c->refuse == REFUSE_NULL_BUFFERS)
+        *in = NULL, *out = NULL;
+    else
+        made->dt = BAD_DTYPE;
+    return made;
+}
+
 static int issue(const call_t *c, weft_comm_t comm, int root, const void *in, void *out)
 {
-    call_t refused;
-    if (c->refuse) {
-        refused = *c, c = &refused;
-        if (c->refuse == REFUSE_NULL_BUFFERS)
-            in = NULL, out = NULL;
-        else
-            refused.dt = BAD_DTYPE;
-    }
+    call_t made;
+    c = as_made(c, &made, &in, &out);
     size_t k = c->count;
     weft_request_t req = NULL;
     int rc;
@@ -865,18 +874,16 @@ static void draw_overlapped(rng_t *r, int P, call_t *c)
 
 static int start_split_phase(live_t *L)
 {
-    const call_t *c = &L->c;
     const void *src = L->src;
     void *dst = L->dst;
-    weft_dtype_t dt = c->refuse == REFUSE_BAD_DTYPE ? BAD_DTYPE : c->dt;
-    if (c->refuse == REFUSE_NULL_BUFFERS)
-        src = NULL, dst = NULL;
+    call_t made;
+    const call_t *c = as_made(&L->c, &made, &src, &dst);
     switch (c->coll) {
     case WEFT_COLL_ALLREDUCE:
-        return weft_iallreduce(src, dst, c->count, dt, c->op, L->comm, &L->req);
-    case WEFT_COLL_BCAST: return weft_ibcast(dst, c->count, dt, L->root, L->comm, &L->req);
+        return weft_iallreduce(src, dst, c->count, c->dt, c->op, L->comm, &L->req);
+    case WEFT_COLL_BCAST: return weft_ibcast(dst, c->count, c->dt, L->root, L->comm, &L->req);
     default:
-        return weft_ireduce(src, dst, c->count, dt, c->op, L->root, L->comm, &L->req);
+        return weft_ireduce(src, dst, c->count, c->dt, c->op, L->root, L->comm, &L->req);
     }
 }
 
@@ -1341,23 +1348,11 @@ static int fault_job(const stress_opts_t *o, int job, const char *kind, int fran
     return pass ? 0 : 1;
 }
 
-static bool fault_kind_known(const char *k)
-{
-    return !strcmp(k, "kill") || !strcmp(k, "stop") || !strcmp(k, "mismatch") ||
-           !strcmp(k, "refuse");
-}
-
 static int fault_driver(const stress_opts_t *o)
 {
-    const char *kinds[8];
-    int nk = 0;
-    char list[64];
-    snprintf(list, sizeof list, "%s", o->kinds ? o->kinds : "kill,stop,mismatch");
-    for (char *sv, *k = strtok_r(list, ",", &sv); k && nk < 8; k = strtok_r(NULL, ",", &sv))
-        kinds[nk++] = !strcmp(k, "kill")     ? "kill"
-                      : !strcmp(k, "stop")   ? "stop"
-                      : !strcmp(k, "refuse") ? "refuse"
-                                             : "mismatch"; /* checked when parsed */
+    static const char *const usual[3] = {"kill", "stop", "mismatch"};
+    const char *const *kinds = o->nkinds ? o->kinds : usual;
+    int nk = o->nkinds ? o->nkinds : 3;
     rng_t r = {o->seed ^ 0xfa17};
     int failed = 0;
     for (int j = 0; j < o->faults; j++) {
@@ -1407,23 +1402,36 @@ static int parse_num(const char *opt, const char *v, double lo, double hi, doubl
     return 0;
 }
 
-/* "kill,refuse": one to eight kinds, each known */
-static bool fault_kinds_known(const char *v)
+static const char *const fault_kinds[4] = {"kill", "stop", "mismatch", "refuse"};
+
+/* The kind named k (its own static string), or NULL. */
+static const char *fault_kind(const char *k, size_t len)
 {
-    char list[64];
-    if (strlen(v) >= sizeof list)
-        return false;
-    snprintf(list, sizeof list, "%s", v);
-    int n = 0;
-    for (char *sv, *k = strtok_r(list, ",", &sv); k; k = strtok_r(NULL, ",", &sv), n++)
-        if (!fault_kind_known(k))
+    for (int i = 0; i < 4; i++)
+        if (strlen(fault_kinds[i]) == len && !strncmp(k, fault_kinds[i], len))
+            return fault_kinds[i];
+    return NULL;
+}
+
+/* "kill,refuse" into o->kinds: one to eight kinds, each known. */
+static bool parse_fault_kinds(const char *v, stress_opts_t *o)
+{
+    o->nkinds = 0;
+    for (const char *k = v;; k++) {
+        size_t len = strcspn(k, ",");
+        const char *kind = fault_kind(k, len);
+        if (!kind || o->nkinds == 8)
             return false;
-    return n >= 1 && n <= 8;
+        o->kinds[o->nkinds++] = kind;
+        if (!k[len])
+            return true;
+        k += len;
+    }
 }
 
 int cmd_stress(int argc, char **argv)
 {
-    stress_opts_t o = {4, 1.0, 1, 0, 0, NULL, NULL, -1, -1, false, false, 1};
+    stress_opts_t o = {4, 1.0, 1, 0, 0, NULL, {NULL}, 0, -1, -1, false, false, 1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         double x;
@@ -1450,10 +1458,14 @@ int cmd_stress(int argc, char **argv)
             o.faults = (int)x;
         else if (!strcmp(a, "--threads") && !parse_num(a, v, 1, THREADS_MAX, &x))
             o.threads = (int)x;
-        else if (!strcmp(a, "--fault") && v && fault_kind_known(v))
+        else if (!strcmp(a, "--fault") && v && fault_kind(v, strlen(v)))
             o.fault = v;
-        else if (!strcmp(a, "--fault-kinds") && v && fault_kinds_known(v))
-            o.kinds = v;
+        else if (!strcmp(a, "--fault-kinds") && v && !parse_fault_kinds(v, &o)) {
+            fprintf(stderr, "weft stress: --fault-kinds %s: want one to eight of kill, stop, "
+                            "mismatch and refuse, comma-separated\n", v);
+            return 2;
+        } else if (!strcmp(a, "--fault-kinds") && v)
+            ;
         else if (!strcmp(a, "--fault-rank") && !parse_num(a, v, 0, 4095, &x))
             o.fault_rank = (int)x;
         else if (!strcmp(a, "--fault-at") && !parse_num(a, v, 0, 1e9, &x))

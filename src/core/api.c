@@ -530,9 +530,12 @@ static void call_ended(weft_comm_t c, uint32_t n);
  * may wait in another communicator for that very peer, a hang without a
  * time limit.  The call counts as ended, so the calls after it end well as
  * before; a message of it that comes anyway proves the ranks did not make
- * it alike (shm.c, disagreement).  Returns rc, the refusal's message kept. */
-static int call_refused(weft_comm_t comm, const call_shape_t *c, int rc)
+ * it alike (shm.c, disagreement).  weft's own calls (own) are left out.
+ * Returns rc, the refusal's message kept. */
+static int call_refused(weft_comm_t comm, bool own, const call_shape_t *c, int rc)
 {
+    if (own)
+        return rc;
     char why[512];
     snprintf(why, sizeof why, "%s", weft_last_error());
     call_desc_t d;
@@ -576,11 +579,11 @@ static int coll_start(weft_comm_t comm, weft_coll_t coll, const void *in, void *
         return rc;
     call_shape_t shape = {coll, count, dt, op, root, NULL, 0};
     if ((rc = check_args(comm, coll, cn, count, dt, root)))
-        return own ? rc : call_refused(comm, &shape, rc);
+        return call_refused(comm, own, &shape, rc);
     size_t es = weft_dtype_size(dt);
     if ((rc = settle_overlap(cn, coll, comm->size, comm->rank, root, count, es, &in, &out,
                              &inplace)))
-        return own ? rc : call_refused(comm, &shape, rc);
+        return call_refused(comm, own, &shape, rc);
     call_memo_t own_memo, *m = own ? &own_memo : &comm->memo[coll];
     if (!own && m->keep && m->count == count && m->dt == dt && m->op == op && m->root == root &&
         m->inplace == inplace) {
@@ -590,7 +593,7 @@ static int coll_start(weft_comm_t comm, weft_coll_t coll, const void *in, void *
         rc = resolve_call(comm, coll, in, out, count, dt, op, root, inplace, own, m, &shape);
     }
     if (rc)
-        return own ? rc : call_refused(comm, &shape, rc);
+        return call_refused(comm, own, &shape, rc);
     const algo_t *al = m->al;
     sched_entry_t *ent = m->ent;
     ent->last_use = ++comm->clock;
@@ -601,13 +604,13 @@ static int coll_start(weft_comm_t comm, weft_coll_t coll, const void *in, void *
 
     weft_request_t r = NULL;
     if ((rc = take_request(comm, ent, es, arrive_ns, &r)))
-        return own ? rc : call_refused(comm, &shape, rc);
+        return call_refused(comm, own, &shape, rc);
     const char *inp = in;
     char *outp = out;
     if (inplace && (rc = place_in_place(r, &m->lay, al, es, &inp, &outp))) {
         r->next = ent->spare;
         ent->spare = r;
-        return own ? rc : call_refused(comm, &shape, rc);
+        return call_refused(comm, own, &shape, rc);
     }
     r->e.tmp_shared = NULL;
     if ((al->flags & ALGO_ROOT_READ_BY_ALL) && comm->rank == root)
