@@ -236,6 +236,14 @@ typedef struct call_shape {
     uint32_t params;
 } call_shape_t;
 
+/* A call refused once its algorithm was chosen: the shape says which (on
+ * the error path only, so that a call that runs pays nothing for it). */
+static int refused_with(call_shape_t *shape, const algo_t *al, const algo_params_t *p, int rc)
+{
+    shape->al = al, shape->params = params_hash(p);
+    return rc;
+}
+
 /* Resolves a call into *m: the op, the layout, the algorithm (the
  * communicator's choice, checked, or AUTO's; AUTO's alone for weft's own
  * calls) and its schedule.  The memo serves the calls that repeat it
@@ -282,27 +290,25 @@ static int resolve_call(weft_comm_t comm, weft_coll_t coll, const void *in, void
     const char *choice;
     if (al) {
         a.params = comm->choice[coll].params;
-        shape->al = al, shape->params = params_hash(&a.params);
         if ((rc = algo_check_usable(al, &a)))
-            return rc;
+            return refused_with(shape, al, &a.params, rc);
         choice = al->name;
     } else if (!(al = select_algo(comm, &a))) {
         return weft_error(WEFT_EINTERNAL, "%s: no algorithm serves this call", cn);
     } else {
         choice = comm->auto_memo[coll].text;
-        shape->al = al, shape->params = params_hash(&a.params);
     }
     /* after the choice, so that a call refused for its buffers is
      * recorded as its peers make it */
     coll_layout_t lay;
     coll_layout(coll, P, comm->rank, a.root, count, inplace, &lay);
     if ((rc = buffers_given(cn, &lay, in, out, inplace)))
-        return rc;
+        return refused_with(shape, al, &a.params, rc);
     if (!(al->flags & ALGO_USES_INVERSE))
         a.invertible = false; /* one cached schedule for int and float sums alike */
     sched_entry_t *ent = cache_get(comm, al, &a, &rc); /* may clear the memos */
     if (!ent)
-        return rc;
+        return refused_with(shape, al, &a.params, rc);
     *m = (call_memo_t){.al = al, .ent = ent, .count = count, .dt = dt, .op = op,
                        .root = root, .inplace = inplace, .op_ident = op_ident, .red = red,
                        .lay = lay, .last_choice = choice,
@@ -587,8 +593,8 @@ static int coll_start(weft_comm_t comm, weft_coll_t coll, const void *in, void *
     call_memo_t own_memo, *m = own ? &own_memo : &comm->memo[coll];
     if (!own && m->keep && m->count == count && m->dt == dt && m->op == op && m->root == root &&
         m->inplace == inplace) {
-        shape.al = m->al, shape.params = m->ent->params_hash;
-        rc = buffers_given(cn, &m->lay, in, out, inplace);
+        if ((rc = buffers_given(cn, &m->lay, in, out, inplace)))
+            shape.al = m->al, shape.params = m->ent->params_hash;
     } else {
         rc = resolve_call(comm, coll, in, out, count, dt, op, root, inplace, own, m, &shape);
     }
@@ -603,13 +609,15 @@ static int coll_start(weft_comm_t comm, weft_coll_t coll, const void *in, void *
     }
 
     weft_request_t r = NULL;
-    if ((rc = take_request(comm, ent, es, arrive_ns, &r)))
-        return call_refused(comm, own, &shape, rc);
     const char *inp = in;
     char *outp = out;
-    if (inplace && (rc = place_in_place(r, &m->lay, al, es, &inp, &outp))) {
-        r->next = ent->spare;
-        ent->spare = r;
+    if ((rc = take_request(comm, ent, es, arrive_ns, &r)) ||
+        (inplace && (rc = place_in_place(r, &m->lay, al, es, &inp, &outp)))) {
+        if (r) { /* no memory for the in-place copy */
+            r->next = ent->spare;
+            ent->spare = r;
+        }
+        shape.al = al, shape.params = ent->params_hash;
         return call_refused(comm, own, &shape, rc);
     }
     r->e.tmp_shared = NULL;
