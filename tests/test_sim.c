@@ -589,33 +589,98 @@ static void test_goal_parse(void)
 
 /* ---- lower bounds ---- */
 
+/* One schedule-built algorithm of any collective, as weft sim runs it: its
+ * time, or -1 where it cannot serve the call. */
+static double sim_any(const sim_model_t *m, const algo_t *al, int P, uint64_t count)
+{
+    sim_algo_t w;
+    memset(&w, 0, sizeof w);
+    w.al = al;
+    w.a.coll = al->coll, w.a.nrank = P, w.a.root = P / 2, w.a.count = count, w.a.esize = 4;
+    w.a.commutative = true;
+    w.a.idempotent = (al->flags & ALGO_NEEDS_IDEMPOTENT) != 0 || al->usable;
+    char why[300];
+    if (algo_usable_why(al, &w.a, why, sizeof why))
+        return -1;
+    sim_result_t r;
+    int rc = sim_run(m, P, sim_build_algo, &w, &order_opts, &r, why, sizeof why);
+    CHECK(rc == 0, "%s %s P=%d: %s", weft_coll_name(al->coll), al->name, P, why);
+    return rc ? -1 : r.t_max;
+}
+
 static void test_bounds(void)
 {
     sim_model_t m;
     char msg[200];
-    sim_preset_load("hockney", &m, msg, sizeof msg);
-    double a = sim_alpha(&m), b = sim_beta(&m);
-    CHECK(a == m.L - m.G && b == m.G, "alpha %g beta %g", a, b);
+    sim_model_default(&m); /* L 2500, o 1500, g 1000, G 6 */
     CHECK(sim_lower_bound(WEFT_COLL_ALLREDUCE, 1, 1 << 20, &m) == 0, "P = 1 costs nothing");
-    double n = 1 << 20, P8 = 8;
-    double want = 3 * a + 2 * (P8 - 1) / P8 * n * b + (P8 - 1) / P8 * n * m.gamma;
-    CHECK(fabs(sim_lower_bound(WEFT_COLL_ALLREDUCE, 8, 1 << 20, &m) - want) < 1e-6,
-          "allreduce bound");
-    /* the broadcast bound is below the best k-piece pipeline, and reached
-     * by it when the optimal k is whole: (d - 1) alpha = n beta / k^2 */
-    for (int k = 1; k < 100; k++) {
-        double t = (3 + k - 1) * (a + n * b / k);
-        CHECK(sim_lower_bound(WEFT_COLL_BCAST, 8, (uint64_t)n, &m) <= t + 1e-6,
-              "bcast bound above the %d-piece pipeline", k);
-    }
-    /* every simulated schedule is at or above its bound */
-    const char *algs[] = {"ring", "recursive_doubling", "rabenseifner", "twotree", "binomial"};
-    for (int i = 0; i < 5; i++)
-        for (int P = 2; P <= 33; P += 5) {
-            double t = sim_weft(&m, WEFT_COLL_ALLREDUCE, algs[i], P, 1 << 16, 0, 0, NULL);
-            double lb = sim_lower_bound(WEFT_COLL_ALLREDUCE, P, 1 << 18, &m);
-            CHECK(t >= lb * (1 - 1e-12), "%s P=%d: %.1f below the bound %.1f", algs[i], P, t, lb);
+    /* two ranks: one message of n bytes, taken in at max(min(g, G),
+     * min(o, max(O, G))) = 6 ns a byte after its first */
+    CHECK(sim_lower_bound(WEFT_COLL_BCAST, 2, 1000, &m) == 5500 + 999 * 6.0, "bcast, P = 2");
+    /* the greedy broadcast under LogGOPSim's defaults: the root's sends
+     * start at 0, 1500, 3000, 4500, 6000, ..., and a rank reached by a
+     * send at s sends from s + 5500 (o + L + o); the (P - 1)-th earliest
+     * send of all, then one message's 5500 */
+    const double last_send[] = {0, 0, 0, 1500, 3000, 4500, 5500, 6000};
+    for (int P = 2; P <= 7; P++)
+        CHECK(sim_lower_bound(WEFT_COLL_BCAST, P, 1, &m) == last_send[P] + 5500 &&
+                  sim_lower_bound(WEFT_COLL_BARRIER, P, 0, &m) == last_send[P] + 5500,
+              "P = %d: bcast %.1f, barrier %.1f, want %.1f", P,
+              sim_lower_bound(WEFT_COLL_BCAST, P, 1, &m),
+              sim_lower_bound(WEFT_COLL_BARRIER, P, 0, &m), last_send[P] + 5500);
+    /* and the linear broadcast of 8 bytes meets it at P = 5: 4500 + 5500
+     * + 7 bytes at 6 ns */
+    double t = sim_weft(&m, WEFT_COLL_BCAST, "linear", 5, 2, 0, 0, NULL);
+    CHECK(t == sim_lower_bound(WEFT_COLL_BCAST, 5, 8, &m) && t == 10042,
+          "linear bcast P = 5: %.3f, bound %.3f", t, sim_lower_bound(WEFT_COLL_BCAST, 5, 8, &m));
+    /* no gaps at all: one hop reaches everyone */
+    sim_model_t z = m;
+    z.o = 0, z.g = 0;
+    CHECK(sim_lower_bound(WEFT_COLL_BCAST, 1000, 1, &z) == z.L, "o = g = 0: %.1f",
+          sim_lower_bound(WEFT_COLL_BCAST, 1000, 1, &z));
+
+    /* Every schedule-built algorithm of every collective at or above its
+     * bound, under the presets and models chosen to break a careless one:
+     * o and g tiny against L (many messages in flight), O above G, two
+     * NICs, a costly reduction, rendezvous from small sizes. */
+    sim_model_t models[6];
+    sim_model_default(&models[0]);
+    CHECK(sim_preset_load("hockney", &models[1], msg, sizeof msg) == 0, "hockney: %s", msg);
+    models[2] = models[0];
+    models[2].o = 0, models[2].g = 5, models[2].G = 0.5, models[2].L = 2000;
+    models[3] = models[0];
+    models[3].L = 500, models[3].o = 100, models[3].g = 50, models[3].G = 0.2, models[3].O = 1;
+    models[4] = models[3];
+    models[4].ports = 2, models[4].gamma = 0.3;
+    models[5] = models[0];
+    models[5].S = 256, models[5].gamma = 2, models[5].g = 3000;
+    const int Ps[] = {2, 3, 5, 8, 13, 32};
+    const uint64_t counts[] = {1, 250, 16384, 262144};
+    size_t nt;
+    const algo_t *tab = algo_table(&nt);
+    int checked = 0;
+    for (size_t mi = 0; mi < sizeof models / sizeof *models; mi++)
+        for (size_t ai = 0; ai < nt; ai++) {
+            const algo_t *al = &tab[ai];
+            if (al->board)
+                continue;
+            for (size_t pi = 0; pi < sizeof Ps / sizeof *Ps; pi++)
+                for (size_t ci = 0; ci < 4; ci++) {
+                    int P = Ps[pi];
+                    if (counts[ci] > 16384 && P > 8)
+                        continue;
+                    double ts = sim_any(&models[mi], al, P, counts[ci]);
+                    if (ts < 0)
+                        continue;
+                    double lb = sim_lower_bound(al->coll, P, counts[ci] * 4, &models[mi]);
+                    CHECK(lb >= 0 && ts >= lb * (1 - 1e-12),
+                          "model %zu, %s %s P=%d, %llu B: %.3f below the bound %.3f", mi,
+                          weft_coll_name(al->coll), al->name, P,
+                          (unsigned long long)counts[ci] * 4, ts, lb);
+                    checked++;
+                }
         }
+    CHECK(checked > 1000, "%d algorithm runs held to their bounds", checked);
 }
 
 /* ---- bad input ---- */

@@ -80,7 +80,8 @@ static int sim_usage(FILE *f, int rc)
             "       (a doubling scan, then a ternary search around its best), with times\n"
             "size: --sched-stats: per algorithm, operations, bytes and build time per rank\n"
             "       (up to 32 ranks sampled), and what all P ranks' schedules would hold\n"
-            "other: --params k=v,...  --root R  --dtype T (default float32)\n"
+            "other: --params k=v,...  --dtype T (default float32)\n"
+            "       --root R (default 0; at a P of R or fewer ranks, P - 1)\n"
             "       --op OP|noncommutative (default sum): the op class the algorithms see\n"
             "       --ppn N (ranks per node, for hierarchical algorithms)\n"
             "       --order loggopsim|fifo: an event that finds its rank busy retries as in\n"
@@ -149,8 +150,9 @@ static int parse_option(sim_opts_cli_t *o, const char *k, const char *v, bool *h
         char *e;
         errno = 0;
         long x = strtol(v, &e, 10);
-        if (e == v || *e || errno || x < (strcmp(k, "--ppn") ? 0 : 1) || x > MAX_RANKS) {
-            fprintf(stderr, "weft sim: %s %s: want a whole number 0 to 2^24\n", k, v);
+        int lo = strcmp(k, "--ppn") ? 0 : 1;
+        if (e == v || *e || errno || x < lo || x > MAX_RANKS) {
+            fprintf(stderr, "weft sim: %s %s: want a whole number %d to 2^24\n", k, v, lo);
             return 2;
         }
         if (!strcmp(k, "--root"))
@@ -162,7 +164,7 @@ static int parse_option(sim_opts_cli_t *o, const char *k, const char *v, bool *h
     } else if (!strcmp(k, "--skew")) {
         sim_model_t tmp = o->model;
         if (sim_model_set(&tmp, "L", v, why, sizeof why)) {
-            fprintf(stderr, "weft sim: --skew %s\n", why + 1);
+            fprintf(stderr, "weft sim: --skew%s\n", why + 1); /* why: "L: ..." */
             return 2;
         }
         o->skew = tmp.L;

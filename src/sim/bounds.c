@@ -1,9 +1,23 @@
-/* bounds.c — lower bounds on each collective's time under the model, in
- * the alpha-beta-gamma terms of the seeds' cost formulas (docs/ALGORITHMS.md,
- * "Lower bounds", derives them).  d = ceil(log2 P): in each alpha the number
- * of ranks that hold (or have contributed to) a piece of data at most
- * doubles. */
+/* bounds.c — lower bounds on each collective's time under the LogGOPS model
+ * exactly as the simulator runs it (loggops.c, LogGOPSim's semantics), for
+ * any parameters: no schedule of the collective, whatever its algorithm,
+ * chunk count or message sizes, finishes sooner.  docs/ALGORITHMS.md
+ * ("Lower bounds") derives each; test_sim holds every schedule-built
+ * algorithm to them over presets and odd models.
+ *
+ * Two ingredients.  Latency: how soon information from one rank can reach
+ * P - 1 others (or, reversed in time, flow into one rank), the optimal
+ * single-item broadcast of LogP (Karp, Sahay, Santos and Schauser 1993):
+ * every informed rank sends to a new one as often as its CPU and NICs let
+ * it, and the (P - 1)-th such send is the earliest any schedule can make.
+ * Bandwidth: a rank that must take in B bytes holds its CPU or its NIC for
+ * at least (B - 1) bytes' worth after its first message arrives.  The
+ * alpha-beta forms of the seeds (d alpha per level, alpha + s beta per
+ * message) are not bounds here: a LogGOPS rank sends every max(o, g), not
+ * every L + 2o, so a linear broadcast beats d alpha. */
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "sim.h"
 
@@ -16,58 +30,216 @@ double sim_alpha(const sim_model_t *m)
     return a > 0 ? a : 0;
 }
 
-static int ceil_log2(int P)
+static double max2(double a, double b) { return a > b ? a : b; }
+static double min2(double a, double b) { return a < b ? a : b; }
+
+/* ---- latency: the greedy LogP broadcast ---- */
+
+/* The send slots of one rank: its i-th send can start e(i) after it may
+ * first send, no sooner (one per o on each of its CPUs, one per g on each
+ * NIC; with nic false the NICs are not counted). */
+typedef struct {
+    double o, g;
+    uint64_t cpus, ports;
+    bool nic;
+} slots_t;
+
+static double slot_at(const slots_t *sl, uint64_t i)
 {
-    int d = 0;
-    while ((1ll << d) < P)
-        d++;
-    return d;
+    double t = (double)(i / sl->cpus) * sl->o;
+    return sl->nic ? max2(t, (double)(i / sl->ports) * sl->g) : t;
 }
 
-/* Broadcast of n bytes: a k-piece pipeline over d levels takes
- * (d + k - 1)(alpha + n beta / k); its minimum over real k,
- * (sqrt((d - 1) alpha) + sqrt(n beta))^2, is the single-port bound of
- * Johnsson and Ho (Bar-Noy and Kipnis for the postal model), below every
- * integer k's time. */
-static double bcast_bound(int d, double n, double a, double b)
+/* A group of ranks that may first send at base; slot i is next. */
+typedef struct {
+    double t, base;
+    uint64_t i, ranks;
+} gen_t;
+
+typedef struct {
+    gen_t *v;
+    size_t n, cap;
+} heap_t;
+
+static bool heap_push(heap_t *h, gen_t g)
 {
-    if (d == 0)
+    if (h->n == h->cap) {
+        size_t cap = h->cap ? 2 * h->cap : 64;
+        gen_t *v = realloc(h->v, cap * sizeof *v);
+        if (!v)
+            return false;
+        h->v = v, h->cap = cap;
+    }
+    size_t i = h->n++;
+    while (i && h->v[(i - 1) / 2].t > g.t) {
+        h->v[i] = h->v[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h->v[i] = g;
+    return true;
+}
+
+static gen_t heap_pop(heap_t *h)
+{
+    gen_t top = h->v[0], last = h->v[--h->n];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= h->n)
+            break;
+        if (c + 1 < h->n && h->v[c + 1].t < h->v[c].t)
+            c++;
+        if (last.t <= h->v[c].t)
+            break;
+        h->v[i] = h->v[c];
+        i = c;
+    }
+    if (h->n)
+        h->v[i] = last;
+    return top;
+}
+
+/* Advances g past its slots at g->t: how many ranks' slots those were.
+ * (Offsets compared, not base + offset, which rounds.) */
+static uint64_t take_slots(const slots_t *sl, gen_t *g)
+{
+    uint64_t k = 0;
+    double off = slot_at(sl, g->i);
+    while (slot_at(sl, g->i) == off)
+        g->i++, k++;
+    g->t = g->base + slot_at(sl, g->i);
+    return k * g->ranks;
+}
+
+/* Past this many steps the bound settles for one hop (still a bound):
+ * only models whose o and g are tiny against L get near it. */
+enum { SPREAD_STEPS_MAX = 4 * 1000 * 1000 };
+
+/* The earliest time at which P - 1 sends from informed ranks can have
+ * started, one rank informed at 0 and a rank informed by a send at s able
+ * to send from s + hop: the time of the (P - 1)-th earliest slot of the
+ * greedy broadcast.  Ranks that may first send at one instant are one
+ * group, so the work grows with the distinct instants, not with P. */
+static double spread_time(int P, const slots_t *sl, double hop)
+{
+    if (P <= 2)
         return 0;
-    double x = sqrt((d - 1) * a) + sqrt(n * b);
-    return x * x > a + n * b ? x * x : a + n * b;
+    if (slot_at(sl, 1) == 0 && slot_at(sl, 64) == 0)
+        return 0; /* no gap at all: one rank reaches every other at once */
+    uint64_t need = (uint64_t)P - 1, steps = 0;
+    heap_t h = {0};
+    double t = 0;
+    if (!heap_push(&h, (gen_t){0, 0, 0, 1}))
+        goto fallback;
+    while (need) {
+        t = h.v[0].t;
+        uint64_t sends = 0;
+        while (h.n && h.v[0].t == t) {
+            gen_t g = heap_pop(&h);
+            sends += take_slots(sl, &g);
+            if (!heap_push(&h, g))
+                goto fallback;
+            if (++steps > SPREAD_STEPS_MAX)
+                goto fallback;
+        }
+        if (sends >= need)
+            break;
+        need -= sends;
+        if (!heap_push(&h, (gen_t){t + hop + slot_at(sl, 0), t + hop, 0, sends}))
+            goto fallback;
+    }
+    free(h.v);
+    return t;
+fallback:
+    free(h.v);
+    return 0;
+}
+
+/* ---- the collectives ---- */
+
+typedef struct {
+    double one;    /* a single message's least time: 2o + L */
+    double spread; /* from one rank to P - 1 others: spread_time */
+    double gather; /* from P - 1 others into one rank (the spread reversed) */
+    double r_in;   /* a byte taken in after the first: CPU or receiving NIC */
+    double r_rev;  /* the same in the reversed model (reduce, below) */
+    double r_out;  /* a byte sent by a rank whose bytes all start with it */
+} terms_t;
+
+static terms_t terms_of(int P, const sim_model_t *m)
+{
+    /* a sweep asks for one P and model once per algorithm and size */
+    static _Thread_local struct {
+        int P;
+        sim_model_t m;
+        terms_t t;
+    } last = {0};
+    if (last.P == P && !memcmp(&last.m, m, sizeof *m))
+        return last.t;
+    terms_t t;
+    uint64_t cpus = m->cpus > 0 ? (uint64_t)m->cpus : 1, ports = m->ports > 0 ? m->ports : 1;
+    double X = max2(m->O, m->G); /* a received byte's CPU time */
+    bool one_cpu = cpus == 1, one_nic = ports == 1;
+    /* a rank forwards once its receive has held its only CPU o */
+    double hop = m->o + m->L + (one_cpu ? m->o : 0);
+    slots_t sl = {m->o, m->g, cpus, ports, true};
+    t.one = 2 * m->o + m->L;
+    t.spread = spread_time(P, &sl, hop);
+    /* Reversed in time, a rank's receives become its sends; their gaps
+     * stay at least g where a received byte's CPU time is G's (O <= G) */
+    sl.nic = m->O <= m->G;
+    t.gather = spread_time(P, &sl, hop);
+    double cpu_in = one_cpu ? min2(m->o, X) : 0, nic = one_nic ? min2(m->g, m->G) : 0;
+    t.r_in = max2(cpu_in, nic);
+    t.r_rev = one_cpu ? min2(m->o, m->O) : 0;
+    t.r_out = max2(one_cpu ? min2(m->o, m->O) : 0, nic);
+    last.P = P, last.m = *m, last.t = t;
+    return t;
+}
+
+/* Taking in B bytes (B >= 1) after a first message no sooner than o + L. */
+static double take_in(const terms_t *t, double B, double rate)
+{
+    return t->one + (B > 1 ? B - 1 : 0) * rate;
 }
 
 double sim_lower_bound(weft_coll_t coll, int P, uint64_t n, const sim_model_t *m)
 {
     if (P <= 1)
         return 0;
-    int d = ceil_log2(P);
-    double a = sim_alpha(m), b = sim_beta(m), g = m->gamma, N = (double)n;
-    double f = (double)(P - 1) / P;
+    if (n == 0 && coll != WEFT_COLL_BARRIER)
+        return 0; /* a schedule may move nothing */
+    terms_t t = terms_of(P, m);
+    double N = (double)n, f = (double)(P - 1) / P;
     switch (coll) {
     case WEFT_COLL_BCAST:
-        return bcast_bound(d, N, a, b);
-    case WEFT_COLL_REDUCE: {
-        /* the broadcast's communication reversed; and the (P-1) n bytes of
-         * combining shared by P ranks at best */
-        double comm = bcast_bound(d, N, a, b), work = d * a + f * N * g;
-        return comm > work ? comm : work;
-    }
+        /* the rank informed last still takes in all n bytes */
+        return t.spread + take_in(&t, N, t.r_in);
+    case WEFT_COLL_REDUCE:
+        /* the bcast reversed; the root takes in n bytes; the (P-1) n
+         * bytes of combining shared by P CPUs at best */
+        return max2(max2(t.gather + take_in(&t, N, t.r_rev), take_in(&t, N, t.r_in)),
+                    f * N * m->gamma);
     case WEFT_COLL_ALLREDUCE:
-        /* every rank sends and receives (P-1)/P of the vector twice (once
-         * reduced, once the result) and combines (P-1)/P of it */
-        return d * a + 2 * f * N * b + f * N * g;
+        /* every rank hears from all; one-way gossip needs 2(P-1)
+         * transfers of each byte, so some rank takes in 2(P-1)/P n */
+        return max2(max2(t.gather + t.one, take_in(&t, ceil(2 * f * N), t.r_in)),
+                    f * N * m->gamma);
     case WEFT_COLL_REDUCE_SCATTER:
-        /* n is one rank's block: of the P n bytes each rank holds, (P-1)
-         * blocks must leave it and as many be combined (Chan et al.) */
-        return d * a + (P - 1) * N * (b + g);
+        /* n is one rank's block: (P-1) transfers and combines of each of
+         * the P n bytes, so some rank takes in and combines (P-1) n */
+        return max2(max2(t.gather + t.one, take_in(&t, (P - 1) * N, t.r_in)),
+                    (P - 1) * N * m->gamma);
     case WEFT_COLL_ALLGATHER:
-    case WEFT_COLL_SCATTER:
     case WEFT_COLL_GATHER:
-        /* (P-1) blocks of n bytes arrive at every rank (leave the root) */
-        return d * a + (P - 1) * N * b;
+        /* (P-1) blocks arrive at every rank (at the root) */
+        return max2(t.gather + t.one, take_in(&t, (P - 1) * N, t.r_in));
+    case WEFT_COLL_SCATTER:
+        /* (P-1) blocks leave the root, the last one to the rank that ends
+         * last */
+        return max2(t.spread + t.one, take_in(&t, (P - 1) * N, t.r_out));
     case WEFT_COLL_BARRIER:
-        return d * a;
+        return t.gather + t.one;
     default:
         return -1;
     }

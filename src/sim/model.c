@@ -33,13 +33,16 @@ typedef struct {
 static const preset_t presets[] = {
     {"loggopsim", "LogGOPSim's defaults (spcl/LogGOPSim simulator.ggo)",
      {2500, 1500, 1000, 6, 0, 65535, 0, 0, 1, 1, 0, 0}},
-    /* The alpha-beta (Hockney) model the seeds' cost formulas use: one
-     * latency, one cost per byte (g = G, so that a message of s bytes holds
-     * the link s G and splitting it gains nothing), no CPU overhead; alpha
-     * 1 us and beta 0.1 ns/byte (10 GB/s) are nominal round values, gamma
-     * 0.05 ns/byte. */
+    /* The alpha-beta (Hockney) model the seeds' cost formulas use: a
+     * message of s bytes takes alpha + (s - 1) beta end to end and holds
+     * its sender's and its receiver's one port as long (L = g = alpha,
+     * G = beta, no CPU overhead), so that k pieces cost k alpha more, as
+     * the formulas have it.  With g = G instead (until 2026-11-29) a rank
+     * could have any number of messages in flight at once, which no
+     * alpha-beta formula describes.  alpha 1 us and beta 0.1 ns/byte (10
+     * GB/s) are nominal round values, gamma 0.05 ns/byte. */
     {"hockney", "alpha-beta model, nominal alpha 1 us, beta 0.1 ns/B",
-     {1000, 0, 0.1, 0.1, 0, UINT64_MAX, 0.05, 0, 1, 1, 0, 0}},
+     {1000, 0, 1000, 0.1, 0, UINT64_MAX, 0.05, 0, 1, 1, 0, 0}},
 };
 
 const char *const *sim_preset_names(void)

@@ -266,8 +266,10 @@ int sim_run(const sim_model_t *m, int nrank, sim_build_fn build, void *ctx,
  * bytes takes alpha + s beta end to end. */
 double sim_alpha(const sim_model_t *m);
 double sim_beta(const sim_model_t *m);
-/* A lower bound on the time of coll for n bytes per rank on P ranks (see
- * docs/ALGORITHMS.md, "Lower bounds"); -1 for collectives without one. */
+/* A lower bound on the time of coll for n bytes per rank (block
+ * collectives: per block) on P ranks under m, valid for every schedule and
+ * every parameter set (docs/ALGORITHMS.md, "Lower bounds"); -1 for
+ * collectives without one. */
 double sim_lower_bound(weft_coll_t coll, int P, uint64_t n, const sim_model_t *m);
 
 #endif
