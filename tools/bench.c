@@ -547,6 +547,12 @@ typedef struct lineup {
      * the algorithm being timed does not also decide how calls start */
     weft_comm_t sync;
     bool own_sync;
+    /* where the ranks' figures and checks are combined: a duplicate left on
+     * AUTO.  On the timed communicator they would run on the algorithm
+     * being timed, which may not serve them (the board refuses 160 KB of
+     * times, and each rank kept its own: the figure was rank 0's, not the
+     * slowest rank's) or may be the very algorithm a check doubts. */
+    weft_comm_t tally;
 } lineup_t;
 
 static int pick_algorithms(const bench_opts_t *o, int rank, lineup_t *L)
@@ -626,6 +632,8 @@ static void lineup_free(lineup_t *L)
 {
     if (L->own_sync)
         weft_comm_free(&L->sync);
+    if (L->tally)
+        weft_comm_free(&L->tally);
     for (size_t a = 0; a < L->n; a++)
         free(L->params[a]);
 }
@@ -739,8 +747,13 @@ static void print_row_summary(size_t bytes, const lineup_t *L, const result_t *r
         printf(" | %9.2f %-26.26s", au->med, au->chose[0] ? au->chose : "?");
     else
         printf(" | %9s %-26s", "n/a", "");
+    /* AUTO's choice may be a configuration no other column runs (a
+     * segment size, say): where it is the fastest, it is named so */
+    const char *best_label = best ? L->labels[best_a] : NULL;
+    if (au && !au->skipped && (!best || au->med < best->med))
+        best = au, best_label = "auto's choice";
     if (best)
-        printf(" | %9.2f %-20.20s", best->med, L->labels[best_a]);
+        printf(" | %9.2f %-20.20s", best->med, best_label);
     else
         printf(" | %9s %-20s", "n/a", "");
     if (au && !au->skipped && best)
@@ -1010,6 +1023,7 @@ static double median_sorted(const double *t, int n)
 static void summarize(const bench_opts_t *o, weft_comm_t comm, double *times, int iters,
                       bool late, result_t *r)
 {
+    /* comm: the tally communicator (lineup_t); every call here serves */
     int P = weft_comm_size(comm);
     double sum = 0;
     for (int i = 0; i < iters; i++)
@@ -1100,13 +1114,13 @@ static int time_one(const bench_opts_t *o, weft_comm_t comm, const lineup_t *L, 
         snprintf(why, whylen, "%s", weft_last_error());
         return rc;
     }
-    summarize(o, comm, times, iters, ar != NULL, r);
+    summarize(o, L->tally, times, iters, ar != NULL, r);
     return WEFT_OK;
 }
 
 /* --check: one more call on fresh data, every element verified. */
-static int check_one(const bench_opts_t *o, weft_comm_t comm, const algo_t *al, size_t count,
-                     void *in, void *out, unsigned salt)
+static int check_one(const bench_opts_t *o, weft_comm_t comm, weft_comm_t tally,
+                     const algo_t *al, size_t count, void *in, void *out, unsigned salt)
 {
     int rank = weft_comm_rank(comm), P = weft_comm_size(comm);
     fill(in, count, o->dtype, o->op, rank, salt);
@@ -1117,7 +1131,7 @@ static int check_one(const bench_opts_t *o, weft_comm_t comm, const algo_t *al, 
     bool holds = o->coll != WEFT_COLL_REDUCE || rank == o->root;
     for (size_t i = 0; holds && !bad && i < count; i++)
         bad = !check_elem(out, i, P, o, salt);
-    weft_allreduce(WEFT_IN_PLACE, &bad, 1, WEFT_INT32, WEFT_SUM, comm);
+    weft_allreduce(WEFT_IN_PLACE, &bad, 1, WEFT_INT32, WEFT_SUM, tally);
     return bad;
 }
 
@@ -1138,11 +1152,11 @@ static int check_barrier(const bench_opts_t *o, weft_comm_t comm, const lineup_t
         double enter = weft_now();
         int rc = run_one(comm, o, al, 0, NULL, NULL);
         double left = weft_now();
-        weft_allreduce(WEFT_IN_PLACE, &enter, 1, WEFT_FLOAT64, WEFT_MAX, comm);
-        weft_allreduce(WEFT_IN_PLACE, &left, 1, WEFT_FLOAT64, WEFT_MIN, comm);
+        weft_allreduce(WEFT_IN_PLACE, &enter, 1, WEFT_FLOAT64, WEFT_MAX, L->tally);
+        weft_allreduce(WEFT_IN_PLACE, &left, 1, WEFT_FLOAT64, WEFT_MIN, L->tally);
         bad += rc != WEFT_OK || left < enter;
     }
-    weft_allreduce(WEFT_IN_PLACE, &bad, 1, WEFT_INT32, WEFT_MAX, comm);
+    weft_allreduce(WEFT_IN_PLACE, &bad, 1, WEFT_INT32, WEFT_MAX, L->tally);
     return bad;
 }
 
@@ -1222,14 +1236,19 @@ static int bench_row(const bench_opts_t *o, weft_comm_t comm, lineup_t *L, bench
         char why[200];
         if (time_one(o, comm, L, a, count, m->in, m->out, m->times, iters, warm,
                      o->nmif || pattern ? &ar : NULL, &row[a], why, sizeof why)) {
-            if (!L->reason[a][0])
+            if (!L->reason[a][0]) {
+                /* the table lists the algorithms that serve the call */
+                char *list = strstr(why, "; algorithms that serve this call");
+                if (list)
+                    *list = '\0';
                 snprintf(L->reason[a], sizeof L->reason[a], "%s", why);
+            }
             continue;
         }
         if (o->check && (row[a].bad = o->coll == WEFT_COLL_BARRIER
                                           ? check_barrier(o, comm, L, L->al[a])
-                                          : check_one(o, comm, L->al[a], count, m->in, m->out,
-                                                      (unsigned)(s * 31 + (int)a))))
+                                          : check_one(o, comm, L->tally, L->al[a], count, m->in,
+                                                      m->out, (unsigned)(s * 31 + (int)a))))
             failures++;
         if (csv)
             write_csv_row(csv, o, P, bytes, L->labels[a], &row[a]);
@@ -1252,11 +1271,16 @@ static int bench_lineup(const bench_opts_t *o, weft_comm_t comm, lineup_t *L)
     int rank = weft_comm_rank(comm);
     int rc = pick_algorithms(o, rank, L);
     L->sync = comm;
-    if (!rc && o->coll == WEFT_COLL_BARRIER) { /* before any algorithm is set on comm */
+    /* both before any algorithm is set on comm */
+    if (!rc && o->coll == WEFT_COLL_BARRIER) {
         rc = weft_comm_dup(comm, &L->sync);
         L->own_sync = rc == WEFT_OK;
         if (rc)
             fprintf(stderr, "weft bench: %s\n", weft_last_error());
+    }
+    if (!rc && (rc = weft_comm_dup(comm, &L->tally))) {
+        L->tally = NULL;
+        fprintf(stderr, "weft bench: %s\n", weft_last_error());
     }
     if (!rc)
         rc = validate_lineup(o, comm, rank, L);
@@ -1291,14 +1315,14 @@ static int bench_rank(const bench_opts_t *o, weft_comm_t comm)
     int failures = 0, ncalls = 0;
     double *pattern = NULL;
     if (o->arrivals) {
-        if (!(pattern = read_arrivals(o->arrivals, comm, &ncalls)))
+        if (!(pattern = read_arrivals(o->arrivals, L->tally, &ncalls)))
             failures = -1; /* said on rank 0; every rank stops alike */
         else if (!rank)
             printf("# arrivals: %d calls' delays from %s, taken in turn; figures: time inside "
                    "the collective\n", ncalls, o->arrivals);
     }
     for (int s = 0; s < o->nsizes && o->nmif; s++) {
-        m.alpha[s] = measure_alpha(comm, o, o->sizes[s] / es, m.out);
+        m.alpha[s] = measure_alpha(L->tally, o, o->sizes[s] / es, m.out);
         if (!rank)
             printf("%s %zu B %.3f us%s", s ? "," : "# alpha(size), ranks 0 and 1:",
                    o->sizes[s] / es * es, m.alpha[s] * 1e6, s + 1 == o->nsizes ? "\n" : "");

@@ -293,7 +293,7 @@ static int resolve_call(weft_comm_t comm, weft_coll_t coll, const void *in, void
         if ((rc = algo_check_usable(al, &a)))
             return refused_with(shape, al, &a.params, rc);
         choice = al->name;
-    } else if (!(al = select_algo(comm, &a))) {
+    } else if (!(al = select_algo(comm, &a, own))) {
         return weft_error(WEFT_EINTERNAL, "%s: no algorithm serves this call", cn);
     } else {
         choice = comm->auto_memo[coll].text;

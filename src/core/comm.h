@@ -213,8 +213,9 @@ int config_numbers_from_env(int *node_size, uint64_t *timeout_ns);
 /* AUTO (src/tune/select.c): the algorithm for a call, with the parameters
  * its table row gives put in a->params; NULL only if no algorithm serves
  * it.  A call shaped like the communicator's previous one of the same
- * collective reuses that decision without a table lookup. */
-const algo_t *select_algo(weft_comm_t comm, coll_args_t *a);
+ * collective reuses that decision without a table lookup.  own: one of
+ * weft's own calls, which WEFT_VERBOSE does not log. */
+const algo_t *select_algo(weft_comm_t comm, coll_args_t *a, bool own);
 /* The last call's algorithm as AUTO's row wrote it (with its parameters,
  * "rabenseifner/segment=512K"), or its name when the program chose it. */
 WEFT_TOOL_API const char *comm_last_choice(weft_comm_t comm, weft_coll_t coll);

@@ -62,7 +62,7 @@ static void log_once(const coll_args_t *a, const tune_pick_t *p)
             sk.used ? "; passed over: " : "", sk.text);
 }
 
-const algo_t *select_algo(weft_comm_t comm, coll_args_t *a)
+const algo_t *select_algo(weft_comm_t comm, coll_args_t *a, bool own)
 {
     unsigned opclass = a->commutative | a->idempotent << 1 | a->invertible << 2;
     auto_memo_t *m = &comm->auto_memo[a->coll];
@@ -76,6 +76,11 @@ const algo_t *select_algo(weft_comm_t comm, coll_args_t *a)
         return NULL;
     if (p.params)
         a->params = *p.params;
+    /* weft's own calls (making a communicator) are not the program's: not
+     * logged, which would spend the row's one line, nor kept, so that the
+     * program's next call of that shape is logged */
+    if (own)
+        return p.al;
     if (a->rank == 0 && weft_verbose()) /* every rank decides alike */
         log_once(a, &p);
     m->count = a->count, m->esize = a->esize, m->root = a->root, m->opclass = opclass;
