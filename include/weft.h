@@ -128,7 +128,10 @@ WEFT_API int weft_comm_size(weft_comm_t comm);
  * from different parents at once. */
 WEFT_API weft_err_t weft_comm_dup(weft_comm_t comm, weft_comm_t *newcomm);
 /* Ranks with the same color form a new communicator, ordered by (key,
- * old rank).  color < 0 (WEFT_UNDEFINED) gives *newcomm = NULL. */
+ * old rank).  color WEFT_UNDEFINED gives *newcomm = NULL; any other color
+ * below 0 is refused (WEFT_EINVAL).  A dup or split refused on some ranks
+ * (a bad color, newcomm NULL) fails on every rank: the others get
+ * WEFT_EPEER naming a refusing rank, and no communicator is made. */
 #define WEFT_UNDEFINED (-1)
 WEFT_API weft_err_t weft_comm_split(weft_comm_t comm, int color, int key,
                            weft_comm_t *newcomm);

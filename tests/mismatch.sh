@@ -64,6 +64,7 @@ for np in 2 3 5; do
     scenario refused_alone "$np" nonzero
     scenario refused_same "$np" 0
     scenario refused_leaf "$np" 0
+    scenario refused_comm "$np" 0
 done
 # both ranks of left_after_fault find the disagreement at the same moment,
 # and one rewrites the call record the other reads: once lost as EMISMATCH

@@ -670,6 +670,46 @@ static int refused_leaf(void)
     return 0;
 }
 
+/* weft_comm_split and weft_comm_dup refused on one rank (a bad colour, no
+ * newcomm), which then waits in a barrier on another communicator: its
+ * peers fail too, naming it, instead of waiting for it in the split; then
+ * every rank's barrier, and the next calls on both communicators, end
+ * well.  Over each of the three refusals in turn. */
+static int refused_comm(void)
+{
+    weft_comm_t other = NULL;
+    CHECK(weft_comm_dup(world, &other) == WEFT_OK, "dup: %s", weft_last_error());
+    char who[32];
+    snprintf(who, sizeof who, "rank %d refused", P - 1);
+    for (int k = 0; k < 3; k++) {
+        weft_comm_t c = NULL, *out = me == P - 1 && k > 0 ? NULL : &c;
+        int color = me == P - 1 && k == 0 ? -5 : me % 2, rc;
+        rc = k < 2 ? weft_comm_split(world, color, me, out) : weft_comm_dup(world, out);
+        if (me == P - 1)
+            CHECK(rc == WEFT_EINVAL, "refusal %d on rank %d got %d: %s", k, me, rc,
+                  weft_last_error());
+        else
+            CHECK(rc == WEFT_EPEER && strstr(weft_last_error(), who) && !c,
+                  "refusal %d on rank %d: rank %d got %d: %s", k, P - 1, me, rc,
+                  weft_last_error());
+        fprintf(stderr, "rank %d: %s refused on rank %d -> %s\n", me, k < 2 ? "split" : "dup",
+                P - 1, weft_last_error());
+        rc = weft_barrier(other);
+        CHECK(rc == WEFT_OK, "a barrier on another communicator: %d: %s", rc, weft_last_error());
+    }
+    weft_comm_t c = NULL;
+    int rc = weft_comm_split(world, me % 2, me, &c);
+    CHECK(rc == WEFT_OK && c && weft_comm_size(c) == (P + 1 - me % 2) / 2,
+          "the split after: %d: %s", rc, weft_last_error());
+    int32_t x = 1;
+    rc = weft_allreduce(WEFT_IN_PLACE, &x, 1, WEFT_INT32, WEFT_SUM, world);
+    CHECK(rc == WEFT_OK && x == P, "the next allreduce: %d (%d): %s", rc, x, weft_last_error());
+    if (c)
+        weft_comm_free(&c);
+    weft_comm_free(&other);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "--mpi")) {
@@ -713,7 +753,7 @@ int main(int argc, char **argv)
                {"withdrawn_send_freed", withdrawn_send_freed, 0},
                {"late_sender", late_sender, 0},     {"error_kept", error_kept, 0},
                {"refused_alone", refused_alone, 1}, {"refused_same", refused_same, 0},
-               {"refused_leaf", refused_leaf, 0}};
+               {"refused_leaf", refused_leaf, 0}, {"refused_comm", refused_comm, 0}};
     int finalized = 0, found = 0;
     for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
         if (!strcmp(sc, tab[i].name)) {

@@ -423,7 +423,8 @@ void comm_ctx_give_back(uint32_t ctx, uint32_t first_call, bool board)
  * passed over while some pair is free: ids retired for good (arrival
  * records) fill the low words a pair at a time, and settling there left
  * communicator after communicator without the board. */
-static int lowest_free_ctx(const member_allreduce_t *ar, uint32_t *c)
+static int lowest_free_ctx(const member_allreduce_t *ar, uint32_t refusal, uint32_t *c,
+                           uint32_t *refused_by)
 {
     const uint64_t all_pairs = (uint64_t)-1 >> (64 - BOARD_PAIRS);
     uint32_t w = 0, lowest = 0;
@@ -431,8 +432,13 @@ static int lowest_free_ctx(const member_allreduce_t *ar, uint32_t *c)
     while (w < CTX_WORDS && !~ctx_held[w])
         w++;
     pthread_mutex_unlock(&weft_g.lock);
-    int rc = ar->fn(ar->arg, &w, 1, WEFT_UINT32, WEFT_MAX);
-    for (*c = 0; !rc && w < CTX_WORDS && !*c; w++) {
+    uint32_t first[2] = {w, refusal}; /* a member's refusal rides along */
+    int rc = ar->fn(ar->arg, first, 2, WEFT_UINT32, WEFT_MAX);
+    w = first[0];
+    *c = 0;
+    if ((*refused_by = rc ? 0 : first[1]))
+        return WEFT_OK;
+    for (; !rc && w < CTX_WORDS && !*c; w++) {
         uint64_t held[2] = {0, 0}; /* ids w*64.., and the pairs */
         pthread_mutex_lock(&weft_g.lock);
         held[0] = ctx_held[w];
@@ -459,14 +465,17 @@ static int lowest_free_ctx(const member_allreduce_t *ar, uint32_t *c)
  * member, and held by this rank from now on (ctx_give_back), on its first
  * call number, and on whether its board pair is the new communicator's
  * (then held too). */
-int comm_agree_ctx(const member_allreduce_t *ar, uint32_t *ctx, uint32_t *first_call,
-                   bool *board)
+int comm_agree_ctx(const member_allreduce_t *ar, uint32_t refusal, uint32_t *refused_by,
+                   uint32_t *ctx, uint32_t *first_call, bool *board)
 {
     for (;;) {
         uint32_t c;
-        int rc = lowest_free_ctx(ar, &c);
+        int rc = lowest_free_ctx(ar, refusal, &c, refused_by);
         if (rc)
             return rc;
+        if (*refused_by) /* the caller says who and why, or keeps its own error */
+            return WEFT_EPEER;
+        refusal = 0; /* said once: the retries below are the same members' */
         if (!c)
             return weft_error(WEFT_ENOMEM, "all %u communicator context ids are held by live "
                               "communicators of this one's ranks or retired (the id of a "
@@ -507,7 +516,31 @@ static int parent_allreduce(void *comm, void *buf, int n, weft_dtype_t dt, weft_
 static int agree_ctx(weft_comm_t comm, uint32_t *ctx, uint32_t *first_call, bool *board)
 {
     member_allreduce_t ar = {parent_allreduce, comm};
-    return comm_agree_ctx(&ar, ctx, first_call, board);
+    uint32_t refused_by;
+    return comm_agree_ctx(&ar, 0, &refused_by, ctx, first_call, board);
+}
+
+/* A rank whose weft_comm_dup or _split fails a check of its own arguments
+ * still takes its part in the call's first collective, saying so: its
+ * peers fail as well (WEFT_EPEER, naming it) instead of waiting for it in
+ * a call it never makes, while it may wait for them elsewhere (api.c,
+ * call_refused, does the same for the collectives).  refused_by: 1 + the
+ * rank that refused (the highest, where several did).  Returns the error
+ * this rank reports: its own (already set) where it refused itself. */
+static int refused_error(const char *fn, int own_rc, uint32_t refused_by, const char *what)
+{
+    if (own_rc)
+        return own_rc;
+    return weft_error(WEFT_EPEER, "%s: rank %u refused the call (%s), so no communicator was "
+                      "made", fn, refused_by - 1, what);
+}
+
+/* The refusal alone, where the communicator is made by the transport
+ * (derive: MPI across machines), which has no agreement of weft's. */
+static int agree_refusal(weft_comm_t comm, uint32_t refusal, uint32_t *refused_by)
+{
+    *refused_by = refusal;
+    return parent_allreduce(comm, refused_by, 1, WEFT_UINT32, WEFT_MAX);
 }
 
 /* A communicator over a transport of its own (MPI: a new MPI communicator). */
@@ -567,14 +600,20 @@ weft_err_t weft_comm_dup(weft_comm_t comm, weft_comm_t *newcomm)
     int rc = comm_check(comm, "weft_comm_dup");
     if (rc)
         return rc;
-    if (!newcomm)
-        return weft_error(WEFT_EINVAL, "weft_comm_dup: newcomm is NULL");
-    if (comm->x->ops->derive)
-        return derive_comm(comm, 0, comm->rank, newcomm);
+    int own_rc = newcomm ? WEFT_OK : weft_error(WEFT_EINVAL, "weft_comm_dup: newcomm is NULL");
+    uint32_t refusal = own_rc ? (uint32_t)comm->rank + 1 : 0, refused_by;
+    const char *what = "it passed no newcomm";
+    if (comm->x->ops->derive) {
+        if ((rc = agree_refusal(comm, refusal, &refused_by)))
+            return rc;
+        return refused_by ? refused_error("weft_comm_dup", own_rc, refused_by, what)
+                          : derive_comm(comm, 0, comm->rank, newcomm);
+    }
     uint32_t ctx, first_call;
     bool board;
-    if ((rc = agree_ctx(comm, &ctx, &first_call, &board)))
-        return rc;
+    member_allreduce_t ar = {parent_allreduce, comm};
+    if ((rc = comm_agree_ctx(&ar, refusal, &refused_by, &ctx, &first_call, &board)))
+        return refused_by ? refused_error("weft_comm_dup", own_rc, refused_by, what) : rc;
     if ((rc = comm_create_shared(comm, comm->rank, comm->size, comm->world, ctx, first_call,
                                  board, newcomm)))
         return rc;
@@ -587,23 +626,65 @@ typedef struct {
     int32_t color, key;
 } split_entry_t;
 
+/* A refusal in the split's allgather: the refused colour, and why in the
+ * key (a colour of its own where the colour was fine). */
+enum { SPLIT_BAD_COLOR = 0, SPLIT_NO_NEWCOMM = 1 };
+
+static bool split_refused(const split_entry_t *e)
+{
+    return e->color < 0 && e->color != WEFT_UNDEFINED;
+}
+
+/* The first refusal in the allgather's entries, if any, as this rank
+ * reports it (refused_error). */
+static int split_refusal(const split_entry_t *all, int P, int own_rc)
+{
+    for (int r = 0; r < P; r++) {
+        if (!split_refused(&all[r]))
+            continue;
+        char what[80];
+        if (all[r].key == SPLIT_NO_NEWCOMM)
+            snprintf(what, sizeof what, "it passed no newcomm");
+        else
+            snprintf(what, sizeof what, "colour %d, neither >= 0 nor WEFT_UNDEFINED", all[r].color);
+        return refused_error("weft_comm_split", own_rc, (uint32_t)r + 1, what);
+    }
+    return WEFT_OK;
+}
+
 weft_err_t weft_comm_split(weft_comm_t comm, int color, int key, weft_comm_t *newcomm)
 {
-    int rc = comm_check(comm, "weft_comm_split");
+    int rc = comm_check(comm, "weft_comm_split"), own_rc = WEFT_OK;
     if (rc)
         return rc;
-    if (!newcomm)
-        return weft_error(WEFT_EINVAL, "weft_comm_split: newcomm is NULL");
-    if (color < 0 && color != WEFT_UNDEFINED)
-        return weft_error(WEFT_EINVAL, "weft_comm_split: color %d must be >= 0 or WEFT_UNDEFINED",
-                          color);
-    if (comm->x->ops->derive)
-        return derive_comm(comm, color, key, newcomm);
+    split_entry_t me = {color, key};
+    if (color < 0 && color != WEFT_UNDEFINED) {
+        own_rc = weft_error(WEFT_EINVAL, "weft_comm_split: color %d must be >= 0 or "
+                            "WEFT_UNDEFINED", color);
+        me.key = SPLIT_BAD_COLOR;
+    } else if (!newcomm) {
+        own_rc = weft_error(WEFT_EINVAL, "weft_comm_split: newcomm is NULL");
+        me = (split_entry_t){INT32_MIN, SPLIT_NO_NEWCOMM};
+    }
+    if (comm->x->ops->derive) {
+        uint32_t refused_by;
+        if ((rc = agree_refusal(comm, own_rc ? (uint32_t)comm->rank + 1 : 0, &refused_by)))
+            return rc;
+        return refused_by ? refused_error("weft_comm_split", own_rc, refused_by,
+                                          "an argument of its own")
+                          : derive_comm(comm, color, key, newcomm);
+    }
     int P = comm->size;
-    split_entry_t me = {color, key}, *all = malloc((size_t)P * sizeof *all);
-    if (!all)
+    split_entry_t *all = malloc((size_t)P * sizeof *all);
+    if (!all) /* the peers wait for this rank's part: a hang only a time limit ends */
         return weft_error(WEFT_ENOMEM, "out of memory");
     rc = coll_run_own(comm, WEFT_COLL_ALLGATHER, &me, all, 2, WEFT_INT32, WEFT_SUM, false);
+    if (!rc && (rc = split_refusal(all, P, own_rc))) {
+        free(all);
+        if (newcomm)
+            *newcomm = NULL;
+        return rc;
+    }
     uint32_t ctx = 0, first_call = 0;
     bool board = false;
     if (!rc)

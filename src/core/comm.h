@@ -175,8 +175,12 @@ typedef struct member_allreduce {
     int (*fn)(void *arg, void *buf, int n, weft_dtype_t dt, weft_op_t op);
     void *arg;
 } member_allreduce_t;
-int comm_agree_ctx(const member_allreduce_t *ar, uint32_t *ctx, uint32_t *first_call,
-                   bool *board);
+/* The members agree on a context id for a new communicator.  refusal:
+ * 0, or 1 + this rank where it refuses the call (a bad argument of its
+ * own), which every member learns from the first allreduce: then
+ * *refused_by is 1 + a refusing rank and the result WEFT_EPEER. */
+int comm_agree_ctx(const member_allreduce_t *ar, uint32_t refusal, uint32_t *refused_by,
+                   uint32_t *ctx, uint32_t *first_call, bool *board);
 /* Gives back what comm_agree_ctx gave this rank, unused. */
 void comm_ctx_give_back(uint32_t ctx, uint32_t first_call, bool board);
 int comm_create_on(xport_t *x, int rank, int size, const int *world, uint32_t ctx,

@@ -102,9 +102,10 @@ static int share_node_segment(MPI_Comm comm, weft_comm_t *out)
     member_allreduce_t ar = {mpi_member_allreduce, &comm};
     if (PMPI_Allreduce(MPI_IN_PLACE, v, 3, MPI_UINT64_T, MPI_MAX, comm) != MPI_SUCCESS)
         rc = weft_error(WEFT_ESYS, "weft_comm_from_mpi: MPI_Allreduce failed");
-    uint32_t ctx, first_call;
+    uint32_t ctx, first_call, refused_by; /* no member refuses: the caller checked */
     bool board = false;
-    if (!rc && !v[0] && v[1] == ~v[2] && !(rc = comm_agree_ctx(&ar, &ctx, &first_call, &board))) {
+    if (!rc && !v[0] && v[1] == ~v[2] &&
+        !(rc = comm_agree_ctx(&ar, 0, &refused_by, &ctx, &first_call, &board))) {
         if (board) {
             int *nodes = calloc((size_t)P, sizeof *nodes);
             rc = nodes ? comm_create_on(x, me, P, tr, ctx, first_call, true, weft_g.choice, out)
