@@ -524,13 +524,10 @@ static int agree_ctx(weft_comm_t comm, uint32_t *ctx, uint32_t *first_call, bool
  * still takes its part in the call's first collective, saying so: its
  * peers fail as well (WEFT_EPEER, naming it) instead of waiting for it in
  * a call it never makes, while it may wait for them elsewhere (api.c,
- * call_refused, does the same for the collectives).  refused_by: 1 + the
- * rank that refused (the highest, where several did).  Returns the error
- * this rank reports: its own (already set) where it refused itself. */
-static int refused_error(const char *fn, int own_rc, uint32_t refused_by, const char *what)
+ * call_refused, does the same for the collectives).  It reports its own
+ * error once that collective is over, whatever became of it. */
+static int peer_refused(const char *fn, uint32_t refused_by, const char *what)
 {
-    if (own_rc)
-        return own_rc;
     return weft_error(WEFT_EPEER, "%s: rank %u refused the call (%s), so no communicator was "
                       "made", fn, refused_by - 1, what);
 }
@@ -600,26 +597,28 @@ weft_err_t weft_comm_dup(weft_comm_t comm, weft_comm_t *newcomm)
     int rc = comm_check(comm, "weft_comm_dup");
     if (rc)
         return rc;
-    int own_rc = newcomm ? WEFT_OK : weft_error(WEFT_EINVAL, "weft_comm_dup: newcomm is NULL");
-    uint32_t refusal = own_rc ? (uint32_t)comm->rank + 1 : 0, refused_by;
-    const char *what = "it passed no newcomm";
+    uint32_t refusal = newcomm ? 0 : (uint32_t)comm->rank + 1, refused_by = 0;
     if (comm->x->ops->derive) {
-        if ((rc = agree_refusal(comm, refusal, &refused_by)))
+        rc = agree_refusal(comm, refusal, &refused_by);
+        if (!rc && !refused_by)
+            return derive_comm(comm, 0, comm->rank, newcomm);
+    } else {
+        uint32_t ctx, first_call;
+        bool board;
+        member_allreduce_t ar = {parent_allreduce, comm};
+        rc = comm_agree_ctx(&ar, refusal, &refused_by, &ctx, &first_call, &board);
+        if (!rc) {
+            if ((rc = comm_create_shared(comm, comm->rank, comm->size, comm->world, ctx,
+                                         first_call, board, newcomm)))
+                return rc;
+            if ((rc = shm_nodes(*newcomm)))
+                comm_destroy(*newcomm), *newcomm = NULL;
             return rc;
-        return refused_by ? refused_error("weft_comm_dup", own_rc, refused_by, what)
-                          : derive_comm(comm, 0, comm->rank, newcomm);
+        }
     }
-    uint32_t ctx, first_call;
-    bool board;
-    member_allreduce_t ar = {parent_allreduce, comm};
-    if ((rc = comm_agree_ctx(&ar, refusal, &refused_by, &ctx, &first_call, &board)))
-        return refused_by ? refused_error("weft_comm_dup", own_rc, refused_by, what) : rc;
-    if ((rc = comm_create_shared(comm, comm->rank, comm->size, comm->world, ctx, first_call,
-                                 board, newcomm)))
-        return rc;
-    if ((rc = shm_nodes(*newcomm)))
-        comm_destroy(*newcomm), *newcomm = NULL;
-    return rc;
+    if (refusal)
+        return weft_error(WEFT_EINVAL, "weft_comm_dup: newcomm is NULL");
+    return refused_by ? peer_refused("weft_comm_dup", refused_by, "it passed no newcomm") : rc;
 }
 
 typedef struct {
@@ -635,9 +634,8 @@ static bool split_refused(const split_entry_t *e)
     return e->color < 0 && e->color != WEFT_UNDEFINED;
 }
 
-/* The first refusal in the allgather's entries, if any, as this rank
- * reports it (refused_error). */
-static int split_refusal(const split_entry_t *all, int P, int own_rc)
+/* The first refusal in the allgather's entries, if any: WEFT_EPEER. */
+static int split_refusal(const split_entry_t *all, int P)
 {
     for (int r = 0; r < P; r++) {
         if (!split_refused(&all[r]))
@@ -647,42 +645,50 @@ static int split_refusal(const split_entry_t *all, int P, int own_rc)
             snprintf(what, sizeof what, "it passed no newcomm");
         else
             snprintf(what, sizeof what, "colour %d, neither >= 0 nor WEFT_UNDEFINED", all[r].color);
-        return refused_error("weft_comm_split", own_rc, (uint32_t)r + 1, what);
+        return peer_refused("weft_comm_split", (uint32_t)r + 1, what);
     }
     return WEFT_OK;
 }
 
+/* This rank's own refusal, said once its part in the call is done. */
+static int split_refused_here(const split_entry_t *me)
+{
+    if (me->key == SPLIT_NO_NEWCOMM)
+        return weft_error(WEFT_EINVAL, "weft_comm_split: newcomm is NULL");
+    return weft_error(WEFT_EINVAL, "weft_comm_split: color %d must be >= 0 or WEFT_UNDEFINED",
+                      me->color);
+}
+
 weft_err_t weft_comm_split(weft_comm_t comm, int color, int key, weft_comm_t *newcomm)
 {
-    int rc = comm_check(comm, "weft_comm_split"), own_rc = WEFT_OK;
+    int rc = comm_check(comm, "weft_comm_split");
     if (rc)
         return rc;
     split_entry_t me = {color, key};
-    if (color < 0 && color != WEFT_UNDEFINED) {
-        own_rc = weft_error(WEFT_EINVAL, "weft_comm_split: color %d must be >= 0 or "
-                            "WEFT_UNDEFINED", color);
+    if (color < 0 && color != WEFT_UNDEFINED)
         me.key = SPLIT_BAD_COLOR;
-    } else if (!newcomm) {
-        own_rc = weft_error(WEFT_EINVAL, "weft_comm_split: newcomm is NULL");
+    else if (!newcomm)
         me = (split_entry_t){INT32_MIN, SPLIT_NO_NEWCOMM};
-    }
+    bool refusing = split_refused(&me);
     if (comm->x->ops->derive) {
         uint32_t refused_by;
-        if ((rc = agree_refusal(comm, own_rc ? (uint32_t)comm->rank + 1 : 0, &refused_by)))
-            return rc;
-        return refused_by ? refused_error("weft_comm_split", own_rc, refused_by,
-                                          "an argument of its own")
-                          : derive_comm(comm, color, key, newcomm);
+        rc = agree_refusal(comm, refusing ? (uint32_t)comm->rank + 1 : 0, &refused_by);
+        if (refusing)
+            return split_refused_here(&me);
+        if (rc || refused_by)
+            return rc ? rc : peer_refused("weft_comm_split", refused_by, "an argument of its own");
+        return derive_comm(comm, color, key, newcomm);
     }
     int P = comm->size;
     split_entry_t *all = malloc((size_t)P * sizeof *all);
     if (!all) /* the peers wait for this rank's part: a hang only a time limit ends */
         return weft_error(WEFT_ENOMEM, "out of memory");
     rc = coll_run_own(comm, WEFT_COLL_ALLGATHER, &me, all, 2, WEFT_INT32, WEFT_SUM, false);
-    if (!rc && (rc = split_refusal(all, P, own_rc))) {
+    if (refusing || (!rc && (rc = split_refusal(all, P)))) {
         free(all);
-        if (newcomm)
-            *newcomm = NULL;
+        if (refusing)
+            return split_refused_here(&me);
+        *newcomm = NULL;
         return rc;
     }
     uint32_t ctx = 0, first_call = 0;
