@@ -626,9 +626,18 @@ static int refused_same(void)
     fprintf(stderr, "rank %d: refused on rank %d alone -> %s\n", me, P - 1, weft_last_error());
     rc = weft_barrier(other);
     CHECK(rc == WEFT_OK, "a barrier on another communicator: %d: %s", rc, weft_last_error());
-    int32_t x = 1;
-    rc = weft_allreduce(WEFT_IN_PLACE, &x, 1, WEFT_INT32, WEFT_SUM, world);
-    CHECK(rc == WEFT_OK && x == P, "the next allreduce: %d (%d): %s", rc, x, weft_last_error());
+    /* every call after, not only the next: those that post where the
+     * refused call's posts stand, unread by the rank that refused it, too */
+    for (int i = 0; i < 6; i++) {
+        int32_t x = 1;
+        rc = weft_allreduce(WEFT_IN_PLACE, &x, 1, WEFT_INT32, WEFT_SUM, world);
+        CHECK(rc == WEFT_OK && x == P, "allreduce %d after: %d (%d): %s", i, rc, x,
+              weft_last_error());
+        x = me == 0 ? 7 : 0;
+        rc = weft_bcast(&x, 1, WEFT_INT32, 0, world);
+        CHECK(rc == WEFT_OK && x == 7, "bcast %d after: %d (%d): %s", i, rc, x,
+              weft_last_error());
+    }
     weft_comm_free(&other);
     return 0;
 }

@@ -1,7 +1,9 @@
 """Bad input: a weft.Error subclass with weft's message, never a crash, a
 hang or a wrong result.  Every rank makes the same bad call here, so each
-is refused before any byte moves and the job goes on; ranks that disagree
-end the job, so they have their own script (check_mismatch.py)."""
+is refused before any byte moves and the job goes on, or the call is
+refused on some ranks and made alike on the others, which then fail naming
+a refusing rank and go on; ranks that disagree end the job, so they have
+their own script (check_mismatch.py)."""
 import os
 import subprocess
 import sys
@@ -113,11 +115,39 @@ def test_shapes_and_sizes(comm):
         with pytest.raises(weft.InvalidArgument, match="equal blocks"):
             comm.reduce_scatter(np.ones(comm.size + 1))
     if comm.size > 1:
+        # refused on the ranks that are not the root, made at the root: a
+        # call refused on some ranks still takes its place (README,
+        # "Mismatched calls"), so the root fails too, naming one of them,
+        # rather than wait for them; then every rank goes on
         root = 1
         if comm.rank != root:
             with pytest.raises(weft.InvalidArgument, match="root only"):
                 comm.reduce(np.ones(2), out=weft.IN_PLACE, root=root)
+        else:
+            with pytest.raises(weft.PeerError, match="refused reduce"):
+                comm.reduce(np.ones(2), root=root)
         comm.barrier()
+
+
+def test_refused_on_one_rank(comm):
+    """An array Python refuses on one rank only: the call still takes its
+    place there, so the others fail naming it (they do not wait for a call
+    it never makes), and every later call, on every rank, succeeds."""
+    if comm.size < 2:
+        return
+    last = comm.size - 1
+    x = np.full(4, comm.rank, np.float32)
+    if comm.rank == last:
+        x.flags.writeable = False
+        with pytest.raises(weft.InvalidArgument, match="read-only"):
+            comm.allreduce(x)
+    else:
+        with pytest.raises(weft.PeerError, match="rank %d refused allreduce" % last):
+            comm.allreduce(x)
+    for _ in range(4):  # past the board slot of the refused call, twice
+        y = np.ones(4, np.float32)
+        comm.allreduce(y)
+        assert (y == comm.size).all()
 
 
 def test_bad_root(comm):

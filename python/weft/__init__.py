@@ -382,6 +382,43 @@ class Comm:
         self._held[c] = want
         return h
 
+    def _refuse(self, coll, err, array, op="sum", root=0, algo=None, params=None, count=None):
+        """This rank refused its call of coll (err, raised at the end).  The
+        C library takes the call as refused too, with no buffers and what
+        is known of the rest, so that peers that made it fail (WEFT_EPEER
+        naming this rank, or WEFT_EMISMATCH where they made it otherwise)
+        instead of waiting for a call this rank never makes, as for a call
+        the C library refuses itself (README, "Mismatched calls").  An empty
+        array's call is made as it is: there is nothing to move."""
+        try:
+            h = self._use(coll, algo, params)
+        except Error:
+            try:
+                h = self._live(coll)
+            except Error:
+                raise err from None  # no communicator to refuse it on
+        n = count if count is not None else getattr(array, "size", 0)
+        try:
+            dt = _dtype_code(array, coll)
+        except (Error, AttributeError):
+            dt = 255  # refused as a datatype weft does not have
+        o = OPS.index(op.lower()) if isinstance(op, str) and op.lower() in OPS else 255
+        try:
+            r = int(root)
+        except (TypeError, ValueError):
+            r = -1
+        if coll == "allreduce":
+            _lib.weft_allreduce(None, None, n, dt, o, h)
+        elif coll == "bcast":
+            _lib.weft_bcast(None, n, dt, r, h)
+        elif coll == "reduce":
+            _lib.weft_reduce(None, None, n, dt, o, r, h)
+        elif coll == "allgather":
+            _lib.weft_allgather(None, None, n, dt, h)
+        else:
+            _lib.weft_reduce_scatter(None, None, n, dt, o, h)
+        raise err  # the C call's own error says less than Python's
+
     # -- collectives --
     def barrier(self):
         _check(_lib.weft_barrier(self._live("barrier")))
@@ -400,30 +437,42 @@ class Comm:
     def allreduce(self, array, out=None, op="sum", algo=None, params=None):
         """Reduces array over the ranks: into array itself (in place) or
         into out.  Returns the array holding the result."""
-        sp, rp, res, dt = self._reduction_args("allreduce", array, out, op)
-        o = _op_code(op, "allreduce")
-        h = self._use("allreduce", algo, params)
+        try:
+            sp, rp, res, dt = self._reduction_args("allreduce", array, out, op)
+            o = _op_code(op, "allreduce")
+            h = self._use("allreduce", algo, params)
+        except InvalidArgument as e:
+            self._refuse("allreduce", e, array, op=op, algo=algo, params=params)
         _check(_lib.weft_allreduce(sp, rp, array.size, dt, o, h))
         return res
 
     def iallreduce(self, array, out=None, op="sum", algo=None, params=None):
-        sp, rp, res, dt = self._reduction_args("iallreduce", array, out, op)
-        o = _op_code(op, "iallreduce")
-        h = self._use("allreduce", algo, params)
+        try:
+            sp, rp, res, dt = self._reduction_args("iallreduce", array, out, op)
+            o = _op_code(op, "iallreduce")
+            h = self._use("allreduce", algo, params)
+        except InvalidArgument as e:
+            self._refuse("allreduce", e, array, op=op, algo=algo, params=params)
         r = Request("iallreduce", (array, out), res)
         _check(_lib.weft_iallreduce(sp, rp, array.size, dt, o, h, ctypes.byref(r._h)))
         return r
 
     def bcast(self, array, root=0, algo=None, params=None):
         """The root's array to every rank's array (in place)."""
-        p, dt = _array(array, "bcast", writable=True)
-        h = self._use("bcast", algo, params)
+        try:
+            p, dt = _array(array, "bcast", writable=True)
+            h = self._use("bcast", algo, params)
+        except InvalidArgument as e:
+            self._refuse("bcast", e, array, root=root, algo=algo, params=params)
         _check(_lib.weft_bcast(p, array.size, dt, int(root), h))
         return array
 
     def ibcast(self, array, root=0, algo=None, params=None):
-        p, dt = _array(array, "ibcast", writable=True)
-        h = self._use("bcast", algo, params)
+        try:
+            p, dt = _array(array, "ibcast", writable=True)
+            h = self._use("bcast", algo, params)
+        except InvalidArgument as e:
+            self._refuse("bcast", e, array, root=root, algo=algo, params=params)
         r = Request("ibcast", (array,), array)
         _check(_lib.weft_ibcast(p, array.size, dt, int(root), h, ctypes.byref(r._h)))
         return r
@@ -452,16 +501,22 @@ class Comm:
         """Reduces array over the ranks to the root: into out (a new array
         when None; weft.IN_PLACE: into array).  Returns the result at the
         root, None elsewhere."""
-        sp, rp, res, dt, root = self._reduce_args("reduce", array, out, root)
-        o = _op_code(op, "reduce")
-        h = self._use("reduce", algo, params)
+        try:
+            sp, rp, res, dt, root = self._reduce_args("reduce", array, out, root)
+            o = _op_code(op, "reduce")
+            h = self._use("reduce", algo, params)
+        except InvalidArgument as e:
+            self._refuse("reduce", e, array, op=op, root=root, algo=algo, params=params)
         _check(_lib.weft_reduce(sp, rp, array.size, dt, o, root, h))
         return res
 
     def ireduce(self, array, out=None, op="sum", root=0, algo=None, params=None):
-        sp, rp, res, dt, root = self._reduce_args("ireduce", array, out, root)
-        o = _op_code(op, "ireduce")
-        h = self._use("reduce", algo, params)
+        try:
+            sp, rp, res, dt, root = self._reduce_args("ireduce", array, out, root)
+            o = _op_code(op, "ireduce")
+            h = self._use("reduce", algo, params)
+        except InvalidArgument as e:
+            self._refuse("reduce", e, array, op=op, root=root, algo=algo, params=params)
         r = Request("ireduce", (array, res), res)
         _check(_lib.weft_ireduce(sp, rp, array.size, dt, o, root, h, ctypes.byref(r._h)))
         return r
@@ -469,15 +524,18 @@ class Comm:
     def allgather(self, array, out=None, algo=None, params=None):
         """Every rank's array, in rank order: out (new when None) has shape
         (size,) + array.shape."""
-        sp, dt = _array(array, "allgather input", writable=False)
-        if out is None:
-            out = np.empty((self.size,) + array.shape, dtype=array.dtype)
-        rp, _ = _array(out, "allgather output", writable=True)
-        _same(array, out, "allgather")
-        if out.size != array.size * self.size:
-            _invalid("allgather: the output has %d elements, want %d (size x the input's %d)"
-                     % (out.size, array.size * self.size, array.size))
-        h = self._use("allgather", algo, params)
+        try:
+            sp, dt = _array(array, "allgather input", writable=False)
+            if out is None:
+                out = np.empty((self.size,) + array.shape, dtype=array.dtype)
+            rp, _ = _array(out, "allgather output", writable=True)
+            _same(array, out, "allgather")
+            if out.size != array.size * self.size:
+                _invalid("allgather: the output has %d elements, want %d (size x the input's %d)"
+                         % (out.size, array.size * self.size, array.size))
+            h = self._use("allgather", algo, params)
+        except InvalidArgument as e:
+            self._refuse("allgather", e, array, algo=algo, params=params)
         _check(_lib.weft_allgather(sp, rp, array.size, dt, h))
         return out
 
@@ -485,19 +543,23 @@ class Comm:
         """Reduces array over the ranks and leaves block `rank` of the result
         (array.size / size elements, flat) at each rank, in out (new when
         None)."""
-        sp, dt = _array(array, "reduce_scatter input", writable=False)
-        if array.size % self.size:
-            _invalid("reduce_scatter: the input's %d elements do not split into %d equal blocks"
-                     % (array.size, self.size))
-        n = array.size // self.size
-        if out is None:
-            out = np.empty(n, dtype=array.dtype)
-        rp, _ = _array(out, "reduce_scatter output", writable=True)
-        _same(array, out, "reduce_scatter")
-        if out.size != n:
-            _invalid("reduce_scatter: the output has %d elements, want %d" % (out.size, n))
-        o = _op_code(op, "reduce_scatter")
-        h = self._use("reduce_scatter", algo, params)
+        try:
+            sp, dt = _array(array, "reduce_scatter input", writable=False)
+            if array.size % self.size:
+                _invalid("reduce_scatter: the input's %d elements do not split into %d equal "
+                         "blocks" % (array.size, self.size))
+            n = array.size // self.size
+            if out is None:
+                out = np.empty(n, dtype=array.dtype)
+            rp, _ = _array(out, "reduce_scatter output", writable=True)
+            _same(array, out, "reduce_scatter")
+            if out.size != n:
+                _invalid("reduce_scatter: the output has %d elements, want %d" % (out.size, n))
+            o = _op_code(op, "reduce_scatter")
+            h = self._use("reduce_scatter", algo, params)
+        except InvalidArgument as e:
+            self._refuse("reduce_scatter", e, array, op=op, algo=algo, params=params,
+                         count=getattr(array, "size", 0) // self.size)
         _check(_lib.weft_reduce_scatter(sp, rp, n, dt, o, h))
         return out
 

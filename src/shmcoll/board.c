@@ -145,7 +145,9 @@ static bool post(exec_t *e)
     me->wanted += readers_of(e);
     me->sig = e->sig;
     me->len = (uint32_t)bytes;
-    me->flags = e->br.ordered ? BOARD_POST_ORDERED : 0;
+    me->flags = (e->br.ordered ? BOARD_POST_ORDERED : 0) |
+                (e->desc->coll == WEFT_COLL_REDUCE ? (uint32_t)e->desc->root + 1 : 0)
+                    << BOARD_POST_READER_SHIFT;
     if (bytes)
         copy_bytes(me->data, contribution(e), bytes);
     atomic_store_explicit(&me->stamp, stamp_of(e), memory_order_release);
@@ -449,6 +451,43 @@ static int ended_without_post(exec_t *e)
     return 0;
 }
 
+/* Whether reader q gave up call key without reading its posts: it refused
+ * the call (api.c, call_refused: its record, or its refused word) or the
+ * call failed there (its record, or its newest failed call's key).  Such a
+ * call has ended there for good, and a failed reader never counts itself
+ * out (finish_reading is the last step of a call that ends well). */
+static bool reader_gave_up(const peer_view_t *v, uint64_t key)
+{
+    return v->refused || (v->found && (v->state == CALL_REFUSED || v->state == CALL_ABANDONED)) ||
+           (v->abandoned && v->abandoned_key == key);
+}
+
+/* This rank's post of call key (of this communicator), whose missing reads
+ * are exactly those of readers that gave the call up, is read by all who
+ * ever will: the slot is written off as read (wanted lowered to the reads
+ * done), so that the communicator's calls go on after a call refused or
+ * failed on some ranks.  Without it every second call of the communicator
+ * failed from then on, each unable to post where the unread post stood.
+ * False where some reader may still read it, or none is known. */
+static bool write_off(exec_t *e, board_slot_t *me, uint64_t key)
+{
+    if (key >> 32 != e->desc->key >> 32 || !e->x->ops->peer_view)
+        return false; /* another communicator's post: its readers are not known here */
+    uint32_t missing = me->wanted - atomic_load_explicit(&me->reads, memory_order_acquire);
+    int sole = (int)(me->flags >> BOARD_POST_READER_SHIFT) - 1;
+    uint32_t gone = 0;
+    for (int q = sole >= 0 ? sole : 0; q < (sole >= 0 ? sole + 1 : e->s->nrank); q++) {
+        peer_view_t v;
+        if (q != e->s->rank && !e->x->ops->peer_view(e->x, e->world[q], key, true, &v) &&
+            reader_gave_up(&v, key))
+            gone++;
+    }
+    if (!gone || gone != missing || (int32_t)missing <= 0)
+        return false;
+    me->wanted -= gone;
+    return true;
+}
+
 /* Held up by this rank's own slot: a peer that made the slot's call
  * differently (a second root of a bcast, say) will never read it.  The
  * slot keeps that call's key and signature.  Two proofs, either enough:
@@ -456,8 +495,10 @@ static int ended_without_post(exec_t *e)
  * with another signature (where every rank posted and left, as in a
  * reduce whose ranks each took another for its root, every slot keeps
  * such a post until it is read, which it never is), and the peer's call
- * log, which keeps only its recent calls.  A peer that refused that call
- * alike will never read it either (WEFT_EPEER). */
+ * log, which keeps only its recent calls.  Readers that gave the call up
+ * (refused it alike, or failed in it) will never read it either: the
+ * post is written off where they are all its missing reads (write_off),
+ * and else, where one refused it, this call fails (WEFT_EPEER). */
 static int board_stalled(exec_t *e)
 {
     if (e->br.phase == BOARD_READING || e->br.phase == BOARD_POSTED)
@@ -471,6 +512,7 @@ static int board_stalled(exec_t *e)
     /* the slot's call may be of another communicator: its ranks are not
      * known here, so only this communicator's peers are asked, and only a
      * post or a record of that very call (same key) proves anything */
+    int refuser = -1;
     for (int q = 0; q < e->s->nrank; q++) {
         if (q == e->s->rank)
             continue;
@@ -491,10 +533,12 @@ static int board_stalled(exec_t *e)
         /* refused there (api.c, call_refused; its record, or its word) */
         if (v.refused && v.refused_sig24 != (me->sig & 0xffffffu))
             return slot_call_differs(e, q, stamp, v.refused_sig24);
-        if (v.refused || (v.found && v.state == CALL_REFUSED))
-            return slot_never_read(e, q, stamp);
+        if ((v.refused || (v.found && v.state == CALL_REFUSED)) && refuser < 0)
+            refuser = q;
     }
-    return 0;
+    if (write_off(e, me, stamp - 1))
+        return 0; /* the slot is free: the next poll posts */
+    return refuser >= 0 ? slot_never_read(e, refuser, stamp) : 0;
 }
 
 void board_arm(exec_t *e, bool ordered)

@@ -52,6 +52,9 @@ typedef struct board_slot {
 /* The poster had finished every earlier call of its communicator, so it
  * had read every slot those calls had it read (board.c, "Proven read") */
 #define BOARD_POST_ORDERED 1u
+/* flags >> BOARD_POST_READER_SHIFT: 1 + the post's sole reader (a reduce's
+ * root), 0 where every other rank of the call reads it */
+#define BOARD_POST_READER_SHIFT 8
 
 /* The arrival records of the arrival-driven collectives (src/shmcoll/
  * arrival.c): ARRIVAL_PAIRS pairs per rank.  A communicator whose rank 0
