@@ -68,7 +68,7 @@
 #include "../exec/engine.h"
 #include "../xport/segment.h"
 
-enum { BOARD_FREE_WAIT = 0, BOARD_POSTED = 1, BOARD_READING = 2 };
+enum { BOARD_FREE_WAIT = 0, BOARD_POSTED = 1, BOARD_READING = 2, BOARD_READ = 3 };
 
 static board_slot_t *slot_of(const exec_t *e, int rank)
 {
@@ -348,6 +348,7 @@ static int board_progress(exec_t *e)
     if (rc == 0)
         goto idle;
     finish_reading(e);
+    e->br.phase = BOARD_READ; /* counted out: board_abandon must not again */
     e->moved = 1;
     return 1;
 idle:
@@ -451,24 +452,25 @@ static int ended_without_post(exec_t *e)
     return 0;
 }
 
-/* Whether reader q gave up call key without reading its posts: it refused
- * the call (api.c, call_refused: its record, or its refused word) or the
- * call failed there (its record, or its newest failed call's key).  Such a
- * call has ended there for good, and a failed reader never counts itself
- * out (finish_reading is the last step of a call that ends well). */
-static bool reader_gave_up(const peer_view_t *v, uint64_t key)
+/* Whether peer q refused call key (api.c, call_refused: its record, or its
+ * refused word): it never read a post of that call, nor counted itself
+ * out of one, and never will. */
+static bool refused_call(const peer_view_t *v)
 {
-    return v->refused || (v->found && (v->state == CALL_REFUSED || v->state == CALL_ABANDONED)) ||
-           (v->abandoned && v->abandoned_key == key);
+    return v->refused || (v->found && v->state == CALL_REFUSED);
 }
 
 /* This rank's post of call key (of this communicator), whose missing reads
- * are exactly those of readers that gave the call up, is read by all who
+ * are exactly those of readers that refused the call, is read by all who
  * ever will: the slot is written off as read (wanted lowered to the reads
- * done), so that the communicator's calls go on after a call refused or
- * failed on some ranks.  Without it every second call of the communicator
+ * done), so that the communicator's calls go on after a call refused
+ * alike on some ranks.  Without it every second call of the communicator
  * failed from then on, each unable to post where the unread post stood.
- * False where some reader may still read it, or none is known. */
+ * The readers that failed in the call instead (waiting for the refuser's
+ * post, say) counted themselves out as they failed (board_abandon).  A
+ * reader that failed otherwise may still be reading (a revoked call that
+ * other waits move on): it is never counted as gone.  False where some
+ * reader may still read the post. */
 static bool write_off(exec_t *e, board_slot_t *me, uint64_t key)
 {
     if (key >> 32 != e->desc->key >> 32 || !e->x->ops->peer_view)
@@ -479,7 +481,7 @@ static bool write_off(exec_t *e, board_slot_t *me, uint64_t key)
     for (int q = sole >= 0 ? sole : 0; q < (sole >= 0 ? sole + 1 : e->s->nrank); q++) {
         peer_view_t v;
         if (q != e->s->rank && !e->x->ops->peer_view(e->x, e->world[q], key, true, &v) &&
-            reader_gave_up(&v, key))
+            refused_call(&v))
             gone++;
     }
     if (!gone || gone != missing || (int32_t)missing <= 0)
@@ -541,6 +543,29 @@ static int board_stalled(exec_t *e)
     return refuser >= 0 ? slot_never_read(e, refuser, stamp) : 0;
 }
 
+/* The call failed here (board_ops.abandon; it will never move again): this
+ * rank counts itself out of the posts of the call it was to read that
+ * stand already, as it would have once done, so that their owners may
+ * post again.  A post made after this is left to its owner's write-off
+ * where this rank refused the call, and else holds its slot as before. */
+static void board_abandon(exec_t *e)
+{
+    if (!reads(e) || e->br.phase == BOARD_READ)
+        return;
+    int first, end;
+    read_range(e, &first, &end);
+    for (int q = first; q < end; q++) {
+        if (q == e->s->rank)
+            continue;
+        board_slot_t *ps = slot_of(e, q);
+        if (atomic_load_explicit(&ps->stamp, memory_order_acquire) != stamp_of(e))
+            continue;
+        uint32_t wanted = ps->wanted;
+        if (atomic_fetch_add_explicit(&ps->reads, 1, memory_order_acq_rel) + 1 == wanted)
+            e->x->ops->wake_ranks(e->x, &e->world[q], 1);
+    }
+}
+
 void board_arm(exec_t *e, bool ordered)
 {
     board_comm_t *bc = e->bc;
@@ -571,7 +596,7 @@ void board_finished(const exec_t *e)
 }
 
 const board_ops_t board_ops = {board_start, board_progress, board_ready, board_waiting_for,
-                               board_stalled, NULL};
+                               board_stalled, board_abandon};
 
 /* The registry's builder: a board algorithm has no steps. */
 int algo_board_build(sched_t *s, const coll_args_t *a)
