@@ -242,6 +242,17 @@ static const char *part_of(const exec_t *e, int q)
     return q == e->s->rank ? e->buf[BUF_IN] : slot_of(e, q)->data;
 }
 
+/* This rank is done with peer q's post of the call; the last reader wakes
+ * the owner: a rank that posted and left (a bcast's root) may be asleep
+ * waiting to post its next call there. */
+static void count_out(const exec_t *e, int q)
+{
+    board_slot_t *ps = slot_of(e, q);
+    uint32_t wanted = ps->wanted; /* before the add: then the owner may post */
+    if (atomic_fetch_add_explicit(&ps->reads, 1, memory_order_acq_rel) + 1 == wanted)
+        e->x->ops->wake_ranks(e->x, &e->world[q], 1);
+}
+
 /* Every slot read holds the call: combine in rank order (or copy the
  * root's bytes), then release the slots. */
 static void finish_reading(exec_t *e)
@@ -261,16 +272,9 @@ static void finish_reading(exec_t *e)
         if (bytes)
             copy_bytes(e->buf[BUF_OUT], acc, bytes);
     }
-    /* the last reader wakes the owner: a rank that posted and left (a
-     * bcast's root) may be asleep waiting to post its next call here */
-    for (int q = first; q < end; q++) {
-        if (q == me)
-            continue;
-        board_slot_t *ps = slot_of(e, q);
-        uint32_t wanted = ps->wanted; /* before the add: then the owner may post */
-        if (atomic_fetch_add_explicit(&ps->reads, 1, memory_order_acq_rel) + 1 == wanted)
-            e->x->ops->wake_ranks(e->x, &e->world[q], 1);
-    }
+    for (int q = first; q < end; q++)
+        if (q != me)
+            count_out(e, q);
     if (all_to_all(e))
         prefetch_next_slot(e);
 }
@@ -497,10 +501,11 @@ static bool write_off(exec_t *e, board_slot_t *me, uint64_t key)
  * with another signature (where every rank posted and left, as in a
  * reduce whose ranks each took another for its root, every slot keeps
  * such a post until it is read, which it never is), and the peer's call
- * log, which keeps only its recent calls.  Readers that gave the call up
- * (refused it alike, or failed in it) will never read it either: the
- * post is written off where they are all its missing reads (write_off),
- * and else, where one refused it, this call fails (WEFT_EPEER). */
+ * log, which keeps only its recent calls.  Readers that refused the call
+ * alike will never read it either (those that failed in it counted
+ * themselves out, board_abandon): the post is written off where they are
+ * all its missing reads (write_off), and else this call fails
+ * (WEFT_EPEER). */
 static int board_stalled(exec_t *e)
 {
     if (e->br.phase == BOARD_READING || e->br.phase == BOARD_POSTED)
@@ -554,16 +559,10 @@ static void board_abandon(exec_t *e)
         return;
     int first, end;
     read_range(e, &first, &end);
-    for (int q = first; q < end; q++) {
-        if (q == e->s->rank)
-            continue;
-        board_slot_t *ps = slot_of(e, q);
-        if (atomic_load_explicit(&ps->stamp, memory_order_acquire) != stamp_of(e))
-            continue;
-        uint32_t wanted = ps->wanted;
-        if (atomic_fetch_add_explicit(&ps->reads, 1, memory_order_acq_rel) + 1 == wanted)
-            e->x->ops->wake_ranks(e->x, &e->world[q], 1);
-    }
+    for (int q = first; q < end; q++)
+        if (q != e->s->rank &&
+            atomic_load_explicit(&slot_of(e, q)->stamp, memory_order_acquire) == stamp_of(e))
+            count_out(e, q);
 }
 
 void board_arm(exec_t *e, bool ordered)
