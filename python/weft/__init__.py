@@ -434,25 +434,23 @@ class Comm:
         _apart(array, out, what, "leave out out=")
         return sp, rp, out, dt
 
+    def _allreduce_call(self, what, array, out, op, algo, params):
+        """An allreduce's arguments as C takes them, and the handle."""
+        try:
+            sp, rp, res, dt = self._reduction_args(what, array, out, op)
+            return sp, rp, res, dt, _op_code(op, what), self._use("allreduce", algo, params)
+        except InvalidArgument as e:
+            self._refuse("allreduce", e, array, op=op, algo=algo, params=params)
+
     def allreduce(self, array, out=None, op="sum", algo=None, params=None):
         """Reduces array over the ranks: into array itself (in place) or
         into out.  Returns the array holding the result."""
-        try:
-            sp, rp, res, dt = self._reduction_args("allreduce", array, out, op)
-            o = _op_code(op, "allreduce")
-            h = self._use("allreduce", algo, params)
-        except InvalidArgument as e:
-            self._refuse("allreduce", e, array, op=op, algo=algo, params=params)
+        sp, rp, res, dt, o, h = self._allreduce_call("allreduce", array, out, op, algo, params)
         _check(_lib.weft_allreduce(sp, rp, array.size, dt, o, h))
         return res
 
     def iallreduce(self, array, out=None, op="sum", algo=None, params=None):
-        try:
-            sp, rp, res, dt = self._reduction_args("iallreduce", array, out, op)
-            o = _op_code(op, "iallreduce")
-            h = self._use("allreduce", algo, params)
-        except InvalidArgument as e:
-            self._refuse("allreduce", e, array, op=op, algo=algo, params=params)
+        sp, rp, res, dt, o, h = self._allreduce_call("iallreduce", array, out, op, algo, params)
         r = Request("iallreduce", (array, out), res)
         _check(_lib.weft_iallreduce(sp, rp, array.size, dt, o, h, ctypes.byref(r._h)))
         return r
@@ -497,26 +495,26 @@ class Comm:
         _apart(array, out, what, "pass out=weft.IN_PLACE")
         return sp, rp, out, dt, root
 
+    def _reduce_call(self, what, array, out, op, root, algo, params):
+        """A reduce's arguments as C takes them, and the handle."""
+        try:
+            sp, rp, res, dt, r = self._reduce_args(what, array, out, root)
+            return sp, rp, res, dt, r, _op_code(op, what), self._use("reduce", algo, params)
+        except InvalidArgument as e:
+            self._refuse("reduce", e, array, op=op, root=root, algo=algo, params=params)
+
     def reduce(self, array, out=None, op="sum", root=0, algo=None, params=None):
         """Reduces array over the ranks to the root: into out (a new array
         when None; weft.IN_PLACE: into array).  Returns the result at the
         root, None elsewhere."""
-        try:
-            sp, rp, res, dt, root = self._reduce_args("reduce", array, out, root)
-            o = _op_code(op, "reduce")
-            h = self._use("reduce", algo, params)
-        except InvalidArgument as e:
-            self._refuse("reduce", e, array, op=op, root=root, algo=algo, params=params)
+        sp, rp, res, dt, root, o, h = self._reduce_call("reduce", array, out, op, root, algo,
+                                                        params)
         _check(_lib.weft_reduce(sp, rp, array.size, dt, o, root, h))
         return res
 
     def ireduce(self, array, out=None, op="sum", root=0, algo=None, params=None):
-        try:
-            sp, rp, res, dt, root = self._reduce_args("ireduce", array, out, root)
-            o = _op_code(op, "ireduce")
-            h = self._use("reduce", algo, params)
-        except InvalidArgument as e:
-            self._refuse("reduce", e, array, op=op, root=root, algo=algo, params=params)
+        sp, rp, res, dt, root, o, h = self._reduce_call("ireduce", array, out, op, root, algo,
+                                                        params)
         r = Request("ireduce", (array, res), res)
         _check(_lib.weft_ireduce(sp, rp, array.size, dt, o, root, h, ctypes.byref(r._h)))
         return r
