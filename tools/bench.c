@@ -1019,20 +1019,23 @@ static double median_sorted(const double *t, int n)
 /* The figures of one algorithm's iterations (times, seconds, this rank's)
  * by the run's convention: with late arrivals the time inside, over ranks
  * and calls, and the worst rank's; --osu and --back-to-back each rank's
- * mean averaged over ranks; else the slowest rank per iteration. */
-static void summarize(const bench_opts_t *o, weft_comm_t comm, double *times, int iters,
-                      bool late, result_t *r)
+ * mean averaged over ranks; else the slowest rank per iteration.  comm:
+ * the tally communicator (lineup_t).  0, or the first call's error (a
+ * peer that died, say): then the figures are not the ranks' together. */
+static int summarize(const bench_opts_t *o, weft_comm_t comm, double *times, int iters,
+                     bool late, result_t *r)
 {
-    /* comm: the tally communicator (lineup_t); every call here serves */
-    int P = weft_comm_size(comm);
+    int P = weft_comm_size(comm), rc = WEFT_OK;
     double sum = 0;
     for (int i = 0; i < iters; i++)
         sum += times[i];
     if (late) {
         double mean = sum / iters, worst = mean;
-        weft_allreduce(WEFT_IN_PLACE, &mean, 1, WEFT_FLOAT64, WEFT_SUM, comm);
-        weft_allreduce(WEFT_IN_PLACE, &worst, 1, WEFT_FLOAT64, WEFT_MAX, comm);
-        weft_allreduce(WEFT_IN_PLACE, times, (size_t)iters, WEFT_FLOAT64, WEFT_SUM, comm);
+        rc = weft_allreduce(WEFT_IN_PLACE, &mean, 1, WEFT_FLOAT64, WEFT_SUM, comm);
+        if (!rc)
+            rc = weft_allreduce(WEFT_IN_PLACE, &worst, 1, WEFT_FLOAT64, WEFT_MAX, comm);
+        if (!rc)
+            rc = weft_allreduce(WEFT_IN_PLACE, times, (size_t)iters, WEFT_FLOAT64, WEFT_SUM, comm);
         qsort(times, (size_t)iters, sizeof *times, cmp_double);
         r->avg = mean / P * 1e6;
         r->worst = worst * 1e6;
@@ -1040,13 +1043,14 @@ static void summarize(const bench_opts_t *o, weft_comm_t comm, double *times, in
         r->min = times[0] / P * 1e6;
     } else if (o->osu || o->back_to_back) {
         double mean = sum / iters;
-        weft_allreduce(WEFT_IN_PLACE, &mean, 1, WEFT_FLOAT64, WEFT_SUM, comm);
+        rc = weft_allreduce(WEFT_IN_PLACE, &mean, 1, WEFT_FLOAT64, WEFT_SUM, comm);
         r->avg = r->med = mean / P * 1e6;
-        weft_allreduce(WEFT_IN_PLACE, times, (size_t)iters, WEFT_FLOAT64, WEFT_MIN, comm);
+        if (!rc)
+            rc = weft_allreduce(WEFT_IN_PLACE, times, (size_t)iters, WEFT_FLOAT64, WEFT_MIN, comm);
         qsort(times, (size_t)iters, sizeof *times, cmp_double);
         r->min = times[0] * 1e6;
     } else {
-        weft_allreduce(WEFT_IN_PLACE, times, (size_t)iters, WEFT_FLOAT64, WEFT_MAX, comm);
+        rc = weft_allreduce(WEFT_IN_PLACE, times, (size_t)iters, WEFT_FLOAT64, WEFT_MAX, comm);
         sum = 0;
         for (int i = 0; i < iters; i++)
             sum += times[i];
@@ -1056,6 +1060,7 @@ static void summarize(const bench_opts_t *o, weft_comm_t comm, double *times, in
         r->min = times[0] * 1e6;
     }
     r->iters = iters;
+    return rc;
 }
 
 /* Times iters calls (after warm untimed ones) into times: back to back,
@@ -1114,8 +1119,11 @@ static int time_one(const bench_opts_t *o, weft_comm_t comm, const lineup_t *L, 
         snprintf(why, whylen, "%s", weft_last_error());
         return rc;
     }
-    summarize(o, L->tally, times, iters, ar != NULL, r);
-    return WEFT_OK;
+    if ((rc = summarize(o, L->tally, times, iters, ar != NULL, r))) {
+        r->skipped = "n/a";
+        snprintf(why, whylen, "combining the ranks' figures: %s", weft_last_error());
+    }
+    return rc;
 }
 
 /* --check: one more call on fresh data, every element verified. */
