@@ -424,7 +424,7 @@ void comm_ctx_give_back(uint32_t ctx, uint32_t first_call, bool board)
  * records) fill the low words a pair at a time, and settling there left
  * communicator after communicator without the board. */
 static int lowest_free_ctx(const member_allreduce_t *ar, uint32_t refusal, uint32_t *c,
-                           uint32_t *refused_by)
+                           uint32_t *refused_by, uint64_t *unread)
 {
     const uint64_t all_pairs = (uint64_t)-1 >> (64 - BOARD_PAIRS);
     uint32_t w = 0, lowest = 0;
@@ -438,12 +438,16 @@ static int lowest_free_ctx(const member_allreduce_t *ar, uint32_t refusal, uint3
     *c = 0;
     if ((*refused_by = rc ? 0 : first[1]))
         return WEFT_OK;
+    /* every member has come this far, so is done with its earlier calls:
+     * a post of this rank's still unread now may stay so for good */
+    *unread = !rc && ar->unread_pairs ? ar->unread_pairs(ar->arg) : 0;
     for (; !rc && w < CTX_WORDS && !*c; w++) {
         uint64_t held[2] = {0, 0}; /* ids w*64.., and the pairs */
         pthread_mutex_lock(&weft_g.lock);
         held[0] = ctx_held[w];
         for (unsigned p = 0; p < BOARD_PAIRS; p++)
             held[1] |= (uint64_t)pair_held[p] << p;
+        held[1] |= *unread;
         pthread_mutex_unlock(&weft_g.lock);
         rc = ar->fn(ar->arg, held, 2, WEFT_UINT64, WEFT_BOR);
         if (rc || !~held[0])
@@ -470,7 +474,8 @@ int comm_agree_ctx(const member_allreduce_t *ar, uint32_t refusal, uint32_t *ref
 {
     for (;;) {
         uint32_t c;
-        int rc = lowest_free_ctx(ar, refusal, &c, refused_by);
+        uint64_t unread = 0;
+        int rc = lowest_free_ctx(ar, refusal, &c, refused_by, &unread);
         if (rc)
             return rc;
         if (*refused_by) /* the caller says who and why, or keeps its own error */
@@ -485,7 +490,8 @@ int comm_agree_ctx(const member_allreduce_t *ar, uint32_t refusal, uint32_t *ref
         /* another thread of this rank may have taken c since */
         pthread_mutex_lock(&weft_g.lock);
         bool reserved = !ctx_marked(c), pair = !pair_held[c % BOARD_PAIRS];
-        uint32_t next_call = ctx_next_call[c], verdict[3] = {!reserved, next_call, !pair};
+        uint32_t next_call = ctx_next_call[c],
+                 verdict[3] = {!reserved, next_call, !pair || (unread >> (c % BOARD_PAIRS) & 1)};
         if (reserved)
             ctx_mark(c, true);
         pair_held[c % BOARD_PAIRS] = true;
@@ -512,10 +518,39 @@ static int parent_allreduce(void *comm, void *buf, int n, weft_dtype_t dt, weft_
     return coll_run_own(comm, WEFT_COLL_ALLREDUCE, NULL, buf, (size_t)n, dt, op, true);
 }
 
+/* The board pairs that no live communicator of this rank holds, in which
+ * a post of this rank is still unread: a call made otherwise by its reader
+ * that nobody saw (both of no elements, say), of a communicator every
+ * member has since freed.  A new communicator there would wait for that
+ * read before its first post, for ever (weft stress, seed 5003), so it
+ * gets another pair or runs without the board; the pair is free again once
+ * the post is read. */
+static uint64_t parent_unread_pairs(void *arg)
+{
+    weft_comm_t comm = arg;
+    xport_t *x = comm->x;
+    uint64_t m = 0;
+    if (!x->ops->board_slot)
+        return 0;
+    int me = comm->world[comm->rank];
+    for (unsigned p = 0; p < BOARD_PAIRS; p++) {
+        pthread_mutex_lock(&weft_g.lock);
+        bool held = pair_held[p];
+        pthread_mutex_unlock(&weft_g.lock);
+        for (unsigned k = 0; k < 2 && !held; k++) {
+            board_slot_t *s = x->ops->board_slot(x, me, 2 * p + k);
+            if (atomic_load_explicit(&s->stamp, memory_order_acquire) &&
+                (int32_t)(s->wanted - atomic_load_explicit(&s->reads, memory_order_acquire)) > 0)
+                m |= 1ull << p;
+        }
+    }
+    return m;
+}
+
 /* The agreement among the members of a communicator made from comm. */
 static int agree_ctx(weft_comm_t comm, uint32_t *ctx, uint32_t *first_call, bool *board)
 {
-    member_allreduce_t ar = {parent_allreduce, comm};
+    member_allreduce_t ar = {parent_allreduce, parent_unread_pairs, comm};
     uint32_t refused_by;
     return comm_agree_ctx(&ar, 0, &refused_by, ctx, first_call, board);
 }
@@ -605,7 +640,7 @@ weft_err_t weft_comm_dup(weft_comm_t comm, weft_comm_t *newcomm)
     } else {
         uint32_t ctx, first_call;
         bool board;
-        member_allreduce_t ar = {parent_allreduce, comm};
+        member_allreduce_t ar = {parent_allreduce, parent_unread_pairs, comm};
         rc = comm_agree_ctx(&ar, refusal, &refused_by, &ctx, &first_call, &board);
         if (!rc) {
             if ((rc = comm_create_shared(comm, comm->rank, comm->size, comm->world, ctx,

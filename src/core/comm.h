@@ -173,6 +173,9 @@ void comm_destroy(weft_comm_t comm);
  * it twins (weft_comm_from_mpi).  Returns a weft_err_t. */
 typedef struct member_allreduce {
     int (*fn)(void *arg, void *buf, int n, weft_dtype_t dt, weft_op_t op);
+    /* optional: the board pairs this rank cannot give a new communicator
+     * for a post of its own still unread there (comm.c) */
+    uint64_t (*unread_pairs)(void *arg);
     void *arg;
 } member_allreduce_t;
 /* The members agree on a context id for a new communicator.  refusal:

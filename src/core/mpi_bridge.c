@@ -99,7 +99,7 @@ static int share_node_segment(MPI_Comm comm, weft_comm_t *out)
         x = pin_node_transport(wr, P, tr);
     /* every member found one, and the same */
     uint64_t v[3] = {!x, x ? x->mpi_seg : 0, x ? ~x->mpi_seg : ~0ull};
-    member_allreduce_t ar = {mpi_member_allreduce, &comm};
+    member_allreduce_t ar = {mpi_member_allreduce, NULL, &comm};
     if (PMPI_Allreduce(MPI_IN_PLACE, v, 3, MPI_UINT64_T, MPI_MAX, comm) != MPI_SUCCESS)
         rc = weft_error(WEFT_ESYS, "weft_comm_from_mpi: MPI_Allreduce failed");
     uint32_t ctx, first_call, refused_by; /* no member refuses: the caller checked */
