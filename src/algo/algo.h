@@ -210,6 +210,12 @@ struct exec;
  * has finished, what it adds. */
 void board_arm(struct exec *e, bool ordered);
 void board_finished(const struct exec *e);
+/* The communicator's call that posted and left unchecked (board_comm_t),
+ * compared with its neighbours' logs again: WEFT_EMISMATCH (the job ends)
+ * where one made it otherwise; world: the communicator's ranks in x. */
+struct board_comm;
+struct xport;
+int board_recheck(struct board_comm *bc, struct xport *x, const int *world, int rank, int P);
 int algo_board_build(sched_t *s, const coll_args_t *a);
 int algo_board_usable(const coll_args_t *a, char *why, size_t len);
 /* The arrival-driven algorithms (src/shmcoll: arrival.c, pap_leader.c,

@@ -583,6 +583,10 @@ static int coll_start(weft_comm_t comm, weft_coll_t coll, const void *in, void *
     int rc = check_comm_takes_call(comm, cn);
     if (rc)
         return rc;
+    /* a board call that posted and left before its neighbours made it */
+    if (comm->board.unchecked.key &&
+        (rc = board_recheck(&comm->board, comm->x, comm->world, comm->rank, comm->size)))
+        return rc;
     call_shape_t shape = {coll, count, dt, op, root, NULL, 0};
     if ((rc = check_args(comm, coll, cn, count, dt, root)))
         return call_refused(comm, own, &shape, rc);

@@ -63,6 +63,10 @@ typedef struct board_comm {
      * another thread's wait: release, read with acquire (what the setter
      * learnt from its peers' posts comes with it) */
     _Atomic uint64_t posted[2], read_by_all, arrival_passed[2];
+    /* a call that posted and left before a neighbour's log held that call
+     * (board.c, check_neighbours): compared again as the communicator's
+     * next calls start (board_recheck); key 0: none */
+    call_desc_t unchecked;
 } board_comm_t;
 
 /* Where an arrival-driven algorithm (src/shmcoll/arrival.h) is in its
