@@ -584,7 +584,7 @@ static int coll_start(weft_comm_t comm, weft_coll_t coll, const void *in, void *
     if (rc)
         return rc;
     /* a board call that posted and left before its neighbours made it */
-    if (comm->board.unchecked.key &&
+    if (atomic_load_explicit(&comm->board.unchecked, memory_order_relaxed) &&
         (rc = board_recheck(&comm->board, comm->x, comm->world, comm->rank, comm->size)))
         return rc;
     call_shape_t shape = {coll, count, dt, op, root, NULL, 0};

@@ -64,9 +64,11 @@ typedef struct board_comm {
      * learnt from its peers' posts comes with it) */
     _Atomic uint64_t posted[2], read_by_all, arrival_passed[2];
     /* a call that posted and left before a neighbour's log held that call
-     * (board.c, check_neighbours): compared again as the communicator's
-     * next calls start (board_recheck); key 0: none */
-    call_desc_t unchecked;
+     * (board.c, check_neighbours), compared again as the communicator's
+     * next calls start (board_recheck): context id << 48 | call number <<
+     * 24 | the low 24 bits of its signature; 0: none.  One word: a
+     * split-phase call may be moved on by another thread's wait. */
+    _Atomic uint64_t unchecked;
 } board_comm_t;
 
 /* Where an arrival-driven algorithm (src/shmcoll/arrival.h) is in its

@@ -301,32 +301,57 @@ static int check_neighbours(exec_t *e)
     /* a neighbour that has not made the call yet may make it otherwise and
      * wait in it for nothing (a call of no elements, say: weft stress,
      * seed 5003), so nobody would ever compare: the next call looks again */
-    if (unseen)
-        e->bc->unchecked = *e->desc;
+    if (unseen) {
+        uint64_t k = e->desc->key;
+        atomic_store_explicit(&e->bc->unchecked,
+                              (k >> 32) << 48 | (k & CALL_NUM_MASK) << 24 |
+                                  (e->desc->sig & 0xffffffu),
+                              memory_order_relaxed);
+    }
     return 0;
+}
+
+/* Peer q's call of a key this rank made with the signature's low bits
+ * sig24 is another: say how (this rank's record, where its log still has
+ * it) and end the job. */
+static int made_otherwise(xport_t *x, int me, int q, const peer_view_t *theirs, uint64_t key,
+                          uint32_t sig24)
+{
+    char msg[512];
+    peer_view_t mine;
+    if (!x->ops->peer_view(x, me, key, true, &mine) && mine.found) {
+        call_disagreement(&mine.call, me, &theirs->call, q, msg, sizeof msg);
+    } else {
+        char t[160];
+        call_describe(&theirs->call, t, sizeof t);
+        snprintf(msg, sizeof msg, "ranks %d and %d disagree on call #%u on communicator %u: "
+                 "rank %d made it with signature %06x..., rank %d as %s", me, q,
+                 (unsigned)(key & CALL_NUM_MASK), (unsigned)(key >> 32), me, (unsigned)sig24,
+                 q, t);
+    }
+    if (x->ops->fail_job)
+        x->ops->fail_job(x, msg);
+    return weft_error(WEFT_EMISMATCH, "%s", msg);
 }
 
 int board_recheck(board_comm_t *bc, xport_t *x, const int *world, int rank, int P)
 {
-    const call_desc_t *d = &bc->unchecked;
-    if (!d->key || P < 2 || !x->ops->peer_view)
+    uint64_t w = atomic_load_explicit(&bc->unchecked, memory_order_relaxed);
+    if (!w || P < 2 || !x->ops->peer_view)
         return 0;
+    uint64_t key = (w >> 48) << 32 | (w >> 24 & CALL_NUM_MASK);
+    uint32_t sig24 = (uint32_t)(w & 0xffffffu);
     int nb[2] = {(rank + 1) % P, (rank + P - 1) % P};
     bool unseen = false;
     for (int k = 0; k < 2; k++) {
         peer_view_t v;
-        if (x->ops->peer_view(x, world[nb[k]], d->key, true, &v) || !v.found) {
+        if (x->ops->peer_view(x, world[nb[k]], key, true, &v) || !v.found)
             unseen = true; /* still not made there, or its record gone: no proof */
-        } else if (v.call.sig != d->sig) {
-            char msg[512];
-            call_disagreement(d, world[rank], &v.call, world[nb[k]], msg, sizeof msg);
-            if (x->ops->fail_job)
-                x->ops->fail_job(x, msg);
-            return weft_error(WEFT_EMISMATCH, "%s", msg);
-        }
+        else if ((v.call.sig & 0xffffffu) != sig24)
+            return made_otherwise(x, world[rank], world[nb[k]], &v, key, sig24);
     }
-    if (!unseen)
-        bc->unchecked.key = 0;
+    if (!unseen) /* settled, unless a newer one came meanwhile */
+        atomic_compare_exchange_strong(&bc->unchecked, &w, 0);
     return 0;
 }
 
