@@ -63,8 +63,8 @@ typedef struct board_comm {
      * another thread's wait: release, read with acquire (what the setter
      * learnt from its peers' posts comes with it) */
     _Atomic uint64_t posted[2], read_by_all, arrival_passed[2];
-    /* a call that posted and left before a neighbour's log held that call
-     * (board.c, check_neighbours), compared again as the communicator's
+    /* a call of no elements that posted and left before a neighbour's log
+     * held that call (board.c, check_neighbours), compared again as the communicator's
      * next calls start (board_recheck): context id << 48 | call number <<
      * 24 | the low 24 bits of its signature; 0: none.  One word: a
      * split-phase call may be moved on by another thread's wait. */
