@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "evq.h"
 #include "sim.h"
 
 /* A message of s bytes takes L + 2o + (s - 1) max(G, O) end to end, which
@@ -50,54 +51,11 @@ static double slot_at(const slots_t *sl, uint64_t i)
     return sl->nic ? max2(t, (double)(i / sl->ports) * sl->g) : t;
 }
 
-/* A group of ranks that may first send at base; slot i is next. */
+/* A group of ranks that may first send at base; slot i is next, at t. */
 typedef struct {
     double t, base;
     uint64_t i, ranks;
 } gen_t;
-
-typedef struct {
-    gen_t *v;
-    size_t n, cap;
-} heap_t;
-
-static bool heap_push(heap_t *h, gen_t g)
-{
-    if (h->n == h->cap) {
-        size_t cap = h->cap ? 2 * h->cap : 64;
-        gen_t *v = realloc(h->v, cap * sizeof *v);
-        if (!v)
-            return false;
-        h->v = v, h->cap = cap;
-    }
-    size_t i = h->n++;
-    while (i && h->v[(i - 1) / 2].t > g.t) {
-        h->v[i] = h->v[(i - 1) / 2];
-        i = (i - 1) / 2;
-    }
-    h->v[i] = g;
-    return true;
-}
-
-static gen_t heap_pop(heap_t *h)
-{
-    gen_t top = h->v[0], last = h->v[--h->n];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= h->n)
-            break;
-        if (c + 1 < h->n && h->v[c + 1].t < h->v[c].t)
-            c++;
-        if (last.t <= h->v[c].t)
-            break;
-        h->v[i] = h->v[c];
-        i = c;
-    }
-    if (h->n)
-        h->v[i] = last;
-    return top;
-}
 
 /* Advances g past its slots at g->t: how many ranks' slots those were.
  * (Offsets compared, not base + offset, which rounds.) */
@@ -111,7 +69,7 @@ static uint64_t take_slots(const slots_t *sl, gen_t *g)
     return k * g->ranks;
 }
 
-/* Past this many steps the bound settles for one hop (still a bound):
+/* Past this many steps (or groups) the bound settles for one hop (still a bound):
  * only models whose o and g are tiny against L get near it. */
 enum { SPREAD_STEPS_MAX = 4 * 1000 * 1000 };
 
@@ -126,33 +84,46 @@ static double spread_time(int P, const slots_t *sl, double hop)
         return 0;
     if (slot_at(sl, 1) == 0 && slot_at(sl, 64) == 0)
         return 0; /* no gap at all: one rank reaches every other at once */
-    uint64_t need = (uint64_t)P - 1, steps = 0;
-    heap_t h = {0};
-    double t = 0;
-    if (!heap_push(&h, (gen_t){0, 0, 0, 1}))
-        goto fallback;
-    while (need) {
-        t = h.v[0].t;
-        uint64_t sends = 0;
-        while (h.n && h.v[0].t == t) {
-            gen_t g = heap_pop(&h);
-            sends += take_slots(sl, &g);
-            if (!heap_push(&h, g))
-                goto fallback;
-            if (++steps > SPREAD_STEPS_MAX)
-                goto fallback;
+    /* the groups' next slots in the simulator's event queue (evq.h): time
+     * never goes back here either, and ties do not matter */
+    uint64_t need = (uint64_t)P - 1, ranks = 1, steps = 0;
+    gen_t *g = NULL;
+    uint32_t n = 0, cap = 0;
+    evq_t q;
+    memset(&q, 0, sizeof q);
+    double base = 0, found = 0;
+    for (;;) {
+        if (n == cap) { /* room for the group of the ranks reached last */
+            gen_t *ng = cap < SPREAD_STEPS_MAX ? realloc(g, 2 * (cap + 32) * sizeof *g) : NULL;
+            if (!ng)
+                break;
+            g = ng, cap = 2 * (cap + 32);
         }
-        if (sends >= need)
+        g[n] = (gen_t){base + slot_at(sl, 0), base, 0, ranks};
+        if (evq_push(&q, (evq_item_t){g[n].t, n, 0}))
             break;
+        n++;
+        double t = evq_peek_time(&q);
+        uint64_t sends = 0;
+        evq_item_t it;
+        while (q.size && evq_peek_time(&q) == t) {
+            if (++steps > SPREAD_STEPS_MAX || evq_pop(&q, &it))
+                goto out;
+            sends += take_slots(sl, &g[it.a]);
+            if (evq_push(&q, (evq_item_t){g[it.a].t, it.a, 0}))
+                goto out;
+        }
+        if (sends >= need) {
+            found = t;
+            break;
+        }
         need -= sends;
-        if (!heap_push(&h, (gen_t){t + hop + slot_at(sl, 0), t + hop, 0, sends}))
-            goto fallback;
+        base = t + hop, ranks = sends;
     }
-    free(h.v);
-    return t;
-fallback:
-    free(h.v);
-    return 0;
+out:
+    evq_free(&q);
+    free(g);
+    return found;
 }
 
 /* ---- the collectives ---- */
