@@ -480,6 +480,14 @@ static int slot_never_read(exec_t *e, int q, uint64_t stamp)
     return weft_error(WEFT_EPEER, "%s", msg);
 }
 
+/* Whether peer q refused call key (api.c, call_refused: its record, or its
+ * refused word): it never read a post of that call, nor counted itself
+ * out of one, and never will. */
+static bool refused_call(const peer_view_t *v)
+{
+    return v->refused || (v->found && v->state == CALL_REFUSED);
+}
+
 /* Reading (posted or not): a peer whose post this rank waits for, that
  * has ended the call well without posting it (its published "ended
  * well", read before its slot: a rank that posts does so before it ends),
@@ -500,7 +508,7 @@ static int ended_without_post(exec_t *e)
             x->ops->peer_view(x, e->world[q], e->desc->key, true, &v) || !v.ended_well ||
             atomic_load_explicit(&slot_of(e, q)->stamp, memory_order_acquire) == stamp_of(e))
             continue;
-        if (v.refused || (v.found && v.state == CALL_REFUSED))
+        if (refused_call(&v))
             continue; /* the watch says how (watch.c): made alike, it is no mismatch */
         char mine[160], msg[512];
         call_describe(e->desc, mine, sizeof mine);
@@ -513,14 +521,6 @@ static int ended_without_post(exec_t *e)
         return weft_error(WEFT_EMISMATCH, "%s", msg);
     }
     return 0;
-}
-
-/* Whether peer q refused call key (api.c, call_refused: its record, or its
- * refused word): it never read a post of that call, nor counted itself
- * out of one, and never will. */
-static bool refused_call(const peer_view_t *v)
-{
-    return v->refused || (v->found && v->state == CALL_REFUSED);
 }
 
 /* This rank's post of call key (of this communicator), whose missing reads
@@ -599,7 +599,7 @@ static int board_stalled(exec_t *e)
         /* refused there (api.c, call_refused; its record, or its word) */
         if (v.refused && v.refused_sig24 != (me->sig & 0xffffffu))
             return slot_call_differs(e, q, stamp, v.refused_sig24);
-        if ((v.refused || (v.found && v.state == CALL_REFUSED)) && refuser < 0)
+        if (refused_call(&v) && refuser < 0)
             refuser = q;
     }
     if (write_off(e, me, stamp - 1))
