@@ -18,7 +18,9 @@ extern "C" {
  * MPI_Finalize.  Ranks that share a node also get weft's shared-memory
  * transport (set WEFT_NODE_SIZE=k to group every k consecutive ranks into a
  * virtual node instead, for testing); messages between them go through it,
- * the rest through MPI. */
+ * the rest through MPI.  It is collective over comm: a rank that refuses
+ * the call (newcomm NULL: WEFT_EINVAL) still takes part, and every other
+ * rank then fails with WEFT_EPEER naming it. */
 WEFT_API weft_err_t weft_comm_from_mpi(MPI_Comm comm, weft_comm_t *newcomm);
 
 #ifdef __cplusplus

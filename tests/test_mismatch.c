@@ -712,17 +712,27 @@ static int unseen_empty(void)
  * newcomm), which then waits in a barrier on another communicator: its
  * peers fail too, naming it, instead of waiting for it in the split; then
  * every rank's barrier, and the next calls on both communicators, end
- * well.  Over each of the three refusals in turn. */
+ * well.  Over each of the three refusals in turn, and over MPI a fourth:
+ * weft_comm_from_mpi with no newcomm. */
 static int refused_comm(void)
 {
     weft_comm_t other = NULL;
     CHECK(weft_comm_dup(world, &other) == WEFT_OK, "dup: %s", weft_last_error());
     char who[32];
     snprintf(who, sizeof who, "rank %d refused", P - 1);
-    for (int k = 0; k < 3; k++) {
+    static const char *const call[] = {"split", "split", "dup", "weft_comm_from_mpi"};
+    for (int k = 0; k < 3 + over_mpi; k++) {
         weft_comm_t c = NULL, *out = me == P - 1 && k > 0 ? NULL : &c;
         int color = me == P - 1 && k == 0 ? -5 : me % 2, rc;
-        rc = k < 2 ? weft_comm_split(world, color, me, out) : weft_comm_dup(world, out);
+        if (k == 3) {
+#ifdef WEFT_HAVE_MPI
+            rc = weft_comm_from_mpi(MPI_COMM_WORLD, out);
+#else
+            rc = WEFT_ENOTSUP; /* over_mpi is 0 */
+#endif
+        } else {
+            rc = k < 2 ? weft_comm_split(world, color, me, out) : weft_comm_dup(world, out);
+        }
         if (me == P - 1)
             CHECK(rc == WEFT_EINVAL, "refusal %d on rank %d got %d: %s", k, me, rc,
                   weft_last_error());
@@ -730,8 +740,10 @@ static int refused_comm(void)
             CHECK(rc == WEFT_EPEER && strstr(weft_last_error(), who) && !c,
                   "refusal %d on rank %d: rank %d got %d: %s", k, P - 1, me, rc,
                   weft_last_error());
-        fprintf(stderr, "rank %d: %s refused on rank %d -> %s\n", me, k < 2 ? "split" : "dup",
-                P - 1, weft_last_error());
+        fprintf(stderr, "rank %d: %s refused on rank %d -> %s\n", me, call[k], P - 1,
+                weft_last_error());
+        if (c)
+            weft_comm_free(&c);
         rc = weft_barrier(other);
         CHECK(rc == WEFT_OK, "a barrier on another communicator: %d: %s", rc, weft_last_error());
     }

@@ -1,5 +1,6 @@
 /* mpi_bridge.c — weft_comm_from_mpi (weft_mpi.h): a weft communicator over
  * an MPI communicator.  Built only with MPI. */
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,25 +85,39 @@ static void unpin(xport_t *x)
 }
 
 /* The twin on a segment the process has, or *out NULL where the members
- * agree there is none to share. */
-static int share_node_segment(MPI_Comm comm, weft_comm_t *out)
+ * agree there is none to share.  A member that refuses the call (refused:
+ * its error code, which weft_error has reported) still takes its part in
+ * the first MPI collective, saying so, so that its peers fail with
+ * WEFT_EPEER naming it instead of waiting for it in a call it never makes
+ * (comm.c does the same for weft_comm_dup and _split).  That allreduce is
+ * made anyway, so the refusal costs nothing more; it returns the refuser's
+ * own code, its message restored. */
+static int share_node_segment(MPI_Comm comm, int refused, weft_comm_t *out)
 {
     int P, me, rc = WEFT_OK;
     *out = NULL;
     PMPI_Comm_size(comm, &P);
     PMPI_Comm_rank(comm, &me);
     if (P < 2)
-        return WEFT_OK; /* the self transport costs nothing */
-    int *wr = malloc(2 * (size_t)P * sizeof *wr), *tr = wr ? wr + P : NULL;
+        return refused; /* the self transport costs nothing */
+    char why[256];
+    snprintf(why, sizeof why, "%s", refused ? weft_last_error() : "");
+    int *wr = refused ? NULL : malloc(2 * (size_t)P * sizeof *wr), *tr = wr ? wr + P : NULL;
     xport_t *x = NULL;
     if (wr && xport_mpi_world_ranks(comm, wr) == WEFT_OK)
         x = pin_node_transport(wr, P, tr);
-    /* every member found one, and the same */
-    uint64_t v[3] = {!x, x ? x->mpi_seg : 0, x ? ~x->mpi_seg : ~0ull};
+    /* every member found one, and the same; v[3]: the last refuser + 1 */
+    uint64_t v[4] = {!x, x ? x->mpi_seg : 0, x ? ~x->mpi_seg : ~0ull,
+                     refused ? (uint64_t)me + 1 : 0};
     member_allreduce_t ar = {mpi_member_allreduce, NULL, &comm};
-    if (PMPI_Allreduce(MPI_IN_PLACE, v, 3, MPI_UINT64_T, MPI_MAX, comm) != MPI_SUCCESS)
+    if (PMPI_Allreduce(MPI_IN_PLACE, v, 4, MPI_UINT64_T, MPI_MAX, comm) != MPI_SUCCESS)
         rc = weft_error(WEFT_ESYS, "weft_comm_from_mpi: MPI_Allreduce failed");
-    uint32_t ctx, first_call, refused_by; /* no member refuses: the caller checked */
+    if (refused)
+        rc = weft_error(refused, "%s", why);
+    else if (!rc && v[3])
+        rc = weft_error(WEFT_EPEER, "weft_comm_from_mpi: rank %" PRIu64 " refused the call, so no "
+                        "communicator was made", v[3] - 1);
+    uint32_t ctx, first_call, refused_by; /* nobody refused: v[3] */
     bool board = false;
     if (!rc && !v[0] && v[1] == ~v[2] &&
         !(rc = comm_agree_ctx(&ar, 0, &refused_by, &ctx, &first_call, &board))) {
@@ -131,14 +146,17 @@ static int share_node_segment(MPI_Comm comm, weft_comm_t *out)
 
 weft_err_t weft_comm_from_mpi(MPI_Comm comm, weft_comm_t *newcomm)
 {
+    weft_comm_t none;
+    int refused = newcomm ? WEFT_OK : weft_error(WEFT_EINVAL, "weft_comm_from_mpi: newcomm is NULL");
     if (!newcomm)
-        return weft_error(WEFT_EINVAL, "weft_comm_from_mpi: newcomm is NULL");
+        newcomm = &none;
     *newcomm = NULL;
     pthread_mutex_lock(&weft_g.lock);
     int rc = lib_init();
     pthread_mutex_unlock(&weft_g.lock);
-    if (rc)
-        return rc;
+    if (rc && !refused)
+        refused = rc;
+    /* what it checks is alike on every member: a failure here is everyone's */
     if ((rc = xport_mpi_usable(comm)))
         return rc;
     /* On one node (this machine, or one virtual node of WEFT_NODE_SIZE) no
@@ -147,7 +165,7 @@ weft_err_t weft_comm_from_mpi(MPI_Comm comm, weft_comm_t *newcomm)
      * a hidden MPI_Comm_dup, beside communicators the program creates in
      * other threads, hung Open MPI 4.1's context id agreement (MPICH's
      * threads/comm/comm_create_group_threads). */
-    if ((rc = share_node_segment(comm, newcomm)) || *newcomm)
+    if ((rc = share_node_segment(comm, refused, newcomm)) || *newcomm)
         return rc;
     xport_t *mx, *x = NULL;
     int *ids = NULL;
