@@ -1279,6 +1279,21 @@ static bool names_a_rank(const char *msg)
     return false;
 }
 
+/* With threads, a mismatch's or refusal's faulty rank ends the stream of
+ * its fault (thread 0's) there, but stays alive while its other streams
+ * run.  A survivor whose own stream 0 did not take part in the faulty call
+ * (outside the split it was made on, or past it unharmed) goes on and
+ * waits for that rank in a later call it never makes; nothing can prove
+ * a disagreement there (the rank has no record of that call), so until
+ * the rank reaches weft_finalize only the time limit ends the wait.  That
+ * ending is right when it names the faulty rank as never having arrived. */
+static bool waited_for_gone(const char *msg, int frank)
+{
+    char who[48];
+    snprintf(who, sizeof who, "rank %d (has not arrived", frank);
+    return strstr(msg, who) != NULL;
+}
+
 /* Runs one job with one fault; 0 when every survivor ended as the fault implies. */
 static int fault_job(const stress_opts_t *o, int job, const char *kind, int frank, long at)
 {
@@ -1320,6 +1335,8 @@ static int fault_job(const stress_opts_t *o, int job, const char *kind, int fran
         bool ok = !strcmp(kind, "kill")   ? code == WEFT_EPEER
                   : !strcmp(kind, "stop") ? code == WEFT_ETIMEDOUT || code == WEFT_EPEER
                   : refuser               ? code == WEFT_EINVAL
+                  : code == WEFT_ETIMEDOUT ? o->threads > 1 && r != frank && msg &&
+                                                 waited_for_gone(msg, frank)
                                           : code == WEFT_EMISMATCH || code == WEFT_EPEER;
         ok = ok && msg && (refuser || names_a_rank(msg));
         if (!ok) {
