@@ -155,6 +155,7 @@ expect 2 "--size" "$weft" sim allreduce --algo ring --np 2 --size abc
 expect 2 "L: -5 is negative" "$weft" sim allreduce --algo ring --np 2 --size 8 --L -5
 expect 2 "G: 'nan' is not a number" "$weft" sim allreduce --algo ring --np 2 --size 8 --G nan
 expect 2 "absurd" "$weft" sim allreduce --algo ring --np 2 --size 8 --o 1e300
+expect 2 "gamma: '1e-400' is out of a double's range" "$weft" sim allreduce --algo ring --np 2 --size 8 --gamma 1e-400
 expect 2 "unknown preset 'nosuch'" "$weft" sim allreduce --algo ring --np 2 --size 8 --preset nosuch
 expect 2 "needs a value" "$weft" sim allreduce --algo ring --np 2 --size 8 --L
 expect 2 "one algorithm at one --np and --size" "$weft" sim allreduce --algo ring --np 2,4 --size 8 --export-goal "$tmp/x"

@@ -62,7 +62,11 @@ int sim_model_set(sim_model_t *m, const char *key, const char *value, char *msg,
     char *end;
     errno = 0;
     double v = strtod(value, &end);
-    if (end == value || *end || errno == ERANGE || isnan(v) || isinf(v)) {
+    if (end != value && !*end && errno == ERANGE) { /* too large or too small for a double */
+        snprintf(msg, len, "%s: '%s' is out of a double's range", key, value);
+        return -1;
+    }
+    if (end == value || *end || isnan(v) || isinf(v)) {
         snprintf(msg, len, "%s: '%s' is not a number", key, value);
         return -1;
     }
