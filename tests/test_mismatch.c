@@ -187,6 +187,23 @@ static int fanouts(void)
     return 0;
 }
 
+/* The last rank alone passes another count.  Over MPI with nodes of two
+ * (WEFT_NODE_SIZE=2), the disagreement is inside the last node, whose
+ * shared memory proves it: the ranks of the other nodes must learn it too
+ * (by MPI; they waited for ever before), and every message must name the
+ * last rank by its communicator rank, not by its place in its node. */
+static int last_rank(void)
+{
+    int32_t v[16] = {0};
+    int rc = weft_allreduce(WEFT_IN_PLACE, v, me == P - 1 ? 15 : 16, WEFT_INT32, WEFT_SUM, world);
+    expect_mismatch("the last rank's count", rc);
+    char who[24];
+    snprintf(who, sizeof who, "rank %d", P - 1);
+    CHECK(strstr(weft_last_error(), who), "the message does not name %s: %s", who,
+          weft_last_error());
+    return 0;
+}
+
 static int colls(void)
 {
     int32_t v[4] = {me, 0, 0, 0};
@@ -804,7 +821,7 @@ int main(int argc, char **argv)
                {"late_sender", late_sender, 0},     {"error_kept", error_kept, 0},
                {"refused_alone", refused_alone, 1}, {"refused_same", refused_same, 0},
                {"refused_leaf", refused_leaf, 0}, {"refused_comm", refused_comm, 0},
-               {"unseen_empty", unseen_empty, 1}};
+               {"unseen_empty", unseen_empty, 1}, {"last_rank", last_rank, 1}};
     int finalized = 0, found = 0;
     for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
         if (!strcmp(sc, tab[i].name)) {

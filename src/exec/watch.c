@@ -234,6 +234,11 @@ static int check_peer(exec_t *e, int peer)
     if (v.found && v.call.sig != d->sig)
         return differs(e, me, peer, &v.call, true);
     if (v.found && v.state == CALL_ABANDONED) {
+        /* it may have left for a failure that ended the job (a
+         * disagreement it proved): that failure's message says why */
+        int h = x->ops->health(x);
+        if (h)
+            return h;
         snprintf(msg, sizeof msg, "rank %d abandoned %s (its timeout expired, or it revoked the "
                  "communicator) while rank %d waits for it", peer, mine_s, me);
         return fail(e, WEFT_EPEER, msg, true);
@@ -242,6 +247,9 @@ static int check_peer(exec_t *e, int peer)
         return refused_there(e, peer, NULL, v.refused_sig24, true);
     if (!v.found && v.abandoned && v.abandoned_key == d->key) {
         /* its record is gone (newer calls), but it said this call failed */
+        int h = x->ops->health(x);
+        if (h)
+            return h;
         snprintf(msg, sizeof msg, "rank %d gave up %s (an error there, its timeout, or a "
                  "revoke) while rank %d waits for it", peer, mine_s, me);
         return fail(e, WEFT_EPEER, msg, true);

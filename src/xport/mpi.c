@@ -53,6 +53,7 @@ typedef struct mpi_xport {
     call_desc_t *replied; /* per peer: this rank's record sent back to it */
     call_desc_t mine[16]; /* this rank's recent calls, slot by key */
     char abort_out[256];  /* the notice fail_job sends */
+    char abort_in[256];   /* the first notice received ("": none) */
 } mpi_xport_t;
 
 static int mpi_fail(mpi_xport_t *x, int mrc, const char *what)
@@ -298,6 +299,8 @@ static void mpi_block(xport_t *xp, int timeout_ms)
 static int mpi_health(xport_t *xp)
 {
     mpi_xport_t *x = (mpi_xport_t *)xp;
+    if (x->err && x->abort_in[0]) /* another rank's notice (fail_job) */
+        return weft_error(x->err, "%s", x->abort_in);
     return x->err ? weft_error(x->err, "an earlier MPI error left this communicator unusable")
                   : WEFT_OK;
 }
@@ -367,8 +370,10 @@ static void drain_announcements(mpi_xport_t *x)
             MPI_Recv(msg, (int)sizeof msg, MPI_CHAR, st.MPI_SOURCE, x->abort_tag, x->comm,
                      MPI_STATUS_IGNORE);
             msg[sizeof msg - 1] = '\0';
+            if (!x->abort_in[0])
+                snprintf(x->abort_in, sizeof x->abort_in, "%s", msg);
             x->err = WEFT_EPEER;
-            weft_error(WEFT_EPEER, "%s", msg);
+            weft_error(WEFT_EPEER, "%s", x->abort_in);
             continue;
         }
         call_desc_t d;
@@ -400,6 +405,8 @@ static int mpi_peer_view(xport_t *xp, int peer, uint64_t key, bool quick, peer_v
     drain_announcements(x);
     if (x->err == WEFT_EPEER) {
         out->aborted = true;
+        if (x->abort_in[0]) /* said again: the caller returns it */
+            weft_error(WEFT_EPEER, "%s", x->abort_in);
         return WEFT_OK;
     }
     const call_desc_t *h = &x->heard[peer];

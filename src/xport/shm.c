@@ -338,6 +338,14 @@ static void notify(shm_xport_t *x, int peer)
 
 static bool rec_read(call_rec_t *rec, call_desc_t *d, int *state);
 static call_rec_t *rec_of(shm_xport_t *x, int rank, uint64_t key);
+
+/* The rank an error names for rank r of this transport: its own, or where
+ * the segment is one node's part of a larger transport, the rank there
+ * (xport.h, named). */
+static int named(const shm_xport_t *x, int r)
+{
+    return x->base.named ? x->base.named[r] : r;
+}
 static bool rec_find(shm_xport_t *x, int peer, uint64_t key, call_desc_t *d, int *state);
 
 /* Ends the job: this rank and src disagree on call key.  Says how from
@@ -350,13 +358,13 @@ static int disagreement(shm_xport_t *x, int src, uint64_t key, const char *fallb
     int st, my_st = 0;
     bool have_mine = rec_find(x, x->base.rank, key, &mine, &my_st);
     if (have_mine && rec_find(x, src, key, &theirs, &st) && mine.sig != theirs.sig) {
-        call_disagreement(&mine, x->base.rank, &theirs, src, msg, sizeof msg);
+        call_disagreement(&mine, named(x, x->base.rank), &theirs, named(x, src), msg, sizeof msg);
     } else if (have_mine && my_st == CALL_REFUSED) { /* api.c, call_refused */
         char mine_s[160];
         call_describe(&mine, mine_s, sizeof mine_s);
         snprintf(msg, sizeof msg, "ranks %d and %d disagree on a collective: rank %d refused %s, "
-                 "and rank %d made it (a message of it came)", x->base.rank, src, x->base.rank,
-                 mine_s, src);
+                 "and rank %d made it (a message of it came)", named(x, x->base.rank),
+                 named(x, src), named(x, x->base.rank), mine_s, named(x, src));
     } else {
         snprintf(msg, sizeof msg, "%s", fallback);
     }
@@ -373,7 +381,7 @@ static int mismatch(shm_xport_t *x, int src, uint64_t tag, const char *what,
     snprintf(fb, sizeof fb,
              "rank %d and rank %d disagree on a collective (%s %llu vs %llu): do all ranks "
              "pass the same count, datatype, op, root and algorithm?",
-             x->base.rank, src, what, a, b);
+             named(x, x->base.rank), named(x, src), what, a, b);
     return disagreement(x, src, call_key_of_tag(tag), fb);
 }
 
@@ -416,12 +424,12 @@ static bool ended_well(shm_xport_t *x, int rank, uint64_t key)
 static int stale_message(shm_xport_t *x, int src, uint64_t tag)
 {
     uint64_t key = call_key_of_tag(tag);
-    int me = x->base.rank;
+    int me = named(x, x->base.rank), from = named(x, src);
     char fb[256]; /* (what other ranks read of it is cut there) */
     snprintf(fb, sizeof fb,
              "ranks %d and %d disagree on call #%u on communicator %u: rank %d ended it, then "
              "a message of it came from rank %d (two roots, say, or a bcast and a reduce)",
-             me, src, (unsigned)key, (unsigned)(key >> 32), me, src);
+             me, from, (unsigned)key, (unsigned)(key >> 32), me, from);
     return disagreement(x, src, key, fb);
 }
 
@@ -553,7 +561,7 @@ static int cma_read(shm_xport_t *x, int src, const cma_desc_t *d, const xsink_t 
                 return WEFT_OK;
             x->err = WEFT_EPEER;
             return weft_error(WEFT_EPEER, "rank %d's message could not be read from its "
-                              "memory (process %d): %s", src, (int)d->pid,
+                              "memory (process %d): %s", named(x, src), (int)d->pid,
                               n < 0 ? strerror(errno) : "short read");
         }
         if (sk->red)
@@ -687,7 +695,7 @@ static int coop_poll(shm_xport_t *x, int src)
         if ((++ps->coop.polls & 1023) == 0 && kill(ps->coop.d.pid, 0) != 0 && errno == ESRCH) {
             x->err = WEFT_EPEER;
             return -weft_error(WEFT_EPEER, "rank %d died while copying its message into rank %d",
-                               src, x->base.rank);
+                               named(x, src), named(x, x->base.rank));
         }
         return 0;
     }
@@ -1155,26 +1163,26 @@ static int push_sends(shm_xport_t *x, int dst)
 
 /* A receive whose sender withdrew the message fails ("Withdrawn sends",
  * above). */
-static void finish_recv(xreq_t *r, int err)
+static void finish_recv(const shm_xport_t *x, xreq_t *r, int err)
 {
     if (!err && r->sender_failed) {
         uint64_t key = call_key_of_tag(r->tag);
         err = weft_error(WEFT_EPEER, "rank %d's call #%u on communicator %u failed (its time "
                          "limit, a revoke or an error) before this rank had read all of its "
                          "message of %zu bytes: the rest may no longer be the call's data",
-                         r->peer, (unsigned)key, (unsigned)(key >> 32), r->bytes);
+                         named(x, r->peer), (unsigned)key, (unsigned)(key >> 32), r->bytes);
     }
     r->cb(r, err);
 }
 
 /* Delivers a complete unexpected message to r and frees it. */
-static void unexp_deliver(xreq_t *r, unexp_t *u)
+static void unexp_deliver(const shm_xport_t *x, xreq_t *r, unexp_t *u)
 {
     xsink_deliver(&r->sink, 0, u->data, u->total);
     r->sender_failed = u->withdrawn;
     free(u->data);
     free(u);
-    finish_recv(r, WEFT_OK);
+    finish_recv(x, r, WEFT_OK);
 }
 
 /* A message of a call in flight here, made otherwise by its sender: a
@@ -1305,7 +1313,7 @@ static int read_whole(shm_xport_t *x, int src, ring_hdr_t *ring, cell_t *c, cons
     } else if (d.in_arena) {
         x->err = WEFT_EINTERNAL;
         return weft_error(WEFT_EINTERNAL, "rank %d sent from its arena, which this rank has "
-                          "not mapped", src);
+                          "not mapped", named(x, src));
     } else {
         bool coop = x->both_copy && !sk->red && (c->total >= COOP_MIN || x->help_forced);
         int rc = coop ? coop_read(x, src, ring, &d, sk->dst, c->total, c)
@@ -1321,7 +1329,7 @@ static int read_whole(shm_xport_t *x, int src, ring_hdr_t *ring, cell_t *c, cons
 }
 
 /* An unexpected message is whole: a receive that waits for it takes it. */
-static void unexp_complete(peer_state_t *ps, unexp_t *u)
+static void unexp_complete(const shm_xport_t *x, peer_state_t *ps, unexp_t *u)
 {
     u->done = u->total;
     if (u->waiting) {
@@ -1329,7 +1337,7 @@ static void unexp_complete(peer_state_t *ps, unexp_t *u)
         while (*pp != u)
             pp = &(*pp)->next;
         *pp = u->next;
-        unexp_deliver(u->waiting, u);
+        unexp_deliver(x, u->waiting, u);
     }
 }
 
@@ -1349,10 +1357,10 @@ static int coop_finish(shm_xport_t *x, int src, ring_hdr_t *ring)
     if (r) {
         r->sender_failed = withdrawn;
         copy_clock_stop(x, ps, ring, r->bytes);
-        finish_recv(r, WEFT_OK);
+        finish_recv(x, r, WEFT_OK);
     } else {
         u->withdrawn = withdrawn;
-        unexp_complete(ps, u);
+        unexp_complete(x, ps, u);
     }
     return 1;
 }
@@ -1420,7 +1428,7 @@ static int start_message(shm_xport_t *x, int src, ring_hdr_t *ring, cell_t *c)
             return START_PENDING;
         }
         copy_clock_stop(x, ps, ring, r->bytes);
-        finish_recv(r, WEFT_OK);
+        finish_recv(x, r, WEFT_OK);
         return START_READ;
     }
     if (ended_well(x, x->base.rank, call_key_of_tag(c->tag)))
@@ -1513,11 +1521,11 @@ static int poll_from(shm_xport_t *x, int src)
             cells_clock_lap(&ps->in_clock, &t_run);
             cells_time_end(x, ps, ring, r->bytes);
             copy_clock_stop(x, ps, ring, r->bytes);
-            finish_recv(r, WEFT_OK);
+            finish_recv(x, r, WEFT_OK);
         } else if (ps->cur_unexp && ps->cur_unexp->done == ps->cur_unexp->total) {
             unexp_t *u = ps->cur_unexp;
             ps->cur_unexp = NULL;
-            unexp_complete(ps, u);
+            unexp_complete(x, ps, u);
         }
     }
     cells_clock_lap(&ps->in_clock, &t_run); /* cur waits for more cells: untimed */
@@ -1602,7 +1610,7 @@ static int shm_irecv(xport_t *xp, xreq_t *r)
             return mismatch(x, r->peer, r->tag, "message bytes", u->total, r->bytes);
         if (u->done == u->total) {
             *pp = u->next;
-            unexp_deliver(r, u);
+            unexp_deliver(x, r, u);
         } else {
             u->waiting = r;
         }
@@ -1843,12 +1851,12 @@ static bool shm_drained_from(xport_t *xp, int src)
 static int sent_otherwise_found(shm_xport_t *x, int src, uint64_t key)
 {
     char fb[300];
-    int me = x->base.rank;
+    int me = named(x, x->base.rank), from = named(x, src);
     snprintf(fb, sizeof fb,
              "ranks %d and %d disagree on call #%u on communicator %u: rank %d sent rank %d a "
              "message of it that rank %d's call never takes (another collective, algorithm, "
              "count, datatype, op or root)",
-             me, src, (unsigned)key, (unsigned)(key >> 32), src, me, me);
+             me, from, (unsigned)key, (unsigned)(key >> 32), from, me, me);
     return disagreement(x, src, key, fb);
 }
 

@@ -24,6 +24,7 @@ typedef struct twolevel {
     xport_t base;
     xport_t *shm, *mpi;
     int *route; /* rank -> rank in the node's segment, or -1 */
+    int *named; /* rank in the node's segment -> rank (shm's messages name it) */
 } twolevel_t;
 
 /* The transport that reaches r's peer, with r->peer renumbered for it. */
@@ -49,12 +50,29 @@ static int tl_irecv(xport_t *xp, xreq_t *r)
     return x->ops->irecv(x, r);
 }
 
+static const xport_ops_t twolevel_ops; /* ranks on more than one node */
+
+/* A failure the node's shared memory proves (a message under another
+ * signature, a ring that cannot be had, a peer that died mid-copy: every
+ * error shm's progress or health returns ends the job) reaches the ranks
+ * of this node only, by its segment's abort, and the other nodes' ranks
+ * would wait for ours until their time limits, or for ever (test_mismatch
+ * user_ops, 2 nodes of 2: the second node hung).  So a rank that meets
+ * one passes it on by MPI, as tl_fail_job does; mpi_fail_job sends it
+ * once.  One node alone has no one to tell. */
+static int node_failed(twolevel_t *t, int code)
+{
+    if (t->base.ops == &twolevel_ops)
+        t->mpi->ops->fail_job(t->mpi, weft_last_error());
+    return code;
+}
+
 static int tl_progress(xport_t *xp)
 {
     twolevel_t *t = (twolevel_t *)xp;
     int a = t->shm->ops->progress(t->shm);
     if (a < 0)
-        return a;
+        return -node_failed(t, -a);
     int b = t->mpi->ops->progress(t->mpi);
     if (b < 0)
         return b;
@@ -71,7 +89,7 @@ static int tl_health(xport_t *xp)
 {
     twolevel_t *t = (twolevel_t *)xp;
     int rc = t->shm->ops->health(t->shm);
-    return rc ? rc : t->mpi->ops->health(t->mpi);
+    return rc ? node_failed(t, rc) : t->mpi->ops->health(t->mpi);
 }
 
 static void tl_close(xport_t *xp)
@@ -80,6 +98,7 @@ static void tl_close(xport_t *xp)
     t->shm->ops->close(t->shm);
     t->mpi->ops->close(t->mpi);
     free(t->route);
+    free(t->named);
     free(t->base.node_ids);
     pthread_mutex_destroy(&t->base.lock);
     free(t);
@@ -138,10 +157,17 @@ static int tl_sweep(xport_t *xp)
     return t->shm && t->shm->ops->sweep ? t->shm->ops->sweep(t->shm) : WEFT_OK;
 }
 
+/* A peer of this node is read in the segment's call log.  Another node's
+ * abort (its fail_job, or node_failed) comes by MPI alone, so a wait that
+ * stalls on peers of its own node only looks for one there first (not a
+ * quick look: those come at the end of calls that only send). */
 static int tl_peer_view(xport_t *xp, int peer, uint64_t key, bool quick, peer_view_t *out)
 {
     twolevel_t *t = (twolevel_t *)xp;
     int local = t->route[peer];
+    if (local >= 0 && !quick && t->mpi->ops->peer_view &&
+        !t->mpi->ops->peer_view(t->mpi, peer, key, quick, out) && out->aborted)
+        return WEFT_OK;
     xport_t *x = local >= 0 ? t->shm : t->mpi;
     if (!x || !x->ops->peer_view)
         return WEFT_ENOTSUP;
@@ -453,14 +479,19 @@ int xport_twolevel_open(xport_t *mx, int node_size, int **ids_out, xport_t **out
     if ((rc = node_segment(comm, ids, me, lrank, local, &shm, NULL)))
         return rc; /* *ids_out: the caller frees it */
     twolevel_t *t = calloc(1, sizeof *t);
-    int *route = malloc((size_t)P * sizeof *route);
-    if (!t || !route) {
-        free(t), free(route);
+    int *route = malloc((size_t)P * sizeof *route), *named = malloc((size_t)local * sizeof *named);
+    if (!t || !route || !named) {
+        free(t), free(route), free(named);
         shm->ops->close(shm);
         return weft_error(WEFT_ENOMEM, "out of memory");
     }
-    for (int r = 0, l = 0; r < P; r++)
-        route[r] = ids[r] == ids[me] ? l++ : -1;
+    for (int r = 0, l = 0; r < P; r++) {
+        route[r] = ids[r] == ids[me] ? l : -1;
+        if (route[r] >= 0)
+            named[l++] = r;
+    }
+    t->named = named;
+    shm->named = named; /* "ranks 0 and 1 disagree" named the second node's first two */
     t->shm = shm;
     t->mpi = mx;
     t->route = route;

@@ -231,6 +231,11 @@ struct xport {
     int cores;      /* cores they may run on (cpus.h); 0: as many as ranks */
     uint32_t tag_limit; /* step tags must be below this (2^24, or what MPI_TAG_UB leaves) */
     int *node_ids;  /* node id of every rank, or NULL (one node); owned */
+    /* The rank a message names for each rank of this transport, where it
+     * is a node's part of a larger one (twolevel.c: the node's segment,
+     * ranked from 0, names the communicator's ranks); NULL: its own.  Not
+     * owned: the enclosing transport's. */
+    const int *named;
     /* A one-node transport made from an MPI communicator: the
      * MPI_COMM_WORLD rank of every rank, and an id of its segment that
      * every rank knows alike (weft_comm_from_mpi makes later communicators
