@@ -1335,9 +1335,9 @@ static int fault_job(const stress_opts_t *o, int job, const char *kind, int fran
         bool ok = !strcmp(kind, "kill")   ? code == WEFT_EPEER
                   : !strcmp(kind, "stop") ? code == WEFT_ETIMEDOUT || code == WEFT_EPEER
                   : refuser               ? code == WEFT_EINVAL
-                  : code == WEFT_ETIMEDOUT ? o->threads > 1 && r != frank && msg &&
-                                                 waited_for_gone(msg, frank)
-                                          : code == WEFT_EMISMATCH || code == WEFT_EPEER;
+                  : code == WEFT_ETIMEDOUT
+                      ? o->threads > 1 && r != frank && msg && waited_for_gone(msg, frank)
+                      : code == WEFT_EMISMATCH || code == WEFT_EPEER;
         ok = ok && msg && (refuser || names_a_rank(msg));
         if (!ok) {
             bad++;

@@ -784,9 +784,11 @@ weft_err_t weft_comm_free(weft_comm_t *comm)
     if (fork_refused("weft_comm_free"))
         return WEFT_EINVAL;
     if ((*comm)->active)
-        return weft_error(WEFT_EBUSY, "weft_comm_free: %d %s unfinished on it (split-phase "
-                          "requests or *_timeout calls): finish them first",
-                          (*comm)->active, (*comm)->active == 1 ? "collective is" : "collectives are");
+        return weft_error(WEFT_EBUSY,
+                          "weft_comm_free: %d %s unfinished on it (split-phase requests or "
+                          "*_timeout calls): finish them first",
+                          (*comm)->active,
+                          (*comm)->active == 1 ? "collective is" : "collectives are");
     comm_destroy(*comm);
     *comm = NULL;
     return WEFT_OK;

@@ -115,8 +115,10 @@ static int share_node_segment(MPI_Comm comm, int refused, weft_comm_t *out)
     if (refused)
         rc = weft_error(refused, "%s", why);
     else if (!rc && v[3])
-        rc = weft_error(WEFT_EPEER, "weft_comm_from_mpi: rank %" PRIu64 " refused the call, so no "
-                        "communicator was made", v[3] - 1);
+        rc = weft_error(WEFT_EPEER,
+                        "weft_comm_from_mpi: rank %" PRIu64 " refused the call, so no "
+                        "communicator was made",
+                        v[3] - 1);
     uint32_t ctx, first_call, refused_by; /* nobody refused: v[3] */
     bool board = false;
     if (!rc && !v[0] && v[1] == ~v[2] &&
@@ -147,7 +149,8 @@ static int share_node_segment(MPI_Comm comm, int refused, weft_comm_t *out)
 weft_err_t weft_comm_from_mpi(MPI_Comm comm, weft_comm_t *newcomm)
 {
     weft_comm_t none;
-    int refused = newcomm ? WEFT_OK : weft_error(WEFT_EINVAL, "weft_comm_from_mpi: newcomm is NULL");
+    int refused =
+        newcomm ? WEFT_OK : weft_error(WEFT_EINVAL, "weft_comm_from_mpi: newcomm is NULL");
     if (!newcomm)
         newcomm = &none;
     *newcomm = NULL;

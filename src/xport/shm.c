@@ -338,6 +338,7 @@ static void notify(shm_xport_t *x, int peer)
 
 static bool rec_read(call_rec_t *rec, call_desc_t *d, int *state);
 static call_rec_t *rec_of(shm_xport_t *x, int rank, uint64_t key);
+static bool rec_find(shm_xport_t *x, int peer, uint64_t key, call_desc_t *d, int *state);
 
 /* The rank an error names for rank r of this transport: its own, or where
  * the segment is one node's part of a larger transport, the rank there
@@ -346,11 +347,11 @@ static int named(const shm_xport_t *x, int r)
 {
     return x->base.named ? x->base.named[r] : r;
 }
-static bool rec_find(shm_xport_t *x, int peer, uint64_t key, call_desc_t *d, int *state);
 
 /* Ends the job: this rank and src disagree on call key.  Says how from
  * both ranks' records where the call logs still hold them, else in
- * fallback's words.  Ranks are job ranks here. */
+ * fallback's words.  x and src are this transport's ranks; the message
+ * names them as the job does (named). */
 static int disagreement(shm_xport_t *x, int src, uint64_t key, const char *fallback)
 {
     char msg[512];
