@@ -204,6 +204,32 @@ static int last_rank(void)
     return 0;
 }
 
+/* A disagreement proven on a split ends the job for every rank, as shared
+ * memory's abort does: ranks 0 and 1 disagree on their split's count and
+ * leave, as a program whose call failed does; the others, not in that
+ * split, then wait on the world for them and must fail too (over MPI the
+ * notice goes to the job's communicator as well; before, they waited for
+ * ever). */
+static int split_abort(void)
+{
+    weft_comm_t half = NULL;
+    CHECK(weft_comm_split(world, me < 2 ? 0 : 1, me, &half) == WEFT_OK, "split: %s",
+          weft_last_error());
+    if (me < 2) {
+        int32_t v[6] = {0};
+        int rc = weft_allreduce(WEFT_IN_PLACE, v, me == 0 ? 5 : 6, WEFT_INT32, WEFT_SUM, half);
+        expect_mismatch("the split's counts", rc);
+        return 0;
+    }
+    int32_t x = 1;
+    int rc = weft_allreduce(WEFT_IN_PLACE, &x, 1, WEFT_INT32, WEFT_SUM, world);
+    CHECK(rc == WEFT_EPEER || rc == WEFT_EMISMATCH,
+          "the world's allreduce after the split's disagreement: %d: %s", rc, weft_last_error());
+    fprintf(stderr, "rank %d: the world after the split's disagreement -> %s: %s\n", me,
+            weft_strerror(rc), weft_last_error());
+    return 0;
+}
+
 static int colls(void)
 {
     int32_t v[4] = {me, 0, 0, 0};
@@ -821,7 +847,8 @@ int main(int argc, char **argv)
                {"late_sender", late_sender, 0},     {"error_kept", error_kept, 0},
                {"refused_alone", refused_alone, 1}, {"refused_same", refused_same, 0},
                {"refused_leaf", refused_leaf, 0}, {"refused_comm", refused_comm, 0},
-               {"unseen_empty", unseen_empty, 1}, {"last_rank", last_rank, 1}};
+               {"unseen_empty", unseen_empty, 1}, {"last_rank", last_rank, 1},
+               {"split_abort", split_abort, 1}};
     int finalized = 0, found = 0;
     for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
         if (!strcmp(sc, tab[i].name)) {

@@ -56,6 +56,13 @@ typedef struct mpi_xport {
     char abort_in[256];   /* the first notice received ("": none) */
 } mpi_xport_t;
 
+/* The job's transport: the first one open over a duplicate of
+ * MPI_COMM_WORLD (weft_comm_from_mpi's twin of it, the drop-in's), which
+ * every rank of the job has.  mpi_fail_job tells its ranks too. */
+static pthread_mutex_t job_lock = PTHREAD_MUTEX_INITIALIZER;
+static mpi_xport_t *job_x;
+static char job_abort_out[256]; /* the notice sent there ("": none yet) */
+
 static int mpi_fail(mpi_xport_t *x, int mrc, const char *what)
 {
     char s[MPI_MAX_ERROR_STRING];
@@ -326,6 +333,10 @@ static void mpi_close(xport_t *xp)
     free(x->mreq), free(x->owner), free(x->idx), free(x->st), free(x->fin);
     free(x->heard), free(x->told), free(x->replied);
     free(x->base.node_ids);
+    pthread_mutex_lock(&job_lock);
+    if (job_x == x)
+        job_x = NULL;
+    pthread_mutex_unlock(&job_lock);
     pthread_mutex_destroy(&x->base.lock);
     free(x);
 }
@@ -436,22 +447,41 @@ static void mpi_announce(xport_t *xp, int peer, const call_desc_t *mine)
         send_desc(x, x->told, peer, mine);
 }
 
+/* Sends notice to every rank of comm but this one, on the abort tag. */
+static void send_abort(MPI_Comm comm, int me, int size, int tag, char *notice, int len)
+{
+    for (int p = 0; p < size; p++) {
+        MPI_Request m;
+        if (p != me && MPI_Isend(notice, len, MPI_CHAR, p, tag, comm, &m) == MPI_SUCCESS)
+            MPI_Request_free(&m);
+    }
+}
+
 /* There is no job to abort under MPI: tell every rank of the communicator,
- * whose stalled waits then fail with WEFT_EPEER and this message. */
+ * whose stalled waits then fail with WEFT_EPEER and this message, and
+ * every rank of the job, on its transport (job_x): shared memory's abort
+ * ends the whole job, and over MPI the ranks outside a split whose call
+ * was proven to disagree went on to wait, on another communicator, for
+ * ranks that had left after it (docs/MPI.md).  Their waits read that
+ * transport's notices as their own.  Its state is that transport's
+ * thread's to change: this rank's own calls there go on. */
 static void mpi_fail_job(xport_t *xp, const char *msg)
 {
     mpi_xport_t *x = (mpi_xport_t *)xp;
     if (x->abort_out[0])
         return; /* once */
     snprintf(x->abort_out, sizeof x->abort_out, "%s", msg);
-    for (int p = 0; p < x->base.size; p++) {
-        MPI_Request m;
-        if (p != x->base.rank &&
-            MPI_Isend(x->abort_out, (int)sizeof x->abort_out, MPI_CHAR, p, x->abort_tag, x->comm,
-                      &m) == MPI_SUCCESS)
-            MPI_Request_free(&m);
-    }
+    send_abort(x->comm, x->base.rank, x->base.size, x->abort_tag, x->abort_out,
+               (int)sizeof x->abort_out);
     x->err = WEFT_EMISMATCH;
+    pthread_mutex_lock(&job_lock);
+    mpi_xport_t *j = job_x;
+    if (j && j != x && !job_abort_out[0]) {
+        snprintf(job_abort_out, sizeof job_abort_out, "%s", msg);
+        send_abort(j->comm, j->base.rank, j->base.size, j->abort_tag, job_abort_out,
+                   (int)sizeof job_abort_out);
+    }
+    pthread_mutex_unlock(&job_lock);
 }
 
 /* A transport for a sub-communicator: MPI_Comm_split keeps MPI's ordering by
@@ -548,6 +578,12 @@ static int mpi_open_comm(MPI_Comm dup, xport_t **out)
     x->base.local_size = 1;
     x->base.ops = &mpi_ops;
     pthread_mutex_init(&x->base.lock, NULL);
+    int same = MPI_UNEQUAL;
+    MPI_Comm_compare(dup, MPI_COMM_WORLD, &same);
+    pthread_mutex_lock(&job_lock);
+    if (same == MPI_CONGRUENT && !job_x)
+        job_x = x;
+    pthread_mutex_unlock(&job_lock);
     *out = &x->base;
     return WEFT_OK;
 }
