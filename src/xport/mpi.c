@@ -62,6 +62,52 @@ typedef struct mpi_xport {
 static pthread_mutex_t job_lock = PTHREAD_MUTEX_INITIALIZER;
 static mpi_xport_t *job_x;
 static char job_abort_out[256]; /* the notice sent there ("": none yet) */
+static char job_abort_in[256];  /* the first notice received there */
+
+/* Takes one abort notice that has come on comm into msg (256 bytes); false
+ * if none has.  A matched probe: the job's transport is read both by its
+ * own waits and by any other's (job_aborted), and a probe that a second
+ * reader beat to the message would leave the first in MPI_Recv for ever. */
+static bool take_abort(MPI_Comm comm, int tag, char *msg)
+{
+    int flag = 0;
+    MPI_Message m;
+    if (MPI_Improbe(MPI_ANY_SOURCE, tag, comm, &flag, &m, MPI_STATUS_IGNORE) != MPI_SUCCESS ||
+        !flag)
+        return false;
+    if (MPI_Mrecv(msg, 256, MPI_CHAR, &m, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+        return false;
+    msg[255] = '\0';
+    return true;
+}
+
+/* Keeps notice, received on transport x, as the job's when x is job_x. */
+static void job_notice(const mpi_xport_t *x, const char *notice)
+{
+    pthread_mutex_lock(&job_lock);
+    if (x == job_x && !job_abort_in[0])
+        snprintf(job_abort_in, sizeof job_abort_in, "%s", notice);
+    pthread_mutex_unlock(&job_lock);
+}
+
+/* Whether an abort notice has come on the job's transport, taking in those
+ * that wait there: a rank that waits on another communicator (a dup of the
+ * world) for ranks that left after a disagreement elsewhere learns it so.
+ * The message is said (weft_error) when one has. */
+static bool job_aborted(void)
+{
+    pthread_mutex_lock(&job_lock);
+    mpi_xport_t *j = job_x;
+    char msg[256];
+    while (j && take_abort(j->comm, j->abort_tag, msg))
+        if (!job_abort_in[0])
+            snprintf(job_abort_in, sizeof job_abort_in, "%s", msg);
+    bool aborted = job_abort_in[0] != '\0';
+    if (aborted)
+        weft_error(WEFT_EPEER, "%s", job_abort_in);
+    pthread_mutex_unlock(&job_lock);
+    return aborted;
+}
 
 static int mpi_fail(mpi_xport_t *x, int mrc, const char *what)
 {
@@ -369,24 +415,19 @@ static void drain_announcements(mpi_xport_t *x)
     for (;;) {
         int flag = 0;
         MPI_Status st;
+        char msg[256];
         /* the two side-band tags only: schedule traffic stays for its receives */
-        if (MPI_Iprobe(MPI_ANY_SOURCE, x->abort_tag, x->comm, &flag, &st) != MPI_SUCCESS)
-            return;
-        if (!flag &&
-            (MPI_Iprobe(MPI_ANY_SOURCE, x->announce_tag, x->comm, &flag, &st) != MPI_SUCCESS ||
-             !flag))
-            return;
-        if (st.MPI_TAG == x->abort_tag) {
-            char msg[256];
-            MPI_Recv(msg, (int)sizeof msg, MPI_CHAR, st.MPI_SOURCE, x->abort_tag, x->comm,
-                     MPI_STATUS_IGNORE);
-            msg[sizeof msg - 1] = '\0';
+        if (take_abort(x->comm, x->abort_tag, msg)) {
             if (!x->abort_in[0])
                 snprintf(x->abort_in, sizeof x->abort_in, "%s", msg);
+            job_notice(x, msg);
             x->err = WEFT_EPEER;
             weft_error(WEFT_EPEER, "%s", x->abort_in);
             continue;
         }
+        if (MPI_Iprobe(MPI_ANY_SOURCE, x->announce_tag, x->comm, &flag, &st) != MPI_SUCCESS ||
+            !flag)
+            return;
         call_desc_t d;
         if (MPI_Recv(&d, (int)sizeof d, MPI_BYTE, st.MPI_SOURCE, x->announce_tag, x->comm,
                      MPI_STATUS_IGNORE) != MPI_SUCCESS)
@@ -418,6 +459,10 @@ static int mpi_peer_view(xport_t *xp, int peer, uint64_t key, bool quick, peer_v
         out->aborted = true;
         if (x->abort_in[0]) /* said again: the caller returns it */
             weft_error(WEFT_EPEER, "%s", x->abort_in);
+        return WEFT_OK;
+    }
+    if (!quick && job_aborted()) { /* not at the end of every send-only call */
+        out->aborted = true;
         return WEFT_OK;
     }
     const call_desc_t *h = &x->heard[peer];
