@@ -210,9 +210,11 @@ static int last_rank(void)
  * split, then wait on the world for them and must fail too (over MPI the
  * notice goes to the job's communicator as well; before, they waited for
  * ever). */
-static int split_abort(void)
+static int split_abort_on(bool dup)
 {
-    weft_comm_t half = NULL;
+    weft_comm_t half = NULL, other = world;
+    if (dup)
+        CHECK(weft_comm_dup(world, &other) == WEFT_OK, "dup: %s", weft_last_error());
     CHECK(weft_comm_split(world, me < 2 ? 0 : 1, me, &half) == WEFT_OK, "split: %s",
           weft_last_error());
     if (me < 2) {
@@ -222,13 +224,19 @@ static int split_abort(void)
         return 0;
     }
     int32_t x = 1;
-    int rc = weft_allreduce(WEFT_IN_PLACE, &x, 1, WEFT_INT32, WEFT_SUM, world);
+    int rc = weft_allreduce(WEFT_IN_PLACE, &x, 1, WEFT_INT32, WEFT_SUM, other);
     CHECK(rc == WEFT_EPEER || rc == WEFT_EMISMATCH,
-          "the world's allreduce after the split's disagreement: %d: %s", rc, weft_last_error());
-    fprintf(stderr, "rank %d: the world after the split's disagreement -> %s: %s\n", me,
-            weft_strerror(rc), weft_last_error());
+          "the %s's allreduce after the split's disagreement: %d: %s", dup ? "dup" : "world", rc,
+          weft_last_error());
+    fprintf(stderr, "rank %d: the %s after the split's disagreement -> %s: %s\n", me,
+            dup ? "dup" : "world", weft_strerror(rc), weft_last_error());
     return 0;
 }
+
+static int split_abort(void) { return split_abort_on(false); }
+/* the same, the others waiting on a dup of the world: over MPI a wait there
+ * reads the notices of the job's communicator too */
+static int split_abort_dup(void) { return split_abort_on(true); }
 
 static int colls(void)
 {
@@ -848,7 +856,7 @@ int main(int argc, char **argv)
                {"refused_alone", refused_alone, 1}, {"refused_same", refused_same, 0},
                {"refused_leaf", refused_leaf, 0}, {"refused_comm", refused_comm, 0},
                {"unseen_empty", unseen_empty, 1}, {"last_rank", last_rank, 1},
-               {"split_abort", split_abort, 1}};
+               {"split_abort", split_abort, 1}, {"split_abort_dup", split_abort_dup, 1}};
     int finalized = 0, found = 0;
     for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
         if (!strcmp(sc, tab[i].name)) {
