@@ -38,16 +38,24 @@ static xport_t *route(xport_t *xp, xreq_t *r)
     return t->shm;
 }
 
+static int node_failed(twolevel_t *t, int code);
+
+/* A message within the node can meet a proof there (shm_irecv finds one
+ * of another signature waiting): passed on like progress's. */
 static int tl_isend(xport_t *xp, xreq_t *r)
 {
+    twolevel_t *t = (twolevel_t *)xp;
     xport_t *x = route(xp, r);
-    return x->ops->isend(x, r);
+    int rc = x->ops->isend(x, r);
+    return rc && x == t->shm ? node_failed(t, rc) : rc;
 }
 
 static int tl_irecv(xport_t *xp, xreq_t *r)
 {
+    twolevel_t *t = (twolevel_t *)xp;
     xport_t *x = route(xp, r);
-    return x->ops->irecv(x, r);
+    int rc = x->ops->irecv(x, r);
+    return rc && x == t->shm ? node_failed(t, rc) : rc;
 }
 
 static const xport_ops_t twolevel_ops; /* ranks on more than one node */
@@ -143,18 +151,25 @@ static void tl_disown(xport_t *xp, xreq_t *r, void *dst)
         t->mpi->ops->disown(t->mpi, r, dst);
 }
 
+/* These two find their proofs in the node's shared memory too (their
+ * WEFT_EMISMATCH ended the job there), so they pass it on as well: the
+ * watch's last look (sent_otherwise) is how a rank that waits for a node
+ * peer that made the call otherwise and moved on finds it, and the other
+ * node waited for ever without this (weft stress over MPI, seed 902). */
 static int tl_sent_otherwise(xport_t *xp, uint64_t key, uint32_t sig, bool complete)
 {
     twolevel_t *t = (twolevel_t *)xp;
-    return t->shm && t->shm->ops->sent_otherwise
-               ? t->shm->ops->sent_otherwise(t->shm, key, sig, complete)
-               : WEFT_OK;
+    int rc = t->shm && t->shm->ops->sent_otherwise
+                 ? t->shm->ops->sent_otherwise(t->shm, key, sig, complete)
+                 : WEFT_OK;
+    return rc ? node_failed(t, rc) : WEFT_OK;
 }
 
 static int tl_sweep(xport_t *xp)
 {
     twolevel_t *t = (twolevel_t *)xp;
-    return t->shm && t->shm->ops->sweep ? t->shm->ops->sweep(t->shm) : WEFT_OK;
+    int rc = t->shm && t->shm->ops->sweep ? t->shm->ops->sweep(t->shm) : WEFT_OK;
+    return rc ? node_failed(t, rc) : WEFT_OK;
 }
 
 /* A peer of this node is read in the segment's call log.  Another node's
