@@ -561,7 +561,7 @@ static int agree_ctx(weft_comm_t comm, uint32_t *ctx, uint32_t *first_call, bool
  * a call it never makes, while it may wait for them elsewhere (api.c,
  * call_refused, does the same for the collectives).  It reports its own
  * error once that collective is over, whatever became of it. */
-static int peer_refused(const char *fn, uint32_t refused_by, const char *what)
+int comm_peer_refused(const char *fn, uint32_t refused_by, const char *what)
 {
     return weft_error(WEFT_EPEER, "%s: rank %u refused the call (%s), so no communicator was "
                       "made", fn, refused_by - 1, what);
@@ -653,7 +653,7 @@ weft_err_t weft_comm_dup(weft_comm_t comm, weft_comm_t *newcomm)
     }
     if (refusal)
         return weft_error(WEFT_EINVAL, "weft_comm_dup: newcomm is NULL");
-    return refused_by ? peer_refused("weft_comm_dup", refused_by, "it passed no newcomm") : rc;
+    return refused_by ? comm_peer_refused("weft_comm_dup", refused_by, "it passed no newcomm") : rc;
 }
 
 typedef struct {
@@ -680,7 +680,7 @@ static int split_refusal(const split_entry_t *all, int P)
             snprintf(what, sizeof what, "it passed no newcomm");
         else
             snprintf(what, sizeof what, "colour %d, neither >= 0 nor WEFT_UNDEFINED", all[r].color);
-        return peer_refused("weft_comm_split", (uint32_t)r + 1, what);
+        return comm_peer_refused("weft_comm_split", (uint32_t)r + 1, what);
     }
     return WEFT_OK;
 }
@@ -711,7 +711,8 @@ weft_err_t weft_comm_split(weft_comm_t comm, int color, int key, weft_comm_t *ne
         if (refusing)
             return split_refused_here(&me);
         if (rc || refused_by)
-            return rc ? rc : peer_refused("weft_comm_split", refused_by, "an argument of its own");
+            return rc ? rc
+                      : comm_peer_refused("weft_comm_split", refused_by, "an argument of its own");
         return derive_comm(comm, color, key, newcomm);
     }
     int P = comm->size;

@@ -184,6 +184,9 @@ typedef struct member_allreduce {
  * *refused_by is 1 + a refusing rank and the result WEFT_EPEER. */
 int comm_agree_ctx(const member_allreduce_t *ar, uint32_t refusal, uint32_t *refused_by,
                    uint32_t *ctx, uint32_t *first_call, bool *board);
+/* The error a member reports where rank refused_by - 1 refused a call
+ * making a communicator (fn, and why it did): WEFT_EPEER. */
+int comm_peer_refused(const char *fn, uint32_t refused_by, const char *what);
 /* Gives back what comm_agree_ctx gave this rank, unused. */
 void comm_ctx_give_back(uint32_t ctx, uint32_t first_call, bool board);
 int comm_create_on(xport_t *x, int rank, int size, const int *world, uint32_t ctx,

@@ -1,6 +1,5 @@
 /* mpi_bridge.c — weft_comm_from_mpi (weft_mpi.h): a weft communicator over
  * an MPI communicator.  Built only with MPI. */
-#include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,10 +114,8 @@ static int share_node_segment(MPI_Comm comm, int refused, weft_comm_t *out)
     if (refused)
         rc = weft_error(refused, "%s", why);
     else if (!rc && v[3])
-        rc = weft_error(WEFT_EPEER,
-                        "weft_comm_from_mpi: rank %" PRIu64 " refused the call, so no "
-                        "communicator was made",
-                        v[3] - 1);
+        rc = comm_peer_refused("weft_comm_from_mpi", (uint32_t)v[3],
+                               "no newcomm, or a WEFT_* variable it could not read");
     uint32_t ctx, first_call, refused_by; /* nobody refused: v[3] */
     bool board = false;
     if (!rc && !v[0] && v[1] == ~v[2] &&

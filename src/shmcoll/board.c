@@ -282,22 +282,38 @@ static void finish_reading(exec_t *e)
 /* A rank that posted and leaves without reading has seen none of its
  * peers: like a schedule that only sends, it compares its call with the
  * logs of two neighbours (a root in its own eyes only differs from all). */
+/* The first of rank's two neighbours (communicator ranks; world maps them
+ * into x) whose call log holds call key with signature bits (under mask)
+ * other than sig, its record in *v; -1 where none does.  *unseen where a
+ * neighbour has no record of the call (not made yet, or its record gone):
+ * nothing is proven there. */
+static int neighbour_differing(xport_t *x, const int *world, int rank, int P, uint64_t key,
+                               uint32_t sig, uint32_t mask, bool *unseen, peer_view_t *v)
+{
+    int nb[2] = {(rank + 1) % P, (rank + P - 1) % P};
+    *unseen = false;
+    for (int k = 0; k < 2; k++) {
+        if (k && nb[1] == nb[0])
+            break;
+        if (x->ops->peer_view(x, world[nb[k]], key, true, v) || !v->found)
+            *unseen = true;
+        else if ((v->call.sig & mask) != (sig & mask))
+            return nb[k];
+    }
+    return -1;
+}
+
 static int check_neighbours(exec_t *e)
 {
     int P = e->s->nrank, me = e->s->rank;
     if (P < 2 || !e->x->ops->peer_view)
         return 0;
-    int nb[2] = {(me + 1) % P, (me + P - 1) % P};
-    bool unseen = false;
-    for (int k = 0; k < 2; k++) {
-        if (k && nb[1] == nb[0])
-            break;
-        peer_view_t v;
-        if (e->x->ops->peer_view(e->x, e->world[nb[k]], e->desc->key, true, &v) || !v.found)
-            unseen = true;
-        else if (v.call.sig != e->desc->sig)
-            return differs(e, nb[k], slot_of(e, me));
-    }
+    bool unseen;
+    peer_view_t v;
+    int q = neighbour_differing(e->x, e->world, me, P, e->desc->key, e->desc->sig, ~0u,
+                                &unseen, &v);
+    if (q >= 0)
+        return differs(e, q, slot_of(e, me));
     /* a neighbour that has not made a call of no elements yet may make it
      * otherwise with no step at all, so that nobody would ever compare
      * (weft stress, seed 5003): the next calls look again.  Not for calls
@@ -344,15 +360,11 @@ int board_recheck(board_comm_t *bc, xport_t *x, const int *world, int rank, int 
         return 0;
     uint64_t key = (w >> 48) << 32 | (w >> 24 & CALL_NUM_MASK);
     uint32_t sig24 = (uint32_t)(w & 0xffffffu);
-    int nb[2] = {(rank + 1) % P, (rank + P - 1) % P};
-    bool unseen = false;
-    for (int k = 0; k < 2; k++) {
-        peer_view_t v;
-        if (x->ops->peer_view(x, world[nb[k]], key, true, &v) || !v.found)
-            unseen = true; /* still not made there, or its record gone: no proof */
-        else if ((v.call.sig & 0xffffffu) != sig24)
-            return made_otherwise(x, world[rank], world[nb[k]], &v, key, sig24);
-    }
+    bool unseen;
+    peer_view_t v;
+    int q = neighbour_differing(x, world, rank, P, key, sig24, 0xffffffu, &unseen, &v);
+    if (q >= 0)
+        return made_otherwise(x, world[rank], world[q], &v, key, sig24);
     if (!unseen) /* settled, unless a newer one came meanwhile */
         atomic_compare_exchange_strong(&bc->unchecked, &w, 0);
     return 0;
