@@ -69,6 +69,8 @@ for np in 2 3 5; do
     scenario last_rank "$np" nonzero
     scenario split_abort "$np" nonzero
     scenario split_abort_dup "$np" nonzero
+    scenario batch_other_comm "$np" nonzero
+    scenario sendonly_other_comm "$np" nonzero
 done
 # both ranks of left_after_fault find the disagreement at the same moment,
 # and one rewrites the call record the other reads: once lost as EMISMATCH

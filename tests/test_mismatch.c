@@ -238,6 +238,52 @@ static int split_abort(void) { return split_abort_on(false); }
  * reads the notices of the job's communicator too */
 static int split_abort_dup(void) { return split_abort_on(true); }
 
+/* Rank 0 makes its call on a dup with another op, in flight, and waits
+ * on the world first; the others wait in the dup's call, so nobody waits
+ * in the world's until the dup's ends.  Over MPI a rank tells its peers of
+ * a call only when it watches it, so rank 0, watching the world's call
+ * alone, left the dup's call unproven and every rank waiting for ever
+ * (weft stress over MPI, an overlapped batch on a split). */
+static int batch_other_comm(void)
+{
+    weft_comm_t d = NULL;
+    CHECK(weft_comm_dup(world, &d) == WEFT_OK, "dup: %s", weft_last_error());
+    int32_t v[64] = {0}, x = 1;
+    if (me == 0) {
+        weft_request_t r;
+        CHECK(weft_iallreduce(WEFT_IN_PLACE, v, 64, WEFT_INT32, WEFT_MAX, d, &r) == WEFT_OK,
+              "start: %s", weft_last_error());
+        int rc = weft_allreduce(WEFT_IN_PLACE, &x, 1, WEFT_INT32, WEFT_SUM, world);
+        expect_mismatch("the world's call behind the dup's made otherwise", rc);
+        rc = weft_wait(&r);
+        CHECK(rc == WEFT_EMISMATCH || rc == WEFT_EPEER, "the dup's call then: %d: %s", rc,
+              weft_last_error());
+        return 0;
+    }
+    int rc = weft_allreduce(WEFT_IN_PLACE, v, 64, WEFT_INT32, WEFT_SUM, d);
+    expect_mismatch("the dup's call, made otherwise on rank 0", rc);
+    return 0;
+}
+
+/* Rank 0 alone makes a linear reduce on a dup with another op: as a leaf
+ * it only sends, ends the call at once and goes on to wait on the world,
+ * while the root waits in the dup's call for its message, which came under
+ * another signature.  Over MPI only rank 0's answer to the root's
+ * announcement proves it, and no wait of rank 0 on the dup was left to
+ * give one: every rank waited for ever. */
+static int sendonly_other_comm(void)
+{
+    weft_comm_t d = NULL;
+    CHECK(weft_comm_dup(world, &d) == WEFT_OK, "dup: %s", weft_last_error());
+    weft_set_algorithm(d, WEFT_COLL_REDUCE, "linear", NULL);
+    int32_t v[8] = {0}, out[8], x = 1;
+    int rc = weft_reduce(v, out, 8, WEFT_INT32, me == 0 ? WEFT_SUM : WEFT_MAX, P - 1, d);
+    if (rc == WEFT_OK && me != P - 1) /* a leaf: its part is sent */
+        rc = weft_allreduce(WEFT_IN_PLACE, &x, 1, WEFT_INT32, WEFT_SUM, world);
+    expect_mismatch("a leaf's reduce made with another op, then the world's call", rc);
+    return 0;
+}
+
 static int colls(void)
 {
     int32_t v[4] = {me, 0, 0, 0};
@@ -856,7 +902,9 @@ int main(int argc, char **argv)
                {"refused_alone", refused_alone, 1}, {"refused_same", refused_same, 0},
                {"refused_leaf", refused_leaf, 0}, {"refused_comm", refused_comm, 0},
                {"unseen_empty", unseen_empty, 1}, {"last_rank", last_rank, 1},
-               {"split_abort", split_abort, 1}, {"split_abort_dup", split_abort_dup, 1}};
+               {"split_abort", split_abort, 1}, {"split_abort_dup", split_abort_dup, 1},
+               {"batch_other_comm", batch_other_comm, 1},
+               {"sendonly_other_comm", sendonly_other_comm, 1}};
     int finalized = 0, found = 0;
     for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
         if (!strcmp(sc, tab[i].name)) {

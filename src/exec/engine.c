@@ -470,43 +470,64 @@ static void pin_record(exec_t *e)
     e->pinned = true;
 }
 
-/* The watch of the other unfinished split-phase calls of self's
- * transport (its lock held): with calls in flight, the rank that can see
- * a disagreement in one of them (the one that waits for the rank that
- * made it differently) may be waiting on another, in an order of its own,
- * behind it; watched only through the awaited call, nobody saw it until
- * the time limits ran out (weft stress: a ring allreduce of which one rank
- * made a board call, in an overlapped batch).  The error of the first
- * that proves one, which has then failed the job. */
+/* One other unfinished call o, watched from self's stalled wait (o's
+ * transport's lock held).  The error that proves a disagreement (the job
+ * then fails), or 0. */
+static int watch_other(exec_t *self, exec_t *o)
+{
+    bool done = o->board ? o->board_rc != 0 : o->ndone == o->s->nsteps;
+    /* complete, its caller not yet told: a message of it that waits
+     * here was sent in a call made otherwise (a reduce's leaf whose
+     * parent made an allreduce that sends to it, in a batch) */
+    if (done)
+        return !o->board && o->desc && o->x->ops->sent_otherwise
+                   ? o->x->ops->sent_otherwise(o->x, o->desc->key, o->desc->sig, true)
+                   : 0;
+    /* Pinned only when of the awaited call's communicator, or when it
+     * has not taken a step since it started: the calls merely in
+     * flight (every thread's) would take the places of those that
+     * stalled, but a call of the same communicator still in flight
+     * behind a stalled one may be the one its peers cannot prove
+     * wrong without (a board call of no elements that one rank made
+     * where the others made a schedule, in a batch: STRESS.md), and
+     * so may one of another that has not moved at all (a reduce that
+     * one rank made where the others made a bcast, its root waiting
+     * in another communicator: seed 3162) */
+    if (o->desc && self->desc &&
+        ((o->x == self->x && o->desc->key >> 32 == self->desc->key >> 32) ||
+         (!o->board && o->ndone == 0)))
+        pin_record(o);
+    return watch_stalled(o);
+}
+
+/* The watch of the other unfinished split-phase calls (self's transport's
+ * lock held): with calls in flight, the rank that can see a disagreement
+ * in one of them (the one that waits for the rank that made it
+ * differently) may be waiting on another, in an order of its own, behind
+ * it; watched only through the awaited call, nobody saw it until the time
+ * limits ran out (weft stress: a ring allreduce of which one rank made a
+ * board call, in an overlapped batch).  Calls of other transports too,
+ * where their lock is free (the lock order, above): over MPI a rank tells
+ * its peers of a call only when it watches that call, so a rank stalled
+ * behind a call of another communicator that it made differently left its
+ * peers there waiting for ever (weft stress over MPI: an allreduce made
+ * with another op on a split, in a batch, the rank that made it waiting on
+ * the world first).  The error of the first that proves one, which has
+ * then failed the job. */
 static int watch_others(exec_t *self)
 {
     int rc = 0;
     pthread_mutex_lock(&active_lock);
     for (exec_t *o = active; o && !rc; o = o->anext) {
-        bool done = o->board ? o->board_rc != 0 : o->ndone == o->s->nsteps;
-        if (o == self || o->x != self->x || o->err)
+        if (o == self)
             continue;
-        /* complete, its caller not yet told: a message of it that waits
-         * here was sent in a call made otherwise (a reduce's leaf whose
-         * parent made an allreduce that sends to it, in a batch) */
-        if (done && !o->board && o->desc && o->x->ops->sent_otherwise)
-            rc = o->x->ops->sent_otherwise(o->x, o->desc->key, o->desc->sig, true);
-        if (done)
+        bool other = o->x != self->x;
+        if (other && pthread_mutex_trylock(&o->x->lock) != 0)
             continue;
-        /* Pinned only when of the awaited call's communicator, or when it
-         * has not taken a step since it started: the calls merely in
-         * flight (every thread's) would take the places of those that
-         * stalled, but a call of the same communicator still in flight
-         * behind a stalled one may be the one its peers cannot prove
-         * wrong without (a board call of no elements that one rank made
-         * where the others made a schedule, in a batch: STRESS.md), and
-         * so may one of another that has not moved at all (a reduce that
-         * one rank made where the others made a bcast, its root waiting
-         * in another communicator: seed 3162) */
-        if (o->desc && self->desc &&
-            (o->desc->key >> 32 == self->desc->key >> 32 || (!o->board && o->ndone == 0)))
-            pin_record(o);
-        rc = watch_stalled(o);
+        if (!o->err)
+            rc = watch_other(self, o);
+        if (other)
+            pthread_mutex_unlock(&o->x->lock);
     }
     pthread_mutex_unlock(&active_lock);
     return rc;

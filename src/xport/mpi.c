@@ -54,7 +54,16 @@ typedef struct mpi_xport {
     call_desc_t mine[16]; /* this rank's recent calls, slot by key */
     char abort_out[256];  /* the notice fail_job sends */
     char abort_in[256];   /* the first notice received ("": none) */
+    struct mpi_xport *next_open; /* open_list */
 } mpi_xport_t;
+
+/* Every MPI transport open in this process, so that a stalled wait can
+ * answer announcements on communicators where it has no call in flight
+ * (drain_others).  Lock order: a transport's lock, open_lock, another
+ * transport's lock (only tried), job_lock. */
+static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
+static mpi_xport_t *open_list;
+static uint64_t drained_all_ns; /* when drain_others last ran */
 
 /* The job's transport: the first one open over a duplicate of
  * MPI_COMM_WORLD (weft_comm_from_mpi's twin of it, the drop-in's), which
@@ -361,6 +370,13 @@ static int mpi_health(xport_t *xp)
 static void mpi_close(xport_t *xp)
 {
     mpi_xport_t *x = (mpi_xport_t *)xp;
+    pthread_mutex_lock(&open_lock);
+    for (mpi_xport_t **p = &open_list; *p; p = &(*p)->next_open)
+        if (*p == x) {
+            *p = x->next_open;
+            break;
+        }
+    pthread_mutex_unlock(&open_lock);
     for (int i = 0; i < x->n; i++) /* only after a failure can any be left */
         if (x->mreq[i] != MPI_REQUEST_NULL) {
             MPI_Cancel(&x->mreq[i]);
@@ -446,6 +462,29 @@ static void mpi_call_note(xport_t *xp, const call_desc_t *d, int state)
         *mine_of(x, d->key) = *d; /* told to peers when a wait stalls */
 }
 
+/* Takes in the announcements that wait on the other communicators of
+ * this process, answering those about calls made differently here: a rank
+ * that made a send-only call otherwise (a reduce's leaf that took another
+ * root) ends it at once and goes on to wait elsewhere, and the peer left
+ * waiting in that call hears why only from the answer to its
+ * announcement, which no wait of this rank on that communicator is left
+ * to give.  At most every 20 ms (a watch round checks each of its peers),
+ * and only communicators whose lock is free. */
+static void drain_others(mpi_xport_t *self)
+{
+    pthread_mutex_lock(&open_lock);
+    uint64_t now = weft_now_ns();
+    if (now - drained_all_ns >= 20000000ull) {
+        drained_all_ns = now;
+        for (mpi_xport_t *y = open_list; y; y = y->next_open)
+            if (y != self && y->heard && pthread_mutex_trylock(&y->base.lock) == 0) {
+                drain_announcements(y);
+                pthread_mutex_unlock(&y->base.lock);
+            }
+    }
+    pthread_mutex_unlock(&open_lock);
+}
+
 /* What this rank knows of peer's call `key` from its announcements. */
 static int mpi_peer_view(xport_t *xp, int peer, uint64_t key, bool quick, peer_view_t *out)
 {
@@ -461,6 +500,8 @@ static int mpi_peer_view(xport_t *xp, int peer, uint64_t key, bool quick, peer_v
             weft_error(WEFT_EPEER, "%s", x->abort_in);
         return WEFT_OK;
     }
+    if (!quick)
+        drain_others(x);
     if (!quick && job_aborted()) { /* not at the end of every send-only call */
         out->aborted = true;
         return WEFT_OK;
@@ -629,6 +670,10 @@ static int mpi_open_comm(MPI_Comm dup, xport_t **out)
     if (same == MPI_CONGRUENT && !job_x)
         job_x = x;
     pthread_mutex_unlock(&job_lock);
+    pthread_mutex_lock(&open_lock);
+    x->next_open = open_list;
+    open_list = x;
+    pthread_mutex_unlock(&open_lock);
     *out = &x->base;
     return WEFT_OK;
 }
