@@ -71,6 +71,7 @@ for np in 2 3 5; do
     scenario split_abort_dup "$np" nonzero
     scenario batch_other_comm "$np" nonzero
     scenario sendonly_other_comm "$np" nonzero
+    scenario refused_reuse "$np" nonzero
 done
 # both ranks of left_after_fault find the disagreement at the same moment,
 # and one rewrites the call record the other reads: once lost as EMISMATCH

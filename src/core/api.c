@@ -234,6 +234,9 @@ typedef struct call_shape {
     int root;
     const algo_t *al;
     uint32_t params;
+    /* refused for this rank's own buffers or memory, where the other
+     * ranks may make the call (CALL_OWN_REASON) */
+    bool own_reason;
 } call_shape_t;
 
 /* A call refused once its algorithm was chosen: the shape says which (on
@@ -302,13 +305,17 @@ static int resolve_call(weft_comm_t comm, weft_coll_t coll, const void *in, void
      * recorded as its peers make it */
     coll_layout_t lay;
     coll_layout(coll, P, comm->rank, a.root, count, inplace, &lay);
-    if ((rc = buffers_given(cn, &lay, in, out, inplace)))
+    if ((rc = buffers_given(cn, &lay, in, out, inplace))) {
+        shape->own_reason = true;
         return refused_with(shape, al, &a.params, rc);
+    }
     if (!(al->flags & ALGO_USES_INVERSE))
         a.invertible = false; /* one cached schedule for int and float sums alike */
     sched_entry_t *ent = cache_get(comm, al, &a, &rc); /* may clear the memos */
-    if (!ent)
+    if (!ent) {
+        shape->own_reason = true; /* memory, or a schedule this rank alone cannot tag */
         return refused_with(shape, al, &a.params, rc);
+    }
     *m = (call_memo_t){.al = al, .ent = ent, .count = count, .dt = dt, .op = op,
                        .root = root, .inplace = inplace, .op_ident = op_ident, .red = red,
                        .lay = lay, .last_choice = choice,
@@ -557,7 +564,7 @@ static int call_refused(weft_comm_t comm, bool own, const call_shape_t *c, int r
     const algo_t *al = c->al ? c->al : comm->choice[c->coll].al;
     d.algo = al ? (uint16_t)(al - algo_table(&(size_t){0})) : CALL_ALGO_AUTO;
     d.params = c->al ? c->params : al ? params_hash(&comm->choice[c->coll].params) : 0;
-    d.flags = comm->call_flags;
+    d.flags = comm->call_flags | (c->own_reason ? CALL_OWN_REASON : 0);
     comm->call_flags = 0;
     d.sig = call_sig(schedule_sig(c->coll, d.algo, d.count, d.root, d.params), d.op, c->dt);
     uint32_t n = comm->seq & CALL_NUM_MASK;
@@ -587,18 +594,24 @@ static int coll_start(weft_comm_t comm, weft_coll_t coll, const void *in, void *
     if (atomic_load_explicit(&comm->board.unchecked, memory_order_relaxed) &&
         (rc = board_recheck(&comm->board, comm->x, comm->world, comm->rank, comm->size)))
         return rc;
-    call_shape_t shape = {coll, count, dt, op, root, NULL, 0};
+    call_shape_t shape = {coll, count, dt, op, root, NULL, 0, false};
+    if (comm->x->ops->call_may_start &&
+        (rc = comm->x->ops->call_may_start(
+             comm->x, (uint64_t)comm->ctx << 32 | (comm->seq & CALL_NUM_MASK))))
+        return call_refused(comm, own, &shape, weft_error(rc, "%s: %s", cn, weft_last_error()));
     if ((rc = check_args(comm, coll, cn, count, dt, root)))
         return call_refused(comm, own, &shape, rc);
     size_t es = weft_dtype_size(dt);
+    shape.own_reason = true; /* the buffers */
     if ((rc = settle_overlap(cn, coll, comm->size, comm->rank, root, count, es, &in, &out,
                              &inplace)))
         return call_refused(comm, own, &shape, rc);
+    shape.own_reason = false;
     call_memo_t own_memo, *m = own ? &own_memo : &comm->memo[coll];
     if (!own && m->keep && m->count == count && m->dt == dt && m->op == op && m->root == root &&
         m->inplace == inplace) {
         if ((rc = buffers_given(cn, &m->lay, in, out, inplace)))
-            shape.al = m->al, shape.params = m->ent->params_hash;
+            shape.al = m->al, shape.params = m->ent->params_hash, shape.own_reason = true;
     } else {
         rc = resolve_call(comm, coll, in, out, count, dt, op, root, inplace, own, m, &shape);
     }
@@ -621,7 +634,7 @@ static int coll_start(weft_comm_t comm, weft_coll_t coll, const void *in, void *
             r->next = ent->spare;
             ent->spare = r;
         }
-        shape.al = al, shape.params = ent->params_hash;
+        shape.al = al, shape.params = ent->params_hash, shape.own_reason = true;
         return call_refused(comm, own, &shape, rc);
     }
     r->e.tmp_shared = NULL;

@@ -239,8 +239,8 @@ static int check_peer(exec_t *e, int peer)
         int h = x->ops->health(x);
         if (h)
             return h;
-        snprintf(msg, sizeof msg, "rank %d abandoned %s (its timeout expired, or it revoked the "
-                 "communicator) while rank %d waits for it", peer, mine_s, me);
+        snprintf(msg, sizeof msg, "rank %d abandoned %s (an error there, its timeout, or a "
+                 "revoke) while rank %d waits for it", peer, mine_s, me);
         return fail(e, WEFT_EPEER, msg, true);
     }
     if (!v.found && v.refused) /* its record is gone, not the word */

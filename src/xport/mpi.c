@@ -55,6 +55,17 @@ typedef struct mpi_xport {
     char abort_out[256];  /* the notice fail_job sends */
     char abort_in[256];   /* the first notice received ("": none) */
     struct mpi_xport *next_open; /* open_list */
+    /* the lock its users hold: its own, or the two-level transport's that
+     * took it over (xport_mpi_set_lock) */
+    pthread_mutex_t *lock;
+    bool rescan; /* answer the announcements heard again (call_note) */
+    /* Per round of tags (a call number modulo 2^seqbits): the number + 1
+     * of the last call of it that this rank refused for its own reason or
+     * abandoned, whose peers' messages may be left in MPI (0: none;
+     * allocated at the first); and, once a later call of that round came,
+     * why the communicator is unusable here (call_may_start) */
+    uint32_t *spoilt;
+    char unusable[400];
 } mpi_xport_t;
 
 /* Every MPI transport open in this process, so that a stalled wait can
@@ -394,6 +405,7 @@ static void mpi_close(xport_t *xp)
     }
     free(x->mreq), free(x->owner), free(x->idx), free(x->st), free(x->fin);
     free(x->heard), free(x->told), free(x->replied);
+    free(x->spoilt);
     free(x->base.node_ids);
     pthread_mutex_lock(&job_lock);
     if (job_x == x)
@@ -422,12 +434,30 @@ static void send_desc(mpi_xport_t *x, call_desc_t *buf, int peer, const call_des
         MPI_Request_free(&m);
 }
 
+/* Answers peer's announcement of call d with this rank's own record of
+ * it, where this rank made it otherwise or refused it: the peer may be
+ * waiting in that very call, and nothing else tells it over MPI. */
+static void answer(mpi_xport_t *x, int peer, const call_desc_t *d)
+{
+    const call_desc_t *own = mine_of(x, d->key);
+    if (own->key == d->key &&
+        (own->sig != d->sig || (own->flags & (CALL_WAS_REFUSED | CALL_WAS_ABANDONED))) &&
+        x->replied[peer].key != d->key)
+        send_desc(x, x->replied, peer, own);
+}
+
 /* Takes in every announcement that has arrived.  One about a call this rank
  * made differently is answered with this rank's own record of it, so the
  * announcer learns too (it may be waiting in that very call).  An abort
  * notice makes the transport fail as if the job had ended. */
 static void drain_announcements(mpi_xport_t *x)
 {
+    /* the peers that announced a call before this rank refused or
+     * abandoned it (they announce a call once) */
+    if (__atomic_exchange_n(&x->rescan, false, __ATOMIC_ACQUIRE))
+        for (int p = 0; p < x->base.size; p++)
+            if (x->heard[p].key)
+                answer(x, p, &x->heard[p]);
     for (;;) {
         int flag = 0;
         MPI_Status st;
@@ -449,17 +479,84 @@ static void drain_announcements(mpi_xport_t *x)
                      MPI_STATUS_IGNORE) != MPI_SUCCESS)
             return;
         x->heard[st.MPI_SOURCE] = d;
-        const call_desc_t *own = mine_of(x, d.key);
-        if (own->key == d.key && own->sig != d.sig && x->replied[st.MPI_SOURCE].key != d.key)
-            send_desc(x, x->replied, st.MPI_SOURCE, own);
+        answer(x, st.MPI_SOURCE, &d);
     }
+}
+
+/* Call key left its round of tags spoilt: the messages its peers sent
+ * for it may wait in MPI unread, and a later call of the same round (2^seqbits
+ * calls on) has the same tags, so MPI would hand them to it as its own
+ * (a silently wrong result: a reduce's root that refused for its buffer,
+ * its leaves having sent).  No MPI call can tell them apart, nor which
+ * were sent: that call is refused instead (call_may_start). */
+static void spoil(mpi_xport_t *x, uint64_t key)
+{
+    uint32_t rounds = 1u << x->seqbits, *sp = __atomic_load_n(&x->spoilt, __ATOMIC_ACQUIRE);
+    if (!sp) {
+        uint32_t *fresh = calloc(rounds, sizeof *fresh);
+        if (!fresh) { /* no memory to remember it: refuse every later call */
+            snprintf(x->unusable, sizeof x->unusable, "out of memory to track a call refused "
+                     "or failed here");
+            return;
+        }
+        if (!__atomic_compare_exchange_n(&x->spoilt, &sp, fresh, false, __ATOMIC_ACQ_REL,
+                                         __ATOMIC_ACQUIRE))
+            free(fresh); /* another thread's is there: sp */
+        else
+            sp = fresh;
+    }
+    uint32_t n = (uint32_t)key & CALL_NUM_MASK;
+    __atomic_store_n(&sp[n & (rounds - 1)], n + 1, __ATOMIC_RELEASE);
+}
+
+static int mpi_call_may_start(xport_t *xp, uint64_t key)
+{
+    mpi_xport_t *x = (mpi_xport_t *)xp;
+    uint32_t *sp = __atomic_load_n(&x->spoilt, __ATOMIC_ACQUIRE);
+    uint32_t n = (uint32_t)key & CALL_NUM_MASK;
+    uint32_t was = sp ? __atomic_load_n(&sp[n & ((1u << x->seqbits) - 1)], __ATOMIC_ACQUIRE) : 0;
+    if (!x->unusable[0] && was && was - 1 != n) {
+        pthread_mutex_lock(x->lock);
+        snprintf(x->unusable, sizeof x->unusable, "over MPI this communicator is unusable on "
+                 "this rank from call #%u on, whose MPI tags are those of call #%u, which was "
+                 "refused or failed here while other ranks may have made it: their messages of "
+                 "it may still wait in MPI, which would hand them to a call with its tags (one "
+                 "every %u); free the communicator and make another (docs/MPI.md)", n, was - 1,
+                 1u << x->seqbits);
+        pthread_mutex_unlock(x->lock);
+    }
+    return x->unusable[0] ? weft_error(WEFT_EREVOKED, "%s", x->unusable) : WEFT_OK;
 }
 
 static void mpi_call_note(xport_t *xp, const call_desc_t *d, int state)
 {
     mpi_xport_t *x = (mpi_xport_t *)xp;
-    if (state == CALL_STARTED || state == CALL_REFUSED)
-        *mine_of(x, d->key) = *d; /* told to peers when a wait stalls */
+    if ((state == CALL_REFUSED && (d->flags & CALL_OWN_REASON)) || state == CALL_ABANDONED)
+        spoil(x, d->key);
+    call_desc_t *m = mine_of(x, d->key);
+    if (state == CALL_STARTED) {
+        *m = *d; /* told to peers when a wait stalls */
+        return;
+    }
+    if (state == CALL_REFUSED) {
+        *m = *d;
+        m->flags |= CALL_WAS_REFUSED;
+    } else if (state == CALL_ABANDONED && m->key == d->key) {
+        m->flags |= CALL_WAS_ABANDONED;
+    } else {
+        return;
+    }
+    /* Peers waiting in it learn it from this rank's answer to their
+     * announcement, which those that announced it already (once a call)
+     * get at the next drain here: now, where the lock is free (a failed
+     * call's caller may hold it), else when a wait of this rank stalls. */
+    if (!x->heard)
+        return;
+    __atomic_store_n(&x->rescan, true, __ATOMIC_RELEASE);
+    if (pthread_mutex_trylock(x->lock) == 0) {
+        drain_announcements(x);
+        pthread_mutex_unlock(x->lock);
+    }
 }
 
 /* Takes in the announcements that wait on the other communicators of
@@ -477,9 +574,9 @@ static void drain_others(mpi_xport_t *self)
     if (now - drained_all_ns >= 20000000ull) {
         drained_all_ns = now;
         for (mpi_xport_t *y = open_list; y; y = y->next_open)
-            if (y != self && y->heard && pthread_mutex_trylock(&y->base.lock) == 0) {
+            if (y != self && y->heard && pthread_mutex_trylock(y->lock) == 0) {
                 drain_announcements(y);
-                pthread_mutex_unlock(&y->base.lock);
+                pthread_mutex_unlock(y->lock);
             }
     }
     pthread_mutex_unlock(&open_lock);
@@ -510,7 +607,9 @@ static int mpi_peer_view(xport_t *xp, int peer, uint64_t key, bool quick, peer_v
     out->call = *h;
     if (h->key == key) {
         out->found = true;
-        out->state = CALL_STARTED;
+        out->state = h->flags & CALL_WAS_REFUSED     ? CALL_REFUSED
+                     : h->flags & CALL_WAS_ABANDONED ? CALL_ABANDONED
+                                                     : CALL_STARTED;
     } else if (h->key) {
         const call_desc_t *own = mine_of(x, h->key);
         if (own->key == h->key && own->sig != h->sig) {
@@ -622,7 +721,7 @@ static const xport_ops_t mpi_ops = {
     "mpi", mpi_isend, mpi_irecv, mpi_progress, mpi_block, mpi_health, mpi_close,
     mpi_derive, mpi_call_note, mpi_peer_view, NULL, mpi_fail_job, mpi_announce, NULL, NULL, NULL,
     NULL, NULL, /* no calls_ended: MPI keeps what nothing received */
-    mpi_disown, NULL, NULL,
+    mpi_disown, NULL, NULL, mpi_call_may_start,
 };
 
 static int mpi_open_comm(MPI_Comm dup, xport_t **out)
@@ -664,6 +763,7 @@ static int mpi_open_comm(MPI_Comm dup, xport_t **out)
     x->base.local_size = 1;
     x->base.ops = &mpi_ops;
     pthread_mutex_init(&x->base.lock, NULL);
+    x->lock = &x->base.lock;
     int same = MPI_UNEQUAL;
     MPI_Comm_compare(dup, MPI_COMM_WORLD, &same);
     pthread_mutex_lock(&job_lock);
@@ -679,6 +779,13 @@ static int mpi_open_comm(MPI_Comm dup, xport_t **out)
 }
 
 MPI_Comm xport_mpi_comm(xport_t *x) { return ((mpi_xport_t *)x)->comm; }
+
+void xport_mpi_set_lock(xport_t *x, pthread_mutex_t *lock)
+{
+    pthread_mutex_lock(&open_lock); /* drain_others reads it */
+    ((mpi_xport_t *)x)->lock = lock;
+    pthread_mutex_unlock(&open_lock);
+}
 
 /* MPI's progress rule: a rank waiting in a collective that weft serves is
  * inside an MPI call (the drop-in) or at least in an MPI program, and a

@@ -2036,7 +2036,7 @@ static const xport_ops_t shm_ops = {
     "shm", shm_isend, shm_irecv, shm_progress, shm_block, shm_health, shm_close,
     NULL, shm_call_note, shm_peer_view, shm_note_finalize, shm_fail_job, NULL,
     shm_board_slot, shm_wake_ranks, shm_arrival_rec, shm_calls_ended, shm_drained_from,
-    shm_disown, shm_sweep, shm_sent_otherwise,
+    shm_disown, shm_sweep, shm_sent_otherwise, NULL,
 };
 
 /* Single copy unless WEFT_CMA=0: lets peers read this process (Yama's
@@ -2197,7 +2197,7 @@ static void self_close(xport_t *x)
 
 static const xport_ops_t self_ops = {
     "self", self_comm, self_comm, self_progress, self_block, self_health, self_close,
-    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
 };
 
 int xport_self_open(xport_t **out)

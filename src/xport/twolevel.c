@@ -196,6 +196,13 @@ static void tl_announce(xport_t *xp, int peer, const call_desc_t *mine)
         t->mpi->ops->announce(t->mpi, peer, mine);
 }
 
+/* Messages between nodes only: shm tells a stale one of its own by its key */
+static int tl_call_may_start(xport_t *xp, uint64_t key)
+{
+    twolevel_t *t = (twolevel_t *)xp;
+    return t->mpi->ops->call_may_start(t->mpi, key);
+}
+
 static void tl_fail_job(xport_t *xp, const char *msg)
 {
     twolevel_t *t = (twolevel_t *)xp;
@@ -244,13 +251,13 @@ static const xport_ops_t twolevel_ops = {
     "shm+mpi", tl_isend,     tl_irecv,     tl_progress, tl_block, tl_health,  tl_close,
     tl_derive, tl_call_note, tl_peer_view, NULL,        tl_fail_job, tl_announce,
     NULL, tl_wake_ranks, tl_arrival_rec, /* no board: the ranks span nodes */
-    tl_calls_ended, tl_drained_from, tl_disown, tl_sweep, tl_sent_otherwise,
+    tl_calls_ended, tl_drained_from, tl_disown, tl_sweep, tl_sent_otherwise, tl_call_may_start,
 };
 static const xport_ops_t twolevel_one_node_ops = {
     "shm+mpi", tl_isend,     tl_irecv,     tl_progress, tl_block, tl_health,  tl_close,
     tl_derive, tl_call_note, tl_peer_view, NULL,        tl_fail_job, tl_announce,
     tl_board_slot, tl_wake_ranks, tl_arrival_rec, tl_calls_ended, tl_drained_from, tl_disown, tl_sweep,
-    tl_sent_otherwise,
+    tl_sent_otherwise, NULL, /* no call_may_start: every message goes by shm */
 };
 
 /* What names this rank's machine: its host name and the kernel's boot id
@@ -523,6 +530,7 @@ int xport_twolevel_open(xport_t *mx, int node_size, int **ids_out, xport_t **out
     if (t->base.node_ids)
         memcpy(t->base.node_ids, ids, (size_t)P * sizeof *ids);
     pthread_mutex_init(&t->base.lock, NULL);
+    xport_mpi_set_lock(mx, &t->base.lock); /* mx is used under t's lock now */
     *out = &t->base;
     return WEFT_OK;
 }

@@ -41,6 +41,14 @@ typedef struct call_desc {
     uint32_t flags;        /* CALL_FINALIZE */
 } call_desc_t;
 #define CALL_FINALIZE 0x1u /* the barrier inside weft_finalize */
+/* A refusal for this rank's own buffers or memory (api.c, call_refused),
+ * where the other ranks may have made the call alike and sent for it. */
+#define CALL_OWN_REASON 0x2u
+/* Over MPI, a record a rank sends of a call it refused, or abandoned (a
+ * failure there, its timeout, a revoke), where peers cannot read its log
+ * (mpi.c). */
+#define CALL_WAS_REFUSED 0x4u
+#define CALL_WAS_ABANDONED 0x8u
 
 /* A call's state in the log.  Finishing is not recorded: peers whose
  * records agree run the same schedule, so a finished peer has sent all
@@ -222,6 +230,12 @@ typedef struct xport_ops {
      * and so does one of a call this rank has ended well.  WEFT_EMISMATCH
      * (the job ended), else WEFT_OK. */
     int (*sent_otherwise)(xport_t *x, uint64_t key, uint32_t sig, bool complete);
+    /* Optional: WEFT_OK where call key may start, else the error (the
+     * call is then refused): over MPI a call whose tags are those of an
+     * earlier call this rank refused or abandoned, whose messages from
+     * its peers may still wait unread (mpi.c).  Callers need not hold
+     * x->lock. */
+    int (*call_may_start)(xport_t *x, uint64_t key);
 } xport_ops_t;
 
 struct xport {

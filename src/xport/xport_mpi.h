@@ -23,6 +23,10 @@ int xport_mpi_world_ranks(MPI_Comm comm, int *wr);
 int xport_mpi_open(MPI_Comm comm, xport_t **out);
 /* The MPI communicator of an MPI transport. */
 MPI_Comm xport_mpi_comm(xport_t *x);
+/* The lock held around the MPI transport x's use where another transport
+ * took it over (its own until then); the other communicators' stalled
+ * waits take it before they read x's announcements. */
+void xport_mpi_set_lock(xport_t *x, pthread_mutex_t *lock);
 /* Shared memory inside nodes, MPI between them, over the MPI transport mx
  * (which it takes over; *out == mx when no node has two ranks).  Node ids
  * of every rank are returned in *ids (malloc'd). */
