@@ -48,7 +48,8 @@ typedef enum {
     WEFT_EMISMATCH = 8,  /* ranks disagree on a collective's arguments */
     WEFT_ESYS = 9,       /* an operating-system call failed */
     WEFT_EINTERNAL = 10, /* a bug in weft: please report it */
-    WEFT_EREVOKED = 11,  /* the communicator was revoked (timeout, weft_comm_revoke) */
+    WEFT_EREVOKED = 11,  /* the communicator was revoked (timeout, weft_comm_revoke; over
+                          * MPI, a call refused or failed here 128 calls before: MPI.md) */
 } weft_err_t;
 /* A collective refused on a rank (WEFT_EINVAL, WEFT_ENOMEM, WEFT_ENOTSUP
  * before it began) still counts as that communicator's next call there:
