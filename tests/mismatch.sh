@@ -72,6 +72,8 @@ for np in 2 3 5; do
     scenario batch_other_comm "$np" nonzero
     scenario sendonly_other_comm "$np" nonzero
     scenario refused_reuse "$np" nonzero
+    scenario skip_then_leave "$np" nonzero
+    scenario refused_then_leave "$np" 0
 done
 # both ranks of left_after_fault find the disagreement at the same moment,
 # and one rewrites the call record the other reads: once lost as EMISMATCH

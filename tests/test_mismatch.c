@@ -284,6 +284,32 @@ static int refused_reuse(void)
     return 0;
 }
 
+/* The last rank leaves (weft_finalize, or over MPI the communicator
+ * freed and MPI_Finalize) where the others make an allreduce: having
+ * skipped it, or having refused it for a NULL buffer.  Over MPI nothing
+ * answered the others' announcements once it had left, and they waited for
+ * ever; now it answers them from MPI_Finalize until every rank is there. */
+static int leave_after(bool refuse)
+{
+    int32_t v[4] = {me, 0, 0, 0};
+    if (me == P - 1) {
+        if (refuse) {
+            int rc = weft_allreduce(v, NULL, 4, WEFT_INT32, WEFT_SUM, world);
+            CHECK(rc == WEFT_EINVAL, "the NULL buffer: %d: %s", rc, weft_last_error());
+        }
+        return 0;
+    }
+    int rc = weft_allreduce(WEFT_IN_PLACE, v, 4, WEFT_INT32, WEFT_SUM, world);
+    CHECK(rc == WEFT_EMISMATCH || rc == WEFT_EPEER, "the allreduce the last rank %s: %d: %s",
+          refuse ? "refused" : "skipped", rc, weft_last_error());
+    fprintf(stderr, "rank %d: the last rank %s the allreduce and left -> %s\n", me,
+            refuse ? "refused" : "skipped", weft_last_error());
+    return 0;
+}
+
+static int skip_then_leave(void) { return leave_after(false); }
+static int refused_then_leave(void) { return leave_after(true); }
+
 /* Rank 0 makes its call on a dup with another op, in flight, and waits
  * on the world first; the others wait in the dup's call, so nobody waits
  * in the world's until the dup's ends.  Over MPI a rank tells its peers of
@@ -953,6 +979,8 @@ int main(int argc, char **argv)
                {"unseen_empty", unseen_empty, 1}, {"last_rank", last_rank, 1},
                {"split_abort", split_abort, 1}, {"split_abort_dup", split_abort_dup, 1},
                {"batch_other_comm", batch_other_comm, 1}, {"refused_reuse", refused_reuse, 0},
+               {"skip_then_leave", skip_then_leave, 0},
+               {"refused_then_leave", refused_then_leave, 0},
                {"sendonly_other_comm", sendonly_other_comm, 1}};
     int finalized = 0, found = 0;
     for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)

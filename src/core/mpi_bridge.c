@@ -167,7 +167,7 @@ weft_err_t weft_comm_from_mpi(MPI_Comm comm, weft_comm_t *newcomm)
      * threads/comm/comm_create_group_threads). */
     if ((rc = share_node_segment(comm, refused, newcomm)) || *newcomm)
         return rc;
-    xport_t *mx, *x = NULL;
+    xport_t *mx = NULL, *x = NULL;
     int *ids = NULL;
     if ((rc = xport_one_node_open(comm, weft_g.node_size, &ids, &x)))
         return rc;
@@ -200,5 +200,7 @@ weft_err_t weft_comm_from_mpi(MPI_Comm comm, weft_comm_t *newcomm)
         return rc;
     }
     x->closes_with_comms = true;
+    if (mx)
+        xport_mpi_comm_made(mx);
     return WEFT_OK;
 }

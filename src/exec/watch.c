@@ -115,7 +115,8 @@ static int left_after_fault(exec_t *e, int peer, const peer_view_t *v, bool lock
 /* The peer is in weft_finalize, or past it. */
 static bool peer_leaving(const peer_view_t *v)
 {
-    return v->rank_state == PEER_FINALIZING || v->rank_state == PEER_FINALIZED;
+    return v->rank_state == PEER_FINALIZING || v->rank_state == PEER_FINALIZED ||
+           v->rank_state == PEER_MPI_FINALIZING;
 }
 
 static int differs(exec_t *e, int me, int peer, const call_desc_t *theirs, bool locked)
@@ -262,9 +263,12 @@ static int check_peer(exec_t *e, int peer)
         int h = x->ops->health(x);
         if (h)
             return h;
-        snprintf(msg, sizeof msg, "rank %d %s weft_finalize while rank %d waits for it in %s "
-                 "(did it skip this collective?)", peer,
-                 v.rank_state == PEER_FINALIZING ? "is in" : "has called", me, mine_s);
+        snprintf(msg, sizeof msg, "rank %d %s while rank %d waits for it in %s (did it skip "
+                 "this collective?)", peer,
+                 v.rank_state == PEER_FINALIZING       ? "is in weft_finalize"
+                 : v.rank_state == PEER_MPI_FINALIZING ? "is in MPI_Finalize, never having made it"
+                                                       : "has called weft_finalize",
+                 me, mine_s);
         return fail(e, WEFT_EMISMATCH, msg, true);
     }
     return WEFT_OK;

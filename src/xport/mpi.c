@@ -15,6 +15,7 @@
  * place when it completes.  A message of the wrong size is reported as
  * WEFT_EMISMATCH (our communicator returns MPI errors instead of aborting). */
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,10 @@ typedef struct mpi_xport {
      * why the communicator is unusable here (call_may_start) */
     uint32_t *spoilt;
     char unusable[400];
+    /* It refused or gave up a call (peers may wait for its answer): freed,
+     * it lingers in open_list, answering, until MPI_Finalize (at_finalize) */
+    bool owes, lingering;
+    uint32_t next_call; /* the number after this rank's last call here */
 } mpi_xport_t;
 
 /* Every MPI transport open in this process, so that a stalled wait can
@@ -75,6 +80,9 @@ typedef struct mpi_xport {
 static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
 static mpi_xport_t *open_list;
 static uint64_t drained_all_ns; /* when drain_others last ran */
+static bool hooked;     /* at_finalize will run in MPI_Finalize */
+static bool job_made;   /* job_x carries a communicator every rank made */
+static bool finalizing; /* it runs: answers say this rank is finalizing */
 
 /* The job's transport: the first one open over a duplicate of
  * MPI_COMM_WORLD (weft_comm_from_mpi's twin of it, the drop-in's), which
@@ -378,16 +386,41 @@ static int mpi_health(xport_t *xp)
                   : WEFT_OK;
 }
 
-static void mpi_close(xport_t *xp)
+static void unlist_open(mpi_xport_t *x)
 {
-    mpi_xport_t *x = (mpi_xport_t *)xp;
-    pthread_mutex_lock(&open_lock);
     for (mpi_xport_t **p = &open_list; *p; p = &(*p)->next_open)
         if (*p == x) {
             *p = x->next_open;
             break;
         }
+}
+
+static void mpi_release(mpi_xport_t *x);
+
+static void mpi_close(xport_t *xp)
+{
+    mpi_xport_t *x = (mpi_xport_t *)xp;
+    int fin = 0;
+    MPI_Finalized(&fin);
+    pthread_mutex_lock(&open_lock);
+    /* a communicator freed after a call refused or given up here: its
+     * peers may still wait for this rank's answer (a program that frees
+     * it and calls MPI_Finalize, say) */
+    bool linger = (x->owes || (x == job_x && job_made)) && hooked && !fin &&
+                  !__atomic_load_n(&finalizing, __ATOMIC_ACQUIRE);
+    if (linger) {
+        x->lingering = true;
+        x->lock = &x->base.lock; /* the two-level transport's goes */
+    } else {
+        unlist_open(x);
+    }
     pthread_mutex_unlock(&open_lock);
+    if (!linger)
+        mpi_release(x);
+}
+
+static void mpi_release(mpi_xport_t *x)
+{
     for (int i = 0; i < x->n; i++) /* only after a failure can any be left */
         if (x->mreq[i] != MPI_REQUEST_NULL) {
             MPI_Cancel(&x->mreq[i]);
@@ -440,18 +473,27 @@ static void send_desc(mpi_xport_t *x, call_desc_t *buf, int peer, const call_des
 static void answer(mpi_xport_t *x, int peer, const call_desc_t *d)
 {
     const call_desc_t *own = mine_of(x, d->key);
+    if (x->replied[peer].key == d->key)
+        return; /* once */
     if (own->key == d->key &&
-        (own->sig != d->sig || (own->flags & (CALL_WAS_REFUSED | CALL_WAS_ABANDONED))) &&
-        x->replied[peer].key != d->key)
+        (own->sig != d->sig || (own->flags & (CALL_WAS_REFUSED | CALL_WAS_ABANDONED))))
         send_desc(x, x->replied, peer, own);
+    /* in MPI_Finalize: a call this rank never made here, nor ever will */
+    uint32_t n = (uint32_t)d->key & CALL_NUM_MASK;
+    if (__atomic_load_n(&finalizing, __ATOMIC_ACQUIRE) && own->key != d->key &&
+        ((n - x->next_call) & CALL_NUM_MASK) < (CALL_NUM_MASK >> 1)) {
+        call_desc_t fin = {.key = d->key, .flags = CALL_WAS_FINALIZING};
+        send_desc(x, x->replied, peer, &fin);
+    }
 }
 
 /* Takes in every announcement that has arrived.  One about a call this rank
  * made differently is answered with this rank's own record of it, so the
  * announcer learns too (it may be waiting in that very call).  An abort
  * notice makes the transport fail as if the job had ended. */
-static void drain_announcements(mpi_xport_t *x)
+static int drain_announcements(mpi_xport_t *x)
 {
+    int taken = 0;
     /* the peers that announced a call before this rank refused or
      * abandoned it (they announce a call once) */
     if (__atomic_exchange_n(&x->rescan, false, __ATOMIC_ACQUIRE))
@@ -473,13 +515,14 @@ static void drain_announcements(mpi_xport_t *x)
         }
         if (MPI_Iprobe(MPI_ANY_SOURCE, x->announce_tag, x->comm, &flag, &st) != MPI_SUCCESS ||
             !flag)
-            return;
+            return taken;
         call_desc_t d;
         if (MPI_Recv(&d, (int)sizeof d, MPI_BYTE, st.MPI_SOURCE, x->announce_tag, x->comm,
                      MPI_STATUS_IGNORE) != MPI_SUCCESS)
-            return;
+            return taken;
         x->heard[st.MPI_SOURCE] = d;
         answer(x, st.MPI_SOURCE, &d);
+        taken++;
     }
 }
 
@@ -534,6 +577,8 @@ static void mpi_call_note(xport_t *xp, const call_desc_t *d, int state)
     if ((state == CALL_REFUSED && (d->flags & CALL_OWN_REASON)) || state == CALL_ABANDONED)
         spoil(x, d->key);
     call_desc_t *m = mine_of(x, d->key);
+    if (state == CALL_STARTED || state == CALL_REFUSED)
+        x->next_call = ((uint32_t)d->key + 1) & CALL_NUM_MASK;
     if (state == CALL_STARTED) {
         *m = *d; /* told to peers when a wait stalls */
         return;
@@ -552,6 +597,7 @@ static void mpi_call_note(xport_t *xp, const call_desc_t *d, int state)
      * call's caller may hold it), else when a wait of this rank stalls. */
     if (!x->heard)
         return;
+    x->owes = true;
     __atomic_store_n(&x->rescan, true, __ATOMIC_RELEASE);
     if (pthread_mutex_trylock(x->lock) == 0) {
         drain_announcements(x);
@@ -607,6 +653,11 @@ static int mpi_peer_view(xport_t *xp, int peer, uint64_t key, bool quick, peer_v
     out->call = *h;
     if (h->key == key) {
         out->found = true;
+        if (h->flags & CALL_WAS_FINALIZING) {
+            out->found = false;
+            out->rank_state = PEER_MPI_FINALIZING;
+            return WEFT_OK;
+        }
         out->state = h->flags & CALL_WAS_REFUSED     ? CALL_REFUSED
                      : h->flags & CALL_WAS_ABANDONED ? CALL_ABANDONED
                                                      : CALL_STARTED;
@@ -813,11 +864,115 @@ static void drive_mpi(void)
     PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
 }
 
+void xport_mpi_comm_made(xport_t *x)
+{
+    pthread_mutex_lock(&job_lock);
+    if (job_x == (mpi_xport_t *)x)
+        job_made = true;
+    pthread_mutex_unlock(&job_lock);
+}
+
+/* Answers the announcements waiting on every MPI communicator of the
+ * process; how many there were. */
+static int answer_all(void)
+{
+    int taken = 0;
+    pthread_mutex_lock(&open_lock);
+    for (mpi_xport_t *y = open_list; y; y = y->next_open)
+        if (y->heard && pthread_mutex_trylock(y->lock) == 0) {
+            taken += drain_announcements(y);
+            pthread_mutex_unlock(y->lock);
+        }
+    pthread_mutex_unlock(&open_lock);
+    return taken;
+}
+
+/* Without the job's communicator, how long a rank that refused or gave up
+ * calls answers announcements in MPI_Finalize: until none has come for
+ * FIN_QUIET_NS, FIN_MOST_NS at most (a stalled peer announces 20 ms into
+ * its stall). */
+#define FIN_QUIET_NS 1000000000ull
+#define FIN_MOST_NS 10000000000ull
+
+/* The first act of MPI_Finalize (the delete callback of an attribute of
+ * MPI_COMM_SELF).  Over MPI the answers to announcements are all a peer
+ * waiting for this rank learns from, and a rank that refused a call, or
+ * skipped one, then freed the communicator and called MPI_Finalize gave
+ * none: its peers waited for ever (weft stress fault jobs over MPI).  So
+ * this rank answers on until every rank of the job has reached
+ * MPI_Finalize (a nonblocking barrier on the job's communicator, which lingers
+ * for it when the program frees it), saying of any call it never made
+ * that it is finalizing, so that a peer waiting in one fails with
+ * WEFT_EMISMATCH; where there is no such communicator, a rank that
+ * refused or gave up calls answers until none has come for a while.
+ * Then the communicators that lingered for it go. */
+static int at_finalize(MPI_Comm self, int keyval, void *attr, void *extra)
+{
+    (void)self, (void)keyval, (void)attr, (void)extra;
+    __atomic_store_n(&finalizing, true, __ATOMIC_RELEASE);
+    bool owes = false;
+    pthread_mutex_lock(&open_lock);
+    for (mpi_xport_t *y = open_list; y; y = y->next_open) {
+        owes |= y->owes;
+        __atomic_store_n(&y->rescan, true, __ATOMIC_RELEASE); /* heard before: answered */
+    }
+    pthread_mutex_unlock(&open_lock);
+    pthread_mutex_lock(&job_lock);
+    MPI_Request all = MPI_REQUEST_NULL;
+    if (job_x && job_made && MPI_Ibarrier(job_x->comm, &all) != MPI_SUCCESS)
+        all = MPI_REQUEST_NULL;
+    pthread_mutex_unlock(&job_lock);
+    uint64_t start = weft_now_ns(), last = start;
+    for (long polls = 0;; polls++) {
+        int taken = answer_all(), done = 1;
+        uint64_t now = weft_now_ns();
+        if (taken)
+            last = now;
+        if (all != MPI_REQUEST_NULL) {
+            if (MPI_Test(&all, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+                done = 1; /* (the request is gone) */
+        } else {
+            done = !owes || now - last >= FIN_QUIET_NS || now - start >= FIN_MOST_NS;
+        }
+        if (done)
+            break;
+        if (polls < 1000) {
+            sched_yield();
+        } else {
+            struct timespec ms = {0, 1000000};
+            nanosleep(&ms, NULL);
+        }
+    }
+    pthread_mutex_lock(&open_lock);
+    mpi_xport_t *gone = NULL;
+    for (mpi_xport_t **p = &open_list; *p;) {
+        mpi_xport_t *y = *p;
+        if (y->lingering) {
+            *p = y->next_open;
+            y->next_open = gone;
+            gone = y;
+        } else {
+            p = &y->next_open;
+        }
+    }
+    pthread_mutex_unlock(&open_lock);
+    while (gone) {
+        mpi_xport_t *y = gone;
+        gone = y->next_open;
+        mpi_release(y);
+    }
+    return MPI_SUCCESS;
+}
+
 static void install_drive(void)
 {
     if (PMPI_Query_thread(&mpi_thread_level) != MPI_SUCCESS)
         mpi_thread_level = MPI_THREAD_SINGLE;
     exec_set_external_progress(drive_mpi);
+    int kv = MPI_KEYVAL_INVALID;
+    if (MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, at_finalize, &kv, NULL) == MPI_SUCCESS &&
+        MPI_Comm_set_attr(MPI_COMM_SELF, kv, NULL) == MPI_SUCCESS)
+        hooked = true;
 }
 
 int xport_mpi_usable(MPI_Comm comm)

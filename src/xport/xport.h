@@ -49,6 +49,9 @@ typedef struct call_desc {
  * (mpi.c). */
 #define CALL_WAS_REFUSED 0x4u
 #define CALL_WAS_ABANDONED 0x8u
+/* Over MPI, the answer of a rank in MPI_Finalize to an announcement of a
+ * call it never made there (mpi.c). */
+#define CALL_WAS_FINALIZING 0x10u
 
 /* A call's state in the log.  Finishing is not recorded: peers whose
  * records agree run the same schedule, so a finished peer has sent all
@@ -62,7 +65,7 @@ enum { CALL_STARTED = 1, CALL_ABANDONED = 3, CALL_REFUSED = 4 /* api.c, call_ref
  * thousand while it waits), and let it go when the call ends. */
 enum { CALL_PIN = 5, CALL_UNPIN = 6 };
 enum { PEER_UNKNOWN = -1, PEER_NEW = 0, PEER_ATTACHED = 1, PEER_FINALIZED = 2,
-       PEER_FINALIZING = 3 };
+       PEER_FINALIZING = 3, PEER_MPI_FINALIZING = 4 /* in MPI_Finalize (mpi.c) */ };
 
 /* The slot (of n) where a rank keeps its record of call `key`: peers
  * look a call up with one read (shm's call log, MPI's recent calls).  A

@@ -23,6 +23,10 @@ int xport_mpi_world_ranks(MPI_Comm comm, int *wr);
 int xport_mpi_open(MPI_Comm comm, xport_t **out);
 /* The MPI communicator of an MPI transport. */
 MPI_Comm xport_mpi_comm(xport_t *x);
+/* weft_comm_from_mpi made a communicator on the MPI transport x: where
+ * x is the job's (MPI_COMM_WORLD's twin), MPI_Finalize waits for every
+ * rank there, answering peers' announcements meanwhile (mpi.c). */
+void xport_mpi_comm_made(xport_t *x);
 /* The lock held around the MPI transport x's use where another transport
  * took it over (its own until then); the other communicators' stalled
  * waits take it before they read x's announcements. */
