@@ -74,6 +74,20 @@ static xport_t *pin_node_transport(const int *wr, int P, int *tr)
     return best;
 }
 
+/* In MPI_Finalize (mpi.c, at_finalize): every live communicator's node
+ * says this rank is finalizing, as weft_finalize would, so that a peer of
+ * the node waiting in a call this rank skipped learns why (over MPI the
+ * program calls MPI_Finalize, not weft_finalize, and may leave its
+ * communicators to it). */
+static void note_mpi_finalize(void)
+{
+    pthread_mutex_lock(&weft_g.lock);
+    for (weft_comm_t c = weft_g.live; c; c = c->lnext)
+        if (c->x->ops->note_finalize)
+            c->x->ops->note_finalize(c->x, 1);
+    pthread_mutex_unlock(&weft_g.lock);
+}
+
 static void unpin(xport_t *x)
 {
     pthread_mutex_lock(&weft_g.lock);
@@ -159,6 +173,7 @@ weft_err_t weft_comm_from_mpi(MPI_Comm comm, weft_comm_t *newcomm)
     /* what it checks is alike on every member: a failure here is everyone's */
     if ((rc = xport_mpi_usable(comm)))
         return rc;
+    xport_mpi_at_finalize(note_mpi_finalize);
     /* On one node (this machine, or one virtual node of WEFT_NODE_SIZE) no
      * MPI communicator is made: shared memory carries everything, and the
      * drop-in builds this inside the program's own collective call, where

@@ -263,12 +263,13 @@ static int check_peer(exec_t *e, int peer)
         int h = x->ops->health(x);
         if (h)
             return h;
+        const char *where = v.rank_state == PEER_FINALIZING
+                                ? "is finalizing (weft_finalize or MPI_Finalize)"
+                            : v.rank_state == PEER_MPI_FINALIZING
+                                ? "is in MPI_Finalize, never having made it"
+                                : "has called weft_finalize";
         snprintf(msg, sizeof msg, "rank %d %s while rank %d waits for it in %s (did it skip "
-                 "this collective?)", peer,
-                 v.rank_state == PEER_FINALIZING       ? "is in weft_finalize"
-                 : v.rank_state == PEER_MPI_FINALIZING ? "is in MPI_Finalize, never having made it"
-                                                       : "has called weft_finalize",
-                 me, mine_s);
+                 "this collective?)", peer, where, me, mine_s);
         return fail(e, WEFT_EMISMATCH, msg, true);
     }
     return WEFT_OK;

@@ -864,6 +864,10 @@ static void drive_mpi(void)
     PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
 }
 
+static void (*_Atomic core_at_finalize)(void);
+
+void xport_mpi_at_finalize(void (*fn)(void)) { core_at_finalize = fn; }
+
 void xport_mpi_comm_made(xport_t *x)
 {
     pthread_mutex_lock(&job_lock);
@@ -910,6 +914,9 @@ static int at_finalize(MPI_Comm self, int keyval, void *attr, void *extra)
 {
     (void)self, (void)keyval, (void)attr, (void)extra;
     __atomic_store_n(&finalizing, true, __ATOMIC_RELEASE);
+    void (*core)(void) = core_at_finalize;
+    if (core)
+        core();
     bool owes = false;
     pthread_mutex_lock(&open_lock);
     for (mpi_xport_t *y = open_list; y; y = y->next_open) {

@@ -196,6 +196,13 @@ static void tl_announce(xport_t *xp, int peer, const call_desc_t *mine)
         t->mpi->ops->announce(t->mpi, peer, mine);
 }
 
+static void tl_note_finalize(xport_t *xp, int entering)
+{
+    twolevel_t *t = (twolevel_t *)xp;
+    if (t->shm && t->shm->ops->note_finalize)
+        t->shm->ops->note_finalize(t->shm, entering); /* the node's peers read it */
+}
+
 /* Messages between nodes only: shm tells a stale one of its own by its key */
 static int tl_call_may_start(xport_t *xp, uint64_t key)
 {
@@ -249,13 +256,13 @@ static void tl_wake_ranks(xport_t *xp, const int *ranks, int n)
 
 static const xport_ops_t twolevel_ops = {
     "shm+mpi", tl_isend,     tl_irecv,     tl_progress, tl_block, tl_health,  tl_close,
-    tl_derive, tl_call_note, tl_peer_view, NULL,        tl_fail_job, tl_announce,
+    tl_derive, tl_call_note, tl_peer_view, tl_note_finalize, tl_fail_job, tl_announce,
     NULL, tl_wake_ranks, tl_arrival_rec, /* no board: the ranks span nodes */
     tl_calls_ended, tl_drained_from, tl_disown, tl_sweep, tl_sent_otherwise, tl_call_may_start,
 };
 static const xport_ops_t twolevel_one_node_ops = {
     "shm+mpi", tl_isend,     tl_irecv,     tl_progress, tl_block, tl_health,  tl_close,
-    tl_derive, tl_call_note, tl_peer_view, NULL,        tl_fail_job, tl_announce,
+    tl_derive, tl_call_note, tl_peer_view, tl_note_finalize, tl_fail_job, tl_announce,
     tl_board_slot, tl_wake_ranks, tl_arrival_rec, tl_calls_ended, tl_drained_from, tl_disown, tl_sweep,
     tl_sent_otherwise, NULL, /* no call_may_start: every message goes by shm */
 };

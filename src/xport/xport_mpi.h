@@ -23,6 +23,9 @@ int xport_mpi_world_ranks(MPI_Comm comm, int *wr);
 int xport_mpi_open(MPI_Comm comm, xport_t **out);
 /* The MPI communicator of an MPI transport. */
 MPI_Comm xport_mpi_comm(xport_t *x);
+/* fn runs first in MPI_Finalize (the core's: its communicators' nodes
+ * learn this rank is finalizing). */
+void xport_mpi_at_finalize(void (*fn)(void));
 /* weft_comm_from_mpi made a communicator on the MPI transport x: where
  * x is the job's (MPI_COMM_WORLD's twin), MPI_Finalize waits for every
  * rank there, answering peers' announcements meanwhile (mpi.c). */
