@@ -314,11 +314,13 @@ static int mpi_irecv(xport_t *xp, xreq_t *r)
     return track(x, m, r);
 }
 
+static int mpi_health(xport_t *xp);
+
 static int mpi_progress(xport_t *xp)
 {
     mpi_xport_t *x = (mpi_xport_t *)xp;
-    if (x->err)
-        return -x->err;
+    if (x->err) /* with its message: the failed call keeps this thread's last */
+        return -mpi_health(xp);
     if (!x->n)
         return 0;
     int outcount = 0;
