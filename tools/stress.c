@@ -58,6 +58,7 @@ typedef struct stress_opts {
     bool fault_in_batch; /* --overlapped: made in the first overlapped batch after it */
     bool mpi;            /* --mpi: a rank of mpirun's job, over weft_comm_from_mpi */
     int threads;         /* --threads: streams of calls per rank, each in its own thread */
+    int fault_limit_ms;  /* --fault-limit: a fault job's communicators' time limit */
 } stress_opts_t;
 
 /* The world of the thread's stream of calls: weft_init's, or under mpirun
@@ -986,13 +987,13 @@ static int make_comm(const stress_opts_t *o, weft_comm_t *comms, weft_comm_t *ct
      * thread's stopped rank may hold up (with the time limit set after
      * the twin, fault jobs with threads hung there) */
     if (o->fault)
-        weft_comm_set_timeout(comms[which], 1000);
+        weft_comm_set_timeout(comms[which], o->fault_limit_ms);
     if ((rc = weft_comm_dup(comms[which], &ctrls[which]))) {
         weft_comm_free(&comms[which]);
         return rc;
     }
     if (o->fault)
-        weft_comm_set_timeout(ctrls[which], 1000);
+        weft_comm_set_timeout(ctrls[which], o->fault_limit_ms);
     /* a dup inherits the algorithms its parent was last told to use: the
      * control calls run on AUTO, which serves them on any transport */
     for (int k = 0; k < WEFT_COLL_COUNT; k++)
@@ -1060,10 +1061,10 @@ static void run_stream(const stress_opts_t *o, weft_comm_t world, int id, stream
     /* first: with threads, another stream's fault may come while this one
      * still makes its communicators */
     if (o->fault)
-        weft_comm_set_timeout(world, 1000);
+        weft_comm_set_timeout(world, o->fault_limit_ms);
     int rc = weft_comm_dup(world, &ctrls[0]);
     if (!rc && o->fault)
-        weft_comm_set_timeout(ctrls[0], 1000);
+        weft_comm_set_timeout(ctrls[0], o->fault_limit_ms);
     if (!rc && !(rc = make_comm(o, comms, ctrls, 1, 0)))
         rc = make_comm(o, comms, ctrls, 2, 0);
     if (rc) {
@@ -1203,7 +1204,7 @@ static int stress_rank(const stress_opts_t *o, weft_comm_t world)
     memset(res, 0, sizeof res);
     int nstreams = o->threads > 1 ? o->threads : 1, rc = 0;
     if (o->fault) /* weft_finalize's barrier too must end if a peer stopped */
-        weft_comm_set_timeout(world, 1000);
+        weft_comm_set_timeout(world, o->fault_limit_ms);
     if (nstreams == 1)
         run_stream(o, world, 0, &res[0]);
     else
@@ -1404,7 +1405,10 @@ static void usage(FILE *f)
                "thread 0's stream; every thread must end).\n"
                "--mpi: run as a rank of mpirun's job (mpirun -n P weft stress --mpi), over\n"
                "MPI_COMM_WORLD's twin: shared memory on one machine, MPI between nodes\n"
-               "(WEFT_NODE_SIZE=k makes nodes of k ranks); no fault jobs.\n");
+               "(WEFT_NODE_SIZE=k makes nodes of k ranks).  Fault jobs there: one at a time,\n"
+               "mismatch or refuse only (--fault KIND --fault-rank R --fault-at N, each rank's\n"
+               "outcome appended to $WEFT_STRESS_OUT; tests/mpi_faults.sh judges them).\n"
+               "--fault-limit MS: a fault job's time limit on its communicators (1000).\n");
 }
 
 static int parse_num(const char *opt, const char *v, double lo, double hi, double *out)
@@ -1448,7 +1452,7 @@ static bool parse_fault_kinds(const char *v, stress_opts_t *o)
 
 int cmd_stress(int argc, char **argv)
 {
-    stress_opts_t o = {4, 1.0, 1, 0, 0, NULL, {NULL}, 0, -1, -1, false, false, 1};
+    stress_opts_t o = {4, 1.0, 1, 0, 0, NULL, {NULL}, 0, -1, -1, false, false, 1, 1000};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         double x;
@@ -1487,6 +1491,8 @@ int cmd_stress(int argc, char **argv)
             o.fault_rank = (int)x;
         else if (!strcmp(a, "--fault-at") && !parse_num(a, v, 0, 1e9, &x))
             o.fault_at = (long)x;
+        else if (!strcmp(a, "--fault-limit") && !parse_num(a, v, 1, 3600000, &x))
+            o.fault_limit_ms = (int)x;
         else {
             if (strncmp(a, "--", 2) || !strcmp(a, "--fault"))
                 fprintf(stderr, "weft stress: unknown or incomplete option '%s'\n", a);

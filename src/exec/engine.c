@@ -663,7 +663,14 @@ int exec_wait(exec_t *e, int timeout_ms)
         int err = 0;
         if (rc == 0 && !moved && (idle >= yield_limit || timeout_ms >= 0))
             err = idle_turn(e, idle, yield_limit, timeout_ms, deadline);
-        else if (rc == 0 && !own_moved && (own_idle >= yield_limit || timeout_ms >= 0))
+        else if (rc == 0 && !own_moved &&
+                 (own_idle >= yield_limit || timeout_ms >= 0 ||
+                  own_idle % EXEC_DRIVE_EVERY == EXEC_DRIVE_EVERY - 1))
+            /* every so many polls too, not only past the yields: where
+             * polls are slow (MPI yields in each when the ranks outnumber
+             * the cores, and other work took them), 20,000 of them took
+             * over 30 s, and the watch and the time limit waited as long
+             * (weft stress fault jobs over MPI beside other tests) */
             err = idle_checks(e, weft_now_ns());
         if (err) {
             pthread_mutex_unlock(&x->lock);
