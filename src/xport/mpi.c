@@ -607,27 +607,23 @@ static void mpi_call_note(xport_t *xp, const call_desc_t *d, int state)
     }
 }
 
+static int answer_all(void);
+
 /* Takes in the announcements that wait on the other communicators of
  * this process, answering those about calls made differently here: a rank
  * that made a send-only call otherwise (a reduce's leaf that took another
  * root) ends it at once and goes on to wait elsewhere, and the peer left
  * waiting in that call hears why only from the answer to its
  * announcement, which no wait of this rank on that communicator is left
- * to give.  At most every 20 ms (a watch round checks each of its peers),
- * and only communicators whose lock is free. */
-static void drain_others(mpi_xport_t *self)
+ * to give.  At most every 20 ms (a watch round checks each of its peers);
+ * answer_all passes over this rank's own, whose lock the caller holds. */
+static void drain_others(void)
 {
-    pthread_mutex_lock(&open_lock);
-    uint64_t now = weft_now_ns();
-    if (now - drained_all_ns >= 20000000ull) {
-        drained_all_ns = now;
-        for (mpi_xport_t *y = open_list; y; y = y->next_open)
-            if (y != self && y->heard && pthread_mutex_trylock(y->lock) == 0) {
-                drain_announcements(y);
-                pthread_mutex_unlock(y->lock);
-            }
-    }
-    pthread_mutex_unlock(&open_lock);
+    uint64_t now = weft_now_ns(), last = __atomic_load_n(&drained_all_ns, __ATOMIC_RELAXED);
+    if (now - last >= 20000000ull &&
+        __atomic_compare_exchange_n(&drained_all_ns, &last, now, false, __ATOMIC_RELAXED,
+                                    __ATOMIC_RELAXED))
+        answer_all();
 }
 
 /* What this rank knows of peer's call `key` from its announcements. */
@@ -646,7 +642,7 @@ static int mpi_peer_view(xport_t *xp, int peer, uint64_t key, bool quick, peer_v
         return WEFT_OK;
     }
     if (!quick)
-        drain_others(x);
+        drain_others();
     if (!quick && job_aborted()) { /* not at the end of every send-only call */
         out->aborted = true;
         return WEFT_OK;
@@ -879,7 +875,7 @@ void xport_mpi_comm_made(xport_t *x)
 }
 
 /* Answers the announcements waiting on every MPI communicator of the
- * process; how many there were. */
+ * process whose lock is free (not the caller's own); how many there were. */
 static int answer_all(void)
 {
     int taken = 0;
