@@ -73,6 +73,7 @@ for np in 2 3 5; do
     scenario sendonly_other_comm "$np" nonzero
     scenario refused_reuse "$np" nonzero
     scenario skip_then_leave "$np" nonzero
+    scenario skip_free_wait "$np" nonzero
     scenario refused_then_leave "$np" 0
 done
 # both ranks of left_after_fault find the disagreement at the same moment,

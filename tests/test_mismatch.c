@@ -319,6 +319,34 @@ static int leave_after(bool refuse)
 static int skip_then_leave(void) { return leave_after(false); }
 static int refused_then_leave(void) { return leave_after(true); }
 
+/* The last rank skips the second allreduce on a dup, frees the dup and
+ * waits on the world, where the others come only once their call on the
+ * dup ends.  Every rank waited for ever: shared memory's call log said
+ * nothing of a free, and over MPI a freed communicator answered nobody.
+ * Now the rank's segment records the free (comm_freed), and over MPI the
+ * last few freed linger and answer that the call was never made. */
+static int skip_free_wait(void)
+{
+    weft_comm_t d = NULL;
+    CHECK(weft_comm_dup(world, &d) == WEFT_OK, "dup: %s", weft_last_error());
+    int32_t v[4] = {me, 0, 0, 0}, x = 1;
+    int rc = weft_allreduce(WEFT_IN_PLACE, v, 4, WEFT_INT32, WEFT_SUM, d);
+    CHECK(rc == WEFT_OK && v[0] == P * (P - 1) / 2, "the first allreduce: %d: %s", rc,
+          weft_last_error());
+    if (me == P - 1) {
+        weft_comm_free(&d);
+        rc = weft_allreduce(WEFT_IN_PLACE, &x, 1, WEFT_INT32, WEFT_SUM, world);
+        expect_mismatch("the world's allreduce, after the dup's skipped and the dup freed", rc);
+        return 0;
+    }
+    rc = weft_allreduce(WEFT_IN_PLACE, v, 4, WEFT_INT32, WEFT_SUM, d);
+    expect_mismatch("the dup's second allreduce, which the last rank skipped", rc);
+    CHECK(strstr(weft_last_error(), "freed the communicator"), "the message does not say the "
+          "last rank freed the dup: %s", weft_last_error());
+    weft_comm_free(&d);
+    return 0;
+}
+
 /* Rank 0 makes its call on a dup with another op, in flight, and waits
  * on the world first; the others wait in the dup's call, so nobody waits
  * in the world's until the dup's ends.  Over MPI a rank tells its peers of
@@ -989,6 +1017,7 @@ int main(int argc, char **argv)
                {"split_abort", split_abort, 1}, {"split_abort_dup", split_abort_dup, 1},
                {"batch_other_comm", batch_other_comm, 1}, {"refused_reuse", refused_reuse, 0},
                {"skip_then_leave", skip_then_leave, 0},
+               {"skip_free_wait", skip_free_wait, 0},
                {"refused_then_leave", refused_then_leave, 0},
                {"sendonly_other_comm", sendonly_other_comm, 1}};
     int finalized = 0, found = 0;

@@ -198,6 +198,8 @@ void comm_destroy(weft_comm_t c)
     bool clean = c->shared_ctx && !c->revoked[0] && !c->dead && !c->pending.req;
     if (c->x->ops->calls_ended) /* before the id can pass to another */
         c->x->ops->calls_ended(c->x, c->ctx, 0, 0, false);
+    if (c->shared_ctx && c->x->ops->comm_freed)
+        c->x->ops->comm_freed(c->x, c->ctx, c->seq, true);
     if (clean && !held_records)
         ctx_give_back(c->ctx, c->seq, c->board_slots);
     else if (clean && c->board_slots)
@@ -616,6 +618,8 @@ int comm_create_on(xport_t *x, int rank, int size, const int *world, uint32_t ct
     }
     (*out)->seq = (*out)->first_call = first_call;
     (*out)->ended_below = first_call & CALL_NUM_MASK;
+    if (x->ops->comm_freed)
+        x->ops->comm_freed(x, ctx, first_call, false);
     (*out)->shared_ctx = true;
     (*out)->board_slots = board;
     return WEFT_OK;

@@ -116,7 +116,7 @@ static int left_after_fault(exec_t *e, int peer, const peer_view_t *v, bool lock
 static bool peer_leaving(const peer_view_t *v)
 {
     return v->rank_state == PEER_FINALIZING || v->rank_state == PEER_FINALIZED ||
-           v->rank_state == PEER_MPI_FINALIZING;
+           v->rank_state == PEER_MPI_FINALIZING || v->rank_state == PEER_FREED;
 }
 
 static int differs(exec_t *e, int me, int peer, const call_desc_t *theirs, bool locked)
@@ -267,6 +267,8 @@ static int check_peer(exec_t *e, int peer)
                                 ? "is finalizing (weft_finalize or MPI_Finalize)"
                             : v.rank_state == PEER_MPI_FINALIZING
                                 ? "is in MPI_Finalize, never having made it"
+                            : v.rank_state == PEER_FREED
+                                ? "freed the communicator, never having made it,"
                                 : "has called weft_finalize";
         snprintf(msg, sizeof msg, "rank %d %s while rank %d waits for it in %s (did it skip "
                  "this collective?)", peer, where, me, mine_s);

@@ -70,6 +70,7 @@ typedef struct mpi_xport {
     /* It refused or gave up a call (peers may wait for its answer): freed,
      * it lingers in open_list, answering, until MPI_Finalize (at_finalize) */
     bool owes, lingering;
+    bool freed; /* the program freed it: it lingers (mpi_close) */
     uint32_t next_call; /* the number after this rank's last call here */
 } mpi_xport_t;
 
@@ -399,26 +400,50 @@ static void unlist_open(mpi_xport_t *x)
 
 static void mpi_release(mpi_xport_t *x);
 
+/* How many freed communicators, with no refusal or failure to answer for,
+ * linger in open_list (the latest freed): a rank that skipped a call,
+ * freed the communicator and then waits elsewhere tells its peers in that
+ * call so (CALL_WAS_FREED) when its own wait stalls, and they fail with
+ * WEFT_EMISMATCH where they waited for ever.  Bounded, so that a program
+ * making and freeing communicators in a loop holds at most this many MPI
+ * communicators more (MPICH has a few thousand context ids); a skip on a
+ * communicator freed longer ago than that goes undetected. */
+#define FREED_LINGER 8
+static mpi_xport_t *freed_ring[FREED_LINGER]; /* open_lock */
+static unsigned freed_next;
+
 static void mpi_close(xport_t *xp)
 {
     mpi_xport_t *x = (mpi_xport_t *)xp;
     int fin = 0;
     MPI_Finalized(&fin);
     pthread_mutex_lock(&open_lock);
+    bool can = x->heard && hooked && !fin && !__atomic_load_n(&finalizing, __ATOMIC_ACQUIRE);
     /* a communicator freed after a call refused or given up here: its
      * peers may still wait for this rank's answer (a program that frees
-     * it and calls MPI_Finalize, say) */
-    bool linger = (x->owes || (x == job_x && job_made)) && hooked && !fin &&
-                  !__atomic_load_n(&finalizing, __ATOMIC_ACQUIRE);
-    if (linger) {
+     * it and calls MPI_Finalize, say); the job's twin waits for the
+     * barrier in MPI_Finalize; the others for FREED_LINGER frees more */
+    bool until_finalize = can && (x->owes || (x == job_x && job_made));
+    mpi_xport_t *evicted = NULL;
+    if (can) {
         x->lingering = true;
         x->lock = &x->base.lock; /* the two-level transport's goes */
+        __atomic_store_n(&x->freed, true, __ATOMIC_RELEASE);
+        if (!until_finalize) {
+            evicted = freed_ring[freed_next];
+            freed_ring[freed_next] = x;
+            freed_next = (freed_next + 1) % FREED_LINGER;
+            if (evicted)
+                unlist_open(evicted);
+        }
     } else {
         unlist_open(x);
     }
     pthread_mutex_unlock(&open_lock);
-    if (!linger)
+    if (!can)
         mpi_release(x);
+    if (evicted) /* (drains hold open_lock: none of it runs now) */
+        mpi_release(evicted);
 }
 
 static void mpi_release(mpi_xport_t *x)
@@ -480,12 +505,14 @@ static void answer(mpi_xport_t *x, int peer, const call_desc_t *d)
     if (own->key == d->key &&
         (own->sig != d->sig || (own->flags & (CALL_WAS_REFUSED | CALL_WAS_ABANDONED))))
         send_desc(x, x->replied, peer, own);
-    /* in MPI_Finalize: a call this rank never made here, nor ever will */
+    /* in MPI_Finalize, or freed here: a call this rank never made here,
+     * nor ever will */
     uint32_t n = (uint32_t)d->key & CALL_NUM_MASK;
-    if (__atomic_load_n(&finalizing, __ATOMIC_ACQUIRE) && own->key != d->key &&
+    bool fin = __atomic_load_n(&finalizing, __ATOMIC_ACQUIRE);
+    if ((fin || __atomic_load_n(&x->freed, __ATOMIC_ACQUIRE)) && own->key != d->key &&
         ((n - x->next_call) & CALL_NUM_MASK) < (CALL_NUM_MASK >> 1)) {
-        call_desc_t fin = {.key = d->key, .flags = CALL_WAS_FINALIZING};
-        send_desc(x, x->replied, peer, &fin);
+        call_desc_t gone = {.key = d->key, .flags = fin ? CALL_WAS_FINALIZING : CALL_WAS_FREED};
+        send_desc(x, x->replied, peer, &gone);
     }
 }
 
@@ -651,9 +678,10 @@ static int mpi_peer_view(xport_t *xp, int peer, uint64_t key, bool quick, peer_v
     out->call = *h;
     if (h->key == key) {
         out->found = true;
-        if (h->flags & CALL_WAS_FINALIZING) {
+        if (h->flags & (CALL_WAS_FINALIZING | CALL_WAS_FREED)) {
             out->found = false;
-            out->rank_state = PEER_MPI_FINALIZING;
+            out->rank_state =
+                h->flags & CALL_WAS_FINALIZING ? PEER_MPI_FINALIZING : PEER_FREED;
             return WEFT_OK;
         }
         out->state = h->flags & CALL_WAS_REFUSED     ? CALL_REFUSED
@@ -770,7 +798,7 @@ static const xport_ops_t mpi_ops = {
     "mpi", mpi_isend, mpi_irecv, mpi_progress, mpi_block, mpi_health, mpi_close,
     mpi_derive, mpi_call_note, mpi_peer_view, NULL, mpi_fail_job, mpi_announce, NULL, NULL, NULL,
     NULL, NULL, /* no calls_ended: MPI keeps what nothing received */
-    mpi_disown, NULL, NULL, mpi_call_may_start,
+    mpi_disown, NULL, NULL, mpi_call_may_start, NULL, /* comm_freed: mpi_close */
 };
 
 static int mpi_open_comm(MPI_Comm dup, xport_t **out)
@@ -949,6 +977,7 @@ static int at_finalize(MPI_Comm self, int keyval, void *attr, void *extra)
         }
     }
     pthread_mutex_lock(&open_lock);
+    memset(freed_ring, 0, sizeof freed_ring);
     mpi_xport_t *gone = NULL;
     for (mpi_xport_t **p = &open_list; *p;) {
         mpi_xport_t *y = *p;

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SEG_MAGIC 0x3747455374666577ull /* bumped with the layout */
+#define SEG_MAGIC 0x3847455374666577ull /* bumped with the layout */
 #define CELL_PAYLOAD 16384u   /* a cell's payload when memory allows */
 #define CELL_PAYLOAD_MIN 1024u /* and the least it may shrink to (seg_create) */
 #define CELLS_MIN 2u
@@ -145,7 +145,12 @@ typedef struct seg_rank {
      * signature.  Kept apart from the call log, whose record of it newer
      * calls (other threads') soon take the place of. */
     _Atomic uint64_t refused[SEG_ENDED][SEG_REFUSED];
+    /* The communicators this rank freed (shm.c, comm_freed), per context
+     * id at id mod SEG_ENDED: id << 32 | SEG_FREED | the number after its
+     * last call there; cleared when the id serves again. */
+    _Atomic uint64_t freed[SEG_ENDED];
 } __attribute__((aligned(64))) seg_rank_t;
+#define SEG_FREED 0x80000000u
 
 /* One record of a rank's call log (SEG_CALLLOG slots, the slot chosen by
  * the call's key): a call_desc_t (xport.h) as six words under a sequence

@@ -410,6 +410,27 @@ static void shm_calls_ended(xport_t *xp, uint32_t ctx, uint32_t first, uint32_t 
                           memory_order_release);
 }
 
+static void shm_comm_freed(xport_t *xp, uint32_t ctx, uint32_t next_call, bool freed)
+{
+    shm_xport_t *x = (shm_xport_t *)xp;
+    _Atomic uint64_t *w = &seg_rank(&x->seg, x->base.rank)->freed[ctx % SEG_ENDED];
+    if (freed)
+        atomic_store_explicit(w, (uint64_t)ctx << 32 | SEG_FREED | (next_call & CALL_NUM_MASK),
+                              memory_order_release);
+    else if (atomic_load_explicit(w, memory_order_relaxed) >> 32 == ctx)
+        atomic_store_explicit(w, 0, memory_order_release);
+}
+
+/* Has rank freed the communicator of call key before making it? */
+static bool freed_before(shm_xport_t *x, int rank, uint64_t key)
+{
+    uint32_t ctx = (uint32_t)(key >> 32), n = (uint32_t)key & CALL_NUM_MASK;
+    uint64_t w = atomic_load_explicit(&seg_rank(&x->seg, rank)->freed[ctx % SEG_ENDED],
+                                      memory_order_acquire);
+    return w >> 32 == ctx && (w & SEG_FREED) &&
+           ((n - (uint32_t)w) & CALL_NUM_MASK) < (CALL_NUM_MASK >> 1);
+}
+
 /* Has rank ended call key (context << 32 | number) well?  false where its
  * word holds another context id (they share the word) or nothing. */
 static bool ended_well(shm_xport_t *x, int rank, uint64_t key)
@@ -1954,6 +1975,8 @@ static int shm_peer_view(xport_t *xp, int peer, uint64_t key, bool quick, peer_v
     case RANK_FINALIZING: out->rank_state = PEER_FINALIZING; break;
     default: out->rank_state = PEER_FINALIZED; break;
     }
+    if (out->rank_state == PEER_ATTACHED && !out->found && freed_before(x, peer, key))
+        out->rank_state = PEER_FREED;
     call_rec_t *log = seg_calllog(&x->seg, peer);
     for (int i = 0; i < SEG_CALLLOG + SEG_CALLPIN; i++) {
         if (!rec_read(&log[i], &d, &state) || d.key >> 32 != key >> 32)
@@ -2036,7 +2059,7 @@ static const xport_ops_t shm_ops = {
     "shm", shm_isend, shm_irecv, shm_progress, shm_block, shm_health, shm_close,
     NULL, shm_call_note, shm_peer_view, shm_note_finalize, shm_fail_job, NULL,
     shm_board_slot, shm_wake_ranks, shm_arrival_rec, shm_calls_ended, shm_drained_from,
-    shm_disown, shm_sweep, shm_sent_otherwise, NULL,
+    shm_disown, shm_sweep, shm_sent_otherwise, NULL, shm_comm_freed,
 };
 
 /* Single copy unless WEFT_CMA=0: lets peers read this process (Yama's
@@ -2197,7 +2220,7 @@ static void self_close(xport_t *x)
 
 static const xport_ops_t self_ops = {
     "self", self_comm, self_comm, self_progress, self_block, self_health, self_close,
-    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
 };
 
 int xport_self_open(xport_t **out)

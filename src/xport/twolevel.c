@@ -133,6 +133,15 @@ static void tl_calls_ended(xport_t *xp, uint32_t ctx, uint32_t first, uint32_t b
         t->shm->ops->calls_ended(t->shm, ctx, first, below, well);
 }
 
+/* The MPI part learns of a free when it closes (a communicator over MPI
+ * has a transport of its own). */
+static void tl_comm_freed(xport_t *xp, uint32_t ctx, uint32_t next_call, bool freed)
+{
+    twolevel_t *t = (twolevel_t *)xp;
+    if (t->shm && t->shm->ops->comm_freed)
+        t->shm->ops->comm_freed(t->shm, ctx, next_call, freed);
+}
+
 static bool tl_drained_from(xport_t *xp, int peer)
 {
     twolevel_t *t = (twolevel_t *)xp;
@@ -259,12 +268,14 @@ static const xport_ops_t twolevel_ops = {
     tl_derive, tl_call_note, tl_peer_view, tl_note_finalize, tl_fail_job, tl_announce,
     NULL, tl_wake_ranks, tl_arrival_rec, /* no board: the ranks span nodes */
     tl_calls_ended, tl_drained_from, tl_disown, tl_sweep, tl_sent_otherwise, tl_call_may_start,
+    tl_comm_freed,
 };
 static const xport_ops_t twolevel_one_node_ops = {
     "shm+mpi", tl_isend,     tl_irecv,     tl_progress, tl_block, tl_health,  tl_close,
     tl_derive, tl_call_note, tl_peer_view, tl_note_finalize, tl_fail_job, tl_announce,
     tl_board_slot, tl_wake_ranks, tl_arrival_rec, tl_calls_ended, tl_drained_from, tl_disown, tl_sweep,
     tl_sent_otherwise, NULL, /* no call_may_start: every message goes by shm */
+    tl_comm_freed,
 };
 
 /* What names this rank's machine: its host name and the kernel's boot id

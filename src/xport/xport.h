@@ -52,6 +52,9 @@ typedef struct call_desc {
 /* Over MPI, the answer of a rank in MPI_Finalize to an announcement of a
  * call it never made there (mpi.c). */
 #define CALL_WAS_FINALIZING 0x10u
+/* Over MPI, the answer of a rank that freed the communicator, to an
+ * announcement of a call it never made there (mpi.c, FREED_LINGER). */
+#define CALL_WAS_FREED 0x20u
 
 /* A call's state in the log.  Finishing is not recorded: peers whose
  * records agree run the same schedule, so a finished peer has sent all
@@ -65,7 +68,8 @@ enum { CALL_STARTED = 1, CALL_ABANDONED = 3, CALL_REFUSED = 4 /* api.c, call_ref
  * thousand while it waits), and let it go when the call ends. */
 enum { CALL_PIN = 5, CALL_UNPIN = 6 };
 enum { PEER_UNKNOWN = -1, PEER_NEW = 0, PEER_ATTACHED = 1, PEER_FINALIZED = 2,
-       PEER_FINALIZING = 3, PEER_MPI_FINALIZING = 4 /* in MPI_Finalize (mpi.c) */ };
+       PEER_FINALIZING = 3, PEER_MPI_FINALIZING = 4 /* in MPI_Finalize (mpi.c) */,
+       PEER_FREED = 5 /* freed the communicator asked about (comm_freed) */ };
 
 /* The slot (of n) where a rank keeps its record of call `key`: peers
  * look a call up with one read (shm's call log, MPI's recent calls).  A
@@ -239,6 +243,12 @@ typedef struct xport_ops {
      * its peers may still wait unread (mpi.c).  Callers need not hold
      * x->lock. */
     int (*call_may_start)(xport_t *x, uint64_t key);
+    /* Optional: the program freed the communicator of context id ctx on
+     * this rank, next_call the number after its last call there (freed),
+     * or an id freed before serves a communicator again (!freed).  A
+     * peer still waiting in a later call there learns that this rank
+     * never made it (peer_view's rank_state PEER_FREED). */
+    void (*comm_freed)(xport_t *x, uint32_t ctx, uint32_t next_call, bool freed);
 } xport_ops_t;
 
 struct xport {
