@@ -498,6 +498,10 @@ int comm_agree_ctx(const member_allreduce_t *ar, uint32_t refusal, uint32_t *ref
             ctx_mark(c, true);
         pair_held[c % BOARD_PAIRS] = true;
         pthread_mutex_unlock(&weft_g.lock);
+        /* before the verdict lets any member start a call there: a free
+         * of an earlier communicator on c said no call past it was made */
+        if (reserved && ar->x && ar->x->ops->comm_freed)
+            ar->x->ops->comm_freed(ar->x, c, 0, false);
         rc = ar->fn(ar->arg, verdict, 3, WEFT_UINT32, WEFT_MAX);
         if (!rc && !verdict[0]) {
             *ctx = c, *first_call = verdict[1], *board = !verdict[2];
@@ -552,7 +556,7 @@ static uint64_t parent_unread_pairs(void *arg)
 /* The agreement among the members of a communicator made from comm. */
 static int agree_ctx(weft_comm_t comm, uint32_t *ctx, uint32_t *first_call, bool *board)
 {
-    member_allreduce_t ar = {parent_allreduce, parent_unread_pairs, comm};
+    member_allreduce_t ar = {parent_allreduce, parent_unread_pairs, comm, comm->x};
     uint32_t refused_by;
     return comm_agree_ctx(&ar, 0, &refused_by, ctx, first_call, board);
 }
@@ -618,8 +622,6 @@ int comm_create_on(xport_t *x, int rank, int size, const int *world, uint32_t ct
     }
     (*out)->seq = (*out)->first_call = first_call;
     (*out)->ended_below = first_call & CALL_NUM_MASK;
-    if (x->ops->comm_freed)
-        x->ops->comm_freed(x, ctx, first_call, false);
     (*out)->shared_ctx = true;
     (*out)->board_slots = board;
     return WEFT_OK;
@@ -644,7 +646,7 @@ weft_err_t weft_comm_dup(weft_comm_t comm, weft_comm_t *newcomm)
     } else {
         uint32_t ctx, first_call;
         bool board;
-        member_allreduce_t ar = {parent_allreduce, parent_unread_pairs, comm};
+        member_allreduce_t ar = {parent_allreduce, parent_unread_pairs, comm, comm->x};
         rc = comm_agree_ctx(&ar, refusal, &refused_by, &ctx, &first_call, &board);
         if (!rc) {
             if ((rc = comm_create_shared(comm, comm->rank, comm->size, comm->world, ctx,

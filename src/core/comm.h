@@ -177,6 +177,10 @@ typedef struct member_allreduce {
      * for a post of its own still unread there (comm.c) */
     uint64_t (*unread_pairs)(void *arg);
     void *arg;
+    /* the transport the communicator is made on (its comm_freed mark of
+     * the id agreed on is cleared before any member can start a call
+     * there), or NULL */
+    xport_t *x;
 } member_allreduce_t;
 /* The members agree on a context id for a new communicator.  refusal:
  * 0, or 1 + this rank where it refuses the call (a bad argument of its

@@ -122,7 +122,7 @@ static int share_node_segment(MPI_Comm comm, int refused, weft_comm_t *out)
     /* every member found one, and the same; v[3]: the last refuser + 1 */
     uint64_t v[4] = {!x, x ? x->mpi_seg : 0, x ? ~x->mpi_seg : ~0ull,
                      refused ? (uint64_t)me + 1 : 0};
-    member_allreduce_t ar = {mpi_member_allreduce, NULL, &comm};
+    member_allreduce_t ar = {mpi_member_allreduce, NULL, &comm, NULL};
     if (PMPI_Allreduce(MPI_IN_PLACE, v, 4, MPI_UINT64_T, MPI_MAX, comm) != MPI_SUCCESS)
         rc = weft_error(WEFT_ESYS, "weft_comm_from_mpi: MPI_Allreduce failed");
     if (refused)
@@ -130,6 +130,7 @@ static int share_node_segment(MPI_Comm comm, int refused, weft_comm_t *out)
     else if (!rc && v[3])
         rc = comm_peer_refused("weft_comm_from_mpi", (uint32_t)v[3],
                                "no newcomm, or a WEFT_* variable it could not read");
+    ar.x = x;
     uint32_t ctx, first_call, refused_by; /* nobody refused: v[3] */
     bool board = false;
     if (!rc && !v[0] && v[1] == ~v[2] &&
