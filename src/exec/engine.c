@@ -604,6 +604,16 @@ static int idle_turn(exec_t *e, int idle, int yield_limit, int timeout_ms, uint6
     return 0;
 }
 
+/* Idle polls of a spinning wait between two yields.  Spinning pays where
+ * every rank has a core of its own; where other processes took the cores
+ * (other jobs, the tests of `make test` side by side) the rank waited for
+ * may be off its core, and a wait that spun its whole 20,000 polls held
+ * this one from it (and from everything else) for a millisecond or more.
+ * A yield that finds nothing else to run returns at once (a system call,
+ * under a microsecond, once every few tens of microseconds of spinning);
+ * a wait that ends within SPIN_YIELD_EVERY polls never makes one. */
+#define SPIN_YIELD_EVERY 1024
+
 /* Between two polls that moved nothing: pause while spinning, then yield
  * the core (past the yields the polls sleep in idle_turn). */
 static inline void back_off(int idle, int spin_limit, int yield_limit)
@@ -612,6 +622,8 @@ static inline void back_off(int idle, int spin_limit, int yield_limit)
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
 #endif
+        if (idle % SPIN_YIELD_EVERY == 0)
+            sched_yield();
     } else if (idle >= spin_limit && idle < yield_limit) {
         sched_yield();
     }
