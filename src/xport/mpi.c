@@ -68,9 +68,9 @@ typedef struct mpi_xport {
     uint32_t *spoilt;
     char unusable[400];
     /* It refused or gave up a call (peers may wait for its answer): freed,
-     * it lingers in open_list, answering, until MPI_Finalize (at_finalize) */
+     * it lingers in open_list, answering, until MPI_Finalize (at_finalize).
+     * Lingering: the program freed it (mpi_close). */
     bool owes, lingering;
-    bool freed; /* the program freed it: it lingers (mpi_close) */
     uint32_t next_call; /* the number after this rank's last call here */
 } mpi_xport_t;
 
@@ -426,9 +426,8 @@ static void mpi_close(xport_t *xp)
     bool until_finalize = can && (x->owes || (x == job_x && job_made));
     mpi_xport_t *evicted = NULL;
     if (can) {
-        x->lingering = true;
+        __atomic_store_n(&x->lingering, true, __ATOMIC_RELEASE);
         x->lock = &x->base.lock; /* the two-level transport's goes */
-        __atomic_store_n(&x->freed, true, __ATOMIC_RELEASE);
         if (!until_finalize) {
             evicted = freed_ring[freed_next];
             freed_ring[freed_next] = x;
@@ -509,7 +508,7 @@ static void answer(mpi_xport_t *x, int peer, const call_desc_t *d)
      * nor ever will */
     uint32_t n = (uint32_t)d->key & CALL_NUM_MASK;
     bool fin = __atomic_load_n(&finalizing, __ATOMIC_ACQUIRE);
-    if ((fin || __atomic_load_n(&x->freed, __ATOMIC_ACQUIRE)) && own->key != d->key &&
+    if ((fin || __atomic_load_n(&x->lingering, __ATOMIC_ACQUIRE)) && own->key != d->key &&
         ((n - x->next_call) & CALL_NUM_MASK) < (CALL_NUM_MASK >> 1)) {
         call_desc_t gone = {.key = d->key, .flags = fin ? CALL_WAS_FINALIZING : CALL_WAS_FREED};
         send_desc(x, x->replied, peer, &gone);
