@@ -7,10 +7,10 @@
 # WEFT_EMISMATCH or WEFT_EPEER with a message naming a rank; none may time
 # out, hang or crash.  The jobs' limits are 10 s (--fault-limit): a proof
 # over MPI takes a few watch rounds of 100 ms, each later where the ranks
-# outnumber the cores and other tests run beside (1 s was too short there).  The jobs are ones that
-# ended otherwise before (docs/MPI.md): mismatches in an overlapped batch on
-# a split while the faulty rank waited elsewhere, refusals whose rank then
-# left for MPI_Finalize.
+# outnumber the cores and other tests run beside (1 s was too short there).
+# The jobs are ones that ended otherwise before (docs/MPI.md): mismatches
+# in an overlapped batch on a split while the faulty rank waited elsewhere,
+# refusals whose rank then left for MPI_Finalize.
 set -u
 weft=$1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
