@@ -246,7 +246,10 @@ WEFT_API weft_err_t weft_op_set_origin(weft_op_t op, const void *origin);
  * call; these are only faster.  Blocks are whole pages, 4 KiB-aligned, and
  * zeroed on first use; the arena holds at most the machine's memory
  * (WEFT_ARENA_MAX, in MiB, sets less) and may be used before weft_init and
- * after weft_finalize.  bytes = 0, or more than the arena holds, fails
+ * after weft_finalize.  Up to 64 MiB of freed blocks (a quarter of a
+ * smaller arena) stay resident for the next weft_alloc, zeroed when handed
+ * out again; the rest go back to the system at once.  bytes = 0, or more
+ * than the arena holds, fails
  * (WEFT_EINVAL, WEFT_ENOMEM) with *ptr = NULL.  weft_free(NULL) does
  * nothing; a pointer weft_alloc did not return, or one freed already,
  * fails with WEFT_EINVAL.  A buffer must not be freed while a collective

@@ -196,6 +196,27 @@ static int arena_limit_mode(void)
     EXPECT(weft_free(a), WEFT_OK, NULL);
     EXPECT(weft_alloc(7u << 19, &b), WEFT_OK, NULL); /* 3.5 MiB: the first page is the arena's */
     EXPECT(weft_free(b), WEFT_OK, NULL);
+    /* A freed block stays resident up to a quarter of this arena (1 MiB)
+     * and comes back zeroed; kept blocks that leave no room for a request
+     * are given back to make it. */
+    void *c = NULL, *d = NULL;
+    EXPECT(weft_alloc(1u << 20, &a), WEFT_OK, NULL);
+    EXPECT(weft_alloc(2u << 20, &b), WEFT_OK, NULL);
+    memset(a, 0x5c, 1u << 20);
+    EXPECT(weft_free(a), WEFT_OK, NULL); /* kept */
+    EXPECT(weft_free(b), WEFT_OK, NULL); /* past the bound: given back */
+    EXPECT(weft_alloc(1u << 20, &c), WEFT_OK, NULL);
+    size_t nonzero = 0;
+    for (size_t i = 0; c && i < 1u << 20; i++)
+        nonzero += ((unsigned char *)c)[i] != 0;
+    checks++, failures += c != a || nonzero;
+    if (c != a || nonzero)
+        fprintf(stderr, "FAIL: the kept block came back at %p (was %p) with %zu bytes not zero\n",
+                c, a, nonzero);
+    EXPECT(weft_free(c), WEFT_OK, NULL); /* kept again */
+    EXPECT(weft_alloc(7u << 19, &d), WEFT_OK, NULL); /* fits only without the kept block */
+    checks++, failures += d != a;
+    EXPECT(weft_free(d), WEFT_OK, NULL);
     printf("arena_limit: %d checks, %d failures\n", checks, failures);
     return failures ? 1 : 0;
 }

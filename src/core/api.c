@@ -348,7 +348,7 @@ static char *stage_take(weft_comm_t c, weft_request_t r, size_t bytes)
     } else {
         char said[512];
         snprintf(said, sizeof said, "%s", weft_last_error());
-        if (weft_alloc(bytes, &r->shared_stage) != WEFT_OK) {
+        if (arena_alloc_scratch(bytes, &r->shared_stage) != WEFT_OK) {
             weft_error(WEFT_OK, "%s", said);
             return NULL;
         }

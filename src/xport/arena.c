@@ -7,7 +7,16 @@
  * the first free block that fits, else the top of the arena grows.  A
  * block's pages are reserved when it is handed out (posix_fallocate: a page
  * the kernel cannot back is an error now, not SIGBUS later) and returned
- * to the kernel when it is freed (a hole punched in the memfd). */
+ * to the kernel when it is freed (a hole punched in the memfd), except
+ * freed blocks up to KEEP_MAX_MIB in all: those stay resident, as glibc keeps
+ * freed memory below its trim threshold, because a page handed back costs
+ * a fault to touch again, in the owner and in every peer that reads it,
+ * and on a virtual machine that fault is dear (2.9 ms a MiB on this
+ * project's VM, against 19 us to zero a resident MiB; docs/PERFORMANCE.md,
+ * "Arena blocks kept").  A kept block is zeroed when weft_alloc hands it
+ * out again, so "zeroed on first use" holds; the staging buffers of the
+ * collectives (arena_alloc_scratch) skip that, as they are written whole
+ * before they are read. */
 #define _GNU_SOURCE /* memfd_create, fallocate */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,16 +37,22 @@
 typedef struct block {
     size_t off, len;
     bool used;
+    bool kept; /* free, its pages still backed and holding old bytes */
 } block_t;
+
+/* The most freed bytes kept resident: 64 MiB, or a quarter of a smaller
+ * arena. */
+enum { KEEP_MAX_MIB = 64 };
 
 static struct {
     pthread_mutex_t lock;
     int fd;
     char *_Atomic base; /* published last: arena_offset reads it without the lock */
     size_t span, top, page;
+    size_t kept, keep_max; /* bytes in kept blocks, and their bound */
     block_t *blk;
     size_t nblk, cap;
-} A = {PTHREAD_MUTEX_INITIALIZER, -1, NULL, 0, 0, 0, NULL, 0, 0};
+} A = {PTHREAD_MUTEX_INITIALIZER, -1, NULL, 0, 0, 0, 0, 0, NULL, 0, 0};
 
 /* The arena's span: WEFT_ARENA_MAX (MiB), else the machine's memory. */
 static int arena_span(size_t *span)
@@ -68,7 +83,7 @@ static void forget_in_child(void)
         close(A.fd);
     A.fd = -1;
     atomic_store_explicit(&A.base, NULL, memory_order_relaxed);
-    A.span = A.top = 0;
+    A.span = A.top = A.kept = 0;
     A.nblk = 0;
 }
 
@@ -115,6 +130,7 @@ static int open_locked(void)
     A.fd = fd;
     A.span = span;
     A.top = A.page;
+    A.keep_max = span / 4 < (size_t)KEEP_MAX_MIB << 20 ? span / 4 : (size_t)KEEP_MAX_MIB << 20;
     atomic_store_explicit(&A.base, (char *)p, memory_order_release);
     return WEFT_OK;
 }
@@ -212,30 +228,111 @@ static size_t blk_find(size_t off)
     return lo < A.nblk && A.blk[lo].off == off ? lo : A.nblk;
 }
 
-/* Hands out need bytes at offset *off: the first free block that fits
- * (split), else the top. */
-static int take(size_t need, size_t *off)
+/* Gives block i's range to its free neighbours of the same kind (kept
+ * or not); returns where the block now is. */
+static size_t merge_free(size_t i)
+{
+    block_t *b = &A.blk[i];
+    if (i + 1 < A.nblk && !A.blk[i + 1].used && A.blk[i + 1].kept == b->kept) {
+        b->len += A.blk[i + 1].len;
+        blk_remove(i + 1);
+    }
+    if (i > 0 && !A.blk[i - 1].used && A.blk[i - 1].kept == A.blk[i].kept) {
+        A.blk[i - 1].len += A.blk[i].len;
+        blk_remove(i);
+        i--;
+    }
+    return i;
+}
+
+/* Block i, free and not kept: the top comes back down to it if it is the
+ * last. */
+static void lower_top(size_t i)
+{
+    if (i + 1 == A.nblk && !A.blk[i].used && !A.blk[i].kept) {
+        A.top = A.blk[i].off;
+        blk_remove(i);
+    }
+}
+
+/* Gives block i back: kept (if may_keep: its pages are backed) while the
+ * kept bytes stay within their bound, else its pages to the kernel; its
+ * range to the free neighbours, and the top back where the last block is
+ * free. */
+static void give_back(size_t i, bool may_keep)
+{
+    block_t *b = &A.blk[i];
+    b->used = false;
+    b->kept = may_keep && A.kept + b->len <= A.keep_max;
+    if (b->kept)
+        A.kept += b->len;
+    else
+        fallocate(A.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)b->off, (off_t)b->len);
+    lower_top(merge_free(i));
+}
+
+/* Every kept block's pages back to the kernel: room for a request that
+ * the kept blocks fragment. */
+static void release_kept(void)
 {
     for (size_t i = 0; i < A.nblk; i++) {
         block_t *b = &A.blk[i];
-        if (b->used || b->len < need)
+        if (b->used || !b->kept)
             continue;
-        if (b->len > need) {
-            block_t rest = {b->off + need, b->len - need, false};
-            int rc = blk_insert(i + 1, rest);
-            if (rc)
-                return rc;
-            b = &A.blk[i];
-            b->len = need;
-        }
+        fallocate(A.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)b->off, (off_t)b->len);
+        b->kept = false;
+        A.kept -= b->len;
+        i = merge_free(i);
+    }
+    if (A.nblk)
+        lower_top(A.nblk - 1);
+}
+
+/* The first free block of the kind asked for that fits need bytes, split
+ * to size and marked used; A.nblk if none. */
+static size_t take_free(size_t need, bool kept)
+{
+    for (size_t i = 0; i < A.nblk; i++) {
+        block_t *b = &A.blk[i];
+        if (b->used || b->kept != kept || b->len < need)
+            continue;
+        if (b->len > need &&
+            blk_insert(i + 1, (block_t){b->off + need, b->len - need, false, kept}))
+            return A.nblk;
+        b = &A.blk[i];
+        b->len = need;
         b->used = true;
-        *off = b->off;
+        if (kept)
+            A.kept -= need;
+        return i;
+    }
+    return A.nblk;
+}
+
+/* Hands out need bytes at offset *off: a kept block that fits (resident
+ * already: *kept is set), else a free one, else the top, else the top
+ * once the kept blocks are given back. */
+static int take(size_t need, size_t *off, bool *kept)
+{
+    size_t i = take_free(need, true);
+    *kept = i < A.nblk;
+    if (i == A.nblk)
+        i = take_free(need, false);
+    if (i < A.nblk) {
+        *off = A.blk[i].off;
         return WEFT_OK;
+    }
+    if (need > A.span - A.top && A.kept) {
+        release_kept();
+        if ((i = take_free(need, false)) < A.nblk) {
+            *off = A.blk[i].off;
+            return WEFT_OK;
+        }
     }
     if (need > A.span - A.top)
         return weft_error(WEFT_ENOMEM, "weft_alloc: the arena is full (%zu MiB in use of %zu; "
                           "WEFT_ARENA_MAX sets its size)", A.top >> 20, A.span >> 20);
-    int rc = blk_insert(A.nblk, (block_t){A.top, need, true});
+    int rc = blk_insert(A.nblk, (block_t){A.top, need, true, false});
     if (rc)
         return rc;
     *off = A.top;
@@ -243,29 +340,7 @@ static int take(size_t need, size_t *off)
     return WEFT_OK;
 }
 
-/* Gives block i back: its pages to the kernel, its range to the free
- * neighbours, and the top back where the last block is free. */
-static void give_back(size_t i)
-{
-    block_t *b = &A.blk[i];
-    fallocate(A.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)b->off, (off_t)b->len);
-    b->used = false;
-    if (i + 1 < A.nblk && !A.blk[i + 1].used) {
-        b->len += A.blk[i + 1].len;
-        blk_remove(i + 1);
-    }
-    if (i > 0 && !A.blk[i - 1].used) {
-        A.blk[i - 1].len += A.blk[i].len;
-        blk_remove(i);
-        i--;
-    }
-    if (i + 1 == A.nblk) {
-        A.top = A.blk[i].off;
-        blk_remove(i);
-    }
-}
-
-weft_err_t weft_alloc(size_t bytes, void **ptr)
+static int alloc_block(size_t bytes, void **ptr, bool zeroed)
 {
     if (!ptr)
         return weft_error(WEFT_EINVAL, "weft_alloc: ptr is NULL");
@@ -282,19 +357,35 @@ weft_err_t weft_alloc(size_t bytes, void **ptr)
         goto out;
     }
     size_t need = (bytes + A.page - 1) / A.page * A.page, off = 0;
-    if ((rc = take(need, &off)))
+    bool kept = false;
+    if ((rc = take(need, &off, &kept)))
         goto out;
-    int e = posix_fallocate(A.fd, (off_t)off, (off_t)need);
-    if (e) {
-        give_back(blk_find(off));
-        rc = weft_error(WEFT_ENOMEM, "weft_alloc: the system cannot back %zu bytes: %s", bytes,
-                        strerror(e));
-        goto out;
+    if (kept) {
+        if (zeroed)
+            memset(A.base + off, 0, need);
+    } else {
+        int e = posix_fallocate(A.fd, (off_t)off, (off_t)need);
+        if (e) {
+            give_back(blk_find(off), false);
+            rc = weft_error(WEFT_ENOMEM, "weft_alloc: the system cannot back %zu bytes: %s",
+                            bytes, strerror(e));
+            goto out;
+        }
     }
     *ptr = A.base + off;
 out:
     pthread_mutex_unlock(&A.lock);
-    return (weft_err_t)rc;
+    return rc;
+}
+
+weft_err_t weft_alloc(size_t bytes, void **ptr)
+{
+    return (weft_err_t)alloc_block(bytes, ptr, true);
+}
+
+int arena_alloc_scratch(size_t bytes, void **ptr)
+{
+    return alloc_block(bytes, ptr, false);
 }
 
 weft_err_t weft_free(void *ptr)
@@ -309,7 +400,7 @@ weft_err_t weft_free(void *ptr)
         rc = weft_error(WEFT_EINVAL, "weft_free: %p was not returned by weft_alloc, or was "
                         "freed already", ptr);
     else
-        give_back(i);
+        give_back(i, true);
     pthread_mutex_unlock(&A.lock);
     return (weft_err_t)rc;
 }

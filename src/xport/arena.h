@@ -26,6 +26,11 @@ typedef struct arena_info {
  * message if the kernel refuses.  Thread-safe. */
 int arena_open(arena_info_t *out);
 
+/* weft_alloc without its promise of zeros: a block whose old bytes may
+ * remain (one freed and kept resident), for scratch written whole before
+ * it is read.  Freed with weft_free. */
+int arena_alloc_scratch(size_t bytes, void **ptr);
+
 /* If [p, p + len) lies inside one allocated block of this process's arena,
  * its offset from the arena's start; else false.  Lock-free: the blocks a
  * collective sends from cannot be freed while it runs. */
