@@ -302,6 +302,7 @@ static size_t take_free(size_t need, bool kept)
         b = &A.blk[i];
         b->len = need;
         b->used = true;
+        b->kept = false; /* a used block is neither: give_back decides anew */
         if (kept)
             A.kept -= need;
         return i;
@@ -347,6 +348,8 @@ static int alloc_block(size_t bytes, void **ptr, bool zeroed)
     *ptr = NULL;
     if (bytes == 0)
         return weft_error(WEFT_EINVAL, "weft_alloc: 0 bytes: ask for at least one");
+    size_t need = 0, off = 0;
+    bool kept = false; /* a kept block: resident, with old bytes */
     pthread_mutex_lock(&A.lock);
     int rc = open_locked();
     if (rc)
@@ -356,14 +359,10 @@ static int alloc_block(size_t bytes, void **ptr, bool zeroed)
                         "(WEFT_ARENA_MAX sets its size)", bytes, A.span >> 20);
         goto out;
     }
-    size_t need = (bytes + A.page - 1) / A.page * A.page, off = 0;
-    bool kept = false;
+    need = (bytes + A.page - 1) / A.page * A.page;
     if ((rc = take(need, &off, &kept)))
         goto out;
-    if (kept) {
-        if (zeroed)
-            memset(A.base + off, 0, need);
-    } else {
+    if (!kept) {
         int e = posix_fallocate(A.fd, (off_t)off, (off_t)need);
         if (e) {
             give_back(blk_find(off), false);
@@ -375,6 +374,10 @@ static int alloc_block(size_t bytes, void **ptr, bool zeroed)
     *ptr = A.base + off;
 out:
     pthread_mutex_unlock(&A.lock);
+    /* the block is the caller's now: zeroed without holding up other
+     * threads' allocations (64 MiB takes a millisecond or more) */
+    if (!rc && kept && zeroed)
+        memset(*ptr, 0, need);
     return rc;
 }
 
