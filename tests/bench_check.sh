@@ -40,6 +40,33 @@ then passes=$((passes + 1)); else fails=$((fails + 1)); echo "FAIL: --back-to-ba
 if "$weft" bench allreduce --np 2 --back-to-back --osu 2>/dev/null; then
     fails=$((fails + 1)); echo "FAIL: --back-to-back --osu was accepted"
 else passes=$((passes + 1)); fi
+# --inflight: rounds of split-phase calls, each on buffers of its own and
+# every one checked (a round that served only its first call fails the
+# check), with buffers from malloc and from the arena, at a root other
+# than 0, an op out of rank order refused by the algorithms that need a
+# commutative one, and the figures' convention said in the CSV
+for coll in allreduce reduce bcast; do
+    for mem in malloc weft; do
+        out=$("$weft" bench "$coll" --np 5 --inflight 3 --check --dtype int32 --mem $mem \
+              --sizes 0,4,1000,65536 --algo "${algos[$coll]}" --iters 2 --warmup 1 --root 3 2>&1)
+        if grep -q "a round of 3 split-phase calls in flight" <<<"$out" &&
+           grep -q "# check: every result verified" <<<"$out"
+        then passes=$((passes + 1)); else fails=$((fails + 1)); echo "FAIL: $coll --inflight --mem $mem"; echo "$out" | tail -3; fi
+    done
+done
+csv=$(mktemp)
+out=$("$weft" bench allreduce --np 3 --inflight 2 --check --op noncommutative --sizes 8,1000 \
+      --algo auto,ring,linear_arena --iters 2 --csv "$csv" 2>&1)
+if grep -q "# check: every result verified" <<<"$out" &&
+   grep -q "# not run (2 of 2 sizes): ring: allreduce ring needs a commutative op" <<<"$out" &&
+   [ "$(grep -c ',max-median/inflight=2,' "$csv")" = 4 ]
+then passes=$((passes + 1)); else fails=$((fails + 1)); echo "FAIL: --inflight, noncommutative"; echo "$out" | tail -4; cat "$csv"; fi
+rm -f "$csv"
+for bad in "allreduce --inflight 0" "allreduce --inflight 17" "allreduce --inflight 2 --poll" \
+           "barrier --inflight 2"; do
+    if "$weft" bench $bad 2>/dev/null; then fails=$((fails + 1)); echo "FAIL: '$bad' was accepted"
+    else passes=$((passes + 1)); fi
+done
 # sizes are rounded up to whole elements and kept once: 1, 5 and 8 bytes
 # of float64 are one row of 8 bytes (5 bytes gave a row of 0)
 rows=$("$weft" bench allreduce --np 2 --sizes 1,5,8,12 --dtype float64 --algo ring --iters 1 \

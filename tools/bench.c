@@ -41,7 +41,7 @@ static void bench_usage(FILE *f)
             "       weft bench kernels   (reduction kernels and copies against memcpy)\n"
             "                  [--sizes LO:HI[:xK|:+K] | S1,S2,..] [--iters N] [--warmup N] [--check]\n"
             "                  [--dtype float32] [--op sum|...|noncommutative] [--root R] [--csv F]\n"
-            "                  [--json F] [--osu] [--back-to-back] [--poll]\n"
+            "                  [--json F] [--osu] [--back-to-back] [--poll] [--inflight N]\n"
             "                  [--mem malloc|weft]  (user buffers from malloc, the default, or\n"
             "                  from weft_alloc: the shared arena, which peers read in place)\n"
             "                  [--transport mpi|shm]  (under mpirun; algorithm 'native' is the\n"
@@ -60,6 +60,11 @@ static void bench_usage(FILE *f)
             "with no barrier between (a solver's dot products), each rank's mean per\n"
             "call averaged over ranks.  --poll: weft's calls as their\n"
             "*_timeout variants polled at WEFT_TEST until done (allreduce, bcast, reduce).\n"
+            "--inflight N (1-16): each iteration starts N split-phase calls (weft_i*, or\n"
+            "the MPI library's MPI_I*), each on buffers of its own of the row's size, and\n"
+            "then waits for them in order, as a data-parallel trainer keeps its gradient\n"
+            "buckets in flight; a figure is the time of the round of N, busbw counts N\n"
+            "times the bytes.\n"
             "--op noncommutative: a user op,\n"
             "affine maps x -> ax + b (mod 2^32) composed in rank order, on uint64.\n"
             "--mif X: before each timed call (after the barrier) each rank waits\n"
@@ -79,6 +84,7 @@ static void bench_usage(FILE *f)
 }
 
 #define SIZE_MAX_BYTES (1ull << 40)
+#define INFLIGHT_MAX 16
 
 /* --sizes: a list as weft sim takes it (number_list), at most 64 sizes of
  * at most 2^40 bytes; 0, or -1 with why filled. */
@@ -191,6 +197,14 @@ static int parse_valued(bench_opts_t *o, const char *opt, const char *v)
             return 2;
         }
         o->arena = v[0] == 'w';
+    } else if (!strcmp(opt, "--inflight")) {
+        long n = strtol(v, &e, 10);
+        if (*e || e == v || n < 1 || n > INFLIGHT_MAX) {
+            fprintf(stderr, "weft bench: --inflight %s: want 1..%d calls in flight\n", v,
+                    INFLIGHT_MAX);
+            return 2;
+        }
+        o->inflight = (int)n;
     } else if (!strcmp(opt, "--transport")) {
         if (strcmp(v, "mpi") && strcmp(v, "shm")) {
             fprintf(stderr, "weft bench: --transport %s: want mpi or shm\n", v);
@@ -233,6 +247,11 @@ static int check_combination(const bench_opts_t *o)
     if (o->back_to_back && (o->osu || o->nmif || o->arrivals)) {
         fprintf(stderr, "weft bench: --back-to-back times the calls in a row, no barrier or "
                         "delay between them: leave out --osu, --mif and --arrivals\n");
+        return 2;
+    }
+    if (o->inflight > 1 && (o->poll || o->nmif || o->arrivals)) {
+        fprintf(stderr, "weft bench: --inflight times rounds of split-phase calls started "
+                        "together: leave out --poll, --mif and --arrivals\n");
         return 2;
     }
     if (o->nmif && o->osu) {
@@ -284,6 +303,7 @@ int bench_parse(int argc, char **argv, bench_opts_t *o)
     o->warmup = -1;
     o->dtype = WEFT_FLOAT32;
     o->op = WEFT_SUM;
+    o->inflight = 1;
     if (argc < 2 || !strcmp(argv[1], "--help")) {
         bench_usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 1;
@@ -296,8 +316,8 @@ int bench_parse(int argc, char **argv, bench_opts_t *o)
         return 2;
     }
     const char *dataful = NULL; /* an option that means nothing to a barrier */
-    static const char *const data_opts[] = {"--sizes", "--dtype", "--op", "--root",
-                                             "--mem", "--mif", "--arrivals"};
+    static const char *const data_opts[] = {"--sizes", "--dtype", "--op",  "--root",
+                                             "--mem",   "--mif",   "--arrivals", "--inflight"};
     for (int i = 2; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(argv[i], "--poll")) {
@@ -466,35 +486,51 @@ static bool check_elem(const void *out, size_t i, int P, const bench_opts_t *o, 
 static const algo_t native_algo = {"native", WEFT_COLL_COUNT, 0, NULL, "", "", "", NULL, NULL};
 static const algo_t auto_algo = {"auto", WEFT_COLL_COUNT, 0, NULL, "", "", "", NULL, NULL};
 
+#ifdef WEFT_HAVE_MPI
+/* The MPI library's datatype and op for the run's; 0 or the reason not. */
+static int native_types(const bench_opts_t *o, MPI_Datatype *dt, MPI_Op *op)
+{
+    static const MPI_Datatype mdt[WEFT_DTYPE_COUNT] = {
+        [WEFT_INT8] = MPI_INT8_T,     [WEFT_INT16] = MPI_INT16_T,   [WEFT_INT32] = MPI_INT32_T,
+        [WEFT_INT64] = MPI_INT64_T,   [WEFT_UINT8] = MPI_UINT8_T,   [WEFT_UINT16] = MPI_UINT16_T,
+        [WEFT_UINT32] = MPI_UINT32_T, [WEFT_UINT64] = MPI_UINT64_T, [WEFT_FLOAT32] = MPI_FLOAT,
+        [WEFT_FLOAT64] = MPI_DOUBLE};
+    static const MPI_Op mop[] = {MPI_SUM, MPI_PROD, MPI_MIN, MPI_MAX, MPI_BAND,
+                                 MPI_BOR, MPI_BXOR, MPI_LAND, MPI_LOR};
+    if (o->dtype == WEFT_FLOAT16 || o->dtype == WEFT_BFLOAT16)
+        return weft_error(WEFT_ENOTSUP, "MPI has no %s", weft_dtype_name(o->dtype));
+    if (o->op == OP_AFFINE && o->coll != WEFT_COLL_BCAST)
+        return weft_error(WEFT_ENOTSUP, "the MPI library is not given weft's user op");
+    *dt = mdt[o->dtype];
+    *op = o->op >= 0 ? mop[o->op] : MPI_OP_NULL;
+    return WEFT_OK;
+}
+
+static int native_error(int rc)
+{
+    return rc == MPI_SUCCESS ? WEFT_OK : weft_error(WEFT_EINTERNAL, "MPI error %d", rc);
+}
+#endif
+
 static int run_one(weft_comm_t comm, const bench_opts_t *o, const algo_t *al, size_t count,
                    void *in, void *out)
 {
 #ifdef WEFT_HAVE_MPI
-    if (al == &native_algo && o->coll == WEFT_COLL_BARRIER) {
-        int rc = PMPI_Barrier(MPI_COMM_WORLD);
-        return rc == MPI_SUCCESS ? WEFT_OK : weft_error(WEFT_EINTERNAL, "MPI error %d", rc);
-    }
+    if (al == &native_algo && o->coll == WEFT_COLL_BARRIER)
+        return native_error(PMPI_Barrier(MPI_COMM_WORLD));
     if (al == &native_algo) {
-        static const MPI_Datatype mdt[WEFT_DTYPE_COUNT] = {
-            [WEFT_INT8] = MPI_INT8_T,     [WEFT_INT16] = MPI_INT16_T,   [WEFT_INT32] = MPI_INT32_T,
-            [WEFT_INT64] = MPI_INT64_T,   [WEFT_UINT8] = MPI_UINT8_T,   [WEFT_UINT16] = MPI_UINT16_T,
-            [WEFT_UINT32] = MPI_UINT32_T, [WEFT_UINT64] = MPI_UINT64_T, [WEFT_FLOAT32] = MPI_FLOAT,
-            [WEFT_FLOAT64] = MPI_DOUBLE};
-        static const MPI_Op mop[] = {MPI_SUM, MPI_PROD, MPI_MIN, MPI_MAX, MPI_BAND,
-                                     MPI_BOR, MPI_BXOR, MPI_LAND, MPI_LOR};
-        MPI_Datatype dt = mdt[o->dtype];
-        if (o->dtype == WEFT_FLOAT16 || o->dtype == WEFT_BFLOAT16)
-            return weft_error(WEFT_ENOTSUP, "MPI has no %s", weft_dtype_name(o->dtype));
-        if (o->op == OP_AFFINE && o->coll != WEFT_COLL_BCAST)
-            return weft_error(WEFT_ENOTSUP, "the MPI library is not given weft's user op");
-        int n = (int)count, rc;
+        MPI_Datatype dt = MPI_DATATYPE_NULL;
+        MPI_Op op = MPI_OP_NULL;
+        int n = (int)count, rc = native_types(o, &dt, &op);
+        if (rc)
+            return rc;
         if (o->coll == WEFT_COLL_ALLREDUCE)
-            rc = PMPI_Allreduce(in, out, n, dt, mop[o->op], MPI_COMM_WORLD);
+            rc = PMPI_Allreduce(in, out, n, dt, op, MPI_COMM_WORLD);
         else if (o->coll == WEFT_COLL_BCAST)
             rc = PMPI_Bcast(out, n, dt, o->root, MPI_COMM_WORLD);
         else
-            rc = PMPI_Reduce(in, out, n, dt, mop[o->op], o->root, MPI_COMM_WORLD);
-        return rc == MPI_SUCCESS ? WEFT_OK : weft_error(WEFT_EINTERNAL, "MPI error %d", rc);
+            rc = PMPI_Reduce(in, out, n, dt, op, o->root, MPI_COMM_WORLD);
+        return native_error(rc);
     }
 #endif
     (void)al;
@@ -517,6 +553,83 @@ static int run_one(weft_comm_t comm, const bench_opts_t *o, const algo_t *al, si
     case WEFT_COLL_BARRIER: return weft_barrier(comm);
     default: return weft_reduce(in, out, count, o->dtype, op_handle(o), o->root, comm);
     }
+}
+
+/* Elements between the buffers of two calls in flight (--inflight): room
+ * for the largest size. */
+static size_t slot_count(const bench_opts_t *o)
+{
+    size_t es = weft_dtype_size(o->dtype), most = 0;
+    for (int s = 0; s < o->nsizes; s++)
+        most = o->sizes[s] > most ? o->sizes[s] : most;
+    return most / es ? most / es : 1;
+}
+
+#ifdef WEFT_HAVE_MPI
+/* --inflight under the MPI library: its nonblocking collectives, waited
+ * for in order. */
+static int native_round(const bench_opts_t *o, size_t count, char *in, char *out, size_t slot)
+{
+    MPI_Request req[INFLIGHT_MAX];
+    MPI_Datatype dt = MPI_DATATYPE_NULL;
+    MPI_Op op = MPI_OP_NULL;
+    int n = (int)count, rc = native_types(o, &dt, &op), started = 0;
+    for (; !rc && started < o->inflight; started++) {
+        size_t at = (size_t)started * slot;
+        MPI_Request *r = &req[started];
+        if (o->coll == WEFT_COLL_ALLREDUCE)
+            rc = PMPI_Iallreduce(in + at, out + at, n, dt, op, MPI_COMM_WORLD, r);
+        else if (o->coll == WEFT_COLL_BCAST)
+            rc = PMPI_Ibcast(out + at, n, dt, o->root, MPI_COMM_WORLD, r);
+        else
+            rc = PMPI_Ireduce(in + at, out + at, n, dt, op, o->root, MPI_COMM_WORLD, r);
+        rc = native_error(rc);
+    }
+    if (rc)
+        started--; /* the one that failed to start */
+    int wrc = native_error(PMPI_Waitall(started, req, MPI_STATUSES_IGNORE));
+    return rc ? rc : wrc;
+}
+#endif
+
+/* One iteration: a call, or with --inflight N a round of N split-phase
+ * calls, the i-th on the buffers slot elements past the (i-1)-th's, all
+ * started and then waited for in order.  A start that fails (the same on
+ * every rank: the algorithm cannot serve the call) ends the round once the
+ * calls before it are done. */
+static int run_round(weft_comm_t comm, const bench_opts_t *o, const algo_t *al, size_t count,
+                     void *in, void *out)
+{
+    if (o->inflight <= 1)
+        return run_one(comm, o, al, count, in, out);
+    size_t slot = slot_count(o) * weft_dtype_size(o->dtype);
+#ifdef WEFT_HAVE_MPI
+    if (al == &native_algo)
+        return native_round(o, count, in, out, slot);
+#endif
+    weft_request_t req[INFLIGHT_MAX];
+    int rc = WEFT_OK, started = 0;
+    for (; !rc && started < o->inflight; started++) {
+        char *i = (char *)in + (size_t)started * slot, *u = (char *)out + (size_t)started * slot;
+        weft_request_t *r = &req[started];
+        rc = o->coll == WEFT_COLL_ALLREDUCE
+                 ? weft_iallreduce(i, u, count, o->dtype, op_handle(o), comm, r)
+             : o->coll == WEFT_COLL_BCAST
+                 ? weft_ibcast(u, count, o->dtype, o->root, comm, r)
+                 : weft_ireduce(i, u, count, o->dtype, op_handle(o), o->root, comm, r);
+    }
+    if (rc)
+        started--;
+    char why[256] = "";
+    if (rc) /* the waits below must not overwrite the reason */
+        snprintf(why, sizeof why, "%s", weft_last_error());
+    for (int k = 0; k < started; k++) {
+        int wrc = weft_wait(&req[k]);
+        rc = rc ? rc : wrc;
+    }
+    if (why[0])
+        weft_error(rc, "%s", why);
+    return rc;
 }
 
 /* The barrier before each timed call, on sync (see lineup_t). */
@@ -680,6 +793,9 @@ static void print_header(const bench_opts_t *o, weft_comm_t comm, const lineup_t
                                           : "weft shared memory, under mpirun",
            crowd, convention(o),
            L->summary ? "" : "; busbw in GB/s; * = fastest");
+    if (o->inflight > 1)
+        printf("# each iteration a round of %d split-phase calls in flight, each on buffers of "
+               "its own of the row's size; a figure is the whole round's\n", o->inflight);
     if (L->summary) {
         printf("%12s | %9s %-26s | %9s %-20s | %9s", "bytes", "auto", "(its choice)", "fastest",
                "(algorithm)", "auto/best");
@@ -702,7 +818,7 @@ static void print_header(const bench_opts_t *o, weft_comm_t comm, const lineup_t
 
 static double busbw_of(const bench_opts_t *o, int P, size_t bytes, double med)
 {
-    double algbw = med > 0 ? (double)bytes / (med * 1e-6) / 1e9 : 0;
+    double algbw = med > 0 ? (double)bytes * o->inflight / (med * 1e-6) / 1e9 : 0;
     return o->coll == WEFT_COLL_ALLREDUCE ? algbw * 2.0 * (P - 1) / P : algbw;
 }
 
@@ -786,7 +902,13 @@ static void print_not_run(const lineup_t *L, const result_t *res, int nsizes)
 /* The convention of a balanced run's figures, as CSV and JSON name it. */
 static const char *convention_label(const bench_opts_t *o)
 {
-    return o->back_to_back ? "back-to-back" : o->osu ? "osu" : "max-median";
+    static char label[48];
+    snprintf(label, sizeof label, "%s",
+             o->back_to_back ? "back-to-back" : o->osu ? "osu" : "max-median");
+    if (o->inflight > 1) /* a figure is a round's */
+        snprintf(label + strlen(label), sizeof label - strlen(label), "/inflight=%d",
+                 o->inflight);
+    return label;
 }
 
 static void write_csv_row(FILE *csv, const bench_opts_t *o, int P, size_t bytes,
@@ -1063,6 +1185,19 @@ static int summarize(const bench_opts_t *o, weft_comm_t comm, double *times, int
     return rc;
 }
 
+/* The data of every call in flight (--inflight): the k-th's of salt + k. */
+static void fill_slots(const bench_opts_t *o, void *in, void *out, size_t count, int rank,
+                       unsigned salt)
+{
+    size_t slot = slot_count(o) * weft_dtype_size(o->dtype);
+    for (int k = 0; k < o->inflight; k++) {
+        fill((char *)in + (size_t)k * slot, count, o->dtype, o->op, rank, salt + (unsigned)k);
+        if (o->coll == WEFT_COLL_BCAST)
+            fill((char *)out + (size_t)k * slot, count, o->dtype, o->op, rank,
+                 salt + (unsigned)k);
+    }
+}
+
 /* Times iters calls (after warm untimed ones) into times: back to back,
  * one clock around them all; else each after a barrier (and with ar, a
  * late arrival).  0, or the first call's error. */
@@ -1072,12 +1207,12 @@ static int time_calls(const bench_opts_t *o, weft_comm_t comm, const lineup_t *L
 {
     int rank = weft_comm_rank(comm), rc = WEFT_OK;
     for (int i = 0; i < warm && !rc; i++)
-        rc = run_one(comm, o, al, count, in, out);
+        rc = run_round(comm, o, al, count, in, out);
     if (o->back_to_back) {
         bench_barrier(L->sync, o);
         double t0 = weft_now();
         for (int i = 0; i < iters && !rc; i++)
-            rc = run_one(comm, o, al, count, in, out);
+            rc = run_round(comm, o, al, count, in, out);
         double each = (weft_now() - t0) / iters;
         for (int i = 0; i < iters; i++)
             times[i] = each;
@@ -1088,7 +1223,7 @@ static int time_calls(const bench_opts_t *o, weft_comm_t comm, const lineup_t *L
         if (ar)
             arrive_late(ar, rank, i, o->redraw);
         double t0 = weft_now();
-        rc = run_one(comm, o, al, count, in, out);
+        rc = run_round(comm, o, al, count, in, out);
         times[i] = weft_now() - t0;
     }
     return rc;
@@ -1106,9 +1241,7 @@ static int time_one(const bench_opts_t *o, weft_comm_t comm, const lineup_t *L, 
     r->chose[0] = '\0';
     if (al != &native_algo)
         weft_set_algorithm(comm, o->coll, al->name, L->params[a]);
-    fill(in, count, o->dtype, o->op, rank, 0);
-    if (o->coll == WEFT_COLL_BCAST)
-        fill(out, count, o->dtype, o->op, rank, 0);
+    fill_slots(o, in, out, count, rank, 0);
     int rc = time_calls(o, comm, L, al, count, in, out, times, iters, warm, ar);
     if (al == &auto_algo && comm_last_choice(comm, o->coll)) /* copied: later calls reuse it */
         snprintf(r->chose, sizeof r->chose, "%s", comm_last_choice(comm, o->coll));
@@ -1126,20 +1259,22 @@ static int time_one(const bench_opts_t *o, weft_comm_t comm, const lineup_t *L, 
     return rc;
 }
 
-/* --check: one more call on fresh data, every element verified. */
+/* --check: one more call (or round) on fresh data, every element verified. */
 static int check_one(const bench_opts_t *o, weft_comm_t comm, weft_comm_t tally,
                      const algo_t *al, size_t count, void *in, void *out, unsigned salt)
 {
     int rank = weft_comm_rank(comm), P = weft_comm_size(comm);
-    fill(in, count, o->dtype, o->op, rank, salt);
-    if (o->coll == WEFT_COLL_BCAST)
-        fill(out, count, o->dtype, o->op, rank, salt);
-    int rc = run_one(comm, o, al, count, in, out);
+    fill_slots(o, in, out, count, rank, salt);
+    int rc = run_round(comm, o, al, count, in, out);
     int bad = rc != 0;
     bool holds = o->coll != WEFT_COLL_REDUCE || rank == o->root;
-    for (size_t i = 0; holds && !bad && i < count; i++)
-        bad = !check_elem(out, i, P, o, salt);
-    weft_allreduce(WEFT_IN_PLACE, &bad, 1, WEFT_INT32, WEFT_SUM, tally);
+    size_t slot = slot_count(o) * weft_dtype_size(o->dtype);
+    for (int k = 0; holds && !bad && k < o->inflight; k++) {
+        const char *at = (const char *)out + (size_t)k * slot;
+        for (size_t i = 0; !bad && i < count; i++)
+            bad = !check_elem(at, i, P, o, salt + (unsigned)k);
+    }
+    weft_allreduce(WEFT_IN_PLACE, &bad, 1, WEFT_INT32, WEFT_MAX, tally);
     return bad;
 }
 
@@ -1199,7 +1334,7 @@ static int bench_mem_get(const bench_opts_t *o, size_t na, bench_mem_t *m)
     memset(m, 0, sizeof *m);
     for (int s = 0; s < o->nsizes; s++)
         m->maxbytes = o->sizes[s] > m->maxbytes ? o->sizes[s] : m->maxbytes;
-    size_t maxcount = m->maxbytes / es ? m->maxbytes / es : 1;
+    size_t maxcount = slot_count(o) * (size_t)o->inflight;
     if (!o->arena) {
         m->in = calloc(maxcount, es);
         m->out = calloc(maxcount, es);

@@ -33,6 +33,11 @@ typedef struct bench_opts {
                        * mean per call, averaged over ranks */
     int poll; /* each call as its *_timeout variant, polled at WEFT_TEST */
     int arena; /* --mem weft: the buffers come from weft_alloc, not malloc */
+    /* --inflight N: each iteration N split-phase calls started, each on
+     * buffers of its own, and then waited for (as a data-parallel trainer
+     * keeps its gradient buckets in flight); the figures are per round of
+     * N.  1: one blocking call. */
+    int inflight;
     const char *csv, *json;
     weft_dtype_t dtype;
     weft_op_t op;
