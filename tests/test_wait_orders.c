@@ -9,12 +9,17 @@
  * Calls two apart share a board slot or an arrival record, so this also
  * checks that a rank's calls enter those in call order.  Every result is
  * checked; a hang fails by the test's time limit (WEFT_TIMEOUT_MS turns it
- * into an error message).  `--mpi` (under mpirun): the same over the MPI
+ * into an error message).  Then large calls (128 KiB-1.2 MB a call, the
+ * count changing from round to round) by the schedule-built algorithms:
+ * a peer a call ahead sends messages this rank has posted no receive for,
+ * which the shared-memory transport buffers in kept buffers of other
+ * sizes (shm.c, "Unexpected messages' buffers").  `--mpi` (under mpirun): the same over the MPI
  * transport, where the arrival-driven algorithms and the board refuse
  * (they need one machine's shared memory) unless the ranks share a node. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "test_world.h"
@@ -24,26 +29,33 @@ static int me, P;
 #define CHECK_WHO() fprintf(stderr, "rank %d/%d: ", me, P)
 #include "testing.h"
 
-enum { K = 6, ROUNDS = 60, MAXCOUNT = 1000 };
+enum { K = 6, ROUNDS = 60, MAXCOUNT = 1000, BIGCOUNT = 300000, BIGROUNDS = 9 };
+static int32_t *in, *out; /* K buffers of BIGCOUNT elements each */
 
 static int32_t val(int rank, int round, int k, int i) { return rank * 1000 + round * 7 + k * 3 + i; }
 
-static void one_algorithm(weft_comm_t w, const char *algo, int count)
+static int32_t *slot(int32_t *b, int k) { return b + (size_t)k * BIGCOUNT; }
+
+/* rounds rounds of K calls of count elements (with vary, count, 2/3 and
+ * 1/3 of it in turn) */
+static void one_algorithm(weft_comm_t w, const char *algo, int count, int rounds, bool vary)
 {
-    static int32_t in[K][MAXCOUNT], out[K][MAXCOUNT];
     int rc = weft_set_algorithm(w, WEFT_COLL_ALLREDUCE, algo, NULL);
     CHECK(rc == WEFT_OK, "%s: %s", algo, weft_last_error());
     if (rc)
         return;
     bool blocking = me % 3 == 2, backwards = me % 2 == 1;
-    for (int round = 0; round < ROUNDS; round++) {
+    int full = count;
+    for (int round = 0; round < rounds; round++) {
         weft_request_t req[K];
+        count = vary ? full - round % 3 * (full / 3) : full;
         for (int k = 0; k < K; k++) {
+            int32_t *a = slot(in, k), *b = slot(out, k);
             for (int i = 0; i < count; i++)
-                in[k][i] = val(me, round, k, i), out[k][i] = -1;
-            rc = blocking ? weft_allreduce(in[k], out[k], (size_t)count, WEFT_INT32, WEFT_SUM, w)
-                          : weft_iallreduce(in[k], out[k], (size_t)count, WEFT_INT32, WEFT_SUM,
-                                            w, &req[k]);
+                a[i] = val(me, round, k, i), b[i] = -1;
+            rc = blocking ? weft_allreduce(a, b, (size_t)count, WEFT_INT32, WEFT_SUM, w)
+                          : weft_iallreduce(a, b, (size_t)count, WEFT_INT32, WEFT_SUM, w,
+                                            &req[k]);
             if (rc && round == 0 && k == 0 && strstr(weft_last_error(), "one machine's shared")) {
                 /* over MPI between nodes: refused, and alike on every rank */
                 int32_t refused[2] = {1, -1};
@@ -72,9 +84,14 @@ static void one_algorithm(weft_comm_t w, const char *algo, int count)
                 int32_t want = 0;
                 for (int r = 0; r < P; r++)
                     want += val(r, round, k, i);
-                CHECK(out[k][i] == want, "%s, %d elements, round %d, call %d [%d]: %d, want %d",
-                      algo, count, round, k, i, out[k][i], want);
+                int32_t got = slot(out, k)[i];
+                if (got != want) { /* one CHECK per wrong call, not per element */
+                    CHECK(got == want, "%s, %d elements, round %d, call %d [%d]: %d, want %d",
+                          algo, count, round, k, i, got, want);
+                    break;
+                }
             }
+        checks++;
     }
 }
 
@@ -89,10 +106,21 @@ int main(int argc, char **argv)
     static const char *const algos[] = {"board",    "pap_leader", "shm_twostep",        "pap_chain",
                                         "adaptive", "hier_pap",   "recursive_doubling", "auto"};
     static const int counts[] = {4, MAXCOUNT};
+    in = malloc((size_t)K * BIGCOUNT * sizeof *in);
+    out = malloc((size_t)K * BIGCOUNT * sizeof *out);
+    if (!in || !out) {
+        fprintf(stderr, "test_wait_orders: out of memory\n");
+        return 1;
+    }
     for (size_t a = 0; a < sizeof algos / sizeof *algos; a++)
         for (size_t c = 0; c < 2; c++)
             if (strcmp(algos[a], "board") || counts[c] * 4 <= 2088)
-                one_algorithm(w, algos[a], counts[c]);
+                one_algorithm(w, algos[a], counts[c], ROUNDS, false);
+    static const char *const big_algos[] = {"ring", "rabenseifner", "recursive_doubling", "auto"};
+    for (size_t a = 0; a < sizeof big_algos / sizeof *big_algos; a++)
+        one_algorithm(w, big_algos[a], BIGCOUNT, BIGROUNDS, true);
+    free(in);
+    free(out);
     weft_set_algorithm(w, WEFT_COLL_ALLREDUCE, "auto", NULL);
     int total = failures;
     weft_allreduce(WEFT_IN_PLACE, &total, 1, WEFT_INT32, WEFT_SUM, w);

@@ -28,7 +28,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "bigmem.h"
+#include "core/bigmem.h"
 #include "evq.h"
 #include "shape.h"
 #include "sim.h"
@@ -1182,7 +1182,7 @@ static bool over_time(const struct timespec *t0, const sim_opts_t *opts)
 static int sim_alloc(sim_t *s)
 {
     size_t P = (size_t)s->P;
-    s->rk = sim_big_alloc(P * sizeof *s->rk); /* zeroed */
+    s->rk = big_alloc(P * sizeof *s->rk); /* zeroed */
     s->stride = (uint32_t)(s->m->cpus + 2 * s->m->ports);
     if (s->stride > RANK_CLOCKS)
         s->clk = malloc(P * s->stride * sizeof *s->clk);
@@ -1197,7 +1197,7 @@ static int sim_alloc(sim_t *s)
         account(s, (ssize_t)(s->ncores * (sizeof *s->core + sizeof *s->core_rank)));
     }
     if (s->fifo) /* the wait queues: only the FIFO order has them */
-        s->fq = sim_big_alloc(P * sizeof *s->fq);
+        s->fq = big_alloc(P * sizeof *s->fq);
     if (!s->rk || (s->stride > RANK_CLOCKS && !s->clk) || !s->finished ||
         (s->fifo && !s->fq))
         return fail(s, WEFT_ENOMEM, "out of memory for %d ranks", s->P);
@@ -1227,10 +1227,10 @@ static void sim_release(sim_t *s)
             sim_shape_release(&s->shapes, &s->rk[r].prog, &delta);
     }
     sim_shapes_free(&s->shapes);
-    sim_big_free(s->rk, (size_t)s->P * sizeof *s->rk);
+    big_free(s->rk, (size_t)s->P * sizeof *s->rk);
     free(s->clk), free(s->finished);
     free(s->rec), free(s->tab), free(s->aside), free(s->work);
-    sim_big_free(s->fq, (size_t)s->P * sizeof *s->fq);
+    big_free(s->fq, (size_t)s->P * sizeof *s->fq);
     free(s->wn);
     free(s->work_rank);
     free(s->core), free(s->core_rank);

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bigmem.h"
+#include "core/bigmem.h"
 #include "shape.h"
 
 /* The operations, the successor table and the round starts: one
@@ -259,7 +259,7 @@ static void *block_get(sim_shapes_t *t, size_t n, ssize_t *bytes)
             t->slabs = v, t->slabcap = nc;
         }
         size_t len = slab_bytes(t->nslabs);
-        char *slab = sim_big_alloc(len);
+        char *slab = big_alloc(len);
         if (!slab)
             return NULL;
         *bytes += (ssize_t)len;
@@ -397,7 +397,7 @@ void sim_shapes_free(sim_shapes_t *t)
         }
     free(t->bucket);
     for (size_t i = 0; i < t->nslabs; i++)
-        sim_big_free(t->slabs[i], slab_bytes(i));
+        big_free(t->slabs[i], slab_bytes(i));
     free(t->slabs);
     memset(t, 0, sizeof *t);
 }

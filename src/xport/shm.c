@@ -137,6 +137,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "../core/bigmem.h"
 #include "../core/copy.h"
 #include "arena.h"
 #include "copyway.h"
@@ -147,7 +148,8 @@ typedef struct unexp {
     uint64_t tag;
     uint32_t sig;
     size_t total, done;
-    char *data;
+    char *data;      /* cap bytes from unexp_buf_take */
+    size_t cap;
     bool withdrawn;  /* its sender's call failed before it was whole */
     xreq_t *waiting; /* receive matched while still arriving */
     struct unexp *next;
@@ -201,6 +203,21 @@ typedef struct peer_state {
     } coop;
 } peer_state_t;
 
+/* Unexpected messages' buffers.  Calls in flight together meet them as a
+ * matter of course: a peer that is one call ahead sends a message whose
+ * receive this rank posts only when its own part of that call is done,
+ * while a receive it posted behind it waits.  Each such message was a
+ * fresh malloc of its size, freed once delivered: on this project's AMD VM
+ * a fresh page costs some 14 us at its first touch, so an 8 MiB message
+ * paid 29 ms besides its copies (four 16 MiB ring allreduces in flight at
+ * 2 ranks: 47 ms a round, against 12 one after the other).  Buffers from
+ * UNEXP_SPARE_MIN bytes come from big_alloc (2 MiB pages where the kernel
+ * gives them) and are kept once given back, at most UNEXP_SPARES of them
+ * and UNEXP_KEEP_MAX bytes in all, the largest kept first. */
+#define UNEXP_SPARE_MIN ((size_t)128 << 10)
+#define UNEXP_SPARES 8
+#define UNEXP_KEEP_MAX ((size_t)64 << 20)
+
 typedef struct shm_xport {
     xport_t base;
     seg_t seg;
@@ -222,6 +239,10 @@ typedef struct shm_xport {
     int32_t pid;
     bool membarrier; /* this rank's sleeps issue the heavy fence ("Waiting") */
     char *bounce;   /* CMA_PIECE bytes for single-copy receive-and-reduce */
+    /* buffers of unexpected messages given back, kept for the next
+     * (unexp_buf_take): spare[i] holds spare_len[i] bytes */
+    char *spare[UNEXP_SPARES];
+    size_t spare_len[UNEXP_SPARES];
 } shm_xport_t;
 
 /* Measured here (weft bench, P = 2): a plain copy reads 1.3-2x faster by
@@ -1197,12 +1218,67 @@ static void finish_recv(const shm_xport_t *x, xreq_t *r, int err)
     r->cb(r, err);
 }
 
+/* A buffer for an unexpected message of bytes, *cap bytes long: a kept
+ * one that holds it (the smallest), else a new one; NULL when out of
+ * memory. */
+static char *unexp_buf_take(shm_xport_t *x, size_t bytes, size_t *cap)
+{
+    *cap = bytes ? bytes : 1;
+    if (bytes < UNEXP_SPARE_MIN)
+        return malloc(*cap);
+    int best = -1;
+    for (int i = 0; i < UNEXP_SPARES; i++)
+        if (x->spare[i] && x->spare_len[i] >= bytes &&
+            (best < 0 || x->spare_len[i] < x->spare_len[best]))
+            best = i;
+    if (best < 0)
+        return big_alloc(bytes);
+    char *p = x->spare[best];
+    *cap = x->spare_len[best];
+    x->spare[best] = NULL;
+    return p;
+}
+
+/* Gives back a buffer of cap bytes that unexp_buf_take gave: kept while
+ * the kept ones stay within their bounds, smaller ones freed to make room
+ * for it, else freed itself. */
+static void unexp_buf_give(shm_xport_t *x, char *p, size_t cap)
+{
+    if (cap < UNEXP_SPARE_MIN) {
+        free(p);
+        return;
+    }
+    for (;;) {
+        size_t kept = 0;
+        int slot = -1, smallest = -1;
+        for (int i = 0; i < UNEXP_SPARES; i++) {
+            if (!x->spare[i]) {
+                slot = slot < 0 ? i : slot;
+                continue;
+            }
+            kept += x->spare_len[i];
+            if (smallest < 0 || x->spare_len[i] < x->spare_len[smallest])
+                smallest = i;
+        }
+        if (slot >= 0 && kept + cap <= UNEXP_KEEP_MAX) {
+            x->spare[slot] = p, x->spare_len[slot] = cap;
+            return;
+        }
+        if (smallest < 0 || x->spare_len[smallest] >= cap || cap > UNEXP_KEEP_MAX) {
+            big_free(p, cap);
+            return;
+        }
+        big_free(x->spare[smallest], x->spare_len[smallest]);
+        x->spare[smallest] = NULL;
+    }
+}
+
 /* Delivers a complete unexpected message to r and frees it. */
-static void unexp_deliver(const shm_xport_t *x, xreq_t *r, unexp_t *u)
+static void unexp_deliver(shm_xport_t *x, xreq_t *r, unexp_t *u)
 {
     xsink_deliver(&r->sink, 0, u->data, u->total);
     r->sender_failed = u->withdrawn;
-    free(u->data);
+    unexp_buf_give(x, u->data, u->cap);
     free(u);
     finish_recv(x, r, WEFT_OK);
 }
@@ -1351,7 +1427,7 @@ static int read_whole(shm_xport_t *x, int src, ring_hdr_t *ring, cell_t *c, cons
 }
 
 /* An unexpected message is whole: a receive that waits for it takes it. */
-static void unexp_complete(const shm_xport_t *x, peer_state_t *ps, unexp_t *u)
+static void unexp_complete(shm_xport_t *x, peer_state_t *ps, unexp_t *u)
 {
     u->done = u->total;
     if (u->waiting) {
@@ -1461,7 +1537,7 @@ static int start_message(shm_xport_t *x, int src, ring_hdr_t *ring, cell_t *c)
     if (!ps->rq_head)
         return START_NOBODY;
     unexp_t *u = calloc(1, sizeof *u);
-    if (!u || !(u->data = malloc(c->total ? c->total : 1))) {
+    if (!u || !(u->data = unexp_buf_take(x, c->total, &u->cap))) {
         free(u);
         x->err = WEFT_ENOMEM;
         return -weft_error(WEFT_ENOMEM, "no memory to buffer an unexpected message");
@@ -2013,11 +2089,13 @@ static void shm_close(xport_t *xp)
         unexp_t *u = x->peers[p].unexp;
         while (u) {
             unexp_t *n = u->next;
-            free(u->data);
+            unexp_buf_give(x, u->data, u->cap);
             free(u);
             u = n;
         }
     }
+    for (int i = 0; i < UNEXP_SPARES; i++)
+        big_free(x->spare[i], x->spare_len[i]);
     for (int p = 0; p < x->base.size; p++) {
         arena_unmap_peer(x->peers[p].arena, x->peers[p].arena_span);
         for (unsigned k = 0; k < WAY_KINDS; k++)

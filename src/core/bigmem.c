@@ -1,5 +1,5 @@
-/* bigmem.c — 2 MiB-aligned anonymous mappings for the simulator's large
- * tables (bigmem.h says why). */
+/* bigmem.c — 2 MiB-aligned anonymous mappings for large private buffers
+ * (bigmem.h says why). */
 #include "bigmem.h"
 
 #include <stdint.h>
@@ -10,7 +10,7 @@
 
 static size_t big_round(size_t bytes) { return (bytes + BIG_PAGE - 1) & ~(BIG_PAGE - 1); }
 
-void *sim_big_alloc(size_t bytes)
+void *big_alloc(size_t bytes)
 {
     if (!bytes)
         bytes = 1;
@@ -37,7 +37,7 @@ void *sim_big_alloc(size_t bytes)
     return p;
 }
 
-void sim_big_free(void *p, size_t bytes)
+void big_free(void *p, size_t bytes)
 {
     if (p && bytes < BIG_PAGE)
         free(p);
