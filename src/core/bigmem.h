@@ -7,9 +7,9 @@
  * page walk besides its cache miss (256 MiB of records at 4 Mi ranks is
  * 65536 pages, where the TLB holds a few thousand).  And the shared-memory
  * transport's buffers for unexpected messages: on this project's AMD VM a
- * fresh 4 KiB page costs some 14 us at its first touch (8 MiB: 29 ms),
- * a fresh 2 MiB page some 80 us (8 MiB: 0.3 ms) once the kernel has huge
- * pages free (PERFORMANCE.md, "Unexpected messages"). */
+ * fresh 4 KiB page costs 14-18 us at its first touch (8 MiB: 28-38 ms),
+ * while 8 MiB in 2 MiB pages took 0.3-0.7 ms once the kernel had huge
+ * pages free (PERFORMANCE.md, "Calls in flight, and unexpected messages"). */
 #ifndef WEFT_CORE_BIGMEM_H
 #define WEFT_CORE_BIGMEM_H
 
