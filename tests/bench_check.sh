@@ -54,14 +54,15 @@ for coll in allreduce reduce bcast; do
         then passes=$((passes + 1)); else fails=$((fails + 1)); echo "FAIL: $coll --inflight --mem $mem"; echo "$out" | tail -3; fi
     done
 done
-csv=$(mktemp)
+csv=$(mktemp) json=$(mktemp)
 out=$("$weft" bench allreduce --np 3 --inflight 2 --check --op noncommutative --sizes 8,1000 \
-      --algo auto,ring,linear_arena --iters 2 --csv "$csv" 2>&1)
+      --algo auto,ring,linear_arena --iters 2 --csv "$csv" --json "$json" 2>&1)
 if grep -q "# check: every result verified" <<<"$out" &&
    grep -q "# not run (2 of 2 sizes): ring: allreduce ring needs a commutative op" <<<"$out" &&
-   [ "$(grep -c ',max-median/inflight=2,' "$csv")" = 4 ]
-then passes=$((passes + 1)); else fails=$((fails + 1)); echo "FAIL: --inflight, noncommutative"; echo "$out" | tail -4; cat "$csv"; fi
-rm -f "$csv"
+   [ "$(grep -c ',max-median/inflight=2,' "$csv")" = 4 ] &&
+   python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(not (d["inflight"] == 2 and len(d["results"]) == 4))' "$json"
+then passes=$((passes + 1)); else fails=$((fails + 1)); echo "FAIL: --inflight, noncommutative"; echo "$out" | tail -4; cat "$csv" "$json"; fi
+rm -f "$csv" "$json"
 for bad in "allreduce --inflight 0" "allreduce --inflight 17" "allreduce --inflight 2 --poll" \
            "barrier --inflight 2"; do
     if "$weft" bench $bad 2>/dev/null; then fails=$((fails + 1)); echo "FAIL: '$bad' was accepted"

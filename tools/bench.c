@@ -936,10 +936,11 @@ static void write_json(const bench_opts_t *o, int P, const lineup_t *L, const re
     }
     size_t es = weft_dtype_size(o->dtype);
     fprintf(j, "{\"collective\": \"%s\", \"np\": %d, \"dtype\": \"%s\", \"op\": \"%s\", "
-               "\"transport\": \"%s\", \"convention\": \"%s\", \"results\": [",
+               "\"transport\": \"%s\", \"convention\": \"%s\", \"inflight\": %d, "
+               "\"results\": [",
             weft_coll_name(o->coll), P, weft_dtype_name(o->dtype), bench_op_name(o->op),
             o->transport ? o->transport : "shm",
-            o->nmif || o->arrivals ? "inside" : convention_label(o));
+            o->nmif || o->arrivals ? "inside" : convention_label(o), o->inflight);
     int first = 1;
     for (int s = 0; s < o->nsizes * npass; s++)
         for (size_t a = 0; a < L->n; a++) {
