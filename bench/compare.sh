@@ -18,7 +18,9 @@
 # compare-DATE), LIBS ("openmpi mpich"; a missing one is installed when run
 # as root, else skipped with a note), ARENA (1: a second run with the user
 # buffers from weft_alloc, `--mem weft`, whose figures and ratio against the
-# native collective of that same run get columns of their own; 0: not).
+# native collective of that same run get columns of their own; 0: not),
+# INFLIGHT (N: every figure a round of N split-phase calls in flight, the
+# library's MPI_I* against weft's weft_i*; `weft bench --inflight`).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 RANKS=${RANKS:-"2 4 8"}
@@ -31,6 +33,7 @@ mkdir -p "$OUT"
 cores=$(nproc)
 iters=()
 [ -n "${ITERS:-}" ] && iters=(--iters "$ITERS")
+[ -n "${INFLIGHT:-}" ] && iters+=(--inflight "$INFLIGHT")
 
 have_pkg() { dpkg -s "$1" >/dev/null 2>&1; }
 get_pkgs() {
@@ -87,6 +90,7 @@ get_pkgs gnuplot-nox || true
     echo
     echo "Median latency in µs (weft bench's convention: the slowest rank per iteration, after"
     echo "a barrier), float32 sum; ratio = native / weft (> 1: weft faster)."
+    [ -z "${INFLIGHT:-}" ] || echo "Each figure a round of $INFLIGHT split-phase calls in flight."
 } > "$OUT/table.md"
 : > "$OUT/ratio.dat"
 for lib in $LIBS; do

@@ -9,7 +9,8 @@
 #   ALGOS    auto: AUTO only; all: also every allreduce, bcast and reduce
 #            algorithm forced in turn (WEFT_<COLL>_ALGO) over the tests of
 #            that collective (about 30 minutes more)
-#   TIMEOUT  seconds a test (180, MPICH's own default)
+#   TIMEOUT  seconds a test (180, MPICH's own default; a test whose testlist
+#            line sets a longer timeLimit gets that)
 #   SKIP     tests not run (comm_idup_nb comm_idup_isend idup_deadlock idup_nb
 #            idup_comm_gen: they hang on Open MPI 4.1.4 alone)
 #   SRC      an unpacked mpich source tree to use instead of fetching one
@@ -63,14 +64,20 @@ build_suite() { # $1: the source tree
 
 # one test line of a testlist: NAME NP [arg=..] [env=..] [timeLimit=..]
 run_one() { # dir preload(0|1) extra-env name np rest...
-    local dir=$1 pre=$2 xenv=$3 name=$4 np=$5 args=() envs=() w out
+    local dir=$1 pre=$2 xenv=$3 name=$4 np=$5 args=() envs=() w out limit=$TIMEOUT
     shift 5
     for w in "$@"; do
-        case $w in arg=*) args+=("${w#arg=}") ;; env=*) envs+=(-x "${w#env=}") ;; esac
+        case $w in
+            arg=*) args+=("${w#arg=}") ;;
+            env=*) envs+=(-x "${w#env=}") ;;
+            # the test's own limit where it sets a longer one, as MPICH's runtests does
+            # (coll/bcast of 262144 derived elements: 166-177 s here, its limit 420)
+            timeLimit=*) [ "${w#timeLimit=}" -gt "$limit" ] && limit=${w#timeLimit=} ;;
+        esac
     done
     [ "$pre" = 1 ] && envs+=(-x LD_PRELOAD="$lib")
     [ -n "$xenv" ] && envs+=(-x "$xenv")
-    out=$(cd "$dir" && timeout "$TIMEOUT" mpirun.openmpi -n "$np" --oversubscribe \
+    out=$(cd "$dir" && timeout "$limit" mpirun.openmpi -n "$np" --oversubscribe \
         --mca mpi_yield_when_idle 1 "${envs[@]}" "./$name" "${args[@]}" 2>&1 </dev/null) &&
         grep -q "No Errors" <<<"$out"
 }
