@@ -574,6 +574,8 @@ static int native_round(const bench_opts_t *o, size_t count, char *in, char *out
     MPI_Datatype dt = MPI_DATATYPE_NULL;
     MPI_Op op = MPI_OP_NULL;
     int n = (int)count, rc = native_types(o, &dt, &op), started = 0;
+    if (rc)
+        return rc;
     for (; !rc && started < o->inflight; started++) {
         size_t at = (size_t)started * slot;
         MPI_Request *r = &req[started];
@@ -593,8 +595,8 @@ static int native_round(const bench_opts_t *o, size_t count, char *in, char *out
 #endif
 
 /* One iteration: a call, or with --inflight N a round of N split-phase
- * calls, the i-th on the buffers slot elements past the (i-1)-th's, all
- * started and then waited for in order.  A start that fails (the same on
+ * calls, each on buffers one slot (slot_count elements) past the previous
+ * call's, all started and then waited for in order.  A start that fails (the same on
  * every rank: the algorithm cannot serve the call) ends the round once the
  * calls before it are done. */
 static int run_round(weft_comm_t comm, const bench_opts_t *o, const algo_t *al, size_t count,
