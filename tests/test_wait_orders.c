@@ -9,13 +9,14 @@
  * Calls two apart share a board slot or an arrival record, so this also
  * checks that a rank's calls enter those in call order.  Every result is
  * checked; a hang fails by the test's time limit (WEFT_TIMEOUT_MS turns it
- * into an error message).  Then large calls (128 KiB-1.2 MB a call, the
- * count changing from round to round) by the schedule-built algorithms:
- * a peer a call ahead sends messages this rank has posted no receive for,
- * which the shared-memory transport buffers in kept buffers of other
- * sizes (shm.c, "Unexpected messages' buffers").  `--mpi` (under mpirun): the same over the MPI
- * transport, where the arrival-driven algorithms and the board refuse
- * (they need one machine's shared memory) unless the ranks share a node. */
+ * into an error message).  Then large calls (0.4-1.2 MB a call, the count
+ * changing from round to round) by schedule-built algorithms: a peer a
+ * call ahead sends messages this rank has posted no receive for, which the
+ * shared-memory transport holds in buffers it keeps and hands out again for
+ * messages of other sizes (shm.c, "Unexpected messages' buffers").
+ * `--mpi` (under mpirun): the same over the MPI transport, where the
+ * arrival-driven algorithms and the board refuse (they need one machine's
+ * shared memory) unless the ranks share a node. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
