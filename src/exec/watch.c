@@ -102,6 +102,19 @@ void call_disagreement(const call_desc_t *mine, int me, const call_desc_t *their
  * collective: it left after a fault (EPEER, the job goes on). */
 static int left_after_fault(exec_t *e, int peer, const peer_view_t *v, bool locked)
 {
+    /* its call may have failed for a fault that ended the job (a
+     * disagreement another rank proved, which it saw before it left):
+     * that fault's message says why.  Read after the peer's state, as
+     * check_peer does for a peer gone: rank 2 of 5 once named rank 4's
+     * finalize where the others named the skip it had made
+     * (test_mismatch skip_free_wait) */
+    if (!locked)
+        pthread_mutex_lock(&e->x->lock);
+    int h = e->x->ops->health(e->x);
+    if (!locked)
+        pthread_mutex_unlock(&e->x->lock);
+    if (h)
+        return h;
     char mine_s[160], theirs[160] = "a collective", msg[512];
     call_describe(e->desc, mine_s, sizeof mine_s);
     if (v->abandoned_found)
