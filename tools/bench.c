@@ -565,6 +565,12 @@ static size_t slot_count(const bench_opts_t *o)
     return most / es ? most / es : 1;
 }
 
+/* The same in bytes: where the k-th call's buffers start. */
+static size_t slot_bytes(const bench_opts_t *o)
+{
+    return slot_count(o) * weft_dtype_size(o->dtype);
+}
+
 #ifdef WEFT_HAVE_MPI
 /* --inflight under the MPI library: its nonblocking collectives, waited
  * for in order. */
@@ -595,16 +601,16 @@ static int native_round(const bench_opts_t *o, size_t count, char *in, char *out
 #endif
 
 /* One iteration: a call, or with --inflight N a round of N split-phase
- * calls, each on buffers one slot (slot_count elements) past the previous
- * call's, all started and then waited for in order.  A start that fails (the same on
- * every rank: the algorithm cannot serve the call) ends the round once the
- * calls before it are done. */
+ * calls, each on buffers one slot (slot_bytes) past the previous call's,
+ * all started and then waited for in order.  A start that fails (the same
+ * on every rank: the algorithm cannot serve the call) ends the round once
+ * the calls before it are done. */
 static int run_round(weft_comm_t comm, const bench_opts_t *o, const algo_t *al, size_t count,
                      void *in, void *out)
 {
     if (o->inflight <= 1)
         return run_one(comm, o, al, count, in, out);
-    size_t slot = slot_count(o) * weft_dtype_size(o->dtype);
+    size_t slot = slot_bytes(o);
 #ifdef WEFT_HAVE_MPI
     if (al == &native_algo)
         return native_round(o, count, in, out, slot);
@@ -1192,7 +1198,7 @@ static int summarize(const bench_opts_t *o, weft_comm_t comm, double *times, int
 static void fill_slots(const bench_opts_t *o, void *in, void *out, size_t count, int rank,
                        unsigned salt)
 {
-    size_t slot = slot_count(o) * weft_dtype_size(o->dtype);
+    size_t slot = slot_bytes(o);
     for (int k = 0; k < o->inflight; k++) {
         fill((char *)in + (size_t)k * slot, count, o->dtype, o->op, rank, salt + (unsigned)k);
         if (o->coll == WEFT_COLL_BCAST)
@@ -1271,7 +1277,7 @@ static int check_one(const bench_opts_t *o, weft_comm_t comm, weft_comm_t tally,
     int rc = run_round(comm, o, al, count, in, out);
     int bad = rc != 0;
     bool holds = o->coll != WEFT_COLL_REDUCE || rank == o->root;
-    size_t slot = slot_count(o) * weft_dtype_size(o->dtype);
+    size_t slot = slot_bytes(o);
     for (int k = 0; holds && !bad && k < o->inflight; k++) {
         const char *at = (const char *)out + (size_t)k * slot;
         for (size_t i = 0; !bad && i < count; i++)
