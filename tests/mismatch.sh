@@ -6,9 +6,7 @@
 set -u
 weft=$1 prog=$2
 fails=0 passes=0
-# segments of other tests running beside this one come and go: a leak is a
-# new name that is still there a second later
-shm_list() { ls /dev/shm 2>/dev/null | grep '^weft-' | sort; }
+. "$(dirname "$0")/shm_leaks.sh"
 before=$(shm_list)
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
@@ -131,9 +129,7 @@ for _ in $(seq 100); do [ "$(alive)" -eq 0 ] && break; sleep 0.1; done
 if [ "$(alive)" -ne 0 ]; then fail "ranks behind a wrapper outlived the killed launcher by 10 s"
 else passes=$((passes + 1)); fi
 
-fresh=$(comm -13 <(echo "$before") <(shm_list))
-[ -n "$fresh" ] && sleep 1
-left=$(comm -12 <(echo "$fresh") <(shm_list) | grep . )
+left=$(shm_leaks "$before")
 [ -z "$left" ] || fail "segments left in /dev/shm: $left"
 echo "$passes passed, $fails failed"
 [ "$fails" -eq 0 ]

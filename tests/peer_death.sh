@@ -4,9 +4,7 @@
 set -u
 weft=$1 prog=$2 np=${3:-4}
 out=$(mktemp) err=$(mktemp)
-# segments of other tests running beside this one come and go: a leak is a
-# new name that is still there a second later
-shm_list() { ls /dev/shm 2>/dev/null | grep '^weft-' | sort; }
+. "$(dirname "$0")/shm_leaks.sh"
 before=$(shm_list)
 trap 'rm -f "$out" "$err"' EXIT
 start=$(date +%s.%N)
@@ -21,9 +19,7 @@ grep -q "rank $((np - 1)) was killed by signal 9" "$err" || fail "weft run did n
 n=$(grep -c ": EPEER after" "$out")
 [ "$n" -eq $((np - 1)) ] || fail "$n of $((np - 1)) survivors reported WEFT_EPEER"
 grep -q WRONG "$out" && fail "a survivor got the wrong error"
-fresh=$(comm -13 <(echo "$before") <(shm_list))
-[ -n "$fresh" ] && sleep 1
-left=$(comm -12 <(echo "$fresh") <(shm_list) | grep . )
+left=$(shm_leaks "$before")
 [ -z "$left" ] && grep -q '^segment ' "$out" || fail "a segment was left in /dev/shm: $left"
 echo "peer death: ok (exit $status, $n survivors saw WEFT_EPEER, /dev/shm clean)"
 echo "1 passed, 0 failed"

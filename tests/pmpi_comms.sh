@@ -9,7 +9,8 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_
 fail() { echo "FAIL: $*"; exit 1; }
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-before=$(ls /dev/shm | grep -c '^weft-' || true)
+. "$(dirname "$0")/shm_leaks.sh"
+before=$(shm_list)
 WEFT_VERBOSE=1 timeout 300 mpirun -n "$np" -x LD_PRELOAD="$lib" -x WEFT_VERBOSE "$prog" >"$log" 2>&1
 st=$?
 grep -v "^weft: auto:" "$log" | head -40
@@ -20,7 +21,6 @@ grep -q "weft: a communicator of [0-9]* ranks: on a segment the process has alre
 grep -q "weft: a communicator of [0-9]* ranks: a segment of its own" "$log" ||
     fail "no twin fell back to a segment of its own with every board pair taken"
 grep -q "MPI_Allreduce: [1-9][0-9]* served by weft, 0 by MPI" "$log" || fail "weft did not serve every MPI_Allreduce"
-sleep 0.2
-after=$(ls /dev/shm | grep -c '^weft-' || true)
-[ "$after" -le "$before" ] || fail "segments left in /dev/shm: $(ls /dev/shm | grep '^weft-')"
+left=$(shm_leaks "$before")
+[ -z "$left" ] || fail "segments left in /dev/shm: $left"
 echo "pmpi_comms: ok"
