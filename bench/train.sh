@@ -1,8 +1,9 @@
 #!/bin/bash
 # train.sh — data-parallel training with DDP on CPU: gloo's allreduce
-# against weft's (the DDP hook with AUTO and with forced algorithms, and the
-# "weft" torch.distributed backend), per model, rank count and arrival
-# imbalance; examples/train_ddp.py does one run, this runs the matrix.
+# against weft's (the DDP hook, overlapped and inline, with AUTO and with
+# forced algorithms, and the "weft" torch.distributed backend), per model,
+# rank count and arrival imbalance; examples/train_ddp.py does one run, this
+# runs the matrix.
 # Writes OUT/train.csv (every run), OUT/table.md (steps per second and
 # milliseconds averaging gradients per step, gloo beside weft, and the ratio)
 # and OUT/train.png (gnuplot: steps per second per configuration).
@@ -48,6 +49,7 @@ for P in $RANKS; do
         for mif in $MIFS; do
             run "$P" "$model" "$mif" gloo
             run "$P" "$model" "$mif" weft
+            run "$P" "$model" "$mif" weft-inline
             for algo in $ALGOS; do run "$P" "$model" "$mif" weft "$algo"; done
             run "$P" "$model" "$mif" weft-backend
         done
@@ -66,7 +68,9 @@ out.write("| model | P | mif | weft | steps/s gloo | steps/s weft | ratio | ms c
 def name(r):
     if r["comm"] == "gloo":
         return "gloo"
-    return "weft backend" if r["comm"] == "weft-backend" else "weft hook " + r["algo"]
+    if r["comm"] == "weft-backend":
+        return "weft backend"
+    return "weft hook " + r["algo"] + (" inline" if r["comm"] == "weft-inline" else "")
 for r in rows:
     if r["comm"] == "gloo":
         continue
@@ -75,7 +79,7 @@ for r in rows:
     dloss = abs(float(r["final_loss"]) - float(g["final_loss"])) / abs(float(g["final_loss"]))
     same = dloss <= 1e-3
     bad += not same
-    label = name(r)[5:] + (" (%s)" % r["picked"] if r["algo"] == "auto" and r["comm"] == "weft" else "")
+    label = name(r)[5:] + (" (%s)" % r["picked"] if r["algo"] == "auto" and r["comm"] != "weft-backend" else "")
     out.write("| %s | %s | %s | %s | %.2f | %.2f | %.2fx | %.2f | %s | %s (%.0e) |\n" % (
         r["model"], r["P"], r["mif"], label, float(g["steps_per_s"]), float(r["steps_per_s"]),
         float(r["steps_per_s"]) / float(g["steps_per_s"]), float(g["comm_ms_per_step"]),

@@ -1,6 +1,7 @@
 """train_ddp.py — data-parallel training on CPU with DDP, gradients averaged
 by gloo or by weft, on synthetic data; prints steps per second and the time
-spent averaging gradients per step.
+spent averaging gradients per step (with the overlapped weft hook, the time
+its thread spent, part of it hidden behind the backward pass).
 
     weft run -n 4 python3 examples/train_ddp.py --model mlp --comm weft
     weft run -n 4 python3 examples/train_ddp.py --model cnn --comm gloo --mif 4
@@ -9,8 +10,11 @@ spent averaging gradients per step.
                      (through a hook doing what DDP's default does, so that
                      its time can be measured the same way as weft's)
 --comm weft          DDP over gloo's process group, buckets averaged by
-                     weft.torch.allreduce_hook (--algo forces an algorithm;
-                     AUTO by default)
+                     weft.torch.allreduce_hook on its own thread, overlapping
+                     the backward pass (--algo forces an algorithm; AUTO by
+                     default)
+--comm weft-inline   the same hook making each allreduce in the hook itself
+                     (HookState(overlap=False)): no overlap
 --comm weft-backend  DDP over the "weft" torch.distributed backend
 --mif X              before each step every rank sleeps r x --delay-us, r
                      drawn uniform in [0, X] per rank and step (the maximum
@@ -74,7 +78,8 @@ def gloo_hook(state, bucket):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--model", default="mlp", choices=["mlp", "cnn"])
-    ap.add_argument("--comm", default="weft", choices=["gloo", "weft", "weft-backend"])
+    ap.add_argument("--comm", default="weft", choices=["gloo", "weft", "weft-inline",
+                                                        "weft-backend"])
     ap.add_argument("--algo", default=None, help="weft's allreduce algorithm (default AUTO)")
     ap.add_argument("--steps", type=int, default=40)
     ap.add_argument("--warmup", type=int, default=5)
@@ -83,8 +88,8 @@ def main():
     ap.add_argument("--delay-us", type=float, default=1000.0)
     ap.add_argument("--csv", default=None, help="append a line of figures to this file")
     a = ap.parse_args()
-    if a.algo and a.comm != "weft":
-        raise SystemExit("train_ddp: --algo is for --comm weft")
+    if a.algo and a.comm not in ("weft", "weft-inline"):
+        raise SystemExit("train_ddp: --algo is for --comm weft and weft-inline")
     torch.set_num_threads(1)  # the ranks share the machine's cores
 
     comm = wt.init_process_group("weft" if a.comm == "weft-backend" else "gloo")
@@ -93,8 +98,8 @@ def main():
     if a.comm == "gloo":
         state = GlooTimed(group, comm.size)
         model.register_comm_hook(state, gloo_hook)
-    elif a.comm == "weft":
-        state = wt.HookState(comm, algo=a.algo)
+    elif a.comm in ("weft", "weft-inline"):
+        state = wt.HookState(comm, algo=a.algo, overlap=a.comm == "weft")
         model.register_comm_hook(state, wt.allreduce_hook)
     else:
         state = None  # the backend's calls are DDP's own: not timed apart
@@ -126,7 +131,10 @@ def main():
 
     # what served the last bucket (AUTO's pick; buckets differ in size),
     # read before the figures' own allreduce below
-    picked = comm.last_algorithm("allreduce") if a.comm != "gloo" else "-"
+    if a.comm == "weft-backend":
+        picked = comm.last_algorithm("allreduce")
+    else:
+        picked = state.last_algorithm() if a.comm != "gloo" else "-"
     import numpy as np
     figs = np.array([a.steps / total, comm_s / a.steps * 1e3, loss.item()], dtype=np.float64)
     worst = comm.allreduce(figs.copy(), op="min")  # the slowest rank's steps/s
@@ -150,6 +158,8 @@ def main():
                 f.write("%s,%d,%s,%s,%s,%g,%.4f,%.4f,%.6f,%.9g\n" % (
                     a.model, comm.size, a.comm, algo, picked, a.mif, worst[0], mean[1], mean[2],
                     checksum))
+    if a.comm in ("weft", "weft-inline"):
+        state.close()
     dist.destroy_process_group()
 
 

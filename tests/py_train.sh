@@ -1,10 +1,11 @@
 #!/bin/bash
-# examples/train_ddp.py, briefly: gloo, the weft hook and the weft backend
-# must end a few DDP steps at the same loss and parameter checksum.
+# examples/train_ddp.py, briefly: gloo, the weft hook (overlapped and
+# inline) and the weft backend must end a few DDP steps at the same loss and
+# parameter checksum.
 set -u
 weft=$1 py=$2 src=$3 np=$4
 sums=()
-for c in gloo weft weft-backend; do
+for c in gloo weft weft-inline weft-backend; do
     line=$("$weft" run -n "$np" "$py" "$src/examples/train_ddp.py" --model cnn --steps 3 \
            --warmup 1 --batch 8 --comm "$c" 2>&1 | grep '^model=') || { echo "FAIL: $c did not run"; exit 1; }
     echo "$line"

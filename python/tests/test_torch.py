@@ -54,14 +54,20 @@ def same_everywhere(comm, t):
     return all(np.array_equal(everyone[r], mine) for r in range(comm.size))
 
 
-def test_hook_matches_gloo(comm, groups):
+@pytest.mark.parametrize("overlap", [True, False])
+def test_hook_matches_gloo(comm, groups, overlap):
     ref = DDP(make_model(), process_group=groups["gloo"])
     loss_ref = train(ref, comm.rank)
     hooked = DDP(make_model(), process_group=groups["gloo"])
-    state = wt.HookState(comm)
+    state = wt.HookState(comm, overlap=overlap)
     hooked.register_comm_hook(state, wt.allreduce_hook)
     loss = train(hooked, comm.rank)
     assert state.calls >= STEPS  # one call per bucket per step
+    # the overlapped hook's calls go to its own communicator, on its thread
+    assert (state._thread is not None) == overlap
+    if overlap:
+        assert state._lane.last_algorithm("allreduce") is not None
+    state.close()
     torch.testing.assert_close(params(hooked), params(ref), rtol=1e-5, atol=1e-6)
     assert abs(loss - loss_ref) <= 1e-4 * max(1.0, abs(loss_ref))
     assert same_everywhere(comm, params(hooked))
@@ -74,10 +80,31 @@ def test_hook_forced_algorithm(comm, groups, algo):
     ref = DDP(make_model(), process_group=groups["gloo"])
     train(ref, comm.rank, 3)
     m = DDP(make_model(), process_group=groups["gloo"])
-    m.register_comm_hook(wt.HookState(comm, algo=algo), wt.allreduce_hook)
+    state = wt.HookState(comm, algo=algo)
+    m.register_comm_hook(state, wt.allreduce_hook)
     train(m, comm.rank, 3)
-    assert comm.last_algorithm("allreduce") == algo
+    assert state._lane.last_algorithm("allreduce") == algo
     torch.testing.assert_close(params(m), params(ref), rtol=1e-5, atol=1e-6)
+    state.close()
+
+
+def test_hook_error_reaches_backward(comm, groups):
+    """an allreduce that fails on the hook's thread fails DDP's backward
+    with weft's message, and the next state works"""
+    m = DDP(make_model(), process_group=groups["gloo"])
+    state = wt.HookState(comm, algo="no_such_algorithm")
+    m.register_comm_hook(state, wt.allreduce_hook)
+    with pytest.raises(Exception, match="no_such_algorithm"):
+        train(m, comm.rank, 1)
+    state.close()
+    with pytest.raises(weft.InvalidArgument, match="closed"):
+        state._enqueue(torch.ones(1), torch.futures.Future())
+    ok = DDP(make_model(), process_group=groups["gloo"])
+    state = wt.HookState(comm)
+    ok.register_comm_hook(state, wt.allreduce_hook)
+    train(ok, comm.rank, 2)
+    assert same_everywhere(comm, params(ok))
+    state.close()
 
 
 def test_backend_ddp_matches_gloo(comm, groups):

@@ -7,7 +7,8 @@ tensor's own memory):
         model = DDP(model)
         model.register_comm_hook(weft.torch.HookState(), weft.torch.allreduce_hook)
     each gradient bucket is averaged by weft's allreduce instead of the
-    process group's;
+    process group's, on a thread of the hook's own while the backward pass
+    goes on (HookState(overlap=False): in the hook itself);
 
   * a torch.distributed backend named "weft", so that everything DDP and
     torch.distributed do goes through weft:
@@ -18,8 +19,7 @@ tensor's own memory):
     broadcast, reduce, allgather (and _allgather_base), reduce_scatter and
     barrier; other calls raise, naming themselves.  Every call completes
     before it returns (its Work is done at once), so DDP's overlap of
-    communication with the backward pass is not there: weft's calls are
-    short, and the hook's path is the same.
+    communication with the backward pass is not there: the hook has it.
 
 Under `weft run` nothing else is needed: weft.init() joins the job, and
 the rank and size come from it (the launcher exports WEFT_RANK and
@@ -28,7 +28,10 @@ port rank 0 picks and weft broadcasts; init_process_group("gloo") sets up
 gloo the same way, for comparison.
 """
 import datetime
+import queue
 import socket
+import threading
+import time
 
 import numpy as np
 import torch
@@ -80,27 +83,86 @@ def allreduce_(comm, t, op="sum", algo=None, params=None):
 class HookState:
     """The DDP hook's state: the communicator (the world by default, after
     weft.init()), the algorithm (None: AUTO) and its parameters, and the time
-    spent in weft's allreduce (seconds, summed over calls) for benchmarks."""
+    spent in weft's allreduce (seconds, summed over calls) for benchmarks.
 
-    def __init__(self, comm=None, algo=None, params=None):
+    overlap=True (the default) lets a bucket's allreduce run while the
+    backward pass computes the next buckets' gradients, as DDP's own
+    allreduce does: the hook queues the bucket and returns; a thread of the
+    state's own makes the allreduces, in the order the buckets came, on a
+    duplicate of comm that nothing else uses (weft.h's thread rule: one
+    thread per communicator at a time), and completes each bucket's future.
+    The duplicate is made here, so every rank must make its HookState at
+    the same point of the program, as any collective.  close() stops the
+    thread and frees the duplicate; weft.finalize() frees it too.
+    overlap=False makes each allreduce inside the hook, on comm itself."""
+
+    def __init__(self, comm=None, algo=None, params=None, overlap=True):
         if comm is None:
             weft.init()
             comm = weft.comm_world()
-        self.comm, self.algo, self.params = comm, algo, params
+        self.comm, self.algo, self.params, self.overlap = comm, algo, params, overlap
         self.seconds, self.calls = 0.0, 0
+        self._queue = self._thread = None
+        self._lane = comm.dup() if overlap else None
+
+    def _enqueue(self, buf, fut):
+        if self._thread is None:
+            if self._lane is None:
+                weft._invalid("allreduce_hook: the HookState was closed")
+            self._queue = queue.SimpleQueue()
+            self._thread = threading.Thread(target=self._serve, name="weft-ddp-hook",
+                                            daemon=True)
+            self._thread.start()
+        self._queue.put((buf, fut))
+
+    def _serve(self):
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            buf, fut = item
+            t0 = time.perf_counter()
+            try:
+                allreduce_(self._lane, buf, "sum", self.algo, self.params)
+                buf.div_(self.comm.size)
+            except Exception as e:  # the bucket's future carries it to DDP's wait
+                self.seconds += time.perf_counter() - t0
+                fut.set_exception(e)
+                continue
+            self.seconds += time.perf_counter() - t0
+            fut.set_result(buf)
+
+    def last_algorithm(self):
+        """The algorithm that served the last bucket (AUTO's pick)."""
+        lane = self._lane if self.overlap else self.comm
+        return lane.last_algorithm("allreduce") if lane is not None else None
+
+    def close(self):
+        """Stops the hook's thread, after the buckets queued, and frees its
+        communicator.  The hook may not be called afterwards."""
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join()
+            self._thread = None
+        if self._lane is not None and weft.initialized():
+            self._lane.free()
+        self._lane = None
 
 
 def allreduce_hook(state, bucket):
     """DDP communication hook: averages the bucket's gradients with weft's
-    allreduce, in the bucket's own buffer."""
-    import time
+    allreduce, in the bucket's own buffer; with state.overlap, on the
+    state's thread while the backward pass goes on."""
     buf = bucket.buffer()
+    fut = torch.futures.Future()
+    state.calls += 1
+    if state.overlap:
+        state._enqueue(buf, fut)
+        return fut
     t0 = time.perf_counter()
     allreduce_(state.comm, buf, "sum", state.algo, state.params)
     buf.div_(state.comm.size)
     state.seconds += time.perf_counter() - t0
-    state.calls += 1
-    fut = torch.futures.Future()
     fut.set_result(buf)
     return fut
 
