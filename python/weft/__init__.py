@@ -115,6 +115,9 @@ def _invalid(msg):
 # ---- the job ----
 
 _state = {"init": False, "finalized": False, "world": None, "gen": 0}
+# called first by finalize(): weft.torch stops its hook threads there, so
+# that no other thread is inside weft when the job is left
+_before_finalize = []
 
 
 def init():
@@ -142,6 +145,8 @@ def finalize():
     (weft stays initialised: wait for it, then call again)."""
     if not _state["init"]:
         return
+    for f in _before_finalize:
+        f()
     _finish_orphans()
     _check(_lib.weft_finalize())
     _state["init"] = False

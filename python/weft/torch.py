@@ -32,6 +32,7 @@ import queue
 import socket
 import threading
 import time
+import weakref
 
 import numpy as np
 import torch
@@ -104,6 +105,8 @@ class HookState:
         self.seconds, self.calls = 0.0, 0
         self._queue = self._thread = None
         self._lane = comm.dup() if overlap else None
+        if overlap:
+            _open_states.add(self)
 
     def _enqueue(self, buf, fut):
         if self._thread is None:
@@ -147,6 +150,18 @@ class HookState:
         if self._lane is not None and weft.initialized():
             self._lane.free()
         self._lane = None
+        _open_states.discard(self)
+
+
+_open_states = weakref.WeakSet()
+
+
+def _close_open_states():
+    for state in list(_open_states):
+        state.close()
+
+
+weft._before_finalize.append(_close_open_states)
 
 
 def allreduce_hook(state, bucket):
