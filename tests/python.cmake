@@ -48,3 +48,11 @@ foreach(np 2 3)
   set_tests_properties(python_train_np${np} PROPERTIES ENVIRONMENT "${PY_ENV}" TIMEOUT 300
                        LABELS "python" PASS_REGULAR_EXPRESSION "same loss and parameters")
 endforeach()
+foreach(how finalize exit)
+  # and the job's exit status 0: every rank left weft cleanly
+  add_test(NAME python_hook_${how}_np2 COMMAND bash -c "\"$0\" run -n 2 \"$1\" \"$2\" $3; echo \"weft run: exit $?\""
+           ${WEFT} ${WEFT_PYTHON} ${PY_TESTS}/check_hook_exit.py ${how})
+  set_tests_properties(python_hook_${how}_np2 PROPERTIES ENVIRONMENT "${PY_ENV}" TIMEOUT 60
+                       LABELS "python"
+                       PASS_REGULAR_EXPRESSION "hook exit ok.*hook exit ok.*weft run: exit 0")
+endforeach()
