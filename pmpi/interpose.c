@@ -197,12 +197,14 @@ static int signature(MPI_Datatype dt, int count, typesig_t *t)
 /* *data: a contiguous buffer of the signature's elements, the caller's own
  * (NULL when the caller passed NULL for no data, as MPI allows) or a packed
  * copy (copy_in: with the data of buf).  0 when the copy cannot be had.
- * Free with sig_release. */
+ * Free with sig_release.  MPI_BOTTOM is a null pointer in Open MPI and
+ * MPICH: with a type of absolute addresses (from MPI_Get_address) the data
+ * start at the type's lower bound itself. */
 static int sig_buffer(const typesig_t *t, void *buf, int count, MPI_Datatype dt, int copy_in,
                       void **data)
 {
     if (t->contiguous) {
-        *data = buf ? (char *)buf + t->offset : NULL;
+        *data = buf || t->offset ? (void *)((uintptr_t)buf + (uintptr_t)t->offset) : NULL;
         return 1;
     }
     void *tmp = malloc(t->n * weft_dtype_size(t->wdt) + 1);

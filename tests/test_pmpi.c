@@ -450,6 +450,41 @@ int main(int argc, char **argv)
         for (int i = 0; i < 4; i++)
             CHECK(g4[4 * r + i] == r * 10 + i, "allgather with mixed types");
     free(g4);
+    /* MPI_BOTTOM and types of absolute addresses, contiguous and strided */
+    int abs8[8], abs16[16];
+    for (int i = 0; i < 16; i++)
+        abs16[i] = rank == size - 1 ? 300 + i : -1;
+    for (int i = 0; i < 8; i++)
+        abs8[i] = rank == size - 1 ? 200 + i : -1;
+    MPI_Aint at8, at16;
+    MPI_Get_address(abs8, &at8);
+    MPI_Get_address(abs16, &at16);
+    MPI_Datatype abs_con, abs_vec, int_t = MPI_INT, vec8;
+    int eight = 8, one = 1;
+    MPI_Type_vector(8, 1, 2, MPI_INT, &vec8);
+    MPI_Type_create_struct(1, &eight, &at8, &int_t, &abs_con);
+    MPI_Type_create_struct(1, &one, &at16, &vec8, &abs_vec);
+    MPI_Type_commit(&abs_con);
+    MPI_Type_commit(&abs_vec);
+    CHECK(MPI_Bcast(MPI_BOTTOM, 1, abs_con, size - 1, MPI_COMM_WORLD) == MPI_SUCCESS &&
+          MPI_Bcast(MPI_BOTTOM, 1, abs_vec, size - 1, MPI_COMM_WORLD) == MPI_SUCCESS,
+          "bcast from MPI_BOTTOM");
+    for (int i = 0; i < 8; i++)
+        CHECK(abs8[i] == 200 + i, "bcast from MPI_BOTTOM, contiguous, element %d", i);
+    for (int i = 0; i < 16; i++)
+        CHECK(abs16[i] == (i % 2 == 0 || rank == size - 1 ? 300 + i : -1),
+              "bcast from MPI_BOTTOM, strided, element %d", i);
+    int *gabs = malloc(8 * sizeof(int) * (size_t)size);
+    for (int i = 0; i < 8; i++)
+        abs8[i] = rank * 10 + i;
+    MPI_Allgather(MPI_BOTTOM, 1, abs_con, gabs, 8, MPI_INT, MPI_COMM_WORLD);
+    for (int r = 0; r < size; r++)
+        for (int i = 0; i < 8; i++)
+            CHECK(gabs[8 * r + i] == r * 10 + i, "allgather from MPI_BOTTOM, block %d", r);
+    free(gabs);
+    MPI_Type_free(&abs_con);
+    MPI_Type_free(&abs_vec);
+    MPI_Type_free(&vec8);
     MPI_Type_free(&con4);
     MPI_Type_free(&vec);
     /* fallbacks: a mixed signature (int, double) and MINLOC */
