@@ -133,14 +133,109 @@ typedef struct typesig {
     int contiguous;
 } typesig_t;
 
-/* The one predefined type dt is made of, or MPI_DATATYPE_NULL. */
-static MPI_Datatype base_of(MPI_Datatype dt, int depth)
+/* ---- whether a type's data lie in type-map order ----
+ * A type is served in place only where its bytes tile [true lb, true lb +
+ * size) in the order of its type map, which is the order of the signature:
+ * a struct of two ints at displacements 4 and 0 has no holes, but its
+ * first element is the int at 4, and a rank passing two MPI_INT must
+ * receive them swapped.  (Its true extent equals its size, so that test
+ * alone served it in place, wrongly.)  Decoded from the type's
+ * constructor, recursively; constructors not decoded here (subarray,
+ * darray, the Fortran ones) are taken as out of order, which is always
+ * right: the data are then packed in type-map order by MPI itself. */
+
+typedef struct kid {
+    int in_order; /* one copy's bytes tile [tlb, tlb + size) in type-map order */
+    int size;
+    MPI_Aint ext, tlb;
+} kid_t;
+
+typedef struct chain {
+    int in_order, started;
+    MPI_Aint next; /* the byte after the last block */
+} chain_t;
+
+/* bl copies of kid k at byte displacement d, the next block of the type
+ * map: in order while each block starts where the last ended */
+static void chain_copies(chain_t *c, const kid_t *k, MPI_Aint d, MPI_Aint bl)
+{
+    if (bl <= 0 || k->size == 0)
+        return;
+    if (!k->in_order || (bl > 1 && k->ext != k->size)) {
+        c->in_order = 0;
+        return;
+    }
+    MPI_Aint start = d + k->tlb;
+    if (c->started && start != c->next)
+        c->in_order = 0;
+    c->started = 1;
+    c->next = start + bl * (MPI_Aint)k->size;
+}
+
+static int layout_in_order(int comb, const int *ints, const MPI_Aint *addrs, const kid_t *kids)
+{
+    chain_t c = {1, 0, 0};
+    const kid_t *k = &kids[0];
+    switch (comb) {
+    case MPI_COMBINER_DUP:
+    case MPI_COMBINER_RESIZED: /* the type map is the old type's */
+        return k->in_order;
+    case MPI_COMBINER_CONTIGUOUS:
+        chain_copies(&c, k, 0, ints[0]);
+        break;
+    case MPI_COMBINER_VECTOR:
+    case MPI_COMBINER_HVECTOR: { /* count blocks of bl, stride apart */
+        MPI_Aint stride = comb == MPI_COMBINER_VECTOR ? ints[2] * k->ext : addrs[0];
+        chain_copies(&c, k, 0, ints[1]);
+        if (ints[0] > 1 && ints[1] > 0 && k->size > 0)
+            chain_copies(&c, k, stride, ints[1]); /* the rest follow as the second does */
+        break;
+    }
+    case MPI_COMBINER_INDEXED:
+        for (int i = 0; i < ints[0]; i++)
+            chain_copies(&c, k, ints[1 + ints[0] + i] * k->ext, ints[1 + i]);
+        break;
+    case MPI_COMBINER_HINDEXED:
+        for (int i = 0; i < ints[0]; i++)
+            chain_copies(&c, k, addrs[i], ints[1 + i]);
+        break;
+    case MPI_COMBINER_INDEXED_BLOCK:
+        for (int i = 0; i < ints[0]; i++)
+            chain_copies(&c, k, ints[2 + i] * k->ext, ints[1]);
+        break;
+    case MPI_COMBINER_HINDEXED_BLOCK:
+        for (int i = 0; i < ints[0]; i++)
+            chain_copies(&c, k, addrs[i], ints[1]);
+        break;
+    case MPI_COMBINER_STRUCT:
+        for (int i = 0; i < ints[0]; i++)
+            chain_copies(&c, &kids[i], addrs[i], ints[1 + i]);
+        break;
+    default:
+        return 0;
+    }
+    return c.in_order;
+}
+
+static void free_derived(MPI_Datatype *t)
+{
+    int ni, na, nd, comb;
+    PMPI_Type_get_envelope(*t, &ni, &na, &nd, &comb);
+    if (comb != MPI_COMBINER_NAMED)
+        PMPI_Type_free(t);
+}
+
+/* The one predefined type dt is made of, or MPI_DATATYPE_NULL; *in_order
+ * says whether its data lie in type-map order (above). */
+static MPI_Datatype base_of(MPI_Datatype dt, int depth, int *in_order)
 {
     int ni = 0, na = 0, nd = 0, comb = 0;
+    *in_order = 0;
     if (depth > 16 || PMPI_Type_get_envelope(dt, &ni, &na, &nd, &comb) != MPI_SUCCESS)
         return MPI_DATATYPE_NULL;
     if (comb == MPI_COMBINER_NAMED) {
         weft_dtype_t w;
+        *in_order = 1;
         if (dt == MPI_2INT)
             return MPI_INT; /* the pair of int: signature (int, int) */
         return map_dtype(dt, &w) ? dt : MPI_DATATYPE_NULL;
@@ -148,26 +243,26 @@ static MPI_Datatype base_of(MPI_Datatype dt, int depth)
     int *ints = malloc(((size_t)ni + 1) * sizeof *ints);
     MPI_Aint *addrs = malloc(((size_t)na + 1) * sizeof *addrs);
     MPI_Datatype *types = malloc(((size_t)nd + 1) * sizeof *types), base = MPI_DATATYPE_NULL;
-    if (ints && addrs && types &&
+    kid_t *kids = malloc(((size_t)nd + 1) * sizeof *kids);
+    if (ints && addrs && types && kids &&
         PMPI_Type_get_contents(dt, ni, na, nd, ints, addrs, types) == MPI_SUCCESS) {
-        for (int k = 0; k < nd; k++) {
-            MPI_Datatype b = base_of(types[k], depth + 1);
+        int k = 0;
+        for (; k < nd; k++) {
+            MPI_Datatype b = base_of(types[k], depth + 1, &kids[k].in_order);
             base = k == 0 || b == base ? b : MPI_DATATYPE_NULL;
-            int tni, tna, tnd, tcomb;
-            PMPI_Type_get_envelope(types[k], &tni, &tna, &tnd, &tcomb);
-            if (tcomb != MPI_COMBINER_NAMED)
-                PMPI_Type_free(&types[k]);
-            if (base == MPI_DATATYPE_NULL) {
-                for (int j = k + 1; j < nd; j++) {
-                    PMPI_Type_get_envelope(types[j], &tni, &tna, &tnd, &tcomb);
-                    if (tcomb != MPI_COMBINER_NAMED)
-                        PMPI_Type_free(&types[j]);
-                }
+            if (base == MPI_DATATYPE_NULL)
                 break;
-            }
+            MPI_Aint lb, text;
+            PMPI_Type_size(types[k], &kids[k].size);
+            PMPI_Type_get_extent(types[k], &lb, &kids[k].ext);
+            PMPI_Type_get_true_extent(types[k], &kids[k].tlb, &text);
         }
+        if (base != MPI_DATATYPE_NULL && nd > 0)
+            *in_order = layout_in_order(comb, ints, addrs, kids);
+        for (int j = 0; j < nd; j++)
+            free_derived(&types[j]);
     }
-    free(ints), free(addrs), free(types);
+    free(ints), free(addrs), free(types), free(kids);
     return base;
 }
 
@@ -175,7 +270,8 @@ static int signature(MPI_Datatype dt, int count, typesig_t *t)
 {
     if (dt == MPI_DATATYPE_NULL || count < 0)
         return 0;
-    t->base = base_of(dt, 0);
+    int in_order;
+    t->base = base_of(dt, 0, &in_order);
     if (t->base == MPI_DATATYPE_NULL || !map_dtype(t->base, &t->wdt))
         return 0;
     int size = 0, bsize = 0;
@@ -190,7 +286,7 @@ static int signature(MPI_Datatype dt, int count, typesig_t *t)
     if (t->n > INT32_MAX)
         return 0; /* packing takes an int count; n is the same on every rank */
     t->offset = tlb;
-    t->contiguous = textent == size && (count <= 1 || extent == size);
+    t->contiguous = in_order && textent == size && (count <= 1 || extent == size);
     return 1;
 }
 

@@ -450,6 +450,35 @@ int main(int argc, char **argv)
         for (int i = 0; i < 4; i++)
             CHECK(g4[4 * r + i] == r * 10 + i, "allgather with mixed types");
     free(g4);
+    /* a type map out of memory order: a struct of ints at 4 then 0, and
+     * indexed blocks at 2 then 0, with no holes; ranks passing plain ints
+     * get the elements in type-map order */
+    {
+        int bl2[2] = {1, 1}, ibl[2] = {2, 2}, idisp[2] = {2, 0};
+        MPI_Aint rdisp[2] = {4, 0};
+        MPI_Datatype ints2[2] = {MPI_INT, MPI_INT}, rev, idx;
+        MPI_Type_create_struct(2, bl2, rdisp, ints2, &rev);
+        MPI_Type_indexed(2, ibl, idisp, MPI_INT, &idx);
+        MPI_Type_commit(&rev);
+        MPI_Type_commit(&idx);
+        int p2[2] = {rank == 0 ? 1 : -1, rank == 0 ? 2 : -1}, p4[4];
+        for (int i = 0; i < 4; i++)
+            p4[i] = rank == 0 ? 10 + i : -1;
+        MPI_Bcast(p2, rank == 0 ? 1 : 2, rank == 0 ? rev : MPI_INT, 0, MPI_COMM_WORLD);
+        MPI_Bcast(p4, rank == 0 ? 1 : 4, rank == 0 ? idx : MPI_INT, 0, MPI_COMM_WORLD);
+        if (rank != 0)
+            CHECK(p2[0] == 2 && p2[1] == 1 && p4[0] == 12 && p4[1] == 13 && p4[2] == 10 &&
+                  p4[3] == 11, "bcast through types out of memory order: %d %d, %d %d %d %d",
+                  p2[0], p2[1], p4[0], p4[1], p4[2], p4[3]);
+        int *gr = malloc(2 * sizeof(int) * (size_t)size), mine2[2] = {rank * 10, rank * 10 + 1};
+        MPI_Allgather(mine2, 1, rev, gr, 2, MPI_INT, MPI_COMM_WORLD);
+        for (int r = 0; r < size; r++)
+            CHECK(gr[2 * r] == r * 10 + 1 && gr[2 * r + 1] == r * 10,
+                  "allgather through a type out of memory order, block %d", r);
+        free(gr);
+        MPI_Type_free(&rev);
+        MPI_Type_free(&idx);
+    }
     /* MPI_BOTTOM and types of absolute addresses, contiguous and strided */
     int abs8[8], abs16[16];
     for (int i = 0; i < 16; i++)

@@ -4,7 +4,8 @@
  * From a seed, N calls drawn at random: MPI_Allreduce, MPI_Reduce,
  * MPI_Bcast, MPI_Reduce_scatter_block, MPI_Allgather, MPI_Barrier and an
  * allreduce with a non-commutative user op (affine maps composed in rank
- * order), on four communicators (the world, a dup, two splits, one of them
+ * order), bcast and allgather through random derived types of each rank's
+ * own (below), on four communicators (the world, a dup, two splits, one of them
  * reordered), with random datatypes, ops, roots, counts (0 to 700, and one
  * call in five up to 300,000), and MPI_IN_PLACE one time in three.  A
  * third of the buffers, by rank, come from MPI_Alloc_mem (the drop-in's
@@ -49,7 +50,212 @@ static void compose(void *in, void *inout, int *len, MPI_Datatype *dt)
     }
 }
 
-enum { K_ALLREDUCE, K_REDUCE, K_BCAST, K_RSB, K_ALLGATHER, K_BARRIER, K_USER, K_N };
+/* ---- random derived datatypes of MPI_INT ----
+ * For a typed bcast or allgather every rank builds a type of its own, from
+ * a generator of its own, carrying a number of ints the call fixes: one
+ * signature (n ints) among the ranks, laid out as the constructors allow:
+ * blocks out of memory order, holes, lower bounds moved, extents widened,
+ * nested to depth 3.  A rank's buffer is hashed whole, holes included, so
+ * a byte written outside the type map differs too. */
+static uint64_t xs(uint64_t *st)
+{
+    *st ^= *st << 13;
+    *st ^= *st >> 7;
+    *st ^= *st << 17;
+    return *st;
+}
+
+static int divisor_of(int k, uint64_t *st)
+{
+    int d;
+    do
+        d = 1 + (int)(xs(st) % (uint64_t)k);
+    while (k % d);
+    return d;
+}
+
+static void drop(MPI_Datatype *t)
+{
+    int ni, na, nd, comb;
+    MPI_Type_get_envelope(*t, &ni, &na, &nd, &comb);
+    if (comb != MPI_COMBINER_NAMED)
+        MPI_Type_free(t);
+}
+
+static void true_span(MPI_Datatype t, MPI_Aint *tlb, MPI_Aint *span, MPI_Aint *ext)
+{
+    MPI_Aint lb;
+    MPI_Type_get_true_extent(t, tlb, span);
+    MPI_Type_get_extent(t, &lb, ext);
+}
+
+/* m blocks of span[j] bytes placed one after another in a random order (in
+ * order one time in three), gaps of 0-2 units between: at[j], where block
+ * j's data start */
+static void place_blocks(int m, const MPI_Aint *span, MPI_Aint *at, MPI_Aint unit, uint64_t *st)
+{
+    int order[8];
+    for (int j = 0; j < m; j++)
+        order[j] = j;
+    if (xs(st) % 3)
+        for (int j = m - 1; j > 0; j--) {
+            int i = (int)(xs(st) % (uint64_t)(j + 1)), o = order[i];
+            order[i] = order[j], order[j] = o;
+        }
+    MPI_Aint cur = 0;
+    for (int i = 0; i < m; i++) {
+        cur += unit * (MPI_Aint)(xs(st) % 3);
+        at[order[i]] = cur;
+        cur += span[order[i]];
+    }
+}
+
+/* k ints split into m >= 1 parts of at least one each */
+static int split_parts(int k, int *part, uint64_t *st)
+{
+    int m = 1 + (int)(xs(st) % (uint64_t)(k < 8 ? k : 8)), left = k;
+    for (int j = 0; j < m; j++) {
+        int rest = m - j - 1;
+        part[j] = j == m - 1 ? left : 1 + (int)(xs(st) % (uint64_t)(left - rest));
+        left -= part[j];
+    }
+    return m;
+}
+
+static MPI_Datatype rand_type(int k, int depth, uint64_t *st);
+
+/* Copies of t must not overlap (a receive through such a type is
+ * erroneous): where its extent came out shorter than its data's span (a
+ * struct takes the bounds resized members set, MPI's sticky markers, and
+ * ignores the others' data), it is widened. */
+static MPI_Datatype rand_type_apart(int k, int depth, uint64_t *st)
+{
+    MPI_Datatype t = rand_type(k, depth, st), w;
+    MPI_Aint tlb, span, ext, lb;
+    MPI_Type_get_true_extent(t, &tlb, &span);
+    MPI_Type_get_extent(t, &lb, &ext);
+    if (ext >= span)
+        return t;
+    MPI_Type_create_resized(t, lb, span, &w);
+    drop(&t);
+    return w;
+}
+
+static MPI_Datatype rand_type(int k, int depth, uint64_t *st)
+{
+    MPI_Datatype t, kid, kids[8] = {0};
+    MPI_Aint tlb, span, ext, at[8] = {0}, spans[8] = {0}, disp[8] = {0};
+    int part[8], ones[8] = {1, 1, 1, 1, 1, 1, 1, 1}, m, d, bl;
+    switch (depth >= 3 ? 0 : (int)(xs(st) % 10)) {
+    case 1: /* contiguous copies of a type of k/d */
+        d = divisor_of(k, st);
+        kid = rand_type_apart(k / d, depth + 1, st);
+        MPI_Type_contiguous(d, kid, &t);
+        drop(&kid);
+        return t;
+    case 2: /* strided blocks of int */
+        bl = divisor_of(k, st);
+        MPI_Type_vector(k / bl, bl, bl + (int)(xs(st) % 3), MPI_INT, &t);
+        return t;
+    case 3: /* strided blocks of a type of its own, stride in bytes */
+        d = divisor_of(k, st);
+        kid = rand_type_apart(d, depth + 1, st);
+        bl = divisor_of(k / d, st);
+        true_span(kid, &tlb, &span, &ext);
+        MPI_Type_create_hvector(k / d / bl, bl, bl * ext + 4 * (MPI_Aint)(xs(st) % 3), kid, &t);
+        drop(&kid);
+        return t;
+    case 4: /* blocks of int in any order, displacements in ints */
+    case 5: /* the same in bytes */
+        m = split_parts(k, part, st);
+        for (int j = 0; j < m; j++)
+            spans[j] = 4 * (MPI_Aint)part[j];
+        place_blocks(m, spans, at, 4, st);
+        if (xs(st) % 2 == 0) {
+            int di[8];
+            for (int j = 0; j < m; j++)
+                di[j] = (int)(at[j] / 4);
+            MPI_Type_indexed(m, part, di, MPI_INT, &t);
+        } else {
+            MPI_Type_create_hindexed(m, part, at, MPI_INT, &t);
+        }
+        return t;
+    case 6: /* a struct of types of their own, in any order */
+    case 7:
+        m = split_parts(k, part, st);
+        for (int j = 0; j < m; j++) {
+            kids[j] = rand_type_apart(part[j], depth + 1, st);
+            true_span(kids[j], &tlb, &spans[j], &ext);
+            disp[j] = -tlb;
+        }
+        place_blocks(m, spans, at, 4, st);
+        for (int j = 0; j < m; j++)
+            disp[j] += at[j];
+        MPI_Type_create_struct(m, ones, disp, kids, &t);
+        for (int j = 0; j < m; j++)
+            drop(&kids[j]);
+        return t;
+    case 8: { /* equal blocks of int in any order */
+        bl = divisor_of(k, st);
+        m = k / bl;
+        if (m > 8)
+            break;
+        int di[8];
+        for (int j = 0; j < m; j++)
+            spans[j] = 4 * (MPI_Aint)bl;
+        place_blocks(m, spans, at, 4, st);
+        for (int j = 0; j < m; j++)
+            di[j] = (int)(at[j] / 4);
+        MPI_Type_create_indexed_block(m, bl, di, MPI_INT, &t);
+        return t;
+    }
+    case 9: /* the lower bound moved down, the extent widened */
+        kid = rand_type_apart(k, depth + 1, st);
+        true_span(kid, &tlb, &span, &ext);
+        MPI_Aint lb = tlb - 4 * (MPI_Aint)(xs(st) % 3);
+        MPI_Type_create_resized(kid, lb, tlb + span - lb + 4 * (MPI_Aint)(xs(st) % 3), &t);
+        drop(&kid);
+        return t;
+    default:
+        break;
+    }
+    if (k == 1 && xs(st) % 2)
+        return MPI_INT;
+    MPI_Type_contiguous(k, MPI_INT, &t);
+    return t;
+}
+
+/* A committed random type of k ints and the bytes count copies of it span
+ * from the buffer's start (every true lb here is >= 0). */
+static MPI_Datatype typed_buffer(int k, int count, uint64_t *st, size_t *need)
+{
+    MPI_Datatype t = rand_type_apart(k, 0, st);
+    MPI_Type_commit(&t);
+    MPI_Aint tlb, span, ext;
+    true_span(t, &tlb, &span, &ext);
+    *need = 64 + (count ? (size_t)(tlb + span) + (size_t)(count - 1) * (size_t)ext : 0);
+    return t;
+}
+
+/* n ints of value base + i written through type t (count copies) */
+static void fill_typed(char *buf, int count, MPI_Datatype t, int n, int base, MPI_Comm comm)
+{
+    int *v = malloc((size_t)n * sizeof *v + 1), pos = 0;
+    for (int i = 0; i < n; i++)
+        v[i] = base + i;
+    MPI_Unpack(v, n * (int)sizeof *v, &pos, buf, count, t, comm);
+    free(v);
+}
+
+static uint64_t hash_bytes(uint64_t h, const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        h = h * 1099511628211ull + (unsigned char)p[i];
+    return h;
+}
+
+enum { K_ALLREDUCE, K_REDUCE, K_BCAST, K_RSB, K_ALLGATHER, K_BARRIER, K_USER, K_BCAST_TYPED,
+       K_ALLGATHER_TYPED, K_N };
 
 int main(int argc, char **argv)
 {
@@ -129,6 +335,7 @@ int main(int argc, char **argv)
             else
                 MPI_Irecv(m, mlen, MPI_INT, partner, 77, MPI_COMM_WORLD, &mreq);
         }
+        uint64_t extra = 0;
         switch (kind) {
         case K_ALLREDUCE:
             if (inplace) {
@@ -171,13 +378,44 @@ int main(int argc, char **argv)
             outb = (size_t)n * 4;
             break;
         }
+        case K_BCAST_TYPED:
+        case K_ALLGATHER_TYPED: {
+            /* n ints a rank, n a multiple of 24: each rank's type carries
+             * k of them (k divides 24), its count n / k */
+            int n = 24 * (cnt % 5 == 0 ? cnt % 3000 : cnt % 40);
+            uint64_t ts = rs ^ ((uint64_t)(rank + 1) * 0x9e3779b97f4a7c15ull);
+            int ks = divisor_of(24, &ts), kr = divisor_of(24, &ts);
+            int scount = n / ks, rcount = n / kr, copies = kind == K_BCAST_TYPED ? 1 : cs;
+            size_t sneed, rneed;
+            MPI_Datatype st = typed_buffer(ks, scount, &ts, &sneed);
+            MPI_Datatype rt = typed_buffer(kr, rcount * copies, &ts, &rneed);
+            char *sb = malloc(sneed), *rb = malloc(rneed);
+            memset(sb, 0x11, sneed);
+            memset(rb, 0x22, rneed);
+            if (kind == K_BCAST_TYPED) {
+                /* the root sends through its first type, the others
+                 * receive through their second */
+                if (cr == root) {
+                    fill_typed(sb, scount, st, n, 1000 * c, comm);
+                    MPI_Bcast(sb, scount, st, root, comm);
+                } else {
+                    MPI_Bcast(rb, rcount, rt, root, comm);
+                }
+            } else {
+                fill_typed(sb, scount, st, n, 1000 * c + 100000 * cr, comm);
+                MPI_Allgather(sb, scount, st, rb, rcount, rt, comm);
+            }
+            extra = hash_bytes(hash_bytes(0, sb, sneed), rb, rneed);
+            free(sb), free(rb);
+            drop(&st), drop(&rt);
+            outb = 0;
+            break;
+        }
         }
         /* the call has returned: its input is the caller's again, and a
          * peer still reading it in place would read these bytes instead */
         memset(a, 0x5a, bytes);
-        uint64_t h = 0;
-        for (size_t i = 0; i < outb; i++)
-            h = h * 1099511628211ull + (unsigned char)b[i];
+        uint64_t h = hash_bytes(extra, b, outb);
         MPI_Wait(&mreq, MPI_STATUS_IGNORE);
         for (int i = 0; m && !msender && i < mlen; i++)
             h = h * 1099511628211ull + (unsigned)m[i];
