@@ -29,12 +29,25 @@ try:
         comm.barrier()
     elif case == "algo":
         comm.allreduce(np.ones(64, np.int64), algo="ring" if comm.rank == last else "twotree")
+    elif case == "tensor":  # weft.torch: the last rank's tensor is not contiguous, so it refuses
+        import torch
+        import weft.torch as wt
+        t = torch.ones(16, 16)
+        wt.allreduce_(comm, t.t() if comm.rank == last else t)
     else:
         sys.exit("unknown case " + case)
     print("rank %d: %s: no error" % (comm.rank, case))
     comm.barrier()  # a rank that finished must learn of it now
     print("rank %d: %s: the job went on after a disagreement" % (comm.rank, case))
     sys.exit(1)
+except weft.InvalidArgument as e:  # only the rank that refused its own call may see this
+    if comm.rank != last or case != "tensor":
+        raise
+    os.write(1, ("rank %d: %s -> %s: %s\n%s ok\n" % (comm.rank, case, e.name, e, case)).encode())
 except (weft.Mismatch, weft.PeerError) as e:
+    if case == "tensor" and "refused" not in str(e):  # told why, not at finalize
+        os.write(1, ("rank %d: tensor: the error does not say the last rank refused: %s\n"
+                     % (comm.rank, e)).encode())
+        sys.exit(1)
     # one write: the ranks share the pipe, and separate prints interleave
     os.write(1, ("rank %d: %s -> %s: %s\n%s ok\n" % (comm.rank, case, e.name, e, case)).encode())

@@ -168,6 +168,11 @@ def test_bad_tensors(comm, groups):
                         group=groups["weft"])
     with pytest.raises(weft.NotSupported, match="reduce op"):
         dist.all_reduce(torch.ones(2), op=dist.ReduceOp.AVG, group=groups["weft"])
+    # refused on every rank alike (each takes the call as refused): no hang
+    with pytest.raises(weft.InvalidArgument, match="not contiguous"):
+        dist.all_reduce(torch.ones(4, 4).t(), group=groups["weft"])
+    with pytest.raises(weft.InvalidArgument, match="not one weft has"):
+        dist.broadcast(torch.ones(3, dtype=torch.complex64), src=0, group=groups["weft"])
     t = torch.arange(4.0)
     dist.all_reduce(t, group=groups["weft"])  # the group still works
     assert torch.equal(t, torch.arange(4.0) * comm.size)

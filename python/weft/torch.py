@@ -72,11 +72,20 @@ def _op(op, what):
     return _lib.OPS.index(_OPS[op])
 
 
+def _numel(t):
+    return t.numel() if isinstance(t, torch.Tensor) else 0
+
+
 def allreduce_(comm, t, op="sum", algo=None, params=None):
-    """Reduces tensor t over comm's ranks in place (zero-copy); returns t."""
-    p, n, dt = _tensor(t, "allreduce")
-    o = weft._op_code(op, "allreduce")
-    h = comm._use("allreduce", algo, params)
+    """Reduces tensor t over comm's ranks in place (zero-copy); returns t.
+    A tensor or argument this rank refuses raises here, and the peers'
+    calls fail (PeerError or Mismatch) instead of waiting for it."""
+    try:
+        p, n, dt = _tensor(t, "allreduce")
+        o = weft._op_code(op, "allreduce")
+        h = comm._use("allreduce", algo, params)
+    except weft.Error as e:
+        comm._refuse("allreduce", e, None, op=op, algo=algo, params=params, count=_numel(t))
     weft._check(_lib.weft_allreduce(_lib.c_void_p(1), p, n, dt, o, h))
     return t
 
@@ -208,11 +217,20 @@ class ProcessGroupWeft(ProcessGroup):
             tensors = [tensors]
         return tensors
 
+    def _args(self, coll, t, op=None, root=0, writable=True):
+        """_tensor(t), or, where this rank refuses t, the call taken as
+        refused (weft.Comm._refuse) so that the peers fail, not wait."""
+        try:
+            return _tensor(t, coll, writable)
+        except weft.Error as e:
+            name = _lib.OPS[op] if op is not None else "sum"
+            self.comm._refuse(coll, e, None, op=name, root=root, count=_numel(t))
+
     def allreduce(self, tensors, opts=None):
         op = _op(opts.reduceOp if opts is not None else dist.ReduceOp.SUM, "allreduce")
         h = self.comm._use("allreduce", None, None)
         for t in self._each(tensors, "allreduce"):
-            p, n, dt = _tensor(t, "allreduce")
+            p, n, dt = self._args("allreduce", t, op)
             weft._check(_lib.weft_allreduce(_lib.c_void_p(1), p, n, dt, op, h))
         return _Done(tensors)
 
@@ -223,7 +241,7 @@ class ProcessGroupWeft(ProcessGroup):
         root = opts.rootRank if opts is not None else 0
         h = self.comm._use("bcast", None, None)
         for t in self._each(tensors, "broadcast"):
-            p, n, dt = _tensor(t, "broadcast")
+            p, n, dt = self._args("bcast", t, root=root)
             weft._check(_lib.weft_bcast(p, n, dt, root, h))
         return _Done(tensors)
 
@@ -232,7 +250,7 @@ class ProcessGroupWeft(ProcessGroup):
         op = _op(opts.reduceOp if opts is not None else dist.ReduceOp.SUM, "reduce")
         h = self.comm._use("reduce", None, None)
         for t in self._each(tensors, "reduce"):
-            p, n, dt = _tensor(t, "reduce")
+            p, n, dt = self._args("reduce", t, op, root)
             send = _lib.c_void_p(1) if self.comm.rank == root else p  # in place at the root
             weft._check(_lib.weft_reduce(send, p, n, dt, op, root, h))
         return _Done(tensors)
