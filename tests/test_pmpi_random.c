@@ -5,12 +5,13 @@
  * MPI_Bcast, MPI_Reduce_scatter_block, MPI_Allgather, MPI_Barrier and an
  * allreduce with a non-commutative user op (affine maps composed in rank
  * order), bcast and allgather through random derived types of each rank's
- * own (below), on four communicators (the world, a dup, two splits, one of them
- * reordered), with random datatypes, ops, roots, counts (0 to 700, and one
- * call in five up to 300,000), and MPI_IN_PLACE one time in three.  A
- * third of the buffers, by rank, come from MPI_Alloc_mem (the drop-in's
- * arena, read in place by peers), and every call's input is overwritten as
- * soon as it returns, so a peer still reading it would differ.  Rank 0
+ * own (below), on four communicators (the world, a dup, two splits, one of
+ * them reordered), with random datatypes, ops, roots, counts (0 to 700, and
+ * one call in five up to 300,000), and MPI_IN_PLACE one time in three (in
+ * allreduce, reduce, reduce_scatter_block and allgather).  A third of the
+ * buffers, by rank, come from MPI_Alloc_mem (the drop-in's arena, read in
+ * place by peers), and every call's input is overwritten as soon as it
+ * returns, so a peer still reading it would differ.  Rank 0
  * prints one hash per rank of everything each rank received; with
  * PMPI_RANDOM_TRACE=R, rank R prints each call and its hash to stderr, to
  * find the first call that differs.  One call in eight has a message of up
@@ -361,11 +362,22 @@ int main(int argc, char **argv)
             MPI_Bcast(b, cnt, dts[d], root, comm);
             break;
         case K_RSB:
-            MPI_Reduce_scatter_block(a, b, cnt, dts[d], opi == 3 || opi == 4 ? MPI_SUM : ops[opi],
-                                     comm);
+            if (inplace) { /* the input in the receive buffer, the result at its start */
+                memcpy(b, a, outb * (size_t)cs);
+                MPI_Reduce_scatter_block(MPI_IN_PLACE, b, cnt, dts[d],
+                                         opi == 3 || opi == 4 ? MPI_SUM : ops[opi], comm);
+            } else {
+                MPI_Reduce_scatter_block(a, b, cnt, dts[d],
+                                         opi == 3 || opi == 4 ? MPI_SUM : ops[opi], comm);
+            }
             break;
         case K_ALLGATHER:
-            MPI_Allgather(a, cnt, dts[d], b, cnt, dts[d], comm);
+            if (inplace) { /* this rank's block already at its place */
+                memcpy(b + outb * (size_t)cr, a, outb);
+                MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, b, cnt, dts[d], comm);
+            } else {
+                MPI_Allgather(a, cnt, dts[d], b, cnt, dts[d], comm);
+            }
             outb *= (size_t)cs;
             break;
         case K_BARRIER:
