@@ -246,8 +246,7 @@ static MPI_Datatype base_of(MPI_Datatype dt, int depth, int *in_order)
     kid_t *kids = malloc(((size_t)nd + 1) * sizeof *kids);
     if (ints && addrs && types && kids &&
         PMPI_Type_get_contents(dt, ni, na, nd, ints, addrs, types) == MPI_SUCCESS) {
-        int k = 0;
-        for (; k < nd; k++) {
+        for (int k = 0; k < nd; k++) {
             MPI_Datatype b = base_of(types[k], depth + 1, &kids[k].in_order);
             base = k == 0 || b == base ? b : MPI_DATATYPE_NULL;
             if (base == MPI_DATATYPE_NULL)
