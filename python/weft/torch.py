@@ -134,15 +134,17 @@ class HookState:
                 return
             buf, fut = item
             t0 = time.perf_counter()
+            err = None
             try:
                 allreduce_(self._lane, buf, "sum", self.algo, self.params)
                 buf.div_(self.comm.size)
             except Exception as e:  # the bucket's future carries it to DDP's wait
-                self.seconds += time.perf_counter() - t0
-                fut.set_exception(e)
-                continue
+                err = e
             self.seconds += time.perf_counter() - t0
-            fut.set_result(buf)
+            if err is None:
+                fut.set_result(buf)
+            else:
+                fut.set_exception(err)
 
     def last_algorithm(self):
         """The algorithm that served the last bucket (AUTO's pick)."""
