@@ -109,6 +109,24 @@ def test_set_algorithm(comm):
     comm.set_algorithm("allreduce", "auto")
 
 
+def test_dup_takes_choices_not_one_call(comm):
+    """A dup or split takes the communicator's set_algorithm choices; an
+    algo= of one call (which the C side still holds) is not its default."""
+    x = inp("int64", comm.rank, 100)
+    comm.allreduce(x, algo="pairwise")
+    for child in (comm.dup(), comm.split(0)):
+        child.allreduce(x)
+        assert child.last_algorithm("allreduce") != "pairwise"
+        child.free()
+    comm.set_algorithm("allreduce", "ring")
+    comm.allreduce(x, algo="pairwise")
+    child = comm.dup()
+    child.allreduce(x)
+    assert child.last_algorithm("allreduce") == "ring"
+    child.free()
+    comm.set_algorithm("allreduce", "auto")
+
+
 @pytest.mark.parametrize("dtype", INTS + FLOATS)
 def test_bcast(comm, dtype):
     for root in sorted({0, comm.size - 1, comm.size // 2}):

@@ -75,6 +75,19 @@ def test_hook_matches_gloo(comm, groups, overlap):
     assert not torch.equal(params(hooked), params(make_model()))
 
 
+@pytest.mark.parametrize("overlap", [True, False])
+def test_hook_refuses_drifting_algorithms(comm, overlap):
+    """DDP's replicas must stay bitwise equal: an algorithm whose ranks
+    combine in orders of their own is refused, as is an unknown one"""
+    with pytest.raises(weft.InvalidArgument, match="drift apart"):
+        wt.HookState(comm, algo="bruck", overlap=overlap)
+    with pytest.raises(weft.InvalidArgument, match="drift apart"):
+        wt.HookState(comm, algo="hier", params="inter=dissem", overlap=overlap)
+    with pytest.raises(weft.InvalidArgument, match="no algorithm"):
+        wt.HookState(comm, algo="no_such_algorithm", overlap=overlap)
+    wt.HookState(comm, algo="hier", params="inter=ring", overlap=overlap).close()
+
+
 @pytest.mark.parametrize("algo", ["ring", "recursive_doubling", "twotree"])
 def test_hook_forced_algorithm(comm, groups, algo):
     ref = DDP(make_model(), process_group=groups["gloo"])
@@ -89,12 +102,13 @@ def test_hook_forced_algorithm(comm, groups, algo):
 
 
 def test_hook_error_reaches_backward(comm, groups):
-    """an allreduce that fails on the hook's thread fails DDP's backward
-    with weft's message, and the next state works"""
+    """an allreduce that fails on the hook's thread (the board carries at
+    most 2 KiB; the model's bucket is 9.6 KB) fails DDP's backward with
+    weft's message, and the next state works"""
     m = DDP(make_model(), process_group=groups["gloo"])
-    state = wt.HookState(comm, algo="no_such_algorithm")
+    state = wt.HookState(comm, algo="board")
     m.register_comm_hook(state, wt.allreduce_hook)
-    with pytest.raises(Exception, match="no_such_algorithm"):
+    with pytest.raises(Exception, match="board carries at most"):
         train(m, comm.rank, 1)
     state.close()
     with pytest.raises(weft.InvalidArgument, match="closed"):

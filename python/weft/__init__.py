@@ -331,17 +331,28 @@ class Comm:
         return self._h.value
 
     # -- communicators --
+    def _child(self, out):
+        """The Comm of a dup or split: the C side copied this one's current
+        choices, so the child knows them as held, and takes this one's
+        set_algorithm choices as its own; a per-call algo= that this
+        communicator still held is then undone at the child's first call
+        rather than becoming its default."""
+        c = Comm(out, owned=True, job=self._gen is not None)
+        c._choice = dict(self._choice)
+        c._held = dict(self._held)
+        return c
+
     def dup(self):
         out = _lib.comm_t()
         _check(_lib.weft_comm_dup(self._live("dup"), ctypes.byref(out)))
-        return Comm(out, owned=True, job=self._gen is not None)
+        return self._child(out)
 
     def split(self, color, key=0):
         """Ranks with the same color form a new communicator, ordered by key;
         color < 0 gives None."""
         out = _lib.comm_t()
         _check(_lib.weft_comm_split(self._live("split"), int(color), int(key), ctypes.byref(out)))
-        return Comm(out, owned=True, job=self._gen is not None) if out.value else None
+        return self._child(out) if out.value else None
 
     def free(self):
         if self._owned and self._h.value:

@@ -100,6 +100,8 @@ weft_set_algorithm = _proto("weft_set_algorithm", c_int, comm_t, c_int, c_char_p
 weft_last_algorithm = _proto("weft_last_algorithm", c_char_p, comm_t, c_int)
 weft_algorithm_name = _proto("weft_algorithm_name", c_char_p, c_int, c_int)
 weft_algorithm_properties = _proto("weft_algorithm_properties", c_int, c_int, c_char_p)
+weft_algorithm_properties_with = _proto("weft_algorithm_properties_with", c_int, c_int, c_char_p,
+                                        c_char_p)
 weft_strerror = _proto("weft_strerror", c_char_p, c_int)
 weft_last_error = _proto("weft_last_error", c_char_p)
 try:  # present when libweft.so was built with MPI

@@ -90,6 +90,24 @@ def allreduce_(comm, t, op="sum", algo=None, params=None):
     return t
 
 
+def _identical_or_raise(state, algo, params):
+    """DDP keeps one model per rank and never compares them: gradients
+    averaged with different last bits on different ranks make the replicas
+    drift apart.  So the hook refuses an algorithm whose results are not
+    bitwise identical on every rank (weft algorithms: no "=")."""
+    p = _lib.weft_algorithm_properties_with(weft.COLLS.index("allreduce"), algo.encode(),
+                                            params.encode() if params else None)
+    if p >= 0 and p & _lib.ALGO_IDENTICAL:
+        return
+    state.close()
+    if p < 0:
+        weft._invalid("HookState: allreduce has no algorithm %r with parameters %r "
+                      "(weft.algorithms('allreduce') lists them)" % (algo, params))
+    weft._invalid("HookState: allreduce %s combines in an order of each rank's own, so ranks "
+                  "get results that differ in the last bits and DDP's replicas would drift "
+                  "apart; pick one marked = by `weft algorithms` (or None: AUTO)" % algo)
+
+
 class HookState:
     """The DDP hook's state: the communicator (the world by default, after
     weft.init()), the algorithm (None: AUTO) and its parameters, and the time
@@ -116,6 +134,8 @@ class HookState:
         self._lane = comm.dup() if overlap else None
         if overlap:
             _open_states.add(self)
+        if algo and algo != "auto":
+            _identical_or_raise(self, algo, params)
 
     def _enqueue(self, buf, fut):
         if self._thread is None:
