@@ -267,7 +267,8 @@ WEFT_API weft_err_t weft_free(void *ptr);
  * communicator.  Every rank of comm must make the same choice.  The choice
  * serves the program's calls only: the collectives weft makes on comm to
  * make a communicator from it (weft_comm_dup, weft_comm_split) run on
- * AUTO's choice, and weft_last_algorithm does not report them. */
+ * AUTO's choice, and weft_last_algorithm does not report them.  A
+ * communicator made from comm starts with comm's choices. */
 WEFT_API weft_err_t weft_set_algorithm(weft_comm_t comm, weft_coll_t coll,
                               const char *name, const char *params);
 /* Properties of an algorithm (bit mask), or -1 if there is none by that name. */

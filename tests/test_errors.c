@@ -68,6 +68,17 @@ static void repeated_calls(weft_comm_t w)
     if (strcmp(weft_last_algorithm(w, WEFT_COLL_ALLREDUCE), "ring"))
         failures++, fprintf(stderr, "rank %d: FAIL: ring chosen, %s ran\n", me,
                             weft_last_algorithm(w, WEFT_COLL_ALLREDUCE));
+    { /* a communicator made from w starts with w's choices */
+        weft_comm_t d = NULL;
+        EXPECT(weft_comm_dup(w, &d), WEFT_OK, NULL);
+        EXPECT(weft_allreduce(x, y, 8, WEFT_INT32, WEFT_SUM, d), WEFT_OK, NULL);
+        checks++;
+        const char *ran = d ? weft_last_algorithm(d, WEFT_COLL_ALLREDUCE) : NULL;
+        if (!ran || strcmp(ran, "ring"))
+            failures++, fprintf(stderr, "rank %d: FAIL: a dup of a ring communicator ran %s\n",
+                                me, ran ? ran : "nothing");
+        weft_comm_free(&d);
+    }
     EXPECT(weft_set_algorithm(w, WEFT_COLL_ALLREDUCE, "butterfly", NULL), WEFT_OK, NULL);
     EXPECT(weft_allreduce(x, y, 8, WEFT_INT32, WEFT_SUM, w), WEFT_EINVAL, "idempotent");
     EXPECT(weft_set_algorithm(w, WEFT_COLL_ALLREDUCE, "auto", NULL), WEFT_OK, NULL);
