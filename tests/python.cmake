@@ -18,7 +18,7 @@ foreach(np 1 2 3 4)
                        LABELS "python")
 endforeach()
 foreach(np 2 3)
-  foreach(case count dtype root skip algo tensor)
+  foreach(case count dtype root skip algo tensor backend)
     # every rank must end in the error: P lines "CASE ok"
     set(want "${case} ok")
     foreach(i RANGE 2 ${np})

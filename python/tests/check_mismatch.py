@@ -34,6 +34,13 @@ try:
         import weft.torch as wt
         t = torch.ones(16, 16)
         wt.allreduce_(comm, t.t() if comm.rank == last else t)
+    elif case == "backend":  # the weft backend: the last rank's output is one element short
+        import torch
+        import torch.distributed as dist
+        import weft.torch as wt
+        wt.init_process_group("weft")
+        out = torch.zeros(4 * comm.size - (comm.rank == last))
+        dist.all_gather_into_tensor(out, torch.ones(4))
     else:
         sys.exit("unknown case " + case)
     print("rank %d: %s: no error" % (comm.rank, case))
@@ -41,13 +48,13 @@ try:
     print("rank %d: %s: the job went on after a disagreement" % (comm.rank, case))
     sys.exit(1)
 except weft.InvalidArgument as e:  # only the rank that refused its own call may see this
-    if comm.rank != last or case != "tensor":
+    if comm.rank != last or case not in ("tensor", "backend"):
         raise
     os.write(1, ("rank %d: %s -> %s: %s\n%s ok\n" % (comm.rank, case, e.name, e, case)).encode())
 except (weft.Mismatch, weft.PeerError) as e:
-    if case == "tensor" and "refused" not in str(e):  # told why, not at finalize
-        os.write(1, ("rank %d: tensor: the error does not say the last rank refused: %s\n"
-                     % (comm.rank, e)).encode())
+    if case in ("tensor", "backend") and "refused" not in str(e):  # told why, not at finalize
+        os.write(1, ("rank %d: %s: the error does not say the last rank refused: %s\n"
+                     % (comm.rank, case, e)).encode())
         sys.exit(1)
     # one write: the ranks share the pipe, and separate prints interleave
     os.write(1, ("rank %d: %s -> %s: %s\n%s ok\n" % (comm.rank, case, e.name, e, case)).encode())

@@ -278,11 +278,14 @@ class ProcessGroupWeft(ProcessGroup):
         return _Done(tensors)
 
     def _allgather_into(self, out, t, what):
-        sp, n, dt = _tensor(t, what, writable=False)
-        rp, m, odt = _tensor(out, what)
-        if odt != dt or m != n * self.comm.size:
-            weft._invalid("%s: the output holds %d %s, want %d x %s" % (
-                what, m, out.dtype, n * self.comm.size, t.dtype))
+        try:
+            sp, n, dt = _tensor(t, what, writable=False)
+            rp, m, odt = _tensor(out, what)
+            if odt != dt or m != n * self.comm.size:
+                weft._invalid("%s: the output holds %d %s, want %d x %s" % (
+                    what, m, out.dtype, n * self.comm.size, t.dtype))
+        except weft.Error as e:
+            self.comm._refuse("allgather", e, None, count=_numel(t))
         h = self.comm._use("allgather", None, None)
         weft._check(_lib.weft_allgather(sp, rp, n, dt, h))
 
@@ -304,11 +307,15 @@ class ProcessGroupWeft(ProcessGroup):
         h = self.comm._use("reduce_scatter", None, None)
         for out, ins in zip(output_tensors, input_tensors):
             flat = torch.cat([i.reshape(-1) for i in ins])
-            sp, _, dt = _tensor(flat, "reduce_scatter", writable=False)
-            rp, n, odt = _tensor(out, "reduce_scatter")
-            if odt != dt or n * self.comm.size != flat.numel():
-                weft._invalid("reduce_scatter: the output holds %d elements, the inputs %d"
-                              % (n, flat.numel()))
+            try:
+                sp, _, dt = _tensor(flat, "reduce_scatter", writable=False)
+                rp, n, odt = _tensor(out, "reduce_scatter")
+                if odt != dt or n * self.comm.size != flat.numel():
+                    weft._invalid("reduce_scatter: the output holds %d elements, the inputs %d"
+                                  % (n, flat.numel()))
+            except weft.Error as e:
+                self.comm._refuse("reduce_scatter", e, None, op=_lib.OPS[op],
+                                  count=_numel(out))
             weft._check(_lib.weft_reduce_scatter(sp, rp, n, dt, op, h))
         return _Done(output_tensors)
 
