@@ -52,11 +52,7 @@ except weft.InvalidArgument as e:  # only the rank that refused its own call may
         raise
     os.write(1, ("rank %d: %s -> %s: %s\n%s ok\n" % (comm.rank, case, e.name, e, case)).encode())
 except (weft.Mismatch, weft.PeerError) as e:
-    # told why, not at finalize: a peer's watch says "refused", the refusing
-    # rank's own diagnosis describes its call as "N x invalid" (and says
-    # "refused" too where the job's message, which a peer reads back
-    # shortened, has room)
-    if case in ("tensor", "backend") and "refused" not in str(e) and " x invalid" not in str(e):
+    if case in ("tensor", "backend") and "refused" not in str(e):  # told why, not at finalize
         os.write(1, ("rank %d: %s: the error does not say the last rank refused: %s\n"
                      % (comm.rank, case, e)).encode())
         sys.exit(1)

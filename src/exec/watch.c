@@ -87,15 +87,20 @@ static int fail(exec_t *e, int code, const char *msg, bool locked)
     return weft_error(code, "%s", msg);
 }
 
+/* refused_by: the rank (me or peer) whose call was refused (api.c,
+ * call_refused), said before the calls' descriptions so that the job's
+ * abort message (256 bytes, segment.h) keeps it; -1 for none. */
 void call_disagreement(const call_desc_t *mine, int me, const call_desc_t *theirs, int peer,
-                       char *buf, size_t n)
+                       int refused_by, char *buf, size_t n)
 {
-    char mine_s[160], their_s[160], diff[96];
+    char mine_s[160], their_s[160], diff[96], refused[48] = "";
     call_describe(mine, mine_s, sizeof mine_s);
     call_describe(theirs, their_s, sizeof their_s);
     call_diff(mine, theirs, diff, sizeof diff);
-    snprintf(buf, n, "ranks %d and %d disagree on a collective (%s differ): rank %d calls %s; "
-             "rank %d calls %s", me, peer, diff, me, mine_s, peer, their_s);
+    if (refused_by >= 0)
+        snprintf(refused, sizeof refused, "; rank %d refused its call", refused_by);
+    snprintf(buf, n, "ranks %d and %d disagree on a collective (%s differ)%s: rank %d calls %s; "
+             "rank %d calls %s", me, peer, diff, refused, me, mine_s, peer, their_s);
 }
 
 /* A peer in weft_finalize after a call failed on it did not skip this
@@ -135,7 +140,7 @@ static bool peer_leaving(const peer_view_t *v)
 static int differs(exec_t *e, int me, int peer, const call_desc_t *theirs, bool locked)
 {
     char msg[512];
-    call_disagreement(e->desc, me, theirs, peer, msg, sizeof msg);
+    call_disagreement(e->desc, me, theirs, peer, -1, msg, sizeof msg);
     return fail(e, WEFT_EMISMATCH, msg, locked);
 }
 
@@ -151,9 +156,7 @@ static int refused_there(exec_t *e, int peer, const call_desc_t *theirs, uint32_
     int me = e->s->rank;
     call_describe(e->desc, mine_s, sizeof mine_s);
     if (theirs && theirs->sig != e->desc->sig) {
-        call_disagreement(e->desc, me, theirs, peer, msg, sizeof msg);
-        size_t l = strlen(msg);
-        snprintf(msg + l, sizeof msg - l, ", and refused it");
+        call_disagreement(e->desc, me, theirs, peer, peer, msg, sizeof msg);
         return fail(e, WEFT_EMISMATCH, msg, locked);
     }
     if (!theirs && sig24 != (e->desc->sig & 0xffffffu)) {
@@ -237,7 +240,7 @@ static int check_peer(exec_t *e, int peer)
     if (v.aborted)
         return WEFT_EPEER; /* the message is set */
     if (v.conflict) { /* an earlier call, which this rank has left already */
-        call_disagreement(&v.mine, me, &v.call, peer, msg, sizeof msg);
+        call_disagreement(&v.mine, me, &v.call, peer, -1, msg, sizeof msg);
         return fail(e, WEFT_EMISMATCH, msg, true);
     }
     bool gone = peer_leaving(&v);

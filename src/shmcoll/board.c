@@ -339,11 +339,8 @@ static int made_otherwise(xport_t *x, int me, int q, const peer_view_t *theirs, 
     char msg[512];
     peer_view_t mine;
     if (!x->ops->peer_view(x, me, key, true, &mine) && mine.found) {
-        call_disagreement(&mine.call, me, &theirs->call, q, msg, sizeof msg);
-        if (mine.state == CALL_REFUSED) {
-            size_t l = strlen(msg);
-            snprintf(msg + l, sizeof msg - l, ", and rank %d refused its call", me);
-        }
+        call_disagreement(&mine.call, me, &theirs->call, q, mine.state == CALL_REFUSED ? me : -1,
+                          msg, sizeof msg);
     } else {
         char t[160];
         call_describe(&theirs->call, t, sizeof t);

@@ -380,12 +380,8 @@ static int disagreement(shm_xport_t *x, int src, uint64_t key, const char *fallb
     int st, my_st = 0;
     bool have_mine = rec_find(x, x->base.rank, key, &mine, &my_st);
     if (have_mine && rec_find(x, src, key, &theirs, &st) && mine.sig != theirs.sig) {
-        call_disagreement(&mine, named(x, x->base.rank), &theirs, named(x, src), msg, sizeof msg);
-        if (my_st == CALL_REFUSED) { /* as a peer's watch says it (watch.c) */
-            size_t l = strlen(msg);
-            snprintf(msg + l, sizeof msg - l, ", and rank %d refused its call",
-                     named(x, x->base.rank));
-        }
+        call_disagreement(&mine, named(x, x->base.rank), &theirs, named(x, src),
+                          my_st == CALL_REFUSED ? named(x, x->base.rank) : -1, msg, sizeof msg);
     } else if (have_mine && my_st == CALL_REFUSED) { /* api.c, call_refused */
         char mine_s[160];
         call_describe(&mine, mine_s, sizeof mine_s);
