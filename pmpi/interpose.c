@@ -19,7 +19,10 @@
  * the same node read in place: a program that allocates its buffers that
  * way (as MPI advises for one-sided and fast paths) gets weft's zero-copy
  * path unchanged.  MPI_Free_mem gives arena blocks back to weft and the
- * rest to MPI. */
+ * rest to MPI.
+ *
+ * These are the C entry points; fortran.c takes a Fortran program's calls
+ * to them, which Open MPI's Fortran bindings would send straight to PMPI_. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -30,6 +33,8 @@
 
 #include "weft.h"
 #include "weft_mpi.h"
+
+#include "dropin.h"
 
 /* ---- statistics ---- */
 
@@ -61,40 +66,60 @@ static int is_verbose(void)
 
 /* ---- datatypes ---- */
 
+/* The predefined types weft maps, C's and Fortran's (INTEGER, REAL,
+ * DOUBLE PRECISION and their sized kin): C programs may pass Fortran types
+ * too, and the Fortran bindings (fortran.c) pass nothing else.  A type is
+ * mapped by its size, which the MPI library knows (INTEGER is 8 bytes under
+ * -fdefault-integer-8); a size weft has no type for is not mapped.  A
+ * Fortran type the library was built without is MPI_DATATYPE_NULL or has
+ * size 0: never mapped. */
+typedef struct known_type {
+    MPI_Datatype mpi;
+    int is_signed, is_float, fortran;
+} known_type_t;
+
+static const known_type_t *known_type(MPI_Datatype dt)
+{
+    static const known_type_t known[] = {
+        {MPI_CHAR, 1, 0, 0},          {MPI_SIGNED_CHAR, 1, 0, 0}, {MPI_UNSIGNED_CHAR, 0, 0, 0},
+        {MPI_BYTE, 0, 0, 0},          {MPI_SHORT, 1, 0, 0},       {MPI_UNSIGNED_SHORT, 0, 0, 0},
+        {MPI_INT, 1, 0, 0},           {MPI_UNSIGNED, 0, 0, 0},    {MPI_LONG, 1, 0, 0},
+        {MPI_UNSIGNED_LONG, 0, 0, 0}, {MPI_LONG_LONG, 1, 0, 0},   {MPI_LONG_LONG_INT, 1, 0, 0},
+        {MPI_UNSIGNED_LONG_LONG, 0, 0, 0},
+        {MPI_INT8_T, 1, 0, 0},        {MPI_INT16_T, 1, 0, 0},     {MPI_INT32_T, 1, 0, 0},
+        {MPI_INT64_T, 1, 0, 0},       {MPI_UINT8_T, 0, 0, 0},     {MPI_UINT16_T, 0, 0, 0},
+        {MPI_UINT32_T, 0, 0, 0},      {MPI_UINT64_T, 0, 0, 0},    {MPI_FLOAT, 1, 1, 0},
+        {MPI_DOUBLE, 1, 1, 0},
+        {MPI_INTEGER, 1, 0, 1},       {MPI_INTEGER1, 1, 0, 1},    {MPI_INTEGER2, 1, 0, 1},
+        {MPI_INTEGER4, 1, 0, 1},      {MPI_INTEGER8, 1, 0, 1},    {MPI_REAL, 1, 1, 1},
+        {MPI_REAL4, 1, 1, 1},         {MPI_REAL8, 1, 1, 1},       {MPI_DOUBLE_PRECISION, 1, 1, 1},
+    };
+    if (dt == MPI_DATATYPE_NULL)
+        return NULL;
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (known[i].mpi == dt)
+            return &known[i];
+    return NULL;
+}
+
 static int map_dtype_scan(MPI_Datatype dt, weft_dtype_t *out)
 {
-    struct {
-        MPI_Datatype mpi;
-        int is_signed, is_float;
-    } known[] = {
-        {MPI_CHAR, 1, 0},          {MPI_SIGNED_CHAR, 1, 0},      {MPI_UNSIGNED_CHAR, 0, 0},
-        {MPI_BYTE, 0, 0},          {MPI_SHORT, 1, 0},            {MPI_UNSIGNED_SHORT, 0, 0},
-        {MPI_INT, 1, 0},           {MPI_UNSIGNED, 0, 0},         {MPI_LONG, 1, 0},
-        {MPI_UNSIGNED_LONG, 0, 0}, {MPI_LONG_LONG, 1, 0},        {MPI_LONG_LONG_INT, 1, 0},
-        {MPI_UNSIGNED_LONG_LONG, 0, 0},
-        {MPI_INT8_T, 1, 0},        {MPI_INT16_T, 1, 0},          {MPI_INT32_T, 1, 0},
-        {MPI_INT64_T, 1, 0},       {MPI_UINT8_T, 0, 0},          {MPI_UINT16_T, 0, 0},
-        {MPI_UINT32_T, 0, 0},      {MPI_UINT64_T, 0, 0},         {MPI_FLOAT, 1, 1},
-        {MPI_DOUBLE, 1, 1},
-    };
-    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
-        if (known[i].mpi != dt)
-            continue;
-        int size = 0;
-        PMPI_Type_size(dt, &size);
-        if (known[i].is_float) {
-            *out = size == 4 ? WEFT_FLOAT32 : WEFT_FLOAT64;
-            return size == 4 || size == 8;
-        }
-        switch (size) {
-        case 1: *out = known[i].is_signed ? WEFT_INT8 : WEFT_UINT8; return 1;
-        case 2: *out = known[i].is_signed ? WEFT_INT16 : WEFT_UINT16; return 1;
-        case 4: *out = known[i].is_signed ? WEFT_INT32 : WEFT_UINT32; return 1;
-        case 8: *out = known[i].is_signed ? WEFT_INT64 : WEFT_UINT64; return 1;
-        default: return 0;
-        }
+    const known_type_t *k = known_type(dt);
+    if (!k)
+        return 0;
+    int size = 0;
+    PMPI_Type_size(dt, &size);
+    if (k->is_float) {
+        *out = size == 4 ? WEFT_FLOAT32 : WEFT_FLOAT64;
+        return size == 4 || size == 8;
     }
-    return 0;
+    switch (size) {
+    case 1: *out = k->is_signed ? WEFT_INT8 : WEFT_UINT8; return 1;
+    case 2: *out = k->is_signed ? WEFT_INT16 : WEFT_UINT16; return 1;
+    case 4: *out = k->is_signed ? WEFT_INT32 : WEFT_UINT32; return 1;
+    case 8: *out = k->is_signed ? WEFT_INT64 : WEFT_UINT64; return 1;
+    default: return 0;
+    }
 }
 
 /* The last predefined type each thread mapped: a loop of calls on one
@@ -334,8 +359,8 @@ static weft_err_t nomem(int c, const typesig_t *t)
 
 typedef struct user_op {
     MPI_Op mpi;
-    MPI_User_function *fn;
-    int commute;
+    void (*fn)(void); /* MPI_User_function, or a Fortran one (fortran) */
+    int commute, fortran;
     weft_op_t wop; /* -1 until first use */
     struct user_op *next;
 } user_op_t;
@@ -344,42 +369,47 @@ static user_op_t *user_ops;
 static pthread_mutex_t ops_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Thread_local MPI_Datatype current_dtype; /* the call's datatype */
 
+/* A Fortran op takes its length and datatype as Fortran integers, by
+ * reference, as the MPI library calls it. */
+typedef void fortran_user_fn(void *in, void *inout, MPI_Fint *len, MPI_Fint *dt);
+
 static void trampoline(const void *in, void *inout, size_t count, weft_dtype_t dt, void *ctx)
 {
     user_op_t *u = ctx;
     (void)dt;
+    int size = 0;
+    PMPI_Type_size(current_dtype, &size);
     while (count) { /* MPI's length is an int */
         int len = count > (size_t)INT32_MAX ? INT32_MAX : (int)count;
-        u->fn((void *)in, inout, &len, &current_dtype);
-        int size = 0;
-        PMPI_Type_size(current_dtype, &size);
+        if (u->fortran) {
+            MPI_Fint flen = len, fdt = PMPI_Type_c2f(current_dtype);
+            ((fortran_user_fn *)u->fn)((void *)in, inout, &flen, &fdt);
+        } else {
+            ((MPI_User_function *)u->fn)((void *)in, inout, &len, &current_dtype);
+        }
         in = (const char *)in + (size_t)len * (size_t)size;
         inout = (char *)inout + (size_t)len * (size_t)size;
         count -= (size_t)len;
     }
 }
 
-int MPI_Op_create(MPI_User_function *fn, int commute, MPI_Op *op)
+void weft_dropin_record_op(MPI_Op op, void (*fn)(void), int commute, int fortran)
 {
-    int rc = PMPI_Op_create(fn, commute, op);
-    if (rc != MPI_SUCCESS)
-        return rc;
     user_op_t *u = calloc(1, sizeof *u);
-    if (u) {
-        u->mpi = *op, u->fn = fn, u->commute = commute, u->wop = -1;
-        pthread_mutex_lock(&ops_lock);
-        u->next = user_ops;
-        user_ops = u;
-        pthread_mutex_unlock(&ops_lock);
-    }
-    return rc;
+    if (!u)
+        return; /* the op stays unknown: its calls go to MPI */
+    u->mpi = op, u->fn = fn, u->commute = commute, u->fortran = fortran, u->wop = -1;
+    pthread_mutex_lock(&ops_lock);
+    u->next = user_ops;
+    user_ops = u;
+    pthread_mutex_unlock(&ops_lock);
 }
 
-int MPI_Op_free(MPI_Op *op)
+void weft_dropin_forget_op(MPI_Op op)
 {
     pthread_mutex_lock(&ops_lock);
     for (user_op_t **pp = &user_ops; *pp; pp = &(*pp)->next)
-        if ((*pp)->mpi == *op) {
+        if ((*pp)->mpi == op) {
             user_op_t *u = *pp;
             *pp = u->next;
             if (u->wop >= 0)
@@ -388,6 +418,19 @@ int MPI_Op_free(MPI_Op *op)
             break;
         }
     pthread_mutex_unlock(&ops_lock);
+}
+
+int MPI_Op_create(MPI_User_function *fn, int commute, MPI_Op *op)
+{
+    int rc = PMPI_Op_create(fn, commute, op);
+    if (rc == MPI_SUCCESS)
+        weft_dropin_record_op(*op, (void (*)(void))fn, commute, 0);
+    return rc;
+}
+
+int MPI_Op_free(MPI_Op *op)
+{
+    weft_dropin_forget_op(*op);
     return PMPI_Op_free(op);
 }
 
@@ -614,26 +657,34 @@ static const void *in_place(const void *buf) { return buf == MPI_IN_PLACE ? WEFT
 
 /* Whether MPI defines the predefined op on the predefined type (MPI 4.1,
  * section 6.9.2): MIN and MAX on integers and floats, SUM and PROD too,
- * the logical ops on integers, the bitwise ops on integers and MPI_BYTE;
+ * the logical ops on C integers, the bitwise ops on integers and MPI_BYTE;
  * MPI_CHAR is character data, for no op.  weft could compute the others
  * (a sum of bytes, an AND of floats), but MPI libraries refuse them with
  * MPI_ERR_OP, and a program must see the same error with the drop-in: the
- * drop-in refuses them itself, through the communicator's error handler as
- * Open MPI does, since MPICH 4.0 asserts on some (MPI_LOR on MPI_DOUBLE).
- * Every rank passes the same type and op, so every rank decides alike.
- * User ops take any type. */
+ * drop-in refuses them itself (OP_REFUSED), through the communicator's
+ * error handler as Open MPI does, since MPICH 4.0 asserts on some (MPI_LOR
+ * on MPI_DOUBLE).  On Fortran types the libraries disagree with the
+ * standard and with themselves (Open MPI 4.1 takes MPI_LAND on INTEGER1 and
+ * refuses it on INTEGER4), so an op the standard does not define there
+ * goes to the MPI library to judge (OP_TO_MPI).  Every rank passes the
+ * same type and op, so every rank decides alike.  User ops take any type. */
+enum { OP_REFUSED, OP_TO_MPI, OP_DEFINED };
 static int mpi_defines(MPI_Op op, MPI_Datatype dt, weft_dtype_t wdt)
 {
     int is_float = wdt == WEFT_FLOAT32 || wdt == WEFT_FLOAT64;
+    int verdict = OP_DEFINED;
     if (dt == MPI_CHAR)
-        return 0;
-    if (op == MPI_SUM || op == MPI_PROD || op == MPI_MIN || op == MPI_MAX)
-        return dt != MPI_BYTE;
-    if (op == MPI_LAND || op == MPI_LOR)
-        return !is_float && dt != MPI_BYTE;
-    if (op == MPI_BAND || op == MPI_BOR || op == MPI_BXOR)
-        return !is_float;
-    return 1;
+        verdict = OP_REFUSED;
+    else if (op == MPI_SUM || op == MPI_PROD || op == MPI_MIN || op == MPI_MAX)
+        verdict = dt != MPI_BYTE ? OP_DEFINED : OP_REFUSED;
+    else if (op == MPI_LAND || op == MPI_LOR)
+        verdict = !is_float && dt != MPI_BYTE && !known_type(dt)->fortran ? OP_DEFINED
+                                                                           : OP_REFUSED;
+    else if (op == MPI_BAND || op == MPI_BOR || op == MPI_BXOR)
+        verdict = !is_float ? OP_DEFINED : OP_REFUSED;
+    if (verdict == OP_REFUSED && known_type(dt)->fortran)
+        verdict = OP_TO_MPI;
+    return verdict;
 }
 
 /* The weft communicator for a reduction weft can serve, with the type and
@@ -645,8 +696,9 @@ static weft_comm_t reduction_comm(MPI_Comm comm, int count, MPI_Datatype dt, MPI
         *why = F_DTYPE;
         return NULL;
     }
-    if (!mpi_defines(op, dt, *wdt)) {
-        *why = F_UNDEFINED_OP;
+    int verdict = mpi_defines(op, dt, *wdt);
+    if (verdict != OP_DEFINED) {
+        *why = verdict == OP_REFUSED ? F_UNDEFINED_OP : F_OP;
         return NULL;
     }
     if (!map_op(op, wop)) {

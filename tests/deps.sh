@@ -17,6 +17,7 @@ for extra in "$@"; do
     esac
 done
 command -v mpicc >/dev/null && command -v mpirun >/dev/null || need+=(openmpi-bin libopenmpi-dev)
+command -v gfortran >/dev/null || need+=(gfortran)       # the drop-in under Fortran programs
 command -v pkg-config >/dev/null || need+=(pkg-config)
 command -v python3 >/dev/null || need+=(python3)       # JSON checks of the tools' output
 command -v gnuplot >/dev/null || need+=(gnuplot-nox)   # weft sim --plot
