@@ -1,16 +1,20 @@
 ! test_pmpi_f08.f90 -- the drop-in under a Fortran 2008 program (`use
 ! mpi_f08`, whose Open MPI module calls ompi_allreduce_f and its kin rather
 ! than mpi_allreduce_).  Each collective the drop-in serves, with
-! MPI_IN_PLACE where the standard allows it, checked exactly; ierror left
-! out of one call, as the f08 interfaces allow.  pmpi_fortran.sh checks that
+! MPI_IN_PLACE where the standard allows it and array sections, checked
+! exactly; ierror left out, as the f08 interfaces allow.  LOGICAL,
+! CHARACTER and COMPLEX data, which the drop-in leaves to MPI, right too.  pmpi_fortran.sh checks that
 ! weft served the calls.
 program test_pmpi_f08
     use mpi_f08
     implicit none
     integer, parameter :: n = 5000
     integer :: rank, nprocs, i, r, root, failures, total, checked
-    integer :: a(n), b(n), g(n * 4)
-    double precision :: d(n), e(n * 4)
+    integer :: a(n), b(n), g(n * 4), h(2 * n)
+    double precision :: d(n), e(n * 4), m(4, n)
+    logical :: l(3), lo(3)
+    character(len=8) :: word
+    complex :: z(2), zo(2)
     type(MPI_Op) :: op
 
     failures = 0
@@ -49,6 +53,28 @@ program test_pmpi_f08
     call expect(all(d == [(dble(nprocs * (nprocs - 1) / 2 + nprocs * (rank * n + i)), i = 1, n)]), &
                 'reduce_scatter_block')
     call MPI_Barrier(MPI_COMM_WORLD)
+    ! array sections: the compiler passes a contiguous copy
+    h = [(rank * 100 + i, i = 1, 2 * n)]
+    call MPI_Allreduce(h(1:2 * n:2), b, n, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD)
+    call expect(all(b == [(nprocs * (nprocs - 1) / 2 * 100 + nprocs * (2 * i - 1), i = 1, n)]), &
+                'allreduce from a section')
+    call MPI_Allreduce(MPI_IN_PLACE, h(2:2 * n:2), n, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD)
+    call expect(all(h(2:2 * n:2) == [(nprocs * (nprocs - 1) / 2 * 100 + nprocs * 2 * i, i = 1, n)]) &
+                .and. all(h(1:2 * n:2) == [(rank * 100 + 2 * i - 1, i = 1, n)]), 'allreduce in place on a section')
+    m = rank
+    call MPI_Bcast(m(2, :), n, MPI_DOUBLE_PRECISION, nprocs - 1, MPI_COMM_WORLD)
+    call expect(all(m(2, :) == nprocs - 1) .and. all(m(1, :) == rank), 'bcast of a row')
+    ! types the drop-in leaves to MPI: LOGICAL, CHARACTER, COMPLEX
+    l = rank == 0
+    call MPI_Allreduce(l, lo, 3, MPI_LOGICAL, MPI_LOR, MPI_COMM_WORLD)
+    call expect(all(lo), 'logical or')
+    word = 'xxxxxxxx'
+    if (rank == 0) word = 'weft1234'
+    call MPI_Bcast(word, 8, MPI_CHARACTER, 0, MPI_COMM_WORLD)
+    call expect(word == 'weft1234', 'bcast of characters')
+    z = cmplx(rank, 1)
+    call MPI_Allreduce(z, zo, 2, MPI_COMPLEX, MPI_SUM, MPI_COMM_WORLD)
+    call expect(all(zo == cmplx(nprocs * (nprocs - 1) / 2, nprocs)), 'complex sum')
     ! an op made under mpi_f08 is unknown to the drop-in: served by MPI, right
     call MPI_Op_create(f08_sum, .true., op)
     a = [(rank + i, i = 1, n)]
