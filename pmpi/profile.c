@@ -13,7 +13,10 @@
  * barrier's skew across nodes, as in the seed).  Without WEFT_PROFILE it
  * records nothing.  Non-blocking collectives are not recorded (their
  * arrival is at the start, their exit at a wait the profiler does not
- * follow). */
+ * follow).  A block given MPI_IN_PLACE is recorded by the arguments
+ * that describe it (the receive side), so every rank records the same
+ * size.  Fortran programs' calls reach these through fortran.c and
+ * fortran_prof.c. */
 #include <errno.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -157,8 +160,8 @@ static void op_name(MPI_Op op, char *out, size_t n)
     snprintf(out, n, "%s", commute ? "user_c" : "user_nc");
 }
 
-static void note(const char *coll, MPI_Datatype dt, int count, MPI_Comm comm, int64_t arrive,
-                 MPI_Op op, int root)
+static void note(const char *coll, MPI_Datatype dt, long long count, MPI_Comm comm,
+                 int64_t arrive, MPI_Op op, int root)
 {
     int64_t exit_ns = now_ns() - prof.t0;
     comm_info_t *ci = info_of(comm);
@@ -249,7 +252,14 @@ int MPI_Allgatherv(const void *sb, int sc, MPI_Datatype st, void *rb, const int 
 {
     ARRIVE();
     int rc = PMPI_Allgatherv(sb, sc, st, rb, rcs, displs, rt, comm);
-    NOTE("allgatherv", st, sc, comm, MPI_OP_NULL, -1);
+    /* the whole gathered vector, which every rank shares (its own block
+     * differs from rank to rank, and is ignored with MPI_IN_PLACE) */
+    long long total = 0;
+    int size = 0;
+    if (prof.on && rc == MPI_SUCCESS && PMPI_Comm_size(comm, &size) == MPI_SUCCESS)
+        for (int r = 0; r < size; r++)
+            total += rcs[r];
+    NOTE("allgatherv", rt, total, comm, MPI_OP_NULL, -1);
     return rc;
 }
 
@@ -258,7 +268,8 @@ int MPI_Alltoall(const void *sb, int sc, MPI_Datatype st, void *rb, int rc_, MPI
 {
     ARRIVE();
     int rc = PMPI_Alltoall(sb, sc, st, rb, rc_, rt, comm);
-    NOTE("alltoall", st, sc, comm, MPI_OP_NULL, -1);
+    NOTE("alltoall", sb == MPI_IN_PLACE ? rt : st, sb == MPI_IN_PLACE ? rc_ : sc, comm,
+         MPI_OP_NULL, -1);
     return rc;
 }
 
@@ -267,7 +278,8 @@ int MPI_Gather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc_, MPI_D
 {
     ARRIVE();
     int rc = PMPI_Gather(sb, sc, st, rb, rc_, rt, root, comm);
-    NOTE("gather", st, sc, comm, MPI_OP_NULL, root);
+    NOTE("gather", sb == MPI_IN_PLACE ? rt : st, sb == MPI_IN_PLACE ? rc_ : sc, comm,
+         MPI_OP_NULL, root);
     return rc;
 }
 
@@ -276,7 +288,8 @@ int MPI_Scatter(const void *sb, int sc, MPI_Datatype st, void *rb, int rc_, MPI_
 {
     ARRIVE();
     int rc = PMPI_Scatter(sb, sc, st, rb, rc_, rt, root, comm);
-    NOTE("scatter", rt, rc_, comm, MPI_OP_NULL, root);
+    NOTE("scatter", rb == MPI_IN_PLACE ? st : rt, rb == MPI_IN_PLACE ? sc : rc_, comm,
+         MPI_OP_NULL, root);
     return rc;
 }
 

@@ -9,7 +9,8 @@ program test_pmpi_f08
     use mpi_f08
     implicit none
     integer, parameter :: n = 5000
-    integer :: rank, nprocs, i, r, root, failures, total, checked
+    integer :: rank, nprocs, i, r, root, failures, total, checked, provided
+    integer :: counts(4), displs(4)
     integer :: a(n), b(n), g(n * 4), h(2 * n)
     double precision :: d(n), e(n * 4), m(4, n)
     logical :: l(3), lo(3)
@@ -19,7 +20,7 @@ program test_pmpi_f08
 
     failures = 0
     checked = 0
-    call MPI_Init()
+    call MPI_Init_thread(MPI_THREAD_FUNNELED, provided)
     call MPI_Comm_rank(MPI_COMM_WORLD, rank)
     call MPI_Comm_size(MPI_COMM_WORLD, nprocs)
     if (nprocs > 4) error stop 'test_pmpi_f08 runs on at most 4 ranks'
@@ -75,6 +76,38 @@ program test_pmpi_f08
     z = cmplx(rank, 1)
     call MPI_Allreduce(z, zo, 2, MPI_COMPLEX, MPI_SUM, MPI_COMM_WORLD)
     call expect(all(zo == cmplx(nprocs * (nprocs - 1) / 2, nprocs)), 'complex sum')
+    ! collectives the drop-in leaves to MPI (the profiler records them too)
+    do root = 0, nprocs - 1
+        g = -1
+        if (rank == root) then
+            g(root * n + 1:root * n + n) = [(root * 1000 + i, i = 1, n)]
+            call MPI_Gather(MPI_IN_PLACE, n, MPI_INTEGER, g, n, MPI_INTEGER, root, MPI_COMM_WORLD)
+            call expect(all(g(1:n * nprocs) == [((r * 1000 + i, i = 1, n), r = 0, nprocs - 1)]), &
+                        'gather in place')
+            call MPI_Scatter(g, n, MPI_INTEGER, MPI_IN_PLACE, n, MPI_INTEGER, root, MPI_COMM_WORLD)
+        else
+            a = [(rank * 1000 + i, i = 1, n)]
+            call MPI_Gather(a, n, MPI_INTEGER, g, n, MPI_INTEGER, root, MPI_COMM_WORLD)
+            a = -1
+            call MPI_Scatter(g, n, MPI_INTEGER, a, n, MPI_INTEGER, root, MPI_COMM_WORLD)
+            call expect(all(a == [(rank * 1000 + i, i = 1, n)]), 'scatter')
+        end if
+    end do
+    g(1:n * nprocs) = [((rank * 1000 + r * 100 + i, i = 1, n), r = 0, nprocs - 1)]
+    call MPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, g, n, MPI_INTEGER, MPI_COMM_WORLD)
+    call expect(all(g(1:n * nprocs) == [((r * 1000 + rank * 100 + i, i = 1, n), r = 0, nprocs - 1)]), &
+                'alltoall in place')
+    counts(1:nprocs) = [(r + 1, r = 0, nprocs - 1)]
+    displs(1:nprocs) = [(r * (r + 1) / 2, r = 0, nprocs - 1)]
+    g = -1
+    g(displs(rank + 1) + 1:displs(rank + 1) + rank + 1) = rank
+    call MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, g, counts, displs, MPI_INTEGER, &
+                        MPI_COMM_WORLD)
+    call expect(all(g(1:nprocs * (nprocs + 1) / 2) == [((r, i = 0, r), r = 0, nprocs - 1)]), &
+                'allgatherv in place')
+    a = [(i, i = 1, n)]
+    call MPI_Scan(a, b, n, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD)
+    call expect(all(b == [((rank + 1) * i, i = 1, n)]), 'scan')
     ! an op made under mpi_f08 is unknown to the drop-in: served by MPI, right
     call MPI_Op_create(f08_sum, .true., op)
     a = [(rank + i, i = 1, n)]
