@@ -25,22 +25,31 @@
 
 /* ---- the collectives ---- */
 
-typedef void allreduce_f(void *, void *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *,
-                         MPI_Fint *);
-void mpi_allreduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op,
-                    MPI_Fint *comm, MPI_Fint *ierror)
+/* allreduce and reduce_scatter_block, and the profiler's scan: one C
+ * signature, one Fortran one */
+void fortran_reduction(reduction_c *c_call, void **library, const char *name, void *sendbuf,
+                       void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op,
+                       MPI_Fint *comm, MPI_Fint *ierror)
 {
     MPI_Comm c;
     MPI_Datatype t;
     MPI_Op o;
     if (!fortran_served() || !fortran_comm(comm, &c) || !fortran_type(datatype, &t) ||
         !fortran_op(op, &o)) {
-        FORWARD(allreduce_f, "mpi_allreduce_",
-                (sendbuf, recvbuf, count, datatype, op, comm, ierror));
+        ((reduction_f *)fortran_library(library, name))(sendbuf, recvbuf, count, datatype, op, comm,
+                                                        ierror);
         return;
     }
-    fortran_ierror(
-        ierror, MPI_Allreduce(fortran_buffer(sendbuf), fortran_buffer(recvbuf), *count, t, o, c));
+    fortran_ierror(ierror,
+                   c_call(fortran_buffer(sendbuf), fortran_buffer(recvbuf), *count, t, o, c));
+}
+
+void mpi_allreduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op,
+                    MPI_Fint *comm, MPI_Fint *ierror)
+{
+    static void *library;
+    fortran_reduction(MPI_Allreduce, &library, "mpi_allreduce_", sendbuf, recvbuf, count, datatype,
+                      op, comm, ierror);
 }
 SPELLED_ALSO(mpi_allreduce, MPI_ALLREDUCE, ompi_allreduce_f);
 
@@ -77,21 +86,12 @@ void mpi_bcast_(void *buffer, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *roo
 }
 SPELLED_ALSO(mpi_bcast, MPI_BCAST, ompi_bcast_f);
 
-typedef allreduce_f reduce_scatter_block_f;
 void mpi_reduce_scatter_block_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount,
                                MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierror)
 {
-    MPI_Comm c;
-    MPI_Datatype t;
-    MPI_Op o;
-    if (!fortran_served() || !fortran_comm(comm, &c) || !fortran_type(datatype, &t) ||
-        !fortran_op(op, &o)) {
-        FORWARD(reduce_scatter_block_f, "mpi_reduce_scatter_block_",
-                (sendbuf, recvbuf, recvcount, datatype, op, comm, ierror));
-        return;
-    }
-    fortran_ierror(ierror, MPI_Reduce_scatter_block(fortran_buffer(sendbuf),
-                                                    fortran_buffer(recvbuf), *recvcount, t, o, c));
+    static void *library;
+    fortran_reduction(MPI_Reduce_scatter_block, &library, "mpi_reduce_scatter_block_", sendbuf,
+                      recvbuf, recvcount, datatype, op, comm, ierror);
 }
 SPELLED_ALSO(mpi_reduce_scatter_block, MPI_REDUCE_SCATTER_BLOCK, ompi_reduce_scatter_block_f);
 

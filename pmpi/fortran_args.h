@@ -24,12 +24,23 @@ WEFT_HIDDEN void fortran_ierror(MPI_Fint *ierror, int rc);
 /* The MPI library's own function `name` (found after this library). */
 WEFT_HIDDEN void *fortran_library(void **cache, const char *name);
 
+/* allreduce's, reduce_scatter_block's and scan's arguments, in C and in
+ * Fortran */
+typedef int reduction_c(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
+typedef void reduction_f(void *, void *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *,
+                         MPI_Fint *);
+/* Such a call from Fortran: converted and made through c_call, or given to
+ * the library's own function `name` (fortran.c). */
+WEFT_HIDDEN void fortran_reduction(reduction_c *c_call, void **library, const char *name,
+                                   void *sendbuf, void *recvbuf, MPI_Fint *count,
+                                   MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm,
+                                   MPI_Fint *ierror);
+
 /* allgather's and alltoall's arguments, in C and in Fortran */
 typedef int block_exchange_c(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
 typedef void block_exchange_f(void *, MPI_Fint *, MPI_Fint *, void *, MPI_Fint *, MPI_Fint *,
                               MPI_Fint *, MPI_Fint *);
-/* Such a call from Fortran: converted and made through c_call, or given to
- * the library's own function `name` (fortran.c). */
+/* the same for these */
 WEFT_HIDDEN void fortran_block_exchange(block_exchange_c *c_call, void **library, const char *name,
                                         void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype,
                                         void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype,

@@ -114,19 +114,11 @@ void mpi_scatter_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *
 }
 SPELLED_ALSO(mpi_scatter, MPI_SCATTER, ompi_scatter_f);
 
-typedef void scan_f(void *, void *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *);
 void mpi_scan_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op,
                MPI_Fint *comm, MPI_Fint *ierror)
 {
-    MPI_Comm c;
-    MPI_Datatype t;
-    MPI_Op o;
-    if (!fortran_served() || !fortran_comm(comm, &c) || !fortran_type(datatype, &t) ||
-        !fortran_op(op, &o)) {
-        FORWARD(scan_f, "mpi_scan_", (sendbuf, recvbuf, count, datatype, op, comm, ierror));
-        return;
-    }
-    fortran_ierror(ierror,
-                   MPI_Scan(fortran_buffer(sendbuf), fortran_buffer(recvbuf), *count, t, o, c));
+    static void *library;
+    fortran_reduction(MPI_Scan, &library, "mpi_scan_", sendbuf, recvbuf, count, datatype, op, comm,
+                      ierror);
 }
 SPELLED_ALSO(mpi_scan, MPI_SCAN, ompi_scan_f);
