@@ -167,6 +167,34 @@ static void empty_and_resized(void)
     MPI_Type_free(&holes);
 }
 
+/* The drop-in keeps a derived type's decoded shape on the type: a type
+ * freed and another made in its place (MPI may give it the same handle)
+ * must be decoded afresh.  Made alternately, each used once: a contiguous
+ * type of 4 ints, then a vector taking every other int of 8, which served
+ * with the first one's shape would be read as contiguous. */
+static void types_made_again(void)
+{
+    for (int round = 0; round < 8; round++) {
+        MPI_Datatype t;
+        int strided = round % 2, buf[8];
+        if (strided)
+            MPI_Type_vector(4, 1, 2, MPI_INT, &t);
+        else
+            MPI_Type_contiguous(4, MPI_INT, &t);
+        MPI_Type_commit(&t);
+        for (int i = 0; i < 8; i++)
+            buf[i] = rank == 0 ? 100 * round + i : -1;
+        MPI_Bcast(buf, 1, t, 0, MPI_COMM_WORLD);
+        for (int i = 0; i < 8; i++) {
+            int sent = !strided ? i < 4 : i % 2 == 0;
+            int want = rank == 0 || sent ? 100 * round + i : -1;
+            CHECK(buf[i] == want, "bcast through a %s type made again (round %d): element %d is %d",
+                  strided ? "vector" : "contiguous", round, i, buf[i]);
+        }
+        MPI_Type_free(&t);
+    }
+}
+
 /* MPI's progress rule with weft inside: rank 0 posts a receive and enters a
  * collective; rank 1 sends to it with a blocking send first, then enters
  * the collective.  The send is large (a rendezvous in Open MPI and MPICH),
@@ -334,6 +362,7 @@ int main(int argc, char **argv)
     MPI_Allreduce(&s1, &s2, 1, MPI_INT, MPI_SUM, MPI_COMM_SELF);
     CHECK(s2 == 41, "COMM_SELF");
     empty_and_resized();
+    types_made_again();
     progress_rule();
     MPI_Comm half;
     MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
