@@ -95,6 +95,27 @@ void mpi_reduce_scatter_block_(void *sendbuf, void *recvbuf, MPI_Fint *recvcount
 }
 SPELLED_ALSO(mpi_reduce_scatter_block, MPI_REDUCE_SCATTER_BLOCK, ompi_reduce_scatter_block_f);
 
+typedef void reduce_scatter_f(void *, void *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *,
+                              MPI_Fint *);
+void mpi_reduce_scatter_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *datatype,
+                         MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierror)
+{
+    MPI_Comm c;
+    MPI_Datatype t;
+    MPI_Op o;
+    if (!fortran_served() || !fortran_comm(comm, &c) || !fortran_type(datatype, &t) ||
+        !fortran_op(op, &o)) {
+        FORWARD(reduce_scatter_f, "mpi_reduce_scatter_",
+                (sendbuf, recvbuf, recvcounts, datatype, op, comm, ierror));
+        return;
+    }
+    /* a Fortran INTEGER array is an int array where MPI_Fint is int */
+    _Static_assert(sizeof(MPI_Fint) == sizeof(int), "MPI_Fint is not int");
+    fortran_ierror(ierror, MPI_Reduce_scatter(fortran_buffer(sendbuf), fortran_buffer(recvbuf),
+                                              recvcounts, t, o, c));
+}
+SPELLED_ALSO(mpi_reduce_scatter, MPI_REDUCE_SCATTER, ompi_reduce_scatter_f);
+
 /* allgather, and the profiler's alltoall: one C signature, one Fortran one */
 void fortran_block_exchange(block_exchange_c *c_call, void **library, const char *name,
                             void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf,

@@ -1,8 +1,8 @@
 /* interpose.c — libweft-mpi.so, a drop-in for unmodified MPI programs.
  *
  * LD_PRELOAD it (or link it before the MPI library) and MPI_Allreduce,
- * MPI_Bcast, MPI_Reduce, MPI_Reduce_scatter_block, MPI_Allgather and
- * MPI_Barrier run weft's algorithms.  Everything weft does not handle goes
+ * MPI_Bcast, MPI_Reduce, MPI_Reduce_scatter_block, MPI_Reduce_scatter (with
+ * blocks of one size), MPI_Allgather and MPI_Barrier run weft's algorithms.  Everything weft does not handle goes
  * to the MPI library's own PMPI_ entry point: mixed-type signatures,
  * MINLOC/MAXLOC, long double, intercommunicators, ops on types MPI does
  * not define them for, arguments the MPI library must reject (so errors
@@ -38,14 +38,15 @@
 
 /* ---- statistics ---- */
 
-enum { C_ALLREDUCE, C_BCAST, C_REDUCE, C_RSB, C_ALLGATHER, C_BARRIER, C_N };
+enum { C_ALLREDUCE, C_BCAST, C_REDUCE, C_RSB, C_RS, C_ALLGATHER, C_BARRIER, C_N };
 static const char *const cname[C_N] = {"MPI_Allreduce", "MPI_Bcast", "MPI_Reduce",
-                                       "MPI_Reduce_scatter_block", "MPI_Allgather",
-                                       "MPI_Barrier"};
-enum { F_DTYPE, F_OP, F_INTER, F_ARGS, F_ERROR, F_N };
+                                       "MPI_Reduce_scatter_block", "MPI_Reduce_scatter",
+                                       "MPI_Allgather", "MPI_Barrier"};
+enum { F_DTYPE, F_OP, F_INTER, F_ARGS, F_ERROR, F_UNEQUAL, F_N };
 static const char *const fname[F_N] = {"unsupported datatype", "unsupported op",
                                        "intercommunicator", "arguments for MPI to check",
-                                       "weft could not build a communicator"};
+                                       "weft could not build a communicator",
+                                       "with unequal blocks"};
 /* Threads of an MPI_THREAD_MULTIPLE program count into these at once: each
  * update is atomic (a plain ++ lost counts with four threads). */
 static long served[C_N], fallback[C_N][F_N];
@@ -900,10 +901,11 @@ int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
     return MPI_SUCCESS;
 }
 
-int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt,
-                             MPI_Op op, MPI_Comm comm)
+/* reduce_scatter_block, as MPI_Reduce_scatter_block (c = C_RSB) or as an
+ * MPI_Reduce_scatter whose blocks are all count elements (C_RS) */
+static int reduce_scatter_as(int c, const void *sendbuf, void *recvbuf, int count,
+                             MPI_Datatype dt, MPI_Op op, MPI_Comm comm, const int *recvcounts)
 {
-    REFUSE_NEGATIVE(count, comm);
     weft_dtype_t wdt;
     weft_op_t wop;
     int why = 0;
@@ -912,15 +914,41 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int count, MPI_
     if (wc && recvbuf == MPI_IN_PLACE)
         wc = NULL, why = F_ARGS;
     if (!wc)
-        FALLBACK(C_RSB, why, PMPI_Reduce_scatter_block(sendbuf, recvbuf, count, dt, op, comm));
+        FALLBACK(c, why,
+                 c == C_RS ? PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, dt, op, comm)
+                           : PMPI_Reduce_scatter_block(sendbuf, recvbuf, count, dt, op, comm));
     current_dtype = dt;
     int rc;
-    SERVE(C_RSB, WEFT_COLL_REDUCE_SCATTER, wc, rc,
+    SERVE(c, WEFT_COLL_REDUCE_SCATTER, wc, rc,
           weft_reduce_scatter(in_place(sendbuf), recvbuf, (size_t)count, wdt, wop, wc));
     if (rc != WEFT_OK)
-        return raise_error(comm, C_RSB);
-    count_one(&served[C_RSB]);
+        return raise_error(comm, c);
+    count_one(&served[c]);
     return MPI_SUCCESS;
+}
+
+int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt,
+                             MPI_Op op, MPI_Comm comm)
+{
+    REFUSE_NEGATIVE(count, comm);
+    return reduce_scatter_as(C_RSB, sendbuf, recvbuf, count, dt, op, comm, NULL);
+}
+
+/* MPI_Reduce_scatter with every block of one size is reduce_scatter_block
+ * (MPI requires every rank to pass the same recvcounts, so every rank
+ * decides alike); other counts, a negative one included, go to MPI. */
+int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
+                       MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
+{
+    int size = 0, equal = recvcounts != NULL && comm != MPI_COMM_NULL &&
+                          PMPI_Comm_size(comm, &size) == MPI_SUCCESS && size > 0 &&
+                          recvcounts[0] >= 0;
+    for (int r = 1; equal && r < size; r++)
+        equal = recvcounts[r] == recvcounts[0];
+    if (!equal)
+        FALLBACK(C_RS, recvcounts && size > 0 && recvcounts[0] >= 0 ? F_UNEQUAL : F_ARGS,
+                 PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, dt, op, comm));
+    return reduce_scatter_as(C_RS, sendbuf, recvbuf, recvcounts[0], dt, op, comm, recvcounts);
 }
 
 int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,

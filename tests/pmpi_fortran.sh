@@ -17,7 +17,8 @@ WEFT_VERBOSE=1 timeout 300 mpirun -n "$np" -x LD_PRELOAD="$lib" -x WEFT_VERBOSE 
 st=$?
 grep -v "^weft: " "$log"
 [ $st -eq 0 ] || fail "the program fails with the drop-in (exit $st)"
-for c in MPI_Allreduce MPI_Reduce MPI_Bcast MPI_Reduce_scatter_block MPI_Allgather MPI_Barrier; do
+for c in MPI_Allreduce MPI_Reduce MPI_Bcast MPI_Reduce_scatter_block MPI_Reduce_scatter MPI_Allgather \
+    MPI_Barrier; do
     for r in $(seq 0 $((np - 1))); do
         line=$(grep "rank $r\]: $c: " "$log") || fail "rank $r: no $c counted"
         case $expect/$c in

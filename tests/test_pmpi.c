@@ -1,5 +1,5 @@
 /* test_pmpi.c — an ordinary MPI program (no weft calls) for the drop-in:
- * MPI_Allreduce / MPI_Reduce / MPI_Bcast / MPI_Reduce_scatter_block /
+ * MPI_Allreduce / MPI_Reduce / MPI_Bcast / MPI_Reduce_scatter(_block) /
  * MPI_Allgather with every predefined datatype and op weft maps, MPI_IN_PLACE,
  * user ops (commutative and not), count 0 and NULL buffers, a type of size
  * 0, a resized receive type, MPI_COMM_SELF, a split
@@ -322,6 +322,31 @@ int main(int argc, char **argv)
     MPI_Reduce_scatter_block(rs, rso, 3, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     for (int j = 0; j < 3; j++)
         CHECK(rso[j] == size * (rank * 3 + j) + size * (size - 1) / 2, "reduce_scatter_block");
+    /* MPI_Reduce_scatter: blocks of one size (weft's), in place too, and
+     * blocks of rank + 1 elements (MPI's) */
+    int *counts = malloc(sizeof(int) * (size_t)size), *rsi = malloc(sizeof(int) * 3 * (size_t)size);
+    for (int r = 0; r < size; r++)
+        counts[r] = 3;
+    memset(rso, 0, sizeof rso);
+    MPI_Reduce_scatter(rs, rso, counts, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    for (int j = 0; j < 3; j++)
+        CHECK(rso[j] == size * (rank * 3 + j) + size * (size - 1) / 2, "reduce_scatter");
+    memcpy(rsi, rs, sizeof(int) * 3 * (size_t)size);
+    MPI_Reduce_scatter(MPI_IN_PLACE, rsi, counts, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    for (int j = 0; j < 3; j++)
+        CHECK(rsi[j] == size * (rank * 3 + j) + size * (size - 1) / 2, "reduce_scatter in place");
+    int first = 0; /* where this rank's block starts with blocks of r + 1 */
+    for (int r = 0; r < size; r++)
+        counts[r] = r + 1, first += r < rank ? r + 1 : 0;
+    int *uneq = malloc(sizeof(int) * (size_t)(size * (size + 1) / 2));
+    int *uo = malloc(sizeof(int) * (size_t)(rank + 1));
+    for (int i = 0; i < size * (size + 1) / 2; i++)
+        uneq[i] = i * 2 + rank;
+    MPI_Reduce_scatter(uneq, uo, counts, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    for (int j = 0; j <= rank; j++)
+        CHECK(uo[j] == size * (first + j) * 2 + size * (size - 1) / 2,
+              "reduce_scatter with unequal blocks, element %d", j);
+    free(counts), free(rsi), free(uneq), free(uo);
     double *ag = malloc(sizeof(double) * 2 * (size_t)size), mine[2] = {rank * 1.5, rank + 0.25};
     MPI_Allgather(mine, 2, MPI_DOUBLE, ag, 2, MPI_DOUBLE, MPI_COMM_WORLD);
     for (int r = 0; r < size; r++)

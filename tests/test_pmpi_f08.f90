@@ -53,6 +53,11 @@ program test_pmpi_f08
     call MPI_Reduce_scatter_block(e, d, n, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD)
     call expect(all(d == [(dble(nprocs * (nprocs - 1) / 2 + nprocs * (rank * n + i)), i = 1, n)]), &
                 'reduce_scatter_block')
+    e(1:n * nprocs) = [(dble(rank + i), i = 1, n * nprocs)]
+    counts(1:nprocs) = n
+    call MPI_Reduce_scatter(e, d, counts, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD)
+    call expect(all(d == [(dble(nprocs * (nprocs - 1) / 2 + nprocs * (rank * n + i)), i = 1, n)]), &
+                'reduce_scatter')
     call MPI_Barrier(MPI_COMM_WORLD)
     ! array sections: the compiler passes a contiguous copy
     h = [(rank * 100 + i, i = 1, 2 * n)]

@@ -1,6 +1,7 @@
 ! test_pmpi_fortran.f90 -- the drop-in under a Fortran program (`use mpi`).
 !
-! Every collective the drop-in serves, from Fortran: integer data checked
+! Every collective the drop-in serves, from Fortran (reduce_scatter with
+! blocks of one size among them): integer data checked
 ! exactly, reals holding exact integers, MPI_IN_PLACE wherever the standard
 ! allows it, MPI_BOTTOM with a type of absolute addresses, every root,
 ! counts from 0, a commutative and a non-commutative Fortran op (2x2
@@ -77,11 +78,13 @@ program test_pmpi_fortran
     integer :: bottom_type
     integer(kind=MPI_ADDRESS_KIND) :: address(1)
     integer :: lengths(1), expect_m
+    integer, allocatable :: rcounts(:)
     character(len=80) :: what
 
     call MPI_Init(ierr)
     call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
     call MPI_Comm_size(MPI_COMM_WORLD, nprocs, ierr)
+    allocate(rcounts(nprocs))
     call MPI_Op_create(gf2_product, .false., gf2, ierr)
     call MPI_Op_create(integer_sum, .true., mysum, ierr)
 
@@ -158,6 +161,12 @@ program test_pmpi_fortran
         call MPI_Reduce_scatter_block(e, d, n, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD, ierr)
         call expect(ierr == MPI_SUCCESS .and. all(d(1:n) == [(dble(nprocs * (nprocs - 1) / 2 &
                     + nprocs * (rank * n + i)), i = 1, n)]), 'reduce_scatter_block '//what)
+        ! reduce_scatter with blocks of one size, in place
+        rcounts = n
+        call MPI_Reduce_scatter(MPI_IN_PLACE, e, rcounts, MPI_DOUBLE_PRECISION, MPI_SUM, &
+                                MPI_COMM_WORLD, ierr)
+        call expect(ierr == MPI_SUCCESS .and. all(e(1:n) == [(dble(nprocs * (nprocs - 1) / 2 &
+                    + nprocs * (rank * n + i)), i = 1, n)]), 'reduce_scatter in place '//what)
 
         ! bcast from MPI_BOTTOM with a type of absolute addresses
         if (n > 0) then
