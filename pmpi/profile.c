@@ -302,6 +302,22 @@ int MPI_Reduce_scatter_block(const void *sb, void *rb, int count, MPI_Datatype d
     return rc;
 }
 
+/* recorded by the whole vector, which every rank shares (its own block
+ * may differ from rank to rank) */
+int MPI_Reduce_scatter(const void *sb, void *rb, const int rcs[], MPI_Datatype dt, MPI_Op op,
+                       MPI_Comm comm)
+{
+    ARRIVE();
+    int rc = PMPI_Reduce_scatter(sb, rb, rcs, dt, op, comm);
+    long long total = 0;
+    int size = 0;
+    if (prof.on && rc == MPI_SUCCESS && PMPI_Comm_size(comm, &size) == MPI_SUCCESS)
+        for (int r = 0; r < size; r++)
+            total += rcs[r];
+    NOTE("reduce_scatterv", dt, total, comm, op, -1);
+    return rc;
+}
+
 int MPI_Scan(const void *sb, void *rb, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
 {
     ARRIVE();

@@ -5,7 +5,7 @@
 # (fifth argument): the collectives that must be recorded.
 set -u
 weft=$1 lib=$2 prog=$3 np=$4
-colls=${5:-allreduce reduce bcast allgather reduce_scatter}
+colls=${5:-allreduce reduce bcast allgather reduce_scatter reduce_scatterv}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
