@@ -144,6 +144,27 @@ void mpi_allgather_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void
 }
 SPELLED_ALSO(mpi_allgather, MPI_ALLGATHER, ompi_allgather_f);
 
+typedef void allgatherv_f(void *, MPI_Fint *, MPI_Fint *, void *, MPI_Fint *, MPI_Fint *,
+                          MPI_Fint *, MPI_Fint *, MPI_Fint *);
+void mpi_allgatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf,
+                     MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm,
+                     MPI_Fint *ierror)
+{
+    MPI_Comm c;
+    MPI_Datatype st, rt;
+    void *sbuf = fortran_served() ? fortran_buffer(sendbuf) : sendbuf;
+    if (!fortran_served() || !fortran_comm(comm, &c) ||
+        !fortran_type_if(sbuf != MPI_IN_PLACE, sendtype, &st) || !fortran_type(recvtype, &rt)) {
+        FORWARD(
+            allgatherv_f, "mpi_allgatherv_",
+            (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierror));
+        return;
+    }
+    fortran_ierror(ierror, MPI_Allgatherv(sbuf, *sendcount, st, fortran_buffer(recvbuf), recvcounts,
+                                          displs, rt, c));
+}
+SPELLED_ALSO(mpi_allgatherv, MPI_ALLGATHERV, ompi_allgatherv_f);
+
 typedef void barrier_f(MPI_Fint *, MPI_Fint *);
 void mpi_barrier_(MPI_Fint *comm, MPI_Fint *ierror)
 {

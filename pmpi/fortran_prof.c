@@ -1,7 +1,7 @@
 /* fortran_prof.c — the profiler's Fortran entry points beyond fortran.c's:
  * MPI_INIT and MPI_INIT_THREAD (where the profiler starts its clock) and
- * the collectives it records that the drop-in does not serve (allgatherv,
- * alltoall, gather, scatter, scan).  Same conversions, same fallback to the
+ * the collectives it records that the drop-in does not serve (alltoall,
+ * gather, scatter, scan).  Same conversions, same fallback to the
  * MPI library's own binding, as fortran.c. */
 #include <mpi.h>
 
@@ -34,27 +34,6 @@ void mpi_init_thread_(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierror)
     fortran_ierror(ierror, rc);
 }
 SPELLED_ALSO(mpi_init_thread, MPI_INIT_THREAD, ompi_init_thread_f);
-
-typedef void allgatherv_f(void *, MPI_Fint *, MPI_Fint *, void *, MPI_Fint *, MPI_Fint *,
-                          MPI_Fint *, MPI_Fint *, MPI_Fint *);
-void mpi_allgatherv_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf,
-                     MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm,
-                     MPI_Fint *ierror)
-{
-    MPI_Comm c;
-    MPI_Datatype st, rt;
-    void *sbuf = fortran_served() ? fortran_buffer(sendbuf) : sendbuf;
-    if (!fortran_served() || !fortran_comm(comm, &c) ||
-        !fortran_type_if(sbuf != MPI_IN_PLACE, sendtype, &st) || !fortran_type(recvtype, &rt)) {
-        FORWARD(
-            allgatherv_f, "mpi_allgatherv_",
-            (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierror));
-        return;
-    }
-    fortran_ierror(ierror, MPI_Allgatherv(sbuf, *sendcount, st, fortran_buffer(recvbuf), recvcounts,
-                                          displs, rt, c));
-}
-SPELLED_ALSO(mpi_allgatherv, MPI_ALLGATHERV, ompi_allgatherv_f);
 
 void mpi_alltoall_(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf,
                    MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierror)

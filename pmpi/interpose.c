@@ -1,8 +1,9 @@
 /* interpose.c — libweft-mpi.so, a drop-in for unmodified MPI programs.
  *
  * LD_PRELOAD it (or link it before the MPI library) and MPI_Allreduce,
- * MPI_Bcast, MPI_Reduce, MPI_Reduce_scatter_block, MPI_Reduce_scatter (with
- * blocks of one size), MPI_Allgather and MPI_Barrier run weft's algorithms.  Everything weft does not handle goes
+ * MPI_Bcast, MPI_Reduce, MPI_Reduce_scatter_block, MPI_Allgather, MPI_Barrier
+ * and, where every block has one size, MPI_Reduce_scatter and
+ * MPI_Allgatherv run weft's algorithms.  Everything weft does not handle goes
  * to the MPI library's own PMPI_ entry point: mixed-type signatures,
  * MINLOC/MAXLOC, long double, intercommunicators, ops on types MPI does
  * not define them for, arguments the MPI library must reject (so errors
@@ -38,10 +39,11 @@
 
 /* ---- statistics ---- */
 
-enum { C_ALLREDUCE, C_BCAST, C_REDUCE, C_RSB, C_RS, C_ALLGATHER, C_BARRIER, C_N };
-static const char *const cname[C_N] = {"MPI_Allreduce", "MPI_Bcast", "MPI_Reduce",
-                                       "MPI_Reduce_scatter_block", "MPI_Reduce_scatter",
-                                       "MPI_Allgather", "MPI_Barrier"};
+enum { C_ALLREDUCE, C_BCAST, C_REDUCE, C_RSB, C_RS, C_ALLGATHER, C_ALLGATHERV, C_BARRIER, C_N };
+static const char *const cname[C_N] = {"MPI_Allreduce",      "MPI_Bcast",
+                                       "MPI_Reduce",         "MPI_Reduce_scatter_block",
+                                       "MPI_Reduce_scatter", "MPI_Allgather",
+                                       "MPI_Allgatherv",     "MPI_Barrier"};
 enum { F_DTYPE, F_OP, F_INTER, F_ARGS, F_ERROR, F_UNEQUAL, F_N };
 static const char *const fname[F_N] = {"unsupported datatype", "unsupported op",
                                        "intercommunicator", "arguments for MPI to check",
@@ -951,8 +953,62 @@ int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[
     return reduce_scatter_as(C_RS, sendbuf, recvbuf, recvcounts[0], dt, op, comm, recvcounts);
 }
 
-int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+/* An allgatherv whose blocks are all recvcount elements but do not lie
+ * one after another (displs): gathered into a contiguous copy, then each
+ * block put at its displacement, in recvtype's layout. */
+static int allgatherv_placed(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                             typesig_t *st, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                             const typesig_t *rt, const int *displs, weft_comm_t wc,
+                             MPI_Comm comm, int rank, int size)
+{
+    MPI_Aint lb, ext;
+    PMPI_Type_get_extent(recvtype, &lb, &ext);
+    size_t block = rt->n * weft_dtype_size(rt->wdt);
+    char *tmp = malloc(block * (size_t)size + 1);
+    void *sdata = (void *)WEFT_IN_PLACE;
+    int have_s = tmp != NULL;
+    /* MPI_BOTTOM is a null pointer: the displacements are added as numbers */
+#define PLACE(j) ((void *)((uintptr_t)recvbuf + (uintptr_t)(displs[j] * ext)))
+    if (tmp && sendbuf == MPI_IN_PLACE)
+        PMPI_Sendrecv(PLACE(rank), recvcount, recvtype, 0, 0, tmp + (size_t)rank * block,
+                      (int)rt->n, rt->base, 0, 0, MPI_COMM_SELF, MPI_STATUS_IGNORE);
+    else if (tmp)
+        have_s = sig_buffer(st, (void *)sendbuf, sendcount, sendtype, 1, &sdata);
+    int rc;
+    SERVE(C_ALLGATHERV, WEFT_COLL_ALLGATHER, wc, rc,
+          have_s ? weft_allgather(sdata, tmp, rt->n, rt->wdt, wc) : nomem(C_ALLGATHERV, rt));
+    if (have_s && sendbuf != MPI_IN_PLACE)
+        sig_release(st, sdata, (void *)sendbuf, sendcount, sendtype, 0);
+    for (int j = 0; rc == WEFT_OK && j < size; j++)
+        PMPI_Sendrecv(tmp + (size_t)j * block, (int)rt->n, rt->base, 0, 0, PLACE(j), recvcount,
+                      recvtype, 0, 0, MPI_COMM_SELF, MPI_STATUS_IGNORE);
+#undef PLACE
+    free(tmp);
+    if (rc != WEFT_OK)
+        return raise_error(comm, C_ALLGATHERV);
+    count_one(&served[C_ALLGATHERV]);
+    return MPI_SUCCESS;
+}
+
+static int displs_in_a_row(const int *displs, int recvcount, int size)
+{
+    for (int j = 0; j < size; j++)
+        if ((long long)displs[j] != (long long)j * recvcount)
+            return 0;
+    return 1;
+}
+
+/* allgather, as MPI_Allgather (c = C_ALLGATHER) or as an MPI_Allgatherv
+ * whose blocks are all recvcount elements (C_ALLGATHERV, with its
+ * recvcounts and displs) */
+#define ALLGATHER_BY_MPI()                                                                  \
+    (c == C_ALLGATHERV ? PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, \
+                                         displs, recvtype, comm)                            \
+                       : PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount,   \
+                                        recvtype, comm))
+static int allgather_as(int c, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                        void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
+                        const int *recvcounts, const int *displs)
 {
     REFUSE_NEGATIVE(sendbuf != MPI_IN_PLACE && sendcount < 0 ? sendcount : recvcount, comm);
     typesig_t rt, st;
@@ -963,9 +1019,8 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
     int same = ok && (sendbuf == MPI_IN_PLACE ||
                       (signature(sendtype, sendcount, &st) && st.base == rt.base && st.n == rt.n));
     if (!ok || !same)
-        FALLBACK(C_ALLGATHER,
-                 recvcount < 0 || recvbuf == MPI_IN_PLACE || (ok && !same) ? F_ARGS : F_DTYPE,
-                 PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm));
+        FALLBACK(c, recvcount < 0 || recvbuf == MPI_IN_PLACE || (ok && !same) ? F_ARGS : F_DTYPE,
+                 ALLGATHER_BY_MPI());
     weft_comm_t wc = usable(comm, recvcount, &why);
     if (wc) {
         /* the whole receive buffer is described by one int count below:
@@ -976,9 +1031,11 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
             wc = NULL, why = F_ARGS;
     }
     if (!wc)
-        FALLBACK(C_ALLGATHER, why,
-                 PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm));
+        FALLBACK(c, why, ALLGATHER_BY_MPI());
     PMPI_Comm_rank(comm, &rank);
+    if (displs && !displs_in_a_row(displs, recvcount, size))
+        return allgatherv_placed(sendbuf, sendcount, sendtype, &st, recvbuf, recvcount, recvtype,
+                                 &rt, displs, wc, comm, rank, size);
     typesig_t all; /* the whole receive buffer: size blocks */
     signature(recvtype, recvcount * size, &all);
     void *rdata, *sdata = (void *)WEFT_IN_PLACE;
@@ -987,17 +1044,48 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
     int have_s = sendbuf == MPI_IN_PLACE ||
                  (have_r && sig_buffer(&st, (void *)sendbuf, sendcount, sendtype, 1, &sdata));
     int rc;
-    SERVE(C_ALLGATHER, WEFT_COLL_ALLGATHER, wc, rc,
+    SERVE(c, WEFT_COLL_ALLGATHER, wc, rc,
           have_r && have_s ? weft_allgather(sdata, rdata, rt.n, rt.wdt, wc)
-                           : nomem(C_ALLGATHER, have_r ? &st : &all));
+                           : nomem(c, have_r ? &st : &all));
     if (have_s && sendbuf != MPI_IN_PLACE)
         sig_release(&st, sdata, (void *)sendbuf, sendcount, sendtype, 0);
     if (have_r)
         sig_release(&all, rdata, recvbuf, recvcount * size, recvtype, rc == WEFT_OK);
     if (rc != WEFT_OK)
-        return raise_error(comm, C_ALLGATHER);
-    count_one(&served[C_ALLGATHER]);
+        return raise_error(comm, c);
+    count_one(&served[c]);
     return MPI_SUCCESS;
+}
+#undef ALLGATHER_BY_MPI
+
+int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    return allgather_as(C_ALLGATHER, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                        comm, NULL, NULL);
+}
+
+/* MPI_Allgatherv with every block of one size is an allgather (the blocks
+ * in a row) or one whose blocks are then put in place.  The choice between
+ * weft and MPI is made from the sizes, which every rank shares in
+ * signature (a block's elements), never from displs, which are each
+ * rank's own; other sizes, a negative one included, go to MPI. */
+int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                   const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                   MPI_Comm comm)
+{
+    int size = 0, equal = recvcounts != NULL && displs != NULL && comm != MPI_COMM_NULL &&
+                          PMPI_Comm_size(comm, &size) == MPI_SUCCESS && size > 0 &&
+                          recvcounts[0] >= 0;
+    for (int r = 1; equal && r < size; r++)
+        equal = recvcounts[r] == recvcounts[0];
+    if (!equal)
+        FALLBACK(C_ALLGATHERV,
+                 recvcounts && displs && size > 0 && recvcounts[0] >= 0 ? F_UNEQUAL : F_ARGS,
+                 PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
+                                 recvtype, comm));
+    return allgather_as(C_ALLGATHERV, sendbuf, sendcount, sendtype, recvbuf, recvcounts[0],
+                        recvtype, comm, recvcounts, displs);
 }
 
 /* The barrier too: on one node weft's is the board (one wait per rank),

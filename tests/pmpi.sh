@@ -15,7 +15,8 @@ st=$?
 cat "$log"
 [ $st -eq 0 ] || fail "the program fails with the drop-in (exit $st)"
 grep -q "rank 0\]: MPI_Allreduce: [1-9][0-9]* served by weft" "$log" || fail "weft served no MPI_Allreduce"
-for c in MPI_Reduce MPI_Bcast MPI_Reduce_scatter_block MPI_Reduce_scatter MPI_Allgather MPI_Barrier; do
+for c in MPI_Reduce MPI_Bcast MPI_Reduce_scatter_block MPI_Reduce_scatter MPI_Allgather MPI_Allgatherv \
+    MPI_Barrier; do
     grep -q "rank 0\]: $c: [1-9][0-9]* served by weft" "$log" || fail "weft served no $c"
 done
 grep -q "MPI_Bcast: .*1 unsupported datatype" "$log" || fail "the derived datatype did not fall back"
@@ -23,6 +24,8 @@ grep -q "rank 0\]: MPI_Alloc_mem: 2 blocks from weft's arena" "$log" || fail "MP
 grep -q "MPI_Allreduce: .*unsupported datatype" "$log" || fail "MINLOC on MPI_2INT did not fall back"
 grep -q "rank 0\]: MPI_Reduce_scatter: .*1 with unequal blocks" "$log" ||
     fail "MPI_Reduce_scatter with unequal blocks did not fall back"
+grep -q "rank 0\]: MPI_Allgatherv: 3 served by weft, 1 by MPI: 1 with unequal blocks" "$log" ||
+    fail "MPI_Allgatherv: want 3 served by weft and the one with unequal blocks by MPI"
 # a forced algorithm that cannot serve a call (ring with the program's
 # non-commutative op, the board with a 64 KiB bcast) serves it with AUTO and
 # says so once per rank; WEFT_STRICT=1 fails it

@@ -1,6 +1,6 @@
 /* test_pmpi.c — an ordinary MPI program (no weft calls) for the drop-in:
  * MPI_Allreduce / MPI_Reduce / MPI_Bcast / MPI_Reduce_scatter(_block) /
- * MPI_Allgather with every predefined datatype and op weft maps, MPI_IN_PLACE,
+ * MPI_Allgather(v) with every predefined datatype and op weft maps, MPI_IN_PLACE,
  * user ops (commutative and not), count 0 and NULL buffers, a type of size
  * 0, a resized receive type, MPI_COMM_SELF, a split
  * communicator, MPI_Barrier (checked by the clock), live communicators
@@ -347,6 +347,42 @@ int main(int argc, char **argv)
         CHECK(uo[j] == size * (first + j) * 2 + size * (size - 1) / 2,
               "reduce_scatter with unequal blocks, element %d", j);
     free(counts), free(rsi), free(uneq), free(uo);
+    /* MPI_Allgatherv: blocks of one size in a row, the same blocks placed in
+     * reverse order with a gap of one int after each (in place too), and
+     * blocks of rank + 1 ints (MPI's) */
+    int *vc = malloc(sizeof(int) * (size_t)size), *vd = malloc(sizeof(int) * (size_t)size);
+    int *va = malloc(sizeof(int) * 4 * (size_t)size), mineb[3];
+    for (int j = 0; j < 3; j++)
+        mineb[j] = 1000 * rank + j;
+    for (int layout = 0; layout < 3; layout++) {
+        for (int r = 0; r < size; r++)
+            vc[r] = 3, vd[r] = layout == 0 ? 3 * r : 4 * (size - 1 - r);
+        for (int i = 0; i < 4 * size; i++)
+            va[i] = -1;
+        if (layout == 2)
+            memcpy(va + vd[rank], mineb, sizeof mineb);
+        MPI_Allgatherv(layout == 2 ? MPI_IN_PLACE : mineb, 3, MPI_INT, va, vc, vd, MPI_INT,
+                       MPI_COMM_WORLD);
+        for (int r = 0; r < size; r++) {
+            for (int j = 0; j < 3; j++)
+                CHECK(va[vd[r] + j] == 1000 * r + j, "allgatherv (layout %d): block %d, element %d",
+                      layout, r, j);
+            if (layout > 0)
+                CHECK(va[vd[r] + 3] == -1, "allgatherv (layout %d) wrote the gap after block %d",
+                      layout, r);
+        }
+    }
+    for (int r = 0, at = 0; r < size; at += r + 1, r++)
+        vc[r] = r + 1, vd[r] = at;
+    int *vb = malloc(sizeof(int) * (size_t)(size * (size + 1) / 2));
+    int *mine_v = malloc(sizeof(int) * (size_t)(rank + 1));
+    for (int j = 0; j <= rank; j++)
+        mine_v[j] = 1000 * rank + j;
+    MPI_Allgatherv(mine_v, rank + 1, MPI_INT, vb, vc, vd, MPI_INT, MPI_COMM_WORLD);
+    for (int r = 0; r < size; r++)
+        for (int j = 0; j <= r; j++)
+            CHECK(vb[vd[r] + j] == 1000 * r + j, "allgatherv with unequal blocks: %d, %d", r, j);
+    free(vc), free(vd), free(va), free(vb), free(mine_v);
     double *ag = malloc(sizeof(double) * 2 * (size_t)size), mine[2] = {rank * 1.5, rank + 0.25};
     MPI_Allgather(mine, 2, MPI_DOUBLE, ag, 2, MPI_DOUBLE, MPI_COMM_WORLD);
     for (int r = 0; r < size; r++)

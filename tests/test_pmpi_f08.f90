@@ -110,6 +110,14 @@ program test_pmpi_f08
                         MPI_COMM_WORLD)
     call expect(all(g(1:nprocs * (nprocs + 1) / 2) == [((r, i = 0, r), r = 0, nprocs - 1)]), &
                 'allgatherv in place')
+    ! allgatherv with blocks of one size (weft's), placed in reverse order
+    counts(1:nprocs) = n
+    displs(1:nprocs) = [((nprocs - 1 - r) * n, r = 0, nprocs - 1)]
+    a = [(rank * 1000 + i, i = 1, n)]
+    g = -1
+    call MPI_Allgatherv(a, n, MPI_INTEGER, g, counts, displs, MPI_INTEGER, MPI_COMM_WORLD)
+    call expect(all(g(1:n * nprocs) == [((r * 1000 + i, i = 1, n), r = nprocs - 1, 0, -1)]), &
+                'allgatherv in reverse order')
     a = [(i, i = 1, n)]
     call MPI_Scan(a, b, n, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD)
     call expect(all(b == [((rank + 1) * i, i = 1, n)]), 'scan')

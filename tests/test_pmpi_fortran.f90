@@ -155,6 +155,14 @@ program test_pmpi_fortran
         call expect(ierr == MPI_SUCCESS .and. all(g(1:n * nprocs) == [((r * 100000 + i, i = 1, n), &
                     r = 0, nprocs - 1)]), 'allgather in place '//what)
 
+        ! allgatherv with blocks of one size, in a row
+        rcounts = n
+        g = -1
+        call MPI_Allgatherv(a, n, MPI_INTEGER, g, rcounts, [(r * n, r = 0, nprocs - 1)], MPI_INTEGER, &
+                            MPI_COMM_WORLD, ierr)
+        call expect(ierr == MPI_SUCCESS .and. all(g(1:n * nprocs) == [((r * 100000 + i, i = 1, n), &
+                    r = 0, nprocs - 1)]), 'allgatherv '//what)
+
         ! reduce_scatter_block, double precision
         e(1:n * nprocs) = [(dble(rank + i), i = 1, n * nprocs)]
         d = -1
