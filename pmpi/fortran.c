@@ -25,6 +25,14 @@
 
 /* ---- the collectives ---- */
 
+/* a reduction's handles: whether this file serves it, converted */
+static int reduction_handles(const MPI_Fint *comm, const MPI_Fint *datatype, const MPI_Fint *op,
+                             MPI_Comm *c, MPI_Datatype *t, MPI_Op *o)
+{
+    return fortran_served() && fortran_comm(comm, c) && fortran_type(datatype, t) &&
+           fortran_op(op, o);
+}
+
 /* allreduce and reduce_scatter_block, and the profiler's scan: one C
  * signature, one Fortran one */
 void fortran_reduction(reduction_c *c_call, void **library, const char *name, void *sendbuf,
@@ -34,8 +42,7 @@ void fortran_reduction(reduction_c *c_call, void **library, const char *name, vo
     MPI_Comm c;
     MPI_Datatype t;
     MPI_Op o;
-    if (!fortran_served() || !fortran_comm(comm, &c) || !fortran_type(datatype, &t) ||
-        !fortran_op(op, &o)) {
+    if (!reduction_handles(comm, datatype, op, &c, &t, &o)) {
         ((reduction_f *)fortran_library(library, name))(sendbuf, recvbuf, count, datatype, op, comm,
                                                         ierror);
         return;
@@ -61,8 +68,7 @@ void mpi_reduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *dataty
     MPI_Comm c;
     MPI_Datatype t;
     MPI_Op o;
-    if (!fortran_served() || !fortran_comm(comm, &c) || !fortran_type(datatype, &t) ||
-        !fortran_op(op, &o)) {
+    if (!reduction_handles(comm, datatype, op, &c, &t, &o)) {
         FORWARD(reduce_f, "mpi_reduce_",
                 (sendbuf, recvbuf, count, datatype, op, root, comm, ierror));
         return;
@@ -103,8 +109,7 @@ void mpi_reduce_scatter_(void *sendbuf, void *recvbuf, MPI_Fint *recvcounts, MPI
     MPI_Comm c;
     MPI_Datatype t;
     MPI_Op o;
-    if (!fortran_served() || !fortran_comm(comm, &c) || !fortran_type(datatype, &t) ||
-        !fortran_op(op, &o)) {
+    if (!reduction_handles(comm, datatype, op, &c, &t, &o)) {
         FORWARD(reduce_scatter_f, "mpi_reduce_scatter_",
                 (sendbuf, recvbuf, recvcounts, datatype, op, comm, ierror));
         return;

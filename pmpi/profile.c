@@ -247,6 +247,18 @@ int MPI_Allgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc_, MP
     return rc;
 }
 
+/* the elements of a vector of counts, one per rank: what every rank of a
+ * v-collective shares */
+static long long total_of(const int *counts, MPI_Comm comm)
+{
+    long long total = 0;
+    int size = 0;
+    if (PMPI_Comm_size(comm, &size) == MPI_SUCCESS)
+        for (int r = 0; r < size; r++)
+            total += counts[r];
+    return total;
+}
+
 int MPI_Allgatherv(const void *sb, int sc, MPI_Datatype st, void *rb, const int *rcs,
                    const int *displs, MPI_Datatype rt, MPI_Comm comm)
 {
@@ -254,12 +266,8 @@ int MPI_Allgatherv(const void *sb, int sc, MPI_Datatype st, void *rb, const int 
     int rc = PMPI_Allgatherv(sb, sc, st, rb, rcs, displs, rt, comm);
     /* the whole gathered vector, which every rank shares (its own block
      * differs from rank to rank, and is ignored with MPI_IN_PLACE) */
-    long long total = 0;
-    int size = 0;
-    if (prof.on && rc == MPI_SUCCESS && PMPI_Comm_size(comm, &size) == MPI_SUCCESS)
-        for (int r = 0; r < size; r++)
-            total += rcs[r];
-    NOTE("allgatherv", rt, total, comm, MPI_OP_NULL, -1);
+    NOTE("allgatherv", rt, prof.on && rc == MPI_SUCCESS ? total_of(rcs, comm) : 0, comm,
+         MPI_OP_NULL, -1);
     return rc;
 }
 
@@ -309,12 +317,8 @@ int MPI_Reduce_scatter(const void *sb, void *rb, const int rcs[], MPI_Datatype d
 {
     ARRIVE();
     int rc = PMPI_Reduce_scatter(sb, rb, rcs, dt, op, comm);
-    long long total = 0;
-    int size = 0;
-    if (prof.on && rc == MPI_SUCCESS && PMPI_Comm_size(comm, &size) == MPI_SUCCESS)
-        for (int r = 0; r < size; r++)
-            total += rcs[r];
-    NOTE("reduce_scatterv", dt, total, comm, op, -1);
+    NOTE("reduce_scatterv", dt, prof.on && rc == MPI_SUCCESS ? total_of(rcs, comm) : 0, comm, op,
+         -1);
     return rc;
 }
 
