@@ -903,6 +903,24 @@ int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
     return MPI_SUCCESS;
 }
 
+/* Whether every rank's block of a v-collective has one size, counts[0]
+ * (MPI requires every rank to pass the same sizes in signature, so every
+ * rank answers alike); else *why: F_UNEQUAL, or F_ARGS for arguments MPI
+ * must judge (no counts, a negative first one, no communicator). */
+static int one_block_size(const int *counts, MPI_Comm comm, int *why)
+{
+    int size = 0;
+    *why = F_ARGS;
+    if (!counts || comm == MPI_COMM_NULL || PMPI_Comm_size(comm, &size) != MPI_SUCCESS ||
+        size <= 0 || counts[0] < 0)
+        return 0;
+    *why = F_UNEQUAL;
+    for (int r = 1; r < size; r++)
+        if (counts[r] != counts[0])
+            return 0;
+    return 1;
+}
+
 /* reduce_scatter_block, as MPI_Reduce_scatter_block (c = C_RSB) or as an
  * MPI_Reduce_scatter whose blocks are all count elements (C_RS) */
 static int reduce_scatter_as(int c, const void *sendbuf, void *recvbuf, int count,
@@ -942,14 +960,9 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int count, MPI_
 int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
                        MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
 {
-    int size = 0, equal = recvcounts != NULL && comm != MPI_COMM_NULL &&
-                          PMPI_Comm_size(comm, &size) == MPI_SUCCESS && size > 0 &&
-                          recvcounts[0] >= 0;
-    for (int r = 1; equal && r < size; r++)
-        equal = recvcounts[r] == recvcounts[0];
-    if (!equal)
-        FALLBACK(C_RS, recvcounts && size > 0 && recvcounts[0] >= 0 ? F_UNEQUAL : F_ARGS,
-                 PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, dt, op, comm));
+    int why = 0;
+    if (!one_block_size(recvcounts, comm, &why))
+        FALLBACK(C_RS, why, PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, dt, op, comm));
     return reduce_scatter_as(C_RS, sendbuf, recvbuf, recvcounts[0], dt, op, comm, recvcounts);
 }
 
@@ -1074,14 +1087,9 @@ int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, vo
                    const int recvcounts[], const int displs[], MPI_Datatype recvtype,
                    MPI_Comm comm)
 {
-    int size = 0, equal = recvcounts != NULL && displs != NULL && comm != MPI_COMM_NULL &&
-                          PMPI_Comm_size(comm, &size) == MPI_SUCCESS && size > 0 &&
-                          recvcounts[0] >= 0;
-    for (int r = 1; equal && r < size; r++)
-        equal = recvcounts[r] == recvcounts[0];
-    if (!equal)
-        FALLBACK(C_ALLGATHERV,
-                 recvcounts && displs && size > 0 && recvcounts[0] >= 0 ? F_UNEQUAL : F_ARGS,
+    int why = 0;
+    if (!displs || !one_block_size(recvcounts, comm, &why))
+        FALLBACK(C_ALLGATHERV, displs ? why : F_ARGS,
                  PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
                                  recvtype, comm));
     return allgather_as(C_ALLGATHERV, sendbuf, sendcount, sendtype, recvbuf, recvcounts[0],

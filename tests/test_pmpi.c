@@ -195,6 +195,74 @@ static void types_made_again(void)
     }
 }
 
+/* MPI_Reduce_scatter and MPI_Allgatherv, which the drop-in serves where
+ * every block has one size; rs: 3 ints per rank, rs[i] = i + rank. */
+static void blocks_of_one_size(const int *rs)
+{
+    int rso[3];
+    /* MPI_Reduce_scatter: blocks of one size (weft's), in place too, and
+     * blocks of rank + 1 elements (MPI's) */
+    int *counts = malloc(sizeof(int) * (size_t)size), *rsi = malloc(sizeof(int) * 3 * (size_t)size);
+    for (int r = 0; r < size; r++)
+        counts[r] = 3;
+    memset(rso, 0, sizeof rso);
+    MPI_Reduce_scatter(rs, rso, counts, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    for (int j = 0; j < 3; j++)
+        CHECK(rso[j] == size * (rank * 3 + j) + size * (size - 1) / 2, "reduce_scatter");
+    memcpy(rsi, rs, sizeof(int) * 3 * (size_t)size);
+    MPI_Reduce_scatter(MPI_IN_PLACE, rsi, counts, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    for (int j = 0; j < 3; j++)
+        CHECK(rsi[j] == size * (rank * 3 + j) + size * (size - 1) / 2, "reduce_scatter in place");
+    int first = 0; /* where this rank's block starts with blocks of r + 1 */
+    for (int r = 0; r < size; r++)
+        counts[r] = r + 1, first += r < rank ? r + 1 : 0;
+    int *uneq = malloc(sizeof(int) * (size_t)(size * (size + 1) / 2));
+    int *uo = malloc(sizeof(int) * (size_t)(rank + 1));
+    for (int i = 0; i < size * (size + 1) / 2; i++)
+        uneq[i] = i * 2 + rank;
+    MPI_Reduce_scatter(uneq, uo, counts, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    for (int j = 0; j <= rank; j++)
+        CHECK(uo[j] == size * (first + j) * 2 + size * (size - 1) / 2,
+              "reduce_scatter with unequal blocks, element %d", j);
+    free(counts), free(rsi), free(uneq), free(uo);
+    /* MPI_Allgatherv: blocks of one size in a row, the same blocks placed in
+     * reverse order with a gap of one int after each (in place too), and
+     * blocks of rank + 1 ints (MPI's) */
+    int *vc = malloc(sizeof(int) * (size_t)size), *vd = malloc(sizeof(int) * (size_t)size);
+    int *va = malloc(sizeof(int) * 4 * (size_t)size), mineb[3];
+    for (int j = 0; j < 3; j++)
+        mineb[j] = 1000 * rank + j;
+    for (int layout = 0; layout < 3; layout++) {
+        for (int r = 0; r < size; r++)
+            vc[r] = 3, vd[r] = layout == 0 ? 3 * r : 4 * (size - 1 - r);
+        for (int i = 0; i < 4 * size; i++)
+            va[i] = -1;
+        if (layout == 2)
+            memcpy(va + vd[rank], mineb, sizeof mineb);
+        MPI_Allgatherv(layout == 2 ? MPI_IN_PLACE : mineb, 3, MPI_INT, va, vc, vd, MPI_INT,
+                       MPI_COMM_WORLD);
+        for (int r = 0; r < size; r++) {
+            for (int j = 0; j < 3; j++)
+                CHECK(va[vd[r] + j] == 1000 * r + j, "allgatherv (layout %d): block %d, element %d",
+                      layout, r, j);
+            if (layout > 0)
+                CHECK(va[vd[r] + 3] == -1, "allgatherv (layout %d) wrote the gap after block %d",
+                      layout, r);
+        }
+    }
+    for (int r = 0, at = 0; r < size; at += r + 1, r++)
+        vc[r] = r + 1, vd[r] = at;
+    int *vb = malloc(sizeof(int) * (size_t)(size * (size + 1) / 2));
+    int *mine_v = malloc(sizeof(int) * (size_t)(rank + 1));
+    for (int j = 0; j <= rank; j++)
+        mine_v[j] = 1000 * rank + j;
+    MPI_Allgatherv(mine_v, rank + 1, MPI_INT, vb, vc, vd, MPI_INT, MPI_COMM_WORLD);
+    for (int r = 0; r < size; r++)
+        for (int j = 0; j <= r; j++)
+            CHECK(vb[vd[r] + j] == 1000 * r + j, "allgatherv with unequal blocks: %d, %d", r, j);
+    free(vc), free(vd), free(va), free(vb), free(mine_v);
+}
+
 /* MPI's progress rule with weft inside: rank 0 posts a receive and enters a
  * collective; rank 1 sends to it with a blocking send first, then enters
  * the collective.  The send is large (a rendezvous in Open MPI and MPICH),
@@ -322,67 +390,7 @@ int main(int argc, char **argv)
     MPI_Reduce_scatter_block(rs, rso, 3, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     for (int j = 0; j < 3; j++)
         CHECK(rso[j] == size * (rank * 3 + j) + size * (size - 1) / 2, "reduce_scatter_block");
-    /* MPI_Reduce_scatter: blocks of one size (weft's), in place too, and
-     * blocks of rank + 1 elements (MPI's) */
-    int *counts = malloc(sizeof(int) * (size_t)size), *rsi = malloc(sizeof(int) * 3 * (size_t)size);
-    for (int r = 0; r < size; r++)
-        counts[r] = 3;
-    memset(rso, 0, sizeof rso);
-    MPI_Reduce_scatter(rs, rso, counts, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    for (int j = 0; j < 3; j++)
-        CHECK(rso[j] == size * (rank * 3 + j) + size * (size - 1) / 2, "reduce_scatter");
-    memcpy(rsi, rs, sizeof(int) * 3 * (size_t)size);
-    MPI_Reduce_scatter(MPI_IN_PLACE, rsi, counts, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    for (int j = 0; j < 3; j++)
-        CHECK(rsi[j] == size * (rank * 3 + j) + size * (size - 1) / 2, "reduce_scatter in place");
-    int first = 0; /* where this rank's block starts with blocks of r + 1 */
-    for (int r = 0; r < size; r++)
-        counts[r] = r + 1, first += r < rank ? r + 1 : 0;
-    int *uneq = malloc(sizeof(int) * (size_t)(size * (size + 1) / 2));
-    int *uo = malloc(sizeof(int) * (size_t)(rank + 1));
-    for (int i = 0; i < size * (size + 1) / 2; i++)
-        uneq[i] = i * 2 + rank;
-    MPI_Reduce_scatter(uneq, uo, counts, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    for (int j = 0; j <= rank; j++)
-        CHECK(uo[j] == size * (first + j) * 2 + size * (size - 1) / 2,
-              "reduce_scatter with unequal blocks, element %d", j);
-    free(counts), free(rsi), free(uneq), free(uo);
-    /* MPI_Allgatherv: blocks of one size in a row, the same blocks placed in
-     * reverse order with a gap of one int after each (in place too), and
-     * blocks of rank + 1 ints (MPI's) */
-    int *vc = malloc(sizeof(int) * (size_t)size), *vd = malloc(sizeof(int) * (size_t)size);
-    int *va = malloc(sizeof(int) * 4 * (size_t)size), mineb[3];
-    for (int j = 0; j < 3; j++)
-        mineb[j] = 1000 * rank + j;
-    for (int layout = 0; layout < 3; layout++) {
-        for (int r = 0; r < size; r++)
-            vc[r] = 3, vd[r] = layout == 0 ? 3 * r : 4 * (size - 1 - r);
-        for (int i = 0; i < 4 * size; i++)
-            va[i] = -1;
-        if (layout == 2)
-            memcpy(va + vd[rank], mineb, sizeof mineb);
-        MPI_Allgatherv(layout == 2 ? MPI_IN_PLACE : mineb, 3, MPI_INT, va, vc, vd, MPI_INT,
-                       MPI_COMM_WORLD);
-        for (int r = 0; r < size; r++) {
-            for (int j = 0; j < 3; j++)
-                CHECK(va[vd[r] + j] == 1000 * r + j, "allgatherv (layout %d): block %d, element %d",
-                      layout, r, j);
-            if (layout > 0)
-                CHECK(va[vd[r] + 3] == -1, "allgatherv (layout %d) wrote the gap after block %d",
-                      layout, r);
-        }
-    }
-    for (int r = 0, at = 0; r < size; at += r + 1, r++)
-        vc[r] = r + 1, vd[r] = at;
-    int *vb = malloc(sizeof(int) * (size_t)(size * (size + 1) / 2));
-    int *mine_v = malloc(sizeof(int) * (size_t)(rank + 1));
-    for (int j = 0; j <= rank; j++)
-        mine_v[j] = 1000 * rank + j;
-    MPI_Allgatherv(mine_v, rank + 1, MPI_INT, vb, vc, vd, MPI_INT, MPI_COMM_WORLD);
-    for (int r = 0; r < size; r++)
-        for (int j = 0; j <= r; j++)
-            CHECK(vb[vd[r] + j] == 1000 * r + j, "allgatherv with unequal blocks: %d, %d", r, j);
-    free(vc), free(vd), free(va), free(vb), free(mine_v);
+    blocks_of_one_size(rs);
     double *ag = malloc(sizeof(double) * 2 * (size_t)size), mine[2] = {rank * 1.5, rank + 0.25};
     MPI_Allgather(mine, 2, MPI_DOUBLE, ag, 2, MPI_DOUBLE, MPI_COMM_WORLD);
     for (int r = 0; r < size; r++)

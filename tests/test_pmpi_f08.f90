@@ -7,9 +7,10 @@
 ! weft served the calls.
 program test_pmpi_f08
     use mpi_f08
+    use pmpi_checks
     implicit none
     integer, parameter :: n = 5000
-    integer :: rank, nprocs, i, r, root, failures, total, checked, provided
+    integer :: rank, nprocs, i, r, root, total, provided
     integer :: counts(4), displs(4)
     integer :: a(n), b(n), g(n * 4), h(2 * n)
     double precision :: d(n), e(n * 4), m(4, n)
@@ -18,8 +19,6 @@ program test_pmpi_f08
     complex :: z(2), zo(2)
     type(MPI_Op) :: op
 
-    failures = 0
-    checked = 0
     call MPI_Init_thread(MPI_THREAD_FUNNELED, provided)
     call MPI_Comm_rank(MPI_COMM_WORLD, rank)
     call MPI_Comm_size(MPI_COMM_WORLD, nprocs)
@@ -134,16 +133,6 @@ program test_pmpi_f08
     call MPI_Finalize()
     if (total /= 0) stop 1
 contains
-    subroutine expect(ok, what)
-        logical, intent(in) :: ok
-        character(*), intent(in) :: what
-        checked = checked + 1
-        if (.not. ok) then
-            failures = failures + 1
-            print '(a,a)', 'FAIL: ', what
-        end if
-    end subroutine
-
     subroutine f08_sum(invec, inoutvec, len, datatype)
         use, intrinsic :: iso_c_binding, only: c_ptr, c_f_pointer
         type(c_ptr), value :: invec, inoutvec

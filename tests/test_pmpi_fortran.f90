@@ -9,20 +9,11 @@
 ! and MPI_ERR_COUNT reaching ierror.  It checks every result itself, so it
 ! passes with or without LD_PRELOAD=libweft-mpi.so; pmpi_fortran.sh checks
 ! that weft served the calls.
-module checks
-    implicit none
-    integer :: failures = 0, checked = 0
-contains
-    subroutine expect(ok, what)
-        logical, intent(in) :: ok
-        character(*), intent(in) :: what
-        checked = checked + 1
-        if (.not. ok) then
-            failures = failures + 1
-            if (failures <= 10) print '(a,a)', 'FAIL: ', what
-        end if
-    end subroutine
 
+! 2x2 matrices over GF(2) for the non-commutative op
+module gf2_matrices
+    implicit none
+contains
     ! the product of two 2x2 matrices over GF(2), each packed in 4 bits
     ! (a11 a12 a21 a22 from bit 3 down)
     integer function matmul2(a, b)
@@ -44,7 +35,7 @@ end module
 
 ! MPI's user function: inout(i) = in(i) op inout(i), in from lower ranks
 subroutine gf2_product(invec, inoutvec, len, datatype)
-    use checks, only: matmul2
+    use gf2_matrices, only: matmul2
     implicit none
     integer :: len, datatype, i
     integer :: invec(len), inoutvec(len)
@@ -66,7 +57,8 @@ end subroutine
 
 program test_pmpi_fortran
     use mpi
-    use checks
+    use pmpi_checks
+    use gf2_matrices
     implicit none
     external gf2_product, integer_sum
     integer, parameter :: counts(5) = [0, 1, 7, 1000, 70000]

@@ -97,8 +97,7 @@ void call_describe(const call_desc_t *d, char *buf, size_t n);
 /* watch.c: "ranks 0 and 2 disagree on a collective (root differ): rank 0
  * calls ...; rank 2 calls ..." */
 void call_disagreement(const call_desc_t *mine, int me, const call_desc_t *theirs, int peer,
-                       int refused_by,
-                       char *buf, size_t n);
+                       int refused_by, char *buf, size_t n);
 
 /* What this rank can see of a peer's calls (xport_ops.peer_view). */
 typedef struct peer_view {
