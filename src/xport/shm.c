@@ -535,22 +535,29 @@ static void say_paths(shm_xport_t *x, int src)
             x->ncells, x->payload >> 10);
 }
 
-/* Maps every page of a ring in this process now, writable for its sender
- * (MADV_POPULATE_WRITE) or readable for its receiver, without touching
- * the bytes.  Otherwise a ring's pages fault in as messages first reach
- * them (small messages touch only a cell's first page), so the first
- * larger messages ran at 2-3 GB/s and slow cells took them for a slow
- * phase.  A 2 MiB ring: 512 pages, once per pair; a kernel without it
- * (before 5.14) faults them in as before. */
+/* Touches every page of a ring in this process now: its sender writes
+ * each page's first word (an atomic or of 0, which leaves the word as it
+ * finds it: the receiver may be writing the ring's header meanwhile), its
+ * receiver reads it.  Otherwise a ring's pages are first touched as
+ * messages reach them (small messages touch only a cell's first page),
+ * and on the VM of 2026-11-30 (a PVM guest) a process's first touch of a
+ * page costs some 10 us even where the kernel has it mapped (no fault is
+ * counted; MADV_POPULATE_* did not help): a 2-rank allgather of 64 KiB
+ * took 145-600 us a call through cells for the ring's first pass (32
+ * calls), against 3.2 after, and copies measured chose single copy on
+ * those samples (0.3 GB/s against 7.0).  A 2 MiB ring costs each side
+ * about 6 ms once per pair, when the first message comes. */
 static void ring_fault_in(shm_xport_t *x, ring_hdr_t *ring, bool writing)
 {
-#if defined(MADV_POPULATE_READ) && defined(MADV_POPULATE_WRITE)
-    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), a = (uintptr_t)ring & ~(page - 1);
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
     uintptr_t end = (uintptr_t)ring + x->seg.hdr->chan_stride;
-    (void)madvise((void *)a, end - a, writing ? MADV_POPULATE_WRITE : MADV_POPULATE_READ);
-#else
-    (void)x, (void)ring, (void)writing;
-#endif
+    for (uintptr_t p = (uintptr_t)ring; p < end; p = (p & ~(page - 1)) + page) {
+        uint64_t *word = (uint64_t *)(p & ~(uintptr_t)7);
+        if (writing)
+            (void)__atomic_fetch_or(word, 0, __ATOMIC_RELAXED);
+        else
+            (void)__atomic_load_n(word, __ATOMIC_RELAXED);
+    }
 }
 
 /* The ring from src, or NULL while src has sent nothing. */
@@ -1177,8 +1184,8 @@ static int push_sends(shm_xport_t *x, int dst)
         c->total = r->bytes;
         if (r->done == 0 && ps->out_measured)
             stamp_posted(c);
-        if (r->done == 0) /* not on the ring's first pass (where ring_fault_in
-                           * cannot map the pages ahead, they fault in then) */
+        if (r->done == 0) /* not on the ring's first pass, whose lines may still be
+                           * in neither core's cache */
             ps->out_clock.on = ps->wseq >= x->ncells && cells_timed(x, r->bytes, true, NULL),
             ps->out_clock.ns = 0;
         if (ps->out_clock.on && !t_run)
@@ -1325,10 +1332,10 @@ static xreq_t *take_posted(peer_state_t *ps, uint64_t tag)
  * reducing one, a small copy between two ranks), at the later of that
  * and the receive's post, so that neither a late receiver nor, in calls
  * back to back, an eager sender's lead is counted.  Also on the ring's
- * first pass, whose pages may still fault in (slow cells skip it): a ring
- * of 4 MiB carries 64 copies of 64 KiB before its second pass, and all
- * that while the two ways would take turns.  A verdict taken against
- * cells that are still cold is revisited when cells have their next run. */
+ * first pass (slow cells skip it): a ring of 2 MiB carries 32 copies of
+ * 64 KiB before its second pass, and all that while the two ways would
+ * take turns.  Its pages were touched when the ring was taken
+ * (ring_fault_in), so the first pass is not the slow one it was. */
 static void copy_clock_start(shm_xport_t *x, peer_state_t *ps, const cell_t *c,
                              const xreq_t *r, unsigned way)
 {
