@@ -6,8 +6,9 @@
  * sub-communicators, a non-commutative op, in place, the barrier (no rank
  * leaves before the last has entered), a peer whose posts say it has not
  * finished its earlier calls (Proven read), split-phase calls waited for
- * in different orders by different ranks, and refusals.  Modes
- * "mismatch", "roots" and "reduce_roots": ranks pass different counts or
+ * in different orders by different ranks, allgathers between the other
+ * calls, and refusals.  Modes "mismatch", "roots", "reduce_roots",
+ * "crossed_roots" and "allgather_counts": ranks pass different counts or
  * roots and must fail, not hang. */
 #include <stdint.h>
 #include <stdio.h>
@@ -118,6 +119,44 @@ static void wide_payloads(weft_comm_t w, const int *all)
         CHECK(rc == WEFT_OK, "wide call %d (%d elements): %s", call, n, weft_last_error());
         check_mixed(all, P, me, call, n, out, "wide");
     }
+}
+
+/* Allgathers on the board between calls of the mixed sequence, which
+ * share its slots: blocks over every line of a slot (522 int32 fill it),
+ * in place every third call, and a block too large for a slot refused. */
+static void allgathers(weft_comm_t w, const int *all)
+{
+    static const int counts[] = {0, 1, 5, 10, 11, 42, 300, 521, 522, 7};
+    int32_t in[523], small_in[5], small_out[5];
+    int32_t *out = malloc(sizeof(int32_t) * 523 * (size_t)P);
+    CHECK(out && weft_set_algorithm(w, WEFT_COLL_ALLGATHER, "board", NULL) == WEFT_OK,
+          "set allgather board: %s", weft_last_error());
+    for (int call = 0; out && call < 600; call++) {
+        int n = counts[call % 10];
+        int ip = call % 3 == 1;
+        for (int i = 0; i < n; i++)
+            in[i] = val(me, call, i);
+        for (int q = 0; q < P; q++)
+            for (int i = 0; i < n; i++)
+                out[q * n + i] = ip && q == me ? val(me, call, i) : -1;
+        int rc = weft_allgather(ip ? WEFT_IN_PLACE : in, out, (size_t)n, WEFT_INT32, w);
+        CHECK(rc == WEFT_OK, "allgather %d (%d elements): %s", call, n, weft_last_error());
+        for (int q = 0; q < P; q++)
+            for (int i = 0; i < n; i++)
+                CHECK(out[q * n + i] == val(all[q], call, i),
+                      "allgather %d%s, block %d [%d]: %d, want %d", call, ip ? " in place" : "",
+                      q, i, out[q * n + i], val(all[q], call, i));
+        rc = mixed_call(w, me, P, call, call % 6, small_in, small_out, NULL);
+        CHECK(rc == WEFT_OK, "mixed call %d: %s", call, weft_last_error());
+        check_mixed(all, P, me, call, call % 6, small_out, "between allgathers");
+    }
+    const char *used = weft_last_algorithm(w, WEFT_COLL_ALLGATHER);
+    CHECK(used && !strcmp(used, "board"), "allgather served by %s", used ? used : "nothing");
+    int rc = out ? weft_allgather(in, out, 523, WEFT_INT32, w) : WEFT_EINVAL; /* 2092 bytes */
+    CHECK(rc == WEFT_EINVAL && strstr(weft_last_error(), "allgather board carries at most 2088"),
+          "allgather of 2092 bytes a rank: %d %s", rc, weft_last_error());
+    weft_set_algorithm(w, WEFT_COLL_ALLGATHER, "auto", NULL);
+    free(out);
 }
 
 /* A bcast's root leaves as soon as it wrote its slot: the same root many
@@ -438,6 +477,12 @@ static int mismatch_mode(weft_comm_t w, const char *mode)
         for (int call = 0; rc == WEFT_OK && call < 40; call++) /* the others' logs too */
             rc = weft_allreduce(WEFT_IN_PLACE, buf, 1, WEFT_INT32, WEFT_SUM, other);
         weft_comm_free(&other);
+    } else if (!strcmp(mode, "allgather_counts")) {
+        int32_t *all = calloc((size_t)P * 3, sizeof(int32_t));
+        rc = !all ? WEFT_ENOMEM
+             : weft_set_algorithm(w, WEFT_COLL_ALLGATHER, "board", NULL)
+                 ?: weft_allgather(buf, all, me == 0 ? 2 : 3, WEFT_INT32, w);
+        free(all);
     } else
         rc = weft_allreduce(WEFT_IN_PLACE, buf, me == 0 ? 2 : 3, WEFT_INT32, WEFT_SUM, w);
     for (int call = 0; rc == WEFT_OK && call < 10; call++) /* the slots come round again */
@@ -464,6 +509,7 @@ int main(int argc, char **argv)
         all[r] = r;
     blocking_loop(w, all);
     wide_payloads(w, all);
+    allgathers(w, all);
     root_runs_ahead(w);
     CHECK(weft_comm_dup(w, &d) == WEFT_OK, "dup");
     board_on(d);

@@ -212,6 +212,11 @@ static const algo_t table[] = {
     {"bruck", WEFT_COLL_ALLGATHER, S, algo_bruck_allgather, "",
      "Bruck: ceil(lg P) rounds for any P, then a local rotation",
      "ceil(lg P) alpha + (P-1)/P n beta"},
+    {"board", WEFT_COLL_ALLGATHER, S, algo_board_build, "",
+     "each rank writes its block to its slot of the shared-memory board and copies every "
+     "other slot (tiny blocks)",
+     "about alpha_line + (P-1)/P n beta: one wait per peer, no message", algo_board_usable,
+     &board_ops},
     /* scatter / gather (n = P * count elements in bytes) */
     {"binomial", WEFT_COLL_SCATTER, S, algo_binomial_scatter, "", "binomial tree from the root",
      "ceil(lg P) alpha + (P-1)/P n beta"},

@@ -14,6 +14,8 @@
  *   bcast      the root posts and leaves; the others copy its slot;
  *   reduce     the non-roots post and leave; the root combines in rank
  *              order, its own input taken from its buffer;
+ *   allgather  every rank posts its block; every rank copies each peer's
+ *              slot to that peer's place in its output;
  *   barrier    every rank posts an empty slot and waits until every other
  *              slot holds the call: one wait per rank, where a
  *              dissemination barrier chains lg P waits, each on a rank
@@ -85,7 +87,8 @@ static bool is_root(const exec_t *e) { return e->s->rank == e->desc->root; }
 /* Every rank posts and reads every other slot. */
 static bool all_to_all(const exec_t *e)
 {
-    return e->desc->coll == WEFT_COLL_ALLREDUCE || e->desc->coll == WEFT_COLL_BARRIER;
+    return e->desc->coll == WEFT_COLL_ALLREDUCE || e->desc->coll == WEFT_COLL_BARRIER ||
+           e->desc->coll == WEFT_COLL_ALLGATHER;
 }
 
 /* What this rank does in the call: post its bytes, read the others'. */
@@ -253,8 +256,20 @@ static void count_out(const exec_t *e, int q)
         e->x->ops->wake_ranks(e->x, &e->world[q], 1);
 }
 
+/* An allgather's blocks: each peer's slot to its place in the output, and
+ * this rank's own input to its place (in place, it is there already). */
+static void gather_slots(exec_t *e, size_t bytes)
+{
+    char *out = e->buf[BUF_OUT];
+    for (int q = 0; q < e->s->nrank; q++) {
+        const char *part = part_of(e, q);
+        if (part != out + (size_t)q * bytes)
+            copy_bytes(out + (size_t)q * bytes, part, bytes);
+    }
+}
+
 /* Every slot read holds the call: combine in rank order (or copy the
- * root's bytes), then release the slots. */
+ * root's bytes, or place every block), then release the slots. */
 static void finish_reading(exec_t *e)
 {
     int me = e->s->rank, first, end;
@@ -263,6 +278,9 @@ static void finish_reading(exec_t *e)
     if (e->desc->coll == WEFT_COLL_BCAST) {
         if (bytes)
             copy_bytes(e->buf[BUF_OUT], slot_of(e, first)->data, bytes);
+    } else if (e->desc->coll == WEFT_COLL_ALLGATHER) {
+        if (bytes)
+            gather_slots(e, bytes);
     } else if (e->desc->coll != WEFT_COLL_BARRIER) {
         char acc[BOARD_PAYLOAD];
         if (bytes)

@@ -110,7 +110,13 @@
  * ranks: the board (one wait per rank), 2x faster than dissemination at
  * 3-8 ranks and 2.5-4x at 16-32 on the 2 cores (P = 8: 7.7-9.8 us against
  * 16-17; P = 32: 52 against 176-220), and ahead at P = 2 too (0.17-0.20 us
- * against 0.23-0.24).  The table is measured on shared
+ * against 0.23-0.24).  Allgather of blocks up to 2 KiB at 2-3 ranks: the
+ * board (2026-11-30, MPI_Allgather of ints under the drop-in, the median's
+ * maximum over ranks, two runs each): 2 ranks bound to cores 0.32 us at 4-8
+ * bytes a rank against recursive doubling's 0.54-0.86 (Open MPI's 0.46-0.59),
+ * 0.70-0.72 against 0.89-0.90 at 512, a tie at 64 and 2048; 3 ranks on the 2
+ * cores 10.9-12.7 against Bruck's 11.6-14.0.  At 4 ranks on the 2 cores it
+ * lost (23 us against 13 at 4-2048 bytes), so it stops at 3.  The table is measured on shared
  * memory; over MPI between nodes, measure with `weft tune` and load the
  * result.  `weft tune` measures another machine and writes rows that go
  * before them. */
@@ -194,8 +200,13 @@ static const char builtin_text[] =
     "reduce_scatter   noncommutative  *           *             linear\n"
     "reduce_scatter   commutative     *           0-64K         recursive_halving\n"
     "reduce_scatter   commutative     *           65537-*       ring\n"
-    "allgather        any             *:pow2      0-64K         recursive_doubling\n"
-    "allgather        any             *:notpow2   0-64K         bruck\n"
+    "allgather        any             1-1         0-64K         recursive_doubling\n"
+    "allgather        any             2-2         0-4K          board|recursive_doubling\n"
+    "allgather        any             2-2         4097-64K      recursive_doubling\n"
+    "allgather        any             3-3         0-6K          board|bruck\n"
+    "allgather        any             3-3         6145-64K      bruck\n"
+    "allgather        any             4-*:pow2    0-64K         recursive_doubling\n"
+    "allgather        any             4-*:notpow2 0-64K         bruck\n"
     "allgather        any             *           65537-*       ring\n"
     "scatter          any             *           *             binomial\n"
     "gather           any             *           *             binomial\n"
