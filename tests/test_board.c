@@ -6,8 +6,8 @@
  * sub-communicators, a non-commutative op, in place, the barrier (no rank
  * leaves before the last has entered), a peer whose posts say it has not
  * finished its earlier calls (Proven read), split-phase calls waited for
- * in different orders by different ranks, allgathers between the other
- * calls, and refusals.  Modes "mismatch", "roots", "reduce_roots",
+ * in different orders by different ranks, allgathers and reduce_scatters
+ * between the other calls, and refusals.  Modes "mismatch", "roots", "reduce_roots",
  * "crossed_roots" and "allgather_counts": ranks pass different counts or
  * roots and must fail, not hang. */
 #include <stdint.h>
@@ -121,6 +121,27 @@ static void wide_payloads(weft_comm_t w, const int *all)
     }
 }
 
+/* A reduce_scatter on the board of up to n int32 a block, as many as fit
+ * a slot with all P blocks, in place every third call; buf holds 524 * P. */
+static void reduce_scatter_on_board(weft_comm_t w, const int *all, int call, int n, int32_t *buf)
+{
+    int m = P * n <= 522 ? n : 522 / P, ip = call % 3 == 2;
+    int32_t *in = buf, out[522];
+    for (int i = 0; i < P * m; i++)
+        in[i] = val(me, call, i);
+    int rc = weft_set_algorithm(w, WEFT_COLL_REDUCE_SCATTER, "board", NULL);
+    if (rc == WEFT_OK)
+        rc = weft_reduce_scatter(ip ? WEFT_IN_PLACE : in, ip ? in : out, (size_t)m, WEFT_INT32,
+                                 WEFT_SUM, w);
+    CHECK(rc == WEFT_OK, "reduce_scatter %d (%d a block): %s", call, m, weft_last_error());
+    const int32_t *got = ip ? in : out;
+    for (int i = 0; i < m; i++)
+        CHECK(got[i] == want(all, P, call, me * m + i), "reduce_scatter %d%s [%d]: %d, want %d",
+              call, ip ? " in place" : "", i, got[i], want(all, P, call, me * m + i));
+    const char *used = weft_last_algorithm(w, WEFT_COLL_REDUCE_SCATTER);
+    CHECK(used && !strcmp(used, "board"), "reduce_scatter served by %s", used ? used : "nothing");
+}
+
 /* Allgathers on the board between calls of the mixed sequence, which
  * share its slots: blocks over every line of a slot (522 int32 fill it),
  * in place every third call, and a block too large for a slot refused. */
@@ -128,7 +149,7 @@ static void allgathers(weft_comm_t w, const int *all)
 {
     static const int counts[] = {0, 1, 5, 10, 11, 42, 300, 521, 522, 7};
     int32_t in[523], small_in[5], small_out[5];
-    int32_t *out = malloc(sizeof(int32_t) * 523 * (size_t)P);
+    int32_t *out = malloc(sizeof(int32_t) * 524 * (size_t)P);
     CHECK(out && weft_set_algorithm(w, WEFT_COLL_ALLGATHER, "board", NULL) == WEFT_OK,
           "set allgather board: %s", weft_last_error());
     for (int call = 0; out && call < 600; call++) {
@@ -149,13 +170,20 @@ static void allgathers(weft_comm_t w, const int *all)
         rc = mixed_call(w, me, P, call, call % 6, small_in, small_out, NULL);
         CHECK(rc == WEFT_OK, "mixed call %d: %s", call, weft_last_error());
         check_mixed(all, P, me, call, call % 6, small_out, "between allgathers");
+        reduce_scatter_on_board(w, all, call, n, out);
     }
     const char *used = weft_last_algorithm(w, WEFT_COLL_ALLGATHER);
     CHECK(used && !strcmp(used, "board"), "allgather served by %s", used ? used : "nothing");
     int rc = out ? weft_allgather(in, out, 523, WEFT_INT32, w) : WEFT_EINVAL; /* 2092 bytes */
     CHECK(rc == WEFT_EINVAL && strstr(weft_last_error(), "allgather board carries at most 2088"),
           "allgather of 2092 bytes a rank: %d %s", rc, weft_last_error());
+    /* P blocks of 523 / P + 1 int32: more than a slot's 2088 bytes at every P */
+    rc = out ? weft_reduce_scatter(out, in, 523 / (size_t)P + 1, WEFT_INT32, WEFT_SUM, w)
+             : WEFT_EINVAL;
+    CHECK(rc == WEFT_EINVAL && strstr(weft_last_error(), "reduce_scatter board carries at most"),
+          "reduce_scatter of more than 2088 bytes: %d %s", rc, weft_last_error());
     weft_set_algorithm(w, WEFT_COLL_ALLGATHER, "auto", NULL);
+    weft_set_algorithm(w, WEFT_COLL_REDUCE_SCATTER, "auto", NULL);
     free(out);
 }
 
@@ -479,9 +507,9 @@ static int mismatch_mode(weft_comm_t w, const char *mode)
         weft_comm_free(&other);
     } else if (!strcmp(mode, "allgather_counts")) {
         int32_t *all = calloc((size_t)P * 3, sizeof(int32_t));
-        rc = !all ? WEFT_ENOMEM
-             : weft_set_algorithm(w, WEFT_COLL_ALLGATHER, "board", NULL)
-                 ?: weft_allgather(buf, all, me == 0 ? 2 : 3, WEFT_INT32, w);
+        rc = all ? weft_set_algorithm(w, WEFT_COLL_ALLGATHER, "board", NULL) : WEFT_ENOMEM;
+        if (rc == WEFT_OK)
+            rc = weft_allgather(buf, all, me == 0 ? 2 : 3, WEFT_INT32, w);
         free(all);
     } else
         rc = weft_allreduce(WEFT_IN_PLACE, buf, me == 0 ? 2 : 3, WEFT_INT32, WEFT_SUM, w);

@@ -203,6 +203,11 @@ static const algo_t table[] = {
     {"linear", WEFT_COLL_REDUCE_SCATTER, 0, algo_linear_reduce_scatter, "",
      "each rank sends block j to rank j, which combines them in rank order",
      "(P-1) alpha + (P-1)/P n (beta + gamma)"},
+    {"board", WEFT_COLL_REDUCE_SCATTER, S, algo_board_build, "",
+     "each rank writes its whole input to its slot of the shared-memory board and combines its "
+     "block of every slot in rank order (tiny n)",
+     "about alpha_line + (P-1)/P n beta + (P-1)/P n gamma: one wait per peer, no message",
+     algo_board_usable, &board_ops},
     /* allgather (n = P * count elements in bytes) */
     {"ring", WEFT_COLL_ALLGATHER, S, algo_ring_allgather, "", "P-1 steps around a ring",
      "(P-1) alpha + (P-1)/P n beta"},

@@ -16,6 +16,8 @@
  *              order, its own input taken from its buffer;
  *   allgather  every rank posts its block; every rank copies each peer's
  *              slot to that peer's place in its output;
+ *   reduce_scatter  every rank posts its whole input (P blocks); every
+ *              rank combines its own block from the slots in rank order;
  *   barrier    every rank posts an empty slot and waits until every other
  *              slot holds the call: one wait per rank, where a
  *              dissemination barrier chains lg P waits, each on a rank
@@ -88,7 +90,14 @@ static bool is_root(const exec_t *e) { return e->s->rank == e->desc->root; }
 static bool all_to_all(const exec_t *e)
 {
     return e->desc->coll == WEFT_COLL_ALLREDUCE || e->desc->coll == WEFT_COLL_BARRIER ||
-           e->desc->coll == WEFT_COLL_ALLGATHER;
+           e->desc->coll == WEFT_COLL_ALLGATHER || e->desc->coll == WEFT_COLL_REDUCE_SCATTER;
+}
+
+/* The bytes a rank posts: a reduce_scatter's whole input, P blocks. */
+static size_t posted_bytes(const exec_t *e)
+{
+    size_t b = bytes_of(e);
+    return e->desc->coll == WEFT_COLL_REDUCE_SCATTER ? b * (size_t)e->s->nrank : b;
 }
 
 /* What this rank does in the call: post its bytes, read the others'. */
@@ -144,7 +153,7 @@ static bool post(exec_t *e)
     board_slot_t *me = slot_of(e, e->s->rank);
     if (!slot_may_post(e, me))
         return false;
-    size_t bytes = bytes_of(e);
+    size_t bytes = posted_bytes(e);
     me->wanted += readers_of(e);
     me->sig = e->sig;
     me->len = (uint32_t)bytes;
@@ -203,7 +212,9 @@ static void prefetch_next_slot(const exec_t *e)
     const board_slot_t *next = e->x->ops->board_slot(e->x, e->world[e->s->rank],
                                                      slot_index(e->desc->key + 1));
 #if defined(__x86_64__) || defined(__i386__)
-    __asm__ volatile("prefetchw %0" : : "m"(*(const char *)next));
+    size_t end = offsetof(board_slot_t, data) + posted_bytes(e);
+    for (size_t at = 0; at < end; at += 64)
+        __asm__ volatile("prefetchw %0" : : "m"(*((const char *)next + at)));
 #endif
     if (!e->br.peers_ordered)
         __builtin_prefetch(&next->reads, 0, 3);
@@ -229,7 +240,7 @@ static int differs(exec_t *e, int q, const board_slot_t *ps)
     snprintf(msg, sizeof msg, "rank %d and rank %d disagree on a collective (signature "
              "%08x vs %08x, %u vs %llu bytes): do all ranks pass the same count, datatype, "
              "op, root and algorithm?", e->s->rank, q, (unsigned)e->sig, (unsigned)ps->sig,
-             (unsigned)ps->len, (unsigned long long)bytes_of(e));
+             (unsigned)ps->len, (unsigned long long)posted_bytes(e));
     if (e->x->ops->fail_job)
         e->x->ops->fail_job(e->x, msg);
     return -weft_error(WEFT_EMISMATCH, "%s", msg);
@@ -282,11 +293,13 @@ static void finish_reading(exec_t *e)
         if (bytes)
             gather_slots(e, bytes);
     } else if (e->desc->coll != WEFT_COLL_BARRIER) {
+        /* a reduce_scatter combines this rank's block of every input */
+        size_t at = e->desc->coll == WEFT_COLL_REDUCE_SCATTER ? (size_t)me * bytes : 0;
         char acc[BOARD_PAYLOAD];
         if (bytes)
-            copy_bytes(acc, part_of(e, 0), bytes);
+            copy_bytes(acc, part_of(e, 0) + at, bytes);
         for (int q = 1; q < e->s->nrank; q++)
-            reducer_apply(&e->red, acc, part_of(e, q), e->desc->count, false);
+            reducer_apply(&e->red, acc, part_of(e, q) + at, e->desc->count, false);
         if (bytes)
             copy_bytes(e->buf[BUF_OUT], acc, bytes);
     }
@@ -401,7 +414,7 @@ static int read_slots(exec_t *e, int *moved, int *bad)
         const board_slot_t *ps = slot_of(e, q);
         if (atomic_load_explicit(&ps->stamp, memory_order_acquire) != stamp_of(e))
             return 0;
-        if (ps->sig != e->sig || ps->len != bytes_of(e)) {
+        if (ps->sig != e->sig || ps->len != posted_bytes(e)) {
             *bad = q;
             return -1;
         }
@@ -708,9 +721,13 @@ int algo_board_usable(const coll_args_t *a, char *why, size_t len)
                            "you no longer use", cn, BOARD_SLOTS / 2);
         return -1;
     }
-    if (a->count * a->esize > BOARD_PAYLOAD) {
-        snprintf(why, len, "%s board carries at most %u bytes per rank, not %llu", cn,
-                 BOARD_PAYLOAD, (unsigned long long)(a->count * a->esize));
+    uint64_t posted = a->count * a->esize;
+    if (a->coll == WEFT_COLL_REDUCE_SCATTER)
+        posted *= (uint64_t)a->nrank; /* the whole input */
+    if (posted > BOARD_PAYLOAD) {
+        snprintf(why, len, "%s board carries at most %u bytes per rank, not %llu%s", cn,
+                 BOARD_PAYLOAD, (unsigned long long)posted,
+                 a->coll == WEFT_COLL_REDUCE_SCATTER ? " (its P blocks)" : "");
         return -1;
     }
     return 0;
