@@ -747,6 +747,16 @@ static int error_kept(void)
     for (size_t i = 0; i < n; i++)
         buf[i] = (int32_t)i;
     int rc;
+    /* a small bcast first, so that rank 0's ring to rank 1 is taken (its
+     * pages touched) before the large one: rank 1's start then finds the
+     * large message posted and begins reading it, and learns of the
+     * withdrawal there.  Posted after rank 1's start, it would be
+     * withdrawn unread, and rank 1's barrier would be failed by the watch
+     * of its bcast instead (watch_others: a rank that gave up a call in
+     * flight fails the wait, so that batches unwind) */
+    if (pair)
+        CHECK(weft_bcast(buf, 1, WEFT_INT32, 0, pair) == WEFT_OK, "small bcast: %s",
+              weft_last_error());
     if (me == 0) {
         turn_wait("posted");
         weft_comm_set_timeout(pair, 200);
