@@ -123,9 +123,10 @@
  * (Open MPI's 0.49-0.61), and behind it from 128 bytes (0.64-0.86 against
  * 0.55-0.67); at 3 ranks on the 2 cores 10.8-11.3 against 11.5-12.3 to
  * 768 bytes.  Past its first line the board's 2-rank calls cost about 0.45
- * us more (allreduce of 40 bytes 0.34, of 48 bytes 0.81), which an
- * exchange through such a slot between two bare processes does not show
- * (310 against 324 ns): not understood yet (PERFORMANCE.md).  The table is measured on shared
+ * us more when each follows a barrier (weft bench: allreduce of 40 bytes
+ * 0.34, of 48 bytes 0.81), where back to back they cost one line's
+ * transfer more (316 against 426 ns) and two bare processes exchanging
+ * through such a slot 75 ns more: not understood yet (PERFORMANCE.md).  The table is measured on shared
  * memory; over MPI between nodes, measure with `weft tune` and load the
  * result.  `weft tune` measures another machine and writes rows that go
  * before them. */
