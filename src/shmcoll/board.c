@@ -212,9 +212,7 @@ static void prefetch_next_slot(const exec_t *e)
     const board_slot_t *next = e->x->ops->board_slot(e->x, e->world[e->s->rank],
                                                      slot_index(e->desc->key + 1));
 #if defined(__x86_64__) || defined(__i386__)
-    size_t end = offsetof(board_slot_t, data) + posted_bytes(e);
-    for (size_t at = 0; at < end; at += 64)
-        __asm__ volatile("prefetchw %0" : : "m"(*((const char *)next + at)));
+    __asm__ volatile("prefetchw %0" : : "m"(*(const char *)next));
 #endif
     if (!e->br.peers_ordered)
         __builtin_prefetch(&next->reads, 0, 3);
@@ -722,8 +720,8 @@ int algo_board_usable(const coll_args_t *a, char *why, size_t len)
         return -1;
     }
     uint64_t posted = a->count * a->esize;
-    if (a->coll == WEFT_COLL_REDUCE_SCATTER)
-        posted *= (uint64_t)a->nrank; /* the whole input */
+    if (a->coll == WEFT_COLL_REDUCE_SCATTER && posted <= BOARD_PAYLOAD)
+        posted *= (uint64_t)a->nrank; /* the whole input (no overflow: nrank < 2^32) */
     if (posted > BOARD_PAYLOAD) {
         snprintf(why, len, "%s board carries at most %u bytes per rank, not %llu%s", cn,
                  BOARD_PAYLOAD, (unsigned long long)posted,
