@@ -69,6 +69,10 @@ typedef struct board_comm {
      * 24 | the low 24 bits of its signature; 0: none.  One word: a
      * split-phase call may be moved on by another thread's wait. */
     _Atomic uint64_t unchecked;
+    /* the bytes this rank last posted in each slot of the pair: how many
+     * lines of it to prefetch for the next post there (board.c,
+     * prefetch_next_slot); a hint, written where the post is made */
+    _Atomic uint32_t posted_len[2];
 } board_comm_t;
 
 /* Where an arrival-driven algorithm (src/shmcoll/arrival.h) is in its

@@ -118,15 +118,13 @@
  * cores 10.9-12.7 against Bruck's 11.6-14.0.  At 4 ranks on the 2 cores it
  * lost (23 us against 13 at 4-2048 bytes), so it stops at 3.  Reduce-scatter
  * of a commutative op the same way (MPI_Reduce_scatter_block of ints,
- * sum): at 2 ranks the board while the whole input fits a slot's first
- * line (40 bytes), 0.27-0.29 us against recursive halving's 0.55-0.63
- * (Open MPI's 0.49-0.61), and behind it from 128 bytes (0.64-0.86 against
- * 0.55-0.67); at 3 ranks on the 2 cores 10.8-11.3 against 11.5-12.3 to
- * 768 bytes.  Past its first line the board's 2-rank calls cost about 0.45
- * us more when each follows a barrier (weft bench: allreduce of 40 bytes
- * 0.34, of 48 bytes 0.81), where back to back they cost one line's
- * transfer more (316 against 426 ns) and two bare processes exchanging
- * through such a slot 75 ns more: not understood yet (PERFORMANCE.md).  The table is measured on shared
+ * sum), with the next slot's lines prefetched (board.c): at 2 ranks 0.28-0.31
+ * us at 4-8 bytes a block against recursive halving's 0.62-0.72 (Open
+ * MPI's 0.49-0.61), 0.44-0.46 against 0.68-0.92 at 64-512, 0.67-0.68
+ * against 0.92-0.95 at 1024; at 3 ranks on the 2 cores 10.8-11.3 against
+ * 11.5-12.3 to 768 bytes.  The 2-rank allgather then: 0.32 at 4-8 bytes a
+ * block, 0.43-0.82 at 64-1024 against recursive doubling's 0.68-1.20 and
+ * Open MPI's 0.46-1.21, 0.74-0.76 against 1.37-1.47 at 2048.  The table is measured on shared
  * memory; over MPI between nodes, measure with `weft tune` and load the
  * result.  `weft tune` measures another machine and writes rows that go
  * before them. */
@@ -209,10 +207,8 @@ static const char builtin_text[] =
     "reduce           commutative     *           262145-*      twotree|rsg|binomial\n"
     "reduce_scatter   noncommutative  *           *             linear\n"
     "reduce_scatter   commutative     1-1         0-64K         recursive_halving\n"
-    "reduce_scatter   commutative     2-2         0-40          board|recursive_halving\n"
-    "reduce_scatter   commutative     2-2         41-64K        recursive_halving\n"
-    "reduce_scatter   commutative     3-3         0-2K          board|recursive_halving\n"
-    "reduce_scatter   commutative     3-3         2049-64K      recursive_halving\n"
+    "reduce_scatter   commutative     2-3         0-2K          board|recursive_halving\n"
+    "reduce_scatter   commutative     2-3         2049-64K      recursive_halving\n"
     "reduce_scatter   commutative     4-*         0-64K         recursive_halving\n"
     "reduce_scatter   commutative     *           65537-*       ring\n"
     "allgather        any             1-1         0-64K         recursive_doubling\n"
