@@ -168,6 +168,7 @@ typedef struct peer_state {
                                * next cell is seq mod ncells, a power of two) */
     uint64_t consumed_seen;   /* the peer's last count of cells consumed */
     ring_hdr_t *out, *in;      /* the rings to and from the peer, once known */
+    bool out_warm, in_warm;    /* every page of out / in touched here (ring_warm) */
     xreq_t *rd_head, *rd_tail; /* single-copy sends the peer has yet to read */
     uint64_t rd_done;          /* single-copy sends to the peer completed */
     uint32_t may_write;        /* RING_CMA_*: can this rank write the peer's memory? */
@@ -306,7 +307,7 @@ typedef struct shm_xport {
  * (0: never slow; tests set it high to take the switch every time).
  * Since the rings past the L2 carry large messages, the fast phase gave
  * messages of 3-5 GB/s on either side (a destination beyond the caches;
- * 2-3 GB/s while a ring's pages still faulted in, ring_fault_in), which at
+ * 2-3 GB/s while a ring's pages still faulted in; ring_warm), which at
  * 5 GB/s and two in a row kept switching pairs to single copy: so 3 GB/s,
  * three in a row (CELLS_SLOW_RUN).  In the slow phase a sender then copied
  * in at 2.3-2.9 GB/s and switched; its retries through cells read 3.7-4.3
@@ -546,8 +547,12 @@ static void say_paths(shm_xport_t *x, int src)
  * took 145-600 us a call through cells for the ring's first pass (32
  * calls), against 3.2 after, and copies measured chose single copy on
  * those samples (0.3 GB/s against 7.0).  A 2 MiB ring costs each side
- * about 6 ms once per pair, when the first message comes. */
-static void ring_fault_in(shm_xport_t *x, ring_hdr_t *ring, bool writing)
+ * about 6 ms once per pair, so it is paid at the pair's first message that
+ * may reach past a cell's first page (RING_WARM_MIN), not by pairs that
+ * only ever pass small messages (a test suite of short jobs took some 50 s
+ * longer when every ring was touched at its first message). */
+#define RING_WARM_MIN 2048u
+static void ring_warm(shm_xport_t *x, ring_hdr_t *ring, bool writing)
 {
     uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
     uintptr_t end = (uintptr_t)ring + x->seg.hdr->chan_stride;
@@ -565,7 +570,6 @@ static ring_hdr_t *ring_from(shm_xport_t *x, int src)
 {
     peer_state_t *ps = &x->peers[src];
     if (!ps->in && (ps->in = seg_ring_find(&x->seg, src, x->base.rank))) {
-        ring_fault_in(x, ps->in, false);
         atomic_store_explicit(&ps->in->cma, cma_probe(x, src), memory_order_release);
         atomic_store_explicit(&ps->in->arena, arena_probe(x, src), memory_order_release);
         say_paths(x, src);
@@ -1157,7 +1161,6 @@ static int push_sends(shm_xport_t *x, int dst)
             x->err = rc;
             return -rc;
         }
-        ring_fault_in(x, ps->out, true);
     }
     ring_hdr_t *ring = ps->out;
     int moved = 0;
@@ -1168,6 +1171,10 @@ static int push_sends(shm_xport_t *x, int dst)
         cell_t *c = cell_to_write(x, ps);
         if (!c)
             break;
+        if (r->done == 0 && r->bytes > RING_WARM_MIN && !ps->out_warm) {
+            ring_warm(x, ring, true);
+            ps->out_warm = true;
+        }
         if (r->done == 0 && single_copy(x, ring, r, &d, &ps->out_measured)) {
             post_read_me(x, ps, c, r, &d);
             moved = 1;
@@ -1334,8 +1341,8 @@ static xreq_t *take_posted(peer_state_t *ps, uint64_t tag)
  * back to back, an eager sender's lead is counted.  Also on the ring's
  * first pass (slow cells skip it): a ring of 2 MiB carries 32 copies of
  * 64 KiB before its second pass, and all that while the two ways would
- * take turns.  Its pages were touched when the ring was taken
- * (ring_fault_in), so the first pass is not the slow one it was. */
+ * take turns.  Its pages are touched before its first such message
+ * (ring_warm), so the first pass is not the slow one it was. */
 static void copy_clock_start(shm_xport_t *x, peer_state_t *ps, const cell_t *c,
                              const xreq_t *r, unsigned way)
 {
@@ -1512,6 +1519,10 @@ enum {
 static int start_message(shm_xport_t *x, int src, ring_hdr_t *ring, cell_t *c)
 {
     peer_state_t *ps = &x->peers[src];
+    if (c->total > RING_WARM_MIN && !ps->in_warm) {
+        ring_warm(x, ring, false);
+        ps->in_warm = true;
+    }
     xreq_t *r = take_posted(ps, c->tag);
     if (r) {
         if (c->sig != r->sig)
