@@ -549,8 +549,7 @@ static void say_paths(shm_xport_t *x, int src)
  * those samples (0.3 GB/s against 7.0).  A 2 MiB ring costs each side
  * about 6 ms once per pair, so it is paid at the pair's first message that
  * may reach past a cell's first page (RING_WARM_MIN), not by pairs that
- * only ever pass small messages (a test suite of short jobs took some 50 s
- * longer when every ring was touched at its first message). */
+ * only ever pass small messages, which touch only those first pages. */
 #define RING_WARM_MIN 2048u
 static void ring_warm(shm_xport_t *x, ring_hdr_t *ring, bool writing)
 {
