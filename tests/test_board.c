@@ -121,17 +121,16 @@ static void wide_payloads(weft_comm_t w, const int *all)
     }
 }
 
-/* A reduce_scatter on the board of up to n int32 a block, as many as fit
- * a slot with all P blocks, in place every third call; buf holds 524 * P. */
+/* A reduce_scatter (set to the board by the caller) of up to n int32 a
+ * block, as many as fit a slot with all P blocks, in place every third
+ * call; buf holds 524 * P. */
 static void reduce_scatter_on_board(weft_comm_t w, const int *all, int call, int n, int32_t *buf)
 {
     int m = P * n <= 522 ? n : 522 / P, ip = call % 3 == 2;
     int32_t *in = buf, out[522];
     for (int i = 0; i < P * m; i++)
         in[i] = val(me, call, i);
-    int rc = weft_set_algorithm(w, WEFT_COLL_REDUCE_SCATTER, "board", NULL);
-    if (rc == WEFT_OK)
-        rc = weft_reduce_scatter(ip ? WEFT_IN_PLACE : in, ip ? in : out, (size_t)m, WEFT_INT32,
+    int rc = weft_reduce_scatter(ip ? WEFT_IN_PLACE : in, ip ? in : out, (size_t)m, WEFT_INT32,
                                  WEFT_SUM, w);
     CHECK(rc == WEFT_OK, "reduce_scatter %d (%d a block): %s", call, m, weft_last_error());
     const int32_t *got = ip ? in : out;
@@ -150,8 +149,9 @@ static void allgathers(weft_comm_t w, const int *all)
     static const int counts[] = {0, 1, 5, 10, 11, 42, 300, 521, 522, 7};
     int32_t in[523], small_in[5], small_out[5];
     int32_t *out = malloc(sizeof(int32_t) * 524 * (size_t)P);
-    CHECK(out && weft_set_algorithm(w, WEFT_COLL_ALLGATHER, "board", NULL) == WEFT_OK,
-          "set allgather board: %s", weft_last_error());
+    CHECK(out && weft_set_algorithm(w, WEFT_COLL_ALLGATHER, "board", NULL) == WEFT_OK &&
+              weft_set_algorithm(w, WEFT_COLL_REDUCE_SCATTER, "board", NULL) == WEFT_OK,
+          "set allgather and reduce_scatter board: %s", weft_last_error());
     for (int call = 0; out && call < 600; call++) {
         int n = counts[call % 10];
         int ip = call % 3 == 1;
