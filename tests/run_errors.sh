@@ -25,6 +25,9 @@ expect 3 "rank 1 was killed by signal 11 (Segmentation fault) after the job was 
     "$weft" run -n 2 /bin/sh -c '[ $WEFT_RANK = 0 ] && exit 3; sleep 0.5; kill -SEGV $$'
 expect 3 "rank 1 had not ended 2 s after the job was aborted: killed" \
     "$weft" run -n 2 /bin/sh -c '[ $WEFT_RANK = 0 ] && exit 3; exec sleep 20'
+# a rank stopped by a signal cannot end itself: killed at once, and named
+expect 3 "rank 1 was stopped by a signal when the job was aborted: killed" \
+    "$weft" run -n 2 /bin/sh -c '[ $WEFT_RANK = 0 ] && { sleep 0.5; exit 3; }; kill -STOP $$'
 expect 2 "unknown command" "$weft" frobnicate
 expect 2 "not benchmarked" "$weft" bench scatter
 expect 2 "np" "$weft" bench allreduce --np 0

@@ -3,7 +3,8 @@
  * watches them.  When a rank dies (signal, non-zero exit, or exit without
  * weft_finalize) it marks the job aborted in the segment and wakes every
  * rank, so their waits fail with WEFT_EPEER at once; ranks still alive after
- * a grace period are killed, and named, as is any that crashes meanwhile.
+ * a grace period are killed, and named, as is any that crashes meanwhile
+ * (a rank stopped by a signal is killed at once: it cannot end itself).
  * A rank that exits without ever joining while others joined ends the job
  * the same way.  The segment reaches the ranks
  * as an inherited descriptor and its name is unlinked before any rank
@@ -118,6 +119,7 @@ typedef struct {
     seg_t seg;
     pid_t *pids;        /* 0 once reaped */
     char *killed;       /* the launcher signalled the rank itself */
+    char *stopped;      /* stopped by a signal (SIGSTOP, SIGTSTP...), not continued */
     int alive;
     int failed_rank;    /* the first rank that failed; -1 none, -2 interrupted */
     int failed_status;  /* its wait status */
@@ -180,12 +182,16 @@ static void reap_ranks(job_t *j)
 {
     int st;
     pid_t pid;
-    while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+    while ((pid = waitpid(-1, &st, WNOHANG | WUNTRACED | WCONTINUED)) > 0) {
         int r = 0;
         while (r < j->np && j->pids[r] != pid)
             r++;
         if (r == j->np)
             continue; /* a stray the subreaper inherited */
+        if (WIFSTOPPED(st) || WIFCONTINUED(st)) {
+            j->stopped[r] = WIFSTOPPED(st);
+            continue;
+        }
         j->alive--;
         j->pids[r] = 0;
         uint32_t state = atomic_load(&seg_rank(&j->seg, r)->state);
@@ -211,6 +217,21 @@ static void reap_ranks(job_t *j)
     }
 }
 
+/* A rank stopped by a signal cannot see the abort, so it cannot end
+ * itself: killed at once, not after the grace period (a stress fault job
+ * that stops a rank took 2 s longer).  Continuing it instead would let
+ * it run on past a failure its program may not expect. */
+static void kill_stopped(job_t *j)
+{
+    for (int r = 0; r < j->np; r++)
+        if (j->pids[r] && j->stopped[r] && !j->killed[r]) {
+            fprintf(stderr, "weft run: rank %d was stopped by a signal when the job was "
+                    "aborted: killed\n", r);
+            kill(j->pids[r], SIGKILL);
+            j->killed[r] = 1;
+        }
+}
+
 /* Waits until every rank has ended, failing the job on the first failure
  * or on SIGINT, SIGTERM or SIGHUP (blocked in set: taken synchronously). */
 static void watch_ranks(job_t *j, const sigset_t *set)
@@ -228,6 +249,8 @@ static void watch_ranks(job_t *j, const sigset_t *set)
         }
         if (j->alive == 0)
             break;
+        if (j->failed_rank != -1)
+            kill_stopped(j);
         if (j->grace_end > 0 && weft_now() > j->grace_end) {
             for (int r = 0; r < j->np; r++)
                 if (j->pids[r]) {
@@ -306,9 +329,11 @@ int launch_job(int np, char *const argv[], int verbose)
     }
     j.pids = calloc((size_t)np, sizeof *j.pids);
     j.killed = calloc((size_t)np, 1);
-    if (!j.pids || !j.killed) {
+    j.stopped = calloc((size_t)np, 1);
+    if (!j.pids || !j.killed || !j.stopped) {
         free(j.pids);
         free(j.killed);
+        free(j.stopped);
         fprintf(stderr, "weft run: out of memory\n");
         close(segfd);
         seg_detach(&j.seg);
@@ -338,5 +363,6 @@ int launch_job(int np, char *const argv[], int verbose)
     seg_detach(&j.seg);
     free(j.pids);
     free(j.killed);
+    free(j.stopped);
     return exit_code;
 }
