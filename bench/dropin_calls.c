@@ -3,7 +3,8 @@
  * under libweft-mpi.so: MPI_Bcast of two ints through MPI_INT, a contiguous
  * type, a struct in order and a vector (the derived-type shape cache), and
  * MPI_Allgather, MPI_Allgatherv and MPI_Reduce_scatter of float32 blocks of
- * one size at 8 B, 64 KiB and 1 MiB a rank.  Each figure: per call, a
+ * one size at 8 B, 64 KiB and 1 MiB a rank (or the sizes in argv[2], then
+ * without the bcasts), each call's last result checked.  Each figure: per call, a
  * barrier, then the call timed; the median over the calls of each rank,
  * then the maximum over ranks (weft bench's convention), and for the bcasts
  * the root's median too (its own time, which an eager root shows). */
@@ -60,19 +61,19 @@ static void bcasts(double *t, int iters)
     }
 }
 
-static void vector_calls(double *t, int iters)
+static void vector_calls(double *t, int iters, const long *bytes, int nsizes)
 {
-    const int sizes[3] = {2, 16384, 262144}; /* floats a rank */
     int *counts = malloc(sizeof(int) * (size_t)nranks), *displs = malloc(sizeof(int) * (size_t)nranks);
-    for (int k = 0; k < 3; k++) {
-        int n = sizes[k], it = n > 100000 ? iters / 4 : iters;
-        float *in = malloc(sizeof(float) * (size_t)n * (size_t)nranks);
-        float *out = malloc(sizeof(float) * (size_t)n * (size_t)nranks);
+    for (int k = 0; k < nsizes; k++) {
+        int n = (int)((bytes[k] + 3) / 4), it = n > 100000 ? iters / 4 : iters;
+        float *in = malloc(sizeof(float) * (size_t)n * (size_t)nranks + 1);
+        float *out = malloc(sizeof(float) * (size_t)n * (size_t)nranks + 1);
         for (long i = 0; i < (long)n * nranks; i++)
             in[i] = 1.0f;
         for (int r = 0; r < nranks; r++)
             counts[r] = n, displs[r] = r * n;
         for (int call = 0; call < 3; call++) {
+            long wrong = 0;
             for (int i = 0; i < it; i++) {
                 MPI_Barrier(MPI_COMM_WORLD);
                 double t0 = MPI_Wtime();
@@ -84,6 +85,13 @@ static void vector_calls(double *t, int iters)
                 else
                     MPI_Reduce_scatter(in, out, counts, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
                 t[i] = MPI_Wtime() - t0;
+            }
+            /* the last call's result: every element 1 (gathers) or P */
+            for (long i = 0; i < (call == 2 ? n : (long)n * nranks); i++)
+                wrong += out[i] != (call == 2 ? (float)nranks : 1.0f);
+            if (wrong) {
+                fprintf(stderr, "rank %d: %ld wrong elements\n", rank, wrong);
+                MPI_Abort(MPI_COMM_WORLD, 1);
             }
             const char *names[3] = {"allgather", "allgatherv", "reduce_scatter"};
             report(names[call], 4L * n, t, it, 0);
@@ -101,9 +109,26 @@ int main(int argc, char **argv)
     int iters = argc > 1 ? atoi(argv[1]) : 400;
     if (iters < 4)
         iters = 4;
+    /* argv[2]: the vector calls' bytes a rank, comma-separated; no bcasts */
+    long bytes[32] = {8, 65536, 1048576};
+    int nsizes = 3;
+    if (argc > 2) {
+        nsizes = 0;
+        for (char *p = argv[2], *e; *p && nsizes < 32; p = *e ? e + 1 : e) {
+            bytes[nsizes] = strtol(p, &e, 10);
+            if (e == p || bytes[nsizes] < 1 || bytes[nsizes] > (1L << 28) || (*e && *e != ',')) {
+                if (rank == 0)
+                    fprintf(stderr, "dropin_calls: sizes '%s': want bytes a rank, 1..2^28, "
+                            "comma-separated\n", argv[2]);
+                MPI_Abort(MPI_COMM_WORLD, 2);
+            }
+            nsizes++;
+        }
+    }
     double *t = malloc(sizeof(double) * (size_t)iters);
-    bcasts(t, iters);
-    vector_calls(t, iters);
+    if (argc <= 2)
+        bcasts(t, iters);
+    vector_calls(t, iters, bytes, nsizes);
     free(t);
     MPI_Finalize();
     return 0;

@@ -16,6 +16,8 @@ its thread spent, part of it hidden behind the backward pass).
 --comm weft-inline   the same hook making each allreduce in the hook itself
                      (HookState(overlap=False)): no overlap
 --comm weft-backend  DDP over the "weft" torch.distributed backend
+--comm gloo,weft     several, trained one after the other in the same
+                     processes from the same start (a line each)
 --mif X              before each step every rank sleeps r x --delay-us, r
                      drawn uniform in [0, X] per rank and step (the maximum
                      imbalance factor of the arrival-pattern seed)
@@ -75,11 +77,15 @@ def gloo_hook(state, bucket):
     return fut
 
 
+COMMS = ("gloo", "weft", "weft-inline", "weft-backend")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--model", default="mlp", choices=["mlp", "cnn"])
-    ap.add_argument("--comm", default="weft", choices=["gloo", "weft", "weft-inline",
-                                                        "weft-backend"])
+    ap.add_argument("--comm", default="weft",
+                    help="one of %s, or several comma-separated: trained one after the "
+                         "other in the same processes, a line each" % ", ".join(COMMS))
     ap.add_argument("--algo", default=None, help="weft's allreduce algorithm (default AUTO)")
     ap.add_argument("--steps", type=int, default=40)
     ap.add_argument("--warmup", type=int, default=5)
@@ -88,10 +94,20 @@ def main():
     ap.add_argument("--delay-us", type=float, default=1000.0)
     ap.add_argument("--csv", default=None, help="append a line of figures to this file")
     a = ap.parse_args()
-    if a.algo and a.comm not in ("weft", "weft-inline"):
+    comms = a.comm.split(",")
+    for c in comms:
+        if c not in COMMS:
+            raise SystemExit("train_ddp: --comm %r: want %s, comma-separated" % (c, ", ".join(COMMS)))
+    if a.algo and any(c not in ("weft", "weft-inline") for c in comms):
         raise SystemExit("train_ddp: --algo is for --comm weft and weft-inline")
     torch.set_num_threads(1)  # the ranks share the machine's cores
+    for c in comms:
+        a.comm = c
+        train(a)
 
+
+def train(a):
+    """Trains from the same start with a.comm, prints the figures' line."""
     comm = wt.init_process_group("weft" if a.comm == "weft-backend" else "gloo")
     group = dist.distributed_c10d._get_default_group()
     model = DDP(make_model(a.model), process_group=group)
