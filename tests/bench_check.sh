@@ -23,6 +23,31 @@ for coll in allreduce reduce bcast; do
         done
     done
 done
+# allgather and reduce_scatter: a size is the whole vector, rounded up to a
+# block of whole elements a rank; every algorithm at 3 and 4 ranks, sizes
+# from none to past the board's, two datatypes each, results checked (the
+# reduce-scatter's rank-ordered composition too, where the algorithms
+# refuse it said so)
+for np in 3 4; do
+    dts="int8 float16"; [ $np = 4 ] && dts="uint16 float64"
+    for coll in allgather reduce_scatter; do
+        for dt in $dts; do
+            op=(); [ $coll = reduce_scatter ] && op=(--op max); [ $dt = uint16 ] && [ $coll = reduce_scatter ] && op=(--op sum)
+            out=$("$weft" bench $coll --np $np --check --dtype $dt "${op[@]}" --sizes 0,4,100,4096,65536 \
+                  --algo all --iters 1 --warmup 0 2>&1)
+            if grep -q "# check: every result verified" <<<"$out" && grep -q "^ *65536 |\|^ *655[0-9][0-9] |" <<<"$out"
+            then passes=$((passes + 1)); else fails=$((fails + 1)); echo "FAIL: $coll np $np $dt"; echo "$out" | tail -4; fi
+        done
+    done
+    out=$("$weft" bench reduce_scatter --np $np --check --op noncommutative --sizes 24,1000 --algo all \
+          --iters 1 --warmup 0 2>&1)
+    if grep -q "# check: every result verified" <<<"$out" && grep -q "recursive_halving needs a commutative op" <<<"$out"
+    then passes=$((passes + 1)); else fails=$((fails + 1)); echo "FAIL: reduce_scatter noncommutative np $np"; echo "$out" | tail -4; fi
+done
+for bad in "allgather --op sum" "allgather --poll" "reduce_scatter --inflight 2"; do
+    if "$weft" bench $bad 2>/dev/null; then fails=$((fails + 1)); echo "FAIL: '$bad' was accepted"
+    else passes=$((passes + 1)); fi
+done
 # --poll: the *_timeout variants polled at WEFT_TEST, on more ranks than cores
 for coll in allreduce reduce bcast; do
     out=$("$weft" bench "$coll" --np 5 --poll --check --dtype int32 --sizes 4,1000,65536 \

@@ -36,7 +36,8 @@
 static void bench_usage(FILE *f)
 {
     fprintf(f,
-            "usage: weft bench allreduce|bcast|reduce|barrier [--np P]\n"
+            "usage: weft bench allreduce|bcast|reduce|allgather|reduce_scatter|barrier\n"
+            "                  [--np P]\n"
             "                  [--algo all|auto,A,B/k=v;k=v,..]\n"
             "       weft bench kernels   (reduction kernels and copies against memcpy)\n"
             "                  [--sizes LO:HI[:xK|:+K] | S1,S2,..] [--iters N] [--warmup N] [--check]\n"
@@ -51,6 +52,10 @@ static void bench_usage(FILE *f)
             "Sizes are in bytes, K, M or G allowed (LO:HI doubles from LO, :xK multiplies\n"
             "by K, :+K adds K), as weft sim takes them, each rounded up to whole\n"
             "elements of --dtype; default 4:64M,\n"
+            "allgather and reduce_scatter: a size is the whole vector (P blocks, each\n"
+            "rounded up to whole elements), as weft explain and tuning tables count it;\n"
+            "their busbw is (P-1)/P of it per second; no --poll or --inflight (they have\n"
+            "no split-phase calls), and the allgather takes no --op.\n"
             "--np 4, iterations scaled to the size unless --iters is given.\n"
             "Without --algo: per size, AUTO's figure and choice, the fastest algorithm\n"
             "and (under mpirun) the MPI library's; --algo all: every algorithm's figures.\n"
@@ -85,6 +90,19 @@ static void bench_usage(FILE *f)
 
 #define SIZE_MAX_BYTES (1ull << 40)
 #define INFLIGHT_MAX 16
+
+/* The collectives of P blocks (a size is the whole vector): allgather and
+ * reduce_scatter. */
+static bool blocked(const bench_opts_t *o)
+{
+    return o->coll == WEFT_COLL_ALLGATHER || o->coll == WEFT_COLL_REDUCE_SCATTER;
+}
+
+/* Collectives that combine nothing: no op. */
+static bool opless(const bench_opts_t *o)
+{
+    return o->coll == WEFT_COLL_BCAST || o->coll == WEFT_COLL_ALLGATHER;
+}
 
 /* --sizes: a list as weft sim takes it (number_list), at most 64 sizes of
  * at most 2^40 bytes; 0, or -1 with why filled. */
@@ -184,6 +202,7 @@ static int parse_valued(bench_opts_t *o, const char *opt, const char *v)
             return 2;
         }
         o->op = op;
+        o->op_given = 1;
     } else if (!strcmp(opt, "--root")) {
         long r = strtol(v, &e, 10);
         if (*e || e == v || r < 0 || r > 65535) {
@@ -259,12 +278,21 @@ static int check_combination(const bench_opts_t *o)
                         "collective); leave out --osu\n");
         return 2;
     }
+    if (o->coll == WEFT_COLL_ALLGATHER && o->op_given) {
+        fprintf(stderr, "weft bench allgather: it combines nothing: leave out --op\n");
+        return 2;
+    }
     if (o->op == OP_AFFINE && o->dtype != WEFT_UINT64) {
         fprintf(stderr, "weft bench: --op noncommutative composes affine maps stored as uint64, "
                         "not %s\n", weft_dtype_name(o->dtype));
         return 2;
     }
-    if (o->coll != WEFT_COLL_BCAST && o->op >= WEFT_BAND &&
+    if (blocked(o) && (o->poll || o->inflight > 1)) {
+        fprintf(stderr, "weft bench %s: %s: it has no split-phase or *_timeout calls\n",
+                weft_coll_name(o->coll), o->poll ? "--poll" : "--inflight");
+        return 2;
+    }
+    if (!opless(o) && o->op >= WEFT_BAND &&
         (o->dtype == WEFT_FLOAT16 || o->dtype == WEFT_BFLOAT16 || o->dtype == WEFT_FLOAT32 ||
          o->dtype == WEFT_FLOAT64)) {
         fprintf(stderr, "weft bench: --op %s is defined for integer datatypes only, not %s\n",
@@ -310,9 +338,9 @@ int bench_parse(int argc, char **argv, bench_opts_t *o)
     }
     o->coll = coll_from_name(argv[1]);
     if (o->coll != WEFT_COLL_ALLREDUCE && o->coll != WEFT_COLL_BCAST &&
-        o->coll != WEFT_COLL_REDUCE && o->coll != WEFT_COLL_BARRIER) {
+        o->coll != WEFT_COLL_REDUCE && o->coll != WEFT_COLL_BARRIER && !blocked(o)) {
         fprintf(stderr, "weft bench: collective '%s' is not benchmarked (allreduce, bcast, "
-                        "reduce, barrier)\n", argv[1]);
+                        "reduce, allgather, reduce_scatter, barrier)\n", argv[1]);
         return 2;
     }
     const char *dataful = NULL; /* an option that means nothing to a barrier */
@@ -448,17 +476,27 @@ static void fill(void *buf, size_t count, weft_dtype_t dt, weft_op_t op, int ran
 /* The reference for element i, combined in the op's own arithmetic: integer
  * sums and products wrap (done in uint64, then cut to the width), bitwise
  * ops act on the stored bits, comparisons on the stored values. */
+static bool check_elem_of(const void *out, size_t at, size_t i, int first, int last, int P,
+                          const bench_opts_t *o, unsigned salt);
 static bool check_elem(const void *out, size_t i, int P, const bench_opts_t *o, unsigned salt)
+{
+    int first = o->coll == WEFT_COLL_BCAST ? o->root : 0;
+    int last = o->coll == WEFT_COLL_BCAST ? o->root : P - 1;
+    return check_elem_of(out, i, i, first, last, P, o, salt);
+}
+
+/* The same for out[at], which holds element i of ranks first..last
+ * combined (one rank: its value as generated). */
+static bool check_elem_of(const void *out, size_t at, size_t i, int first, int last, int P,
+                          const bench_opts_t *o, unsigned salt)
 {
     weft_dtype_t dt = o->dtype;
     weft_op_t op = o->op;
-    int first = o->coll == WEFT_COLL_BCAST ? o->root : 0;
-    int last = o->coll == WEFT_COLL_BCAST ? o->root : P - 1;
     if (op == OP_AFFINE) {
         uint64_t acc = affine_gen(i, first, salt);
         for (int r = first + 1; r <= last; r++)
             acc = affine_compose(acc, affine_gen(i, r, salt));
-        return ((const uint64_t *)out)[i] == acc;
+        return ((const uint64_t *)out)[at] == acc;
     }
     if (elem_is_float(dt)) {
         double acc = 0;
@@ -467,7 +505,7 @@ static bool check_elem(const void *out, size_t i, int P, const bench_opts_t *o, 
             acc = r == first ? v : op == WEFT_SUM ? acc + v : op == WEFT_PROD ? acc * v
                                  : op == WEFT_MIN ? (v < acc ? v : acc) : (v > acc ? v : acc);
         }
-        double got = elem_get_float(out, i, dt);
+        double got = elem_get_float(out, at, dt);
         /* beyond the exact range of the half types' sums (see gen) */
         bool inexact = (dt == WEFT_BFLOAT16 && P > 128) || (dt == WEFT_FLOAT16 && P > 1024);
         return inexact ? fabs(got - acc) <= fabs(acc) / 64 : got == acc;
@@ -478,7 +516,7 @@ static bool check_elem(const void *out, size_t i, int P, const bench_opts_t *o, 
         /* one rank's value as it is, even under land/lor (as MPI) */
         acc = r == first ? v : elem_combine_int(op, dt, acc, v);
     }
-    return elem_get_int(out, i, dt) == elem_wrap((int64_t)acc, dt);
+    return elem_get_int(out, at, dt) == elem_wrap((int64_t)acc, dt);
 }
 
 /* The MPI library's own collective, and weft's AUTO choice, as
@@ -499,7 +537,7 @@ static int native_types(const bench_opts_t *o, MPI_Datatype *dt, MPI_Op *op)
                                  MPI_BOR, MPI_BXOR, MPI_LAND, MPI_LOR};
     if (o->dtype == WEFT_FLOAT16 || o->dtype == WEFT_BFLOAT16)
         return weft_error(WEFT_ENOTSUP, "MPI has no %s", weft_dtype_name(o->dtype));
-    if (o->op == OP_AFFINE && o->coll != WEFT_COLL_BCAST)
+    if (o->op == OP_AFFINE && !opless(o))
         return weft_error(WEFT_ENOTSUP, "the MPI library is not given weft's user op");
     *dt = mdt[o->dtype];
     *op = o->op >= 0 ? mop[o->op] : MPI_OP_NULL;
@@ -524,10 +562,17 @@ static int run_one(weft_comm_t comm, const bench_opts_t *o, const algo_t *al, si
         int n = (int)count, rc = native_types(o, &dt, &op);
         if (rc)
             return rc;
+        int P = 1, block;
+        PMPI_Comm_size(MPI_COMM_WORLD, &P);
+        block = n / P;
         if (o->coll == WEFT_COLL_ALLREDUCE)
             rc = PMPI_Allreduce(in, out, n, dt, op, MPI_COMM_WORLD);
         else if (o->coll == WEFT_COLL_BCAST)
             rc = PMPI_Bcast(out, n, dt, o->root, MPI_COMM_WORLD);
+        else if (o->coll == WEFT_COLL_ALLGATHER)
+            rc = PMPI_Allgather(in, block, dt, out, block, dt, MPI_COMM_WORLD);
+        else if (o->coll == WEFT_COLL_REDUCE_SCATTER)
+            rc = PMPI_Reduce_scatter_block(in, out, block, dt, op, MPI_COMM_WORLD);
         else
             rc = PMPI_Reduce(in, out, n, dt, op, o->root, MPI_COMM_WORLD);
         return native_error(rc);
@@ -551,6 +596,11 @@ static int run_one(weft_comm_t comm, const bench_opts_t *o, const algo_t *al, si
     case WEFT_COLL_ALLREDUCE: return weft_allreduce(in, out, count, o->dtype, op_handle(o), comm);
     case WEFT_COLL_BCAST: return weft_bcast(out, count, o->dtype, o->root, comm);
     case WEFT_COLL_BARRIER: return weft_barrier(comm);
+    case WEFT_COLL_ALLGATHER:
+        return weft_allgather(in, out, count / (size_t)weft_comm_size(comm), o->dtype, comm);
+    case WEFT_COLL_REDUCE_SCATTER:
+        return weft_reduce_scatter(in, out, count / (size_t)weft_comm_size(comm), o->dtype,
+                                   op_handle(o), comm);
     default: return weft_reduce(in, out, count, o->dtype, op_handle(o), o->root, comm);
     }
 }
@@ -791,8 +841,7 @@ static void print_header(const bench_opts_t *o, weft_comm_t comm, const lineup_t
     char data[80] = "";
     if (o->coll != WEFT_COLL_BARRIER)
         snprintf(data, sizeof data, " %s%s%s, buffers from %s,", weft_dtype_name(o->dtype),
-                 o->coll == WEFT_COLL_BCAST ? "" : " ",
-                 o->coll == WEFT_COLL_BCAST ? "" : bench_op_name(o->op),
+                 opless(o) ? "" : " ", opless(o) ? "" : bench_op_name(o->op),
                  o->arena ? "weft_alloc" : "malloc");
     printf("# weft bench %s: P=%d,%s %s%s; latency in us (%s)%s\n", weft_coll_name(o->coll), P,
            data,
@@ -827,7 +876,9 @@ static void print_header(const bench_opts_t *o, weft_comm_t comm, const lineup_t
 static double busbw_of(const bench_opts_t *o, int P, size_t bytes, double med)
 {
     double algbw = med > 0 ? (double)bytes * o->inflight / (med * 1e-6) / 1e9 : 0;
-    return o->coll == WEFT_COLL_ALLREDUCE ? algbw * 2.0 * (P - 1) / P : algbw;
+    return o->coll == WEFT_COLL_ALLREDUCE ? algbw * 2.0 * (P - 1) / P
+           : blocked(o)                  ? algbw * (P - 1) / P
+                                         : algbw;
 }
 
 static void print_row_wide(const bench_opts_t *o, int P, size_t bytes, const lineup_t *L,
@@ -1277,8 +1328,15 @@ static int check_one(const bench_opts_t *o, weft_comm_t comm, weft_comm_t tally,
     int rc = run_round(comm, o, al, count, in, out);
     int bad = rc != 0;
     bool holds = o->coll != WEFT_COLL_REDUCE || rank == o->root;
-    size_t slot = slot_bytes(o);
-    for (int k = 0; holds && !bad && k < o->inflight; k++) {
+    size_t slot = slot_bytes(o), block = count / (size_t)P;
+    if (o->coll == WEFT_COLL_ALLGATHER) /* block r is rank r's input */
+        for (size_t at = 0; !bad && at < count; at++)
+            bad = !check_elem_of(out, at, at % block, (int)(at / block), (int)(at / block), P, o,
+                                 salt);
+    else if (o->coll == WEFT_COLL_REDUCE_SCATTER) /* this rank's block of every input */
+        for (size_t i = 0; !bad && i < block; i++)
+            bad = !check_elem_of(out, i, (size_t)rank * block + i, 0, P - 1, P, o, salt);
+    for (int k = 0; holds && !blocked(o) && !bad && k < o->inflight; k++) {
         const char *at = (const char *)out + (size_t)k * slot;
         for (size_t i = 0; !bad && i < count; i++)
             bad = !check_elem(at, i, P, o, salt + (unsigned)k);
@@ -1439,9 +1497,29 @@ static int bench_lineup(const bench_opts_t *o, weft_comm_t comm, lineup_t *L)
     return rc;
 }
 
-static int bench_rank(const bench_opts_t *o, weft_comm_t comm)
+/* allgather and reduce_scatter: each size rounded up to P whole elements
+ * (a block a rank), sizes that then meet kept once. */
+static void whole_blocks(bench_opts_t *o, int P)
+{
+    size_t unit = weft_dtype_size(o->dtype) * (size_t)P;
+    int kept = 0;
+    for (int i = 0; i < o->nsizes; i++) {
+        size_t b = (o->sizes[i] + unit - 1) / unit * unit;
+        bool seen = false;
+        for (int j = 0; j < kept; j++)
+            seen |= o->sizes[j] == b;
+        if (!seen)
+            o->sizes[kept++] = b;
+    }
+    o->nsizes = kept;
+}
+
+static int bench_rank(const bench_opts_t *given, weft_comm_t comm)
 {
     int rank = weft_comm_rank(comm), P = weft_comm_size(comm);
+    bench_opts_t opts = *given, *o = &opts;
+    if (blocked(o))
+        whole_blocks(o, P);
     lineup_t *L = calloc(1, sizeof *L);
     if (!L)
         return 1;

@@ -41,6 +41,7 @@ typedef struct bench_opts {
     const char *csv, *json;
     weft_dtype_t dtype;
     weft_op_t op;
+    int op_given; /* --op was given (the allgather refuses it) */
     int root;
     const char *transport; /* NULL: a weft job of its own; "mpi"/"shm": under mpirun */
     /* --mif X,..: the imbalanced benchmark (process-arrival-pattern-aware-
