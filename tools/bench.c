@@ -52,10 +52,10 @@ static void bench_usage(FILE *f)
             "Sizes are in bytes, K, M or G allowed (LO:HI doubles from LO, :xK multiplies\n"
             "by K, :+K adds K), as weft sim takes them, each rounded up to whole\n"
             "elements of --dtype; default 4:64M,\n"
-            "allgather and reduce_scatter: a size is the whole vector (P blocks, each\n"
-            "rounded up to whole elements), as weft explain and tuning tables count it;\n"
-            "their busbw is (P-1)/P of it per second; no --poll or --inflight (they have\n"
-            "no split-phase calls), and the allgather takes no --op.\n"
+            "allgather and reduce_scatter: a size is a rank's block, as weft explain\n"
+            "takes it (the reduce-scatter's input is P blocks); busbw is as nccl-tests\n"
+            "have it, (P-1)/P of the P blocks per second; no --poll or --inflight (they\n"
+            "have no split-phase calls), and the allgather takes no --op.\n"
             "--np 4, iterations scaled to the size unless --iters is given.\n"
             "Without --algo: per size, AUTO's figure and choice, the fastest algorithm\n"
             "and (under mpirun) the MPI library's; --algo all: every algorithm's figures.\n"
@@ -877,7 +877,7 @@ static double busbw_of(const bench_opts_t *o, int P, size_t bytes, double med)
 {
     double algbw = med > 0 ? (double)bytes * o->inflight / (med * 1e-6) / 1e9 : 0;
     return o->coll == WEFT_COLL_ALLREDUCE ? algbw * 2.0 * (P - 1) / P
-           : blocked(o)                  ? algbw * (P - 1) / P
+           : blocked(o)                  ? algbw * (P - 1) /* P blocks' (P-1)/P */
                                          : algbw;
 }
 
@@ -1395,13 +1395,13 @@ static void bench_mem_free(const bench_opts_t *o, bench_mem_t *m)
     free(m->alpha);
 }
 
-static int bench_mem_get(const bench_opts_t *o, size_t na, bench_mem_t *m)
+static int bench_mem_get(const bench_opts_t *o, size_t na, int P, bench_mem_t *m)
 {
     size_t es = weft_dtype_size(o->dtype);
     memset(m, 0, sizeof *m);
     for (int s = 0; s < o->nsizes; s++)
         m->maxbytes = o->sizes[s] > m->maxbytes ? o->sizes[s] : m->maxbytes;
-    size_t maxcount = slot_count(o) * (size_t)o->inflight;
+    size_t maxcount = slot_count(o) * (size_t)(blocked(o) ? P : o->inflight);
     if (!o->arena) {
         m->in = calloc(maxcount, es);
         m->out = calloc(maxcount, es);
@@ -1432,6 +1432,8 @@ static int bench_row(const bench_opts_t *o, weft_comm_t comm, lineup_t *L, bench
     int rank = weft_comm_rank(comm), P = weft_comm_size(comm), failures = 0;
     size_t es = weft_dtype_size(o->dtype), na = L->n;
     size_t count = o->sizes[s] / es, bytes = count * es;
+    if (blocked(o)) /* bytes a block; the calls pass P of them */
+        count *= (size_t)P;
     int iters = o->iters > 0 ? o->iters
                              : (int)fmax(5, fmin(1000, (double)(1u << 27) / fmax(bytes, 4096) / P));
     int warm = o->warmup >= 0 ? o->warmup : (iters / 10 > 2 ? iters / 10 : 2);
@@ -1497,36 +1499,16 @@ static int bench_lineup(const bench_opts_t *o, weft_comm_t comm, lineup_t *L)
     return rc;
 }
 
-/* allgather and reduce_scatter: each size rounded up to P whole elements
- * (a block a rank), sizes that then meet kept once. */
-static void whole_blocks(bench_opts_t *o, int P)
-{
-    size_t unit = weft_dtype_size(o->dtype) * (size_t)P;
-    int kept = 0;
-    for (int i = 0; i < o->nsizes; i++) {
-        size_t b = (o->sizes[i] + unit - 1) / unit * unit;
-        bool seen = false;
-        for (int j = 0; j < kept; j++)
-            seen |= o->sizes[j] == b;
-        if (!seen)
-            o->sizes[kept++] = b;
-    }
-    o->nsizes = kept;
-}
-
-static int bench_rank(const bench_opts_t *given, weft_comm_t comm)
+static int bench_rank(const bench_opts_t *o, weft_comm_t comm)
 {
     int rank = weft_comm_rank(comm), P = weft_comm_size(comm);
-    bench_opts_t opts = *given, *o = &opts;
-    if (blocked(o))
-        whole_blocks(o, P);
     lineup_t *L = calloc(1, sizeof *L);
     if (!L)
         return 1;
     bench_mem_t m;
     int rc = bench_lineup(o, comm, L);
     if (!rc)
-        rc = bench_mem_get(o, L->n, &m);
+        rc = bench_mem_get(o, L->n, P, &m);
     if (rc) {
         lineup_free(L);
         free(L);
