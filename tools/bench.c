@@ -91,8 +91,8 @@ static void bench_usage(FILE *f)
 #define SIZE_MAX_BYTES (1ull << 40)
 #define INFLIGHT_MAX 16
 
-/* The collectives of P blocks (a size is the whole vector): allgather and
- * reduce_scatter. */
+/* The collectives of P blocks, allgather and reduce_scatter: a size is a
+ * rank's block, and the count a call passes around is P of them. */
 static bool blocked(const bench_opts_t *o)
 {
     return o->coll == WEFT_COLL_ALLGATHER || o->coll == WEFT_COLL_REDUCE_SCATTER;
