@@ -91,17 +91,11 @@ static void bench_usage(FILE *f)
 #define SIZE_MAX_BYTES (1ull << 40)
 #define INFLIGHT_MAX 16
 
-/* The collectives of P blocks, allgather and reduce_scatter: a size is a
- * rank's block, and the count a call passes around is P of them. */
+/* The collectives of P blocks benchmarked, allgather and reduce_scatter: a
+ * size is a rank's block, and the count a call passes around is P of them. */
 static bool blocked(const bench_opts_t *o)
 {
-    return o->coll == WEFT_COLL_ALLGATHER || o->coll == WEFT_COLL_REDUCE_SCATTER;
-}
-
-/* Collectives that combine nothing: no op. */
-static bool opless(const bench_opts_t *o)
-{
-    return o->coll == WEFT_COLL_BCAST || o->coll == WEFT_COLL_ALLGATHER;
+    return coll_is_blocked(o->coll);
 }
 
 /* --sizes: a list as weft sim takes it (number_list), at most 64 sizes of
@@ -292,7 +286,7 @@ static int check_combination(const bench_opts_t *o)
                 weft_coll_name(o->coll), o->poll ? "--poll" : "--inflight");
         return 2;
     }
-    if (!opless(o) && o->op >= WEFT_BAND &&
+    if (!!coll_is_reduction(o->coll) && o->op >= WEFT_BAND &&
         (o->dtype == WEFT_FLOAT16 || o->dtype == WEFT_BFLOAT16 || o->dtype == WEFT_FLOAT32 ||
          o->dtype == WEFT_FLOAT64)) {
         fprintf(stderr, "weft bench: --op %s is defined for integer datatypes only, not %s\n",
@@ -338,7 +332,8 @@ int bench_parse(int argc, char **argv, bench_opts_t *o)
     }
     o->coll = coll_from_name(argv[1]);
     if (o->coll != WEFT_COLL_ALLREDUCE && o->coll != WEFT_COLL_BCAST &&
-        o->coll != WEFT_COLL_REDUCE && o->coll != WEFT_COLL_BARRIER && !blocked(o)) {
+        o->coll != WEFT_COLL_REDUCE && o->coll != WEFT_COLL_BARRIER &&
+        o->coll != WEFT_COLL_ALLGATHER && o->coll != WEFT_COLL_REDUCE_SCATTER) {
         fprintf(stderr, "weft bench: collective '%s' is not benchmarked (allreduce, bcast, "
                         "reduce, allgather, reduce_scatter, barrier)\n", argv[1]);
         return 2;
@@ -537,7 +532,7 @@ static int native_types(const bench_opts_t *o, MPI_Datatype *dt, MPI_Op *op)
                                  MPI_BOR, MPI_BXOR, MPI_LAND, MPI_LOR};
     if (o->dtype == WEFT_FLOAT16 || o->dtype == WEFT_BFLOAT16)
         return weft_error(WEFT_ENOTSUP, "MPI has no %s", weft_dtype_name(o->dtype));
-    if (o->op == OP_AFFINE && !opless(o))
+    if (o->op == OP_AFFINE && !!coll_is_reduction(o->coll))
         return weft_error(WEFT_ENOTSUP, "the MPI library is not given weft's user op");
     *dt = mdt[o->dtype];
     *op = o->op >= 0 ? mop[o->op] : MPI_OP_NULL;
@@ -562,9 +557,7 @@ static int run_one(weft_comm_t comm, const bench_opts_t *o, const algo_t *al, si
         int n = (int)count, rc = native_types(o, &dt, &op);
         if (rc)
             return rc;
-        int P = 1, block;
-        PMPI_Comm_size(MPI_COMM_WORLD, &P);
-        block = n / P;
+        int block = n / weft_comm_size(comm); /* comm is the world, as MPI_COMM_WORLD */
         if (o->coll == WEFT_COLL_ALLREDUCE)
             rc = PMPI_Allreduce(in, out, n, dt, op, MPI_COMM_WORLD);
         else if (o->coll == WEFT_COLL_BCAST)
@@ -841,7 +834,7 @@ static void print_header(const bench_opts_t *o, weft_comm_t comm, const lineup_t
     char data[80] = "";
     if (o->coll != WEFT_COLL_BARRIER)
         snprintf(data, sizeof data, " %s%s%s, buffers from %s,", weft_dtype_name(o->dtype),
-                 opless(o) ? "" : " ", opless(o) ? "" : bench_op_name(o->op),
+                 !coll_is_reduction(o->coll) ? "" : " ", !coll_is_reduction(o->coll) ? "" : bench_op_name(o->op),
                  o->arena ? "weft_alloc" : "malloc");
     printf("# weft bench %s: P=%d,%s %s%s; latency in us (%s)%s\n", weft_coll_name(o->coll), P,
            data,
@@ -1336,11 +1329,12 @@ static int check_one(const bench_opts_t *o, weft_comm_t comm, weft_comm_t tally,
     else if (o->coll == WEFT_COLL_REDUCE_SCATTER) /* this rank's block of every input */
         for (size_t i = 0; !bad && i < block; i++)
             bad = !check_elem_of(out, i, (size_t)rank * block + i, 0, P - 1, P, o, salt);
-    for (int k = 0; holds && !blocked(o) && !bad && k < o->inflight; k++) {
-        const char *at = (const char *)out + (size_t)k * slot;
-        for (size_t i = 0; !bad && i < count; i++)
-            bad = !check_elem(at, i, P, o, salt + (unsigned)k);
-    }
+    else /* every call of the round (--inflight) */
+        for (int k = 0; holds && !bad && k < o->inflight; k++) {
+            const char *at = (const char *)out + (size_t)k * slot;
+            for (size_t i = 0; !bad && i < count; i++)
+                bad = !check_elem(at, i, P, o, salt + (unsigned)k);
+        }
     weft_allreduce(WEFT_IN_PLACE, &bad, 1, WEFT_INT32, WEFT_MAX, tally);
     return bad;
 }

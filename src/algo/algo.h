@@ -132,6 +132,12 @@ static inline bool coll_is_reduction(weft_coll_t c)
 {
     return c == WEFT_COLL_ALLREDUCE || c == WEFT_COLL_REDUCE || c == WEFT_COLL_REDUCE_SCATTER;
 }
+/* Collectives whose count is a rank's block, the call moving P of them. */
+static inline bool coll_is_blocked(weft_coll_t c)
+{
+    return c == WEFT_COLL_REDUCE_SCATTER || c == WEFT_COLL_ALLGATHER || c == WEFT_COLL_SCATTER ||
+           c == WEFT_COLL_GATHER;
+}
 
 /* ---- helpers shared by the families (pattern arithmetic) ---- */
 

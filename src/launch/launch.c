@@ -217,19 +217,26 @@ static void reap_ranks(job_t *j)
     }
 }
 
-/* A rank stopped by a signal cannot see the abort, so it cannot end
- * itself: killed at once, not after the grace period (a stress fault job
- * that stops a rank took 2 s longer).  Continuing it instead would let
- * it run on past a failure its program may not expect. */
-static void kill_stopped(job_t *j)
+/* Kills, and names, the ranks still running after the job was aborted:
+ * at the grace period's end every one, before it those stopped by a
+ * signal.  A stopped rank cannot see the abort, so it cannot end itself:
+ * killed at once, not after the grace period (a stress fault job that
+ * stops a rank took 2 s longer).  Continuing it instead would let it run
+ * on past a failure its program may not expect. */
+static void kill_ranks(job_t *j, bool stopped_only)
 {
-    for (int r = 0; r < j->np; r++)
-        if (j->pids[r] && j->stopped[r] && !j->killed[r]) {
+    for (int r = 0; r < j->np; r++) {
+        if (!j->pids[r] || (stopped_only && (!j->stopped[r] || j->killed[r])))
+            continue;
+        if (stopped_only)
             fprintf(stderr, "weft run: rank %d was stopped by a signal when the job was "
                     "aborted: killed\n", r);
-            kill(j->pids[r], SIGKILL);
-            j->killed[r] = 1;
-        }
+        else
+            fprintf(stderr, "weft run: rank %d had not ended %.0f s after the job was aborted: "
+                    "killed\n", r, GRACE_SECONDS);
+        kill(j->pids[r], SIGKILL);
+        j->killed[r] = 1;
+    }
 }
 
 /* Waits until every rank has ended, failing the job on the first failure
@@ -250,15 +257,9 @@ static void watch_ranks(job_t *j, const sigset_t *set)
         if (j->alive == 0)
             break;
         if (j->failed_rank != -1)
-            kill_stopped(j);
+            kill_ranks(j, true);
         if (j->grace_end > 0 && weft_now() > j->grace_end) {
-            for (int r = 0; r < j->np; r++)
-                if (j->pids[r]) {
-                    fprintf(stderr, "weft run: rank %d had not ended %.0f s after the job "
-                            "was aborted: killed\n", r, GRACE_SECONDS);
-                    kill(j->pids[r], SIGKILL);
-                    j->killed[r] = 1;
-                }
+            kill_ranks(j, false);
             j->grace_end = weft_now() + 3600; /* kill once */
         }
         struct timespec ts = {0, 50 * 1000000L};

@@ -490,13 +490,7 @@ void tune_free(tune_table_t *t)
 uint64_t tune_bytes(const coll_args_t *a)
 {
     uint64_t b = a->count * a->esize;
-    switch (a->coll) {
-    case WEFT_COLL_REDUCE_SCATTER:
-    case WEFT_COLL_ALLGATHER:
-    case WEFT_COLL_SCATTER:
-    case WEFT_COLL_GATHER: return b * (uint64_t)a->nrank;
-    default: return b;
-    }
+    return coll_is_blocked(a->coll) ? b * (uint64_t)a->nrank : b;
 }
 
 static bool row_matches(const tune_row_t *r, const coll_args_t *a, uint64_t bytes)
