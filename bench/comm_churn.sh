@@ -4,7 +4,9 @@
 # single ranks, each with one MPI_Allreduce and MPI_Comm_free, ROUNDS
 # times alternating, median of rank 0's microseconds per iteration.
 #   NP (2), N (iterations per run, 1000), ROUNDS (3), MPIRUN_ARGS
-#   (--bind-to core where NP <= cores, else --oversubscribe)
+#   (--bind-to core where NP <= cores, else --oversubscribe), TUNING (a
+#   WEFT_TUNING_FILE for the drop-in's runs, e.g. one forcing pap_leader,
+#   whose communicators retire their context ids when freed)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 lib=${LIB:-$here/build/libweft-mpi.so}
@@ -26,7 +28,8 @@ for how in dup split2 alone; do
         # shellcheck disable=SC2086
         mpirun -np "$NP" $MPIRUN_ARGS "$work/comm_churn" "$N" "$how" | awk '{print $(NF-2)}' >>"$work/mpi"
         # shellcheck disable=SC2086
-        mpirun -np "$NP" $MPIRUN_ARGS -x LD_PRELOAD="$lib" "$work/comm_churn" "$N" "$how" |
+        mpirun -np "$NP" $MPIRUN_ARGS -x LD_PRELOAD="$lib" ${TUNING:+-x WEFT_TUNING_FILE="$TUNING"} \
+            "$work/comm_churn" "$N" "$how" |
             awk '{print $(NF-2)}' >>"$work/weft"
     done
     printf '%-8s %14s %14s\n' "$how" "$(median <"$work/mpi")" "$(median <"$work/weft")"
