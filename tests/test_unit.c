@@ -885,6 +885,20 @@ static void test_copy_ways(void)
     CHECK(untimed_undecided == 0 && timed_n == 6,
           "timed: %d undecided copies untimed, %d of 64 decided timed (want 0, 6: 58-63)",
           untimed_undecided, timed_n);
+    /* settle (a busy sender's reducing messages): the first round of turns
+     * untimed, the ways still taking turns in it; every copy timed after */
+    copy_ways_t st = {.min = REDUCE_BUSY_WAY_MIN, .settle = true};
+    char turns[13] = {0};
+    int untimed_first = 0, untimed_after = 0;
+    for (int i = 0; i < 12; i++) {
+        bool t = true;
+        turns[i] = copy_way_single(&st, COPY_WAY_UNKNOWN, 1 << 20, false, &t) ? 's' : 'c';
+        *(i < 6 ? &untimed_first : &untimed_after) += !t;
+    }
+    CHECK(untimed_first == 6 && untimed_after == 0 &&
+              !strcmp(turns, "ssscccsssccc"),
+          "settle: %d of the first 6 untimed (want 6), %d of the next 6 (want 0), turns %s",
+          untimed_first, untimed_after, turns);
     /* buckets from w->min: an idle sender's reducing messages from 8 KiB */
     copy_ways_t red = {.min = REDUCE_WAY_MIN};
     CHECK(copy_way_bucket_of(&red, 8 << 10) == 0 && copy_way_bucket_of(&red, 16 << 10) == 1 &&

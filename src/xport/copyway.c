@@ -30,7 +30,7 @@ bool copy_way_single(copy_ways_t *w, unsigned verdict, size_t bytes, bool by_def
                                                   : COPY_WAY_RETRY;
     uint32_t k = n % retry;
     if (timed) /* undecided, every copy; else the winner's run just before the loser's, and it */
-        *timed = k >= retry - 2 * COPY_WAY_RUN;
+        *timed = k >= retry - 2 * COPY_WAY_RUN && !(w->settle && n < 2 * COPY_WAY_RUN);
     if (way == COPY_WAY_UNKNOWN) /* the doubtful way's run first, the default's after it */
         return k < COPY_WAY_RUN ? !by_default : by_default;
     bool single = way == COPY_WAY_SINGLE;

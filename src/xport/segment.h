@@ -182,10 +182,7 @@ typedef struct ring_hdr {
      * (shm.c, "Slow cells"): its sender then sends reducing messages by
      * single copy */
     _Atomic uint32_t cells_slow;
-    /* written by the receiver: per kind of message measured (copyway.h:
-     * WAY_COPY, WAY_REDUCE, WAY_SMALL_COPY) and size (its buckets), the
-     * way its timings found faster */
-    _Atomic uint8_t way[3][12];
+    char pad0[36];
     /* line 1: the single-copy read under way, offered to the sender so that
      * both copy (shm.c, "Both copy").  The receiver writes the fields, then
      * claim: COOP_LIVE | (message number mod 2^31) << 32 | next piece;
@@ -205,6 +202,12 @@ typedef struct ring_hdr {
     _Atomic uint32_t coop_cancel;
     _Atomic uint32_t coop_writing;
     char pad2[8];
+    /* line 2, written by the receiver: per kind of message measured
+     * (copyway.h: WAY_COPY, WAY_REDUCE, WAY_SMALL_COPY, WAY_REDUCE_BUSY)
+     * and size (its buckets), the way its timings found faster; read by
+     * the sender at each message of those kinds, rewritten only when a
+     * verdict changes */
+    _Atomic uint8_t way[4][12];
 } __attribute__((aligned(64))) ring_hdr_t;
 #define COOP_LIVE (1ull << 63)
 

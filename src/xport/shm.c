@@ -270,7 +270,8 @@ typedef struct shm_xport {
  * KiB: 9.8-10.2 or 23.7-24.4 us, against 13.3-16.3), so copies keep
  * single copy there.  Such messages go by single copy otherwise only while
  * slow cells say so.  (That was the AMD VM; on the Intel one cells lost
- * the copies 1.6-3x: copies measured, above, now choose, and these
+ * the copies 1.6-3x, and a busy sender's reducing messages 1.2x from 512
+ * KiB: copies measured, above, and WAY_REDUCE_BUSY now choose, and these
  * thresholds only say which way a pair tries first.) */
 #define CMA_MIN_LARGE_RINGS (SIZE_MAX / 2)
 #define CMA_MAX_COPY_LARGE_RINGS (1u << 20)
@@ -1033,12 +1034,38 @@ static bool idle_reduce_single_copy(const shm_xport_t *x, size_t bytes)
  * such message (NULL without memory: the fixed thresholds then decide). */
 static copy_ways_t *ways_of(peer_state_t *ps, unsigned kind)
 {
-    static const uint32_t min[WAY_KINDS] = {COPY_WAY_MIN, REDUCE_WAY_MIN, SMALL_COPY_WAY_MIN};
+    static const uint32_t min[WAY_KINDS] = {COPY_WAY_MIN, REDUCE_WAY_MIN, SMALL_COPY_WAY_MIN,
+                                            REDUCE_BUSY_WAY_MIN};
     copy_ways_t **w = &ps->ways[kind];
     if (!*w && (*w = calloc(1, sizeof **w)))
-        (*w)->min = min[kind], (*w)->typical = kind != WAY_COPY;
+        (*w)->min = min[kind], (*w)->typical = way_kind_small(kind),
+        (*w)->settle = kind == WAY_REDUCE_BUSY;
     return *w;
 }
+
+/* A busy sender's reducing messages go one way in both directions of a
+ * pair, the way the lower rank's timings of the higher's messages found
+ * faster: the header of the ring from the higher rank to the lower holds
+ * the verdicts.  Both ranks of a symmetric exchange (rabenseifner, ring)
+ * send one such message a call, so their trials fall on the same calls.
+ * A verdict for each direction, each timed while the other direction
+ * went either way, misjudged: through cells a receiver first copies its
+ * own message in, and a single-copy message that waits for that is timed
+ * slow (the Intel VM: 2.5-6 GB/s against 7-10 when both go by single
+ * copy; verdicts flipped from call to call, and a 2-rank rabenseifner of 1
+ * MiB took 188-215 us, where single copy alone took 138-154 and cells
+ * 170-197).  Its figure is a way's best sample, not the mean: calls
+ * alternated between 62-68 and 99 us a message by single copy, 70-78 and
+ * 99-150 through cells, and three samples' means misjudged.  NULL while
+ * the lower rank's ring is not there yet. */
+static const ring_hdr_t *busy_judge(shm_xport_t *x, const ring_hdr_t *out, int peer)
+{
+    return peer < x->base.rank ? out : ring_from(x, peer);
+}
+
+/* Whether this rank times a busy sender's reducing message from src:
+ * only the lower rank of the pair does (busy_judge). */
+static bool busy_judged_here(const shm_xport_t *x, int src) { return src > x->base.rank; }
 
 /* The sender's side of copies measured (above): whether r, measured as
  * kind, which the fixed thresholds would send by single copy or not
@@ -1054,8 +1081,10 @@ static bool way_pick(shm_xport_t *x, ring_hdr_t *ring, const xreq_t *r, unsigned
         return by_rule;
     unsigned b = copy_way_bucket_of(w, r->bytes);
     uint8_t verdicts[COPY_WAY_BUCKETS];
+    const ring_hdr_t *judge = kind == WAY_REDUCE_BUSY ? busy_judge(x, ring, r->peer) : ring;
     for (unsigned i = 0; i <= b; i++)
-        verdicts[i] = atomic_load_explicit(&ring->way[kind][i], memory_order_relaxed);
+        verdicts[i] = judge ? atomic_load_explicit(&judge->way[kind][i], memory_order_relaxed)
+                            : COPY_WAY_UNKNOWN;
     bool timed = false;
     bool single = copy_way_single(w, copy_way_prior(verdicts, b, !x->cores_enough), r->bytes,
                                   by_rule, &timed);
@@ -1101,6 +1130,15 @@ static bool single_copy(shm_xport_t *x, ring_hdr_t *ring, const xreq_t *r, cma_d
                    (!r->copied || r->bytes < x->cma_max_copy) && cma;
     if (cma && r->copied && r->bytes >= COPY_WAY_MIN && x->copy_way_fixed >= 0)
         return way_pick(x, ring, r, WAY_COPY, by_rule, measured);
+    /* a busy sender's reducing message (an allreduce's, which receives as
+     * it sends): cells won from 64 KiB on the AMD VM (CMA_MIN_LARGE_RINGS),
+     * single copy from 256 KiB on the Intel VM (2-rank rabenseifner of 1-16
+     * MiB 1.2-1.26x faster; PERFORMANCE.md, "Reducing messages measured"),
+     * so it is measured too, where every rank has a core (where ranks
+     * share them a rendezvous waits for its reader to be scheduled) */
+    if (cma && !r->copied && x->cores_enough && r->bytes >= REDUCE_BUSY_WAY_MIN &&
+        x->copy_way_fixed >= 0)
+        return way_pick(x, ring, r, WAY_REDUCE_BUSY, by_rule, measured);
     /* between two ranks with a core each, a copy from 16 KiB went by
      * single copy, read by the receiver alone, on the Intel VM (CMA_MIN_
      * COPY_SMALL); on the AMD VM of the session after, cells were faster
@@ -1347,9 +1385,11 @@ static void copy_clock_start(shm_xport_t *x, peer_state_t *ps, const cell_t *c,
 {
     /* the clock is read only for a measured message: not a cost every message pays */
     unsigned kind = CELL_WAY_KIND(c->flags);
-    bool small = kind != WAY_COPY;
+    bool small = way_kind_small(kind);
+    bool reducing = kind == WAY_REDUCE || kind == WAY_REDUCE_BUSY;
     ps->copy_way = (c->flags & CELL_MEASURED) && kind < WAY_KINDS &&
-                           (kind == WAY_REDUCE || !r->sink.red)
+                           (reducing || !r->sink.red) &&
+                           (kind != WAY_REDUCE_BUSY || busy_judged_here(x, r->peer))
                        ? way
                        : COPY_WAY_UNKNOWN;
     ps->copy_kind = kind;
@@ -1359,7 +1399,14 @@ static void copy_clock_start(shm_xport_t *x, peer_state_t *ps, const cell_t *c,
     memcpy(&posted, c->inline_data, sizeof posted);
     if (small && r->posted_ns > posted) /* not the time it waited for its receive */
         posted = r->posted_ns;
-    ps->copy_t0 = (x->cores_enough && !small) || posted > now ? now : posted;
+    /* a busy sender's from its first byte: through cells its copying in
+     * counts, which a clock from the receiver's start would leave out
+     * (the Intel VM: verdicts flipped from message to message, and a 2-rank
+     * rabenseifner of 1 MiB took 170-188 us where single copy alone took
+     * 137); it cannot lead its receiver by more than a step, since it
+     * waits for the receiver's message too */
+    bool from_send = small || kind == WAY_REDUCE_BUSY;
+    ps->copy_t0 = (x->cores_enough && !from_send) || posted > now ? now : posted;
 }
 
 static void copy_say(const shm_xport_t *x, int src, unsigned kind, const copy_ways_t *w,
@@ -1368,7 +1415,8 @@ static void copy_say(const shm_xport_t *x, int src, unsigned kind, const copy_wa
     static unsigned said; /* per process: a phase that comes and goes says it a few times */
     if (!weft_verbose() || said++ >= 16)
         return;
-    bool single = COPY_WAY_OF(v) == COPY_WAY_SINGLE, red = kind == WAY_REDUCE;
+    bool single = COPY_WAY_OF(v) == COPY_WAY_SINGLE;
+    bool red = kind == WAY_REDUCE || kind == WAY_REDUCE_BUSY;
     size_t lo = (size_t)(w->min >> 10) << b;
     char range[48];
     if (b + 1 < COPY_WAY_BUCKETS)
