@@ -1046,8 +1046,11 @@ static copy_ways_t *ways_of(peer_state_t *ps, unsigned kind)
 /* A busy sender's reducing messages go one way in both directions of a
  * pair, the way the lower rank's timings of the higher's messages found
  * faster: the header of the ring from the higher rank to the lower holds
- * the verdicts.  Both ranks of a symmetric exchange (rabenseifner, ring)
- * send one such message a call, so their trials fall on the same calls.
+ * the verdicts.  Both ranks of a symmetric exchange (rabenseifner, or a
+ * ring at 2 ranks) send one such message a call, so their trials fall on
+ * the same calls.  Where the lower rank has no verdict of its own (a
+ * ring's messages go one way only), the receiver's own serves, as for
+ * copies.
  * A verdict for each direction, each timed while the other direction
  * went either way, misjudged: through cells a receiver first copies its
  * own message in, and a single-copy message that waits for that is timed
@@ -1056,16 +1059,13 @@ static copy_ways_t *ways_of(peer_state_t *ps, unsigned kind)
  * MiB took 188-215 us, where single copy alone took 138-154 and cells
  * 170-197).  Its figure is a way's best sample, not the mean: calls
  * alternated between 62-68 and 99 us a message by single copy, 70-78 and
- * 99-150 through cells, and three samples' means misjudged.  NULL while
- * the lower rank's ring is not there yet. */
+ * 99-150 through cells, and three samples' means misjudged.  The ring
+ * out while the lower rank's ring is not there yet. */
 static const ring_hdr_t *busy_judge(shm_xport_t *x, const ring_hdr_t *out, int peer)
 {
-    return peer < x->base.rank ? out : ring_from(x, peer);
+    const ring_hdr_t *in = peer < x->base.rank ? NULL : ring_from(x, peer);
+    return in ? in : out;
 }
-
-/* Whether this rank times a busy sender's reducing message from src:
- * only the lower rank of the pair does (busy_judge). */
-static bool busy_judged_here(const shm_xport_t *x, int src) { return src > x->base.rank; }
 
 /* The sender's side of copies measured (above): whether r, measured as
  * kind, which the fixed thresholds would send by single copy or not
@@ -1082,9 +1082,11 @@ static bool way_pick(shm_xport_t *x, ring_hdr_t *ring, const xreq_t *r, unsigned
     unsigned b = copy_way_bucket_of(w, r->bytes);
     uint8_t verdicts[COPY_WAY_BUCKETS];
     const ring_hdr_t *judge = kind == WAY_REDUCE_BUSY ? busy_judge(x, ring, r->peer) : ring;
-    for (unsigned i = 0; i <= b; i++)
-        verdicts[i] = judge ? atomic_load_explicit(&judge->way[kind][i], memory_order_relaxed)
-                            : COPY_WAY_UNKNOWN;
+    for (unsigned i = 0; i <= b; i++) {
+        verdicts[i] = atomic_load_explicit(&judge->way[kind][i], memory_order_relaxed);
+        if (COPY_WAY_OF(verdicts[i]) == COPY_WAY_UNKNOWN && judge != ring)
+            verdicts[i] = atomic_load_explicit(&ring->way[kind][i], memory_order_relaxed);
+    }
     bool timed = false;
     bool single = copy_way_single(w, copy_way_prior(verdicts, b, !x->cores_enough), r->bytes,
                                   by_rule, &timed);
@@ -1388,8 +1390,7 @@ static void copy_clock_start(shm_xport_t *x, peer_state_t *ps, const cell_t *c,
     bool small = way_kind_small(kind);
     bool reducing = kind == WAY_REDUCE || kind == WAY_REDUCE_BUSY;
     ps->copy_way = (c->flags & CELL_MEASURED) && kind < WAY_KINDS &&
-                           (reducing || !r->sink.red) &&
-                           (kind != WAY_REDUCE_BUSY || busy_judged_here(x, r->peer))
+                           (reducing || !r->sink.red)
                        ? way
                        : COPY_WAY_UNKNOWN;
     ps->copy_kind = kind;
