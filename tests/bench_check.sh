@@ -172,8 +172,7 @@ else
     else fails=$((fails + 1)); echo "FAIL: 2-rank reduce of 16 KiB: no verdict said"; echo "$out" | grep -v "^ " | tail -4; fi
     # a busy sender's reducing messages (an allreduce's halves, 512 KiB):
     # measured too, the pair following its lower rank's verdict (shm.c,
-    # busy_judge), results checked while the ways take turns; and a ring
-    # at 3 ranks, whose messages go one way round (the receiver's own)
+    # busy_judge), results checked while the ways take turns
     out=$(WEFT_VERBOSE=1 WEFT_CELLS_SLOW_GBPS=0 "$weft" bench allreduce --np 2 --check --dtype int32 \
           --sizes 1M --algo rabenseifner --iters 16 --warmup 2 2>&1)
     if grep -q "# check: every result verified" <<<"$out" &&

@@ -6,11 +6,11 @@
  * messages of 64 KiB or more, reducing messages of 64 KiB or more from a
  * sender that is busy in its call (an allreduce's: it receives too), and
  * between two ranks an idle sender's reducing messages of 8-64 KiB and
- * copy-only ones of 16-64 KiB (shm.c, "Copies measured").  Which way is faster depends on the
- * machine, by 1.5-6x either way, so the receiver times both and the
- * sender follows its verdict, trying the other way now and then.  The
- * decision is kept apart from the transport so that tests can drive it
- * with chosen times. */
+ * copy-only ones of 16-64 KiB (shm.c, "Copies measured").  Which way is
+ * faster depends on the machine, by 1.5-6x either way, so the receiver
+ * times both and the sender follows its verdict, trying the other way now
+ * and then.  The decision is kept apart from the transport so that tests
+ * can drive it with chosen times. */
 #ifndef WEFT_COPYWAY_H
 #define WEFT_COPYWAY_H
 

@@ -1043,24 +1043,24 @@ static copy_ways_t *ways_of(peer_state_t *ps, unsigned kind)
     return *w;
 }
 
-/* A busy sender's reducing messages go one way in both directions of a
- * pair, the way the lower rank's timings of the higher's messages found
- * faster: the header of the ring from the higher rank to the lower holds
- * the verdicts.  Both ranks of a symmetric exchange (rabenseifner, or a
- * ring at 2 ranks) send one such message a call, so their trials fall on
- * the same calls.  Where the lower rank has no verdict of its own (a
- * ring's messages go one way only), the receiver's own serves, as for
- * copies.
- * A verdict for each direction, each timed while the other direction
- * went either way, misjudged: through cells a receiver first copies its
- * own message in, and a single-copy message that waits for that is timed
- * slow (the Intel VM: 2.5-6 GB/s against 7-10 when both go by single
- * copy; verdicts flipped from call to call, and a 2-rank rabenseifner of 1
- * MiB took 188-215 us, where single copy alone took 138-154 and cells
- * 170-197).  Its figure is a way's best sample, not the mean: calls
- * alternated between 62-68 and 99 us a message by single copy, 70-78 and
- * 99-150 through cells, and three samples' means misjudged.  The ring
- * out while the lower rank's ring is not there yet. */
+/* The header whose verdicts a busy sender's reducing message to peer
+ * follows: one way for both directions of a pair, the way the lower
+ * rank's timings of the higher's messages found faster, so the header of
+ * the ring from the higher rank to the lower.  Both ranks of a symmetric
+ * exchange (rabenseifner, or a ring at 2 ranks) send one such message a
+ * call, so their trials fall on the same calls.  A verdict for each
+ * direction, each timed while the other direction went either way,
+ * misjudged: through cells a receiver first copies its own message in,
+ * and a single-copy message waiting for that was timed slow (the Intel
+ * VM: 2.5-6 GB/s against 7-10 when both went by single copy); verdicts
+ * flipped from call to call, and a 2-rank rabenseifner of 1 MiB took
+ * 188-215 us, where single copy alone took 138-154 and cells 170-197.
+ * out (the receiver's own verdicts, as for copies) while the lower rank's
+ * ring is not there yet, and way_pick falls back to them where the lower
+ * rank has no verdict for a size (a ring's messages going one way only).
+ * A way's figure is its best sample, not the mean: messages alternated
+ * between 62-68 and 99 us by single copy, 70-78 and 99-150 through
+ * cells, and means of three misjudged. */
 static const ring_hdr_t *busy_judge(shm_xport_t *x, const ring_hdr_t *out, int peer)
 {
     const ring_hdr_t *in = peer < x->base.rank ? NULL : ring_from(x, peer);
