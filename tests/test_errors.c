@@ -2,6 +2,7 @@
  * crash or a hang.  Modes: (none) argument checks, also before weft_init;
  * "mismatch": ranks pass different counts and must fail (EMISMATCH where
  * detected, EPEER on the others) instead of hanging. */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,8 +111,27 @@ static void repeated_calls(weft_comm_t w)
                             (int)y[0]);
 }
 
+/* The permissions of the mapping holding addr ("rw-s"...), and its end;
+ * false if no mapping holds it. */
+static bool mapping_at(uintptr_t addr, char perms[5], uintptr_t *end)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[512];
+    bool found = false;
+    while (f && !found && fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx %4s", &lo, &hi, perms) == 3 && addr >= lo && addr < hi)
+            found = true, *end = hi;
+    }
+    if (f)
+        fclose(f);
+    return found;
+}
+
 /* weft_alloc / weft_free: usable before weft_init, bad input refused with
- * a message, blocks page-aligned, zeroed, reusable once freed. */
+ * a message, blocks page-aligned, zeroed, reusable once freed; the arena
+ * accessible only up to its last block, the rest of its span PROT_NONE
+ * (arena.h: valgrind's leak check read all of it). */
 static void arena_checks(void)
 {
     void *p = (void *)1, *q = NULL, *r = NULL;
@@ -128,6 +148,16 @@ static void arena_checks(void)
         failures++;
         fprintf(stderr, "rank %d: FAIL weft_alloc gave %p and %p\n", me, q, r);
         return;
+    }
+    char perms[5] = "", after[5] = "";
+    uintptr_t end = 0, end2 = 0, top = (uintptr_t)r + 4096;
+    checks++;
+    if (!mapping_at((uintptr_t)r, perms, &end) || strcmp(perms, "rw-s") || end != top ||
+        !mapping_at(top, after, &end2) || strcmp(after, "---s")) {
+        failures++;
+        fprintf(stderr, "rank %d: FAIL the arena past its top (%#lx) is %s, not ---s (the "
+                "block below: %s to %#lx)\n", me, (unsigned long)top, after, perms,
+                (unsigned long)end);
     }
     size_t zeros = 0;
     for (size_t i = 0; i < 10000; i++)

@@ -49,10 +49,11 @@ static struct {
     int fd;
     char *_Atomic base; /* published last: arena_offset reads it without the lock */
     size_t span, top, page;
+    size_t open; /* bytes from base accessible (PROT_READ|PROT_WRITE): the top's */
     size_t kept, keep_max; /* bytes in kept blocks, and their bound */
     block_t *blk;
     size_t nblk, cap;
-} A = {PTHREAD_MUTEX_INITIALIZER, -1, NULL, 0, 0, 0, 0, 0, NULL, 0, 0};
+} A = {PTHREAD_MUTEX_INITIALIZER, -1, NULL, 0, 0, 0, 0, 0, 0, NULL, 0, 0};
 
 /* The arena's span: WEFT_ARENA_MAX (MiB), else the machine's memory. */
 static int arena_span(size_t *span)
@@ -83,8 +84,25 @@ static void forget_in_child(void)
         close(A.fd);
     A.fd = -1;
     atomic_store_explicit(&A.base, NULL, memory_order_relaxed);
-    A.span = A.top = A.kept = 0;
+    A.span = A.top = A.open = A.kept = 0;
     A.nblk = 0;
+}
+
+/* The arena accessible exactly up to its top (arena.h: the rest is
+ * PROT_NONE), growing or shrinking the accessible part. */
+static int open_to_top(void)
+{
+    char *b = atomic_load_explicit(&A.base, memory_order_relaxed);
+    int rc = 0;
+    if (A.top > A.open)
+        rc = mprotect(b + A.open, A.top - A.open, PROT_READ | PROT_WRITE);
+    else if (A.top < A.open)
+        rc = mprotect(b + A.top, A.open - A.top, PROT_NONE);
+    if (rc)
+        return weft_error(WEFT_ENOMEM, "weft_alloc: cannot open %zu MiB of the arena: %s",
+                          A.top >> 20, strerror(errno));
+    A.open = A.top;
+    return WEFT_OK;
 }
 
 static int open_locked(void)
@@ -109,7 +127,11 @@ static int open_locked(void)
         return weft_error(WEFT_ENOMEM, "weft_alloc: cannot size the arena to %zu MiB: %s "
                           "(WEFT_ARENA_MAX sets it)", span >> 20, strerror(e));
     }
-    void *p = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    void *p = mmap(NULL, span, PROT_NONE, MAP_SHARED, fd, 0);
+    if (p != MAP_FAILED && mprotect(p, A.page, PROT_READ | PROT_WRITE) != 0) {
+        munmap(p, span);
+        p = MAP_FAILED;
+    }
     if (p == MAP_FAILED) {
         int e = errno;
         close(fd);
@@ -129,7 +151,7 @@ static int open_locked(void)
     ((uint64_t *)p)[1] = (uint64_t)getpid();
     A.fd = fd;
     A.span = span;
-    A.top = A.page;
+    A.top = A.open = A.page;
     A.keep_max = span / 4 < (size_t)KEEP_MAX_MIB << 20 ? span / 4 : (size_t)KEEP_MAX_MIB << 20;
     atomic_store_explicit(&A.base, (char *)p, memory_order_release);
     return WEFT_OK;
@@ -167,7 +189,12 @@ const char *arena_map_peer(int pid, int fd, size_t span, char *why, size_t whyle
     }
     struct stat st;
     void *p = fstat(f, &st) == 0 && (size_t)st.st_size == span
-                  ? mmap(NULL, span, PROT_READ, MAP_SHARED, f, 0) : MAP_FAILED;
+                  ? mmap(NULL, span, PROT_NONE, MAP_SHARED, f, 0) : MAP_FAILED;
+    size_t first = 0;
+    if (p != MAP_FAILED && !arena_peer_readable(p, span, &first, 2 * sizeof(uint64_t))) {
+        munmap(p, span);
+        p = MAP_FAILED;
+    }
     int e = errno;
     close(f);
     if (p == MAP_FAILED) {
@@ -182,6 +209,18 @@ const char *arena_map_peer(int pid, int fd, size_t span, char *why, size_t whyle
         return NULL;
     }
     return p;
+}
+
+bool arena_peer_readable(const char *base, size_t span, size_t *readable, size_t end)
+{
+    if (end <= *readable)
+        return true;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t to = end > span - page ? span : (end + page - 1) / page * page;
+    if (mprotect((void *)(base + *readable), to - *readable, PROT_READ) != 0)
+        return false;
+    *readable = to;
+    return true;
 }
 
 void arena_unmap_peer(const char *base, size_t span)
@@ -252,6 +291,7 @@ static void lower_top(size_t i)
     if (i + 1 == A.nblk && !A.blk[i].used && !A.blk[i].kept) {
         A.top = A.blk[i].off;
         blk_remove(i);
+        (void)open_to_top(); /* closing cannot fail but on a bad range */
     }
 }
 
@@ -338,7 +378,11 @@ static int take(size_t need, size_t *off, bool *kept)
         return rc;
     *off = A.top;
     A.top += need;
-    return WEFT_OK;
+    if ((rc = open_to_top())) {
+        A.top -= need;
+        blk_remove(A.nblk - 1);
+    }
+    return rc;
 }
 
 static int alloc_block(size_t bytes, void **ptr, bool zeroed)

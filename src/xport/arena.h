@@ -8,7 +8,15 @@
  * sender's pages: no copy into a cell, no system call per message, and a
  * receive-and-reduce reduces from the peer's memory without a bounce
  * buffer (shm.c).  Being a memfd, it leaves nothing behind in /dev/shm
- * however the process ends. */
+ * however the process ends.
+ *
+ * Only the part in use is accessible, in the owner (up to the arena's top)
+ * and in each peer (up to the furthest byte it has read); the rest of the
+ * span is mapped PROT_NONE.  A tool that reads every readable page of a
+ * process (valgrind's leak check, a core dump) would otherwise read the
+ * whole span, the machine's memory, and have the kernel back every page it
+ * touched: under valgrind a 2-rank job was killed by the OOM killer at
+ * exit. */
 #ifndef WEFT_ARENA_H
 #define WEFT_ARENA_H
 
@@ -41,5 +49,8 @@ bool arena_offset(const void *p, size_t len, uint64_t *off);
  * messages then take the other paths). */
 const char *arena_map_peer(int pid, int fd, size_t span, char *why, size_t whylen);
 void arena_unmap_peer(const char *base, size_t span);
+/* Makes a peer's arena mapped at base readable up to end bytes, past
+ * *readable (its mark, raised); false if the kernel refuses. */
+bool arena_peer_readable(const char *base, size_t span, size_t *readable, size_t end);
 
 #endif

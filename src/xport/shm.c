@@ -174,6 +174,7 @@ typedef struct peer_state {
     uint32_t may_write;        /* RING_CMA_*: can this rank write the peer's memory? */
     const char *arena;         /* the peer's arena, mapped read-only, or NULL */
     size_t arena_span;
+    size_t arena_readable; /* bytes of it mapped readable (arena.h) */
     xreq_t *sq_head, *sq_tail; /* sends to this peer, in order */
     xreq_t *rq_head, *rq_tail; /* posted receives from this peer */
     xreq_t *cur;               /* receive being delivered */
@@ -1470,6 +1471,13 @@ static int read_whole(shm_xport_t *x, int src, ring_hdr_t *ring, cell_t *c, cons
     peer_state_t *ps = &x->peers[src];
     if (d.in_arena && ps->arena && d.arena_off <= ps->arena_span &&
         c->total <= ps->arena_span - d.arena_off) {
+        if (!arena_peer_readable(ps->arena, ps->arena_span, &ps->arena_readable,
+                                 d.arena_off + c->total)) {
+            x->err = WEFT_ESYS;
+            return weft_error(WEFT_ESYS, "rank %d's arena could not be made readable here "
+                              "(%llu bytes): %s", named(x, src),
+                              (unsigned long long)(d.arena_off + c->total), strerror(errno));
+        }
         xsink_deliver(sk, 0, ps->arena + d.arena_off, c->total);
     } else if (d.in_arena) {
         x->err = WEFT_EINTERNAL;
