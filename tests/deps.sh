@@ -23,6 +23,7 @@ command -v python3 >/dev/null || need+=(python3)       # JSON checks of the tool
 command -v gnuplot >/dev/null || need+=(gnuplot-nox)   # weft sim --plot
 command -v taskset >/dev/null || need+=(util-linux)    # ranks confined to one core
 command -v strace >/dev/null || need+=(strace)         # which path a message took
+command -v valgrind >/dev/null || need+=(valgrind)     # jobs under memcheck
 # the Python package's tests run with Debian's interpreter, which sees the
 # python3-* packages (a python3 earlier on PATH, pyenv's say, does not)
 py=/usr/bin/python3
