@@ -20,7 +20,11 @@
 # buffers from weft_alloc, `--mem weft`, whose figures and ratio against the
 # native collective of that same run get columns of their own; 0: not),
 # INFLIGHT (N: every figure a round of N split-phase calls in flight, the
-# library's MPI_I* against weft's weft_i*; `weft bench --inflight`).
+# library's MPI_I* against weft's weft_i*; `weft bench --inflight`), ROUNDS
+# (N > 1: the whole comparison N times, one after the other, in
+# OUT/round-1 .. round-N, and OUT/summary.md with, per size, the median of
+# the rounds' ratios and their range, as docs/PERFORMANCE.md quotes them:
+# one run's ratio on a shared machine carries that run's phase).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 RANKS=${RANKS:-"2 4 8"}
@@ -30,6 +34,47 @@ LIBS=${LIBS:-"openmpi mpich"}
 ARENA=${ARENA:-1}
 OUT=${OUT:-$here/bench/results/compare-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
+ROUNDS=${ROUNDS:-1}
+[[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || { echo "compare.sh: ROUNDS=$ROUNDS: want a count, 1 or more" >&2; exit 2; }
+if [ "$ROUNDS" -gt 1 ]; then
+    for r in $(seq "$ROUNDS"); do
+        OUT=$OUT/round-$r ROUNDS=1 RANKS=$RANKS COLLS=$COLLS SIZES=$SIZES LIBS=$LIBS ARENA=$ARENA \
+            bash "$0" | sed "s/^/round $r: /"
+    done
+    {
+        echo "# weft against MPI libraries, $ROUNDS rounds, $(date -u +%Y-%m-%d), $(nproc) cores"
+        echo
+        echo "Per size: the median over the rounds of native / weft (> 1: weft faster), the"
+        echo "range in brackets, and the median latencies in µs (weft bench's convention)."
+        for f in "$OUT"/round-1/*.csv; do
+            name=$(basename "$f" .csv)
+            case $name in weftrun-* | *-arena) continue ;; esac
+            echo
+            echo "## $name"
+            echo
+            echo "| bytes | ratio (range) | native | weft (auto) |"
+            echo "|---:|---:|---:|---:|"
+            # every round's CSV of this comparison: its native and auto medians per size
+            awk -F, 'function med(s,   a, n, i, j, t) { n = split(s, a, " ")
+                         for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j - 1] + 0 > a[j] + 0; j--)
+                             { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+                         lo = a[1]; hi = a[n]
+                         return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+                     FNR == 1 { round++; next }
+                     $5 == "native" { nat[round, $4] = $7 }
+                     $5 == "auto" { w[round, $4] = $7; if (!seen[$4]++) order[++n] = $4 }
+                     END { for (i = 1; i <= n; i++) { b = order[i]; rs = ns = ws = ""
+                               for (r = 1; r <= round; r++) if (w[r, b] > 0 && nat[r, b] > 0) {
+                                   rs = rs " " nat[r, b] / w[r, b]; ns = ns " " nat[r, b]; ws = ws " " w[r, b] }
+                               if (rs == "") continue
+                               m = med(rs); rl = lo; rh = hi
+                               printf "| %s | %.2fx (%.2f-%.2f) | %.2f | %.2f |\n", b, m, rl, rh, med(ns), med(ws) } }' \
+                "$OUT"/round-*/"$name.csv"
+        done
+    } > "$OUT/summary.md"
+    echo "wrote $OUT/summary.md"
+    exit 0
+fi
 cores=$(nproc)
 iters=()
 [ -n "${ITERS:-}" ] && iters=(--iters "$ITERS")
