@@ -287,7 +287,7 @@ static int check_combination(const bench_opts_t *o)
                 weft_coll_name(o->coll), o->poll ? "--poll" : "--inflight");
         return 2;
     }
-    if (!!coll_is_reduction(o->coll) && o->op >= WEFT_BAND &&
+    if (coll_is_reduction(o->coll) && o->op >= WEFT_BAND &&
         (o->dtype == WEFT_FLOAT16 || o->dtype == WEFT_BFLOAT16 || o->dtype == WEFT_FLOAT32 ||
          o->dtype == WEFT_FLOAT64)) {
         fprintf(stderr, "weft bench: --op %s is defined for integer datatypes only, not %s\n",
@@ -533,7 +533,7 @@ static int native_types(const bench_opts_t *o, MPI_Datatype *dt, MPI_Op *op)
                                  MPI_BOR, MPI_BXOR, MPI_LAND, MPI_LOR};
     if (o->dtype == WEFT_FLOAT16 || o->dtype == WEFT_BFLOAT16)
         return weft_error(WEFT_ENOTSUP, "MPI has no %s", weft_dtype_name(o->dtype));
-    if (o->op == OP_AFFINE && !!coll_is_reduction(o->coll))
+    if (o->op == OP_AFFINE && coll_is_reduction(o->coll))
         return weft_error(WEFT_ENOTSUP, "the MPI library is not given weft's user op");
     *dt = mdt[o->dtype];
     *op = o->op >= 0 ? mop[o->op] : MPI_OP_NULL;
@@ -835,7 +835,8 @@ static void print_header(const bench_opts_t *o, weft_comm_t comm, const lineup_t
     char data[80] = "";
     if (o->coll != WEFT_COLL_BARRIER)
         snprintf(data, sizeof data, " %s%s%s, buffers from %s,", weft_dtype_name(o->dtype),
-                 !coll_is_reduction(o->coll) ? "" : " ", !coll_is_reduction(o->coll) ? "" : bench_op_name(o->op),
+                 coll_is_reduction(o->coll) ? " " : "",
+                 coll_is_reduction(o->coll) ? bench_op_name(o->op) : "",
                  o->arena ? "weft_alloc" : "malloc");
     printf("# weft bench %s: P=%d,%s %s%s; latency in us (%s)%s\n", weft_coll_name(o->coll), P,
            data,

@@ -13,10 +13,9 @@
  * Only the part in use is accessible, in the owner (up to the arena's top)
  * and in each peer (up to the furthest byte it has read); the rest of the
  * span is mapped PROT_NONE.  A tool that reads every readable page of a
- * process (valgrind's leak check, a core dump) would otherwise read the
- * whole span, the machine's memory, and have the kernel back every page it
- * touched: under valgrind a 2-rank job was killed by the OOM killer at
- * exit. */
+ * process (valgrind's leak check) would otherwise read the whole span, the
+ * machine's memory, and have the kernel back every page it touched: under
+ * valgrind a 2-rank job was killed by the OOM killer at exit. */
 #ifndef WEFT_ARENA_H
 #define WEFT_ARENA_H
 
