@@ -43,18 +43,25 @@
  * 951-1010 and recursive doubling's 388-399, 750-819, 2176-2412).
  * Bcast by linear_arena (the root's buffer staged in its shared arena,
  * read from there by every rank; over MPI the row's next choice) where it
- * won in two runs of weft run at P = 3, 4, 6, 8, 16 (medians, us): from
- * 64 KiB at 5-8 ranks (P = 8: 64 KiB 26.6-26.9 against twotree's
- * 33.5-35.8; 1 MiB 177-213 against 280-327; 16 MiB 5985-6141 against
- * 8324-8587; P = 6 alike), from 32 KiB at 4 (since the root stages in
- * the arena; three runs of weft run and two under mpirun, P = 4: 64 KiB
- * 23-25 against twotree's 28-38, 1 MiB 129-159 against 187-218, 8 MiB
- * 1262-1409 against 1932-2548), above 512 KiB at 3 (P = 3, two runs of
- * each launcher: 1 MiB 106-140 against 131-174, 2 MiB 185-246 against
- * 273-326, 4 MiB 403-606 against 586-710; 512 KiB a tie) and from 32 KiB
- * at 9 and more (P = 16: 64 KiB 41 against linear's 94 and binomial's
- * 132; 16 MiB 10.7-11.0 ms against twotree's 17.5-17.8); twotree at 3
- * ranks from 32 KiB to 512 KiB (1 MiB: 89-93 against binomial's 102-121).
+ * won in two runs of weft run at P = 6, 8, 16 (medians, us): from 64 KiB
+ * at 5-8 ranks (P = 8: 64 KiB 26.6-26.9 against twotree's 33.5-35.8;
+ * 1 MiB 177-213 against 280-327; 16 MiB 5985-6141 against 8324-8587;
+ * P = 6 alike; on the Intel VM a tie with linear at 6 ranks, ahead at 8:
+ * 2 MiB 981 against 1241, 8 MiB 5204 against 6215) and from 32 KiB at 9
+ * and more (P = 16: 64 KiB 41 against linear's 94 and binomial's 132;
+ * 16 MiB 10.7-11.0 ms against twotree's 17.5-17.8).  At 3 and 4 ranks
+ * the plain linear bcast (every receiver reading the root's own buffer by
+ * single copy, no stage), from 2 KiB at 3 ranks and 32 KiB at 4: on the
+ * Intel VM (2026-12-01, three runs under each launcher, the median of the
+ * six medians, us) it was ahead of binomial, bintree, twotree and
+ * linear_arena from 128 KiB to 16 MiB (P = 3: 128 KiB 14.7 against
+ * bintree's 20.1 and twotree's 25.3, 512 KiB 47.5 against binomial's
+ * 77.3 and twotree's 94.0, 2 MiB 309 against 387 and linear_arena's 472,
+ * 8 MiB 1323 against 1898 and 1916; P = 4: 256 KiB 41.5 against
+ * bintree's 44.9 and linear_arena's 70.6, 1 MiB 222 against 259 and 297,
+ * 4 MiB 1044 against twotree's 1108 and 1342, 16 MiB 4907 against 6119
+ * and 6186) and tied below (2-32 KiB at 3 ranks with binomial, 64 KiB at
+ * 4 with bintree); on the AMD VM twotree and the arena had led there.
  * At 3 ranks (two cores for three), from 2 KiB to 1 MiB (two runs at each
  * size, one or both in the machine's slow phase; medians in us): recursive
  * doubling to 16 KiB (16.0-16.1 against rabenseifner's 24.8-24.9),
@@ -76,14 +83,6 @@
  * 64 MiB 22.3 against 26.1; 8 MiB 1.70 against 1.86), since a segment's
  * allgather then reads what its reduce-scatter just wrote while it is
  * still in the core's 2 MiB L2; at 4 ranks there 512 KiB stayed ahead.
- * At 4 ranks on the Intel machine, though, the linear bcast (every
- * receiver reading the root's own buffer by single copy, no stage) beat
- * linear_arena from 32 KiB to 512 KiB under both launchers (three runs,
- * medians, us; weft run: 64 KiB 17.6 against 26.0, 128 KiB 27.9 against
- * 47.0, 512 KiB 124 against 144; mpirun: 64 KiB 20.7 against 26.5, 256
- * KiB 66.7 against 76.2), and tied above under mpirun (1 MiB 403 against
- * 389); at 5-6 ranks a tie to 256 KiB and linear_arena ahead above, at 8
- * linear_arena ahead throughout (64 KiB 49.8 against 79.2).
  * Allreduce above 256 KiB at 5-16 ranks (for
  * non-commutative ops at 4-16): linear_arena (every rank's input staged
  * in its arena, each block reduced straight from the stages; two waits a
@@ -184,13 +183,10 @@ static const char builtin_text[] =
     "bcast            any             1-1         *             binomial\n"
     "bcast            any             2-3         0-2K          board|binomial\n"
     "bcast            any             2-2         2049-*        binomial\n"
-    "bcast            any             3-3         2049-32K      binomial\n"
-    "bcast            any             3-3         32769-512K    twotree\n"
-    "bcast            any             3-3         524289-*      linear_arena|twotree\n"
+    "bcast            any             3-3         2049-*        linear\n"
     "bcast            any             4-8         0-2K          board|linear\n"
     "bcast            any             4-8         2049-32K      linear\n"
-    "bcast            any             4-4         32769-512K    linear\n"
-    "bcast            any             4-4         524289-*      linear_arena|twotree\n"
+    "bcast            any             4-4         32769-*       linear\n"
     "bcast            any             5-8         32769-*       linear_arena|twotree\n"
     "bcast            any             9-*         0-32K         binomial\n"
     "bcast            any             9-*         32769-256K    linear_arena|binomial\n"
