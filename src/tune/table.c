@@ -85,7 +85,13 @@
  * medians, ms: 16 MiB 3.74 against 5.91, 32 MiB 10.7 against 13.0,
  * 64 MiB 22.3 against 26.1; 8 MiB 1.70 against 1.86), since a segment's
  * allgather then reads what its reduce-scatter just wrote while it is
- * still in the core's 2 MiB L2; at 4 ranks there 512 KiB stayed ahead.
+ * still in the core's 2 MiB L2; at 4 ranks there 512 KiB stayed ahead
+ * at first, but 4 MiB segments (a rank's block 1 MiB) led from 2 to 8
+ * MiB in a later sweep (2026-12-01, two runs under each launcher, the
+ * median of the four medians, ms: 2 MiB 1.01 against 1.15, 4 MiB 1.89
+ * against 2.24, 8 MiB 3.90 against 4.54; 16-32 MiB a tie, 10.8 against
+ * 11.5 and 25.9 against 26.9, the ring 10.3 and 30.6; 64 MiB 58.4
+ * against 53.4), so they serve 4 ranks to 32 MiB.
  * Allreduce above 256 KiB at 5-16 ranks (for
  * non-commutative ops at 4-16): linear_arena (every rank's input staged
  * in its arena, each block reduced straight from the stages; two waits a
@@ -177,7 +183,9 @@ static const char builtin_text[] =
     "allreduce        commutative     17-*        2049-1M       rabenseifner\n"
     "allreduce        commutative     1-2         1048577-4M    rabenseifner\n"
     "allreduce        commutative     1-2         4194305-*     rabenseifner/segment=4M\n"
-    "allreduce        commutative     3-4         1048577-*     rabenseifner/segment=512K\n"
+    "allreduce        commutative     3-3         1048577-*     rabenseifner/segment=512K\n"
+    "allreduce        commutative     4-4         1048577-32M   rabenseifner/segment=4M\n"
+    "allreduce        commutative     4-4         33554433-*    rabenseifner/segment=512K\n"
     "allreduce        commutative     5-8         1048577-*     rabenseifner/segment=512K\n"
     "allreduce        commutative     9-16:pow2   1048577-*     linear_arena|rabenseifner\n"
     "allreduce        commutative     9-16:notpow2 1048577-*    linear_arena|ring\n"
