@@ -111,7 +111,13 @@
  * mpirun, 512 KiB 183-193 against 262-344, 16 MiB 10.1-11.0 ms against
  * 14.6-15.2, and 1-4 MiB a tie either way; so it takes those rows (at
  * P = 12, one run: 16 MiB 17.8 ms against 23.1, 1 MiB a tie; not
- * changed).  Non-commutative (weft bench --op
+ * changed).  On the Intel VM (2026-12-01, two runs under each launcher,
+ * the median of the four medians, ms) the stages led again from 2 MiB:
+ * P = 8, 4 MiB 4.36 against 4.89, 16 MiB 25.2 against 26.5, 64 MiB 79.7
+ * against 107; P = 6, 4 MiB 3.13 against 4.10, 64 MiB 68.8 against 77.5
+ * (16 MiB a tie); P = 5, 2 MiB 1.40 against 1.61, 32 MiB 31.0 against
+ * 37.8 (8 MiB a tie); 1 MiB a tie at 8 ranks; so they take 5-8 ranks
+ * from 2 MiB again.  Non-commutative (weft bench --op
  * noncommutative): P = 4, 1 MiB 567 against bst's 929; P = 8, 256 KiB 375
  * against 456, 4 MiB 5.6 ms against 11.6; P = 12, 1 MiB 1.8 ms against
  * recursive doubling's 6.0.  At 3-4 ranks it ties or loses (the stage
@@ -186,7 +192,9 @@ static const char builtin_text[] =
     "allreduce        commutative     3-3         1048577-*     rabenseifner/segment=512K\n"
     "allreduce        commutative     4-4         1048577-32M   rabenseifner/segment=4M\n"
     "allreduce        commutative     4-4         33554433-*    rabenseifner/segment=512K\n"
-    "allreduce        commutative     5-8         1048577-*     rabenseifner/segment=512K\n"
+    "allreduce        commutative     5-8         1048577-2M    rabenseifner/segment=512K\n"
+    "allreduce        commutative     5-8         2097153-*     "
+    "linear_arena|rabenseifner/segment=512K\n"
     "allreduce        commutative     9-16:pow2   1048577-*     linear_arena|rabenseifner\n"
     "allreduce        commutative     9-16:notpow2 1048577-*    linear_arena|ring\n"
     "allreduce        commutative     17-*:pow2   1048577-*     rabenseifner\n"
