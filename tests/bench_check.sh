@@ -32,7 +32,7 @@ for np in 3 4; do
     for coll in allgather reduce_scatter; do
         for dt in $dts; do
             op=(); [ $coll = reduce_scatter ] && op=(--op max); [ $dt = uint16 ] && [ $coll = reduce_scatter ] && op=(--op sum)
-            out=$("$weft" bench $coll --np $np --check --dtype $dt "${op[@]}" --sizes 0,4,100,2088,16384 \
+            out=$("$weft" bench $coll --np $np --check --dtype $dt "${op[@]}" --sizes 0,4,100,2088,8232,16384 \
                   --algo all --iters 1 --warmup 0 2>&1)
             if grep -q "# check: every result verified" <<<"$out" && grep -q "^ *16384 |" <<<"$out"
             then passes=$((passes + 1)); else fails=$((fails + 1)); echo "FAIL: $coll np $np $dt"; echo "$out" | tail -4; fi

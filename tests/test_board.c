@@ -39,6 +39,20 @@ static int32_t want(const int *members, int n, int call, int i)
 
 static const weft_coll_t colls[3] = {WEFT_COLL_ALLREDUCE, WEFT_COLL_BCAST, WEFT_COLL_REDUCE};
 
+/* What a board slot carries (BOARD_PAYLOAD, src/xport/segment.h), in bytes
+ * and in int32 */
+#define SLOT_BYTES 8232
+#define SLOT_INTS (SLOT_BYTES / 4)
+
+/* Whether the last error is the board's refusal of a call of coll larger
+ * than a slot, naming the slot's size. */
+static int says_at_most(const char *coll)
+{
+    char want[96];
+    snprintf(want, sizeof want, "%s board carries at most %d bytes", coll, SLOT_BYTES);
+    return strstr(weft_last_error(), want) != NULL;
+}
+
 static void board_on(weft_comm_t c)
 {
     for (int k = 0; k < 3; k++)
@@ -106,13 +120,12 @@ static void blocking_loop(weft_comm_t w, const int *all)
               weft_coll_name(colls[k]), weft_last_algorithm(w, colls[k]));
 }
 
-/* Payloads over every line of a slot (2088 bytes: 522 int32), counts
- * changing call after call so that a slot's lines hold a longer call's
- * leftovers. */
+/* Payloads over every line of a slot (SLOT_INTS int32), counts changing
+ * call after call so that a slot's lines hold a longer call's leftovers. */
 static void wide_payloads(weft_comm_t w, const int *all)
 {
-    static const int counts[] = {10, 11, 26, 42, 100, 300, 521, 522, 7, 160};
-    int32_t in[522], out[522];
+    static const int counts[] = {10, 11, 26, 42, 100, 521, SLOT_INTS - 1, SLOT_INTS, 7, 1500};
+    int32_t in[SLOT_INTS], out[SLOT_INTS];
     for (int call = 0; call < 300; call++) {
         int n = counts[call % 10];
         int rc = mixed_call(w, me, P, call, n, in, out, NULL);
@@ -123,11 +136,11 @@ static void wide_payloads(weft_comm_t w, const int *all)
 
 /* A reduce_scatter (set to the board by the caller) of up to n int32 a
  * block, as many as fit a slot with all P blocks, in place every third
- * call; buf holds 524 * P. */
+ * call; buf holds (SLOT_INTS + 2) * P. */
 static void reduce_scatter_on_board(weft_comm_t w, const int *all, int call, int n, int32_t *buf)
 {
-    int m = P * n <= 522 ? n : 522 / P, ip = call % 3 == 2;
-    int32_t *in = buf, out[522];
+    int m = P * n <= SLOT_INTS ? n : SLOT_INTS / P, ip = call % 3 == 2;
+    int32_t *in = buf, out[SLOT_INTS];
     for (int i = 0; i < P * m; i++)
         in[i] = val(me, call, i);
     int rc = weft_reduce_scatter(ip ? WEFT_IN_PLACE : in, ip ? in : out, (size_t)m, WEFT_INT32,
@@ -142,13 +155,14 @@ static void reduce_scatter_on_board(weft_comm_t w, const int *all, int call, int
 }
 
 /* Allgathers on the board between calls of the mixed sequence, which
- * share its slots: blocks over every line of a slot (522 int32 fill it),
- * in place every third call, and a block too large for a slot refused. */
+ * share its slots: blocks over every line of a slot (SLOT_INTS int32 fill
+ * it), in place every third call, and a block too large for a slot
+ * refused. */
 static void allgathers(weft_comm_t w, const int *all)
 {
-    static const int counts[] = {0, 1, 5, 10, 11, 42, 300, 521, 522, 7};
-    int32_t in[523], small_in[5], small_out[5];
-    int32_t *out = malloc(sizeof(int32_t) * 524 * (size_t)P);
+    static const int counts[] = {0, 1, 5, 10, 11, 42, 522, SLOT_INTS - 1, SLOT_INTS, 7};
+    int32_t in[SLOT_INTS + 1], small_in[5], small_out[5];
+    int32_t *out = malloc(sizeof(int32_t) * (SLOT_INTS + 2) * (size_t)P);
     CHECK(out && weft_set_algorithm(w, WEFT_COLL_ALLGATHER, "board", NULL) == WEFT_OK &&
               weft_set_algorithm(w, WEFT_COLL_REDUCE_SCATTER, "board", NULL) == WEFT_OK,
           "set allgather and reduce_scatter board: %s", weft_last_error());
@@ -174,14 +188,15 @@ static void allgathers(weft_comm_t w, const int *all)
     }
     const char *used = weft_last_algorithm(w, WEFT_COLL_ALLGATHER);
     CHECK(used && !strcmp(used, "board"), "allgather served by %s", used ? used : "nothing");
-    int rc = out ? weft_allgather(in, out, 523, WEFT_INT32, w) : WEFT_EINVAL; /* 2092 bytes */
-    CHECK(rc == WEFT_EINVAL && strstr(weft_last_error(), "allgather board carries at most 2088"),
-          "allgather of 2092 bytes a rank: %d %s", rc, weft_last_error());
-    /* P blocks of 523 / P + 1 int32: more than a slot's 2088 bytes at every P */
-    rc = out ? weft_reduce_scatter(out, in, 523 / (size_t)P + 1, WEFT_INT32, WEFT_SUM, w)
+    int rc = out ? weft_allgather(in, out, SLOT_INTS + 1, WEFT_INT32, w) : WEFT_EINVAL;
+    CHECK(rc == WEFT_EINVAL && says_at_most("allgather"), "allgather of a slot and 4 bytes a "
+          "rank: %d %s", rc, weft_last_error());
+    /* P blocks of (SLOT_INTS + 1) / P + 1 int32: more than a slot at every P */
+    rc = out ? weft_reduce_scatter(out, in, (SLOT_INTS + 1) / (size_t)P + 1, WEFT_INT32,
+                                   WEFT_SUM, w)
              : WEFT_EINVAL;
     CHECK(rc == WEFT_EINVAL && strstr(weft_last_error(), "reduce_scatter board carries at most"),
-          "reduce_scatter of more than 2088 bytes: %d %s", rc, weft_last_error());
+          "reduce_scatter of more than a slot: %d %s", rc, weft_last_error());
     weft_set_algorithm(w, WEFT_COLL_ALLGATHER, "auto", NULL);
     weft_set_algorithm(w, WEFT_COLL_REDUCE_SCATTER, "auto", NULL);
     free(out);
@@ -457,20 +472,22 @@ static void barrier_holds(weft_comm_t w, weft_comm_t d)
     weft_set_algorithm(d, WEFT_COLL_BARRIER, "auto", NULL);
 }
 
+/* A slot's payload, in float64: a whole slot, and one element past it. */
+#define SLOT_DOUBLES (SLOT_BYTES / 8)
 static void refusals(weft_comm_t w)
 {
-    static double big[262];
-    int rc = weft_allreduce(big, big, 262, WEFT_FLOAT64, WEFT_SUM, w); /* 2096 bytes */
-    CHECK(rc == WEFT_EINVAL && strstr(weft_last_error(), "at most 2088 bytes"),
-          "2096 bytes: %d %s", rc, weft_last_error());
-    rc = weft_allreduce(big, big, 261, WEFT_FLOAT64, WEFT_SUM, w); /* 2088: served */
-    CHECK(rc == WEFT_OK, "2088 bytes: %s", weft_last_error());
-    rc = weft_bcast(big, 262, WEFT_FLOAT64, 0, w);
-    CHECK(rc == WEFT_EINVAL && strstr(weft_last_error(), "bcast board carries at most 2088"),
-          "bcast of 2096 bytes: %d %s", rc, weft_last_error());
-    rc = weft_reduce(big, me ? NULL : big, 262, WEFT_FLOAT64, WEFT_SUM, 0, w);
-    CHECK(rc == WEFT_EINVAL && strstr(weft_last_error(), "reduce board carries at most 2088"),
-          "reduce of 2096 bytes: %d %s", rc, weft_last_error());
+    static double big[SLOT_DOUBLES + 1];
+    int rc = weft_allreduce(big, big, SLOT_DOUBLES + 1, WEFT_FLOAT64, WEFT_SUM, w);
+    CHECK(rc == WEFT_EINVAL && says_at_most("allreduce"), "a slot and 8 bytes: %d %s", rc,
+          weft_last_error());
+    rc = weft_allreduce(big, big, SLOT_DOUBLES, WEFT_FLOAT64, WEFT_SUM, w); /* a slot: served */
+    CHECK(rc == WEFT_OK, "%d bytes: %s", SLOT_BYTES, weft_last_error());
+    rc = weft_bcast(big, SLOT_DOUBLES + 1, WEFT_FLOAT64, 0, w);
+    CHECK(rc == WEFT_EINVAL && says_at_most("bcast"), "bcast of a slot and 8 bytes: %d %s", rc,
+          weft_last_error());
+    rc = weft_reduce(big, me ? NULL : big, SLOT_DOUBLES + 1, WEFT_FLOAT64, WEFT_SUM, 0, w);
+    CHECK(rc == WEFT_EINVAL && says_at_most("reduce"), "reduce of a slot and 8 bytes: %d %s",
+          rc, weft_last_error());
 }
 
 /* Ranks that disagree: counts of an allreduce ("mismatch"), the root of a

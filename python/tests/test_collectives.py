@@ -87,7 +87,7 @@ def test_allreduce_ops(comm, op, dtype):
 @pytest.mark.parametrize("algo", ["ring", "recursive_doubling", "rabenseifner", "twotree",
                                   "dissem_adapted", "board"])
 def test_allreduce_algo(comm, algo):
-    n = 500 if algo == "board" else 5000  # the board carries at most 2088 bytes
+    n = 500 if algo == "board" else 5000  # the board carries at most 8232 bytes
     x = inp("int32", comm.rank, n)
     comm.allreduce(x, algo=algo)
     check(x, reference("int32", comm.size, n, "sum"), "int32", algo, comm.size)

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SEG_MAGIC 0x3847455374666577ull /* bumped with the layout */
+#define SEG_MAGIC 0x3947455374666577ull /* bumped with the layout */
 #define CELL_PAYLOAD 16384u   /* a cell's payload when memory allows */
 #define CELL_PAYLOAD_MIN 1024u /* and the least it may shrink to (seg_create) */
 #define CELLS_MIN 2u
@@ -28,11 +28,16 @@
  * rank only and read by the peers of one call; a live communicator holds a
  * pair of its own (comm.c), so the world and 7 more use the board. */
 #define BOARD_SLOTS 16u
-#define BOARD_PAYLOAD 2088u /* bytes a slot carries: 33 lines, less the header */
+/* Bytes a slot carries: 129 lines, less the header (the first line's 40
+ * and 8 KiB).  8 KiB since 2026-12-01: the 2-rank allreduce on the board
+ * beat every schedule to 8 KiB (4 KiB 1.3x recursive doubling's time, 8
+ * KiB 1.1x); the board's 34 KiB of the segment a rank became 130 KiB
+ * (PERFORMANCE.md, "A wider board"). */
+#define BOARD_PAYLOAD 8232u
 typedef struct board_slot {
     /* line 0: the call (key + 1; 0: never written), its signature, and the
      * first 40 bytes, so that a tiny payload moves with its flag; the rest
-     * on lines 1-32 */
+     * on lines 1-128 */
     _Atomic uint64_t stamp;
     uint32_t sig;
     uint32_t len;
