@@ -39,10 +39,12 @@ static int32_t want(const int *members, int n, int call, int i)
 
 static const weft_coll_t colls[3] = {WEFT_COLL_ALLREDUCE, WEFT_COLL_BCAST, WEFT_COLL_REDUCE};
 
-/* What a board slot carries (BOARD_PAYLOAD, src/xport/segment.h), in bytes
- * and in int32 */
-#define SLOT_BYTES 8232
+/* What a board slot carries, in bytes and in int32: 8232 bytes in a job of
+ * up to 4 ranks, 2088 in a larger one (board_payload_for, src/xport/
+ * segment.h); arrays are sized for the wider. */
+#define SLOT_BYTES (P <= 4 ? 8232 : 2088)
 #define SLOT_INTS (SLOT_BYTES / 4)
+#define SLOT_INTS_MAX (8232 / 4)
 
 /* Whether the last error is the board's refusal of a call of coll larger
  * than a slot, naming the slot's size. */
@@ -124,8 +126,8 @@ static void blocking_loop(weft_comm_t w, const int *all)
  * call after call so that a slot's lines hold a longer call's leftovers. */
 static void wide_payloads(weft_comm_t w, const int *all)
 {
-    static const int counts[] = {10, 11, 26, 42, 100, 521, SLOT_INTS - 1, SLOT_INTS, 7, 1500};
-    int32_t in[SLOT_INTS], out[SLOT_INTS];
+    const int counts[] = {10, 11, 26, 42, 100, 521, SLOT_INTS - 1, SLOT_INTS, 7, SLOT_INTS / 2};
+    int32_t in[SLOT_INTS_MAX], out[SLOT_INTS_MAX];
     for (int call = 0; call < 300; call++) {
         int n = counts[call % 10];
         int rc = mixed_call(w, me, P, call, n, in, out, NULL);
@@ -140,7 +142,7 @@ static void wide_payloads(weft_comm_t w, const int *all)
 static void reduce_scatter_on_board(weft_comm_t w, const int *all, int call, int n, int32_t *buf)
 {
     int m = P * n <= SLOT_INTS ? n : SLOT_INTS / P, ip = call % 3 == 2;
-    int32_t *in = buf, out[SLOT_INTS];
+    int32_t *in = buf, out[SLOT_INTS_MAX];
     for (int i = 0; i < P * m; i++)
         in[i] = val(me, call, i);
     int rc = weft_reduce_scatter(ip ? WEFT_IN_PLACE : in, ip ? in : out, (size_t)m, WEFT_INT32,
@@ -160,8 +162,8 @@ static void reduce_scatter_on_board(weft_comm_t w, const int *all, int call, int
  * refused. */
 static void allgathers(weft_comm_t w, const int *all)
 {
-    static const int counts[] = {0, 1, 5, 10, 11, 42, 522, SLOT_INTS - 1, SLOT_INTS, 7};
-    int32_t in[SLOT_INTS + 1], small_in[5], small_out[5];
+    const int counts[] = {0, 1, 5, 10, 11, 42, 300, SLOT_INTS - 1, SLOT_INTS, 7};
+    int32_t in[SLOT_INTS_MAX + 1], small_in[5], small_out[5];
     int32_t *out = malloc(sizeof(int32_t) * (SLOT_INTS + 2) * (size_t)P);
     CHECK(out && weft_set_algorithm(w, WEFT_COLL_ALLGATHER, "board", NULL) == WEFT_OK &&
               weft_set_algorithm(w, WEFT_COLL_REDUCE_SCATTER, "board", NULL) == WEFT_OK,
@@ -476,7 +478,7 @@ static void barrier_holds(weft_comm_t w, weft_comm_t d)
 #define SLOT_DOUBLES (SLOT_BYTES / 8)
 static void refusals(weft_comm_t w)
 {
-    static double big[SLOT_DOUBLES + 1];
+    static double big[8232 / 8 + 1];
     int rc = weft_allreduce(big, big, SLOT_DOUBLES + 1, WEFT_FLOAT64, WEFT_SUM, w);
     CHECK(rc == WEFT_EINVAL && says_at_most("allreduce"), "a slot and 8 bytes: %d %s", rc,
           weft_last_error());

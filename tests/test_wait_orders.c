@@ -115,7 +115,7 @@ int main(int argc, char **argv)
     }
     for (size_t a = 0; a < sizeof algos / sizeof *algos; a++)
         for (size_t c = 0; c < 2; c++)
-            if (strcmp(algos[a], "board") || counts[c] * 4 <= 8232) /* a board slot */
+            if (strcmp(algos[a], "board") || counts[c] * 4 <= (P <= 4 ? 8232 : 2088)) /* a slot */
                 one_algorithm(w, algos[a], counts[c], ROUNDS, false);
     static const char *const big_algos[] = {"ring", "rabenseifner", "recursive_doubling", "auto"};
     for (size_t a = 0; a < sizeof big_algos / sizeof *big_algos; a++)

@@ -21,6 +21,7 @@
 #include "tool.h"
 #include "tune/table.h"
 #include "xport/cpus.h"
+#include "xport/segment.h"
 
 #define MAX_POINTS 4096
 #define MAX_RANKS (1 << 24)
@@ -683,6 +684,7 @@ static int pap_programs(const algo_t *al, int P, uint64_t bytes, size_t es, int 
     memset(&a, 0, sizeof a);
     a.coll = al->coll, a.nrank = P, a.root = root, a.count = bytes / es, a.esize = es;
     a.commutative = op != OP_AFFINE, a.shared_board = a.board_slots = a.node_board = true;
+    a.board_payload = board_payload_for(P);
     *node_of = NULL;
     if (ppn && ppn < P) {
         if (!(*node_of = malloc((size_t)P * sizeof **node_of)))

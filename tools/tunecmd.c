@@ -15,6 +15,7 @@
 #include "predict.h"
 #include "tool.h"
 #include "tune/table.h"
+#include "xport/segment.h"
 
 static bool parse_u64(const char *s, uint64_t *out)
 {
@@ -127,6 +128,7 @@ static void explain_args(const explain_opts_t *o, coll_args_t *a)
     a->count = o->size / a->esize;
     /* as under weft run, whose shared memory has the board and the arena */
     a->shared_board = a->board_slots = a->node_board = a->arena_reads = true;
+    a->board_payload = board_payload_for(a->nrank);
     bool reduces = coll_is_reduction(o->coll), noncomm = o->op == OP_AFFINE;
     int op = o->op, dt = o->dt;
     a->commutative = !reduces || !noncomm;

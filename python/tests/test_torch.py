@@ -103,7 +103,7 @@ def test_hook_forced_algorithm(comm, groups, algo):
 
 def test_hook_error_reaches_backward(comm, groups):
     """an allreduce that fails on the hook's thread (the board carries at
-    most 2 KiB; the model's bucket is 9.6 KB) fails DDP's backward with
+    most 8 KiB; the model's bucket is 9.6 KB) fails DDP's backward with
     weft's message, and the next state works"""
     m = DDP(make_model(), process_group=groups["gloo"])
     state = wt.HookState(comm, algo="board")

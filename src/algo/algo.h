@@ -53,6 +53,7 @@ typedef struct coll_args {
     int node_max;                /* ranks in the largest node; 0: not given */
     bool shared_board; /* the transport offers the board (src/shmcoll) */
     bool board_slots;  /* and this communicator has slots of its own there */
+    uint32_t board_payload; /* the bytes a slot carries there */
     bool node_board;   /* each node's ranks share arrival records (hier_pap) */
     /* every rank is on one machine's shared memory, where a send from the
      * sender's arena may be read in place; the same on every rank (whether

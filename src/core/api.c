@@ -272,6 +272,7 @@ static int resolve_call(weft_comm_t comm, weft_coll_t coll, const void *in, void
     a.node_max = comm->node_of ? comm->node_max : P;
     a.shared_board = comm->x->ops->board_slot != NULL;
     a.board_slots = a.shared_board && comm->board_slots;
+    a.board_payload = comm->x->board_payload;
     a.node_board = comm->x->ops->arrival_rec != NULL;
     a.arena_reads = a.shared_board;
     reducer_t red;

@@ -578,7 +578,8 @@ static uint64_t parent_unread_pairs(void *arg)
         for (unsigned k = 0; k < 2 && !held; k++) {
             board_slot_t *s = x->ops->board_slot(x, me, 2 * p + k);
             if (atomic_load_explicit(&s->stamp, memory_order_acquire) &&
-                (int32_t)(s->wanted - atomic_load_explicit(&s->reads, memory_order_acquire)) > 0)
+                (int32_t)(s->wanted - atomic_load_explicit(board_reads(s, x->board_payload),
+                                                           memory_order_acquire)) > 0)
                 m |= 1ull << p;
         }
     }

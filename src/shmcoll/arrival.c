@@ -511,6 +511,7 @@ void arrival_coll_args(const exec_t *e, coll_args_t *a)
     a->esize = e->esize;
     a->commutative = true;
     a->shared_board = e->x->ops->board_slot != NULL;
+    a->board_payload = e->x->board_payload;
     a->node_board = e->x->ops->arrival_rec != NULL;
     a->node_of = e->node_of;
     a->nnodes = e->nnodes;

@@ -1,7 +1,7 @@
 /* board.c — the board collectives: tiny payloads without a schedule.
  *
  * A rank that contributes writes its bytes into a slot of its own on the
- * board (segment.h: a slot is four cache lines, the first holding the
+ * board (segment.h: a slot is 34 or 130 cache lines, the first holding the
  * call's stamp, signature and 40 bytes); a rank that needs others' bytes
  * waits until their slots carry the same call and reads them there.  One
  * store or one wait per peer per call, no message, no lock, no step
@@ -80,6 +80,12 @@ static board_slot_t *slot_of(const exec_t *e, int rank)
     return e->x->ops->board_slot(e->x, e->world[rank], e->br.slot);
 }
 
+/* A slot's count of reads done (segment.h: its last line). */
+static _Atomic uint32_t *read_count(const exec_t *e, const board_slot_t *s)
+{
+    return board_reads(s, e->x->board_payload);
+}
+
 static uint64_t stamp_of(const exec_t *e) { return e->desc->key + 1; }
 
 /* The call's bytes per rank (its count is in the published call). */
@@ -126,9 +132,9 @@ static const char *contribution(const exec_t *e)
 
 /* Every reader of the slot's contents is done with them (wanted and reads
  * wrap together: their difference is what counts). */
-static bool slot_free(const board_slot_t *me)
+static bool slot_free(const exec_t *e, const board_slot_t *me)
 {
-    uint32_t reads = atomic_load_explicit(&me->reads, memory_order_acquire);
+    uint32_t reads = atomic_load_explicit(read_count(e, me), memory_order_acquire);
     return (int32_t)(reads - me->wanted) >= 0;
 }
 
@@ -142,7 +148,7 @@ static bool slot_may_post(const exec_t *e, const board_slot_t *me)
     if (e->br.proven_stamp &&
         atomic_load_explicit(&me->stamp, memory_order_relaxed) == e->br.proven_stamp)
         return true;
-    return slot_free(me);
+    return slot_free(e, me);
 }
 
 /* Writes this rank's contribution when its slot is free; false if not yet.
@@ -229,11 +235,12 @@ static void prefetch_next_slot(const exec_t *e)
     uint32_t len = atomic_load_explicit(&e->bc->posted_len[(e->desc->key + 1) & 1],
                                         memory_order_relaxed);
     size_t end = offsetof(board_slot_t, data) + len;
-    for (size_t at = 0; at < end && at < offsetof(board_slot_t, reads); at += 64)
+    size_t lines_end = board_slot_bytes(e->x->board_payload) - 64; /* not the reads line */
+    for (size_t at = 0; at < end && at < lines_end; at += 64)
         __asm__ volatile("prefetchw %0" : : "m"(*((const char *)next + at)));
 #endif
     if (!e->br.peers_ordered)
-        __builtin_prefetch(&next->reads, 0, 3);
+        __builtin_prefetch(read_count(e, next), 0, 3);
 }
 
 static void board_start(exec_t *e)
@@ -279,7 +286,7 @@ static void count_out(const exec_t *e, int q)
 {
     board_slot_t *ps = slot_of(e, q);
     uint32_t wanted = ps->wanted; /* before the add: then the owner may post */
-    if (atomic_fetch_add_explicit(&ps->reads, 1, memory_order_acq_rel) + 1 == wanted)
+    if (atomic_fetch_add_explicit(read_count(e, ps), 1, memory_order_acq_rel) + 1 == wanted)
         e->x->ops->wake_ranks(e->x, &e->world[q], 1);
 }
 
@@ -311,7 +318,7 @@ static void finish_reading(exec_t *e)
     } else if (e->desc->coll != WEFT_COLL_BARRIER) {
         /* a reduce_scatter combines this rank's block of every input */
         size_t at = e->desc->coll == WEFT_COLL_REDUCE_SCATTER ? (size_t)me * bytes : 0;
-        char acc[BOARD_PAYLOAD];
+        char acc[BOARD_PAYLOAD_WIDE];
         if (bytes)
             copy_bytes(acc, part_of(e, 0) + at, bytes);
         for (int q = 1; q < e->s->nrank; q++)
@@ -466,7 +473,7 @@ static int read_slots(exec_t *e, int *moved, int *bad)
          * now, while the other slots are awaited, the add no longer waits a
          * whole transfer (2 ranks, slow phase: finish_reading 360 -> 190 ns) */
 #if defined(__x86_64__) || defined(__i386__)
-        __asm__ volatile("prefetchw %0" : : "m"(*(const char *)&ps->reads));
+        __asm__ volatile("prefetchw %0" : : "m"(*(const char *)read_count(e, ps)));
 #endif
     }
     return 1;
@@ -623,7 +630,7 @@ static bool write_off(exec_t *e, board_slot_t *me, uint64_t key)
 {
     if (key >> 32 != e->desc->key >> 32 || !e->x->ops->peer_view)
         return false; /* another communicator's post: its readers are not known here */
-    uint32_t missing = me->wanted - atomic_load_explicit(&me->reads, memory_order_acquire);
+    uint32_t missing = me->wanted - atomic_load_explicit(read_count(e, me), memory_order_acquire);
     int sole = (int)(me->flags >> BOARD_POST_READER_SHIFT) - 1;
     uint32_t gone = 0;
     for (int q = sole >= 0 ? sole : 0; q < (sole >= 0 ? sole + 1 : e->s->nrank); q++) {
@@ -763,11 +770,11 @@ int algo_board_usable(const coll_args_t *a, char *why, size_t len)
         return -1;
     }
     uint64_t posted = a->count * a->esize;
-    if (a->coll == WEFT_COLL_REDUCE_SCATTER && posted <= BOARD_PAYLOAD)
+    if (a->coll == WEFT_COLL_REDUCE_SCATTER && posted <= a->board_payload)
         posted *= (uint64_t)a->nrank; /* the whole input (no overflow: nrank < 2^32) */
-    if (posted > BOARD_PAYLOAD) {
-        snprintf(why, len, "%s board carries at most %u bytes per rank, not %llu%s", cn,
-                 BOARD_PAYLOAD, (unsigned long long)posted,
+    if (posted > a->board_payload) {
+        snprintf(why, len, "%s board carries at most %u bytes per rank here, not %llu%s", cn,
+                 a->board_payload, (unsigned long long)posted,
                  a->coll == WEFT_COLL_REDUCE_SCATTER ? " (its P blocks)" : "");
         return -1;
     }

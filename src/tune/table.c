@@ -37,7 +37,8 @@
  * where posts are demoted to the shared cache (board.c), the board is
  * ahead to 2088 bytes: 1536-2088 B 0.59-0.81 against 1.16-1.32 under
  * weft run, 0.71-0.91 against 1.09-1.34 under mpirun, three runs each;
- * and since its slots carry 8 KiB, on to 8 KiB (2026-12-01, three runs
+ * and since its slots carry 8 KiB in jobs of up to 4 ranks (segment.h),
+ * on to 8 KiB (2026-12-01, three runs
  * under each launcher, the median of the six medians: 4 KiB 1.2 us
  * against recursive doubling's 1.6 and Rabenseifner's 1.9, 8 KiB 2.2
  * against 2.5 and 2.7), so it serves the 2-rank allreduce to 8 KiB; the

@@ -68,6 +68,7 @@ static size_t align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 /* Where the segment's parts go for a ring geometry. */
 typedef struct geometry {
     uint32_t ncells, payload, cell_bytes;
+    uint32_t board_payload; /* bytes a board slot carries */
     size_t ranks_off, board_off, arrival_off, log_off, dir_off, chans_off, stride;
     size_t size;   /* the file: room for a ring per ordered pair (sparse) */
     size_t needed; /* the fixed part and the planned rings */
@@ -81,7 +82,9 @@ static void lay_out(int nrank, uint32_t ncells, uint32_t payload, geometry_t *g)
     g->cell_bytes = (uint32_t)align_up(sizeof(cell_t) + payload, 64);
     g->ranks_off = align_up(sizeof(seg_hdr_t), 4096);
     g->board_off = align_up(g->ranks_off + P * sizeof(seg_rank_t), 4096);
-    g->arrival_off = align_up(g->board_off + P * SEG_BOARD_BYTES_PER_RANK, 4096);
+    g->board_payload = board_payload_for(nrank);
+    g->arrival_off = align_up(g->board_off + P * BOARD_SLOTS * board_slot_bytes(g->board_payload),
+                              4096);
     g->log_off = align_up(g->arrival_off + P * SEG_ARRIVAL_BYTES_PER_RANK, 4096);
     g->dir_off = align_up(g->log_off + P * (SEG_CALLLOG + SEG_CALLPIN) * sizeof(call_rec_t),
                           4096);
@@ -177,6 +180,7 @@ static void seg_header_init(seg_hdr_t *h, int nrank, uint32_t cores, const geome
     h->budget = avail;
     h->launcher = (int32_t)getpid();
     h->cores = cores;
+    h->board_payload = g->board_payload;
     h->chan_stride = g->stride;
     atomic_store(&h->abort_rank, -1);
     snprintf(h->name, sizeof h->name, "%s", name);

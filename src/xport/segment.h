@@ -28,32 +28,50 @@
  * rank only and read by the peers of one call; a live communicator holds a
  * pair of its own (comm.c), so the world and 7 more use the board. */
 #define BOARD_SLOTS 16u
-/* Bytes a slot carries: 129 lines, less the header (the first line's 40
- * and 8 KiB).  8 KiB since 2026-12-01: the 2-rank allreduce on the board
- * beat every schedule to 8 KiB (4 KiB 1.3x recursive doubling's time, 8
- * KiB 1.1x); the board's 34 KiB of the segment a rank became 130 KiB
- * (PERFORMANCE.md, "A wider board"). */
-#define BOARD_PAYLOAD 8232u
+/* Bytes a slot carries: 2088 (33 lines less the header), or 8232 (129
+ * lines: 8 KiB and the first line's 40) in a segment of up to
+ * BOARD_WIDE_RANKS ranks.  Wide since 2026-12-01: the 2-rank allreduce on
+ * the board beat every schedule to 8 KiB (4 KiB 1.3x recursive doubling's
+ * time, 8 KiB 1.1x; PERFORMANCE.md, "A wider board"), where at 3-8 ranks
+ * it did not pass 2 KiB; wide slots everywhere would have made the
+ * board's part of the segment 130 KiB a rank instead of 34. */
+#define BOARD_PAYLOAD 2088u
+#define BOARD_PAYLOAD_WIDE 8232u
+#define BOARD_WIDE_RANKS 4
 typedef struct board_slot {
     /* line 0: the call (key + 1; 0: never written), its signature, and the
      * first 40 bytes, so that a tiny payload moves with its flag; the rest
-     * on lines 1-128 */
+     * on the lines after it.  The slot's last line (board_reads): how many
+     * reads were done, over the slot's life; the owner rewrites the slot
+     * only once it reaches wanted (so calls of any communicator may share
+     * it), and never writes that line, which readers alone update. */
     _Atomic uint64_t stamp;
     uint32_t sig;
     uint32_t len;
     /* reads counted over the slot's life once every reader of its current
-     * contents is done: the owner adds each call's readers as it posts, and
-     * never writes the last line, which readers alone update */
+     * contents is done: the owner adds each call's readers as it posts */
     uint32_t wanted;
     uint32_t flags; /* BOARD_POST_*: what the post says of its rank */
-    char data[BOARD_PAYLOAD];
-    /* the last line: how many reads were done, over the slot's life; the owner
-     * rewrites the slot only once it reaches wanted (so calls of any
-     * communicator may share it) */
-    _Atomic uint32_t reads __attribute__((aligned(64)));
-    char pad1[60];
+    char data[];    /* the segment's board_payload bytes */
 } __attribute__((aligned(64))) board_slot_t;
-#define SEG_BOARD_BYTES_PER_RANK (BOARD_SLOTS * sizeof(board_slot_t))
+
+/* What a slot carries in a segment of nrank ranks. */
+static inline uint32_t board_payload_for(int nrank)
+{
+    return nrank <= BOARD_WIDE_RANKS ? BOARD_PAYLOAD_WIDE : BOARD_PAYLOAD;
+}
+
+/* A slot's bytes: its lines of header and payload, and its reads line. */
+static inline size_t board_slot_bytes(uint32_t payload)
+{
+    return (offsetof(board_slot_t, data) + payload + 63) / 64 * 64 + 64;
+}
+
+/* The reads counter of slot s, in a segment whose slots carry payload. */
+static inline _Atomic uint32_t *board_reads(const board_slot_t *s, uint32_t payload)
+{
+    return (_Atomic uint32_t *)(void *)((char *)s + board_slot_bytes(payload) - 64);
+}
 /* The poster had finished every earlier call of its communicator, so it
  * had read every slot those calls had it read (board.c, "Proven read") */
 #define BOARD_POST_ORDERED 1u
@@ -110,6 +128,7 @@ typedef struct seg_hdr {
     _Atomic uint32_t abort_code;
     int32_t launcher; /* pid of `weft run` (ranks give up when it is gone) */
     uint32_t cores;   /* the cores the ranks may run on (cpus.h), >= 1 */
+    uint32_t board_payload; /* bytes a board slot carries (BOARD_PAYLOAD*) */
     char abort_msg[256];
     char name[64];
 } seg_hdr_t;
@@ -276,7 +295,9 @@ static inline seg_rank_t *seg_rank(const seg_t *s, int r)
 
 static inline board_slot_t *seg_board(const seg_t *s, int r, unsigned i)
 {
-    return (board_slot_t *)((char *)s->hdr + s->hdr->board_off) + (size_t)r * BOARD_SLOTS + i;
+    return (board_slot_t *)(void *)((char *)s->hdr + s->hdr->board_off +
+                                    ((size_t)r * BOARD_SLOTS + i) *
+                                        board_slot_bytes(s->hdr->board_payload));
 }
 
 static inline arrival_rec_t *seg_arrival(const seg_t *s, int r, unsigned i)

@@ -2349,6 +2349,7 @@ int xport_shm_open(const char *segname, int rank, int size, xport_t **out)
     x->base.size = size;
     x->base.local_size = size; /* one node: every rank shares its cores */
     x->base.cores = (int)x->seg.hdr->cores;
+    x->base.board_payload = x->seg.hdr->board_payload;
     x->base.tag_limit = 1u << 24;
     pthread_mutex_init(&x->base.lock, NULL);
     *out = &x->base;

@@ -540,6 +540,7 @@ int xport_twolevel_open(xport_t *mx, int node_size, int **ids_out, xport_t **out
     t->base.size = P;
     t->base.local_size = local;
     t->base.cores = shm->cores; /* the self transport's 0 where the node has one rank */
+    t->base.board_payload = shm->board_payload;
     t->base.tag_limit = mx->tag_limit; /* MPI's is the narrower */
     /* one node: every message goes by the shared memory, arena and all;
      * across nodes a send from the arena would help only some receivers */

@@ -256,6 +256,7 @@ struct xport {
     int rank, size;
     int local_size; /* ranks sharing this node's cores */
     int cores;      /* cores they may run on (cpus.h); 0: as many as ranks */
+    uint32_t board_payload; /* bytes a board slot carries (with ops->board_slot) */
     uint32_t tag_limit; /* step tags must be below this (2^24, or what MPI_TAG_UB leaves) */
     int *node_ids;  /* node id of every rank, or NULL (one node); owned */
     /* The rank a message names for each rank of this transport, where it
