@@ -17,6 +17,7 @@
 #include "tune/table.h"
 #include "xport/copyway.h"
 #include "xport/cpus.h"
+#include "xport/segment.h"
 
 /* ---- kernels ---- */
 
@@ -580,6 +581,32 @@ static void test_tuning_tables(void)
         CHECK(rc == WEFT_EINVAL && strstr(weft_last_error(), bad[i].want),
               "bad table %zu: got %d '%s', want '%s'", i, rc, weft_last_error(), bad[i].want);
     }
+    /* the board's width: 8232 bytes a slot in a job of up to 4 ranks, 2088
+     * beyond, each a whole number of lines and a reads line; AUTO's 2-rank
+     * allreduce of 8 KiB takes the board where slots are wide and falls
+     * through to recursive doubling where they are not (a 2-rank
+     * communicator of a larger job) */
+    CHECK(board_payload_for(1) == 8232 && board_payload_for(4) == 8232 &&
+              board_payload_for(5) == 2088 && board_slot_bytes(2088) == 34 * 64 &&
+              board_slot_bytes(8232) == 130 * 64,
+          "board widths: %u %u %u, %zu and %zu bytes a slot", board_payload_for(1),
+          board_payload_for(4), board_payload_for(5), board_slot_bytes(2088),
+          board_slot_bytes(8232));
+    for (int wide = 0; wide < 2; wide++)
+        for (uint64_t bytes = 8188; bytes <= 8236; bytes += 48) {
+            coll_args_t a = {0};
+            a.coll = WEFT_COLL_ALLREDUCE, a.nrank = 2, a.esize = 4, a.count = bytes / 4;
+            a.commutative = a.shared_board = a.board_slots = true;
+            a.board_payload = board_payload_for(wide ? 2 : 5);
+            tune_pick_t p;
+            int rc = tune_select(&a, NULL, NULL, &p);
+            const char *want = wide && bytes <= 8192 ? "board"
+                               : bytes <= 8192      ? "recursive_doubling"
+                                                    : "rabenseifner";
+            CHECK(!rc && p.al && !strcmp(p.al->name, want), "2-rank allreduce of %llu bytes, "
+                  "%u-byte slots: %s, want %s", (unsigned long long)bytes, a.board_payload,
+                  rc || !p.al ? weft_last_error() : p.al->name, want);
+        }
     /* rows that cannot overlap: pow2 against notpow2, commutative against not */
     tune_table_t t;
     int rc = tune_parse("weft-tuning 1\nallreduce commutative *:pow2 * ring\n"
