@@ -215,6 +215,84 @@ static void test_half_kernels_exact(void)
     free(a), free(b), free(want), free(got);
 }
 
+/* An element of dt that is a NaN (any payload, any sign). */
+static bool elem_nan(weft_dtype_t dt, const unsigned char *p)
+{
+    if (dt == WEFT_FLOAT32) {
+        float f;
+        memcpy(&f, p, 4);
+        return isnan(f);
+    }
+    if (dt == WEFT_FLOAT64) {
+        double f;
+        memcpy(&f, p, 8);
+        return isnan(f);
+    }
+    if (dt == WEFT_FLOAT16 || dt == WEFT_BFLOAT16) {
+        uint16_t h;
+        memcpy(&h, p, 2);
+        return half_nan(dt, h);
+    }
+    return false;
+}
+
+/* The seeded form, dst = seed (op) src in one pass (sink.c's fused
+ * receive), gives the bits a copy of the seed then the op's kernel give,
+ * for every type and builtin op (through the copy where a type has no
+ * seeded kernel), on random bit patterns at lengths around the vector
+ * lanes and at odd element offsets; and leaves the bytes around the
+ * destination alone.  A NaN matches any NaN (which operand's payload
+ * survives is up to the instruction). */
+static void test_seeded_kernels(void)
+{
+    const size_t lens[] = {0, 1, 7, 8, 15, 16, 17, 31, 33, 64, 65, 1000, 4099};
+    enum { MAXN = 4099 + 2 };
+    size_t bad = 0, runs = 0, seeded = 0;
+    uint64_t z = 0x2545F4914F6CDD1Dull;
+    for (int dt = 0; dt < WEFT_DTYPE_COUNT; dt++) {
+        size_t es = weft_dtype_size((weft_dtype_t)dt);
+        unsigned char *seed = malloc(MAXN * es), *src = malloc(MAXN * es),
+                      *want = malloc(MAXN * es), *got = malloc(MAXN * es);
+        for (int op = 0; op < WEFT_OP_BUILTIN_COUNT; op++) {
+            reducer_t r;
+            if (reducer_init(&r, op, (weft_dtype_t)dt) != 0)
+                continue; /* not an op of this type (bitwise ops on floats) */
+            bool has3 = reduce3_kernel(op, (weft_dtype_t)dt) != NULL;
+            CHECK(has3 == (r.kernel3 != NULL) &&
+                      has3 == (dt != WEFT_FLOAT16 && dt != WEFT_BFLOAT16),
+                  "%s %s: a seeded kernel where the type has one", weft_dtype_name(dt),
+                  weft_op_name(op));
+            seeded += has3;
+            for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++)
+                for (size_t off = 0; off < 2; off++) {
+                    size_t n = lens[li], bytes = (n + 2) * es;
+                    for (size_t i = 0; i < bytes; i++) {
+                        z ^= z >> 12, z ^= z << 25, z ^= z >> 27;
+                        uint64_t x = z * 0x2545F4914F6CDD1Dull;
+                        seed[i] = (unsigned char)x, src[i] = (unsigned char)(x >> 8);
+                        want[i] = got[i] = (unsigned char)(x >> 16);
+                    }
+                    memcpy(want + off * es, seed + off * es, n * es);
+                    reducer_apply(&r, want + off * es, src + off * es, n, false);
+                    reducer_apply_seeded(&r, got + off * es, seed + off * es, src + off * es, n,
+                                         false);
+                    for (size_t i = 0; i < n + 2; i++) {
+                        const unsigned char *g = got + i * es, *w = want + i * es;
+                        bool inside = i >= off && i < off + n;
+                        bad += memcmp(g, w, es) != 0 &&
+                               !(inside && elem_nan((weft_dtype_t)dt, g) &&
+                                 elem_nan((weft_dtype_t)dt, w));
+                    }
+                    runs++;
+                }
+        }
+        free(seed), free(src), free(want), free(got);
+    }
+    CHECK(!bad && seeded == 8 * 9 + 2 * 4,
+          "seeded kernels: %zu elements differ from a copy and the kernel over %zu runs "
+          "(%zu type/op pairs with a kernel of their own, want 80)", bad, runs, seeded);
+}
+
 static void test_half_conversions(void)
 {
     /* every float16 value survives float32 and back */
@@ -1024,6 +1102,7 @@ int main(void)
     test_float_kernels();
     test_half_conversions();
     test_half_kernels_exact();
+    test_seeded_kernels();
     test_ops();
     test_params();
     test_checker();

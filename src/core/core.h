@@ -47,8 +47,11 @@ int op_lookup(weft_op_t op, weft_dtype_t dt, op_info_t *out);
 /* A ready-to-apply reduction: dst = dst (op) src, or dst = src (op) dst when
  * src_left (the order matters only for non-commutative user ops). */
 typedef void (*reduce_kernel_fn)(void *dst, const void *src, size_t n);
+/* dst = a (op) b, dst overlapping neither */
+typedef void (*reduce3_kernel_fn)(void *dst, const void *a, const void *b, size_t n);
 typedef struct reducer {
     reduce_kernel_fn kernel; /* builtin */
+    reduce3_kernel_fn kernel3; /* builtin, where the type has one (not the half types) */
     reduce_kernel_fn inverse; /* dst = dst (op^-1) src, where the op is invertible */
     weft_user_fn user;
     void *ctx;
@@ -59,6 +62,13 @@ typedef struct reducer {
 WEFT_TOOL_API int reducer_init(reducer_t *r, weft_op_t op, weft_dtype_t dt);
 WEFT_TOOL_API void reducer_apply(const reducer_t *r, void *dst, const void *src, size_t n,
                    bool src_left);
+/* dst = seed (op) src, or src (op) seed when src_left, dst overlapping
+ * neither: in one pass where the op has a seeded kernel, else a copy and
+ * reducer_apply. */
+WEFT_TOOL_API void reducer_apply_seeded(const reducer_t *r, void *dst, const void *seed,
+                                        const void *src, size_t n, bool src_left);
+/* The seeded kernel of a builtin op on dt, or NULL where there is none. */
+reduce3_kernel_fn reduce3_kernel(int builtin_op, weft_dtype_t dt);
 /* dst = dst (op^-1) src: takes src's contributions out of dst; only for
  * ops op_info_t.invertible says have an exact inverse. */
 void reducer_apply_inverse(const reducer_t *r, void *dst, const void *src, size_t n);

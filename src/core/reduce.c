@@ -1,6 +1,8 @@
 /* reduce.c — datatypes, reduction ops and their kernels.
  *
- * Kernels compute dst[i] = dst[i] (op) src[i].  They are plain loops over
+ * Kernels compute dst[i] = dst[i] (op) src[i], and for the integer and
+ * float32/64 types also dst[i] = a[i] (op) b[i] (seeded, for a receive fused
+ * with the copy before it: sink.c).  They are plain loops over
  * restrict pointers, compiled at -O3 so that gcc vectorises them; float16 and
  * bfloat16 are widened to float32, reduced, and rounded back (round to
  * nearest even): by hand-written AVX-512 or AVX2 kernels where the CPU has
@@ -288,6 +290,19 @@ static inline uint16_t bf16_narrow(float x)
             d[i] = (T)OP(d[i], s[i]);                                         \
     }
 
+/* The seeded form, dst[i] = a[i] (op) b[i]: a receive-and-reduce the
+ * engine fused with the copy before it (sink.c) reads the copy's source
+ * and the message and writes the destination once, where a copy then a
+ * kernel wrote it twice and read it back in between. */
+#define KERNEL3(name, T, OP)                                                  \
+    KERNEL_CLONES static void name(void *dst_, const void *a_, const void *b_, size_t n) \
+    {                                                                         \
+        T *restrict d = dst_;                                                 \
+        const T *restrict a = a_, *restrict b = b_;                           \
+        for (size_t i = 0; i < n; i++)                                        \
+            d[i] = (T)OP(a[i], b[i]);                                         \
+    }
+
 /* Signed wrap-around arithmetic through the unsigned type of equal width. */
 #define KERNEL_WRAP(name, T, U, OP)                                           \
     KERNEL_CLONES static void name(void *dst_, const void *src_, size_t n)   \
@@ -296,6 +311,15 @@ static inline uint16_t bf16_narrow(float x)
         const T *restrict s = src_;                                           \
         for (size_t i = 0; i < n; i++)                                        \
             d[i] = (T)(U)OP((U)d[i], (U)s[i]);                                \
+    }
+
+#define KERNEL3_WRAP(name, T, U, OP)                                          \
+    KERNEL_CLONES static void name(void *dst_, const void *a_, const void *b_, size_t n) \
+    {                                                                         \
+        T *restrict d = dst_;                                                 \
+        const T *restrict a = a_, *restrict b = b_;                           \
+        for (size_t i = 0; i < n; i++)                                        \
+            d[i] = (T)(U)OP((U)a[i], (U)b[i]);                                \
     }
 
 #define INT_KERNELS(tn, T, U)                                                 \
@@ -308,7 +332,16 @@ static inline uint16_t bf16_narrow(float x)
     KERNEL(k_bor_##tn, T, BOROP)                                              \
     KERNEL(k_bxor_##tn, T, BXOROP)                                            \
     KERNEL(k_land_##tn, T, LANDOP)                                            \
-    KERNEL(k_lor_##tn, T, LOROP)
+    KERNEL(k_lor_##tn, T, LOROP)                                              \
+    KERNEL3_WRAP(k3_sum_##tn, T, U, SUMOP)                                    \
+    KERNEL3_WRAP(k3_prod_##tn, T, U, PRODOP)                                  \
+    KERNEL3(k3_min_##tn, T, MINOP)                                            \
+    KERNEL3(k3_max_##tn, T, MAXOP)                                            \
+    KERNEL3(k3_band_##tn, T, BANDOP)                                          \
+    KERNEL3(k3_bor_##tn, T, BOROP)                                            \
+    KERNEL3(k3_bxor_##tn, T, BXOROP)                                          \
+    KERNEL3(k3_land_##tn, T, LANDOP)                                          \
+    KERNEL3(k3_lor_##tn, T, LOROP)
 
 /* uint8/uint16 promote to int in C: multiply through unsigned int to avoid
  * signed overflow. */
@@ -325,7 +358,11 @@ INT_KERNELS(u64, uint64_t, uint64_t)
     KERNEL(k_sum_##tn, T, SUMOP)                                              \
     KERNEL(k_prod_##tn, T, PRODOP)                                            \
     KERNEL(k_min_##tn, T, MINOP)                                              \
-    KERNEL(k_max_##tn, T, MAXOP)
+    KERNEL(k_max_##tn, T, MAXOP)                                              \
+    KERNEL3(k3_sum_##tn, T, SUMOP)                                            \
+    KERNEL3(k3_prod_##tn, T, PRODOP)                                          \
+    KERNEL3(k3_min_##tn, T, MINOP)                                            \
+    KERNEL3(k3_max_##tn, T, MAXOP)
 
 FLOAT_KERNELS(f32, float)
 FLOAT_KERNELS(f64, double)
@@ -497,6 +534,10 @@ BF16_512_KERNEL(k_max_bf16z, MAXV512, k_max_bf16v)
     {k_sum_##tn, k_prod_##tn, k_min_##tn, k_max_##tn, k_band_##tn,            \
      k_bor_##tn, k_bxor_##tn, k_land_##tn, k_lor_##tn}
 #define FLOAT_ROW(tn) {k_sum_##tn, k_prod_##tn, k_min_##tn, k_max_##tn}
+#define INT_ROW3(tn)                                                          \
+    {k3_sum_##tn, k3_prod_##tn, k3_min_##tn, k3_max_##tn, k3_band_##tn,       \
+     k3_bor_##tn, k3_bxor_##tn, k3_land_##tn, k3_lor_##tn}
+#define FLOAT_ROW3(tn) {k3_sum_##tn, k3_prod_##tn, k3_min_##tn, k3_max_##tn}
 
 static const reduce_kernel_fn kernels[WEFT_DTYPE_COUNT][WEFT_OP_BUILTIN_COUNT] = {
     [WEFT_INT8] = INT_ROW(i8),       [WEFT_INT16] = INT_ROW(i16),
@@ -505,6 +546,17 @@ static const reduce_kernel_fn kernels[WEFT_DTYPE_COUNT][WEFT_OP_BUILTIN_COUNT] =
     [WEFT_UINT32] = INT_ROW(u32),    [WEFT_UINT64] = INT_ROW(u64),
     [WEFT_FLOAT16] = FLOAT_ROW(f16), [WEFT_BFLOAT16] = FLOAT_ROW(bf16),
     [WEFT_FLOAT32] = FLOAT_ROW(f32), [WEFT_FLOAT64] = FLOAT_ROW(f64),
+};
+
+/* float16 and bfloat16 have none: their kernels already go through a
+ * float32 block in L1, and a seeded receive copies into the destination's
+ * block there first (reducer_apply_seeded). */
+static const reduce3_kernel_fn kernels3[WEFT_DTYPE_COUNT][WEFT_OP_BUILTIN_COUNT] = {
+    [WEFT_INT8] = INT_ROW3(i8),     [WEFT_INT16] = INT_ROW3(i16),
+    [WEFT_INT32] = INT_ROW3(i32),   [WEFT_INT64] = INT_ROW3(i64),
+    [WEFT_UINT8] = INT_ROW3(u8),    [WEFT_UINT16] = INT_ROW3(u16),
+    [WEFT_UINT32] = INT_ROW3(u32),  [WEFT_UINT64] = INT_ROW3(u64),
+    [WEFT_FLOAT32] = FLOAT_ROW3(f32), [WEFT_FLOAT64] = FLOAT_ROW3(f64),
 };
 
 #ifdef HAVE_F16C_KERNELS
@@ -571,6 +623,13 @@ int reduce_kernel_variants(int builtin_op, weft_dtype_t dt, reduce_kernel_fn fns
     return n;
 }
 
+reduce3_kernel_fn reduce3_kernel(int builtin_op, weft_dtype_t dt)
+{
+    if (!dtype_valid(dt) || builtin_op < 0 || builtin_op >= WEFT_OP_BUILTIN_COUNT)
+        return NULL;
+    return kernels3[dt][builtin_op];
+}
+
 /* Integer sum is modular arithmetic, so subtraction undoes it exactly, and
  * xor is its own inverse.  Floating-point sum is deliberately not here:
  * (a + b) - b is not a, and when the part taken out dominates the rest the
@@ -602,6 +661,7 @@ int reducer_init(reducer_t *r, weft_op_t op, weft_dtype_t dt)
     r->esize = dtypes[dt].size;
     if (info.builtin >= 0) {
         r->kernel = reduce_kernel(info.builtin, dt);
+        r->kernel3 = reduce3_kernel(info.builtin, dt);
         r->inverse = inverse_kernel(info.builtin, dt);
     }
     r->user = info.fn;
@@ -639,4 +699,17 @@ void reducer_apply(const reducer_t *r, void *dst, const void *src, size_t n,
         r->user((char *)dst + off, tmp, m, r->dtype, r->ctx);
         copy_bytes((char *)dst + off, tmp, bytes);
     }
+}
+
+void reducer_apply_seeded(const reducer_t *r, void *dst, const void *seed, const void *src,
+                          size_t n, bool src_left)
+{
+    if (n == 0)
+        return;
+    if (r->kernel3) {
+        r->kernel3(dst, seed, src, n); /* builtin ops are commutative */
+        return;
+    }
+    copy_bytes(dst, seed, n * r->esize);
+    reducer_apply(r, dst, src, n, src_left);
 }
