@@ -5,7 +5,8 @@
 # collective (the kernels are the same for all; test_coll runs every
 # algorithm): tree and butterfly reductions, rank-ordered ones, the arena.
 # Every dtype and op at 4 and 1000 bytes (the kernels' vector loops run at
-# 1000); 64 KiB in the --poll runs below.
+# 1000); 64 KiB in the --poll runs below.  And `weft bench kernels`
+# prints its tables, every figure a rate (the last check).
 set -u
 weft=$1
 fails=0 passes=0
@@ -244,5 +245,18 @@ if [ "$cores" -ge 2 ] && grep -q "by process_vm_readv: yes" <<<"$paths"; then
         grep -q "copies of 32-64 KiB from rank 0 now go" <<<"$out"; then passes=$((passes + 1))
     else fails=$((fails + 1)); echo "FAIL: 2-rank bcast of 32 KiB: no verdict said"; echo "$out" | grep -v "^ " | tail -4; fi
 fi
+# `weft bench kernels` (README): its three tables, each row a figure per
+# size and every figure a rate above zero; the seeded rows for a type with
+# its own kernel and for one without
+out=$("$weft" bench kernels 2>&1)
+rows=$(awk '/^(memcpy|copy_bytes|u?int|b?float)/ {n++; f = 0
+               for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+\.[0-9][0-9]$/) {f++; if ($i + 0 <= 0) bad++}
+               if (f < 2) bad++}
+             END {print n + 0, bad + 0}' <<<"$out")
+if [ "$(grep -c '^# ' <<<"$out")" = 3 ] && [ "${rows% *}" -ge 25 ] && [ "${rows#* }" = 0 ] &&
+    grep -Eq '^float32 +sum +one pass( +[0-9.]+){3}$' <<<"$out" &&
+    grep -Eq '^float16 +sum +one pass( +[0-9.]+){3} +\(no seeded kernel' <<<"$out"
+then passes=$((passes + 1))
+else fails=$((fails + 1)); echo "FAIL: weft bench kernels (rows, bad figures: $rows)"; echo "$out" | head -40; fi
 echo "$passes passed, $fails failed"
 [ "$fails" -eq 0 ]

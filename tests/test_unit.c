@@ -236,6 +236,16 @@ static bool elem_nan(weft_dtype_t dt, const unsigned char *p)
     return false;
 }
 
+/* inout = 3 in + inout (mod 2^32): an order that matters. */
+static void user_affine(const void *in, void *inout, size_t n, weft_dtype_t dt, void *ctx)
+{
+    const uint32_t *a = in;
+    uint32_t *b = inout;
+    for (size_t i = 0; i < n; i++)
+        b[i] = 3 * a[i] + b[i];
+    (void)dt, (void)ctx;
+}
+
 /* The seeded form, dst = seed (op) src in one pass (sink.c's fused
  * receive), gives the bits a copy of the seed then the op's kernel give,
  * for every type and builtin op (through the copy where a type has no
@@ -288,6 +298,24 @@ static void test_seeded_kernels(void)
         }
         free(seed), free(src), free(want), free(got);
     }
+    /* a user op, not commutative, in both orders: through the copy */
+    weft_op_t uop;
+    CHECK(weft_op_create(user_affine, NULL, 0, 0, &uop) == WEFT_OK, "user op created");
+    reducer_t ur;
+    CHECK(reducer_init(&ur, uop, WEFT_UINT32) == 0 && !ur.kernel3, "user op: no seeded kernel");
+    enum { UN = 5000 };
+    uint32_t *us = malloc(UN * 4), *ui = malloc(UN * 4), *uw = malloc(UN * 4), *ug = malloc(UN * 4);
+    for (int left = 0; left < 2; left++) {
+        for (uint32_t i = 0; i < UN; i++)
+            us[i] = i * 2654435761u, ui[i] = i * 40503u + 7;
+        memcpy(uw, us, UN * 4);
+        reducer_apply(&ur, uw, ui, UN, left);
+        reducer_apply_seeded(&ur, ug, us, ui, UN, left);
+        bad += memcmp(uw, ug, UN * 4) != 0;
+        runs++;
+    }
+    free(us), free(ui), free(uw), free(ug);
+    weft_op_free(&uop);
     CHECK(!bad && seeded == 8 * 9 + 2 * 4,
           "seeded kernels: %zu elements differ from a copy and the kernel over %zu runs "
           "(%zu type/op pairs with a kernel of their own, want 80)", bad, runs, seeded);

@@ -1612,12 +1612,38 @@ int cmd_bench(int argc, char **argv)
 
 /* One timed operation of `weft bench kernels`: what it does, to which bytes. */
 typedef struct kernel_op {
-    int kind; /* 0 memcpy, 1 copy_bytes, 2 a reduction */
+    int kind; /* 0 memcpy, 1 copy_bytes, 2 a reduction, 3 seeded (dst = seed op src),
+               * 4 the same as a copy then a reduction, 8 KiB at a time */
     reducer_t red;
     char *dst;
-    const char *src;
+    const char *src, *seed;
     size_t bytes;
 } kernel_op_t;
+
+static void kernel_run(const kernel_op_t *op)
+{
+    size_t es = op->red.esize;
+    switch (op->kind) {
+    case 0:
+        memcpy(op->dst, op->src, op->bytes);
+        break;
+    case 1:
+        copy_bytes(op->dst, op->src, op->bytes);
+        break;
+    case 2:
+        reducer_apply(&op->red, op->dst, op->src, op->bytes / es, false);
+        break;
+    case 3:
+        reducer_apply_seeded(&op->red, op->dst, op->seed, op->src, op->bytes / es, false);
+        break;
+    default:
+        for (size_t at = 0; at < op->bytes; at += 8192) {
+            size_t b = op->bytes - at < 8192 ? op->bytes - at : 8192;
+            copy_bytes(op->dst + at, op->seed + at, b);
+            reducer_apply(&op->red, op->dst + at, op->src + at, b / es, false);
+        }
+    }
+}
 
 /* Seconds per run of op: the median of nine timings of reps runs. */
 static double kernel_time(const kernel_op_t *op, int reps)
@@ -1625,14 +1651,8 @@ static double kernel_time(const kernel_op_t *op, int reps)
     double t[9];
     for (int k = 0; k < 9; k++) {
         double t0 = weft_now();
-        for (int i = 0; i < reps; i++) {
-            if (op->kind == 0)
-                memcpy(op->dst, op->src, op->bytes);
-            else if (op->kind == 1)
-                copy_bytes(op->dst, op->src, op->bytes);
-            else
-                reducer_apply(&op->red, op->dst, op->src, op->bytes / op->red.esize, false);
-        }
+        for (int i = 0; i < reps; i++)
+            kernel_run(op);
         t[k] = (weft_now() - t0) / reps;
     }
     qsort(t, 9, sizeof *t, cmp_double);
@@ -1665,6 +1685,33 @@ static void copy_distances(char *a, char *b)
     }
 }
 
+/* A receive fused with the copy before it (sink.c): dst = seed (op)
+ * message by the seeded kernel in one pass, against the copy then the
+ * kernel in 8 KiB blocks (the way without one, which the half types keep).
+ * a, b and c hold at least 64 MiB. */
+static void seeded_kernels(char *a, char *b, char *c)
+{
+    static const size_t sizes[] = {16 << 10, 256 << 10, 64 << 20};
+    const weft_dtype_t types[] = {WEFT_INT32, WEFT_FLOAT16, WEFT_FLOAT32, WEFT_FLOAT64};
+    printf("\n# seeded: dst = seed (op) message, GB/s of destination written (median of "
+           "repeats)\n%-10s %-6s %-18s %12s %12s %12s\n", "dtype", "op", "way", "16 KiB",
+           "256 KiB", "64 MiB");
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
+        for (int kind = 3; kind <= 4; kind++) {
+            printf("%-10s %-6s %-18s", weft_dtype_name(types[t]), "sum",
+                   kind == 3 ? "one pass" : "copy, then op");
+            kernel_op_t op = {.kind = kind, .dst = a, .src = b, .seed = c};
+            reducer_init(&op.red, WEFT_SUM, types[t]);
+            for (int s = 0; s < 3; s++) {
+                op.bytes = sizes[s];
+                int reps = (int)fmax(3, fmin(2000, (double)(1u << 30) / sizes[s]));
+                printf(" %12.2f", (double)sizes[s] / kernel_time(&op, reps) / 1e9);
+            }
+            printf("%s\n", kind == 3 && !op.red.kernel3 ? "  (no seeded kernel: the copy, then op)"
+                                                        : "");
+        }
+}
+
 /* `weft bench kernels`: reduction kernel throughput against memcpy, in and
  * out of cache, one core.  The claim to check: float32 sum runs near memory
  * bandwidth (a reduce reads two streams and writes one, memcpy reads one
@@ -1676,13 +1723,15 @@ int cmd_bench_kernels(int argc, char **argv)
                                   WEFT_BFLOAT16, WEFT_FLOAT32, WEFT_FLOAT64};
     printf("# weft bench kernels: GB/s of destination written (median of repeats), one core\n");
     printf("%-10s %-6s %12s %12s\n", "dtype", "op", "256 KiB", "64 MiB");
-    char *a = malloc(sizes[1]), *b = malloc(sizes[1]);
-    if (!a || !b) {
+    char *a = malloc(sizes[1]), *b = malloc(sizes[1]), *c = malloc(sizes[1]);
+    if (!a || !b || !c) {
         fprintf(stderr, "weft bench kernels: out of memory\n");
+        free(a), free(b), free(c);
         return 1;
     }
     memset(a, 0, sizes[1]);
     memset(b, 0, sizes[1]);
+    memset(c, 0, sizes[1]);
     for (int t = -1; t < (int)(sizeof types / sizeof types[0]); t++) {
         for (int op = WEFT_SUM; op <= WEFT_MAX; op += (WEFT_MAX - WEFT_SUM)) {
             if (t < 0 && op != WEFT_SUM)
@@ -1699,9 +1748,11 @@ int cmd_bench_kernels(int argc, char **argv)
                    t < 0 ? "" : weft_op_name(op), gbs[0], gbs[1]);
         }
     }
+    seeded_kernels(a, b, c);
     copy_distances(a, b);
     free(a);
     free(b);
+    free(c);
     (void)argc, (void)argv;
     return 0;
 }

@@ -64,7 +64,7 @@ WEFT_TOOL_API void reducer_apply(const reducer_t *r, void *dst, const void *src,
                    bool src_left);
 /* dst = seed (op) src, or src (op) seed when src_left, dst overlapping
  * neither: in one pass where the op has a seeded kernel, else a copy and
- * reducer_apply. */
+ * reducer_apply, 8 KiB at a time (each block still in L1 when reduced). */
 WEFT_TOOL_API void reducer_apply_seeded(const reducer_t *r, void *dst, const void *seed,
                                         const void *src, size_t n, bool src_left);
 /* The seeded kernel of a builtin op on dt, or NULL where there is none. */

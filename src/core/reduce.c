@@ -710,6 +710,11 @@ void reducer_apply_seeded(const reducer_t *r, void *dst, const void *seed, const
         r->kernel3(dst, seed, src, n); /* builtin ops are commutative */
         return;
     }
-    copy_bytes(dst, seed, n * r->esize);
-    reducer_apply(r, dst, src, n, src_left);
+    /* a block at a time, each still in L1 when the op reads it back */
+    size_t per = 8192 / r->esize;
+    for (size_t i = 0; i < n; i += per) {
+        size_t m = n - i < per ? n - i : per, off = i * r->esize;
+        copy_bytes((char *)dst + off, (const char *)seed + off, m * r->esize);
+        reducer_apply(r, (char *)dst + off, (const char *)src + off, m, src_left);
+    }
 }

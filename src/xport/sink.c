@@ -2,9 +2,10 @@
  * every transport: a copy, a reduction into place, or, for a receive the
  * engine fused with the copy step before it (engine.c, fuse_copy), the
  * seed reduced with the message into the destination: in one pass by the
- * op's seeded kernel (reduce.c; not the half types'), else in blocks small
- * enough that a block of the destination is still in L1 when it is
- * reduced.  Either way the destination is written once where copy and
+ * op's seeded kernel (reduce.c; not the half types' nor a user op's, which
+ * copy and reduce in blocks small enough that a block of the destination
+ * is still in L1 when it is reduced).  Either way the destination is
+ * written once where copy and
  * reduction wrote it twice, and read back from memory in between once it
  * outgrew the caches.  A large message's copy, or fused reduction, is
  * written with streaming stores (sink.stream, engine.c says when), which
@@ -38,7 +39,7 @@ void xsink_deliver(const xsink_t *sk, size_t off, const void *src, size_t len)
         return;
     }
     const char *seed = sk->seed + off, *in = src;
-    if (sk->red->kernel3 && !sk->stream) { /* one pass: no block to stay in L1 */
+    if (!sk->stream) {
         reducer_apply_seeded(sk->red, d, seed, in, len / es, sk->src_left);
         return;
     }
@@ -47,12 +48,9 @@ void xsink_deliver(const xsink_t *sk, size_t off, const void *src, size_t len)
     _Alignas(64) char block[SEED_BLOCK];
     for (size_t at = 0; at < len;) {
         size_t b = len - at < SEED_BLOCK ? len - at : SEED_BLOCK;
-        char *to = sk->stream ? block : d + at;
-        reducer_apply_seeded(sk->red, to, seed + at, in + at, b / es, sk->src_left);
-        if (sk->stream)
-            copy_streaming(d + at, block, b);
+        reducer_apply_seeded(sk->red, block, seed + at, in + at, b / es, sk->src_left);
+        copy_streaming(d + at, block, b);
         at += b;
     }
-    if (sk->stream)
-        copy_streaming_done();
+    copy_streaming_done();
 }
