@@ -52,8 +52,8 @@ static void bench_usage(FILE *f)
             "Sizes are in bytes, K, M or G allowed (LO:HI doubles from LO, :xK multiplies\n"
             "by K, :+K adds K), as weft sim takes them, each rounded up to whole\n"
             "elements of --dtype; default 4:64M,\n"
-            "--np 4, iterations scaled to the size unless --iters is given, after a\n"
-            "tenth as many warm-up calls, at least 5, unless --warmup is given.\n"
+            "--np 4, iterations scaled to the size (at least 10) unless --iters is given,\n"
+            "after a tenth as many warm-up calls, at least 10, unless --warmup is given.\n"
             "allgather and reduce_scatter: a size is a rank's block, as weft explain\n"
             "takes it (the reduce-scatter's input is P blocks); busbw is as nccl-tests\n"
             "have it, (P-1)/P of the P blocks per second; no --poll or --inflight (they\n"
@@ -1431,13 +1431,17 @@ static int bench_row(const bench_opts_t *o, weft_comm_t comm, lineup_t *L, bench
     if (blocked(o)) /* bytes a block; the calls pass P of them */
         count *= (size_t)P;
     int iters = o->iters > 0 ? o->iters
-                             : (int)fmax(5, fmin(1000, (double)(1u << 27) / fmax(bytes, 4096) / P));
-    /* at least 5 warm-up calls: a 2-rank bcast of 16 MiB by single copy
+                             : (int)fmax(10, fmin(1000, (double)(1u << 27) / fmax(bytes, 4096) / P));
+    /* at least 10 warm-up calls, as OSU's benchmarks skip their first 10
+     * large-message iterations: a 2-rank bcast of 16 MiB by single copy
      * took 4.1, 1.7, 1.7, 1.0, 1.0 ms in its first calls and 0.8 from the
      * sixth on, as its buffers settled in the caches (cells: 3.8, then
      * 1.4-1.6 from the second), and with two warm-up calls and five timed
-     * the median was the staircase's (PERFORMANCE.md, "Warm-up calls") */
-    int warm = o->warmup >= 0 ? o->warmup : (iters / 10 > 5 ? iters / 10 : 5);
+     * the median was the staircase's; with five, a fresh job's first
+     * column still timed the pair's copy-way trials (three calls each way)
+     * and the settling after them: 1.2-1.6 ms where the next column of
+     * the same algorithm took 0.78-0.87 (PERFORMANCE.md, "Warm-up calls") */
+    int warm = o->warmup >= 0 ? o->warmup : (iters / 10 > 10 ? iters / 10 : 10);
     result_t *row = &m->res[((size_t)pass * (size_t)o->nsizes + (size_t)s) * na];
     double mif = o->nmif ? o->mif[pass] : -1;
     arrival_t ar = {mif, m->alpha[s], pattern, ncalls, P};
