@@ -15,18 +15,28 @@ static region_t block(int buf, uint64_t n, int p, int b)
     return reg(buf, blk_off(n, (uint64_t)p, (uint64_t)b), blk_len(n, (uint64_t)p, (uint64_t)b));
 }
 
+/* The reduce-scatter steps copy nothing ahead: step k sends block r-k
+ * (step 0 straight from the input: block r is never reduced here, and the
+ * allgather brings its result) and reduces the arriving block r-k-1 into a
+ * copy of this rank's own block r-k-1 made just before it, which the engine
+ * fuses with the receive (engine.c, fuse_copy): one pass over each block
+ * where a copy of the whole vector up front and the reductions into it made
+ * two (and never wrote block r at all). */
 int algo_ring_allreduce(sched_t *s, const coll_args_t *a)
 {
     int P = a->nrank, r = a->rank;
     uint64_t n = a->count;
-    sched_copy(s, reg(BUF_IN, 0, n), reg(BUF_OUT, 0, n));
-    sched_round(s);
-    if (P == 1)
+    if (P == 1) {
+        sched_copy(s, reg(BUF_IN, 0, n), reg(BUF_OUT, 0, n));
         return 0;
+    }
     int right = mod(r + 1, P), left = mod(r - 1, P);
     for (int k = 0; k < P - 1; k++) {
-        sched_send(s, right, (uint32_t)k, block(BUF_OUT, n, P, mod(r - k, P)));
-        sched_recv_reduce(s, left, (uint32_t)k, block(BUF_OUT, n, P, mod(r - k - 1, P)), true);
+        int sb = mod(r - k, P), rb = mod(r - k - 1, P);
+        sched_send(s, right, (uint32_t)k, block(k == 0 ? BUF_IN : BUF_OUT, n, P, sb));
+        uint32_t cp = sched_copy(s, block(BUF_IN, n, P, rb), block(BUF_OUT, n, P, rb));
+        uint32_t rr = sched_recv_reduce(s, left, (uint32_t)k, block(BUF_OUT, n, P, rb), true);
+        sched_depend(s, rr, cp);
         sched_round(s);
     }
     for (int k = 0; k < P - 1; k++) {
