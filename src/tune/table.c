@@ -77,7 +77,11 @@
  * 1269-1285); on the Intel VM rabenseifner on to 512 KiB (2026-12-01,
  * three runs under each launcher, the median of the six medians: 128 KiB
  * 43.7 against the ring's 50.6, 256 KiB 90.8 against 112, 512 KiB 194
- * against 253; 1 MiB 635 against 557).  At 9-16 ranks, from 169 B to 8 KiB, a linear reduce and a
+ * against 253; 1 MiB 635 against 557).  Past 512 KiB, though, Rabenseifner
+ * in 512 KiB segments, which no sweep had tried there, led the ring (made
+ * a pass shorter that session) in each of six runs at 1 MiB (2026-12-01,
+ * later still; three under each launcher, us: 369-453 against 476-563;
+ * unsegmented 531-701), so the segments take over from 512 KiB.  At 9-16 ranks, from 169 B to 8 KiB, a linear reduce and a
  * linear bcast (P = 16, two to four runs, most in the slow phase: 512 B 55-62
  * against recursive doubling's 98-107, 2 KiB 69-79 against 104-114, 8 KiB
  * 115-121 against 173-181, 4 KiB 59-95 against rabenseifner's 135-171; at
@@ -188,7 +192,7 @@ static const char builtin_text[] =
     "allreduce        commutative     2-2         8193-1M       rabenseifner\n"
     "allreduce        commutative     3-3         2049-16K      recursive_doubling\n"
     "allreduce        commutative     3-3         16385-512K    rabenseifner\n"
-    "allreduce        commutative     3-3         524289-1M     ring\n"
+    "allreduce        commutative     3-3         524289-1M     rabenseifner/segment=512K\n"
     "allreduce        commutative     4-4         16385-1M      rabenseifner\n"
     "allreduce        commutative     5-8         16385-128K    "
     "reduce_bcast/reduce=linear;bcast=linear\n"
