@@ -246,8 +246,7 @@ if [ "$cores" -ge 2 ] && grep -q "by process_vm_readv: yes" <<<"$paths"; then
     else fails=$((fails + 1)); echo "FAIL: 2-rank bcast of 32 KiB: no verdict said"; echo "$out" | grep -v "^ " | tail -4; fi
 fi
 # `weft bench kernels` (README): its three tables, each row a figure per
-# size and every figure a rate above zero; the seeded rows for a type with
-# its own kernel and for one without
+# size and every figure a rate above zero; the seeded rows both ways
 out=$("$weft" bench kernels 2>&1)
 rows=$(awk '/^(memcpy|copy_bytes|u?int|b?float)/ {n++; f = 0
                for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+\.[0-9][0-9]$/) {f++; if ($i + 0 <= 0) bad++}
@@ -255,7 +254,7 @@ rows=$(awk '/^(memcpy|copy_bytes|u?int|b?float)/ {n++; f = 0
              END {print n + 0, bad + 0}' <<<"$out")
 if [ "$(grep -c '^# ' <<<"$out")" = 3 ] && [ "${rows% *}" -ge 25 ] && [ "${rows#* }" = 0 ] &&
     grep -Eq '^float32 +sum +one pass( +[0-9.]+){3}$' <<<"$out" &&
-    grep -Eq '^float16 +sum +one pass( +[0-9.]+){3} +\(no seeded kernel' <<<"$out"
+    grep -Eq '^bfloat16 +sum +copy, then op( +[0-9.]+){3}$' <<<"$out"
 then passes=$((passes + 1))
 else fails=$((fails + 1)); echo "FAIL: weft bench kernels (rows, bad figures: $rows)"; echo "$out" | head -40; fi
 echo "$passes passed, $fails failed"

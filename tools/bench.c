@@ -1691,12 +1691,13 @@ static void copy_distances(char *a, char *b)
 
 /* A receive fused with the copy before it (sink.c): dst = seed (op)
  * message by the seeded kernel in one pass, against the copy then the
- * kernel in 8 KiB blocks (the way without one, which the half types keep).
- * a, b and c hold at least 64 MiB. */
+ * kernel in 8 KiB blocks (the way before seeded kernels, which a user op
+ * keeps).  a, b and c hold at least 64 MiB. */
 static void seeded_kernels(char *a, char *b, char *c)
 {
     static const size_t sizes[] = {16 << 10, 256 << 10, 64 << 20};
-    const weft_dtype_t types[] = {WEFT_INT32, WEFT_FLOAT16, WEFT_FLOAT32, WEFT_FLOAT64};
+    const weft_dtype_t types[] = {WEFT_INT32, WEFT_FLOAT16, WEFT_BFLOAT16, WEFT_FLOAT32,
+                                  WEFT_FLOAT64};
     printf("\n# seeded: dst = seed (op) message, GB/s of destination written (median of "
            "repeats)\n%-10s %-6s %-18s %12s %12s %12s\n", "dtype", "op", "way", "16 KiB",
            "256 KiB", "64 MiB");
@@ -1711,8 +1712,7 @@ static void seeded_kernels(char *a, char *b, char *c)
                 int reps = (int)fmax(3, fmin(2000, (double)(1u << 30) / sizes[s]));
                 printf(" %12.2f", (double)sizes[s] / kernel_time(&op, reps) / 1e9);
             }
-            printf("%s\n", kind == 3 && !op.red.kernel3 ? "  (no seeded kernel: the copy, then op)"
-                                                        : "");
+            printf("\n");
         }
 }
 

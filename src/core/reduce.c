@@ -1,8 +1,8 @@
 /* reduce.c — datatypes, reduction ops and their kernels.
  *
- * Kernels compute dst[i] = dst[i] (op) src[i], and for the integer and
- * float32/64 types also dst[i] = a[i] (op) b[i] (seeded, for a receive fused
- * with the copy before it: sink.c).  They are plain loops over
+ * Kernels compute dst[i] = dst[i] (op) src[i], and seeded ones dst[i] =
+ * a[i] (op) b[i] (for a receive fused with the copy before it: sink.c).
+ * They are plain loops over
  * restrict pointers, compiled at -O3 so that gcc vectorises them; float16 and
  * bfloat16 are widened to float32, reduced, and rounded back (round to
  * nearest even): by hand-written AVX-512 or AVX2 kernels where the CPU has
@@ -367,61 +367,76 @@ INT_KERNELS(u64, uint64_t, uint64_t)
 FLOAT_KERNELS(f32, float)
 FLOAT_KERNELS(f64, double)
 
-/* Half types: widen a block, apply the float32 kernel, round back. */
+/* Half types: widen a block, apply the float32 kernel, round back.  Each
+ * kernel is written seeded, dst = a (op) b, where a may be dst itself
+ * (every block or vector is read before it is written): the plain kernel
+ * is the seeded one with a = dst (PLAIN_OF), so the two give the same
+ * bits by construction. */
 #define HALF_BLOCK 256
-#define HALF_KERNEL(name, F32K, TOF, FROMF)                                   \
-    KERNEL_CLONES static void name(void *dst_, const void *src_, size_t n)   \
+#define HALF_KERNEL3(name, F32K, TOF, FROMF)                                  \
+    KERNEL_CLONES static void name(void *dst_, const void *a_, const void *b_, size_t n) \
     {                                                                         \
         uint16_t *d = dst_;                                                   \
-        const uint16_t *s = src_;                                             \
+        const uint16_t *x = a_, *y = b_;                                      \
         float a[HALF_BLOCK], b[HALF_BLOCK];                                   \
         for (size_t i = 0; i < n; i += HALF_BLOCK) {                          \
             size_t m = n - i < HALF_BLOCK ? n - i : HALF_BLOCK;               \
             for (size_t j = 0; j < m; j++) {                                  \
-                a[j] = TOF(d[i + j]);                                         \
-                b[j] = TOF(s[i + j]);                                         \
+                a[j] = TOF(x[i + j]);                                         \
+                b[j] = TOF(y[i + j]);                                         \
             }                                                                 \
             F32K(a, b, m);                                                    \
             for (size_t j = 0; j < m; j++)                                    \
                 d[i + j] = FROMF(a[j]);                                       \
         }                                                                     \
     }
+#define PLAIN_OF(name, seeded)                                                \
+    static void name(void *dst, const void *src, size_t n) { seeded(dst, dst, src, n); }
 
-HALF_KERNEL(k_sum_f16, k_sum_f32, half_to_float, float_to_half)
-HALF_KERNEL(k_prod_f16, k_prod_f32, half_to_float, float_to_half)
-HALF_KERNEL(k_min_f16, k_min_f32, half_to_float, float_to_half)
-HALF_KERNEL(k_max_f16, k_max_f32, half_to_float, float_to_half)
-HALF_KERNEL(k_sum_bf16, k_sum_f32, bf16_widen, bf16_narrow)
-HALF_KERNEL(k_prod_bf16, k_prod_f32, bf16_widen, bf16_narrow)
-HALF_KERNEL(k_min_bf16, k_min_f32, bf16_widen, bf16_narrow)
-HALF_KERNEL(k_max_bf16, k_max_f32, bf16_widen, bf16_narrow)
+HALF_KERNEL3(k3_sum_f16, k_sum_f32, half_to_float, float_to_half)
+HALF_KERNEL3(k3_prod_f16, k_prod_f32, half_to_float, float_to_half)
+HALF_KERNEL3(k3_min_f16, k_min_f32, half_to_float, float_to_half)
+HALF_KERNEL3(k3_max_f16, k_max_f32, half_to_float, float_to_half)
+HALF_KERNEL3(k3_sum_bf16, k_sum_f32, bf16_widen, bf16_narrow)
+HALF_KERNEL3(k3_prod_bf16, k_prod_f32, bf16_widen, bf16_narrow)
+HALF_KERNEL3(k3_min_bf16, k_min_f32, bf16_widen, bf16_narrow)
+HALF_KERNEL3(k3_max_bf16, k_max_f32, bf16_widen, bf16_narrow)
+PLAIN_OF(k_sum_f16, k3_sum_f16)
+PLAIN_OF(k_prod_f16, k3_prod_f16)
+PLAIN_OF(k_min_f16, k3_min_f16)
+PLAIN_OF(k_max_f16, k3_max_f16)
+PLAIN_OF(k_sum_bf16, k3_sum_bf16)
+PLAIN_OF(k_prod_bf16, k3_prod_bf16)
+PLAIN_OF(k_min_bf16, k3_min_bf16)
+PLAIN_OF(k_max_bf16, k3_max_bf16)
 
 /* float16 with the F16C conversion instructions, 8 lanes at a time; the
  * portable kernels above serve CPUs without them and the tail. */
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #define F16C_KERNEL(name, VOP, portable)                                       \
-    __attribute__((target("avx2,f16c"))) static void name(void *dst_, const void *src_, size_t n) \
+    __attribute__((target("avx2,f16c"))) static void name(void *dst_, const void *a_, \
+                                                          const void *b_, size_t n) \
     {                                                                          \
         uint16_t *d = dst_;                                                    \
-        const uint16_t *s = src_;                                              \
+        const uint16_t *x = a_, *y = b_;                                       \
         size_t i = 0;                                                          \
         for (; i + 8 <= n; i += 8) {                                           \
-            __m256 a = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(d + i))); \
-            __m256 b = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + i))); \
+            __m256 a = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + i))); \
+            __m256 b = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(y + i))); \
             _mm_storeu_si128((__m128i *)(d + i),                               \
                              _mm256_cvtps_ph(VOP(a, b), _MM_FROUND_TO_NEAREST_INT)); \
         }                                                                      \
         if (i < n)                                                             \
-            portable(d + i, s + i, n - i);                                     \
+            portable(d + i, x + i, y + i, n - i);                              \
     }
-F16C_KERNEL(k_sum_f16c, _mm256_add_ps, k_sum_f16)
-F16C_KERNEL(k_prod_f16c, _mm256_mul_ps, k_prod_f16)
+F16C_KERNEL(k3_sum_f16c, _mm256_add_ps, k3_sum_f16)
+F16C_KERNEL(k3_prod_f16c, _mm256_mul_ps, k3_prod_f16)
 /* min/max as the portable kernels: b < a ? b : a keeps a on ties and NaN */
 #define MINV(a, b) _mm256_blendv_ps(a, b, _mm256_cmp_ps(b, a, _CMP_LT_OQ))
 #define MAXV(a, b) _mm256_blendv_ps(a, b, _mm256_cmp_ps(b, a, _CMP_GT_OQ))
-F16C_KERNEL(k_min_f16c, MINV, k_min_f16)
-F16C_KERNEL(k_max_f16c, MAXV, k_max_f16)
+F16C_KERNEL(k3_min_f16c, MINV, k3_min_f16)
+F16C_KERNEL(k3_max_f16c, MAXV, k3_max_f16)
 
 /* bfloat16 on AVX2, 16 lanes a pass without a pack: a 32-bit lane holds
  * two values, the even one in its low half (widened by a shift left) and
@@ -439,16 +454,17 @@ F16C_KERNEL(k_max_f16c, MAXV, k_max_f16)
                         _mm256_and_si256(nan_, qbit));                         \
     })
 #define BF16_KERNEL(name, VOP, portable)                                       \
-    __attribute__((target("avx2"))) static void name(void *dst_, const void *src_, size_t n) \
+    __attribute__((target("avx2"))) static void name(void *dst_, const void *a_, \
+                                                     const void *b_, size_t n) \
     {                                                                          \
         uint16_t *d = dst_;                                                    \
-        const uint16_t *s = src_;                                              \
+        const uint16_t *xs = a_, *ys = b_;                                     \
         const __m256i one = _mm256_set1_epi32(1), bias = _mm256_set1_epi32(0x7fff); \
         const __m256i qbit = _mm256_set1_epi32(0x400000), high = _mm256_set1_epi32(-65536); \
         size_t i = 0;                                                          \
         for (; i + 16 <= n; i += 16) {                                         \
-            __m256i x = _mm256_loadu_si256((const __m256i *)(d + i));          \
-            __m256i y = _mm256_loadu_si256((const __m256i *)(s + i));          \
+            __m256i x = _mm256_loadu_si256((const __m256i *)(xs + i));         \
+            __m256i y = _mm256_loadu_si256((const __m256i *)(ys + i));         \
             __m256i even = _mm256_castps_si256(                                \
                 VOP(_mm256_castsi256_ps(_mm256_slli_epi32(x, 16)),             \
                     _mm256_castsi256_ps(_mm256_slli_epi32(y, 16))));           \
@@ -462,52 +478,54 @@ F16C_KERNEL(k_max_f16c, MAXV, k_max_f16)
                                                 _mm256_and_si256(odd, high))); \
         }                                                                      \
         if (i < n)                                                             \
-            portable(d + i, s + i, n - i);                                     \
+            portable(d + i, xs + i, ys + i, n - i);                            \
     }
-BF16_KERNEL(k_sum_bf16v, _mm256_add_ps, k_sum_bf16)
-BF16_KERNEL(k_prod_bf16v, _mm256_mul_ps, k_prod_bf16)
-BF16_KERNEL(k_min_bf16v, MINV, k_min_bf16)
-BF16_KERNEL(k_max_bf16v, MAXV, k_max_bf16)
+BF16_KERNEL(k3_sum_bf16v, _mm256_add_ps, k3_sum_bf16)
+BF16_KERNEL(k3_prod_bf16v, _mm256_mul_ps, k3_prod_bf16)
+BF16_KERNEL(k3_min_bf16v, MINV, k3_min_bf16)
+BF16_KERNEL(k3_max_bf16v, MAXV, k3_max_bf16)
 
 /* The same two on AVX-512 (F only), twice the lanes a pass; the tails go to
  * the AVX2 kernels. */
 #define MINV512(a, b) _mm512_mask_blend_ps(_mm512_cmp_ps_mask(b, a, _CMP_LT_OQ), a, b)
 #define MAXV512(a, b) _mm512_mask_blend_ps(_mm512_cmp_ps_mask(b, a, _CMP_GT_OQ), a, b)
 #define F16C512_KERNEL(name, VOP, tail)                                        \
-    __attribute__((target("avx512f"))) static void name(void *dst_, const void *src_, size_t n) \
+    __attribute__((target("avx512f"))) static void name(void *dst_, const void *a_, \
+                                                        const void *b_, size_t n) \
     {                                                                          \
         uint16_t *d = dst_;                                                    \
-        const uint16_t *s = src_;                                              \
+        const uint16_t *x = a_, *y = b_;                                       \
         size_t i = 0;                                                          \
         for (; i + 16 <= n; i += 16) {                                         \
-            __m512 a = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(d + i))); \
-            __m512 b = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(s + i))); \
+            __m512 a = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(x + i))); \
+            __m512 b = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(y + i))); \
             _mm256_storeu_si256((__m256i *)(d + i),                            \
                                 _mm512_cvtps_ph(VOP(a, b), _MM_FROUND_TO_NEAREST_INT)); \
         }                                                                      \
         if (i < n)                                                             \
-            tail(d + i, s + i, n - i);                                         \
+            tail(d + i, x + i, y + i, n - i);                                  \
     }
-F16C512_KERNEL(k_sum_f16z, _mm512_add_ps, k_sum_f16c)
-F16C512_KERNEL(k_prod_f16z, _mm512_mul_ps, k_prod_f16c)
-F16C512_KERNEL(k_min_f16z, MINV512, k_min_f16c)
-F16C512_KERNEL(k_max_f16z, MAXV512, k_max_f16c)
+F16C512_KERNEL(k3_sum_f16z, _mm512_add_ps, k3_sum_f16c)
+F16C512_KERNEL(k3_prod_f16z, _mm512_mul_ps, k3_prod_f16c)
+F16C512_KERNEL(k3_min_f16z, MINV512, k3_min_f16c)
+F16C512_KERNEL(k3_max_f16z, MAXV512, k3_max_f16c)
 
 #define BF16_ROUND_512(u)                                                      \
     _mm512_mask_or_epi32(                                                      \
         _mm512_add_epi32(u, _mm512_add_epi32(bias, _mm512_and_si512(_mm512_srli_epi32(u, 16), one))), \
         _mm512_cmp_ps_mask(_mm512_castsi512_ps(u), _mm512_castsi512_ps(u), _CMP_UNORD_Q), u, qbit)
 #define BF16_512_KERNEL(name, VOP, tail)                                       \
-    __attribute__((target("avx512f"))) static void name(void *dst_, const void *src_, size_t n) \
+    __attribute__((target("avx512f"))) static void name(void *dst_, const void *a_, \
+                                                        const void *b_, size_t n) \
     {                                                                          \
         uint16_t *d = dst_;                                                    \
-        const uint16_t *s = src_;                                              \
+        const uint16_t *xs = a_, *ys = b_;                                     \
         const __m512i one = _mm512_set1_epi32(1), bias = _mm512_set1_epi32(0x7fff); \
         const __m512i qbit = _mm512_set1_epi32(0x400000), high = _mm512_set1_epi32(-65536); \
         size_t i = 0;                                                          \
         for (; i + 32 <= n; i += 32) {                                         \
-            __m512i x = _mm512_loadu_si512((const void *)(d + i));             \
-            __m512i y = _mm512_loadu_si512((const void *)(s + i));             \
+            __m512i x = _mm512_loadu_si512((const void *)(xs + i));            \
+            __m512i y = _mm512_loadu_si512((const void *)(ys + i));            \
             __m512i even = _mm512_castps_si512(                                \
                 VOP(_mm512_castsi512_ps(_mm512_slli_epi32(x, 16)),             \
                     _mm512_castsi512_ps(_mm512_slli_epi32(y, 16))));           \
@@ -521,12 +539,30 @@ F16C512_KERNEL(k_max_f16z, MAXV512, k_max_f16c)
                                                 _mm512_and_si512(odd, high))); \
         }                                                                      \
         if (i < n)                                                             \
-            tail(d + i, s + i, n - i);                                         \
+            tail(d + i, xs + i, ys + i, n - i);                                \
     }
-BF16_512_KERNEL(k_sum_bf16z, _mm512_add_ps, k_sum_bf16v)
-BF16_512_KERNEL(k_prod_bf16z, _mm512_mul_ps, k_prod_bf16v)
-BF16_512_KERNEL(k_min_bf16z, MINV512, k_min_bf16v)
-BF16_512_KERNEL(k_max_bf16z, MAXV512, k_max_bf16v)
+BF16_512_KERNEL(k3_sum_bf16z, _mm512_add_ps, k3_sum_bf16v)
+BF16_512_KERNEL(k3_prod_bf16z, _mm512_mul_ps, k3_prod_bf16v)
+BF16_512_KERNEL(k3_min_bf16z, MINV512, k3_min_bf16v)
+BF16_512_KERNEL(k3_max_bf16z, MAXV512, k3_max_bf16v)
+
+/* the plain kernels of the vector ones */
+PLAIN_OF(k_sum_f16c, k3_sum_f16c)
+PLAIN_OF(k_prod_f16c, k3_prod_f16c)
+PLAIN_OF(k_min_f16c, k3_min_f16c)
+PLAIN_OF(k_max_f16c, k3_max_f16c)
+PLAIN_OF(k_sum_bf16v, k3_sum_bf16v)
+PLAIN_OF(k_prod_bf16v, k3_prod_bf16v)
+PLAIN_OF(k_min_bf16v, k3_min_bf16v)
+PLAIN_OF(k_max_bf16v, k3_max_bf16v)
+PLAIN_OF(k_sum_f16z, k3_sum_f16z)
+PLAIN_OF(k_prod_f16z, k3_prod_f16z)
+PLAIN_OF(k_min_f16z, k3_min_f16z)
+PLAIN_OF(k_max_f16z, k3_max_f16z)
+PLAIN_OF(k_sum_bf16z, k3_sum_bf16z)
+PLAIN_OF(k_prod_bf16z, k3_prod_bf16z)
+PLAIN_OF(k_min_bf16z, k3_min_bf16z)
+PLAIN_OF(k_max_bf16z, k3_max_bf16z)
 #define HAVE_F16C_KERNELS 1
 #endif
 
@@ -548,14 +584,14 @@ static const reduce_kernel_fn kernels[WEFT_DTYPE_COUNT][WEFT_OP_BUILTIN_COUNT] =
     [WEFT_FLOAT32] = FLOAT_ROW(f32), [WEFT_FLOAT64] = FLOAT_ROW(f64),
 };
 
-/* float16 and bfloat16 have none: their kernels already go through a
- * float32 block in L1, and a seeded receive copies into the destination's
- * block there first (reducer_apply_seeded). */
+/* (float16 and bfloat16: the portable ones; half_variants3 gives the
+ * vector ones) */
 static const reduce3_kernel_fn kernels3[WEFT_DTYPE_COUNT][WEFT_OP_BUILTIN_COUNT] = {
     [WEFT_INT8] = INT_ROW3(i8),     [WEFT_INT16] = INT_ROW3(i16),
     [WEFT_INT32] = INT_ROW3(i32),   [WEFT_INT64] = INT_ROW3(i64),
     [WEFT_UINT8] = INT_ROW3(u8),    [WEFT_UINT16] = INT_ROW3(u16),
     [WEFT_UINT32] = INT_ROW3(u32),  [WEFT_UINT64] = INT_ROW3(u64),
+    [WEFT_FLOAT16] = FLOAT_ROW3(f16), [WEFT_BFLOAT16] = FLOAT_ROW3(bf16),
     [WEFT_FLOAT32] = FLOAT_ROW3(f32), [WEFT_FLOAT64] = FLOAT_ROW3(f64),
 };
 
@@ -606,6 +642,27 @@ static int half_variants(int builtin_op, weft_dtype_t dt, reduce_kernel_fn *fns)
     return n;
 }
 
+/* The same for the seeded kernels: the widest this CPU can run, or NULL. */
+static reduce3_kernel_fn half_variant3(int builtin_op, weft_dtype_t dt)
+{
+#ifdef HAVE_F16C_KERNELS
+    if (builtin_op > WEFT_MAX || (dt != WEFT_FLOAT16 && dt != WEFT_BFLOAT16) ||
+        !__builtin_cpu_supports("avx2") || (dt == WEFT_FLOAT16 && !cpu_has_f16c()))
+        return NULL;
+    static const reduce3_kernel_fn z[2][4] = {
+        {k3_sum_f16z, k3_prod_f16z, k3_min_f16z, k3_max_f16z},
+        {k3_sum_bf16z, k3_prod_bf16z, k3_min_bf16z, k3_max_bf16z}};
+    static const reduce3_kernel_fn v[2][4] = {
+        {k3_sum_f16c, k3_prod_f16c, k3_min_f16c, k3_max_f16c},
+        {k3_sum_bf16v, k3_prod_bf16v, k3_min_bf16v, k3_max_bf16v}};
+    int b = dt == WEFT_BFLOAT16;
+    return __builtin_cpu_supports("avx512f") ? z[b][builtin_op] : v[b][builtin_op];
+#else
+    (void)builtin_op, (void)dt;
+    return NULL;
+#endif
+}
+
 reduce_kernel_fn reduce_kernel(int builtin_op, weft_dtype_t dt)
 {
     if (!dtype_valid(dt) || builtin_op < 0 || builtin_op >= WEFT_OP_BUILTIN_COUNT)
@@ -627,7 +684,8 @@ reduce3_kernel_fn reduce3_kernel(int builtin_op, weft_dtype_t dt)
 {
     if (!dtype_valid(dt) || builtin_op < 0 || builtin_op >= WEFT_OP_BUILTIN_COUNT)
         return NULL;
-    return kernels3[dt][builtin_op];
+    reduce3_kernel_fn v = half_variant3(builtin_op, dt);
+    return v ? v : kernels3[dt][builtin_op];
 }
 
 /* Integer sum is modular arithmetic, so subtraction undoes it exactly, and
