@@ -51,7 +51,7 @@ typedef void (*reduce_kernel_fn)(void *dst, const void *src, size_t n);
 typedef void (*reduce3_kernel_fn)(void *dst, const void *a, const void *b, size_t n);
 typedef struct reducer {
     reduce_kernel_fn kernel; /* builtin */
-    reduce3_kernel_fn kernel3; /* builtin, where the type has one (not the half types) */
+    reduce3_kernel_fn kernel3; /* builtin: dst = a (op) b (every type has one) */
     reduce_kernel_fn inverse; /* dst = dst (op^-1) src, where the op is invertible */
     weft_user_fn user;
     void *ctx;
@@ -67,7 +67,8 @@ WEFT_TOOL_API void reducer_apply(const reducer_t *r, void *dst, const void *src,
  * reducer_apply, 8 KiB at a time (each block still in L1 when reduced). */
 WEFT_TOOL_API void reducer_apply_seeded(const reducer_t *r, void *dst, const void *seed,
                                         const void *src, size_t n, bool src_left);
-/* The seeded kernel of a builtin op on dt, or NULL where there is none. */
+/* The seeded kernel of a builtin op on dt (the widest this CPU runs), or
+ * NULL for an op or type out of range. */
 reduce3_kernel_fn reduce3_kernel(int builtin_op, weft_dtype_t dt);
 /* dst = dst (op^-1) src: takes src's contributions out of dst; only for
  * ops op_info_t.invertible says have an exact inverse. */

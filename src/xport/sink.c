@@ -2,9 +2,9 @@
  * every transport: a copy, a reduction into place, or, for a receive the
  * engine fused with the copy step before it (engine.c, fuse_copy), the
  * seed reduced with the message into the destination: in one pass by the
- * op's seeded kernel (reduce.c; not the half types' nor a user op's, which
- * copy and reduce in blocks small enough that a block of the destination
- * is still in L1 when it is reduced).  Either way the destination is
+ * op's seeded kernel (reduce.c; a user op has none: it copies and reduces
+ * in blocks small enough that a block of the destination is still in L1
+ * when it is reduced).  Either way the destination is
  * written once where copy and
  * reduction wrote it twice, and read back from memory in between once it
  * outgrew the caches.  A large message's copy, or fused reduction, is
