@@ -249,9 +249,9 @@ static void user_affine(const void *in, void *inout, size_t n, weft_dtype_t dt, 
 /* The seeded form, dst = seed (op) src in one pass (sink.c's fused
  * receive), gives the bits a copy of the seed then the op's kernel give,
  * for every type and builtin op, on random bit patterns at lengths around
- * the vector lanes and at odd element offsets; and leaves the bytes around
- * the destination alone; a user op goes through the copy.  A NaN matches any NaN (which operand's payload
- * survives is up to the instruction). */
+ * the vector lanes and at odd element offsets, and leaves the bytes around
+ * the destination alone; a user op goes through the copy.  A NaN matches
+ * any NaN (which operand's payload survives is up to the instruction). */
 static void test_seeded_kernels(void)
 {
     const size_t lens[] = {0, 1, 7, 8, 15, 16, 17, 31, 33, 64, 65, 1000, 4099};

@@ -584,7 +584,7 @@ static const reduce_kernel_fn kernels[WEFT_DTYPE_COUNT][WEFT_OP_BUILTIN_COUNT] =
     [WEFT_FLOAT32] = FLOAT_ROW(f32), [WEFT_FLOAT64] = FLOAT_ROW(f64),
 };
 
-/* (float16 and bfloat16: the portable ones; half_variants3 gives the
+/* (float16 and bfloat16: the portable ones; half_variant3 gives the
  * vector ones) */
 static const reduce3_kernel_fn kernels3[WEFT_DTYPE_COUNT][WEFT_OP_BUILTIN_COUNT] = {
     [WEFT_INT8] = INT_ROW3(i8),     [WEFT_INT16] = INT_ROW3(i16),

@@ -81,8 +81,9 @@
  * in 512 KiB segments, which no sweep had tried there, led the ring (made
  * a pass shorter that session) in each of six runs at 1 MiB (2026-12-01,
  * later still; three under each launcher, us: 369-453 against 476-563;
- * unsegmented 531-701), so the segments take over from 512 KiB.  At 9-16 ranks, from 169 B to 8 KiB, a linear reduce and a
- * linear bcast (P = 16, two to four runs, most in the slow phase: 512 B 55-62
+ * unsegmented 531-701), so the segments take over from 512 KiB.
+ * At 9-16 ranks, from 169 B to 8 KiB, a linear reduce and a linear bcast
+ * (P = 16, two to four runs, most in the slow phase: 512 B 55-62
  * against recursive doubling's 98-107, 2 KiB 69-79 against 104-114, 8 KiB
  * 115-121 against 173-181, 4 KiB 59-95 against rabenseifner's 135-171; at
  * 16 KiB a tie).

@@ -4,10 +4,9 @@
  * seed reduced with the message into the destination: in one pass by the
  * op's seeded kernel (reduce.c; a user op has none: it copies and reduces
  * in blocks small enough that a block of the destination is still in L1
- * when it is reduced).  Either way the destination is
- * written once where copy and
- * reduction wrote it twice, and read back from memory in between once it
- * outgrew the caches.  A large message's copy, or fused reduction, is
+ * when it is reduced).  Either way the destination is written once where
+ * copy and reduction wrote it twice, and read back from memory in between
+ * once it outgrew the caches.  A large message's copy, or fused reduction, is
  * written with streaming stores (sink.stream, engine.c says when), which
  * do not read the destination's lines before writing them. */
 #include <stdint.h>
