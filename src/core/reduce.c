@@ -322,26 +322,22 @@ static inline uint16_t bf16_narrow(float x)
             d[i] = (T)(U)OP((U)a[i], (U)b[i]);                                \
     }
 
+/* An op's plain and seeded kernels on type tn, from one line each. */
+#define KERNELS(op, tn, T, OP) KERNEL(k_##op##_##tn, T, OP) KERNEL3(k3_##op##_##tn, T, OP)
+#define KERNELS_WRAP(op, tn, T, U, OP)                                        \
+    KERNEL_WRAP(k_##op##_##tn, T, U, OP) KERNEL3_WRAP(k3_##op##_##tn, T, U, OP)
+
 #define INT_KERNELS(tn, T, U)                                                 \
-    KERNEL_WRAP(k_sum_##tn, T, U, SUMOP)                                      \
-    KERNEL_WRAP(k_sub_##tn, T, U, SUBOP)                                      \
-    KERNEL_WRAP(k_prod_##tn, T, U, PRODOP)                                    \
-    KERNEL(k_min_##tn, T, MINOP)                                              \
-    KERNEL(k_max_##tn, T, MAXOP)                                              \
-    KERNEL(k_band_##tn, T, BANDOP)                                            \
-    KERNEL(k_bor_##tn, T, BOROP)                                              \
-    KERNEL(k_bxor_##tn, T, BXOROP)                                            \
-    KERNEL(k_land_##tn, T, LANDOP)                                            \
-    KERNEL(k_lor_##tn, T, LOROP)                                              \
-    KERNEL3_WRAP(k3_sum_##tn, T, U, SUMOP)                                    \
-    KERNEL3_WRAP(k3_prod_##tn, T, U, PRODOP)                                  \
-    KERNEL3(k3_min_##tn, T, MINOP)                                            \
-    KERNEL3(k3_max_##tn, T, MAXOP)                                            \
-    KERNEL3(k3_band_##tn, T, BANDOP)                                          \
-    KERNEL3(k3_bor_##tn, T, BOROP)                                            \
-    KERNEL3(k3_bxor_##tn, T, BXOROP)                                          \
-    KERNEL3(k3_land_##tn, T, LANDOP)                                          \
-    KERNEL3(k3_lor_##tn, T, LOROP)
+    KERNEL_WRAP(k_sub_##tn, T, U, SUBOP) /* the inverse of sum: plain only */ \
+    KERNELS_WRAP(sum, tn, T, U, SUMOP)                                        \
+    KERNELS_WRAP(prod, tn, T, U, PRODOP)                                      \
+    KERNELS(min, tn, T, MINOP)                                                \
+    KERNELS(max, tn, T, MAXOP)                                                \
+    KERNELS(band, tn, T, BANDOP)                                              \
+    KERNELS(bor, tn, T, BOROP)                                                \
+    KERNELS(bxor, tn, T, BXOROP)                                              \
+    KERNELS(land, tn, T, LANDOP)                                              \
+    KERNELS(lor, tn, T, LOROP)
 
 /* uint8/uint16 promote to int in C: multiply through unsigned int to avoid
  * signed overflow. */
@@ -355,14 +351,10 @@ INT_KERNELS(u32, uint32_t, uint32_t)
 INT_KERNELS(u64, uint64_t, uint64_t)
 
 #define FLOAT_KERNELS(tn, T)                                                  \
-    KERNEL(k_sum_##tn, T, SUMOP)                                              \
-    KERNEL(k_prod_##tn, T, PRODOP)                                            \
-    KERNEL(k_min_##tn, T, MINOP)                                              \
-    KERNEL(k_max_##tn, T, MAXOP)                                              \
-    KERNEL3(k3_sum_##tn, T, SUMOP)                                            \
-    KERNEL3(k3_prod_##tn, T, PRODOP)                                          \
-    KERNEL3(k3_min_##tn, T, MINOP)                                            \
-    KERNEL3(k3_max_##tn, T, MAXOP)
+    KERNELS(sum, tn, T, SUMOP)                                                \
+    KERNELS(prod, tn, T, PRODOP)                                              \
+    KERNELS(min, tn, T, MINOP)                                                \
+    KERNELS(max, tn, T, MAXOP)
 
 FLOAT_KERNELS(f32, float)
 FLOAT_KERNELS(f64, double)
@@ -617,14 +609,28 @@ static bool cpu_has_f16c(void)
 }
 #endif
 
+/* The widest vector kernels of a half type this CPU runs: 2 AVX-512, 1
+ * AVX2 (with F16C for float16), 0 none (the portable ones serve). */
+static int half_level(int builtin_op, weft_dtype_t dt)
+{
+#ifdef HAVE_F16C_KERNELS
+    if (builtin_op > WEFT_MAX || (dt != WEFT_FLOAT16 && dt != WEFT_BFLOAT16) ||
+        !__builtin_cpu_supports("avx2") || (dt == WEFT_FLOAT16 && !cpu_has_f16c()))
+        return 0;
+    return __builtin_cpu_supports("avx512f") ? 2 : 1;
+#else
+    (void)builtin_op, (void)dt;
+    return 0;
+#endif
+}
+
 /* The half-precision kernels this CPU can run, widest first: AVX-512, then
  * AVX2 (with F16C for float16).  0 where only the portable one serves. */
 static int half_variants(int builtin_op, weft_dtype_t dt, reduce_kernel_fn *fns)
 {
-    int n = 0;
+    int n = 0, level = half_level(builtin_op, dt);
 #ifdef HAVE_F16C_KERNELS
-    if (builtin_op > WEFT_MAX || (dt != WEFT_FLOAT16 && dt != WEFT_BFLOAT16) ||
-        !__builtin_cpu_supports("avx2") || (dt == WEFT_FLOAT16 && !cpu_has_f16c()))
+    if (!level)
         return 0;
     static const reduce_kernel_fn z[2][4] = {
         {k_sum_f16z, k_prod_f16z, k_min_f16z, k_max_f16z},
@@ -633,11 +639,11 @@ static int half_variants(int builtin_op, weft_dtype_t dt, reduce_kernel_fn *fns)
         {k_sum_f16c, k_prod_f16c, k_min_f16c, k_max_f16c},
         {k_sum_bf16v, k_prod_bf16v, k_min_bf16v, k_max_bf16v}};
     int b = dt == WEFT_BFLOAT16;
-    if (__builtin_cpu_supports("avx512f"))
+    if (level == 2)
         fns[n++] = z[b][builtin_op];
     fns[n++] = v[b][builtin_op];
 #else
-    (void)builtin_op, (void)dt, (void)fns;
+    (void)level, (void)fns;
 #endif
     return n;
 }
@@ -645,9 +651,9 @@ static int half_variants(int builtin_op, weft_dtype_t dt, reduce_kernel_fn *fns)
 /* The same for the seeded kernels: the widest this CPU can run, or NULL. */
 static reduce3_kernel_fn half_variant3(int builtin_op, weft_dtype_t dt)
 {
+    int level = half_level(builtin_op, dt);
 #ifdef HAVE_F16C_KERNELS
-    if (builtin_op > WEFT_MAX || (dt != WEFT_FLOAT16 && dt != WEFT_BFLOAT16) ||
-        !__builtin_cpu_supports("avx2") || (dt == WEFT_FLOAT16 && !cpu_has_f16c()))
+    if (!level)
         return NULL;
     static const reduce3_kernel_fn z[2][4] = {
         {k3_sum_f16z, k3_prod_f16z, k3_min_f16z, k3_max_f16z},
@@ -656,9 +662,9 @@ static reduce3_kernel_fn half_variant3(int builtin_op, weft_dtype_t dt)
         {k3_sum_f16c, k3_prod_f16c, k3_min_f16c, k3_max_f16c},
         {k3_sum_bf16v, k3_prod_bf16v, k3_min_bf16v, k3_max_bf16v}};
     int b = dt == WEFT_BFLOAT16;
-    return __builtin_cpu_supports("avx512f") ? z[b][builtin_op] : v[b][builtin_op];
+    return level == 2 ? z[b][builtin_op] : v[b][builtin_op];
 #else
-    (void)builtin_op, (void)dt;
+    (void)level;
     return NULL;
 #endif
 }

@@ -319,13 +319,12 @@ static void finish_reading(exec_t *e)
         /* a reduce_scatter combines this rank's block of every input */
         size_t at = e->desc->coll == WEFT_COLL_REDUCE_SCATTER ? (size_t)me * bytes : 0;
         char acc[BOARD_PAYLOAD_WIDE];
-        int q = 1;
         if (bytes && e->s->nrank > 1) /* the first two in one pass */
-            reducer_apply_seeded(&e->red, acc, part_of(e, 0) + at, part_of(e, q++) + at,
+            reducer_apply_seeded(&e->red, acc, part_of(e, 0) + at, part_of(e, 1) + at,
                                  e->desc->count, false);
         else if (bytes)
             copy_bytes(acc, part_of(e, 0) + at, bytes);
-        for (; q < e->s->nrank; q++)
+        for (int q = 2; q < e->s->nrank; q++)
             reducer_apply(&e->red, acc, part_of(e, q) + at, e->desc->count, false);
         if (bytes)
             copy_bytes(e->buf[BUF_OUT], acc, bytes);
