@@ -628,15 +628,11 @@ static void test_composed_properties(void)
           weft_last_error());
 }
 
-/* Every call AUTO may see gets an algorithm that can serve it from the
- * built-in table's rows (never the registry fallback, never an error), and
- * bad tables fail naming the line and field. */
-static void test_tuning_tables(void)
+/* One lookup of every call shape AUTO may see: an algorithm that can
+ * serve it from a row of the built-in tables (never the registry fallback,
+ * never an error).  arena: every rank on one machine, as under weft run. */
+static void check_every_shape(bool arena)
 {
-    const tune_table_t *file, *builtin;
-    const char *err;
-    tune_active(&file, &builtin, &err);
-    CHECK(builtin->nrows > 0, "the built-in table did not parse");
     static const weft_coll_t colls[] = {WEFT_COLL_ALLREDUCE, WEFT_COLL_BCAST, WEFT_COLL_REDUCE,
                                         WEFT_COLL_REDUCE_SCATTER, WEFT_COLL_ALLGATHER,
                                         WEFT_COLL_SCATTER, WEFT_COLL_GATHER, WEFT_COLL_BARRIER};
@@ -650,6 +646,8 @@ static void test_tuning_tables(void)
                     a.esize = 4;
                     a.count = lg < 0 ? 0 : ((uint64_t)1 << lg) / 4 + (uint64_t)(lg & 1);
                     a.commutative = comm || !coll_is_reduction(a.coll);
+                    a.shared_board = a.board_slots = a.node_board = a.arena_reads = arena;
+                    a.board_payload = arena ? board_payload_for(P) : 0;
                     tune_pick_t p;
                     int rc = tune_select(&a, NULL, NULL, &p);
                     char why[256] = "";
@@ -657,10 +655,60 @@ static void test_tuning_tables(void)
                     if (!rc && p.params)
                         with.params = *p.params;
                     CHECK(!rc && p.row && !algo_usable_why(p.al, &with, why, sizeof why),
-                          "%s P=%d count=%llu comm=%d: %s %s", weft_coll_name(a.coll), P,
-                          (unsigned long long)a.count, comm, rc ? weft_last_error() :
-                          p.row ? p.al->name : "no row", why);
+                          "%s %s P=%d count=%llu comm=%d arena=%d: %s %s", tune_cpu(),
+                          weft_coll_name(a.coll), P, (unsigned long long)a.count, comm, arena,
+                          rc ? weft_last_error() : p.row ? p.al->name : "no row", why);
                 }
+}
+
+/* What a 4-rank bcast of 1 MiB picks, and from which table. */
+static const char *bcast4_pick(bool arena, const tune_table_t **from)
+{
+    coll_args_t a = {0};
+    a.coll = WEFT_COLL_BCAST;
+    a.nrank = 4;
+    a.esize = 4;
+    a.count = 1 << 18;
+    a.commutative = true;
+    a.shared_board = a.board_slots = a.node_board = a.arena_reads = arena;
+    tune_pick_t p;
+    if (tune_select(&a, NULL, NULL, &p))
+        return "error";
+    *from = p.table;
+    return p.text;
+}
+
+/* Both CPUs' rows serve every shape; the AMD rows go first only on one
+ * machine and only when chosen; bad tables fail naming the line and
+ * field. */
+static void test_tuning_tables(void)
+{
+    const tune_table_t *file, *cpu, *builtin;
+    const char *err;
+    tune_active(&file, &cpu, &builtin, &err);
+    CHECK(builtin->nrows > 0, "the built-in table did not parse");
+    char was[16];
+    snprintf(was, sizeof was, "%s", tune_cpu());
+    static const char *const cpus[] = {"generic", "amd"};
+    for (int k = 0; k < 2; k++) {
+        CHECK(tune_set_cpu(cpus[k]) == WEFT_OK && !strcmp(tune_cpu(), cpus[k]), "cpu %s: %s",
+              cpus[k], tune_cpu());
+        tune_active(&file, &cpu, &builtin, &err);
+        CHECK(k ? cpu && cpu->nrows > 0 : !cpu, "cpu %s: its rows %p", cpus[k], (void *)cpu);
+        for (int arena = 0; arena < 2; arena++) {
+            check_every_shape(arena);
+            const tune_table_t *from = NULL;
+            const char *pick = bcast4_pick(arena, &from);
+            bool amd = k && arena;
+            CHECK(!strcmp(pick, amd ? "linear_arena" : "linear") &&
+                      from == (amd ? cpu : builtin),
+                  "cpu %s arena %d: the 4-rank bcast of 1 MiB took %s from %s", cpus[k], arena,
+                  pick, from ? from->source : "no table");
+        }
+    }
+    CHECK(tune_set_cpu("sparc") == WEFT_EINVAL && strstr(weft_last_error(), "'sparc'"),
+          "tune_set_cpu(sparc): %s", weft_last_error());
+    CHECK(tune_set_cpu(was) == WEFT_OK, "restoring the CPU rows %s", was);
     static const struct {
         const char *text, *want;
     } bad[] = {

@@ -40,12 +40,13 @@ static void show_trace(void *ctx, const tune_table_t *t, const tune_row_t *row,
 static int explain_usage(FILE *f, int rc)
 {
     fprintf(f, "usage: weft explain COLL --np P --size BYTES [--op OP|noncommutative]\n"
-               "                    [--dtype T] [--table FILE] [--preset NAME|FILE]\n"
-               "                    [--predict on|off] [--measure]\n"
+               "                    [--dtype T] [--table FILE] [--cpu amd|generic|auto]\n"
+               "                    [--preset NAME|FILE] [--predict on|off] [--measure]\n"
                "What AUTO picks for a call of BYTES per rank (count x element size; K, M, G\n"
                "allowed), the tuning-table row that decided, and every algorithm of COLL\n"
                "with why it can or cannot serve the call.  --table FILE reads FILE as\n"
-               "WEFT_TUNING_FILE would.\n"
+               "WEFT_TUNING_FILE would; --cpu the built-in rows of that CPU, as\n"
+               "WEFT_TUNING_CPU would (auto: this machine's).\n"
                "Figures: 'predicted' is the LogGOPS simulation of the very schedule (weft\n"
                "sim) under --preset (default: ./this-machine.preset from weft fit if there\n"
                "is one, else loggopsim); --predict off leaves it out, and it is left out\n"
@@ -99,6 +100,11 @@ static int explain_parse(int argc, char **argv, explain_opts_t *o)
                                        "noncommutative (a user op)\n", v), 2;
         } else if (!strcmp(k, "--table")) {
             setenv("WEFT_TUNING_FILE", v, 1);
+        } else if (!strcmp(k, "--cpu")) {
+            if (strcmp(v, "amd") && strcmp(v, "generic") && strcmp(v, "auto"))
+                return fprintf(stderr, "weft explain: --cpu %s: want amd, generic or auto\n",
+                               v), 2;
+            setenv("WEFT_TUNING_CPU", v, 1); /* read where the tables load, and by --measure */
         } else if (!strcmp(k, "--preset")) {
             o->preset = v;
         } else if (!strcmp(k, "--predict")) {
@@ -340,9 +346,9 @@ int cmd_explain(int argc, char **argv)
     int rc = explain_parse(argc, argv, &o);
     if (rc)
         return rc;
-    const tune_table_t *file, *builtin;
+    const tune_table_t *file, *cpu, *builtin;
     const char *file_err;
-    tune_active(&file, &builtin, &file_err);
+    tune_active(&file, &cpu, &builtin, &file_err);
     if (file_err) {
         fprintf(stderr, "weft explain: %s\n", file_err);
         return 2;
@@ -362,9 +368,12 @@ int cmd_explain(int argc, char **argv)
            reduces ? ", op " : "", reduces ? (noncomm ? "a non-commutative user op"
                                                       : weft_op_name(o.op)) : "",
            reduces && !noncomm ? " (commutative)" : "", (unsigned long long)tune_bytes(&a));
-    printf("tables: %s%s%s, then the built-in table (%d rows)\n",
-           file ? file->source : "no WEFT_TUNING_FILE", file ? " " : "",
-           file ? "(file)" : "", builtin->nrows);
+    char cpu_rows[260] = "";
+    if (cpu)
+        snprintf(cpu_rows, sizeof cpu_rows, ", then %s (%d rows)", cpu->source, cpu->nrows);
+    printf("tables: %s%s%s%s, then the built-in table (%d rows)\n",
+           file ? file->source : "no WEFT_TUNING_FILE", file ? " " : "", file ? "(file)" : "",
+           cpu_rows, builtin->nrows);
     tune_pick_t p;
     if (tune_select(&a, show_trace, NULL, &p)) {
         printf("AUTO: nothing serves this call: %s\n", weft_last_error());

@@ -1,7 +1,8 @@
 /* select.c — AUTO: which algorithm serves a call when the user named none.
  *
  * The decision is a lookup in the tuning tables (table.h): the file named
- * by WEFT_TUNING_FILE, then the built-in table, then the registry's first
+ * by WEFT_TUNING_FILE, then the built-in rows for this CPU (where every
+ * rank is on one machine), then the built-in table, then the registry's first
  * algorithm that can serve the call, so AUTO never picks an algorithm the
  * registry's properties forbid and never fails on a call some algorithm
  * serves.  WEFT_VERBOSE=1 prints each decision once per row (call shape),
@@ -15,7 +16,7 @@
 #include "table.h"
 
 #define LOGGED_ROWS 512
-static _Atomic unsigned char logged[2][LOGGED_ROWS];
+static _Atomic unsigned char logged[3][LOGGED_ROWS];
 static _Atomic unsigned char logged_fallback[WEFT_COLL_COUNT];
 
 /* The choices passed over, "name: why; ..." */
@@ -36,14 +37,15 @@ static void note_skip(void *ctx, const tune_table_t *t, const tune_row_t *row,
 
 static void log_once(const coll_args_t *a, const tune_pick_t *p)
 {
-    const tune_table_t *file, *builtin;
+    const tune_table_t *file, *cpu, *builtin;
     const char *err;
-    tune_active(&file, &builtin, &err);
+    tune_active(&file, &cpu, &builtin, &err);
     _Atomic unsigned char *flag;
     if (!p->row)
         flag = &logged_fallback[a->coll];
     else {
-        int t = p->table == builtin, i = (int)(p->row - p->table->rows);
+        int t = p->table == file ? 0 : p->table == cpu ? 1 : 2;
+        int i = (int)(p->row - p->table->rows);
         flag = &logged[t][i % LOGGED_ROWS];
     }
     if (atomic_exchange(flag, 1))

@@ -160,12 +160,17 @@
  * before them. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../core/core.h"
 #include "table.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 static const char builtin_text[] =
     "weft-tuning 1\n"
@@ -260,6 +265,32 @@ static const char builtin_text[] =
     "gather           any             *           *             binomial\n"
     "barrier          any             1-1         *             dissemination\n"
     "barrier          any             2-*         *             board|dissemination\n";
+
+/* Rows that differ on the other kind of machine this table was measured
+ * on, an AMD EPYC VM (2 cores, one 32 MiB L3), read before the table above
+ * where the CPU is AMD's and every rank of the call is on one machine (so
+ * the ranks, sharing the CPU, read the same rows); WEFT_TUNING_CPU=amd or
+ * generic says which instead of the CPU.  Measured there side by side with
+ * the table's choice (2026-12-02, three or four runs under mpirun and as
+ * many under weft run, the median of the medians, us; docs/PERFORMANCE.md,
+ * "Rows for AMD CPUs"): the 4-rank allreduce in 512 KiB segments above 1
+ * MiB (1.5 MiB 420 against 4 MiB segments' 488, 2 MiB 702 against 1084,
+ * 4 MiB 1853 against 2672, 16 MiB 8362 against 11942, 32 MiB 16027
+ * against 25618; 1 MiB a tie, 227 against 224); the 3-rank bcast by the
+ * pipelined two-tree from 1 to 4 MiB (1 MiB 99 against linear's 128, 2
+ * MiB 226 against 309, 4 MiB 580 against 755) and from the arena's stage
+ * above (8 MiB 1109 against 1290 and twotree's 1653, 16 MiB 2967 against
+ * 4784); the 4-rank bcast from the stage above 256 KiB (384 KiB 67
+ * against linear's 89, 1 MiB 125 against 191, 4 MiB 729 against 1192, 16
+ * MiB 3257 against 5430, 64 MiB 13359 against 20465; at 256 KiB one sweep
+ * each way: 49 against 67, 37 against 30). */
+static const char amd_text[] =
+    "weft-tuning 1\n"
+    "# collective     ops             ranks       bytes         algorithms (first usable)\n"
+    "allreduce        commutative     4-4         1048577-*     rabenseifner/segment=512K\n"
+    "bcast            any             3-3         1M-4M         twotree\n"
+    "bcast            any             3-3         4194305-*     linear_arena|linear\n"
+    "bcast            any             4-4         262145-*      linear_arena|linear\n";
 
 static bool is_pow2(uint64_t v) { return v && !(v & (v - 1)); }
 
@@ -534,15 +565,43 @@ static bool row_matches(const tune_row_t *r, const coll_args_t *a, uint64_t byte
     return r->ops == TUNE_OPS_ANY || (r->ops == TUNE_OPS_COMMUTATIVE) == a->commutative;
 }
 
-static tune_table_t builtin_table, file_table;
+static tune_table_t builtin_table, amd_table, file_table;
 static bool file_loaded;
 static char file_error[400];
 static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
+static _Atomic int cpu_rows = -1; /* TUNE_CPU_*; -1: not decided yet */
+
+static const char *const cpu_names[] = {"generic", "amd"};
+
+/* AMD's vendor string, from cpuid leaf 0. */
+static int cpu_detect(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned a, b, c, d;
+    if (__get_cpuid(0, &a, &b, &c, &d)) {
+        char v[13];
+        memcpy(v, &b, 4), memcpy(v + 4, &d, 4), memcpy(v + 8, &c, 4);
+        v[12] = '\0';
+        if (!strcmp(v, "AuthenticAMD"))
+            return TUNE_CPU_AMD;
+    }
+#endif
+    return TUNE_CPU_GENERIC;
+}
+
+static int cpu_from_name(const char *name)
+{
+    for (int k = 0; k < (int)(sizeof cpu_names / sizeof cpu_names[0]); k++)
+        if (!strcmp(name, cpu_names[k]))
+            return k;
+    return !strcmp(name, "auto") ? cpu_detect() : -1;
+}
 
 static void load_tables(void)
 {
-    if (tune_parse(builtin_text, "the built-in table", &builtin_table))
-        fprintf(stderr, "weft: %s\n", weft_last_error()); /* a bug: tests parse it */
+    if (tune_parse(builtin_text, "the built-in table", &builtin_table) ||
+        tune_parse(amd_text, "the built-in rows for AMD CPUs", &amd_table))
+        fprintf(stderr, "weft: %s\n", weft_last_error()); /* a bug: tests parse them */
     const char *path = getenv("WEFT_TUNING_FILE");
     if (path && *path) {
         if (tune_load_file(path, &file_table) == WEFT_OK) {
@@ -553,15 +612,42 @@ static void load_tables(void)
                     file_error);
         }
     }
+    const char *cpu = getenv("WEFT_TUNING_CPU");
+    int k = cpu && *cpu ? cpu_from_name(cpu) : cpu_detect();
+    if (k < 0) {
+        fprintf(stderr, "weft: WEFT_TUNING_CPU: '%s' is not amd, generic or auto; AUTO reads "
+                "the rows of the CPU it runs on\n", cpu);
+        k = cpu_detect();
+    }
+    int unset = -1; /* tune_set_cpu may have decided already */
+    atomic_compare_exchange_strong(&cpu_rows, &unset, k);
     weft_error_clear();
 }
 
-void tune_active(const tune_table_t **file, const tune_table_t **builtin, const char **err)
+void tune_active(const tune_table_t **file, const tune_table_t **cpu,
+                 const tune_table_t **builtin, const char **err)
 {
     pthread_once(&tables_once, load_tables);
     *file = file_loaded ? &file_table : NULL;
+    *cpu = atomic_load(&cpu_rows) == TUNE_CPU_AMD ? &amd_table : NULL;
     *builtin = &builtin_table;
     *err = file_error[0] ? file_error : NULL;
+}
+
+int tune_set_cpu(const char *name)
+{
+    int k = cpu_from_name(name);
+    if (k < 0)
+        return weft_error(WEFT_EINVAL, "CPU rows '%s': want amd, generic or auto", name);
+    pthread_once(&tables_once, load_tables);
+    atomic_store(&cpu_rows, k);
+    return WEFT_OK;
+}
+
+const char *tune_cpu(void)
+{
+    pthread_once(&tables_once, load_tables);
+    return cpu_names[atomic_load(&cpu_rows)];
 }
 
 /* The first usable choice of the row that matches in t; NULL if none. */
@@ -592,13 +678,14 @@ static const tune_choice_t *lookup(const tune_table_t *t, const coll_args_t *a, 
 
 int tune_select(const coll_args_t *a, tune_trace_fn trace, void *ctx, tune_pick_t *out)
 {
-    const tune_table_t *file, *builtin;
+    const tune_table_t *file, *cpu, *builtin;
     const char *err;
-    tune_active(&file, &builtin, &err);
+    tune_active(&file, &cpu, &builtin, &err);
     uint64_t bytes = tune_bytes(a);
     memset(out, 0, sizeof *out);
-    const tune_table_t *tables[2] = {file, builtin};
-    for (int k = 0; k < 2; k++) {
+    /* the CPU's rows only where every rank shares this CPU */
+    const tune_table_t *tables[3] = {file, a->arena_reads ? cpu : NULL, builtin};
+    for (int k = 0; k < 3; k++) {
         const tune_row_t *row = NULL;
         const tune_choice_t *c = tables[k] ? lookup(tables[k], a, bytes, trace, ctx, &row) : NULL;
         if (c) {

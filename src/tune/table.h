@@ -62,13 +62,23 @@ typedef struct tune_pick {
 } tune_pick_t;
 
 /* Looks the call up in the active tables (WEFT_TUNING_FILE's, then the
- * built-in).  trace, if not NULL, is told of every row that matched and
+ * built-in rows for this CPU where every rank is on one machine, then the
+ * built-in table).  trace, if not NULL, is told of every row that matched and
  * every choice passed over. */
 WEFT_TOOL_API int tune_select(const coll_args_t *a, tune_trace_fn trace, void *ctx,
                               tune_pick_t *out);
 /* The tables in use (file first; the file's is NULL without one or when it
- * did not load, and *file_error then says why). */
-WEFT_TOOL_API void tune_active(const tune_table_t **file, const tune_table_t **builtin,
-                               const char **file_error);
+ * did not load, and *file_error then says why; the CPU's rows are NULL on
+ * a CPU without rows of its own). */
+WEFT_TOOL_API void tune_active(const tune_table_t **file, const tune_table_t **cpu,
+                               const tune_table_t **builtin, const char **file_error);
+
+/* Whose built-in rows go before the built-in table: "amd" on AMD's CPUs,
+ * else "generic" (none), unless WEFT_TUNING_CPU says amd, generic or auto.
+ * tune_set_cpu changes it for the process (weft explain --cpu, tests;
+ * before any call: ranks must agree); WEFT_EINVAL for another name. */
+enum { TUNE_CPU_GENERIC = 0, TUNE_CPU_AMD = 1 };
+WEFT_TOOL_API const char *tune_cpu(void);
+WEFT_TOOL_API int tune_set_cpu(const char *name);
 
 #endif
