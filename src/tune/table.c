@@ -280,17 +280,18 @@ static const char builtin_text[] =
  * pipelined two-tree from 1 to 4 MiB (1 MiB 99 against linear's 128, 2
  * MiB 226 against 309, 4 MiB 580 against 755) and from the arena's stage
  * above (8 MiB 1109 against 1290 and twotree's 1653, 16 MiB 2967 against
- * 4784); the 4-rank bcast from the stage above 256 KiB (384 KiB 67
- * against linear's 89, 1 MiB 125 against 191, 4 MiB 729 against 1192, 16
- * MiB 3257 against 5430, 64 MiB 13359 against 20465; at 256 KiB one sweep
- * each way: 49 against 67, 37 against 30). */
+ * 4784); the 4-rank bcast from the stage above 512 KiB (768 KiB 119
+ * against linear's 138, 1 MiB 125 against 191, 4 MiB 729 against 1192, 16
+ * MiB 3257 against 5430, 64 MiB 13359 against 20465; from 256 to 512 KiB
+ * the runs went either way: 512 KiB 79 against 115 in one sweep, 83
+ * against 51 in another). */
 static const char amd_text[] =
     "weft-tuning 1\n"
     "# collective     ops             ranks       bytes         algorithms (first usable)\n"
     "allreduce        commutative     4-4         1048577-*     rabenseifner/segment=512K\n"
     "bcast            any             3-3         1M-4M         twotree\n"
     "bcast            any             3-3         4194305-*     linear_arena|linear\n"
-    "bcast            any             4-4         262145-*      linear_arena|linear\n";
+    "bcast            any             4-4         524289-*      linear_arena|linear\n";
 
 static bool is_pow2(uint64_t v) { return v && !(v & (v - 1)); }
 
