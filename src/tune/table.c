@@ -283,11 +283,12 @@ static const char builtin_text[] =
  * pipelined two-tree from 1 to 4 MiB (1 MiB 99 against linear's 128, 2
  * MiB 226 against 309, 4 MiB 580 against 755) and from the arena's stage
  * above (8 MiB 1109 against 1290 and twotree's 1653, 16 MiB 2967 against
- * 4784); the 4-rank bcast from the stage above 512 KiB (768 KiB 119
- * against linear's 138, 1 MiB 125 against 191, 4 MiB 729 against 1192, 16
- * MiB 3257 against 5430, 64 MiB 13359 against 20465; from 256 to 512 KiB
- * the runs went either way: 512 KiB 79 against 115 in one sweep, 83
- * against 51 in another). */
+ * 4784); the 4-rank bcast from the stage above 32 KiB (1 MiB 125
+ * against linear's 191, 4 MiB 729 against 1192, 16 MiB 3257 against 5430,
+ * 64 MiB 13359 against 20465; below 1 MiB six runs of weft run alone,
+ * where mpirun's swung 2-10x run to run: 64 KiB 24.1 against 32.2, 128
+ * KiB 36.1 against 52.4, 256 KiB 62.9 against 73.7, 512 KiB 88.1 against
+ * 127; 32 KiB a tie). */
 static const char amd_text[] =
     "weft-tuning 1\n"
     "# collective     ops             ranks       bytes         algorithms (first usable)\n"
@@ -295,7 +296,7 @@ static const char amd_text[] =
     "allreduce        commutative     4-4         1048577-*     rabenseifner/segment=512K\n"
     "bcast            any             3-3         1M-4M         twotree\n"
     "bcast            any             3-3         4194305-*     linear_arena|linear\n"
-    "bcast            any             4-4         524289-*      linear_arena|linear\n";
+    "bcast            any             4-4         32769-*       linear_arena|linear\n";
 
 static bool is_pow2(uint64_t v) { return v && !(v & (v - 1)); }
 
