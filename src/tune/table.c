@@ -266,31 +266,30 @@ static const char builtin_text[] =
     "barrier          any             1-1         *             dissemination\n"
     "barrier          any             2-*         *             board|dissemination\n";
 
-/* Rows that differ on the other kind of machine this table was measured
- * on, an AMD EPYC VM (2 cores, one 32 MiB L3), read before the table above
- * where the CPU is AMD's and every rank of the call is on one machine (so
- * the ranks, sharing the CPU, read the same rows); WEFT_TUNING_CPU=amd or
- * generic says which instead of the CPU.  Measured there side by side with
+/* Rows that differ on the other kind of machine this table was measured on,
+ * an AMD EPYC VM (2 cores, one 32 MiB L3), read before the table above where
+ * the CPU is AMD's and every rank of the call is on one machine (so the
+ * ranks, sharing the CPU, read the same rows); WEFT_TUNING_CPU=amd or
+ * generic says which instead of the CPU. Measured there side by side with
  * the table's choice (2026-12-02, three or four runs under mpirun and as
  * many under weft run, the median of the medians, us; docs/PERFORMANCE.md,
- * "The AMD VM, 2026-12-02"): the 2-rank allreduce by recursive doubling above
- * 6 KiB, where the Intel VM's board leads on to 8 KiB (8 KiB 1.5 against
- * the board's 2.0; 6 KiB 1.3 against 1.4, 4 KiB 1.2 against 0.9); the
- * 4-rank allreduce in 512 KiB segments above 1
- * MiB (1.5 MiB 420 against 4 MiB segments' 488, 2 MiB 702 against 1084,
- * 4 MiB 1853 against 2672, 16 MiB 8362 against 11942, 32 MiB 16027
- * against 25618; 1 MiB a tie, 227 against 224); the 3-rank bcast from
- * the arena's stage from 1 MiB (1 MiB 105 against linear's 128, 2 MiB 251
- * against 309, 8 MiB 1109 against 1290, 16 MiB 2967 against 4784; the
- * pipelined two-tree led it by 5-15 % to 4 MiB, 99, 226 and 580 against
- * 625 at 4 MiB, but in the VM's slow phase took 450-580 us at 1 MiB
- * where the stage at 4 ranks lost only 1.2-1.4x: its many handoffs
- * between the cores are what that phase slows); the 4-rank bcast from the stage above 32 KiB (1 MiB 125
- * against linear's 191, 4 MiB 729 against 1192, 16 MiB 3257 against 5430,
- * 64 MiB 13359 against 20465; below 1 MiB six runs of weft run alone,
- * where mpirun's swung 2-10x run to run: 64 KiB 24.1 against 32.2, 128
- * KiB 36.1 against 52.4, 256 KiB 62.9 against 73.7, 512 KiB 88.1 against
- * 127; 32 KiB a tie). */
+ * "The AMD VM, 2026-12-02"): the 2-rank allreduce by recursive doubling
+ * above 6 KiB, where the Intel VM's board leads on to 8 KiB (8 KiB 1.5
+ * against the board's 2.0; 6 KiB 1.3 against 1.4, 4 KiB 1.2 against 0.9);
+ * the 4-rank allreduce in 512 KiB segments above 1 MiB (1.5 MiB 420 against
+ * 4 MiB segments' 488, 2 MiB 702 against 1084, 4 MiB 1853 against 2672, 16
+ * MiB 8362 against 11942, 32 MiB 16027 against 25618; 1 MiB a tie, 227
+ * against 224); the 3-rank bcast from the arena's stage from 1 MiB (1 MiB
+ * 105 against linear's 128, 2 MiB 251 against 309, 8 MiB 1109 against 1290,
+ * 16 MiB 2967 against 4784; the pipelined two-tree led it by 5-15% to 4 MiB
+ * (1 MiB 99, 2 MiB 226, 4 MiB 580 against 625), but in the VM's slow phase
+ * took 450-580 us at 1 MiB where the stage at 4 ranks lost only 1.2-1.4x:
+ * its many handoffs between the cores are what that phase slows); the 4-rank
+ * bcast from the stage above 32 KiB (1 MiB 125 against linear's 191, 4 MiB
+ * 729 against 1192, 16 MiB 3257 against 5430, 64 MiB 13359 against 20465;
+ * below 1 MiB six runs of weft run alone, where mpirun's swung 2-10x run to
+ * run: 64 KiB 24.1 against 32.2, 128 KiB 36.1 against 52.4, 256 KiB 62.9
+ * against 73.7, 512 KiB 88.1 against 127; 32 KiB a tie). */
 static const char amd_text[] =
     "weft-tuning 1\n"
     "# collective     ops             ranks       bytes         algorithms (first usable)\n"
