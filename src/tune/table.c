@@ -276,15 +276,19 @@ static const char builtin_text[] =
  * "The AMD VM, 2026-12-02"): the 2-rank allreduce by recursive doubling
  * above 6 KiB, where the Intel VM's board leads on to 8 KiB (8 KiB 1.5
  * against the board's 2.0; 6 KiB 1.3 against 1.4, 4 KiB 1.2 against 0.9);
- * the 4-rank allreduce in 512 KiB segments above 1 MiB (1.5 MiB 420 against
- * 4 MiB segments' 488, 2 MiB 702 against 1084, 4 MiB 1853 against 2672, 16
- * MiB 8362 against 11942, 32 MiB 16027 against 25618; 1 MiB a tie, 227
- * against 224); the 3-rank bcast from the arena's stage from 1 MiB (1 MiB
- * 105 against linear's 128, 2 MiB 251 against 309, 8 MiB 1109 against 1290,
- * 16 MiB 2967 against 4784; the pipelined two-tree led it by 5-15% to 4 MiB
- * (1 MiB 99, 2 MiB 226, 4 MiB 580 against 625), but in the VM's slow phase
- * took 450-580 us at 1 MiB where the stage at 4 ranks lost only 1.2-1.4x:
- * its many handoffs between the cores are what that phase slows); the 4-rank
+ * the 4-rank allreduce on the board to 8 KiB, which its slots carry in a job
+ * of up to 4 ranks (3 KiB 7.3 against a linear reduce + bcast's 10.1, 4 KiB
+ * 7.6 against 8.8, 8 KiB 9.8 against 12.0; at 3 ranks a tie with recursive
+ * doubling, and the 4-rank bcast and reduce within the runs' spread of
+ * linear) and in 512 KiB segments above 1 MiB (1.5 MiB 420 against 4 MiB
+ * segments' 488, 2 MiB 702 against 1084, 4 MiB 1853 against 2672, 16 MiB
+ * 8362 against 11942, 32 MiB 16027 against 25618; 1 MiB a tie, 227 against
+ * 224); the 3-rank bcast from the arena's stage from 1 MiB (1 MiB 105
+ * against linear's 128, 2 MiB 251 against 309, 8 MiB 1109 against 1290, 16
+ * MiB 2967 against 4784; the pipelined two-tree led it by 5-15% to 4 MiB (1
+ * MiB 99, 2 MiB 226, 4 MiB 580 against 625), but in the VM's slow phase took
+ * 450-580 us at 1 MiB where the stage at 4 ranks lost only 1.2-1.4x: its
+ * many handoffs between the cores are what that phase slows); the 4-rank
  * bcast from the stage above 32 KiB (1 MiB 125 against linear's 191, 4 MiB
  * 729 against 1192, 16 MiB 3257 against 5430, 64 MiB 13359 against 20465;
  * below 1 MiB six runs of weft run alone, where mpirun's swung 2-10x run to
@@ -294,6 +298,8 @@ static const char amd_text[] =
     "weft-tuning 1\n"
     "# collective     ops             ranks       bytes         algorithms (first usable)\n"
     "allreduce        any             2-2         6145-8K       recursive_doubling\n"
+    "allreduce        any             4-4         2049-8K       "
+    "board|reduce_bcast/reduce=linear;bcast=linear\n"
     "allreduce        commutative     4-4         1048577-*     rabenseifner/segment=512K\n"
     "bcast            any             3-3         1M-*          linear_arena|linear\n"
     "bcast            any             4-4         32769-*       linear_arena|linear\n";
