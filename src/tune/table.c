@@ -283,17 +283,21 @@ static const char builtin_text[] =
  * linear) and in 512 KiB segments above 1 MiB (1.5 MiB 420 against 4 MiB
  * segments' 488, 2 MiB 702 against 1084, 4 MiB 1853 against 2672, 16 MiB
  * 8362 against 11942, 32 MiB 16027 against 25618; 1 MiB a tie, 227 against
- * 224); the 3-rank bcast from the arena's stage from 1 MiB (1 MiB 105
- * against linear's 128, 2 MiB 251 against 309, 8 MiB 1109 against 1290, 16
- * MiB 2967 against 4784; the pipelined two-tree led it by 5-15% to 4 MiB (1
- * MiB 99, 2 MiB 226, 4 MiB 580 against 625), but in the VM's slow phase took
- * 450-580 us at 1 MiB where the stage at 4 ranks lost only 1.2-1.4x: its
- * many handoffs between the cores are what that phase slows); the 4-rank
- * bcast from the stage above 32 KiB (1 MiB 125 against linear's 191, 4 MiB
- * 729 against 1192, 16 MiB 3257 against 5430, 64 MiB 13359 against 20465;
- * below 1 MiB six runs of weft run alone, where mpirun's swung 2-10x run to
- * run: 64 KiB 24.1 against 32.2, 128 KiB 36.1 against 52.4, 256 KiB 62.9
- * against 73.7, 512 KiB 88.1 against 127; 32 KiB a tie). */
+ * 224); the allreduce of 6-8 ranks by the ring above 512 KiB to 1 MiB (the
+ * ratio of the 512 KiB segments' time to the ring's in the same run, median
+ * of six or eight runs: 8 ranks 1 MiB 1.42, 6 ranks 1.37; 512 KiB 1.08 and
+ * 0.96; at 5 ranks a tie); the 3-rank bcast from the arena's stage from 1
+ * MiB (1 MiB 105 against linear's 128, 2 MiB 251 against 309, 8 MiB 1109
+ * against 1290, 16 MiB 2967 against 4784; the pipelined two-tree led it by
+ * 5-15% to 4 MiB (1 MiB 99, 2 MiB 226, 4 MiB 580 against 625), but in the
+ * VM's slow phase took 450-580 us at 1 MiB where the stage at 4 ranks lost
+ * only 1.2-1.4x: its many handoffs between the cores are what that phase
+ * slows); the 4-rank bcast from the stage above 32 KiB (1 MiB 125 against
+ * linear's 191, 4 MiB 729 against 1192, 16 MiB 3257 against 5430, 64 MiB
+ * 13359 against 20465; below 1 MiB six runs of weft run alone, where
+ * mpirun's swung 2-10x run to run: 64 KiB 24.1 against 32.2, 128 KiB 36.1
+ * against 52.4, 256 KiB 62.9 against 73.7, 512 KiB 88.1 against 127; 32 KiB
+ * a tie). */
 static const char amd_text[] =
     "weft-tuning 1\n"
     "# collective     ops             ranks       bytes         algorithms (first usable)\n"
@@ -301,6 +305,7 @@ static const char amd_text[] =
     "allreduce        any             4-4         2049-8K       "
     "board|reduce_bcast/reduce=linear;bcast=linear\n"
     "allreduce        commutative     4-4         1048577-*     rabenseifner/segment=512K\n"
+    "allreduce        commutative     6-8         524289-1M     ring\n"
     "bcast            any             3-3         1M-*          linear_arena|linear\n"
     "bcast            any             4-4         32769-*       linear_arena|linear\n";
 
