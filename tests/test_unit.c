@@ -628,6 +628,13 @@ static void test_composed_properties(void)
           weft_last_error());
 }
 
+/* The call as on one machine's shared memory (weft run), or not. */
+static void on_one_machine(coll_args_t *a, bool yes)
+{
+    a->shared_board = a->board_slots = a->node_board = a->arena_reads = yes;
+    a->board_payload = yes ? board_payload_for(a->nrank) : 0;
+}
+
 /* One lookup of every call shape AUTO may see: an algorithm that can
  * serve it from a row of the built-in tables (never the registry fallback,
  * never an error).  arena: every rank on one machine, as under weft run. */
@@ -646,8 +653,7 @@ static void check_every_shape(bool arena)
                     a.esize = 4;
                     a.count = lg < 0 ? 0 : ((uint64_t)1 << lg) / 4 + (uint64_t)(lg & 1);
                     a.commutative = comm || !coll_is_reduction(a.coll);
-                    a.shared_board = a.board_slots = a.node_board = a.arena_reads = arena;
-                    a.board_payload = arena ? board_payload_for(P) : 0;
+                    on_one_machine(&a, arena);
                     tune_pick_t p;
                     int rc = tune_select(&a, NULL, NULL, &p);
                     char why[256] = "";
@@ -670,7 +676,7 @@ static const char *bcast4_pick(bool arena, const tune_table_t **from)
     a.esize = 4;
     a.count = 1 << 18;
     a.commutative = true;
-    a.shared_board = a.board_slots = a.node_board = a.arena_reads = arena;
+    on_one_machine(&a, arena);
     tune_pick_t p;
     if (tune_select(&a, NULL, NULL, &p))
         return "error";

@@ -63,7 +63,7 @@ typedef struct {
     weft_coll_t coll;
     uint64_t np, size;
     int dt, op; /* op: a builtin op, or OP_AFFINE for a non-commutative one */
-    const char *preset;
+    const char *preset, *cpu;
     bool predict, measure;
 } explain_opts_t;
 
@@ -101,10 +101,7 @@ static int explain_parse(int argc, char **argv, explain_opts_t *o)
         } else if (!strcmp(k, "--table")) {
             setenv("WEFT_TUNING_FILE", v, 1);
         } else if (!strcmp(k, "--cpu")) {
-            if (strcmp(v, "amd") && strcmp(v, "generic") && strcmp(v, "auto"))
-                return fprintf(stderr, "weft explain: --cpu %s: want amd, generic or auto\n",
-                               v), 2;
-            setenv("WEFT_TUNING_CPU", v, 1); /* read where the tables load, and by --measure */
+            o->cpu = v;
         } else if (!strcmp(k, "--preset")) {
             o->preset = v;
         } else if (!strcmp(k, "--predict")) {
@@ -118,6 +115,12 @@ static int explain_parse(int argc, char **argv, explain_opts_t *o)
     }
     if (!o->np || !have_size)
         return fprintf(stderr, "weft explain: give --np P and --size BYTES\n"), 2;
+    /* after --table's file is named: the tables load here; and in the
+     * environment for --measure's ranks */
+    if (o->cpu && tune_set_cpu(o->cpu))
+        return fprintf(stderr, "weft explain: --cpu: %s\n", weft_last_error()), 2;
+    if (o->cpu)
+        setenv("WEFT_TUNING_CPU", o->cpu, 1);
     if (o->measure && o->np > 4096)
         return fprintf(stderr, "weft explain: --measure runs P = %llu ranks on this machine: "
                                "at most 4096\n", (unsigned long long)o->np), 2;

@@ -586,7 +586,7 @@ static tune_table_t builtin_table, amd_table, file_table;
 static bool file_loaded;
 static char file_error[400];
 static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
-static _Atomic int cpu_rows = -1; /* TUNE_CPU_*; -1: not decided yet */
+static _Atomic int cpu_rows; /* TUNE_CPU_*, set where the tables load */
 
 static const char *const cpu_names[] = {"generic", "amd"};
 
@@ -636,8 +636,7 @@ static void load_tables(void)
                 "the rows of the CPU it runs on\n", cpu);
         k = cpu_detect();
     }
-    int unset = -1; /* tune_set_cpu may have decided already */
-    atomic_compare_exchange_strong(&cpu_rows, &unset, k);
+    atomic_store(&cpu_rows, k);
     weft_error_clear();
 }
 
