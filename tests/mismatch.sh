@@ -54,6 +54,10 @@ scenario withdrawn_send_arena 2 0
 scenario withdrawn_send_arena 3 0
 scenario late_sender 2 0
 scenario late_sender 3 0
+# its communicator freed before the late message comes: nothing of the call
+# may be stepped on
+scenario late_sender_freed 2 0
+scenario late_sender_freed 3 0
 scenario error_kept 2 0
 scenario error_kept 3 0
 # a call refused on one rank where the others make it: made otherwise

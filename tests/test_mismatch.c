@@ -706,6 +706,53 @@ static int late_sender(void)
     return 0;
 }
 
+/* The late message of a failed call whose communicator is gone: rank 1
+ * times out in a bcast from rank 0 and frees the communicator (its
+ * schedules go with it); rank 0 sends after.  Rank 1's transport takes the
+ * message into the failed call's receive, which must then not step the
+ * call on (it read the freed schedule, and wrote at indices read there). */
+static int late_sender_freed(void)
+{
+    const size_t n = 1u << 14;
+    int32_t *buf = malloc(n * sizeof *buf);
+    if (!buf)
+        return 0;
+    /* a call after whose wait on rank 1 reads rank 0's ring (the board's
+     * barriers read none) */
+    weft_comm_t after = NULL;
+    CHECK(weft_comm_dup(world, &after) == WEFT_OK, "dup: %s", weft_last_error());
+    weft_set_algorithm(after, WEFT_COLL_BCAST, "binomial", NULL);
+    weft_comm_t pair = binomial_pair();
+    if (me == 1) {
+        weft_comm_set_timeout(pair, 200);
+        int rc = weft_bcast(buf, n, WEFT_INT32, 0, pair);
+        CHECK(rc == WEFT_ETIMEDOUT, "the bcast rank 0 joins late got %d: %s", rc,
+              weft_last_error());
+        weft_comm_free(&pair);
+    }
+    CHECK(weft_barrier(world) == WEFT_OK, "barrier: %s", weft_last_error());
+    if (me == 0) {
+        weft_comm_set_timeout(pair, 2000);
+        for (size_t i = 0; i < n; i++)
+            buf[i] = (int32_t)i;
+        int rc = weft_bcast(buf, n, WEFT_INT32, 0, pair);
+        CHECK(rc == WEFT_OK || rc == WEFT_EPEER || rc == WEFT_ETIMEDOUT,
+              "the late root got %d: %s", rc, weft_last_error());
+    }
+    for (size_t i = 0; i < n; i++)
+        buf[i] = me == 0 ? (int32_t)(i ^ 0x55) : -1;
+    int rc = weft_bcast(buf, n, WEFT_INT32, 0, after);
+    size_t bad = 0;
+    for (size_t i = 0; rc == WEFT_OK && i < n; i++)
+        bad += buf[i] != (int32_t)(i ^ 0x55);
+    CHECK(rc == WEFT_OK && bad == 0, "a bcast after: %d (%zu of %zu elements wrong): %s", rc,
+          bad, n, weft_last_error());
+    weft_comm_free(&after);
+    weft_comm_free(&pair);
+    free(buf);
+    return 0;
+}
+
 /* The ranks of error_kept take turns by files, which no call reads (a
  * call's wait on rank 1 would read rank 0's message early): one made, or
  * one waited for. */
@@ -1020,7 +1067,8 @@ int main(int argc, char **argv)
                {"withdrawn_send", withdrawn_send, 0},
                {"withdrawn_send_arena", withdrawn_send_arena, 0},
                {"withdrawn_send_freed", withdrawn_send_freed, 0},
-               {"late_sender", late_sender, 0},     {"error_kept", error_kept, 0},
+               {"late_sender", late_sender, 0},
+               {"late_sender_freed", late_sender_freed, 0},     {"error_kept", error_kept, 0},
                {"refused_alone", refused_alone, 1}, {"refused_same", refused_same, 0},
                {"refused_leaf", refused_leaf, 0}, {"refused_comm", refused_comm, 0},
                {"unseen_empty", unseen_empty, 1}, {"last_rank", last_rank, 1},

@@ -164,7 +164,8 @@ void exec_release(exec_t *e)
 
 static inline void enqueue(exec_t *e, uint32_t i) { e->ready[e->rtail++] = i; }
 
-#define STEP_DONE UINT32_MAX /* pending[i] of a completed step */
+#define STEP_DONE UINT32_MAX      /* pending[i] of a completed step */
+#define STEP_UNRUN (UINT32_MAX - 1) /* of a ready one a failed call never ran */
 
 static void complete(exec_t *e, uint32_t i)
 {
@@ -290,22 +291,36 @@ int exec_finish(exec_t *e, int rc)
     return rc;
 }
 
+/* A message step of a call that has ended: the transport is done with r,
+ * and nothing of the call is stepped on, since its schedule may be gone
+ * (with its communicator, or out of the cache) while the transport still
+ * holds the call's messages. */
+static void on_comm_done_late(xreq_t *r, int err) { (void)r, (void)err; }
+
 void exec_disown_buffers(exec_t *e)
 {
     const sched_img_t *s = e->s;
+    if (!s || e->board)
+        return; /* a board call has no messages */
     size_t most = 0;
-    for (uint32_t i = 0; s && !e->board && i < s->nsteps; i++) {
+    for (uint32_t i = 0; i < s->nsteps; i++) {
         step_t st = sched_step(s, i);
         if (step_kind_is_comm(st.kind) && st.len * e->esize > most)
             most = st.len * e->esize;
     }
+    /* (no memory: the buffers stay pointed at, as before the call failed) */
     char *mine = most ? calloc(1, most) : NULL;
-    if (!mine)
-        return; /* nothing to point elsewhere (or no memory to point it at) */
     pthread_mutex_lock(&e->x->lock); /* another thread's wait may be delivering */
+    /* Steps that were ready but never ran (the call failed first) were not
+     * issued: their reqs hold an earlier call's leftovers, or nothing. */
+    for (uint32_t k = e->rhead; k < e->rtail; k++)
+        e->pending[e->ready[k]] = STEP_UNRUN;
     for (uint32_t i = 0; i < s->nsteps; i++) {
         int kind = sched_step(s, i).kind;
         if (!step_kind_is_comm(kind))
+            continue;
+        e->reqs[i].cb = on_comm_done_late;
+        if (!mine)
             continue;
         /* issued: a sender may write into a receive, a receiver read a send */
         if (e->pending[i] == 0 && e->x->ops->disown)
@@ -316,8 +331,10 @@ void exec_disown_buffers(exec_t *e)
             e->reqs[i].sink = (xsink_t){.dst = mine};
     }
     pthread_mutex_unlock(&e->x->lock);
-    free(e->orphan);
-    e->orphan = mine;
+    if (mine) {
+        free(e->orphan);
+        e->orphan = mine;
+    }
 }
 
 /* base + off without the undefined NULL + 0 (empty buffers may be NULL) */

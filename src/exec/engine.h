@@ -211,7 +211,9 @@ int exec_test(exec_t *e);
  * (messages that arrive late, a send part way through the cells) read
  * and write zeroed memory of the call's own from here on, not the
  * caller's buffers, which the caller may free once the call returned;
- * the transport withdraws its sends still being read (xport.h, disown). */
+ * the transport withdraws its sends still being read (xport.h, disown).
+ * Their completions step nothing on: the call's schedule may be freed
+ * (its communicator, or the cache) before the transport is closed. */
 void exec_disown_buffers(exec_t *e);
 
 /* e fails with code (a WEFT_* error) unless it failed already; the
