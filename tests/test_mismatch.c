@@ -660,6 +660,27 @@ static int withdrawn_send(void) { return withdrawn_send_in(false, false); }
 static int withdrawn_send_arena(void) { return withdrawn_send_in(true, false); }
 static int withdrawn_send_freed(void) { return withdrawn_send_in(false, true); }
 
+/* Rank 1's bcast from rank 0 on pair, which rank 0 joins late: it times
+ * out. */
+static void bcast_times_out(weft_comm_t pair, int32_t *buf, size_t n)
+{
+    weft_comm_set_timeout(pair, 200);
+    int rc = weft_bcast(buf, n, WEFT_INT32, 0, pair);
+    CHECK(rc == WEFT_ETIMEDOUT, "the bcast rank 0 joins late got %d: %s", rc, weft_last_error());
+}
+
+/* Rank 0 joins that bcast late: it may end well or fail, not hang. */
+static void late_root(weft_comm_t pair, int32_t *buf, size_t n)
+{
+    weft_comm_set_timeout(pair, 2000);
+    for (size_t i = 0; i < n; i++)
+        buf[i] = (int32_t)i;
+    int rc = weft_bcast(buf, n, WEFT_INT32, 0, pair);
+    CHECK(rc == WEFT_OK || rc == WEFT_EPEER || rc == WEFT_ETIMEDOUT, "the late root got %d: %s",
+          rc, weft_last_error());
+    fprintf(stderr, "rank 0: late root -> %d: %s\n", rc, weft_last_error());
+}
+
 /* A failed call's receive lets go of its buffer: rank 1 times out in a
  * bcast of 1 MiB from rank 0, which comes late, and writes its buffer
  * over; rank 0's message, sent afterwards, must not land there (over MPI
@@ -673,23 +694,13 @@ static int late_sender(void)
         return 0;
     weft_comm_t pair = binomial_pair();
     if (me == 1) {
-        weft_comm_set_timeout(pair, 200);
-        int rc = weft_bcast(buf, n, WEFT_INT32, 0, pair);
-        CHECK(rc == WEFT_ETIMEDOUT, "the bcast rank 0 joins late got %d: %s", rc,
-              weft_last_error());
+        bcast_times_out(pair, buf, n);
         for (size_t i = 0; i < n; i++) /* the caller's buffer again */
             buf[i] = -1;
     }
     CHECK(weft_barrier(world) == WEFT_OK, "barrier: %s", weft_last_error());
-    if (me == 0) {
-        weft_comm_set_timeout(pair, 2000);
-        for (size_t i = 0; i < n; i++)
-            buf[i] = (int32_t)i;
-        int rc = weft_bcast(buf, n, WEFT_INT32, 0, pair);
-        CHECK(rc == WEFT_OK || rc == WEFT_EPEER || rc == WEFT_ETIMEDOUT,
-              "the late root got %d: %s", rc, weft_last_error());
-        fprintf(stderr, "rank 0: late root -> %d: %s\n", rc, weft_last_error());
-    }
+    if (me == 0)
+        late_root(pair, buf, n);
     /* twice, so that rank 1 waits while rank 0's message may arrive */
     CHECK(weft_barrier(world) == WEFT_OK, "barrier after: %s", weft_last_error());
     usleep(100000);
@@ -724,21 +735,12 @@ static int late_sender_freed(void)
     weft_set_algorithm(after, WEFT_COLL_BCAST, "binomial", NULL);
     weft_comm_t pair = binomial_pair();
     if (me == 1) {
-        weft_comm_set_timeout(pair, 200);
-        int rc = weft_bcast(buf, n, WEFT_INT32, 0, pair);
-        CHECK(rc == WEFT_ETIMEDOUT, "the bcast rank 0 joins late got %d: %s", rc,
-              weft_last_error());
+        bcast_times_out(pair, buf, n);
         weft_comm_free(&pair);
     }
     CHECK(weft_barrier(world) == WEFT_OK, "barrier: %s", weft_last_error());
-    if (me == 0) {
-        weft_comm_set_timeout(pair, 2000);
-        for (size_t i = 0; i < n; i++)
-            buf[i] = (int32_t)i;
-        int rc = weft_bcast(buf, n, WEFT_INT32, 0, pair);
-        CHECK(rc == WEFT_OK || rc == WEFT_EPEER || rc == WEFT_ETIMEDOUT,
-              "the late root got %d: %s", rc, weft_last_error());
-    }
+    if (me == 0)
+        late_root(pair, buf, n);
     for (size_t i = 0; i < n; i++)
         buf[i] = me == 0 ? (int32_t)(i ^ 0x55) : -1;
     int rc = weft_bcast(buf, n, WEFT_INT32, 0, after);
