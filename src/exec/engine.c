@@ -300,8 +300,11 @@ static void on_comm_done_late(xreq_t *r, int err) { (void)r, (void)err; }
 void exec_disown_buffers(exec_t *e)
 {
     const sched_img_t *s = e->s;
+    /* A board call has no messages; an arrival-driven one posts its own
+     * (src/shmcoll/arrival.c), whose completions touch only the exec, and
+     * whose receives are not given back here yet (docs/STRESS.md). */
     if (!s || e->board)
-        return; /* a board call has no messages */
+        return;
     size_t most = 0;
     for (uint32_t i = 0; i < s->nsteps; i++) {
         step_t st = sched_step(s, i);
