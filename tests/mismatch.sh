@@ -58,6 +58,11 @@ scenario late_sender 3 0
 # may be stepped on
 scenario late_sender_freed 2 0
 scenario late_sender_freed 3 0
+# the same for the arrival-driven algorithms, which post their own messages
+for sc in late_result_leader late_result_chain; do
+    scenario "$sc" 2 0
+    scenario "$sc" 3 0
+done
 scenario error_kept 2 0
 scenario error_kept 3 0
 # a call refused on one rank where the others make it: made otherwise

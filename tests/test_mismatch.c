@@ -778,6 +778,113 @@ static void turn_wait(const char *what)
     unlink(path);
 }
 
+/* The same for an arrival-driven call, which posts its messages outside
+ * any schedule (src/shmcoll/arrival.c): an allreduce of 1 KiB on ranks 0
+ * and 1 by algo, in which rank 1 waits for the result from rank 0 (the
+ * leader of pap_leader, which arrives first; the last of pap_chain's
+ * chain, which arrives second).  The ranks take turns by files, in no
+ * call: rank 1 sends its part and posts the receive of the result into
+ * its output; rank 0 reduces and sends the result (at once, into the
+ * ring); rank 1 revokes the communicator (its call fails) and writes its
+ * output over.  The result, taken in by rank 1's next call, must not land
+ * there. */
+static void result_sent(weft_comm_t pair, const int32_t *in, int32_t *out, size_t n,
+                        bool receiver_first);
+static void result_late(weft_comm_t pair, const int32_t *in, int32_t *out, size_t n,
+                        bool receiver_first);
+
+static int late_result_by(const char *algo, bool receiver_first)
+{
+    const size_t n = 256;
+    int32_t in[256], out[256];
+    weft_comm_t pair = NULL, after = NULL;
+    CHECK(weft_comm_dup(world, &after) == WEFT_OK, "dup: %s", weft_last_error());
+    weft_set_algorithm(after, WEFT_COLL_BCAST, "binomial", NULL);
+    CHECK(weft_comm_split(world, me < 2 ? 0 : WEFT_UNDEFINED, me, &pair) == WEFT_OK,
+          "split: %s", weft_last_error());
+    if (pair)
+        CHECK(weft_set_algorithm(pair, WEFT_COLL_ALLREDUCE, algo, NULL) == WEFT_OK, "%s: %s",
+              algo, weft_last_error());
+    for (size_t i = 0; i < n; i++)
+        in[i] = (int32_t)(i + 1);
+    if (me == 0)
+        result_sent(pair, in, out, n, receiver_first);
+    else if (me == 1)
+        result_late(pair, in, out, n, receiver_first);
+    /* a call whose wait on rank 1 reads rank 0's ring (the board's
+     * barriers read none) takes the result in */
+    int32_t v = me == 0 ? 7 : 0;
+    int rc = weft_bcast(&v, 1, WEFT_INT32, 0, after);
+    CHECK(rc == WEFT_OK && v == 7, "a bcast after: %d (%d): %s", rc, (int)v, weft_last_error());
+    if (me == 1) {
+        size_t over = 0;
+        for (size_t i = 0; i < n; i++)
+            over += out[i] != -1;
+        CHECK(over == 0, "%s: %zu of %zu elements of the failed call's output were written "
+              "after it returned", algo, over, n);
+    }
+    weft_comm_free(&after);
+    weft_comm_free(&pair);
+    return 0;
+}
+static int late_result_leader(void) { return late_result_by("pap_leader", false); }
+static int late_result_chain(void) { return late_result_by("pap_chain", true); }
+
+/* One more pass of a split-phase allreduce that cannot finish yet. */
+static void pass_unfinished(const char *who, weft_comm_t pair, const int32_t *in, int32_t *out,
+                            size_t n)
+{
+    int rc = weft_allreduce_timeout(in, out, n, WEFT_INT32, WEFT_SUM, pair, WEFT_TEST);
+    CHECK(rc == WEFT_ETIMEDOUT, "%s got %d: %s", who, rc, weft_last_error());
+}
+
+/* Rank 0: it takes part, lets rank 1 send, and goes on until it has sent
+ * the result.  Its call may then end well or fail as rank 1 gives up: not
+ * hang. */
+static void result_sent(weft_comm_t pair, const int32_t *in, int32_t *out, size_t n,
+                        bool receiver_first)
+{
+    if (receiver_first)
+        turn_wait("first");
+    pass_unfinished("rank 0's start", pair, in, out, n);
+    turn_mark(receiver_first ? "second" : "first");
+    turn_wait("posted");
+    int rc = WEFT_ETIMEDOUT;
+    for (int k = 0; k < 20 && rc == WEFT_ETIMEDOUT; k++)
+        rc = weft_allreduce_timeout(in, out, n, WEFT_INT32, WEFT_SUM, pair, 10);
+    bool ok = true;
+    for (size_t i = 0; rc == WEFT_OK && i < n; i++)
+        ok &= out[i] == (int32_t)(2 * (i + 1));
+    CHECK(ok, "rank 0's result is wrong");
+    turn_mark("sent");
+    while (rc == WEFT_ETIMEDOUT && strstr(weft_last_error(), "not finished yet"))
+        rc = weft_allreduce_timeout(in, out, n, WEFT_INT32, WEFT_SUM, pair, 10);
+    CHECK(rc == WEFT_OK || rc == WEFT_EPEER || rc == WEFT_EREVOKED, "rank 0 got %d: %s", rc,
+          weft_last_error());
+}
+
+/* Rank 1: it sends its part, posts the receive of the result and gives
+ * the call up once rank 0 has sent it. */
+static void result_late(weft_comm_t pair, const int32_t *in, int32_t *out, size_t n,
+                        bool receiver_first)
+{
+    if (receiver_first) {
+        pass_unfinished("rank 1's start", pair, in, out, n);
+        turn_mark("first");
+        turn_wait("second");
+    } else {
+        turn_wait("first");
+    }
+    pass_unfinished("rank 1's send", pair, in, out, n);
+    turn_mark("posted");
+    turn_wait("sent");
+    CHECK(weft_comm_revoke(pair) == WEFT_OK, "revoke: %s", weft_last_error());
+    int rc = weft_allreduce_timeout(in, out, n, WEFT_INT32, WEFT_SUM, pair, WEFT_TEST);
+    CHECK(rc == WEFT_EREVOKED, "the revoked call got %d: %s", rc, weft_last_error());
+    for (size_t i = 0; i < n; i++) /* the caller's buffer again */
+        out[i] = -1;
+}
+
 /* A call's error keeps its own message: rank 1's split-phase bcast is
  * failed (by rank 0's withdrawn send) while rank 1 waits in a barrier for
  * rank 0, then rank 1 makes a call that fails on its own (a NULL buffer);
@@ -1070,7 +1177,9 @@ int main(int argc, char **argv)
                {"withdrawn_send_arena", withdrawn_send_arena, 0},
                {"withdrawn_send_freed", withdrawn_send_freed, 0},
                {"late_sender", late_sender, 0},
-               {"late_sender_freed", late_sender_freed, 0},     {"error_kept", error_kept, 0},
+               {"late_sender_freed", late_sender_freed, 0},
+               {"late_result_leader", late_result_leader, 0},
+               {"late_result_chain", late_result_chain, 0},     {"error_kept", error_kept, 0},
                {"refused_alone", refused_alone, 1}, {"refused_same", refused_same, 0},
                {"refused_leaf", refused_leaf, 0}, {"refused_comm", refused_comm, 0},
                {"unseen_empty", unseen_empty, 1}, {"last_rank", last_rank, 1},

@@ -297,13 +297,59 @@ int exec_finish(exec_t *e, int rc)
  * holds the call's messages. */
 static void on_comm_done_late(xreq_t *r, int err) { (void)r, (void)err; }
 
+/* r, issued or not, reads and writes mine from here on (sends and
+ * receives alike: a sender may write into a receive, a receiver read a
+ * send); the transport's lock held. */
+static void disown_req(exec_t *e, xreq_t *r, bool issued, bool send, char *mine)
+{
+    r->cb = on_comm_done_late;
+    if (!mine)
+        return;
+    if (issued && e->x->ops->disown)
+        e->x->ops->disown(e->x, r, mine);
+    if (send)
+        r->sbuf = mine;
+    else
+        r->sink = (xsink_t){.dst = mine};
+}
+
+/* mine stays with e while its messages may still read and write it: until
+ * e is freed (a failed call's request is never reused). */
+static void keep_orphan(exec_t *e, char *mine)
+{
+    if (mine) {
+        free(e->orphan);
+        e->orphan = mine;
+    }
+}
+
+/* An arrival-driven call's messages (src/shmcoll/arrival.c): reqs[i] for
+ * i < ar.nreq, posted while pending[i] is 1 (2: done). */
+static void disown_arrival(exec_t *e)
+{
+    size_t most = 0;
+    for (uint32_t i = 0; i < e->ar.nreq; i++)
+        if (e->pending[i] == 1 && e->reqs[i].bytes > most)
+            most = e->reqs[i].bytes;
+    char *mine = most ? calloc(1, most) : NULL;
+    pthread_mutex_lock(&e->x->lock);
+    for (uint32_t i = 0; i < e->ar.nreq; i++)
+        if (e->pending[i] == 1) /* (a send of bytes > 0 has a buffer) */
+            disown_req(e, &e->reqs[i], true, e->reqs[i].sbuf != NULL, mine);
+    pthread_mutex_unlock(&e->x->lock);
+    keep_orphan(e, mine);
+}
+
 void exec_disown_buffers(exec_t *e)
 {
     const sched_img_t *s = e->s;
-    /* A board call has no messages; an arrival-driven one posts its own
-     * (src/shmcoll/arrival.c), whose completions touch only the exec, and
-     * whose receives are not given back here yet (docs/STRESS.md). */
-    if (!s || e->board)
+    /* A board call has no messages (ar.nreq stays 0); an arrival-driven
+     * one posts its own (test_mismatch late_result_leader/chain). */
+    if (e->board) {
+        disown_arrival(e);
+        return;
+    }
+    if (!s)
         return;
     size_t most = 0;
     for (uint32_t i = 0; i < s->nsteps; i++) {
@@ -320,24 +366,11 @@ void exec_disown_buffers(exec_t *e)
         e->pending[e->ready[k]] = STEP_UNRUN;
     for (uint32_t i = 0; i < s->nsteps; i++) {
         int kind = sched_step(s, i).kind;
-        if (!step_kind_is_comm(kind))
-            continue;
-        e->reqs[i].cb = on_comm_done_late;
-        if (!mine)
-            continue;
-        /* issued: a sender may write into a receive, a receiver read a send */
-        if (e->pending[i] == 0 && e->x->ops->disown)
-            e->x->ops->disown(e->x, &e->reqs[i], mine);
-        if (kind == STEP_SEND)
-            e->reqs[i].sbuf = mine;
-        else
-            e->reqs[i].sink = (xsink_t){.dst = mine};
+        if (step_kind_is_comm(kind))
+            disown_req(e, &e->reqs[i], e->pending[i] == 0, kind == STEP_SEND, mine);
     }
     pthread_mutex_unlock(&e->x->lock);
-    if (mine) {
-        free(e->orphan);
-        e->orphan = mine;
-    }
+    keep_orphan(e, mine);
 }
 
 /* base + off without the undefined NULL + 0 (empty buffers may be NULL) */

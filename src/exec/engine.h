@@ -91,6 +91,7 @@ typedef struct arrival_run {
     bool await_ticket;      /* it waits for the record to be free */
     bool left;              /* counted itself out of the record */
     uint32_t nposted, ndone; /* messages posted and completed */
+    uint32_t nreq;          /* reqs[0, nreq) hold this call's messages */
     int next;               /* the algorithm's cursor (next peer to reduce) */
     /* adaptive: the first arrival's choice for the call from the arrival
      * spread of the record's last call (decide), and that choice */

@@ -387,6 +387,8 @@ static xreq_t *fill(exec_t *e, uint32_t i, int peer, uint32_t tag, size_t bytes)
     r->bytes = bytes;
     e->pending[i] = 1;
     e->ar.nposted++;
+    if (i >= e->ar.nreq)
+        e->ar.nreq = i + 1;
     return r;
 }
 
