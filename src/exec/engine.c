@@ -255,6 +255,7 @@ int exec_start(exec_t *e, const void *in, void *out, bool list)
     e->errmsg = NULL;
     e->board_rc = 0;
     e->arrival_state = ARRIVAL_NONE; /* (the start may enlist it) */
+    e->ar.nreq = 0; /* what a failed call gives back (an arrival-driven one posts) */
     if (e->board)
         e->board->start(e);
     e->buf[BUF_TMP] = e->tmp_shared ? e->tmp_shared : e->tmp;
