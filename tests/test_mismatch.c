@@ -807,6 +807,11 @@ static int late_result_by(const char *algo, bool receiver_first)
               algo, weft_last_error());
     for (size_t i = 0; i < n; i++)
         in[i] = (int32_t)(i + 1);
+    /* one call first, whose start claims the communicator's arrival record
+     * on rank 0: until then no rank takes a place in the order */
+    if (pair)
+        CHECK(weft_allreduce(in, out, n, WEFT_INT32, WEFT_SUM, pair) == WEFT_OK,
+              "the first allreduce: %s", weft_last_error());
     if (me == 0)
         result_sent(pair, in, out, n, receiver_first);
     else if (me == 1)
@@ -839,8 +844,7 @@ static void pass_unfinished(const char *who, weft_comm_t pair, const int32_t *in
 }
 
 /* Rank 0: it takes part, lets rank 1 send, and goes on until it has sent
- * the result.  Its call may then end well or fail as rank 1 gives up: not
- * hang. */
+ * the result (at once, into the ring) and so ended its call. */
 static void result_sent(weft_comm_t pair, const int32_t *in, int32_t *out, size_t n,
                         bool receiver_first)
 {
@@ -850,17 +854,14 @@ static void result_sent(weft_comm_t pair, const int32_t *in, int32_t *out, size_
     turn_mark(receiver_first ? "second" : "first");
     turn_wait("posted");
     int rc = WEFT_ETIMEDOUT;
-    for (int k = 0; k < 20 && rc == WEFT_ETIMEDOUT; k++)
+    for (int k = 0; k < 500 && rc == WEFT_ETIMEDOUT; k++)
         rc = weft_allreduce_timeout(in, out, n, WEFT_INT32, WEFT_SUM, pair, 10);
     bool ok = true;
     for (size_t i = 0; rc == WEFT_OK && i < n; i++)
         ok &= out[i] == (int32_t)(2 * (i + 1));
-    CHECK(ok, "rank 0's result is wrong");
+    CHECK(rc == WEFT_OK && ok, "rank 0 did not end its call with the sum within 5 s: %d: %s",
+          rc, weft_last_error());
     turn_mark("sent");
-    while (rc == WEFT_ETIMEDOUT && strstr(weft_last_error(), "not finished yet"))
-        rc = weft_allreduce_timeout(in, out, n, WEFT_INT32, WEFT_SUM, pair, 10);
-    CHECK(rc == WEFT_OK || rc == WEFT_EPEER || rc == WEFT_EREVOKED, "rank 0 got %d: %s", rc,
-          weft_last_error());
 }
 
 /* Rank 1: it sends its part, posts the receive of the result and gives
