@@ -297,7 +297,14 @@ static const char builtin_text[] =
  * 13359 against 20465; below 1 MiB six runs of weft run alone, where
  * mpirun's swung 2-10x run to run: 64 KiB 24.1 against 32.2, 128 KiB 36.1
  * against 52.4, 256 KiB 62.9 against 73.7, 512 KiB 88.1 against 127; 32 KiB
- * a tie). */
+ * a tie).  The 2-rank bcast to 64 B and reduce to 1 KiB as one message
+ * through a ring cell (binomial) rather than the board (2026-12-02,
+ * afternoon, three runs under each launcher: bcast 8 B 0.18-0.23 against
+ * the board's 0.21-0.26 us, 64 B 0.17-0.24 against 0.22-0.25, from 128 B
+ * a tie; reduce 8 B 0.17-0.23 against 0.22-0.27, 256 B 0.21-0.25 against
+ * 0.23-0.29, 1 KiB 0.26-0.30 against 0.27-0.31): the board's reader also
+ * counts its read on the poster's line, a second crossing, where a cell
+ * crosses once with its payload. */
 static const char amd_text[] =
     "weft-tuning 1\n"
     "# collective     ops             ranks       bytes         algorithms (first usable)\n"
@@ -306,8 +313,10 @@ static const char amd_text[] =
     "board|reduce_bcast/reduce=linear;bcast=linear\n"
     "allreduce        commutative     4-4         1048577-*     rabenseifner/segment=512K\n"
     "allreduce        commutative     6-8         524289-1M     ring\n"
+    "bcast            any             2-2         0-64          binomial\n"
     "bcast            any             3-3         1M-*          linear_arena|linear\n"
-    "bcast            any             4-4         32769-*       linear_arena|linear\n";
+    "bcast            any             4-4         32769-*       linear_arena|linear\n"
+    "reduce           any             2-2         0-1K          binomial\n";
 
 static bool is_pow2(uint64_t v) { return v && !(v & (v - 1)); }
 
