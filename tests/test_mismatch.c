@@ -795,8 +795,8 @@ static void result_late(weft_comm_t pair, const int32_t *in, int32_t *out, size_
 
 static int late_result_by(const char *algo, bool receiver_first)
 {
-    const size_t n = 256;
     int32_t in[256], out[256];
+    const size_t n = sizeof in / sizeof *in;
     weft_comm_t pair = NULL, after = NULL;
     CHECK(weft_comm_dup(world, &after) == WEFT_OK, "dup: %s", weft_last_error());
     weft_set_algorithm(after, WEFT_COLL_BCAST, "binomial", NULL);

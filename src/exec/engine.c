@@ -328,6 +328,8 @@ static void keep_orphan(exec_t *e, char *mine)
  * i < ar.nreq, posted while pending[i] is 1 (2: done). */
 static void disown_arrival(exec_t *e)
 {
+    if (!e->ar.nreq) /* a board call, or one that failed before posting */
+        return;
     size_t most = 0;
     for (uint32_t i = 0; i < e->ar.nreq; i++)
         if (e->pending[i] == 1 && e->reqs[i].bytes > most)
