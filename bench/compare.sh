@@ -20,7 +20,9 @@
 # buffers from weft_alloc, `--mem weft`, whose figures and ratio against the
 # native collective of that same run get columns of their own; 0: not),
 # INFLIGHT (N: every figure a round of N split-phase calls in flight, the
-# library's MPI_I* against weft's weft_i*; `weft bench --inflight`), ROUNDS
+# library's MPI_I* against weft's weft_i*; `weft bench --inflight`), FRESH
+# (1: every rank rewrites its input before each timed call, as an
+# application computes new data every step; `weft bench --fresh`), ROUNDS
 # (N > 1: the whole comparison N times, one after the other, in
 # OUT/round-1 .. round-N, and OUT/summary.md with, per size, the median of
 # the rounds' ratios and their range, as docs/PERFORMANCE.md quotes them:
@@ -79,6 +81,7 @@ cores=$(nproc)
 iters=()
 [ -n "${ITERS:-}" ] && iters=(--iters "$ITERS")
 [ -n "${INFLIGHT:-}" ] && iters+=(--inflight "$INFLIGHT")
+[ "${FRESH:-0}" = 1 ] && iters+=(--fresh)
 
 have_pkg() { dpkg -s "$1" >/dev/null 2>&1; }
 get_pkgs() {
@@ -136,6 +139,7 @@ get_pkgs gnuplot-nox || true
     echo "Median latency in µs (weft bench's convention: the slowest rank per iteration, after"
     echo "a barrier), float32 sum; ratio = native / weft (> 1: weft faster)."
     [ -z "${INFLIGHT:-}" ] || echo "Each figure a round of $INFLIGHT split-phase calls in flight."
+    [ "${FRESH:-0}" != 1 ] || echo "Every rank rewrote its input before each timed call (--fresh)."
 } > "$OUT/table.md"
 : > "$OUT/ratio.dat"
 for lib in $LIBS; do

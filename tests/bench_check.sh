@@ -67,6 +67,24 @@ then passes=$((passes + 1)); else fails=$((fails + 1)); echo "FAIL: --back-to-ba
 if "$weft" bench allreduce --np 2 --back-to-back --osu 2>/dev/null; then
     fails=$((fails + 1)); echo "FAIL: --back-to-back --osu was accepted"
 else passes=$((passes + 1)); fi
+# --fresh: inputs rewritten before every timed call, said in the header
+# and in the CSV's convention, results checked with buffers from malloc and
+# from the arena (read in place by the peers); refused beside
+# --back-to-back (the rewrite would be timed) and for the barrier
+csv=$(mktemp)
+for mem in malloc weft; do
+    out=$("$weft" bench allreduce --np 3 --fresh --check --mem $mem --sizes 8,65536,1M \
+          --algo auto,rabenseifner,linear_arena --iters 3 --csv "$csv" 2>&1)
+    if grep -q "# --fresh: every rank rewrites its input" <<<"$out" &&
+       grep -q "# check: every result verified" <<<"$out" &&
+       [ "$(grep -c ',max-median/fresh,' "$csv")" = 9 ]
+    then passes=$((passes + 1)); else fails=$((fails + 1)); echo "FAIL: --fresh --mem $mem"; echo "$out" | tail -3; cat "$csv"; fi
+done
+rm -f "$csv"
+for bad in "allreduce --fresh --back-to-back" "barrier --fresh"; do
+    if "$weft" bench $bad 2>/dev/null; then fails=$((fails + 1)); echo "FAIL: '$bad' was accepted"
+    else passes=$((passes + 1)); fi
+done
 # --inflight: rounds of split-phase calls, each on buffers of its own and
 # every one checked (a round that served only its first call fails the
 # check), with buffers from malloc and from the arena, at a root other

@@ -42,7 +42,7 @@ static void bench_usage(FILE *f)
             "       weft bench kernels   (reduction kernels and copies against memcpy)\n"
             "                  [--sizes LO:HI[:xK|:+K] | S1,S2,..] [--iters N] [--warmup N] [--check]\n"
             "                  [--dtype float32] [--op sum|...|noncommutative] [--root R] [--csv F]\n"
-            "                  [--json F] [--osu] [--back-to-back] [--poll] [--inflight N]\n"
+            "                  [--json F] [--osu] [--back-to-back] [--poll] [--inflight N] [--fresh]\n"
             "                  [--mem malloc|weft]  (user buffers from malloc, the default, or\n"
             "                  from weft_alloc: the shared arena, which peers read in place)\n"
             "                  [--transport mpi|shm]  (under mpirun; algorithm 'native' is the\n"
@@ -64,7 +64,11 @@ static void bench_usage(FILE *f)
             "after a barrier; --osu: the OSU micro-benchmarks' convention instead (each\n"
             "rank's mean time, averaged over ranks); --back-to-back: the calls in a row\n"
             "with no barrier between (a solver's dot products), each rank's mean per\n"
-            "call averaged over ranks.  --poll: weft's calls as their\n"
+            "call averaged over ranks.  --fresh: every rank rewrites its input (a bcast's\n"
+            "root its buffer) before each timed call, outside the clock, as an application\n"
+            "computes new data every step; without it the inputs stay as the first call\n"
+            "found them, and a peer that reads them in place may find them in its own\n"
+            "cache already.  --poll: weft's calls as their\n"
             "*_timeout variants polled at WEFT_TEST until done (allreduce, bcast, reduce).\n"
             "--inflight N (1-16): each iteration starts N split-phase calls (weft_i*, or\n"
             "the MPI library's MPI_I*), each on buffers of its own of the row's size, and\n"
@@ -263,6 +267,11 @@ static int check_combination(const bench_opts_t *o)
                         "delay between them: leave out --osu, --mif and --arrivals\n");
         return 2;
     }
+    if (o->fresh && o->back_to_back) {
+        fprintf(stderr, "weft bench: --fresh rewrites the inputs between timed calls, which "
+                        "--back-to-back times in a row: leave out one of them\n");
+        return 2;
+    }
     if (o->inflight > 1 && (o->poll || o->nmif || o->arrivals)) {
         fprintf(stderr, "weft bench: --inflight times rounds of split-phase calls started "
                         "together: leave out --poll, --mif and --arrivals\n");
@@ -348,6 +357,8 @@ int bench_parse(int argc, char **argv, bench_opts_t *o)
             o->poll = 1;
         } else if (!strcmp(argv[i], "--back-to-back")) {
             o->back_to_back = 1;
+        } else if (!strcmp(argv[i], "--fresh")) {
+            o->fresh = 1;
         } else if (!strcmp(argv[i], "--check") || !strcmp(argv[i], "--osu") ||
                    !strcmp(argv[i], "--redraw")) {
             *(argv[i][2] == 'c' ? &o->check : argv[i][2] == 'o' ? &o->osu : &o->redraw) = 1;
@@ -369,9 +380,9 @@ int bench_parse(int argc, char **argv, bench_opts_t *o)
                             "their *_timeout variants; the barrier has none\n");
             return 2;
         }
-        if (dataful || o->redraw) {
+        if (dataful || o->redraw || o->fresh) {
             fprintf(stderr, "weft bench barrier: a barrier moves no data: leave out %s\n",
-                    dataful ? dataful : "--redraw");
+                    dataful ? dataful : o->redraw ? "--redraw" : "--fresh");
             return 2;
         }
         o->nsizes = 1, o->sizes[0] = 0; /* one row, of no bytes */
@@ -845,6 +856,9 @@ static void print_header(const bench_opts_t *o, weft_comm_t comm, const lineup_t
                                           : "weft shared memory, under mpirun",
            crowd, convention(o),
            L->summary ? "" : "; busbw in GB/s; * = fastest");
+    if (o->fresh)
+        printf("# --fresh: every rank rewrites its input before each timed call, outside the "
+               "clock\n");
     if (o->inflight > 1)
         printf("# each iteration a round of %d split-phase calls in flight, each on buffers of "
                "its own of the row's size; a figure is the whole round's\n", o->inflight);
@@ -957,8 +971,9 @@ static void print_not_run(const lineup_t *L, const result_t *res, int nsizes)
 static const char *convention_label(const bench_opts_t *o)
 {
     static char label[48];
-    snprintf(label, sizeof label, "%s",
-             o->back_to_back ? "back-to-back" : o->osu ? "osu" : "max-median");
+    snprintf(label, sizeof label, "%s%s",
+             o->back_to_back ? "back-to-back" : o->osu ? "osu" : "max-median",
+             o->fresh ? "/fresh" : "");
     if (o->inflight > 1) /* a figure is a round's */
         snprintf(label + strlen(label), sizeof label - strlen(label), "/inflight=%d",
                  o->inflight);
@@ -1274,6 +1289,8 @@ static int time_calls(const bench_opts_t *o, weft_comm_t comm, const lineup_t *L
         return rc;
     }
     for (int i = 0; i < iters && !rc; i++) {
+        if (o->fresh)
+            fill_slots(o, in, out, count, rank, 0);
         bench_barrier(L->sync, o);
         if (ar)
             arrive_late(ar, rank, i, o->redraw);

@@ -32,6 +32,11 @@ typedef struct bench_opts {
     int back_to_back; /* the calls in a row, no barrier between: each rank's
                        * mean per call, averaged over ranks */
     int poll; /* each call as its *_timeout variant, polled at WEFT_TEST */
+    /* --fresh: every rank rewrites what it contributes before each timed
+     * call (outside the clock), as an application computes new data every
+     * step: a peer that reads those bytes then finds them dirty in the
+     * owner's cache, not still shared from the last iteration */
+    int fresh;
     int arena; /* --mem weft: the buffers come from weft_alloc, not malloc */
     /* --inflight N: each iteration N split-phase calls started, each on
      * buffers of its own, and then waited for (as a data-parallel trainer
