@@ -47,6 +47,8 @@ static void bench_usage(FILE *f)
             "                  from weft_alloc: the shared arena, which peers read in place)\n"
             "                  [--transport mpi|shm]  (under mpirun; algorithm 'native' is the\n"
             "                  MPI library's own collective, and ratios against it are shown)\n"
+            "                  [--sync mpi|weft]  (under mpirun, whose barrier goes before each\n"
+            "                  timed call: the MPI library's, the default, or weft's)\n"
             "                  [--mif X[,Y..] [--redraw]]  (imbalanced: a table per factor X)\n"
             "                  [--arrivals FILE]  (imbalanced by a recorded pattern)\n"
             "Sizes are in bytes, K, M or G allowed (LO:HI doubles from LO, :xK multiplies\n"
@@ -229,6 +231,12 @@ static int parse_valued(bench_opts_t *o, const char *opt, const char *v)
             return 2;
         }
         o->transport = v;
+    } else if (!strcmp(opt, "--sync")) {
+        if (strcmp(v, "mpi") && strcmp(v, "weft")) {
+            fprintf(stderr, "weft bench: --sync %s: want mpi or weft\n", v);
+            return 2;
+        }
+        o->sync_weft = !strcmp(v, "weft") ? 1 : -1; /* -1: mpi, said */
     } else if (!strcmp(opt, "--arrivals")) {
         o->arrivals = v;
     } else if (!strcmp(opt, "--mif")) {
@@ -265,6 +273,11 @@ static int check_combination(const bench_opts_t *o)
     if (o->back_to_back && (o->osu || o->nmif || o->arrivals)) {
         fprintf(stderr, "weft bench: --back-to-back times the calls in a row, no barrier or "
                         "delay between them: leave out --osu, --mif and --arrivals\n");
+        return 2;
+    }
+    if (o->sync_weft < 0 && !o->transport) {
+        fprintf(stderr, "weft bench: --sync mpi needs the MPI library: run under mpirun with "
+                        "--transport\n");
         return 2;
     }
     if (o->fresh && o->back_to_back) {
@@ -699,7 +712,7 @@ static int run_round(weft_comm_t comm, const bench_opts_t *o, const algo_t *al, 
 static void bench_barrier(weft_comm_t sync, const bench_opts_t *o)
 {
 #ifdef WEFT_HAVE_MPI
-    if (o->transport) { /* one barrier for weft and native alike */
+    if (o->transport && o->sync_weft <= 0) { /* one barrier for weft and native alike */
         PMPI_Barrier(MPI_COMM_WORLD);
         return;
     }
@@ -856,6 +869,9 @@ static void print_header(const bench_opts_t *o, weft_comm_t comm, const lineup_t
                                           : "weft shared memory, under mpirun",
            crowd, convention(o),
            L->summary ? "" : "; busbw in GB/s; * = fastest");
+    if (o->transport)
+        printf("# before each timed call: %s\n",
+               o->sync_weft > 0 ? "weft's barrier (--sync weft)" : "the MPI library's MPI_Barrier");
     if (o->fresh)
         printf("# --fresh: every rank rewrites its input before each timed call, outside the "
                "clock\n");
@@ -1457,7 +1473,7 @@ static int bench_row(const bench_opts_t *o, weft_comm_t comm, lineup_t *L, bench
      * the median was the staircase's; with five, a fresh job's first
      * column still timed the pair's copy-way trials (three calls each way)
      * and the settling after them: 1.2-1.6 ms where the next column of
-     * the same algorithm took 0.78-0.87 (PERFORMANCE.md, "Warm-up calls") */
+     * the same algorithm took 0.78-0.87 (PERFORMANCE-LOG.md, "Warm-up calls") */
     int warm = o->warmup >= 0 ? o->warmup : (iters / 10 > 10 ? iters / 10 : 10);
     result_t *row = &m->res[((size_t)pass * (size_t)o->nsizes + (size_t)s) * na];
     double mif = o->nmif ? o->mif[pass] : -1;
