@@ -2,7 +2,7 @@
 # bench/dropin_calls.c with the MPI library alone and under the drop-in,
 # ROUNDS times alternating, RANKS ranks (2: bound to cores; more than the
 # cores: oversubscribed, Open MPI told to yield).  docs/MPI.md and
-# docs/PERFORMANCE.md quote it.
+# docs/PERFORMANCE-LOG.md quote it.
 #   ITERS=N        calls a size (default 400)
 #   SIZES=B,B,..   the allgathers' and reduce-scatter's bytes a rank (no bcasts)
 #   FORCE="A B/C"  after the default drop-in, one run per entry with the

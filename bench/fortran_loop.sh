@@ -1,7 +1,7 @@
 #!/bin/bash
 # A Fortran program's MPI_Allreduce (bench/fortran_loop.f90) with Open MPI
 # alone and under the drop-in, ROUNDS times alternating, 2 ranks bound to
-# cores (RANKS to change).  docs/PERFORMANCE.md ("Fortran programs under
+# cores (RANKS to change).  docs/PERFORMANCE-LOG.md ("Fortran programs under
 # the drop-in").
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)

@@ -2,7 +2,7 @@
 # An OSU-style loop (bench/osu_loop.c) with Open MPI alone and with the
 # drop-in, ROUNDS times alternating, at each of RANKS ("2 4 8"; more ranks
 # than cores: oversubscribed, mpi_yield_when_idle 1); WHAT picks its loops
-# (default all three).  Prints one line per figure; docs/PERFORMANCE.md
+# (default all three).  Prints one line per figure; docs/PERFORMANCE-LOG.md
 # ("An OSU-style loop under the drop-in").
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)

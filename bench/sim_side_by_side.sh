@@ -14,7 +14,7 @@
 #
 # OLD_WEFT and NEW_WEFT are weft binaries (or scripts running one, e.g. to
 # set LD_LIBRARY_PATH for an old libweft).  RUNS, one simulation's
-# arguments a line, replaces the default set (the rows of PERFORMANCE.md,
+# arguments a line, replaces the default set (the rows of PERFORMANCE-LOG.md,
 # "The simulator").  Needs taskset (util-linux) and two CPUs.
 set -euo pipefail
 if [ $# -lt 2 ]; then

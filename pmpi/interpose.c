@@ -1100,7 +1100,7 @@ int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, vo
  * and its ranks leave close together where MPI's, when ranks outnumber
  * cores, leave far apart and put the spread inside the next call (8 ranks
  * on 2 cores, an OSU-style loop: a small MPI_Allreduce 38-43 us after it
- * against 52-69 after Open MPI's; docs/PERFORMANCE.md).  It synchronises the ranks
+ * against 52-69 after Open MPI's; docs/PERFORMANCE-LOG.md).  It synchronises the ranks
  * only: like any MPI barrier it orders nothing of point-to-point traffic,
  * which MPI_Wait completes as before. */
 int MPI_Barrier(MPI_Comm comm)

@@ -17,7 +17,7 @@
  * inside one call (a pipelined broadcast of n bytes in n chunks), whose
  * gap is the per-message time at the bottleneck; on shared memory the
  * sending CPU is the network, so o = g, and L is the one-way time less
- * 2 o (docs/PERFORMANCE.md, "The fit validated").  gamma is
+ * 2 o (docs/PERFORMANCE-LOG.md, "The fit validated").  gamma is
  * the float32 sum kernel's time per byte, in cache (1 MiB).  As the
  * ring-and-halving seed does, it also fits alpha + beta s to the one-way
  * time and prints the fit's error.

@@ -19,7 +19,7 @@
  * owners' stages.  Two waits per rank whatever P, and no byte copied
  * through a cell: on shared memory with more ranks than cores each extra
  * round is a rank that must be scheduled again, and each cell a second
- * copy (PERFORMANCE.md, "Allreduce staged in the arena"). */
+ * copy (PERFORMANCE-LOG.md, "Allreduce staged in the arena"). */
 #include <stdio.h>
 
 #include "algo.h"

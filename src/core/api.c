@@ -331,7 +331,7 @@ static int resolve_call(weft_comm_t comm, weft_coll_t coll, const void *in, void
  * it into cells once per peer.  The copy is streamed past this core's
  * caches: lines it left modified there would cross to the readers on the
  * other core one by one, which on this machine's slow phases cost more
- * than reading them from memory (PERFORMANCE.md, "A bcast's root staged
+ * than reading them from memory (PERFORMANCE-LOG.md, "A bcast's root staged
  * in the arena").  Not where its bytes are in the arena already, nor with
  * a single reader, whose copy in would be one copy more.  The communicator
  * keeps the stage between calls (a call holds it while it runs, and a

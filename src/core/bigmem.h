@@ -9,7 +9,7 @@
  * transport's buffers for unexpected messages: on this project's AMD VM a
  * fresh 4 KiB page costs 14-18 us at its first touch (8 MiB: 28-38 ms),
  * while 8 MiB in 2 MiB pages took 0.3-0.7 ms once the kernel had huge
- * pages free (PERFORMANCE.md, "Calls in flight, and unexpected messages"). */
+ * pages free (PERFORMANCE-LOG.md, "Calls in flight, and unexpected messages"). */
 #ifndef WEFT_CORE_BIGMEM_H
 #define WEFT_CORE_BIGMEM_H
 

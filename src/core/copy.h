@@ -12,7 +12,7 @@
  * in that range, and a buffer meets the distance often enough (a float
  * array from its fourth element on, against a page-aligned cell).  So
  * copies of 1 KiB to 1 MiB at distances below 64 take the loop
- * (docs/PERFORMANCE.md, "Copies that glibc makes slow"). */
+ * (docs/PERFORMANCE-LOG.md, "Copies that glibc makes slow"). */
 #ifndef WEFT_COPY_H
 #define WEFT_COPY_H
 

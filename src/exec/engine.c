@@ -390,7 +390,7 @@ static inline char *at(char *base, uint64_t off, size_t es)
  * reduces the copy's source and the message into the destination
  * (sink.c).  Nothing else may touch the region before the receive
  * completes: a step that did would race with the receive in the schedule
- * as built.  2-rank allreduce: PERFORMANCE.md, "The copy fused". */
+ * as built.  2-rank allreduce: PERFORMANCE-LOG.md, "The copy fused". */
 static bool fuse_copy(exec_t *e, uint32_t i, const step_t *c, const char *src, char *d,
                       size_t bytes)
 {
@@ -412,7 +412,7 @@ static bool fuse_copy(exec_t *e, uint32_t i, const step_t *c, const char *src, c
  * it will not stay in the caches, and its lines need not be read before
  * they are written, a third of the memory traffic of a copy.  2-rank
  * allreduce (8 MiB messages and up): 16 MiB 3.3-3.8 -> 2.5-2.6 ms, 64 MiB
- * 18.0-20.6 -> 11.4-12.0 ms (PERFORMANCE.md, "Streaming stores").  So is
+ * 18.0-20.6 -> 11.4-12.0 ms (PERFORMANCE-LOG.md, "Streaming stores").  So is
  * every message of a call that only copies (bcast, the gathers) and moves
  * this much per rank: a pipelined bcast's chunks are small, but together
  * they fill a destination that outgrows the caches just the same (AUTO's
@@ -691,7 +691,7 @@ int exec_wait(exec_t *e, int timeout_ms)
     /* Spin only while every rank can have a core; oversubscribed, a spinning
      * rank steals the core of the rank it waits for, so it yields at its
      * first idle poll (16 pauses first cost 4 and 8 ranks on 2 cores 10-30%
-     * of a 256 B-64 KiB allreduce, PERFORMANCE.md).  The cores are those the
+     * of a 256 B-64 KiB allreduce, PERFORMANCE-LOG.md).  The cores are those the
      * node's ranks may run on (cpus.h), not the machine's: two ranks
      * confined to one core by taskset spun 2 ms an 8-byte allreduce. */
     int spin_limit = x->cores && x->local_size > x->cores ? 1 : 20000;

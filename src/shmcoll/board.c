@@ -34,7 +34,7 @@
  * Proven read: the counter is one more line between cores per call,
  * read by the owner where a reader last wrote it: 8-11 % of a 2-rank
  * allreduce of 8-168 bytes back to back, and up to 15-18 % where the
- * cores pass lines slowly (PERFORMANCE.md, "The board's count read only
+ * cores pass lines slowly (PERFORMANCE-LOG.md, "The board's count read only
  * where nothing proves it").  A post says whether its rank had finished
  * every earlier call of its communicator (BOARD_POST_ORDERED); then that
  * rank has read every slot those calls had it read.  So where this rank
@@ -158,7 +158,7 @@ static bool slot_may_post(const exec_t *e, const board_slot_t *me)
  * post's lines go to the shared cache at once (lines.h), so that readers
  * load them from there instead of snooping this core: 2 ranks, Xeon
  * (Emerald Rapids) VM, allreduce of 8 B 0.46 -> 0.34-0.40 us, of 64 B
- * 0.73 -> 0.43 (PERFORMANCE.md, "Posts handed to the shared cache"). */
+ * 0.73 -> 0.43 (PERFORMANCE-LOG.md, "Posts handed to the shared cache"). */
 static bool post(exec_t *e)
 {
     board_slot_t *me = slot_of(e, e->s->rank);
@@ -222,7 +222,7 @@ static unsigned slot_index(uint64_t key)
  * alone: a 2-rank allreduce of 48 bytes to 1 KiB after a barrier on its
  * communicator took 0.72-0.85 us with only the first line fetched, 0.47-0.67
  * with all, against 0.33-0.36 for 8-40 bytes, which fit the first line
- * (weft bench, alternating builds; PERFORMANCE.md).  Not the
+ * (weft bench, alternating builds; PERFORMANCE-LOG.md).  Not the
  * counter where every peer's post was ordered: the next post will likely
  * not read it (Proven read), and the readers' next count finds it still
  * theirs.  A hint only: where another communicator's call shares the
@@ -437,7 +437,7 @@ int board_recheck(board_comm_t *bc, xport_t *x, const int *world, int rank, int 
  * bcast 0.69-0.80 -> 0.55-0.70; 8-40 bytes and 240 up unchanged.  Larger
  * posts are left alone: looks at 8 lines made 512 bytes bimodal (0.53 or
  * 1.03 us against 0.52-0.62), and at all 33 made 1 KiB twice as slow, the
- * reader taking lines from the poster while it writes them (PERFORMANCE.md,
+ * reader taking lines from the poster while it writes them (PERFORMANCE-LOG.md,
  * "The board past its first line").  Not where posters demote their lines
  * (post): there the looks cost more than they save (Xeon VM, allreduce of
  * 64-128 B: 0.43-0.51 us without them, 0.73-0.75 with). */

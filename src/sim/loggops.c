@@ -1068,7 +1068,7 @@ static void on_event(sim_t *s, const ev_t *e)
  * of a 4 Mi-rank binomial bcast's time.  The queue holds the events to
  * come, so those PREFETCH_AHEAD places on have their rank's state fetched
  * now, and the records that give the blocks' addresses twice as far on.
- * A hint: no result changes (PERFORMANCE.md, "Prefetching the events to
+ * A hint: no result changes (PERFORMANCE-LOG.md, "Prefetching the events to
  * come").  Always inlined: as a function of its own, GCC 12 at -O1 and up
  * judged it free of effects and dropped its call. */
 enum { PREFETCH_AHEAD = 6 };

@@ -1,7 +1,7 @@
 /* table.c — AUTO's tuning tables (table.h): the text format's parser, the
  * lookup, and the built-in table for a small shared-memory machine.  The
  * built-in rows are the thresholds measured with `weft bench` on 2-8 ranks
- * of this project's 2-core test machine (docs/PERFORMANCE.md): e.g. the
+ * of this project's 2-core test machine (docs/PERFORMANCE-LOG.md): e.g. the
  * pipelined two-tree reduce and bcast from 256 KiB (reduce of 1 MiB at
  * P = 2, 4, 8: 92, 403, 626 us against rsg's 130, 602, 967); at 4-8 ranks
  * (oversubscribed here) the linear bcast to 32 KiB (P = 8, 8 B: 7-13 us
@@ -272,7 +272,7 @@ static const char builtin_text[] =
  * ranks, sharing the CPU, read the same rows); WEFT_TUNING_CPU=amd or
  * generic says which instead of the CPU. Measured there side by side with
  * the table's choice (2026-12-02, three or four runs under mpirun and as
- * many under weft run, the median of the medians, us; docs/PERFORMANCE.md,
+ * many under weft run, the median of the medians, us; docs/PERFORMANCE-LOG.md,
  * "The AMD VM, 2026-12-02"): the 2-rank allreduce by recursive doubling
  * above 6 KiB, where the Intel VM's board leads on to 8 KiB (8 KiB 1.5
  * against the board's 2.0; 6 KiB 1.3 against 1.4, 4 KiB 1.2 against 0.9);

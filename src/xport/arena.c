@@ -12,7 +12,7 @@
  * freed memory below its trim threshold, because a page handed back costs
  * a fault to touch again, in the owner and in every peer that reads it,
  * and on a virtual machine that fault is dear (2.9 ms a MiB on this
- * project's VM, against 19 us to zero a resident MiB; docs/PERFORMANCE.md,
+ * project's VM, against 19 us to zero a resident MiB; docs/PERFORMANCE-LOG.md,
  * "Arena blocks kept").  A kept block is zeroed when weft_alloc hands it
  * out again, so "zeroed on first use" holds; the staging buffers of the
  * collectives (arena_alloc_scratch) skip that, as they are written whole

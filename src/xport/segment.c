@@ -33,7 +33,7 @@
  * Two threads streaming 16 KiB chunks from one core to the other here (1
  * MiB L2 per core) moved 7.5-8 GB/s through a 64-512 KiB ring, 13 through
  * 1 MiB and 16-25 through 2 MiB; a 2-rank allreduce of 1 MiB through cells
- * took 67 us with 2 MiB rings against 96 with 512 KiB (PERFORMANCE.md).
+ * took 67 us with 2 MiB rings against 96 with 512 KiB (PERFORMANCE-LOG.md).
  * Ranks that share cores keep 512 KiB: at 4 ranks on 2 cores the larger
  * rings made allreduce of 64 KiB-1 MiB about twice as slow (likely because
  * two ranks on one core pass lines through their common L2, which a larger

@@ -32,7 +32,7 @@
  * lines: 8 KiB and the first line's 40) in a segment of up to
  * BOARD_WIDE_RANKS ranks.  Wide since 2026-12-01: the 2-rank allreduce on
  * the board beat every schedule to 8 KiB (4 KiB 1.3x recursive doubling's
- * time, 8 KiB 1.1x; PERFORMANCE.md, "A wider board"), where at 3-8 ranks
+ * time, 8 KiB 1.1x; PERFORMANCE-LOG.md, "A wider board"), where at 3-8 ranks
  * it did not pass 2 KiB; wide slots everywhere would have made the
  * board's part of the segment 130 KiB a rank instead of 34. */
 #define BOARD_PAYLOAD 2088u

@@ -65,7 +65,7 @@
  * against 55-80 ns and 5.8-6.7 GB/s):
  * every path in which the sender copies then loses to the receiver reading
  * the sender's buffer itself, by 2.7x for a 2-rank reduce of 1 MiB
- * (PERFORMANCE.md).  While the flag is up, messages from 64 KiB go by
+ * (PERFORMANCE-LOG.md).  While the flag is up, messages from 64 KiB go by
  * single copy (reductions, an idle sender's too, and copies, which rings
  * past the L2 otherwise keep from 1 MiB), and every 16th one through
  * cells again to look whether the phase is over.  Where ranks do not
@@ -117,7 +117,7 @@
  * spend microseconds in futex anyway, issues the barrier, which runs a
  * full fence on every CPU running a registered process, and the waker
  * needs only the compiler's (8-17% off a 2-rank allreduce of 64-256
- * bytes called back to back, PERFORMANCE.md).  Only where ranks do not outnumber the
+ * bytes called back to back, PERFORMANCE-LOG.md).  Only where ranks do not outnumber the
  * cores: oversubscribed, ranks sleep all the time and the barriers cost
  * more than the fences.  Each rank says in its segment record
  * whether its sleeps do that; a waker skips its fence only toward a
@@ -1136,7 +1136,7 @@ static bool single_copy(shm_xport_t *x, ring_hdr_t *ring, const xreq_t *r, cma_d
     /* a busy sender's reducing message (an allreduce's, which receives as
      * it sends): cells won from 64 KiB on the AMD VM (CMA_MIN_LARGE_RINGS),
      * single copy from 256 KiB on the Intel VM (2-rank rabenseifner of 1-16
-     * MiB 1.2-1.26x faster; PERFORMANCE.md, "Reducing messages measured"),
+     * MiB 1.2-1.26x faster; PERFORMANCE-LOG.md, "Reducing messages measured"),
      * so it is measured too, where every rank has a core (where ranks
      * share them a rendezvous waits for its reader to be scheduled) */
     if (cma && !r->copied && x->cores_enough && r->bytes >= REDUCE_BUSY_WAY_MIN &&
@@ -1145,7 +1145,7 @@ static bool single_copy(shm_xport_t *x, ring_hdr_t *ring, const xreq_t *r, cma_d
     /* between two ranks with a core each, a copy from 16 KiB went by
      * single copy, read by the receiver alone, on the Intel VM (CMA_MIN_
      * COPY_SMALL); on the AMD VM of the session after, cells were faster
-     * (PERFORMANCE.md), so these are measured too */
+     * (PERFORMANCE-LOG.md), so these are measured too */
     if (cma && r->copied && x->core_pair && r->bytes >= SMALL_COPY_WAY_MIN &&
         x->copy_way_fixed >= 0)
         return way_pick(x, ring, r, WAY_SMALL_COPY, by_rule, measured);
