@@ -1272,6 +1272,31 @@ static int summarize(const bench_opts_t *o, weft_comm_t comm, double *times, int
 }
 
 /* The data of every call in flight (--inflight): the k-th's of salt + k. */
+/* --fresh: what a rank contributes as first filled (its input, and a
+ * bcast's buffer), copied back over it before each timed call.  A copy
+ * writes the lines as an application's new data would, at memory speed:
+ * generating the values anew each time took milliseconds a call at 1 MiB,
+ * CPU time that ranks sharing cores then paid back to the scheduler
+ * inside the timed call. */
+typedef struct {
+    char *copy; /* [input | bcast buffer], span bytes each; NULL: not --fresh */
+    size_t span;
+} fresh_t;
+
+static void fresh_keep(const bench_opts_t *o, const fresh_t *fr, const void *in, const void *out)
+{
+    memcpy(fr->copy, in, fr->span);
+    if (o->coll == WEFT_COLL_BCAST)
+        memcpy(fr->copy + fr->span, out, fr->span);
+}
+
+static void fresh_restore(const bench_opts_t *o, const fresh_t *fr, void *in, void *out)
+{
+    memcpy(in, fr->copy, fr->span);
+    if (o->coll == WEFT_COLL_BCAST)
+        memcpy(out, fr->copy + fr->span, fr->span);
+}
+
 static void fill_slots(const bench_opts_t *o, void *in, void *out, size_t count, int rank,
                        unsigned salt)
 {
@@ -1289,7 +1314,7 @@ static void fill_slots(const bench_opts_t *o, void *in, void *out, size_t count,
  * late arrival).  0, or the first call's error. */
 static int time_calls(const bench_opts_t *o, weft_comm_t comm, const lineup_t *L,
                       const algo_t *al, size_t count, void *in, void *out, double *times,
-                      int iters, int warm, const arrival_t *ar)
+                      int iters, int warm, const arrival_t *ar, const fresh_t *fr)
 {
     int rank = weft_comm_rank(comm), rc = WEFT_OK;
     for (int i = 0; i < warm && !rc; i++)
@@ -1305,8 +1330,8 @@ static int time_calls(const bench_opts_t *o, weft_comm_t comm, const lineup_t *L
         return rc;
     }
     for (int i = 0; i < iters && !rc; i++) {
-        if (o->fresh)
-            fill_slots(o, in, out, count, rank, 0);
+        if (fr->copy)
+            fresh_restore(o, fr, in, out);
         bench_barrier(L->sync, o);
         if (ar)
             arrive_late(ar, rank, i, o->redraw);
@@ -1319,7 +1344,8 @@ static int time_calls(const bench_opts_t *o, weft_comm_t comm, const lineup_t *L
 
 static int time_one(const bench_opts_t *o, weft_comm_t comm, const lineup_t *L, size_t a,
                     size_t count, void *in, void *out, double *times, int iters, int warm,
-                    const arrival_t *ar, result_t *r, char *why, size_t whylen)
+                    const arrival_t *ar, const fresh_t *fr, result_t *r, char *why,
+                    size_t whylen)
 {
     int rank = weft_comm_rank(comm);
     const algo_t *al = L->al[a];
@@ -1330,7 +1356,9 @@ static int time_one(const bench_opts_t *o, weft_comm_t comm, const lineup_t *L, 
     if (al != &native_algo)
         weft_set_algorithm(comm, o->coll, al->name, L->params[a]);
     fill_slots(o, in, out, count, rank, 0);
-    int rc = time_calls(o, comm, L, al, count, in, out, times, iters, warm, ar);
+    if (fr->copy)
+        fresh_keep(o, fr, in, out);
+    int rc = time_calls(o, comm, L, al, count, in, out, times, iters, warm, ar, fr);
     if (al == &auto_algo && comm_last_choice(comm, o->coll)) /* copied: later calls reuse it */
         snprintf(r->chose, sizeof r->chose, "%s", comm_last_choice(comm, o->coll));
     if (rc) {
@@ -1404,6 +1432,7 @@ static int check_barrier(const bench_opts_t *o, weft_comm_t comm, const lineup_t
  * algorithm, and alpha(size) for --mif. */
 typedef struct {
     void *in, *out;
+    fresh_t fresh;
     size_t maxbytes;
     double *times;
     result_t *res;
@@ -1419,6 +1448,7 @@ static void bench_mem_free(const bench_opts_t *o, bench_mem_t *m)
         free(m->in);
         free(m->out);
     }
+    free(m->fresh.copy);
     free(m->times);
     free(m->res);
     free(m->alpha);
@@ -1444,7 +1474,9 @@ static int bench_mem_get(const bench_opts_t *o, size_t na, int P, bench_mem_t *m
     m->times = malloc((size_t)maxiters * sizeof *m->times);
     m->res = calloc((size_t)o->nsizes * na * (size_t)npass, sizeof *m->res);
     m->alpha = calloc((size_t)o->nsizes, sizeof *m->alpha);
-    if (!m->in || !m->out || !m->times || !m->res || !m->alpha) {
+    if (o->fresh)
+        m->fresh.copy = malloc(2 * maxcount * es);
+    if (!m->in || !m->out || !m->times || !m->res || !m->alpha || (o->fresh && !m->fresh.copy)) {
         fprintf(stderr, "weft bench: out of memory for %zu-byte buffers\n", m->maxbytes);
         bench_mem_free(o, m);
         return 1;
@@ -1484,8 +1516,10 @@ static int bench_row(const bench_opts_t *o, weft_comm_t comm, lineup_t *L, bench
                o->redraw ? "per call" : "per rank");
     for (size_t a = 0; a < na; a++) {
         char why[200];
+        /* what fill_slots writes: inflight slots of count elements */
+        m->fresh.span = (size_t)(o->inflight - 1) * slot_bytes(o) + count * es;
         if (time_one(o, comm, L, a, count, m->in, m->out, m->times, iters, warm,
-                     o->nmif || pattern ? &ar : NULL, &row[a], why, sizeof why)) {
+                     o->nmif || pattern ? &ar : NULL, &m->fresh, &row[a], why, sizeof why)) {
             if (!L->reason[a][0]) {
                 /* the table lists the algorithms that serve the call */
                 char *list = strstr(why, "; algorithms that serve this call");
