@@ -1271,7 +1271,6 @@ static int summarize(const bench_opts_t *o, weft_comm_t comm, double *times, int
     return rc;
 }
 
-/* The data of every call in flight (--inflight): the k-th's of salt + k. */
 /* --fresh: what a rank contributes as first filled (its input, and a
  * bcast's buffer), copied back over it before each timed call.  A copy
  * writes the lines as an application's new data would, at memory speed:
@@ -1297,6 +1296,7 @@ static void fresh_restore(const bench_opts_t *o, const fresh_t *fr, void *in, vo
         memcpy(out, fr->copy + fr->span, fr->span);
 }
 
+/* The data of every call in flight (--inflight): the k-th's of salt + k. */
 static void fill_slots(const bench_opts_t *o, void *in, void *out, size_t count, int rank,
                        unsigned salt)
 {
