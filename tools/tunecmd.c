@@ -457,12 +457,15 @@ static int tune_usage(FILE *f, int rc)
 {
     fprintf(f, "usage: weft tune allreduce|bcast|reduce --np P [--sizes LO:HI|S1,S2,..]\n"
                "                 [--op commutative|noncommutative] [--out FILE]\n"
-               "                 [--by measure|sim] [--preset NAME|FILE]\n"
+               "                 [--by measure|sim] [--preset NAME|FILE] [--fresh]\n"
                "       weft tune allreduce --np P --arrival X,Y,.. [--sizes ..] [--out FILE]\n"
                "Writes a tuning table (docs/TUNING.md) whose rows give, for P ranks, the\n"
                "fastest algorithm per size range; sizes between two measured ones go to the\n"
                "nearer.  --by measure (the default) runs `weft bench COLL --np P --algo all`\n"
-               "on this machine (P <= 4096).  --by sim predicts instead, with the LogGOPS\n"
+               "on this machine (P <= 4096); with --fresh, every input rewritten before each\n"
+               "timed call (weft bench --fresh), as an application's are, which takes from\n"
+               "the algorithms that read a peer's buffer in place the lines they would\n"
+               "otherwise find cached from the call before.  --by sim predicts instead, with the LogGOPS\n"
                "simulator under --preset (default: ./this-machine.preset if weft fit wrote\n"
                "one, else loggopsim), for any P up to 2^24; a pipelined algorithm gets the\n"
                "chunk count the simulator finds best, written into its row (chunks=K).\n"
@@ -487,6 +490,7 @@ typedef struct {
     const char *coll_name, *out, *sizes, *opclass, *preset;
     uint64_t np;
     bool by_sim, noncomm;
+    bool fresh; /* --fresh: measured with the inputs rewritten before each call */
     const char *arrival; /* --arrival X,Y,..: imbalance factors (weft bench --mif) */
 } tune_opts_t;
 
@@ -503,6 +507,11 @@ static int tune_cli_parse(int argc, char **argv, tune_opts_t *o)
     }
     for (int i = 2; i < argc; i += 2) {
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(k, "--fresh")) { /* the one option without a value */
+            o->fresh = true;
+            i--;
+            continue;
+        }
         if (!v)
             return fprintf(stderr, "weft tune: %s needs a value\n", k), 2;
         if (!strcmp(k, "--np")) {
@@ -538,6 +547,9 @@ static int tune_cli_parse(int argc, char **argv, tune_opts_t *o)
                        (unsigned long long)o->np), 2;
     if (o->preset && !o->by_sim)
         return fprintf(stderr, "weft tune: --preset is for --by sim\n"), 2;
+    if (o->fresh && (o->by_sim || o->arrival))
+        return fprintf(stderr, "weft tune: --fresh is for --by measure without --arrival (the "
+                               "model has no caches; --arrival times the call inside)\n"), 2;
     if (o->arrival && (o->coll != WEFT_COLL_ALLREDUCE || o->by_sim ||
                        strcmp(o->opclass, "commutative") || o->np < 2))
         return fprintf(stderr, "weft tune: --arrival measures adaptive's threshold: allreduce, "
@@ -551,9 +563,14 @@ static int tune_measure(const tune_opts_t *o, winner_t *w, int max)
 {
     char npbuf[24], csv[24];
     snprintf(npbuf, sizeof npbuf, "%llu", (unsigned long long)o->np);
-    char *bargv[] = {"bench", (char *)o->coll_name, "--np", npbuf, "--algo", "all", "--sizes",
-                     (char *)o->sizes, "--op", "noncommutative"};
-    int rc = bench_into_csv(bargv, o->noncomm ? 10 : 8, false, csv);
+    char *bargv[11] = {"bench", (char *)o->coll_name, "--np", npbuf, "--algo", "all", "--sizes",
+                       (char *)o->sizes};
+    int nargs = 8;
+    if (o->noncomm)
+        bargv[nargs++] = "--op", bargv[nargs++] = "noncommutative";
+    if (o->fresh)
+        bargv[nargs++] = "--fresh";
+    int rc = bench_into_csv(bargv, nargs, false, csv);
     if (rc < 0)
         return -1;
     int n = rc ? -1 : read_winners(csv, w, max);
@@ -810,9 +827,13 @@ static void write_head(FILE *f, const tune_opts_t *o, const char *np, const char
                    "(float32 sum; the figure: the aware one's median time inside there)\n",
                 np, o->sizes, o->arrival);
     else
-        fprintf(f, "weft-tuning 1\n# weft tune %s --np %s --sizes %s: fastest median of weft "
-                   "bench (%s) per size\n", o->coll_name, np, o->sizes,
-                o->noncomm ? "uint64, a non-commutative user op" : "float32 sum");
+        fprintf(f, "weft-tuning 1\n# weft tune %s --np %s --sizes %s%s: fastest median of weft "
+                   "bench (%s%s) per size\n", o->coll_name, np, o->sizes,
+                o->fresh ? " --fresh" : "",
+                o->noncomm                     ? "uint64, a non-commutative user op"
+                : o->coll == WEFT_COLL_BCAST ? "float32"
+                                               : "float32 sum",
+                o->fresh ? ", inputs rewritten before each call" : "");
     fprintf(f, "# %-14s %-14s %-6s %-22s algorithm   # %s\n", "collective", "ops", "ranks",
             "bytes", o->by_sim ? "predicted" : "measured median");
 }
