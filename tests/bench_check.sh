@@ -81,7 +81,9 @@ for mem in malloc weft; do
     then passes=$((passes + 1)); else fails=$((fails + 1)); echo "FAIL: --fresh --mem $mem"; echo "$out" | tail -3; cat "$csv"; fi
 done
 rm -f "$csv"
-for bad in "allreduce --fresh --back-to-back" "barrier --fresh"; do
+# --sync chooses a barrier under mpirun only: refused without --transport
+for bad in "allreduce --fresh --back-to-back" "barrier --fresh" "allreduce --sync weft" \
+           "allreduce --sync mpi"; do
     if "$weft" bench $bad 2>/dev/null; then fails=$((fails + 1)); echo "FAIL: '$bad' was accepted"
     else passes=$((passes + 1)); fi
 done

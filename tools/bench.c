@@ -236,7 +236,7 @@ static int parse_valued(bench_opts_t *o, const char *opt, const char *v)
             fprintf(stderr, "weft bench: --sync %s: want mpi or weft\n", v);
             return 2;
         }
-        o->sync_weft = !strcmp(v, "weft") ? 1 : -1; /* -1: mpi, said */
+        o->sync = v;
     } else if (!strcmp(opt, "--arrivals")) {
         o->arrivals = v;
     } else if (!strcmp(opt, "--mif")) {
@@ -275,9 +275,9 @@ static int check_combination(const bench_opts_t *o)
                         "delay between them: leave out --osu, --mif and --arrivals\n");
         return 2;
     }
-    if (o->sync_weft < 0 && !o->transport) {
-        fprintf(stderr, "weft bench: --sync mpi needs the MPI library: run under mpirun with "
-                        "--transport\n");
+    if (o->sync && !o->transport) {
+        fprintf(stderr, "weft bench: --sync chooses between the MPI library's barrier and "
+                        "weft's under mpirun (--transport); without it the barrier is weft's\n");
         return 2;
     }
     if (o->fresh && o->back_to_back) {
@@ -709,10 +709,13 @@ static int run_round(weft_comm_t comm, const bench_opts_t *o, const algo_t *al, 
 }
 
 /* The barrier before each timed call, on sync (see lineup_t). */
+/* --sync weft: weft's barrier before each timed call under mpirun too */
+static bool sync_weft(const bench_opts_t *o) { return o->sync && !strcmp(o->sync, "weft"); }
+
 static void bench_barrier(weft_comm_t sync, const bench_opts_t *o)
 {
 #ifdef WEFT_HAVE_MPI
-    if (o->transport && o->sync_weft <= 0) { /* one barrier for weft and native alike */
+    if (o->transport && !sync_weft(o)) { /* one barrier for weft and native alike */
         PMPI_Barrier(MPI_COMM_WORLD);
         return;
     }
@@ -871,7 +874,7 @@ static void print_header(const bench_opts_t *o, weft_comm_t comm, const lineup_t
            L->summary ? "" : "; busbw in GB/s; * = fastest");
     if (o->transport)
         printf("# before each timed call: %s\n",
-               o->sync_weft > 0 ? "weft's barrier (--sync weft)" : "the MPI library's MPI_Barrier");
+               sync_weft(o) ? "weft's barrier (--sync weft)" : "the MPI library's MPI_Barrier");
     if (o->fresh)
         printf("# --fresh: every rank rewrites its input before each timed call, outside the "
                "clock\n");
@@ -1475,7 +1478,7 @@ static int bench_mem_get(const bench_opts_t *o, size_t na, int P, bench_mem_t *m
     m->res = calloc((size_t)o->nsizes * na * (size_t)npass, sizeof *m->res);
     m->alpha = calloc((size_t)o->nsizes, sizeof *m->alpha);
     if (o->fresh)
-        m->fresh.copy = malloc(2 * maxcount * es);
+        m->fresh.copy = malloc((o->coll == WEFT_COLL_BCAST ? 2 : 1) * maxcount * es);
     if (!m->in || !m->out || !m->times || !m->res || !m->alpha || (o->fresh && !m->fresh.copy)) {
         fprintf(stderr, "weft bench: out of memory for %zu-byte buffers\n", m->maxbytes);
         bench_mem_free(o, m);
@@ -1514,10 +1517,10 @@ static int bench_row(const bench_opts_t *o, weft_comm_t comm, lineup_t *L, bench
         printf("# imbalance factor %g: each rank arrives r alpha(size) late, r uniform in "
                "[0, %g] %s; figures: time inside the collective\n", mif, mif,
                o->redraw ? "per call" : "per rank");
+    /* what fill_slots writes: inflight slots of count elements */
+    m->fresh.span = (size_t)(o->inflight - 1) * slot_bytes(o) + count * es;
     for (size_t a = 0; a < na; a++) {
         char why[200];
-        /* what fill_slots writes: inflight slots of count elements */
-        m->fresh.span = (size_t)(o->inflight - 1) * slot_bytes(o) + count * es;
         if (time_one(o, comm, L, a, count, m->in, m->out, m->times, iters, warm,
                      o->nmif || pattern ? &ar : NULL, &m->fresh, &row[a], why, sizeof why)) {
             if (!L->reason[a][0]) {

@@ -49,11 +49,12 @@ typedef struct bench_opts {
     int op_given; /* --op was given (the allgather refuses it) */
     int root;
     const char *transport; /* NULL: a weft job of its own; "mpi"/"shm": under mpirun */
-    /* --sync weft: under mpirun, the barrier before each timed call is
-     * weft's (as under weft run), not the MPI library's.  Where ranks
-     * share cores the order in which a barrier lets them go decides much
-     * of a small call's figure, whichever library makes the call. */
-    int sync_weft;
+    /* --sync mpi|weft (NULL: mpi): under mpirun, whose barrier goes
+     * before each timed call, the MPI library's or weft's (as under weft
+     * run).  Where ranks share cores the order in which a barrier lets
+     * them go decides much of a small call's figure, whichever library
+     * makes the call. */
+    const char *sync;
     /* --mif X,..: the imbalanced benchmark (process-arrival-pattern-aware-
      * collectives.txt, Listing 4.2): before each timed call a rank waits
      * r alpha(size), r uniform in [0, X], drawn once per rank or, with
