@@ -277,5 +277,26 @@ if [ "$(grep -c '^# ' <<<"$out")" = 3 ] && [ "${rows% *}" -ge 25 ] && [ "${rows#
     grep -Eq '^bfloat16 +sum +copy, then op( +[0-9.]+){3}$' <<<"$out"
 then passes=$((passes + 1))
 else fails=$((fails + 1)); echo "FAIL: weft bench kernels (rows, bad figures: $rows)"; echo "$out" | head -40; fi
+# AUTO's rows for 9-64 ranks on one machine (the board, linear, the stage,
+# bst): at 12 ranks what it chose per size, and every result checked, for
+# a commutative op and a non-commutative one
+for spec in "bcast sum 8=board 8K=linear_arena 100K=linear_arena" \
+            "reduce sum 8=board 8K=linear 200K=linear_arena" \
+            "reduce noncommutative 8K=linear 200K=binomial" \
+            "allreduce sum 32K=reduce_bcast 200K=rabenseifner" \
+            "allreduce noncommutative 32K=reduce_bcast 200K=bst"; do
+    read -r coll op cells <<<"$spec"
+    sizes=$(tr ' ' '\n' <<<"$cells" | cut -d= -f1 | paste -sd,)
+    csv=$(mktemp)
+    out=$("$weft" bench "$coll" --np 12 --op "$op" --algo auto --check --sizes "$sizes" --iters 2 \
+          --warmup 1 --root 5 --csv "$csv" 2>&1)
+    got=$(awk -F, 'NR > 1 { sub(/\/.*/, "", $11); printf "%s%s", s, $11; s = " " }' "$csv")
+    want=$(tr ' ' '\n' <<<"$cells" | cut -d= -f2 | paste -sd' ')
+    rm -f "$csv"
+    if grep -q "# check: every result verified" <<<"$out" && [ "$got" = "$want" ]
+    then passes=$((passes + 1))
+    else fails=$((fails + 1)); echo "FAIL: AUTO at 12 ranks, $coll $op: chose '$got', want '$want'"
+         echo "$out" | tail -5; fi
+done
 echo "$passes passed, $fails failed"
 [ "$fails" -eq 0 ]

@@ -87,6 +87,32 @@
  * against recursive doubling's 98-107, 2 KiB 69-79 against 104-114, 8 KiB
  * 115-121 against 173-181, 4 KiB 59-95 against rabenseifner's 135-171; at
  * 16 KiB a tie).
+ * At 9-64 ranks on the 2 cores the flat algorithms take over from the
+ * trees where a rank's turn on a core costs more than its bytes (the AMD
+ * VM, 2026-12-02: three runs under weft run and three under mpirun at P =
+ * 12, 16 and 32, three of weft run at 9, two of weft run and one under
+ * mpirun at 64; the range of the medians, us; PERFORMANCE-LOG.md, "Nine
+ * ranks and more").  Bcast on the board to 2 KiB and linearly above
+ * (linear_arena, which below 64 KiB is the linear bcast with no stage and
+ * over MPI falls through to binomial): P = 16, 8 B 92-105 and 84-99
+ * against binomial's 127-255, 8 KiB 80-109 against 192-213; P = 64, 8 KiB
+ * 625-857 against 1695-2004.  Reduce on the board to 2 KiB and linear to
+ * 128 KiB at 9-32 ranks (8 KiB at 33-64: at 64 ranks 128 KiB took the
+ * linear reduce 25-30 ms against binomial's 4.9-5.7, its root's cells
+ * full), then the stage to 256 KiB for commutative ops: P = 16, 8 B 71-97
+ * against 204-268, 64 KiB 131-179 against 222-382, 128 KiB 170-218
+ * against 245-302, 256 KiB (linear_arena) 568-765 against 766-820; P =
+ * 32, 64 KiB 254-432 against 990-1177 under mpirun; P = 64, 8 KiB 566-651
+ * against 1668-2192.  Allreduce by a linear reduce and bcast to 128 KiB at
+ * 9-32 ranks (8 KiB at 33-64, for the same cliff: 256 KiB at 12-32 ranks,
+ * 128 KiB at 64, took it 1.5-7x longer than the rows it would replace),
+ * commutative (P = 16, 32 KiB 223-284 against rabenseifner's 469-592; P =
+ * 32, 8 KiB 422-579 against 1230-1519, 128 KiB 860-944 against
+ * 1705-1898) and not (P = 32, 8 KiB 479-527 against recursive doubling's
+ * 966-1063, 128 KiB 1435-1862 against 3037-3844), and the
+ * non-commutative one by bst above (P = 16, 256 KiB 1645-1949 against
+ * 2282-2707; P = 64, 128 KiB 9063-9975 against 12394-13245).  From 65
+ * ranks nothing was measured and the trees stay.
  * Commutative allreduce above 1 MiB at 3-8 ranks:
  * rabenseifner in 512 KiB segments, 1.5-2x faster than what it replaces
  * (16 MiB, median of 4-8 runs: P = 3 7.4 ms against ring's 15.7, P = 6
@@ -190,9 +216,18 @@ static const char builtin_text[] =
     "allreduce        noncommutative  3-3         2049-*        recursive_doubling\n"
     "allreduce        noncommutative  4-8         16385-256K    bst\n"
     "allreduce        noncommutative  4-8         262145-*      linear_arena|bst\n"
-    "allreduce        noncommutative  9-16        8193-256K     recursive_doubling\n"
+    "allreduce        noncommutative  9-16        8193-128K     "
+    "reduce_bcast/reduce=linear;bcast=linear\n"
+    "allreduce        noncommutative  9-16        131073-256K   bst|recursive_doubling\n"
     "allreduce        noncommutative  9-16        262145-*      linear_arena|recursive_doubling\n"
-    "allreduce        noncommutative  17-*        2049-*        recursive_doubling\n"
+    "allreduce        noncommutative  17-32       2049-128K     "
+    "reduce_bcast/reduce=linear;bcast=linear\n"
+    "allreduce        noncommutative  33-64       2049-8K       "
+    "reduce_bcast/reduce=linear;bcast=linear\n"
+    "allreduce        noncommutative  33-64       8193-128K     bst|recursive_doubling\n"
+    "allreduce        noncommutative  17-64       131073-256K   bst|recursive_doubling\n"
+    "allreduce        noncommutative  17-64       262145-*      recursive_doubling\n"
+    "allreduce        noncommutative  65-*        2049-*        recursive_doubling\n"
     "allreduce        commutative     1-1         0-2K          recursive_doubling\n"
     "allreduce        commutative     1-1         2049-1M       rabenseifner\n"
     "allreduce        commutative     2-2         8193-1M       rabenseifner\n"
@@ -204,9 +239,17 @@ static const char builtin_text[] =
     "reduce_bcast/reduce=linear;bcast=linear\n"
     "allreduce        commutative     5-8         131073-256K   rabenseifner\n"
     "allreduce        commutative     5-8         262145-1M     rabenseifner/segment=512K\n"
-    "allreduce        commutative     9-16        8193-256K     rabenseifner\n"
+    "allreduce        commutative     9-16        8193-128K     "
+    "reduce_bcast/reduce=linear;bcast=linear\n"
+    "allreduce        commutative     9-16        131073-256K   rabenseifner\n"
     "allreduce        commutative     9-16        262145-1M     linear_arena|rabenseifner\n"
-    "allreduce        commutative     17-*        2049-1M       rabenseifner\n"
+    "allreduce        commutative     17-32       2049-128K     "
+    "reduce_bcast/reduce=linear;bcast=linear\n"
+    "allreduce        commutative     17-32       131073-1M     rabenseifner\n"
+    "allreduce        commutative     33-64       2049-8K       "
+    "reduce_bcast/reduce=linear;bcast=linear\n"
+    "allreduce        commutative     33-64       8193-1M       rabenseifner\n"
+    "allreduce        commutative     65-*        2049-1M       rabenseifner\n"
     "allreduce        commutative     1-2         1048577-4M    rabenseifner\n"
     "allreduce        commutative     1-2         4194305-*     rabenseifner/segment=4M\n"
     "allreduce        commutative     3-3         1048577-*     rabenseifner/segment=512K\n"
@@ -227,8 +270,10 @@ static const char builtin_text[] =
     "bcast            any             4-8         2049-32K      linear\n"
     "bcast            any             4-4         32769-*       linear\n"
     "bcast            any             5-8         32769-*       linear_arena|twotree\n"
-    "bcast            any             9-*         0-32K         binomial\n"
-    "bcast            any             9-*         32769-256K    linear_arena|binomial\n"
+    "bcast            any             9-64        0-2K          board|linear_arena|binomial\n"
+    "bcast            any             9-64        2049-256K     linear_arena|binomial\n"
+    "bcast            any             65-*        0-32K         binomial\n"
+    "bcast            any             65-*        32769-256K    linear_arena|binomial\n"
     "bcast            any             9-*         262145-*      linear_arena|twotree\n"
     "reduce           any             2-3         0-2K          board|binomial\n"
     "reduce           any             4-8         0-2K          board|linear\n"
@@ -236,10 +281,17 @@ static const char builtin_text[] =
     "reduce           noncommutative  1-1         *             binomial\n"
     "reduce           noncommutative  2-3         2049-*        binomial\n"
     "reduce           noncommutative  4-8         262145-*      binomial\n"
-    "reduce           noncommutative  9-*         *             binomial\n"
+    "reduce           any             9-64        0-2K          board|linear\n"
+    "reduce           any             9-32        2049-128K     linear\n"
+    "reduce           any             33-64       2049-8K       linear\n"
+    "reduce           noncommutative  9-32        131073-*      binomial\n"
+    "reduce           noncommutative  33-64       8193-*        binomial\n"
+    "reduce           commutative     33-64       8193-128K     binomial\n"
+    "reduce           noncommutative  65-*        *             binomial\n"
     "reduce           commutative     1-1         0-256K        binomial\n"
     "reduce           commutative     2-3         2049-256K     binomial\n"
-    "reduce           commutative     9-*         0-256K        binomial\n"
+    "reduce           commutative     9-64        131073-256K   linear_arena|binomial\n"
+    "reduce           commutative     65-*        0-256K        binomial\n"
     "reduce           commutative     *           262145-*      twotree|rsg|binomial\n"
     "reduce_scatter   noncommutative  *           *             linear\n"
     "reduce_scatter   commutative     1-1         0-64K         recursive_halving\n"
