@@ -294,6 +294,12 @@ static bool cuts_only(const char *params)
 static void counts_for(size_t *counts, int *nc, const char *params)
 {
     *nc = 0;
+    /* stage=plain: the copy into the arena's stage, made only from 64 KiB,
+     * so only the large count differs from the default's run */
+    if (params && !strncmp(params, "stage=", 6)) {
+        counts[(*nc)++] = large_count;
+        return;
+    }
     if (!cuts_only(params)) {
         counts[(*nc)++] = 0;
         counts[(*nc)++] = 1;
@@ -670,6 +676,10 @@ int main(int argc, char **argv)
             if (weft_set_algorithm(world, coll, name, "fanout=2") == WEFT_OK) {
                 variants[1] = "fanout=2", variants[2] = "fanout=3"; /* n-way */
                 nv = 3;
+            }
+            if (weft_set_algorithm(world, coll, name, "stage=plain") == WEFT_OK) {
+                variants[1] = "stage=plain"; /* linear_arena's stage copied plainly */
+                nv = 2;
             }
             /* hier_pap's other node levels, where there are nodes */
             if (getenv("WEFT_NODE_SIZE") &&

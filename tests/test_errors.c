@@ -348,6 +348,10 @@ int main(int argc, char **argv)
            WEFT_EINVAL, "segment");
     EXPECT(weft_set_algorithm(w, WEFT_COLL_ALLREDUCE, "ring", "segment=1M"), WEFT_EINVAL,
            "no parameter");
+    EXPECT(weft_set_algorithm(w, WEFT_COLL_ALLREDUCE, "linear_arena", "stage=fast"), WEFT_EINVAL,
+           "stream or plain");
+    EXPECT(weft_set_algorithm(w, WEFT_COLL_BCAST, "linear", "stage=plain"), WEFT_EINVAL,
+           "no parameter");
     {   /* more segments than a schedule may have: refused, saying how many */
         int32_t *big = calloc(5000, sizeof *big), *res = calloc(5000, sizeof *res);
         EXPECT(weft_set_algorithm(w, WEFT_COLL_ALLREDUCE, "rabenseifner", "segment=4"), WEFT_OK,

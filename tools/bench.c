@@ -758,8 +758,13 @@ static int pick_algorithms(const bench_opts_t *o, int rank, lineup_t *L)
     if (L->summary || !strcmp(o->algos, "all")) {
         for (size_t i = 0; i < n && L->n < 64; i++)
             /* compositions duplicate their default parts: only by name */
-            if (t[i].coll == o->coll && t[i].build != algo_reduce_bcast_allreduce)
+            if (t[i].coll == o->coll && t[i].build != algo_reduce_bcast_allreduce) {
                 L->al[L->n++] = &t[i];
+                /* the stage's other copy, a variant the built-in table
+                 * takes by machine, so that weft tune measures it too */
+                if (strstr(t[i].params, "stage") && L->n < 64)
+                    L->al[L->n] = &t[i], L->params[L->n++] = strdup("stage=plain");
+            }
     } else {
         char list[sizeof o->algos];
         snprintf(list, sizeof list, "%s", o->algos);

@@ -23,8 +23,14 @@ typedef struct algo_params {
     int sync;                   /* twotree_s: 0 data-driven, 1 edge-colouring rounds */
     int threshold;              /* adaptive: its switching spread in us + 1; 0: the model's */
     int node;                   /* hier_pap's node level: a NODE_LEVEL_* */
+    int stage;                  /* linear_arena's copy into the stage: a STAGE_* */
 } algo_params_t;
 enum { NODE_LEVEL_CHAIN = 0, NODE_LEVEL_LEADER = 1, NODE_LEVEL_TWOSTEP = 2 };
+/* Streamed, the default, leaves no line of the stage modified in the
+ * copier's cache for the readers on other cores to pull across one by one;
+ * plain stores leave the stage in the shared cache where it fits there,
+ * which some machines read faster (docs/TUNING.md, the built-in rows). */
+enum { STAGE_STREAM = 0, STAGE_PLAIN = 1 };
 
 /* A node map in group form, built once for every rank of a call (the
  * simulator, the checker), so that a hierarchical builder needs no O(P)

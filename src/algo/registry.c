@@ -40,7 +40,7 @@ static const algo_t table[] = {
     {"direct", WEFT_COLL_ALLREDUCE, I | S, algo_direct_allreduce, "",
      "every rank sends its input to all others and combines all P in rank order (small n)",
      "(P-1)(alpha + n beta) + (P-1) n gamma"},
-    {"linear_arena", WEFT_COLL_ALLREDUCE, I | S | ALGO_STAGED_INPUT, algo_linear_arena_allreduce, "",
+    {"linear_arena", WEFT_COLL_ALLREDUCE, I | S | ALGO_STAGED_INPUT, algo_linear_arena_allreduce, "stage",
      "every rank's input staged in its shared arena; rank j reduces block j from every stage in "
      "rank order, then every rank copies every reduced block (shared memory)",
      "n beta to stage, then 2(P-1)(alpha + n/P beta) + (P-1)/P n gamma per rank, no cell copies",
@@ -124,7 +124,7 @@ static const algo_t table[] = {
     /* bcast */
     {"linear", WEFT_COLL_BCAST, I | S, algo_linear_bcast, "",
      "the root sends the whole buffer to every rank", "(P-1) (alpha + n beta) at the root"},
-    {"linear_arena", WEFT_COLL_BCAST, I | S | ALGO_ROOT_READ_BY_ALL, algo_linear_bcast, "",
+    {"linear_arena", WEFT_COLL_BCAST, I | S | ALGO_ROOT_READ_BY_ALL, algo_linear_bcast, "stage",
      "linear, the root's buffer copied once into its shared arena, where every rank reads it "
      "(from 3 ranks and 64 KiB; shared memory)",
      "n beta at the root, then (P-1)(alpha + n beta) over the readers' cores",
@@ -157,7 +157,7 @@ static const algo_t table[] = {
     {"linear", WEFT_COLL_REDUCE, S, algo_linear_reduce, "",
      "every rank sends to the root, which combines in rank order",
      "(P-1) (alpha + n beta + n gamma) at the root"},
-    {"linear_arena", WEFT_COLL_REDUCE, S | ALGO_STAGED_INPUT, algo_linear_arena_reduce, "",
+    {"linear_arena", WEFT_COLL_REDUCE, S | ALGO_STAGED_INPUT, algo_linear_arena_reduce, "stage",
      "every rank's input staged in its shared arena; rank j reduces block j from every stage in "
      "rank order and the root copies every reduced block (shared memory)",
      "n beta to stage, then (P-1)(alpha + n/P beta) + (P-1)/P n gamma per rank, (P-1)(alpha + "
@@ -557,6 +557,13 @@ static int parse_param(const algo_t *al, const char *k, size_t kl, const char *v
             p->node = NODE_LEVEL_TWOSTEP;
         else
             return weft_error(WEFT_EINVAL, "node=%s: expected chain, leader or twostep", val);
+    } else if (kl == 5 && !strncmp(k, "stage", 5)) {
+        if (!strcmp(val, "stream"))
+            p->stage = STAGE_STREAM;
+        else if (!strcmp(val, "plain"))
+            p->stage = STAGE_PLAIN;
+        else
+            return weft_error(WEFT_EINVAL, "stage=%s: expected stream or plain", val);
     } else if (kl == 5 && !strncmp(k, "inter", 5)) {
         weft_coll_t ic = al->coll;
         if (!algo_find(ic, val) || !strcmp(val, "hier"))

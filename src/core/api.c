@@ -329,10 +329,12 @@ static int resolve_call(weft_comm_t comm, weft_coll_t coll, const void *in, void
  * the linear bcast) copies a large one into the shared arena first, where
  * the transport lets each peer copy it straight out, instead of copying
  * it into cells once per peer.  The copy is streamed past this core's
- * caches: lines it left modified there would cross to the readers on the
- * other core one by one, which on this machine's slow phases cost more
- * than reading them from memory (PERFORMANCE-LOG.md, "A bcast's root staged
- * in the arena").  Not where its bytes are in the arena already, nor with
+ * caches by default: lines it left modified there would cross to the
+ * readers on the other core one by one, which on the AMD VM's slow phases
+ * cost more than reading them from memory (PERFORMANCE-LOG.md, "A bcast's
+ * root staged in the arena"); stage=plain keeps them in a shared cache
+ * large enough to hold every stage, which the Intel VM's 260-480 MiB L3
+ * reads faster ("The stage copy plain, by the table").  Not where its bytes are in the arena already, nor with
  * a single reader, whose copy in would be one copy more.  The communicator
  * keeps the stage between calls (a call holds it while it runs, and a
  * split-phase call started meanwhile gets one of its own); without arena
@@ -360,7 +362,20 @@ static char *stage_take(weft_comm_t c, weft_request_t r, size_t bytes)
     return r->shared_stage;
 }
 
-static const char *stage_root(weft_comm_t c, weft_request_t r, const char *buf, size_t bytes)
+/* The copy into a stage, streamed unless the call's parameters say plain
+ * (algo.h, STAGE_*). */
+static void stage_copy(char *st, const char *src, size_t bytes, int way)
+{
+    if (way == STAGE_PLAIN) {
+        memcpy(st, src, bytes);
+        return;
+    }
+    copy_streaming(st, src, bytes);
+    copy_streaming_done();
+}
+
+static const char *stage_root(weft_comm_t c, weft_request_t r, const char *buf, size_t bytes,
+                              int way)
 {
     uint64_t off;
     char *st;
@@ -368,20 +383,19 @@ static const char *stage_root(weft_comm_t c, weft_request_t r, const char *buf, 
         bytes < c->x->arena_reads_from || arena_offset(buf, bytes, &off) ||
         !(st = stage_take(c, r, bytes)))
         return buf;
-    copy_streaming(st, buf, bytes);
-    copy_streaming_done();
+    stage_copy(st, buf, bytes, way);
     return st;
 }
 
 /* Every rank's input and scratch read in place by its peers
  * (ALGO_STAGED_INPUT: linear_arena's allreduce and reduce): the input is
- * copied (streamed, as above) into the stage unless it lies in the arena
+ * copied (stage_copy, as above) into the stage unless it lies in the arena
  * already, and the scratch follows it there.  Only where the blocks the
  * peers read are large enough to be read in place (arena_reads_from);
  * otherwise, or without room, the call runs from its own buffers, as
  * correct and slower. */
 static void stage_input(weft_comm_t c, weft_request_t r, const char **inp, size_t bytes,
-                        size_t tmp_bytes)
+                        size_t tmp_bytes, int way)
 {
     uint64_t off;
     if (c->size < 2 || !c->x->arena_reads_from || bytes / (size_t)c->size < c->x->arena_reads_from)
@@ -392,8 +406,7 @@ static void stage_input(weft_comm_t c, weft_request_t r, const char **inp, size_
     if (!st)
         return;
     if (copy) {
-        copy_streaming(st, *inp, bytes);
-        copy_streaming_done();
+        stage_copy(st, *inp, bytes, way);
         *inp = st;
     }
     r->e.tmp_shared = st + at;
@@ -640,9 +653,9 @@ static int coll_start(weft_comm_t comm, weft_coll_t coll, const void *in, void *
     }
     r->e.tmp_shared = NULL;
     if ((al->flags & ALGO_ROOT_READ_BY_ALL) && comm->rank == root)
-        outp = (char *)stage_root(comm, r, outp, count * es);
+        outp = (char *)stage_root(comm, r, outp, count * es, ent->params.stage);
     if (al->flags & ALGO_STAGED_INPUT)
-        stage_input(comm, r, &inp, count * es, ent->s->tmp_len * es);
+        stage_input(comm, r, &inp, count * es, ent->s->tmp_len * es, ent->params.stage);
     arm_exec(comm, r, m, dt);
     ent->refs++;
     comm->active++;
