@@ -155,7 +155,16 @@
  * against 107; P = 6, 4 MiB 3.13 against 4.10, 64 MiB 68.8 against 77.5
  * (16 MiB a tie); P = 5, 2 MiB 1.40 against 1.61, 32 MiB 31.0 against
  * 37.8 (8 MiB a tie); 1 MiB a tie at 8 ranks; so they take 5-8 ranks
- * from 2 MiB again.  Non-commutative (weft bench --op
+ * from 2 MiB again.  With the stage copied by plain stores (stage=plain,
+ * 2026-12-03, two runs under mpirun, medians, us; PERFORMANCE-LOG.md, "The
+ * stage copied plainly, by the table") they lead from 512 KiB to 4 MiB:
+ * P = 8, 1 MiB 889-925 against streamed 1110-1120 and the segments'
+ * 967-1155, 2 MiB 1751-1772 against 2255-2265 and 2102-2267; P = 5, 2 MiB
+ * 1240-1248 against 1606-1666 and 1319-1838; P = 12, 1 MiB 1327-1374
+ * against 1824-2083 streamed; at 8 MiB a tie, at 16 MiB streamed ahead
+ * (P = 8: 22.1-23.3 ms against 25.6-26.3).  So does the bcast's stage
+ * at 5-16 ranks (P = 8, 1 MiB 332-338 against 420-423; P = 5, 16 MiB
+ * 4.9-5.7 ms against 6.0-6.6; P = 12, 1 MiB 506 against 594-606).  Non-commutative (weft bench --op
  * noncommutative): P = 4, 1 MiB 567 against bst's 929; P = 8, 256 KiB 375
  * against 456, 4 MiB 5.6 ms against 11.6; P = 12, 1 MiB 1.8 ms against
  * recursive doubling's 6.0.  At 3-4 ranks it ties or loses (the stage
@@ -364,7 +373,10 @@ static const char builtin_text[] =
  * a tie; reduce 8 B 0.17-0.23 against 0.22-0.27, 256 B 0.21-0.25 against
  * 0.23-0.29, 1 KiB 0.26-0.30 against 0.27-0.31): the board's reader also
  * counts its read on the poster's line, a second crossing, where a cell
- * crosses once with its payload. */
+ * crosses once with its payload.  And the rows the table had before its
+ * stage=plain rows (2026-12-03), at 5-16 ranks: this VM measured the
+ * streamed stage faster (P = 8 allreduce of 1 MiB, 558 against 885 us;
+ * PERFORMANCE-LOG.md, "Allreduce staged in the arena"). */
 static const char amd_text[] =
     "weft-tuning 1\n"
     "# collective     ops             ranks       bytes         algorithms (first usable)\n"
