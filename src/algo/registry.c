@@ -40,7 +40,8 @@ static const algo_t table[] = {
     {"direct", WEFT_COLL_ALLREDUCE, I | S, algo_direct_allreduce, "",
      "every rank sends its input to all others and combines all P in rank order (small n)",
      "(P-1)(alpha + n beta) + (P-1) n gamma"},
-    {"linear_arena", WEFT_COLL_ALLREDUCE, I | S | ALGO_STAGED_INPUT, algo_linear_arena_allreduce, "stage",
+    {"linear_arena", WEFT_COLL_ALLREDUCE, I | S | ALGO_STAGED_INPUT, algo_linear_arena_allreduce,
+     "stage",
      "every rank's input staged in its shared arena; rank j reduces block j from every stage in "
      "rank order, then every rank copies every reduced block (shared memory)",
      "n beta to stage, then 2(P-1)(alpha + n/P beta) + (P-1)/P n gamma per rank, no cell copies",

@@ -334,8 +334,9 @@ static int resolve_call(weft_comm_t comm, weft_coll_t coll, const void *in, void
  * cost more than reading them from memory (PERFORMANCE-LOG.md, "A bcast's
  * root staged in the arena"); stage=plain keeps them in a shared cache
  * large enough to hold every stage, which the Intel VM's 260-480 MiB L3
- * reads faster ("The stage copy plain, by the table").  Not where its bytes are in the arena already, nor with
- * a single reader, whose copy in would be one copy more.  The communicator
+ * reads faster ("The stage copied plainly, by the table").  Not where its
+ * bytes are in the arena already, nor with a single reader, whose copy in
+ * would be one copy more.  The communicator
  * keeps the stage between calls (a call holds it while it runs, and a
  * split-phase call started meanwhile gets one of its own); without arena
  * room the call goes from the user's buffer as before. */
