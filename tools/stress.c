@@ -167,6 +167,8 @@ static void draw_params(rng_t *r, const algo_t *al, char *out, size_t n)
             } else if (!strcmp(key, "node")) { /* hier_pap's node level */
                 static const char *const l[] = {"chain", "leader", "twostep"};
                 snprintf(val, sizeof val, "%s", l[pick(r, 3)]);
+            } else if (!strcmp(key, "stage")) { /* linear_arena's stage copy */
+                snprintf(val, sizeof val, "%s", pick(r, 2) ? "plain" : "stream");
             } else if (!strcmp(key, "threshold")) { /* adaptive's switch point, µs */
                 static const char *const t[] = {"0", "5", "200", "100000000"};
                 snprintf(val, sizeof val, "%s", t[pick(r, 4)]);
