@@ -368,7 +368,7 @@ static char *stage_take(weft_comm_t c, weft_request_t r, size_t bytes)
 static void stage_copy(char *st, const char *src, size_t bytes, int way)
 {
     if (way == STAGE_PLAIN) {
-        memcpy(st, src, bytes);
+        copy_bytes(st, src, bytes);
         return;
     }
     copy_streaming(st, src, bytes);
