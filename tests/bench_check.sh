@@ -199,6 +199,19 @@ else
     if grep -q "# check: every result verified" <<<"$out" &&
         grep -q "rank 0: reducing messages of 512-1024 KiB from rank 1 now go" <<<"$out"; then passes=$((passes + 1))
     else fails=$((fails + 1)); echo "FAIL: 2-rank allreduce of 1 MiB: no verdict said by rank 0"; echo "$out" | grep -v "^ " | tail -4; fi
+    # and a busy sender's copies (an allgather's blocks of 512 KiB: each
+    # rank sends while it receives), the same way, and forced either way
+    out=$(WEFT_VERBOSE=1 WEFT_CELLS_SLOW_GBPS=0 "$weft" bench allgather --np 2 --check --dtype int32 \
+          --sizes 512K --algo ring,bruck --iters 16 --warmup 2 2>&1)
+    if grep -q "# check: every result verified" <<<"$out" &&
+        grep -q "rank 0: exchanged copies of 512-1024 KiB from rank 1 now go" <<<"$out"; then passes=$((passes + 1))
+    else fails=$((fails + 1)); echo "FAIL: 2-rank allgather of 512 KiB: no verdict said by rank 0"; echo "$out" | grep -v "^ " | tail -4; fi
+    for way in single cells; do
+        out=$(WEFT_COPY_WAY=$way "$weft" bench allgather --np 2 --check --dtype int32 \
+              --sizes 64K,1M --algo ring,recursive_doubling,bruck --iters 3 --warmup 1 2>&1)
+        if grep -q "# check: every result verified" <<<"$out"; then passes=$((passes + 1))
+        else fails=$((fails + 1)); echo "FAIL: 2-rank allgather, WEFT_COPY_WAY=$way"; echo "$out" | tail -3; fi
+    done
 fi
 # Copies measured (src/xport/copyway.c): a 2-rank bcast of 9 MiB
 # (streamed), 1 MiB and 64 KiB tries both ways in turn, then takes the one

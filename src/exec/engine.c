@@ -434,8 +434,20 @@ static int run_step(exec_t *e, uint32_t i)
     case STEP_COPY: {
         char *d = at(e->buf[st->dst_buf], st->dst_off, es);
         const char *src = at(e->buf[st->src_buf], st->src_off, es);
-        if (d != src && bytes && !fuse_copy(e, i, st, src, d, bytes))
-            copy_bytes(d, src, bytes);
+        if (d != src && bytes && !fuse_copy(e, i, st, src, d, bytes)) {
+            /* a call that only copies streams its local copies as its
+             * messages (above): an allgather's own block in a destination
+             * past the caches (2 ranks, 64 MiB blocks: 21.3 to 19.7-19.9
+             * ms); a reduction's next step reads what a copy wrote */
+            uint64_t floor = atomic_load_explicit(&stream_min, memory_order_relaxed);
+            if (e->desc && !coll_is_reduction((weft_coll_t)e->desc->coll) &&
+                e->desc->count * es >= floor) {
+                copy_streaming(d, src, bytes);
+                copy_streaming_done();
+            } else {
+                copy_bytes(d, src, bytes);
+            }
+        }
         break;
     }
     case STEP_REDUCE:
@@ -456,6 +468,7 @@ static int run_step(exec_t *e, uint32_t i)
         r->sig = e->sig;
         r->copied = e->desc && !coll_is_reduction((weft_coll_t)e->desc->coll);
         r->sender_idles = !r->copied && e->recvs_left == 0;
+        r->sender_busy = r->copied && e->recvs_left > 0;
         r->bytes = bytes;
         int rc;
         if (st->kind == STEP_SEND) {

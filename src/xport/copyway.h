@@ -2,9 +2,10 @@
  * shared-memory transport: through the pair's cells (sender copies in,
  * receiver copies or reduces out, at once) or by single copy (the
  * receiver reads the sender's buffer, the sender writing pieces too).
- * Four kinds are measured, each in its own copy_ways_t: copy-only
+ * Five kinds are measured, each in its own copy_ways_t: copy-only
  * messages of 64 KiB or more, reducing messages of 64 KiB or more from a
- * sender that is busy in its call (an allreduce's: it receives too), and
+ * sender that is busy in its call (an allreduce's: it receives too), the
+ * same for copy-only messages (an allgather's, where ranks have cores), and
  * between two ranks an idle sender's reducing messages of 8-64 KiB and
  * copy-only ones of 16-64 KiB (shm.c, "Copies measured").  Which way is
  * faster depends on the machine, by 1.5-6x either way, so the receiver
@@ -21,9 +22,17 @@
 #include "../core/tool_api.h"
 
 /* The kinds, and the sizes each is measured from */
-enum { WAY_COPY = 0, WAY_REDUCE = 1, WAY_SMALL_COPY = 2, WAY_REDUCE_BUSY = 3, WAY_KINDS = 4 };
+enum {
+    WAY_COPY = 0,
+    WAY_REDUCE = 1,
+    WAY_SMALL_COPY = 2,
+    WAY_REDUCE_BUSY = 3,
+    WAY_COPY_BUSY = 4,
+    WAY_KINDS = 5
+};
 #define COPY_WAY_MIN (64u << 10)      /* WAY_COPY: copies from here, any ranks */
 #define REDUCE_BUSY_WAY_MIN (64u << 10) /* WAY_REDUCE_BUSY: from here, ranks with cores */
+#define COPY_BUSY_WAY_MIN (64u << 10)   /* WAY_COPY_BUSY: the same */
 #define REDUCE_WAY_MIN (8u << 10)     /* WAY_REDUCE: an idle sender's, 2 ranks, .. */
 #define REDUCE_WAY_MAX (64u << 10)    /* .. to here (included) */
 #define SMALL_COPY_WAY_MIN (16u << 10) /* WAY_SMALL_COPY: 2 ranks, to COPY_WAY_MIN */

@@ -227,20 +227,21 @@ typedef struct ring_hdr {
     _Atomic uint32_t coop_writing;
     char pad2[8];
     /* line 2, written by the receiver: per kind of message measured
-     * (copyway.h: WAY_COPY, WAY_REDUCE, WAY_SMALL_COPY, WAY_REDUCE_BUSY)
+     * (copyway.h: WAY_COPY, WAY_REDUCE, WAY_SMALL_COPY, WAY_REDUCE_BUSY,
+     * WAY_COPY_BUSY)
      * and size (its buckets), the way its timings found faster; read by
      * the sender at each message of those kinds, rewritten only when a
      * verdict changes */
-    _Atomic uint8_t way[4][12];
+    _Atomic uint8_t way[5][12];
 } __attribute__((aligned(64))) ring_hdr_t;
 #define COOP_LIVE (1ull << 63)
 
 enum { CELL_DATA = 0, CELL_READ_ME = 1 };
 /* flags: a message its receiver times (shm.c, "Copies measured"), and in
- * bits 1-2 the kind it is measured as (copyway.h, WAY_*); a cell its
+ * bits 1-3 the kind it is measured as (copyway.h, WAY_*); a cell its
  * sender wrote after its call failed (shm.c, "Withdrawn sends") */
 enum { CELL_MEASURED = 1, CELL_WITHDRAWN = 16 };
-#define CELL_WAY_KIND(flags) (((flags) >> 1) & 3u)
+#define CELL_WAY_KIND(flags) (((flags) >> 1) & 7u)
 typedef struct cell {
     /* written by the sender only: the number of the message cell it holds
      * (cells ever written to the ring + 1, mod 2^32); the receiver reads a

@@ -94,9 +94,15 @@
  * else the way its fixed thresholds (below) take and the other take
  * turns, three messages each; after, the loser still has three in every
  * 64 (in 256 where the winner was 1.5x faster), so a change of phase is
- * seen (copyway.h says why in threes).  Slow cells (above) still come
- * first.  WEFT_COPY_WAY=cells|single|fixed takes one way, or the
- * thresholds, instead.  Between two ranks with a core each, copies of
+ * seen (copyway.h says why in threes).  A copy whose sender is busy
+ * receiving in the same call (an allgather's exchange, where ranks have
+ * cores: xreq.sender_busy) is a kind of its own, timed from its sender's
+ * post and judged for both directions of a pair at once, as a busy
+ * sender's reducing message is (busy_judge): per message, cells read
+ * faster there on the Intel VM while each core also copied its own
+ * message in, so the whole exchange was slower (single_copy).  Slow
+ * cells (above) still come first.  WEFT_COPY_WAY=cells|single|fixed
+ * takes one way, or the thresholds, instead.  Between two ranks with a core each, copies of
  * 16-64 KiB (CMA_MIN_COPY_SMALL) and an idle sender's reducing messages of
  * 8-64 KiB (idle_reduce_single_copy) are measured too, each kind in
  * buckets of its own, by the mean of their samples: by
@@ -1036,11 +1042,11 @@ static bool idle_reduce_single_copy(const shm_xport_t *x, size_t bytes)
 static copy_ways_t *ways_of(peer_state_t *ps, unsigned kind)
 {
     static const uint32_t min[WAY_KINDS] = {COPY_WAY_MIN, REDUCE_WAY_MIN, SMALL_COPY_WAY_MIN,
-                                            REDUCE_BUSY_WAY_MIN};
+                                            REDUCE_BUSY_WAY_MIN, COPY_BUSY_WAY_MIN};
     copy_ways_t **w = &ps->ways[kind];
     if (!*w && (*w = calloc(1, sizeof **w)))
         (*w)->min = min[kind], (*w)->typical = way_kind_small(kind),
-        (*w)->settle = kind == WAY_REDUCE_BUSY;
+        (*w)->settle = kind == WAY_REDUCE_BUSY || kind == WAY_COPY_BUSY;
     return *w;
 }
 
@@ -1082,7 +1088,8 @@ static bool way_pick(shm_xport_t *x, ring_hdr_t *ring, const xreq_t *r, unsigned
         return by_rule;
     unsigned b = copy_way_bucket_of(w, r->bytes);
     uint8_t verdicts[COPY_WAY_BUCKETS];
-    const ring_hdr_t *judge = kind == WAY_REDUCE_BUSY ? busy_judge(x, ring, r->peer) : ring;
+    const ring_hdr_t *judge =
+        kind == WAY_REDUCE_BUSY || kind == WAY_COPY_BUSY ? busy_judge(x, ring, r->peer) : ring;
     for (unsigned i = 0; i <= b; i++) {
         verdicts[i] = atomic_load_explicit(&judge->way[kind][i], memory_order_relaxed);
         if (COPY_WAY_OF(verdicts[i]) == COPY_WAY_UNKNOWN && judge != ring)
@@ -1131,6 +1138,17 @@ static bool single_copy(shm_xport_t *x, ring_hdr_t *ring, const xreq_t *r, cma_d
     }
     bool by_rule = r->bytes >= (r->copied ? x->cma_min_copy : x->cma_min) &&
                    (!r->copied || r->bytes < x->cma_max_copy) && cma;
+    /* a busy sender's copy (an allgather's, which receives as it sends):
+     * through cells each core copies its own message in and its peer's
+     * out, by single copy only the latter, which per message the receiver
+     * may time slower (the Intel VM: cells 14.6-15.8 GB/s against
+     * 12.5-13.5) while the whole exchange is faster (a 2-rank allgather
+     * of 1 MiB blocks: 135 us against 199 through cells).  So it is judged
+     * as a busy sender's reducing message is, from the sender's post,
+     * one way for both directions of a pair; where every rank has a core */
+    if (cma && r->sender_busy && x->cores_enough && r->bytes >= COPY_BUSY_WAY_MIN &&
+        x->copy_way_fixed >= 0)
+        return way_pick(x, ring, r, WAY_COPY_BUSY, by_rule, measured);
     if (cma && r->copied && r->bytes >= COPY_WAY_MIN && x->copy_way_fixed >= 0)
         return way_pick(x, ring, r, WAY_COPY, by_rule, measured);
     /* a busy sender's reducing message (an allreduce's, which receives as
@@ -1407,7 +1425,7 @@ static void copy_clock_start(shm_xport_t *x, peer_state_t *ps, const cell_t *c,
      * rabenseifner of 1 MiB took 170-188 us where single copy alone took
      * 137); it cannot lead its receiver by more than a step, since it
      * waits for the receiver's message too */
-    bool from_send = small || kind == WAY_REDUCE_BUSY;
+    bool from_send = small || kind == WAY_REDUCE_BUSY || kind == WAY_COPY_BUSY;
     ps->copy_t0 = (x->cores_enough && !from_send) || posted > now ? now : posted;
 }
 
@@ -1419,6 +1437,9 @@ static void copy_say(const shm_xport_t *x, int src, unsigned kind, const copy_wa
         return;
     bool single = COPY_WAY_OF(v) == COPY_WAY_SINGLE;
     bool red = kind == WAY_REDUCE || kind == WAY_REDUCE_BUSY;
+    const char *what = red                     ? "reducing messages"
+                       : kind == WAY_COPY_BUSY ? "exchanged copies"
+                                               : "copies";
     size_t lo = (size_t)(w->min >> 10) << b;
     char range[48];
     if (b + 1 < COPY_WAY_BUCKETS)
@@ -1426,7 +1447,7 @@ static void copy_say(const shm_xport_t *x, int src, unsigned kind, const copy_wa
     else
         snprintf(range, sizeof range, "%zu KiB or more", lo);
     fprintf(stderr, "weft: rank %d: %s of %s from rank %d now go %s (%.1f GB/s against "
-            "%.1f %s)\n", x->base.rank, red ? "reducing messages" : "copies", range, src,
+            "%.1f %s)\n", x->base.rank, what, range, src,
             single ? "by single copy" : "through cells", 1024.0 / best[single],
             1024.0 / best[!single], single ? "through cells" : "by single copy");
 }

@@ -156,6 +156,9 @@ struct xreq {
     bool sender_idles; /* a send of a reducing call from a rank with nothing
                         * left to receive in it: its core is free while the
                         * receiver reduces */
+    bool sender_busy;  /* a send of a copy-only call from a rank with
+                        * messages still to receive in it (an allgather's):
+                        * its core copies those while this one moves */
     size_t bytes;
     const void *sbuf;
     xsink_t sink;
