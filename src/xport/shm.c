@@ -102,11 +102,11 @@
  * faster there on the Intel VM while each core also copied its own
  * message in, so the whole exchange was slower (single_copy).  Slow
  * cells (above) still come first.  WEFT_COPY_WAY=cells|single|fixed
- * takes one way, or the thresholds, instead.  Between two ranks with a core each, copies of
- * 16-64 KiB (CMA_MIN_COPY_SMALL) and an idle sender's reducing messages of
- * 8-64 KiB (idle_reduce_single_copy) are measured too, each kind in
- * buckets of its own, by the mean of their samples: by
- * the best, cells won on the Intel VM (a 2-rank reduce of 64 KiB: 7.1
+ * takes one way, or the thresholds, instead.  Between two ranks with a
+ * core each, copies of 16-64 KiB (CMA_MIN_COPY_SMALL) and an idle
+ * sender's reducing messages of 8-64 KiB (idle_reduce_single_copy) are
+ * measured too, each kind in buckets of its own, by the mean of their
+ * samples: by the best, cells won on the Intel VM (a 2-rank reduce of 64 KiB: 7.1
  * GB/s against 5.6) where whole calls were faster by single copy (7.4-9.4
  * us against 9.1-13.7), because a sender that arrives first fills the
  * cells before the clock starts and the best of three picks those times.
