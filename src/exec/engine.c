@@ -424,6 +424,22 @@ static _Atomic uint64_t stream_min = STREAM_MIN_DEFAULT;
 
 void exec_set_stream_min(uint64_t bytes) { stream_min = bytes ? bytes : STREAM_MIN_DEFAULT; }
 
+/* Whether the call only copies (bcast, the gathers: nothing it receives
+ * is reduced) */
+static inline bool call_only_copies(const exec_t *e)
+{
+    return e->desc && !coll_is_reduction((weft_coll_t)e->desc->coll);
+}
+
+/* Whether a copy of bytes in this call is written with streaming stores
+ * (above): a large one, or any of a call that only copies this much per
+ * rank */
+static inline bool streamed(const exec_t *e, size_t bytes, size_t es, bool only_copies)
+{
+    uint64_t floor = atomic_load_explicit(&stream_min, memory_order_relaxed);
+    return bytes >= floor || (only_copies && e->desc->count * es >= floor);
+}
+
 static int run_step(exec_t *e, uint32_t i)
 {
     const step_t step = sched_step(e->s, i), *st = &step;
@@ -436,12 +452,11 @@ static int run_step(exec_t *e, uint32_t i)
         const char *src = at(e->buf[st->src_buf], st->src_off, es);
         if (d != src && bytes && !fuse_copy(e, i, st, src, d, bytes)) {
             /* a call that only copies streams its local copies as its
-             * messages (above): an allgather's own block in a destination
-             * past the caches (2 ranks, 64 MiB blocks: 21.3 to 19.7-19.9
-             * ms); a reduction's next step reads what a copy wrote */
-            uint64_t floor = atomic_load_explicit(&stream_min, memory_order_relaxed);
-            if (e->desc && !coll_is_reduction((weft_coll_t)e->desc->coll) &&
-                e->desc->count * es >= floor) {
+             * messages: an allgather's own block in a destination past the
+             * caches (2 ranks, 64 MiB blocks: 21.3 to 19.7-19.9 ms); not a
+             * reduction's, whose next step reads what a copy wrote */
+            bool only_copies = call_only_copies(e);
+            if (only_copies && streamed(e, bytes, es, only_copies)) {
                 copy_streaming(d, src, bytes);
                 copy_streaming_done();
             } else {
@@ -466,7 +481,7 @@ static int run_step(exec_t *e, uint32_t i)
         r->peer = e->world[st->peer];
         r->tag = e->tagbase | st->tag;
         r->sig = e->sig;
-        r->copied = e->desc && !coll_is_reduction((weft_coll_t)e->desc->coll);
+        r->copied = call_only_copies(e);
         r->sender_idles = !r->copied && e->recvs_left == 0;
         r->sender_busy = r->copied && e->recvs_left > 0;
         r->bytes = bytes;
@@ -478,8 +493,7 @@ static int run_step(exec_t *e, uint32_t i)
             r->sink.dst = at(e->buf[st->dst_buf], st->dst_off, es);
             r->sink.red = st->kind == STEP_RECV_REDUCE ? &e->red : NULL;
             r->sink.src_left = st->flags & STEP_SRC_LEFT; /* sink.seed: fuse_copy */
-            uint64_t floor = atomic_load_explicit(&stream_min, memory_order_relaxed);
-            r->sink.stream = bytes >= floor || (r->copied && e->desc->count * es >= floor);
+            r->sink.stream = streamed(e, bytes, es, r->copied);
             rc = e->x->ops->irecv(e->x, r);
         }
         return rc; /* completion arrives through on_comm_done */

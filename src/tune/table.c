@@ -167,9 +167,10 @@
  * 4.9-5.7 ms against 6.0-6.6; P = 12, 1 MiB 506 against 594-606).
  * Non-commutative (weft bench --op noncommutative): P = 4, 1 MiB 567
  * against bst's 929; P = 8, 256 KiB 375 against 456, 4 MiB 5.6 ms against
- * 11.6; P = 12, 1 MiB 1.8 ms against recursive doubling's 6.0.  At 3-4 ranks it ties or loses (the stage
- * copy and the reads of lines the other core just wrote).  Non-commutative allreduce from 16 KiB at 4-8
- * ranks: bst, 1.5-2x faster than recursive doubling (weft bench --op
+ * 11.6; P = 12, 1 MiB 1.8 ms against recursive doubling's 6.0.  At 3-4
+ * ranks it ties or loses (the stage copy and the reads of lines the other
+ * core just wrote).  Non-commutative allreduce from 16 KiB at 4-8 ranks:
+ * bst, 1.5-2x faster than recursive doubling (weft bench --op
  * noncommutative, P = 8, 64 KiB: 114 us against 219; 4 MiB: 10.5-13.8 ms
  * against 19.3-21.8; P = 4, 256 KiB: 108 against 188).  Barrier from 2
  * ranks: the board (one wait per rank), 2x faster than dissemination at
