@@ -17,10 +17,15 @@ int algo_bruck_allgather(sched_t *s, const coll_args_t *a)
         return 0;
     }
     uint64_t t = sched_tmp(s, all);
+    /* The first round's block is the rank's own: it goes straight from the
+     * input, and the copy into scratch follows the posts, so the send does
+     * not wait for it (as in recursive doubling's allgather). */
+    sched_send(s, mod(r - 1, P), 0, reg(BUF_IN, 0, c));
+    sched_recv(s, mod(r + 1, P), 0, reg(BUF_TMP, t + c, c));
     sched_copy(s, reg(BUF_IN, 0, c), reg(BUF_TMP, t, c));
     sched_round(s);
-    uint32_t tag = 0;
-    for (int d = 1; d < P; d <<= 1, tag++) {
+    uint32_t tag = 1;
+    for (int d = 2; d < P; d <<= 1, tag++) {
         uint64_t cnt = (uint64_t)(d < P - d ? d : P - d) * c;
         sched_send(s, mod(r - d, P), tag, reg(BUF_TMP, t, cnt));
         sched_recv(s, mod(r + d, P), tag, reg(BUF_TMP, t + (uint64_t)d * c, cnt));
