@@ -82,16 +82,21 @@ int algo_ring_allgather(sched_t *s, const coll_args_t *a)
 {
     int P = a->nrank, r = a->rank;
     uint64_t c = a->count;
-    sched_copy(s, reg(BUF_IN, 0, c), rblock(BUF_OUT, c, r));
-    if (P == 1)
+    if (P == 1) {
+        sched_copy(s, reg(BUF_IN, 0, c), rblock(BUF_OUT, c, r));
         return 0;
+    }
     int right = mod(r + 1, P), left = mod(r - 1, P);
     for (int k = 0; k < P - 1; k++) {
         int sb = mod(r - k, P);
-        /* the first block goes straight from the input, so it need not wait
-         * for the local copy */
+        /* The first block goes straight from the input and the local copy
+         * follows the posts: the send waits for no copy, and a reader in
+         * place reads the input's lines, not ones this core has just
+         * written (ALGORITHMS.md, allgather). */
         sched_send(s, right, (uint32_t)k, k == 0 ? reg(BUF_IN, 0, c) : rblock(BUF_OUT, c, sb));
         sched_recv(s, left, (uint32_t)k, rblock(BUF_OUT, c, mod(r - k - 1, P)));
+        if (k == 0)
+            sched_copy(s, reg(BUF_IN, 0, c), rblock(BUF_OUT, c, r));
         sched_round(s);
     }
     return 0;

@@ -47,6 +47,14 @@ static inline bool way_kind_small(unsigned kind)
     return kind == WAY_REDUCE || kind == WAY_SMALL_COPY;
 }
 
+/* The kinds whose sender is busy in its call too (it receives as it
+ * sends): judged by the work both cores spend on a message (shm.c,
+ * "Copies measured"). */
+static inline bool way_kind_busy(unsigned kind)
+{
+    return kind == WAY_REDUCE_BUSY || kind == WAY_COPY_BUSY;
+}
+
 /* A verdict as the receiver publishes it (one byte a bucket in the ring
  * header): the way, and whether it won by far (the other way is then
  * tried less often). */

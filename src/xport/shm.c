@@ -96,11 +96,13 @@
  * 64 (in 256 where the winner was 1.5x faster), so a change of phase is
  * seen (copyway.h says why in threes).  A copy whose sender is busy
  * receiving in the same call (an allgather's exchange, where ranks have
- * cores: xreq.sender_busy) is a kind of its own, timed from its sender's
- * post and judged for both directions of a pair at once, as a busy
- * sender's reducing message is (busy_judge): per message, cells read
- * faster there on the Intel VM while each core also copied its own
- * message in, so the whole exchange was slower (single_copy).  Slow
+ * cores: xreq.sender_busy) is a kind of its own, judged for both
+ * directions of a pair at once, as a busy sender's reducing message is
+ * (busy_judge), and both are timed by the work the two cores spend on a
+ * message, not by a clock that runs through waits (copy_clock_start):
+ * per message, cells read faster there on the Intel VM while each core
+ * also copied its own message in, so the whole exchange was slower
+ * (single_copy).  Slow
  * cells (above) still come first.  WEFT_COPY_WAY=cells|single|fixed
  * takes one way, or the thresholds, instead.  Between two ranks with a
  * core each, copies of 16-64 KiB (CMA_MIN_COPY_SMALL) and an idle
@@ -188,6 +190,11 @@ typedef struct peer_state {
     unexp_t *unexp;            /* unexpected messages (arrival order) */
     cells_clock_t in_clock;    /* cur's cells taken out (slow cells) */
     cells_clock_t out_clock;   /* the send at sq_head copied in */
+    /* a busy sender's measured message through cells (copy_clock_stop):
+     * the sender's copying in so far, the receiver's taking out, and the
+     * sender's figure as the message's last cell carried it */
+    cells_clock_t work_out, work_in;
+    uint64_t work_sender_ns;
     bool out_slow;             /* by out_clock, these cells are slow */
     uint32_t slow_sends;       /* reducing sends made single copy by slow cells */
     /* copies measured, per kind (copyway.h; both sides' state), once used */
@@ -1183,6 +1190,14 @@ static inline void stamp_posted(cell_t *c)
     memcpy(c->inline_data, &now, sizeof now);
 }
 
+/* And every cell of a busy sender's measured message (way_kind_busy), at
+ * this offset, the sender's time copying the message in so far: its last
+ * cell carries the whole. */
+#define WORK_STAMP_AT 8
+_Static_assert(WORK_STAMP_AT + sizeof(uint64_t) <= CELL_INLINE &&
+                   REDUCE_BUSY_WAY_MIN > CELL_INLINE && COPY_BUSY_WAY_MIN > CELL_INLINE,
+               "a busy measured message's cells have inline bytes free for the work stamp");
+
 /* Sends r, first in ps's queue, by single copy: one cell with d, where
  * the receiver finds r's bytes; r then waits for its reader (rd queue). */
 static inline void post_read_me(shm_xport_t *x, peer_state_t *ps, cell_t *c, xreq_t *r,
@@ -1249,6 +1264,11 @@ static int push_sends(shm_xport_t *x, int dst)
         c->total = r->bytes;
         if (r->done == 0 && ps->out_measured)
             stamp_posted(c);
+        if (r->done == 0)
+            ps->work_out.on = (ps->out_measured & CELL_MEASURED) &&
+                              way_kind_busy(CELL_WAY_KIND(ps->out_measured)),
+            ps->work_out.ns = 0;
+        uint64_t t_copy = ps->work_out.on ? weft_now_ns() : 0;
         if (r->done == 0) /* not on the ring's first pass, whose lines may still be
                            * in neither core's cache */
             ps->out_clock.on = ps->wseq >= x->ncells && cells_timed(x, r->bytes, true, NULL),
@@ -1257,6 +1277,10 @@ static int push_sends(shm_xport_t *x, int dst)
             t_run = weft_now_ns();
         if (len)
             copy_bytes(cell_data(c, r->bytes), (const char *)r->sbuf + r->done, len);
+        if (ps->work_out.on) {
+            ps->work_out.ns += weft_now_ns() - t_copy;
+            memcpy(c->inline_data + WORK_STAMP_AT, &ps->work_out.ns, sizeof ps->work_out.ns);
+        }
         cell_post(x, ps, c);
         r->done += len;
         moved = 1;
@@ -1413,20 +1437,28 @@ static void copy_clock_start(shm_xport_t *x, peer_state_t *ps, const cell_t *c,
                        ? way
                        : COPY_WAY_UNKNOWN;
     ps->copy_kind = kind;
+    /* A busy sender's message (both cores busy in the call) is judged by
+     * the work the two cores spend on it: through cells the sender's
+     * copying in and the receiver's taking out, each timed only while it
+     * runs (work_out, work_in); by single copy the receiver's read, from
+     * its start.  Any clock that included a wait misjudged it, since
+     * what each side does between post and take differs by algorithm:
+     * from the sender's post (the sessions before), cells read faster on
+     * the Intel VM where whole calls were 1.2-1.6x slower (2-rank
+     * allgather of 4-32 MiB blocks, allreduce of 16 MiB: the receiver's
+     * own local copy or reduction ran between the two, which the
+     * sender's copying in overlapped); from the receiver's start alone,
+     * the copying in went uncounted (2-rank rabenseifner of 1 MiB,
+     * 170-188 us through cells against 137 by single copy). */
+    ps->work_in.on = ps->copy_way == COPY_WAY_CELLS && way_kind_busy(kind);
+    ps->work_in.ns = 0, ps->work_sender_ns = 0;
     if (ps->copy_way == COPY_WAY_UNKNOWN)
         return;
     uint64_t now = weft_now_ns(), posted;
     memcpy(&posted, c->inline_data, sizeof posted);
     if (small && r->posted_ns > posted) /* not the time it waited for its receive */
         posted = r->posted_ns;
-    /* a busy sender's from its first byte: through cells its copying in
-     * counts, which a clock from the receiver's start would leave out
-     * (the Intel VM: verdicts flipped from message to message, and a 2-rank
-     * rabenseifner of 1 MiB took 170-188 us where single copy alone took
-     * 137); it cannot lead its receiver by more than a step, since it
-     * waits for the receiver's message too */
-    bool from_send = small || kind == WAY_REDUCE_BUSY || kind == WAY_COPY_BUSY;
-    ps->copy_t0 = (x->cores_enough && !from_send) || posted > now ? now : posted;
+    ps->copy_t0 = (x->cores_enough && !small) || posted > now ? now : posted;
 }
 
 static void copy_say(const shm_xport_t *x, int src, unsigned kind, const copy_ways_t *w,
@@ -1457,6 +1489,8 @@ static void copy_clock_stop(shm_xport_t *x, peer_state_t *ps, ring_hdr_t *ring, 
     if (ps->copy_way == COPY_WAY_UNKNOWN)
         return;
     uint64_t ns = weft_now_ns() - ps->copy_t0;
+    if (ps->work_in.on) /* a busy sender's, through cells: both sides' work */
+        ns = ps->work_in.ns + ps->work_sender_ns, ps->work_in.on = false;
     copy_ways_t *w = ways_of(ps, ps->copy_kind);
     unsigned way = ps->copy_way;
     ps->copy_way = COPY_WAY_UNKNOWN;
@@ -1581,6 +1615,20 @@ static void cells_time_end(shm_xport_t *x, peer_state_t *ps, ring_hdr_t *ring, s
     cells_say(x, false, (int)(ps - x->peers), gbps, slow);
 }
 
+/* The receiver's clocks on cur (slow cells, a busy sender's measured
+ * message) take the run of its cells just taken out. */
+static void take_lap(peer_state_t *ps, uint64_t *t_run)
+{
+    if (!*t_run)
+        return;
+    uint64_t ns = weft_now_ns() - *t_run;
+    if (ps->in_clock.on)
+        ps->in_clock.ns += ns;
+    if (ps->work_in.on)
+        ps->work_in.ns += ns;
+    *t_run = 0;
+}
+
 /* What start_message made of the message at the head of src's ring. */
 enum {
     START_CELLS,   /* a receive (ps->cur) or a buffer (ps->cur_unexp) takes its cells */
@@ -1699,10 +1747,13 @@ static int poll_from(shm_xport_t *x, int src)
                 ps->cur_unexp->withdrawn = true;
         }
         if (ps->cur) {
-            if (ps->in_clock.on && !t_run)
+            if ((ps->in_clock.on || ps->work_in.on) && !t_run)
                 t_run = weft_now_ns();
             xsink_deliver(&ps->cur->sink, ps->cur->done, cell_data(c, c->total), len);
             ps->cur->done += len;
+            if (ps->work_in.on && ps->cur->done == ps->cur->bytes)
+                memcpy(&ps->work_sender_ns, c->inline_data + WORK_STAMP_AT,
+                       sizeof ps->work_sender_ns);
         } else if (len) {
             copy_bytes(ps->cur_unexp->data + ps->cur_unexp->done, cell_data(c, c->total), len);
             ps->cur_unexp->done += len;
@@ -1712,7 +1763,7 @@ static int poll_from(shm_xport_t *x, int src)
         if (ps->cur && ps->cur->done == ps->cur->bytes) {
             xreq_t *r = ps->cur;
             ps->cur = NULL;
-            cells_clock_lap(&ps->in_clock, &t_run);
+            take_lap(ps, &t_run);
             cells_time_end(x, ps, ring, r->bytes);
             copy_clock_stop(x, ps, ring, r->bytes);
             finish_recv(x, r, WEFT_OK);
@@ -1722,7 +1773,7 @@ static int poll_from(shm_xport_t *x, int src)
             unexp_complete(x, ps, u);
         }
     }
-    cells_clock_lap(&ps->in_clock, &t_run); /* cur waits for more cells: untimed */
+    take_lap(ps, &t_run); /* cur waits for more cells: untimed */
     if (moved)
         notify(x, src); /* cells freed: a sender may be waiting for room */
     return moved;
