@@ -239,8 +239,10 @@ typedef struct ring_hdr {
 enum { CELL_DATA = 0, CELL_READ_ME = 1 };
 /* flags: a message its receiver times (shm.c, "Copies measured"), and in
  * bits 1-3 the kind it is measured as (copyway.h, WAY_*); a cell its
- * sender wrote after its call failed (shm.c, "Withdrawn sends") */
-enum { CELL_MEASURED = 1, CELL_WITHDRAWN = 16 };
+ * sender wrote after its call failed (shm.c, "Withdrawn sends"); a
+ * single-copy message whose sender is busy receiving in its call, which
+ * its receiver reads alone (shm.c, "Both copy") */
+enum { CELL_MEASURED = 1, CELL_WITHDRAWN = 16, CELL_SENDER_BUSY = 32 };
 #define CELL_WAY_KIND(flags) (((flags) >> 1) & 7u)
 typedef struct cell {
     /* written by the sender only: the number of the message cell it holds
