@@ -243,9 +243,9 @@ if command -v taskset >/dev/null && [ "$cores" -ge 1 ] && grep -q "by process_vm
         grep -q "copies of 64-128 KiB from rank 0 now go" <<<"$out"; then passes=$((passes + 1))
     else fails=$((fails + 1)); echo "FAIL: 2 ranks on one core, copies measured"; echo "$out" | tail -4; fi
 fi
-copy_calls() { # way, size, the calls to count (a pattern): a 2-rank bcast under strace
+copy_calls() { # way, size, the calls to count (a pattern)[, collective, algorithm]: 2 ranks under strace
     if WEFT_COPY_WAY=$1 WEFT_CELLS_SLOW_GBPS=0 strace -f -qq -e trace=process_vm_readv,process_vm_writev \
-        -o "$tmp/strace" "$weft" bench bcast --np 2 --algo binomial --sizes "$2" --iters 40 \
+        -o "$tmp/strace" "$weft" bench "${4:-bcast}" --np 2 --algo "${5:-binomial}" --sizes "$2" --iters 40 \
         --warmup 0 >/dev/null 2>&1
     then grep -c "$3" "$tmp/strace"; else echo -1; fi
 }
@@ -254,6 +254,14 @@ if [ "$cores" -ge 2 ] && grep -q "by process_vm_readv: yes" <<<"$paths"; then
     s=$(copy_calls single 1M "process_vm_[rw][er][ai]")
     if [ "$c" -ge 0 ] && [ "$c" -le 4 ] && [ "$s" -ge 40 ]; then passes=$((passes + 1))
     else fails=$((fails + 1)); echo "FAIL: WEFT_COPY_WAY: single-copy calls through cells $c (want 0-4), by single copy $s (40 or more)"; fi
+    # Both copy (shm.c): a busy sender (an allgather's exchange) leaves its
+    # message to its reader, unless WEFT_CMA_HELP=1 makes it write pieces
+    # (the writes counted include the probe of each pair, one or two)
+    wa=$(copy_calls single 1M "process_vm_writev(" allgather ring)
+    ra=$(copy_calls single 1M "process_vm_readv(" allgather ring)
+    wh=$(WEFT_CMA_HELP=1 copy_calls single 1M "process_vm_writev(" allgather ring)
+    if [ "$wa" -ge 0 ] && [ "$wa" -le 2 ] && [ "$ra" -ge 80 ] && [ "$wh" -ge 10 ]; then passes=$((passes + 1))
+    else fails=$((fails + 1)); echo "FAIL: both copy, 2-rank allgather of 1 MiB blocks: process_vm_writev $wa (want 0-2), process_vm_readv $ra (80 or more); with WEFT_CMA_HELP=1 process_vm_writev $wh (10 or more)"; fi
 fi
 # Small copies between two ranks (shm.c, CMA_MIN_COPY_SMALL, WAY_SMALL_COPY):
 # by the built-in rule (WEFT_COPY_WAY=fixed) a bcast of 32 KiB by single
