@@ -256,9 +256,13 @@ int algo_rhalving_reduce_scatter(sched_t *s, const coll_args_t *a)
         return 0;
     }
     uint64_t w = sched_tmp(s, all);
-    fold_in(s, &f, r, reg(BUF_IN, 0, all), reg(BUF_TMP, w, all));
     rank_groups_t g = {c, f.rem};
-    halving(s, &f, BUF_TMP, w, rank_goff, &g, TAG_STEP, -1);
+    if (r < 2 * f.rem || f.P2 == 1) { /* folded in: the vector is in scratch */
+        fold_in(s, &f, r, reg(BUF_IN, 0, all), reg(BUF_TMP, w, all));
+        halving(s, &f, BUF_TMP, w, rank_goff, &g, TAG_STEP, -1);
+    } else { /* the first step sends from the input, as rabenseifner's */
+        halving(s, &f, BUF_TMP, w, rank_goff, &g, TAG_STEP, BUF_IN);
+    }
     if (r < 2 * f.rem)
         sched_send(s, r - 1, TAG_UNFOLD, reg(BUF_TMP, w + (uint64_t)(r - 1) * c, c));
     sched_copy(s, reg(BUF_TMP, w + (uint64_t)r * c, c), reg(BUF_OUT, 0, c));
