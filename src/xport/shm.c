@@ -1156,8 +1156,9 @@ static bool single_copy(shm_xport_t *x, ring_hdr_t *ring, const xreq_t *r, cma_d
      * may time slower (the Intel VM: cells 14.6-15.8 GB/s against
      * 12.5-13.5) while the whole exchange is faster (a 2-rank allgather
      * of 1 MiB blocks: 135 us against 199 through cells).  So it is judged
-     * as a busy sender's reducing message is, from the sender's post,
-     * one way for both directions of a pair; where every rank has a core */
+     * as a busy sender's reducing message is, by the work both cores
+     * spend on it (copy_clock_start), one way for both directions of a
+     * pair; where every rank has a core */
     if (cma && r->sender_busy && x->cores_enough && r->bytes >= COPY_BUSY_WAY_MIN &&
         x->copy_way_fixed >= 0)
         return way_pick(x, ring, r, WAY_COPY_BUSY, by_rule, measured);
