@@ -1058,7 +1058,7 @@ static copy_ways_t *ways_of(peer_state_t *ps, unsigned kind)
     copy_ways_t **w = &ps->ways[kind];
     if (!*w && (*w = calloc(1, sizeof **w)))
         (*w)->min = min[kind], (*w)->typical = way_kind_small(kind),
-        (*w)->settle = kind == WAY_REDUCE_BUSY || kind == WAY_COPY_BUSY;
+        (*w)->settle = way_kind_busy(kind);
     return *w;
 }
 
@@ -1100,8 +1100,7 @@ static bool way_pick(shm_xport_t *x, ring_hdr_t *ring, const xreq_t *r, unsigned
         return by_rule;
     unsigned b = copy_way_bucket_of(w, r->bytes);
     uint8_t verdicts[COPY_WAY_BUCKETS];
-    const ring_hdr_t *judge =
-        kind == WAY_REDUCE_BUSY || kind == WAY_COPY_BUSY ? busy_judge(x, ring, r->peer) : ring;
+    const ring_hdr_t *judge = way_kind_busy(kind) ? busy_judge(x, ring, r->peer) : ring;
     for (unsigned i = 0; i <= b; i++) {
         verdicts[i] = atomic_load_explicit(&judge->way[kind][i], memory_order_relaxed);
         if (COPY_WAY_OF(verdicts[i]) == COPY_WAY_UNKNOWN && judge != ring)
