@@ -17,7 +17,9 @@
  * on to 128 KiB for commutative ops (two runs each at P = 5, 6, 8, against
  * rabenseifner: P = 8, 16 KiB 30-35 us against 47; 64 KiB 57-58 against
  * 70-72; 128 KiB 93-94 against 101-104; P = 5, 64 KiB 29-30 against
- * 43-44; from 256 KiB a tie, at P = 4 rabenseifner ahead from 16 KiB): one
+ * 43-44; from 256 KiB a tie, at P = 4 rabenseifner ahead from 16 KiB,
+ * and on a second Intel VM (2026-12-03, three runs under each launcher:
+ * 16 KiB 8.2-9.3 us against 10.6-11.7; 12 KiB a tie, 8 KiB linear's)): one
  * wait per rank instead of one per tree level, each a sleep and a wake-up when
  * ranks outnumber cores.  The board (no messages: each rank writes its
  * slot and reads the others') for allreduce, bcast and reduce of up to
@@ -219,7 +221,11 @@ static const char builtin_text[] =
     "allreduce        any             17-*        0-2K          board|recursive_doubling\n"
     "allreduce        any             9-16        169-8K        "
     "reduce_bcast/reduce=linear;bcast=linear\n"
-    "allreduce        any             4-8         2049-16K      "
+    "allreduce        any             4-4         2049-14K      "
+    "reduce_bcast/reduce=linear;bcast=linear\n"
+    "allreduce        any             5-8         2049-16K      "
+    "reduce_bcast/reduce=linear;bcast=linear\n"
+    "allreduce        noncommutative  4-4         14337-16K     "
     "reduce_bcast/reduce=linear;bcast=linear\n"
     "allreduce        noncommutative  1-1         *             recursive_doubling\n"
     "allreduce        noncommutative  2-2         8193-*        recursive_doubling\n"
@@ -244,7 +250,7 @@ static const char builtin_text[] =
     "allreduce        commutative     3-3         2049-16K      recursive_doubling\n"
     "allreduce        commutative     3-3         16385-512K    rabenseifner\n"
     "allreduce        commutative     3-3         524289-1M     rabenseifner/segment=512K\n"
-    "allreduce        commutative     4-4         16385-1M      rabenseifner\n"
+    "allreduce        commutative     4-4         14337-1M      rabenseifner\n"
     "allreduce        commutative     5-8         16385-128K    "
     "reduce_bcast/reduce=linear;bcast=linear\n"
     "allreduce        commutative     5-8         131073-256K   rabenseifner\n"
