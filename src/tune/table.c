@@ -19,7 +19,8 @@
  * 70-72; 128 KiB 93-94 against 101-104; P = 5, 64 KiB 29-30 against
  * 43-44; from 256 KiB a tie, at P = 4 rabenseifner ahead from 16 KiB,
  * and on a second Intel VM (2026-12-03, three runs under each launcher:
- * 16 KiB 8.2-9.3 us against 10.6-11.7; 12 KiB a tie, 8 KiB linear's)): one
+ * 16 KiB 8.2-9.3 us against 10.6-11.7; 12 KiB a tie; 8 KiB the linear
+ * pair's in two of three runs under mpirun)): one
  * wait per rank instead of one per tree level, each a sleep and a wake-up when
  * ranks outnumber cores.  The board (no messages: each rank writes its
  * slot and reads the others') for allreduce, bcast and reduce of up to
