@@ -962,13 +962,34 @@ static bool cells_timed(const shm_xport_t *x, size_t bytes, bool sending, const 
            (sending || (bytes <= CELLS_TIMED_MAX && (!red || (!red->user && red->esize >= 4))));
 }
 
-/* The clock runs from *t_run (0: not running) to now, within one call
- * that moves cells: two clock reads a call, not a cell, and no waits. */
-static void cells_clock_lap(cells_clock_t *k, uint64_t *t_run)
+
+/* A clock runs from *t_run (0: not running) to now, within one call that
+ * moves cells: two clock reads a call, not a cell (but for a busy
+ * sender's measured message, each of whose cells carries the sum so far),
+ * and no waits.  The run just ended goes to the clocks that are on (slow
+ * cells, a busy sender's measured message). */
+static void clocks_lap(cells_clock_t *a, cells_clock_t *b, uint64_t *t_run)
 {
-    if (*t_run)
-        k->ns += weft_now_ns() - *t_run;
+    if (!*t_run)
+        return;
+    uint64_t ns = weft_now_ns() - *t_run;
+    if (a->on)
+        a->ns += ns;
+    if (b->on)
+        b->ns += ns;
     *t_run = 0;
+}
+
+/* the sender's clocks on the message it copies in */
+static inline void copy_lap(peer_state_t *ps, uint64_t *t_run)
+{
+    clocks_lap(&ps->out_clock, &ps->work_out, t_run);
+}
+
+/* the receiver's on cur, whose cells it takes out */
+static inline void take_lap(peer_state_t *ps, uint64_t *t_run)
+{
+    clocks_lap(&ps->in_clock, &ps->work_in, t_run);
 }
 
 /* A timed message of bytes has been moved: whether the cells are slow
@@ -1270,21 +1291,20 @@ static int push_sends(shm_xport_t *x, int dst)
         c->total = r->bytes;
         if (r->done == 0 && ps->out_measured)
             stamp_posted(c);
-        if (r->done == 0)
+        if (r->done == 0) {
             ps->work_out.on = (ps->out_measured & CELL_MEASURED) &&
-                              way_kind_busy(CELL_WAY_KIND(ps->out_measured)),
-            ps->work_out.ns = 0;
-        uint64_t t_copy = ps->work_out.on ? weft_now_ns() : 0;
-        if (r->done == 0) /* not on the ring's first pass, whose lines may still be
-                           * in neither core's cache */
-            ps->out_clock.on = ps->wseq >= x->ncells && cells_timed(x, r->bytes, true, NULL),
-            ps->out_clock.ns = 0;
-        if (ps->out_clock.on && !t_run)
+                              way_kind_busy(CELL_WAY_KIND(ps->out_measured));
+            /* not on the ring's first pass, whose lines may still be in
+             * neither core's cache */
+            ps->out_clock.on = ps->wseq >= x->ncells && cells_timed(x, r->bytes, true, NULL);
+            ps->work_out.ns = ps->out_clock.ns = 0;
+        }
+        if ((ps->out_clock.on || ps->work_out.on) && !t_run)
             t_run = weft_now_ns();
         if (len)
             copy_bytes(cell_data(c, r->bytes), (const char *)r->sbuf + r->done, len);
-        if (ps->work_out.on) {
-            ps->work_out.ns += weft_now_ns() - t_copy;
+        if (ps->work_out.on) { /* each cell carries the copying in so far */
+            copy_lap(ps, &t_run);
             memcpy(c->inline_data + WORK_STAMP_AT, &ps->work_out.ns, sizeof ps->work_out.ns);
         }
         cell_post(x, ps, c);
@@ -1294,14 +1314,13 @@ static int push_sends(shm_xport_t *x, int dst)
             ps->sq_head = r->next;
             if (!ps->sq_head)
                 ps->sq_tail = NULL;
-            if (ps->out_clock.on) {
-                cells_clock_lap(&ps->out_clock, &t_run);
+            copy_lap(ps, &t_run);
+            if (ps->out_clock.on)
                 cells_out_timed(x, ps, dst, r->bytes);
-            }
             r->cb(r, WEFT_OK);
         }
     }
-    cells_clock_lap(&ps->out_clock, &t_run); /* the ring is full: the rest later */
+    copy_lap(ps, &t_run); /* the ring is full: the rest later */
     if (moved)
         notify(x, dst);
     return moved;
@@ -1622,19 +1641,6 @@ static void cells_time_end(shm_xport_t *x, peer_state_t *ps, ring_hdr_t *ring, s
     cells_say(x, false, (int)(ps - x->peers), gbps, slow);
 }
 
-/* The receiver's clocks on cur (slow cells, a busy sender's measured
- * message) take the run of its cells just taken out. */
-static void take_lap(peer_state_t *ps, uint64_t *t_run)
-{
-    if (!*t_run)
-        return;
-    uint64_t ns = weft_now_ns() - *t_run;
-    if (ps->in_clock.on)
-        ps->in_clock.ns += ns;
-    if (ps->work_in.on)
-        ps->work_in.ns += ns;
-    *t_run = 0;
-}
 
 /* What start_message made of the message at the head of src's ring. */
 enum {
