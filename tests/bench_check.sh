@@ -81,6 +81,16 @@ for mem in malloc weft; do
     then passes=$((passes + 1)); else fails=$((fails + 1)); echo "FAIL: --fresh --mem $mem"; echo "$out" | tail -3; cat "$csv"; fi
 done
 rm -f "$csv"
+# an algorithm of two parameters keeps its label in one CSV field, spelled
+# as --algo takes it (NAME/k=v;k=v: a comma split it into two fields, and
+# weft tune, which reads the CSV, lost the second parameter)
+csv=$(mktemp)
+out=$("$weft" bench bcast --np 5 --check --sizes 1M --iters 2 --csv "$csv" \
+      --algo "linear_arena/stage=plain;segment=256K" 2>&1)
+if grep -q "# check: every result verified" <<<"$out" &&
+   [ "$(awk -F, 'NR > 1 && NF == 15 && $5 == "linear_arena/stage=plain;segment=256K"' "$csv" | wc -l)" = 1 ]
+then passes=$((passes + 1)); else fails=$((fails + 1)); echo "FAIL: a two-parameter label in the CSV"; echo "$out" | tail -3; cat "$csv"; fi
+rm -f "$csv"
 # --sync chooses a barrier under mpirun only: refused without --transport
 for bad in "allreduce --fresh --back-to-back" "barrier --fresh" "allreduce --sync weft" \
            "allreduce --sync mpi"; do

@@ -680,6 +680,14 @@ int main(int argc, char **argv)
             if (weft_set_algorithm(world, coll, name, "stage=plain") == WEFT_OK) {
                 variants[1] = "stage=plain"; /* linear_arena's stage copied plainly */
                 nv = 2;
+                /* the bcast's stage in pieces: of 3 elements of 4 bytes (at
+                 * the large count, 4096 larger ones: the cap), and of 1 MiB
+                 * copied plainly; below the stage's 64 KiB the root's
+                 * scratch is its own buffer and the copies copy nothing */
+                if (weft_set_algorithm(world, coll, name, "segment=12") == WEFT_OK) {
+                    variants[2] = "segment=12", variants[3] = "stage=plain,segment=1M";
+                    nv = 4;
+                }
             }
             /* hier_pap's other node levels, where there are nodes */
             if (getenv("WEFT_NODE_SIZE") &&

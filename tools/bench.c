@@ -815,6 +815,12 @@ static int validate_lineup(const bench_opts_t *o, weft_comm_t comm, int rank, li
     for (size_t a = 0; a < L->n; a++) {
         snprintf(L->labels[a], sizeof L->labels[a], "%s%s%s", L->al[a]->name,
                  L->params[a] ? "/" : "", L->params[a] ? L->params[a] : "");
+        /* as --algo spells it (NAME/k=v;k=v): a comma would split the
+         * label across two columns of the CSV, and the label could not be
+         * given back to --algo */
+        for (char *c = L->labels[a]; *c; c++)
+            if (*c == ',')
+                *c = ';';
         if (L->al[a] != &native_algo &&
             weft_set_algorithm(comm, o->coll, L->al[a]->name, L->params[a]) != WEFT_OK) {
             if (!rank)

@@ -204,6 +204,7 @@ int algo_binomial_scatter(sched_t *s, const coll_args_t *a);
 int algo_binomial_gather(sched_t *s, const coll_args_t *a);
 int algo_linear_bcast(sched_t *s, const coll_args_t *a);
 int algo_linear_arena_usable(const coll_args_t *a, char *why, size_t len);
+int algo_linear_arena_bcast(sched_t *s, const coll_args_t *a);
 int algo_linear_reduce(sched_t *s, const coll_args_t *a);
 int algo_linear_arena_allreduce(sched_t *s, const coll_args_t *a);
 int algo_linear_arena_reduce(sched_t *s, const coll_args_t *a);

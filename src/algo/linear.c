@@ -9,7 +9,12 @@
  * copied into the root's shared arena (ALGO_ROOT_READ_BY_ALL, api.c), from
  * where every peer copies it out: P copies of n bytes in all, where
  * through cells each peer costs two.  A root without an arena (WEFT_CMA=0,
- * or a kernel that refused it) runs it as linear.
+ * or a kernel that refused it) runs it as linear.  With segment=BYTES the
+ * root stages its buffer in pieces, as steps of the schedule: each piece
+ * is copied into scratch (which api.c places in the arena) and sent to
+ * every peer as soon as it is there, so the readers copy piece j while
+ * the root stages piece j + 1 (PERFORMANCE-LOG.md, "The bcast's stage in
+ * pieces").
  *
  * The allreduce and reduce linear_arena are the linear reduce-scatter
  * followed by a linear allgather (or gather to the root), with every
@@ -36,12 +41,61 @@ int algo_linear_bcast(sched_t *s, const coll_args_t *a)
     return 0;
 }
 
+/* Pieces of the staged bcast: at most this many (as rabenseifner's
+ * segments), so that the tags and the schedule stay small; a buffer that
+ * segment=BYTES would cut into more is cut into this many larger ones. */
+enum { STAGE_PIECES_MAX = 4096 };
+
+/* The pieces a staged bcast's buffer is cut into; 0 when unsegmented. */
+static uint64_t stage_pieces(const coll_args_t *a)
+{
+    if (!a->params.segment)
+        return 0;
+    uint64_t piece = a->params.segment / a->esize;
+    if (!piece)
+        piece = 1; /* a piece smaller than an element is an element */
+    uint64_t k = a->count > piece ? (a->count + piece - 1) / piece : 1;
+    return k < STAGE_PIECES_MAX ? k : STAGE_PIECES_MAX;
+}
+
 int algo_linear_arena_usable(const coll_args_t *a, char *why, size_t len)
 {
     if (!a->arena_reads) {
         snprintf(why, len, "%s linear_arena needs every rank on one machine's shared memory "
                            "(weft run, or MPI ranks of one node)", weft_coll_name(a->coll));
         return -1;
+    }
+    return 0;
+}
+
+/* The root copies piece j of its buffer into scratch, after piece j - 1
+ * (one copy at a time, each followed at once by its sends: the engine
+ * queues a step's successors in the order they were made), and sends it
+ * from there to every peer.  The scratch is the buffer's image at the same
+ * offsets, so that api.c may point it at the buffer itself where nothing
+ * is to be staged: the copies then copy nothing, and this is linear. */
+int algo_linear_arena_bcast(sched_t *s, const coll_args_t *a)
+{
+    uint64_t k = stage_pieces(a), n = a->count;
+    if (!k)
+        return algo_linear_bcast(s, a);
+    int P = a->nrank, root = a->root;
+    uint64_t img = a->rank == root ? sched_tmp(s, n) : 0;
+    uint32_t prev = 0;
+    for (uint64_t j = 0; j < k; j++) {
+        uint64_t lo = n * j / k, len = n * (j + 1) / k - lo;
+        if (a->rank != root) {
+            sched_recv(s, root, (uint32_t)j, reg(BUF_OUT, lo, len));
+            continue;
+        }
+        uint32_t cp = sched_copy(s, reg(BUF_OUT, lo, len), reg(BUF_TMP, img + lo, len));
+        if (j)
+            sched_depend(s, cp, prev);
+        for (int i = 1; i < P; i++)
+            sched_depend(s, sched_send(s, mod(root + i, P), (uint32_t)j,
+                                       reg(BUF_TMP, img + lo, len)),
+                         cp);
+        prev = cp;
     }
     return 0;
 }

@@ -125,9 +125,10 @@ static const algo_t table[] = {
     /* bcast */
     {"linear", WEFT_COLL_BCAST, I | S, algo_linear_bcast, "",
      "the root sends the whole buffer to every rank", "(P-1) (alpha + n beta) at the root"},
-    {"linear_arena", WEFT_COLL_BCAST, I | S | ALGO_ROOT_READ_BY_ALL, algo_linear_bcast, "stage",
+    {"linear_arena", WEFT_COLL_BCAST, I | S | ALGO_ROOT_READ_BY_ALL, algo_linear_arena_bcast,
+     "stage,segment",
      "linear, the root's buffer copied once into its shared arena, where every rank reads it "
-     "(from 3 ranks and 64 KiB; shared memory)",
+     "(from 3 ranks and 64 KiB; shared memory; segment=BYTES: copied and sent in pieces)",
      "n beta at the root, then (P-1)(alpha + n beta) over the readers' cores",
      algo_linear_arena_usable},
     {"binomial", WEFT_COLL_BCAST, I | S, algo_binomial_bcast, "",

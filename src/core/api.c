@@ -375,17 +375,37 @@ static void stage_copy(char *st, const char *src, size_t bytes, int way)
     copy_streaming_done();
 }
 
+/* The stage a root's buffer of bytes goes to, or NULL where it stays
+ * where it is (above). */
+static char *root_stage(weft_comm_t c, weft_request_t r, const char *buf, size_t bytes)
+{
+    uint64_t off;
+    if (bytes < STAGE_MIN || c->size < 3 || !c->x->arena_reads_from ||
+        bytes < c->x->arena_reads_from || arena_offset(buf, bytes, &off))
+        return NULL;
+    return stage_take(c, r, bytes);
+}
+
 static const char *stage_root(weft_comm_t c, weft_request_t r, const char *buf, size_t bytes,
                               int way)
 {
-    uint64_t off;
-    char *st;
-    if (bytes < STAGE_MIN || c->size < 3 || !c->x->arena_reads_from ||
-        bytes < c->x->arena_reads_from || arena_offset(buf, bytes, &off) ||
-        !(st = stage_take(c, r, bytes)))
+    char *st = root_stage(c, r, buf, bytes);
+    if (!st)
         return buf;
     stage_copy(st, buf, bytes, way);
     return st;
+}
+
+/* linear_arena's bcast in pieces (segment=BYTES) stages its root's buffer
+ * itself, piece by piece, as copies of its schedule into its scratch,
+ * which is the buffer's image at the same offsets (linear.c: the root's
+ * whole scratch, from offset 0).  The scratch goes to the stage where the
+ * whole buffer would be staged, else onto the buffer itself: its copies
+ * then copy nothing, and its sends go from the buffer, as linear's. */
+static void stage_root_pieces(weft_comm_t c, weft_request_t r, char *buf, size_t bytes)
+{
+    char *st = root_stage(c, r, buf, bytes);
+    r->e.tmp_shared = st ? st : buf;
 }
 
 /* Every rank's input and scratch read in place by its peers
@@ -653,8 +673,12 @@ static int coll_start(weft_comm_t comm, weft_coll_t coll, const void *in, void *
         return call_refused(comm, own, &shape, rc);
     }
     r->e.tmp_shared = NULL;
-    if ((al->flags & ALGO_ROOT_READ_BY_ALL) && comm->rank == root)
-        outp = (char *)stage_root(comm, r, outp, count * es, ent->params.stage);
+    if ((al->flags & ALGO_ROOT_READ_BY_ALL) && comm->rank == root) {
+        if (ent->params.segment)
+            stage_root_pieces(comm, r, outp, count * es);
+        else
+            outp = (char *)stage_root(comm, r, outp, count * es, ent->params.stage);
+    }
     if (al->flags & ALGO_STAGED_INPUT)
         stage_input(comm, r, &inp, count * es, ent->s->tmp_len * es, ent->params.stage);
     arm_exec(comm, r, m, dt);

@@ -454,8 +454,11 @@ static int run_step(exec_t *e, uint32_t i)
             /* a call that only copies streams its local copies as its
              * messages: an allgather's own block in a destination past the
              * caches (2 ranks, 64 MiB blocks: 21.3 to 19.7-19.9 ms); not a
-             * reduction's, whose next step reads what a copy wrote */
-            if (call_only_copies(e) && streamed(e, bytes, es, true)) {
+             * reduction's, whose next step reads what a copy wrote, nor a
+             * stage its parameters say to copy plainly (stage=plain:
+             * linear_arena's bcast in pieces) */
+            if (call_only_copies(e) && !(e->params && e->params->stage == STAGE_PLAIN) &&
+                streamed(e, bytes, es, true)) {
                 copy_streaming(d, src, bytes);
                 copy_streaming_done();
             } else {

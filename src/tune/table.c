@@ -168,6 +168,21 @@
  * (P = 8: 22.1-23.3 ms against 25.6-26.3).  So does the bcast's stage
  * at 5-16 ranks (P = 8, 1 MiB 332-338 against 420-423; P = 5, 16 MiB
  * 4.9-5.7 ms against 6.0-6.6; P = 12, 1 MiB 506 against 594-606).
+ * The bcast's stage in pieces (segment=BYTES, each sent as soon as it is
+ * copied; the third Intel VM, 2026-12-03, three runs under mpirun and
+ * three under weft run, the median of each launcher's three, us;
+ * PERFORMANCE-LOG.md, "The bcast's stage in pieces"): P = 4, 1 MiB 181 and
+ * 176 in 256 KiB pieces against linear's 252 and 212, 8 MiB 1439 and
+ * 1442 against 2362 and 2256 (1 MiB pieces 1448 and 1458; two runs under
+ * mpirun, 16 MiB 2761-2930 against 3677-5517, 64 MiB 16.1-16.2 ms against
+ * 26.0-26.7); P = 5, 2 MiB 514 and 509-583 against the whole stage's 606
+ * and 618, 8 MiB 2128 and 2141 against 2836 and 2153; P = 8, 2 MiB 689
+ * and 666 against 750 and 759, 8 MiB 2864 and 2808 against 3579 and 3575
+ * (16 MiB 5.97-6.11 ms against 7.65-8.25 under mpirun); P = 12, 2 MiB
+ * 1095 and 1160 against 1155 and 1375, 8 MiB 4387 and 4320 against 5250
+ * and 5112.  At 256 KiB a tie (P = 4: 32-37 against 31-32), and at 12
+ * ranks the whole stage held 1 MiB (481 against 555-607 under weft run),
+ * so the pieces start above 256 KiB at 4-8 ranks and above 1 MiB at 9-16.
  * Non-commutative (weft bench --op noncommutative): P = 4, 1 MiB 567
  * against bst's 929; P = 8, 256 KiB 375 against 456, 4 MiB 5.6 ms against
  * 11.6; P = 12, 1 MiB 1.8 ms against recursive doubling's 6.0.  At 3-4
@@ -292,13 +307,18 @@ static const char builtin_text[] =
     "bcast            any             3-3         2049-*        linear\n"
     "bcast            any             4-8         0-2K          board|linear\n"
     "bcast            any             4-8         2049-32K      linear\n"
-    "bcast            any             4-4         32769-*       linear\n"
-    "bcast            any             5-8         32769-*       linear_arena/stage=plain|twotree\n"
+    "bcast            any             4-4         32769-256K    linear\n"
+    "bcast            any             4-4         262145-4M     linear_arena/stage=plain;segment=256K|linear\n"
+    "bcast            any             4-4         4194305-*     linear_arena/stage=plain;segment=1M|linear\n"
+    "bcast            any             5-8         32769-256K    linear_arena/stage=plain|twotree\n"
+    "bcast            any             5-8         262145-2M     linear_arena/stage=plain;segment=256K|twotree\n"
+    "bcast            any             5-8         2097153-*     linear_arena/stage=plain;segment=1M|twotree\n"
     "bcast            any             9-64        0-2K          board|linear_arena|binomial\n"
     "bcast            any             9-64        2049-256K     linear_arena|binomial\n"
     "bcast            any             65-*        0-32K         binomial\n"
     "bcast            any             65-*        32769-256K    linear_arena|binomial\n"
-    "bcast            any             9-16        262145-*      linear_arena/stage=plain|twotree\n"
+    "bcast            any             9-16        262145-1M     linear_arena/stage=plain|twotree\n"
+    "bcast            any             9-16        1048577-*     linear_arena/stage=plain;segment=1M|twotree\n"
     "bcast            any             17-*        262145-*      linear_arena|twotree\n"
     "reduce           any             2-3         0-2K          board|binomial\n"
     "reduce           any             4-8         0-2K          board|linear\n"
