@@ -157,6 +157,18 @@ static inline uint64_t blk_len(uint64_t n, uint64_t p, uint64_t i)
 {
     return n / p + (i < n % p ? 1 : 0);
 }
+
+/* The pieces of at most `bytes` (whole elements, at least one) that
+ * `count` elements of `esize` bytes are cut into; 1 for count 0 (a segment=
+ * parameter's segments, rabenseifner's and linear_arena's bcast's). */
+static inline uint64_t pieces_of(uint64_t count, size_t esize, uint64_t bytes)
+{
+    uint64_t piece = bytes / esize;
+    if (!piece)
+        piece = 1; /* a piece smaller than an element is an element */
+    return count > piece ? (count + piece - 1) / piece : 1;
+}
+
 static inline int pow2_floor(int p)
 {
     int q = 1;

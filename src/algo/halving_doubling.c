@@ -208,12 +208,7 @@ enum { SEGMENTS_MAX = 4096 };
 /* The segments a call is cut into: 1 when the param is unset. */
 static uint64_t segments_of(const coll_args_t *a)
 {
-    if (!a->params.segment)
-        return 1;
-    uint64_t seg = a->params.segment / a->esize;
-    if (!seg)
-        seg = 1; /* a segment smaller than an element is an element */
-    return a->count > seg ? (a->count + seg - 1) / seg : 1;
+    return a->params.segment ? pieces_of(a->count, a->esize, a->params.segment) : 1;
 }
 
 int algo_rabenseifner_usable(const coll_args_t *a, char *why, size_t len)

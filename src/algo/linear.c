@@ -51,10 +51,7 @@ static uint64_t stage_pieces(const coll_args_t *a)
 {
     if (!a->params.segment)
         return 0;
-    uint64_t piece = a->params.segment / a->esize;
-    if (!piece)
-        piece = 1; /* a piece smaller than an element is an element */
-    uint64_t k = a->count > piece ? (a->count + piece - 1) / piece : 1;
+    uint64_t k = pieces_of(a->count, a->esize, a->params.segment);
     return k < STAGE_PIECES_MAX ? k : STAGE_PIECES_MAX;
 }
 
