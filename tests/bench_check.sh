@@ -81,6 +81,13 @@ for mem in malloc weft; do
     then passes=$((passes + 1)); else fails=$((fails + 1)); echo "FAIL: --fresh --mem $mem"; echo "$out" | tail -3; cat "$csv"; fi
 done
 rm -f "$csv"
+# a rank of a job (weft run) takes --root against the job's size, not
+# --np's default of 4
+out=$("$weft" run -n 5 "$weft" bench reduce --root 4 --check --sizes 8,300K --iters 2 2>&1)
+out2=$("$weft" run -n 5 "$weft" bench reduce --root 5 --sizes 8 --iters 2 2>&1)
+if grep -q "# check: every result verified" <<<"$out" &&
+   grep -q "weft bench: --root 5 out of range for a job of 5" <<<"$out2"
+then passes=$((passes + 1)); else fails=$((fails + 1)); echo "FAIL: --root under weft run"; echo "$out" | tail -3; echo "$out2" | tail -2; fi
 # an algorithm of two parameters keeps its label in one CSV field, spelled
 # as --algo takes it (NAME/k=v;k=v: a comma split it into two fields, and
 # weft tune, which reads the CSV, lost the second parameter)

@@ -688,6 +688,12 @@ int main(int argc, char **argv)
                     variants[2] = "segment=12", variants[3] = "stage=plain,segment=1M";
                     nv = 4;
                 }
+                /* the allreduce's and reduce's input staged block by block
+                 * as each is sent */
+                if (weft_set_algorithm(world, coll, name, "stage=sent") == WEFT_OK) {
+                    variants[2] = "stage=sent";
+                    nv = 3;
+                }
             }
             /* hier_pap's other node levels, where there are nodes */
             if (getenv("WEFT_NODE_SIZE") &&

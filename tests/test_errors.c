@@ -349,7 +349,11 @@ int main(int argc, char **argv)
     EXPECT(weft_set_algorithm(w, WEFT_COLL_ALLREDUCE, "ring", "segment=1M"), WEFT_EINVAL,
            "no parameter");
     EXPECT(weft_set_algorithm(w, WEFT_COLL_ALLREDUCE, "linear_arena", "stage=fast"), WEFT_EINVAL,
-           "stream or plain");
+           "stream, plain or sent");
+    EXPECT(weft_set_algorithm(w, WEFT_COLL_BCAST, "linear_arena", "stage=sent"), WEFT_EINVAL,
+           "segment=BYTES");
+    EXPECT(weft_set_algorithm(w, WEFT_COLL_BCAST, "linear_arena", "segment=0"), WEFT_EINVAL,
+           "segment");
     EXPECT(weft_set_algorithm(w, WEFT_COLL_BCAST, "linear", "stage=plain"), WEFT_EINVAL,
            "no parameter");
     {   /* more segments than a schedule may have: refused, saying how many */

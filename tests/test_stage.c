@@ -163,7 +163,10 @@ static void one_sum(int32_t *in, int32_t *out, size_t n, int root, int call, wef
     }
 }
 
-static void staged_sums(weft_comm_t w, int small)
+/* params: NULL, the whole input staged at the call; "stage=sent", each
+ * block staged as it is sent (not taken at the call, then: the input must
+ * stay untouched until the call completes, as weft.h says). */
+static void staged_sums(weft_comm_t w, int small, const char *params)
 {
     char said[512] = "";
     if (small) { /* a failed call, whose message must outlive the unstaged ones */
@@ -171,14 +174,14 @@ static void staged_sums(weft_comm_t w, int small)
               "datatype 999 accepted");
         snprintf(said, sizeof said, "%s", weft_last_error());
     }
-    CHECK(weft_set_algorithm(w, WEFT_COLL_ALLREDUCE, "linear_arena", NULL) == WEFT_OK,
+    CHECK(weft_set_algorithm(w, WEFT_COLL_ALLREDUCE, "linear_arena", params) == WEFT_OK,
           "allreduce linear_arena refused: %s", weft_last_error());
-    CHECK(weft_set_algorithm(w, WEFT_COLL_REDUCE, "linear_arena", NULL) == WEFT_OK,
+    CHECK(weft_set_algorithm(w, WEFT_COLL_REDUCE, "linear_arena", params) == WEFT_OK,
           "reduce linear_arena refused: %s", weft_last_error());
     size_t most = 1 << 20; /* elements */
     int32_t *in = malloc(most * 4 + 16), *out = malloc(most * 4 + 16);
     /* taken at the call: the input overwritten while the call runs */
-    if (!small && P >= 2) {
+    if (!small && P >= 2 && !params) {
         size_t n = most;
         for (int root = -1; root < P; root += P) {
             fill_in(in, n, 1);
@@ -230,17 +233,12 @@ static void staged_sums(weft_comm_t w, int small)
     free(in), free(out);
 }
 
-int main(int argc, char **argv)
+/* params: NULL, the root's whole buffer staged at the call; "segment=...",
+ * staged in pieces as the schedule sends them (linear.c). */
+static void staged_bcasts(weft_comm_t w, int small, const char *params)
 {
-    if (weft_init(&argc, &argv))
-        return 1;
-    weft_comm_t w = weft_comm_world();
-    me = weft_comm_rank(w), P = weft_comm_size(w);
-    int small = argc > 1 && !strcmp(argv[1], "small");
-    CHECK(weft_set_algorithm(w, WEFT_COLL_BCAST, "linear_arena", NULL) == WEFT_OK,
-          "linear_arena refused: %s", weft_last_error());
-    if (!small && P >= 3)
-        taken_at_call(w, 8 << 20);
+    CHECK(weft_set_algorithm(w, WEFT_COLL_BCAST, "linear_arena", params) == WEFT_OK,
+          "linear_arena %s refused: %s", params ? params : "", weft_last_error());
     char said[512] = "";
     if (small) { /* a failed call, whose message must outlive the unstaged ones */
         CHECK(weft_bcast(NULL, 1, WEFT_UINT8, -1, w) == WEFT_EINVAL, "root -1 accepted");
@@ -272,8 +270,23 @@ int main(int argc, char **argv)
     } else {
         CHECK(small, "weft_alloc of 1 MiB: %s", weft_last_error());
     }
+}
 
-    staged_sums(w, small);
+int main(int argc, char **argv)
+{
+    if (weft_init(&argc, &argv))
+        return 1;
+    weft_comm_t w = weft_comm_world();
+    me = weft_comm_rank(w), P = weft_comm_size(w);
+    int small = argc > 1 && !strcmp(argv[1], "small");
+    CHECK(weft_set_algorithm(w, WEFT_COLL_BCAST, "linear_arena", NULL) == WEFT_OK,
+          "linear_arena refused: %s", weft_last_error());
+    if (!small && P >= 3)
+        taken_at_call(w, 8 << 20);
+    staged_bcasts(w, small, NULL);
+    staged_bcasts(w, small, "segment=256K");
+    staged_sums(w, small, NULL);
+    staged_sums(w, small, "stage=sent");
 
     int local[2] = {checks, failures}, total[2];
     weft_allreduce(local, total, 2, WEFT_INT32, WEFT_SUM, w);

@@ -257,8 +257,12 @@ static int parse_valued(bench_opts_t *o, const char *opt, const char *v)
  * 2 after saying which. */
 static int check_combination(const bench_opts_t *o)
 {
-    if (o->root < 0 || (!o->transport && o->root >= o->np)) {
-        fprintf(stderr, "weft bench: --root %d out of range for --np %d\n", o->root, o->np);
+    /* a rank of a job (weft run) has the job's size, whatever --np says */
+    const char *job = getenv("WEFT_RANK") ? getenv("WEFT_SIZE") : NULL;
+    int np = job && atoi(job) > 0 ? atoi(job) : o->np;
+    if (o->root < 0 || (!o->transport && o->root >= np)) {
+        fprintf(stderr, "weft bench: --root %d out of range for %s %d\n", o->root,
+                job ? "a job of" : "--np", np);
         return 2;
     }
     if (o->redraw && !o->nmif) {
@@ -760,10 +764,17 @@ static int pick_algorithms(const bench_opts_t *o, int rank, lineup_t *L)
             /* compositions duplicate their default parts: only by name */
             if (t[i].coll == o->coll && t[i].build != algo_reduce_bcast_allreduce) {
                 L->al[L->n++] = &t[i];
-                /* the stage's other copy, a variant the built-in table
-                 * takes by machine, so that weft tune measures it too */
+                /* the stage's other ways, variants the built-in table
+                 * takes by machine, so that weft tune measures them too:
+                 * plain stores; the allreduce's and reduce's blocks staged
+                 * as they are sent, the bcast's buffer in pieces */
                 if (strstr(t[i].params, "stage") && L->n < 64)
                     L->al[L->n] = &t[i], L->params[L->n++] = strdup("stage=plain");
+                if (strstr(t[i].params, "stage") && L->n < 64)
+                    L->al[L->n] = &t[i],
+                    L->params[L->n++] = strdup(t[i].coll == WEFT_COLL_BCAST
+                                                   ? "stage=plain,segment=1M"
+                                                   : "stage=sent");
             }
     } else {
         char list[sizeof o->algos];

@@ -29,8 +29,13 @@ enum { NODE_LEVEL_CHAIN = 0, NODE_LEVEL_LEADER = 1, NODE_LEVEL_TWOSTEP = 2 };
 /* Streamed, the default, leaves no line of the stage modified in the
  * copier's cache for the readers on other cores to pull across one by one;
  * plain stores leave the stage in the shared cache where it fits there,
- * which some machines read faster (docs/TUNING.md, the built-in rows). */
-enum { STAGE_STREAM = 0, STAGE_PLAIN = 1 };
+ * which some machines read faster (docs/TUNING.md, the built-in rows).
+ * Sent (the allreduce and reduce only): no copy before the schedule; each
+ * block of the input is copied into the stage, plainly, as its send is
+ * posted (engine.c), so the peers start on the first blocks while the rank
+ * copies the next, and the rank's own block, which no peer reads, is
+ * never copied. */
+enum { STAGE_STREAM = 0, STAGE_PLAIN = 1, STAGE_SENT = 2 };
 
 /* A node map in group form, built once for every rank of a call (the
  * simulator, the checker), so that a hierarchical builder needs no O(P)

@@ -564,8 +564,14 @@ static int parse_param(const algo_t *al, const char *k, size_t kl, const char *v
             p->stage = STAGE_STREAM;
         else if (!strcmp(val, "plain"))
             p->stage = STAGE_PLAIN;
+        else if (!strcmp(val, "sent") && al->coll != WEFT_COLL_BCAST)
+            p->stage = STAGE_SENT;
+        else if (!strcmp(val, "sent"))
+            return weft_error(WEFT_EINVAL, "stage=sent: the bcast's root stages its buffer "
+                              "as it sends it with segment=BYTES (pieces of that many bytes)");
         else
-            return weft_error(WEFT_EINVAL, "stage=%s: expected stream or plain", val);
+            return weft_error(WEFT_EINVAL, "stage=%s: expected stream, plain or sent (allreduce "
+                              "and reduce)", val);
     } else if (kl == 5 && !strncmp(k, "inter", 5)) {
         weft_coll_t ic = al->coll;
         if (!algo_find(ic, val) || !strcmp(val, "hier"))

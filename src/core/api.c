@@ -411,10 +411,12 @@ static void stage_root_pieces(weft_comm_t c, weft_request_t r, char *buf, size_t
 /* Every rank's input and scratch read in place by its peers
  * (ALGO_STAGED_INPUT: linear_arena's allreduce and reduce): the input is
  * copied (stage_copy, as above) into the stage unless it lies in the arena
- * already, and the scratch follows it there.  Only where the blocks the
- * peers read are large enough to be read in place (arena_reads_from);
- * otherwise, or without room, the call runs from its own buffers, as
- * correct and slower. */
+ * already, and the scratch follows it there.  stage=sent copies nothing
+ * here: the engine copies each block of the input into the stage as its
+ * send is posted (exec_t.in_image), while the rank's own steps read the
+ * input where it is.  Only where the blocks the peers read are large
+ * enough to be read in place (arena_reads_from); otherwise, or without
+ * room, the call runs from its own buffers, as correct and slower. */
 static void stage_input(weft_comm_t c, weft_request_t r, const char **inp, size_t bytes,
                         size_t tmp_bytes, int way)
 {
@@ -426,7 +428,9 @@ static void stage_input(weft_comm_t c, weft_request_t r, const char **inp, size_
     char *st = stage_take(c, r, at + tmp_bytes);
     if (!st)
         return;
-    if (copy) {
+    if (copy && way == STAGE_SENT) {
+        r->e.in_image = st;
+    } else if (copy) {
         stage_copy(st, *inp, bytes, way);
         *inp = st;
     }
@@ -673,6 +677,7 @@ static int coll_start(weft_comm_t comm, weft_coll_t coll, const void *in, void *
         return call_refused(comm, own, &shape, rc);
     }
     r->e.tmp_shared = NULL;
+    r->e.in_image = NULL;
     if ((al->flags & ALGO_ROOT_READ_BY_ALL) && comm->rank == root) {
         if (ent->params.segment)
             stage_root_pieces(comm, r, outp, count * es);

@@ -490,6 +490,11 @@ static int run_step(exec_t *e, uint32_t i)
         int rc;
         if (st->kind == STEP_SEND) {
             r->sbuf = at(e->buf[st->src_buf], st->src_off, es);
+            if (e->in_image && st->src_buf == BUF_IN) { /* staged as it is sent */
+                char *img = at(e->in_image, st->src_off, es);
+                copy_bytes(img, r->sbuf, bytes);
+                r->sbuf = img;
+            }
             rc = e->x->ops->isend(e->x, r);
         } else {
             r->sink.dst = at(e->buf[st->dst_buf], st->dst_off, es);

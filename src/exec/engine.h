@@ -151,6 +151,9 @@ typedef struct exec {
     size_t tmp_bytes;
     char *tmp_shared; /* this call's scratch in the shared arena (api.c,
                        * ALGO_STAGED_INPUT) instead of tmp, or NULL */
+    /* The input's image in the stage (api.c, stage=sent), or NULL: a send
+     * from the input copies its region there first and goes from there */
+    char *in_image;
     int err;
     /* err's message (exec_fail): the thread that finds an error (another
      * thread's wait, progressing this call) may not be the one that

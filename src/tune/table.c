@@ -183,6 +183,22 @@
  * and 5112.  At 256 KiB a tie (P = 4: 32-37 against 31-32), and at 12
  * ranks the whole stage held 1 MiB (481 against 555-607 under weft run),
  * so the pieces start above 256 KiB at 4-8 ranks and above 1 MiB at 9-16.
+ * The allreduce's input staged block by block as each is sent (stage=sent;
+ * the same VM, later; two runs under each launcher, the range of the
+ * medians, mpirun's first, us; PERFORMANCE-LOG.md, "The input staged as it
+ * is sent"), against stage=plain: P = 5, 512 KiB 270-275 and 258-264
+ * against 286-296 and 277-282, 2 MiB 1126-1209 and 1073-1088 against
+ * 1124-1323 and 1150-1166; P = 8, 2 MiB 1581-1779 and 1523-1524 against
+ * 1727-1898 and 1545-1632, 4 MiB 4819-5356 and 4626-5003 against
+ * 5476-6537 and 4698-4986; P = 12, 1 MiB 1218-1281 against 1295-1432; and
+ * against the Rabenseifner rows from 128 KiB at 5-8 ranks (three runs:
+ * P = 5, 256 KiB 113-122 and 112-114 against 122-166 and 125-145; P = 8,
+ * 512 KiB 408-433 and 380-396 against the 512 KiB segments' 461-532 and
+ * 491-638).  At 16 MiB the whole input streamed held (P = 8: 23.4-24.1 ms
+ * against 24.5-25.5).  Non-commutative, against the whole input streamed:
+ * P = 4, 2 MiB 1072-1147 against 1440-1493; P = 12, 2 MiB 4789-5240
+ * against 5780-6206; 8 MiB a tie at 8-12 ranks and ahead at 4 (6005-7536
+ * against 7613-8774 over both launchers).
  * Non-commutative (weft bench --op noncommutative): P = 4, 1 MiB 567
  * against bst's 929; P = 8, 256 KiB 375 against 456, 4 MiB 5.6 ms against
  * 11.6; P = 12, 1 MiB 1.8 ms against recursive doubling's 6.0.  At 3-4
@@ -247,11 +263,14 @@ static const char builtin_text[] =
     "allreduce        noncommutative  2-2         8193-*        recursive_doubling\n"
     "allreduce        noncommutative  3-3         2049-*        recursive_doubling\n"
     "allreduce        noncommutative  4-8         16385-256K    bst\n"
-    "allreduce        noncommutative  4-8         262145-*      linear_arena|bst\n"
+    "allreduce        noncommutative  4-8         262145-8M     linear_arena/stage=sent|bst\n"
+    "allreduce        noncommutative  4-8         8388609-*     linear_arena|bst\n"
     "allreduce        noncommutative  9-16        8193-128K     "
     "reduce_bcast/reduce=linear;bcast=linear\n"
     "allreduce        noncommutative  9-16        131073-256K   bst|recursive_doubling\n"
-    "allreduce        noncommutative  9-16        262145-*      linear_arena|recursive_doubling\n"
+    "allreduce        noncommutative  9-16        262145-4M     "
+    "linear_arena/stage=sent|recursive_doubling\n"
+    "allreduce        noncommutative  9-16        4194305-*     linear_arena|recursive_doubling\n"
     "allreduce        noncommutative  17-32       2049-128K     "
     "reduce_bcast/reduce=linear;bcast=linear\n"
     "allreduce        noncommutative  33-64       2049-8K       "
@@ -269,15 +288,14 @@ static const char builtin_text[] =
     "allreduce        commutative     4-4         14337-1M      rabenseifner\n"
     "allreduce        commutative     5-8         16385-128K    "
     "reduce_bcast/reduce=linear;bcast=linear\n"
-    "allreduce        commutative     5-8         131073-256K   rabenseifner\n"
-    "allreduce        commutative     5-8         262145-512K   rabenseifner/segment=512K\n"
-    "allreduce        commutative     5-8         524289-1M     "
-    "linear_arena/stage=plain|rabenseifner/segment=512K\n"
+    "allreduce        commutative     5-8         131073-256K   linear_arena/stage=sent|rabenseifner\n"
+    "allreduce        commutative     5-8         262145-1M     "
+    "linear_arena/stage=sent|rabenseifner/segment=512K\n"
     "allreduce        commutative     9-16        8193-128K     "
     "reduce_bcast/reduce=linear;bcast=linear\n"
     "allreduce        commutative     9-16        131073-256K   rabenseifner\n"
     "allreduce        commutative     9-16        262145-1M     "
-    "linear_arena/stage=plain|rabenseifner\n"
+    "linear_arena/stage=sent|rabenseifner\n"
     "allreduce        commutative     17-32       2049-128K     "
     "reduce_bcast/reduce=linear;bcast=linear\n"
     "allreduce        commutative     17-32       131073-1M     rabenseifner\n"
@@ -291,12 +309,12 @@ static const char builtin_text[] =
     "allreduce        commutative     4-4         1048577-32M   rabenseifner/segment=4M\n"
     "allreduce        commutative     4-4         33554433-*    rabenseifner/segment=512K\n"
     "allreduce        commutative     5-8         1048577-4M    "
-    "linear_arena/stage=plain|rabenseifner/segment=512K\n"
+    "linear_arena/stage=sent|rabenseifner/segment=512K\n"
     "allreduce        commutative     5-8         4194305-*     "
     "linear_arena|rabenseifner/segment=512K\n"
     "allreduce        commutative     9-16:pow2   1048577-4M    "
-    "linear_arena/stage=plain|rabenseifner\n"
-    "allreduce        commutative     9-16:notpow2 1048577-4M   linear_arena/stage=plain|ring\n"
+    "linear_arena/stage=sent|rabenseifner\n"
+    "allreduce        commutative     9-16:notpow2 1048577-4M   linear_arena/stage=sent|ring\n"
     "allreduce        commutative     9-16:pow2   4194305-*     linear_arena|rabenseifner\n"
     "allreduce        commutative     9-16:notpow2 4194305-*    linear_arena|ring\n"
     "allreduce        commutative     17-*:pow2   1048577-*     rabenseifner\n"
@@ -404,7 +422,10 @@ static const char builtin_text[] =
  * crosses once with its payload.  And the rows the table had before its
  * stage=plain rows (2026-12-03), at 5-16 ranks: this VM measured the
  * streamed stage faster (P = 8 allreduce of 1 MiB, 558 against 885 us;
- * PERFORMANCE-LOG.md, "Allreduce staged in the arena"). */
+ * PERFORMANCE-LOG.md, "Allreduce staged in the arena"); so, unmeasured
+ * there, do the rows the table had before its stage=sent rows (2026-12-03,
+ * later): Rabenseifner at 5-8 ranks from 128 to 512 KiB, and the whole
+ * input streamed for non-commutative ops from 256 KiB at 4-16. */
 static const char amd_text[] =
     "weft-tuning 1\n"
     "# collective     ops             ranks       bytes         algorithms (first usable)\n"
@@ -412,6 +433,10 @@ static const char amd_text[] =
     "allreduce        any             4-4         2049-8K       "
     "board|reduce_bcast/reduce=linear;bcast=linear\n"
     "allreduce        commutative     4-4         1048577-*     rabenseifner/segment=512K\n"
+    "allreduce        commutative     5-8         131073-256K   rabenseifner\n"
+    "allreduce        commutative     5-8         262145-512K   rabenseifner/segment=512K\n"
+    "allreduce        noncommutative  4-8         262145-*      linear_arena|bst\n"
+    "allreduce        noncommutative  9-16        262145-*      linear_arena|recursive_doubling\n"
     "allreduce        commutative     6-8         524289-1M     ring\n"
     "allreduce        commutative     5-5         524289-2M     rabenseifner/segment=512K\n"
     "allreduce        commutative     6-8         1048577-2M    rabenseifner/segment=512K\n"
