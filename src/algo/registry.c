@@ -43,7 +43,8 @@ static const algo_t table[] = {
     {"linear_arena", WEFT_COLL_ALLREDUCE, I | S | ALGO_STAGED_INPUT, algo_linear_arena_allreduce,
      "stage",
      "every rank's input staged in its shared arena; rank j reduces block j from every stage in "
-     "rank order, then every rank copies every reduced block (shared memory)",
+     "rank order, then every rank copies every reduced block (shared memory; stage=sent: each "
+     "block staged as it is sent)",
      "n beta to stage, then 2(P-1)(alpha + n/P beta) + (P-1)/P n gamma per rank, no cell copies",
      algo_linear_arena_usable},
     {"board", WEFT_COLL_ALLREDUCE, I | S, algo_board_build, "",
@@ -161,7 +162,8 @@ static const algo_t table[] = {
      "(P-1) (alpha + n beta + n gamma) at the root"},
     {"linear_arena", WEFT_COLL_REDUCE, S | ALGO_STAGED_INPUT, algo_linear_arena_reduce, "stage",
      "every rank's input staged in its shared arena; rank j reduces block j from every stage in "
-     "rank order and the root copies every reduced block (shared memory)",
+     "rank order and the root copies every reduced block (shared memory; stage=sent: each "
+     "block staged as it is sent)",
      "n beta to stage, then (P-1)(alpha + n/P beta) + (P-1)/P n gamma per rank, (P-1)(alpha + "
      "n/P beta) more at the root, no cell copies",
      algo_linear_arena_usable},
