@@ -198,7 +198,12 @@
  * against 24.5-25.5).  Non-commutative, against the whole input streamed:
  * P = 4, 2 MiB 1072-1147 against 1440-1493; P = 12, 2 MiB 4789-5240
  * against 5780-6206; 8 MiB a tie at 8-12 ranks and ahead at 4 (6005-7536
- * against 7613-8774 over both launchers).
+ * against 7613-8774 over both launchers).  At 4 ranks (three runs under
+ * each launcher, the median of each launcher's three, us) it led
+ * Rabenseifner from 128 KiB to 2 MiB: 128 KiB 36 and 46 against 40 and 54,
+ * 1 MiB 347 and 349 against 345 and 403, 2 MiB 709 and 696 against the 4
+ * MiB segments' 798 and 798; at 4 MiB the segments led (1413-1450 against
+ * 1547-1681 under mpirun, two runs).
  * Non-commutative (weft bench --op noncommutative): P = 4, 1 MiB 567
  * against bst's 929; P = 8, 256 KiB 375 against 456, 4 MiB 5.6 ms against
  * 11.6; P = 12, 1 MiB 1.8 ms against recursive doubling's 6.0.  At 3-4
@@ -285,7 +290,8 @@ static const char builtin_text[] =
     "allreduce        commutative     3-3         2049-16K      recursive_doubling\n"
     "allreduce        commutative     3-3         16385-512K    rabenseifner\n"
     "allreduce        commutative     3-3         524289-1M     rabenseifner/segment=512K\n"
-    "allreduce        commutative     4-4         14337-1M      rabenseifner\n"
+    "allreduce        commutative     4-4         14337-128K    rabenseifner\n"
+    "allreduce        commutative     4-4         131073-1M     linear_arena/stage=sent|rabenseifner\n"
     "allreduce        commutative     5-8         16385-128K    "
     "reduce_bcast/reduce=linear;bcast=linear\n"
     "allreduce        commutative     5-8         131073-256K   linear_arena/stage=sent|rabenseifner\n"
@@ -306,7 +312,9 @@ static const char builtin_text[] =
     "allreduce        commutative     1-2         1048577-4M    rabenseifner\n"
     "allreduce        commutative     1-2         4194305-*     rabenseifner/segment=4M\n"
     "allreduce        commutative     3-3         1048577-*     rabenseifner/segment=512K\n"
-    "allreduce        commutative     4-4         1048577-32M   rabenseifner/segment=4M\n"
+    "allreduce        commutative     4-4         1048577-2M    "
+    "linear_arena/stage=sent|rabenseifner/segment=4M\n"
+    "allreduce        commutative     4-4         2097153-32M   rabenseifner/segment=4M\n"
     "allreduce        commutative     4-4         33554433-*    rabenseifner/segment=512K\n"
     "allreduce        commutative     5-8         1048577-4M    "
     "linear_arena/stage=sent|rabenseifner/segment=512K\n"
@@ -424,7 +432,7 @@ static const char builtin_text[] =
  * streamed stage faster (P = 8 allreduce of 1 MiB, 558 against 885 us;
  * PERFORMANCE-LOG.md, "Allreduce staged in the arena"); so, unmeasured
  * there, do the rows the table had before its stage=sent rows (2026-12-03,
- * later): Rabenseifner at 5-8 ranks from 128 to 512 KiB, and the whole
+ * later): Rabenseifner at 4-8 ranks from 128 to 512 KiB (to 1 MiB at 4), and the whole
  * input streamed for non-commutative ops from 256 KiB at 4-16. */
 static const char amd_text[] =
     "weft-tuning 1\n"
@@ -433,6 +441,7 @@ static const char amd_text[] =
     "allreduce        any             4-4         2049-8K       "
     "board|reduce_bcast/reduce=linear;bcast=linear\n"
     "allreduce        commutative     4-4         1048577-*     rabenseifner/segment=512K\n"
+    "allreduce        commutative     4-4         131073-1M     rabenseifner\n"
     "allreduce        commutative     5-8         131073-256K   rabenseifner\n"
     "allreduce        commutative     5-8         262145-512K   rabenseifner/segment=512K\n"
     "allreduce        noncommutative  4-8         262145-*      linear_arena|bst\n"
