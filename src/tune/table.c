@@ -203,7 +203,10 @@
  * Rabenseifner from 128 KiB to 2 MiB: 128 KiB 36 and 46 against 40 and 54,
  * 1 MiB 347 and 349 against 345 and 403, 2 MiB 709 and 696 against the 4
  * MiB segments' 798 and 798; at 4 MiB the segments led (1413-1450 against
- * 1547-1681 under mpirun, two runs).
+ * 1547-1681 under mpirun, two runs).  At 6 and 8 ranks, 8 MiB (three runs
+ * under each launcher, medians as above): 6540 and 6933 against the whole
+ * input streamed's 8071 and 7374 at 6 ranks (the ring 7107 and 6259), 10582
+ * and 11038 against 10737 and 11170 at 8; so 5-8 ranks keep it to 8 MiB.
  * Non-commutative (weft bench --op noncommutative): P = 4, 1 MiB 567
  * against bst's 929; P = 8, 256 KiB 375 against 456, 4 MiB 5.6 ms against
  * 11.6; P = 12, 1 MiB 1.8 ms against recursive doubling's 6.0.  At 3-4
@@ -318,7 +321,9 @@ static const char builtin_text[] =
     "allreduce        commutative     4-4         33554433-*    rabenseifner/segment=512K\n"
     "allreduce        commutative     5-8         1048577-4M    "
     "linear_arena/stage=sent|rabenseifner/segment=512K\n"
-    "allreduce        commutative     5-8         4194305-*     "
+    "allreduce        commutative     5-8         4194305-8M    "
+    "linear_arena/stage=sent|rabenseifner/segment=512K\n"
+    "allreduce        commutative     5-8         8388609-*     "
     "linear_arena|rabenseifner/segment=512K\n"
     "allreduce        commutative     9-16:pow2   1048577-4M    "
     "linear_arena/stage=sent|rabenseifner\n"
