@@ -27,7 +27,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n)
         assert(p.chunks >= 0 && p.chunks <= 16384);
         assert(p.fanout >= 0 && p.fanout <= 1024);
         assert(p.sync == 0 || p.sync == 1);
-        assert(p.stage == STAGE_STREAM || p.stage == STAGE_PLAIN);
+        assert(p.stage == STAGE_STREAM || p.stage == STAGE_PLAIN ||
+               (p.stage == STAGE_SENT && al->coll != WEFT_COLL_BCAST));
         assert(p.threshold >= 0 && p.threshold <= 100000001);
         assert(!p.reduce[0] || algo_find(WEFT_COLL_REDUCE, p.reduce));
         assert(!p.bcast[0] || algo_find(WEFT_COLL_BCAST, p.bcast));
