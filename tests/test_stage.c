@@ -17,7 +17,11 @@
  *                       input taken at the call, sizes around the
  *                       threshold, in place, every root, an input from
  *                       weft_alloc (only the scratch staged), an allreduce
- *                       and a reduce in flight at once.
+ *                       and a reduce in flight at once.  Both again with the
+ *                       stage made as the schedule sends (the bcast's in
+ *                       pieces, segment=256K; the allreduce's and reduce's
+ *                       block by block, stage=sent), but for the white-box
+ *                       overwrite: such a stage is not taken at the call.
  *   test_stage small    the same calls in an arena of 1 MiB
  *                       (WEFT_ARENA_MAX, set by CMakeLists.txt), too small
  *                       for the larger calls' stage: those go from the

@@ -165,7 +165,11 @@ static inline uint64_t blk_len(uint64_t n, uint64_t p, uint64_t i)
 
 /* The pieces of at most `bytes` (whole elements, at least one) that
  * `count` elements of `esize` bytes are cut into; 1 for count 0 (a segment=
- * parameter's segments, rabenseifner's and linear_arena's bcast's). */
+ * parameter's segments, rabenseifner's and linear_arena's bcast's).  At
+ * most PIECES_MAX of them in a schedule, so that its tags and size stay
+ * small: rabenseifner refuses more, linear_arena's bcast makes its pieces
+ * larger. */
+enum { PIECES_MAX = 4096 };
 static inline uint64_t pieces_of(uint64_t count, size_t esize, uint64_t bytes)
 {
     uint64_t piece = bytes / esize;

@@ -203,7 +203,6 @@ static void rabenseifner_whole(sched_t *s, const coll_args_t *a, uint64_t n)
  * shared cache: unsegmented, the halving's result region outgrows the L3
  * from a few MiB per rank and every later pass over it comes from memory.
  * The price is 2 lg P messages per segment instead of per call. */
-enum { SEGMENTS_MAX = 4096 };
 
 /* The segments a call is cut into: 1 when the param is unset. */
 static uint64_t segments_of(const coll_args_t *a)
@@ -214,11 +213,11 @@ static uint64_t segments_of(const coll_args_t *a)
 int algo_rabenseifner_usable(const coll_args_t *a, char *why, size_t len)
 {
     uint64_t k = segments_of(a);
-    if (k > SEGMENTS_MAX) {
+    if (k > PIECES_MAX) {
         snprintf(why, len, "allreduce rabenseifner: segment=%llu bytes cuts %llu elements of "
                  "%zu bytes into %llu segments; at most %d",
                  (unsigned long long)a->params.segment, (unsigned long long)a->count, a->esize,
-                 (unsigned long long)k, SEGMENTS_MAX);
+                 (unsigned long long)k, PIECES_MAX);
         return -1;
     }
     return 0;
@@ -227,7 +226,7 @@ int algo_rabenseifner_usable(const coll_args_t *a, char *why, size_t len)
 int algo_rabenseifner_allreduce(sched_t *s, const coll_args_t *a)
 {
     uint64_t k = segments_of(a);
-    if (k > SEGMENTS_MAX)
+    if (k > PIECES_MAX)
         return WEFT_EINVAL; /* usable() said why before any build */
     if (k == 1) {
         rabenseifner_whole(s, a, a->count);

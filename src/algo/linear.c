@@ -41,18 +41,15 @@ int algo_linear_bcast(sched_t *s, const coll_args_t *a)
     return 0;
 }
 
-/* Pieces of the staged bcast: at most this many (as rabenseifner's
- * segments), so that the tags and the schedule stay small; a buffer that
- * segment=BYTES would cut into more is cut into this many larger ones. */
-enum { STAGE_PIECES_MAX = 4096 };
-
-/* The pieces a staged bcast's buffer is cut into; 0 when unsegmented. */
+/* The pieces a staged bcast's buffer is cut into, 0 when unsegmented: at
+ * most PIECES_MAX, a buffer that segment=BYTES would cut into more being
+ * cut into that many larger ones. */
 static uint64_t stage_pieces(const coll_args_t *a)
 {
     if (!a->params.segment)
         return 0;
     uint64_t k = pieces_of(a->count, a->esize, a->params.segment);
-    return k < STAGE_PIECES_MAX ? k : STAGE_PIECES_MAX;
+    return k < PIECES_MAX ? k : PIECES_MAX;
 }
 
 int algo_linear_arena_usable(const coll_args_t *a, char *why, size_t len)

@@ -962,7 +962,6 @@ static bool cells_timed(const shm_xport_t *x, size_t bytes, bool sending, const 
            (sending || (bytes <= CELLS_TIMED_MAX && (!red || (!red->user && red->esize >= 4))));
 }
 
-
 /* A clock runs from *t_run (0: not running) to now, within one call that
  * moves cells: two clock reads a call, not a cell (but for a busy
  * sender's measured message, each of whose cells carries the sum so far),
@@ -1640,7 +1639,6 @@ static void cells_time_end(shm_xport_t *x, peer_state_t *ps, ring_hdr_t *ring, s
     atomic_store_explicit(&ring->cells_slow, slow, memory_order_relaxed);
     cells_say(x, false, (int)(ps - x->peers), gbps, slow);
 }
-
 
 /* What start_message made of the message at the head of src's ring. */
 enum {
