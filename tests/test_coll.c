@@ -689,10 +689,13 @@ int main(int argc, char **argv)
                     nv = 4;
                 }
                 /* the allreduce's and reduce's input staged block by block
-                 * as each is sent */
+                 * as each is sent; block j combined in pieces of 3 elements
+                 * of 4 bytes (the large count's at the cap of 4096), staged
+                 * as sent and, at the small counts, unstaged */
                 if (weft_set_algorithm(world, coll, name, "stage=sent") == WEFT_OK) {
-                    variants[2] = "stage=sent";
-                    nv = 3;
+                    variants[2] = "stage=sent", variants[3] = "stage=sent,segment=12";
+                    variants[4] = "segment=12";
+                    nv = 5;
                 }
             }
             /* hier_pap's other node levels, where there are nodes */

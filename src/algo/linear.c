@@ -26,6 +26,7 @@
  * round is a rank that must be scheduled again, and each cell a second
  * copy (PERFORMANCE-LOG.md, "Allreduce staged in the arena"). */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "algo.h"
 
@@ -176,42 +177,83 @@ int algo_linear_reduce_scatter(sched_t *s, const coll_args_t *a)
     return 0;
 }
 
+/* The pieces block j of linear_arena's reduce-scatter is cut into (sender
+ * and receiver compute them from the block's length alike): one without
+ * segment=, else pieces of at most segment bytes, at most PIECES_MAX. */
+static uint64_t block_pieces(const coll_args_t *a, uint64_t len)
+{
+    if (!a->params.segment)
+        return 1;
+    uint64_t k = pieces_of(len, a->esize, a->params.segment);
+    return k < PIECES_MAX ? k : PIECES_MAX;
+}
+
+/* Piece c of an input block travels under its own tag (steps posted at
+ * once match in no set order), tag 1 being the reduced blocks'; one piece
+ * keeps tag 0, as unsegmented. */
+static uint32_t piece_tag(uint64_t c) { return c ? (uint32_t)c + 1 : 0; }
+
+/* The steps that order a rank's result receives (recv_result_block): per
+ * peer j, the last piece of j's input received, and the first and last
+ * of this rank's sends to j (consecutive steps). */
+typedef struct {
+    uint32_t *last_in, *send_lo, *send_hi;
+} arena_marks_t;
+
 /* The linear reduce-scatter of linear_arena: every rank sends block j of
  * its input to rank j, and rank r combines block r in rank order into
- * scratch (acc).  Returns the first of the sends (to r + 1, r + 2, ...,
- * one step each), which the P steps combining ranks 0, 1, ... follow. */
-static uint32_t reduce_own_block(sched_t *s, const coll_args_t *a, region_t *acc)
+ * scratch (acc).  With segment=BYTES the block is combined a piece at a
+ * time, every rank's contribution to a piece before the next piece, so
+ * that the piece being combined stays in the cache (P - 1 passes over the
+ * whole block, for a block past the L2, read it back from memory each
+ * time).  Returns the last combining step. */
+static uint32_t reduce_own_block(sched_t *s, const coll_args_t *a, region_t *acc,
+                                 const arena_marks_t *mk)
 {
     int P = a->nrank, r = a->rank;
     uint64_t n = a->count, mine = blk_len(n, (uint64_t)P, (uint64_t)r);
-    uint32_t first = s->nsteps;
     for (int i = 1; i < P; i++) { /* nearest first, as a ring would */
-        uint64_t j = (uint64_t)mod(r + i, P);
-        sched_send(s, (int)j, 0, reg(BUF_IN, blk_off(n, (uint64_t)P, j), blk_len(n, (uint64_t)P, j)));
+        uint64_t j = (uint64_t)mod(r + i, P), off = blk_off(n, (uint64_t)P, j);
+        uint64_t len = blk_len(n, (uint64_t)P, j), k = block_pieces(a, len);
+        mk->send_lo[j] = s->nsteps;
+        for (uint64_t c = 0; c < k; c++) {
+            uint64_t lo = len * c / k;
+            sched_send(s, (int)j, piece_tag(c), reg(BUF_IN, off + lo, len * (c + 1) / k - lo));
+        }
+        mk->send_hi[j] = s->nsteps - 1;
     }
-    *acc = reg(BUF_TMP, sched_tmp(s, mine), mine);
-    region_t own = reg(BUF_IN, blk_off(n, (uint64_t)P, (uint64_t)r), mine);
-    uint32_t prev = r == 0 ? sched_copy(s, own, *acc) : sched_recv(s, 0, 0, *acc);
-    for (int q = 1; q < P; q++) {
-        uint32_t st = q == r ? sched_reduce(s, own, *acc, false)
-                             : sched_recv_reduce(s, q, 0, *acc, false);
-        sched_depend(s, st, prev);
-        prev = st;
+    uint64_t base = sched_tmp(s, mine), own_off = blk_off(n, (uint64_t)P, (uint64_t)r);
+    *acc = reg(BUF_TMP, base, mine);
+    uint64_t k = block_pieces(a, mine);
+    uint32_t prev = 0;
+    for (uint64_t c = 0; c < k; c++) {
+        uint64_t lo = mine * c / k, len = mine * (c + 1) / k - lo;
+        region_t part = reg(BUF_TMP, base + lo, len), own = reg(BUF_IN, own_off + lo, len);
+        for (int q = 0; q < P; q++) {
+            uint32_t st = q == r ? (q == 0 ? sched_copy(s, own, part) : sched_reduce(s, own, part, false))
+                                 : (q == 0 ? sched_recv(s, 0, piece_tag(c), part)
+                                           : sched_recv_reduce(s, q, piece_tag(c), part, false));
+            if (c || q)
+                sched_depend(s, st, prev);
+            mk->last_in[q] = st;
+            prev = st;
+        }
     }
-    return first;
+    return prev;
 }
 
-/* The receive of block j of the result into the output.  After the send
+/* The receive of block j of the result into the output.  After the sends
  * of block j of the input to its owner (under WEFT_IN_PLACE, unstaged,
  * they are the same bytes), and after the receive of j's input block: a
  * receive posted before it would find that message first and have the
  * transport buffer it as unexpected, a copy of every such block. */
-static void recv_result_block(sched_t *s, const coll_args_t *a, uint32_t first, int j)
+static void recv_result_block(sched_t *s, const coll_args_t *a, const arena_marks_t *mk, int j)
 {
     uint64_t n = a->count, P = (uint64_t)a->nrank;
     uint32_t rv = sched_recv(s, j, 1, reg(BUF_OUT, blk_off(n, P, (uint64_t)j), blk_len(n, P, (uint64_t)j)));
-    sched_depend(s, rv, first + (uint32_t)(mod(j - a->rank, a->nrank) - 1));
-    sched_depend(s, rv, first + (uint32_t)(a->nrank - 1 + j));
+    for (uint32_t st = mk->send_lo[j]; st <= mk->send_hi[j]; st++)
+        sched_depend(s, rv, st);
+    sched_depend(s, rv, mk->last_in[j]);
 }
 
 /* The reduced blocks go to every rank (root < 0: allreduce) or to the
@@ -220,19 +262,24 @@ static int linear_arena(sched_t *s, const coll_args_t *a, int root)
 {
     int P = a->nrank, r = a->rank;
     uint64_t n = a->count;
+    uint32_t *marks = malloc(3 * (size_t)P * sizeof *marks);
+    if (!marks)
+        return WEFT_ENOMEM;
+    arena_marks_t mk = {marks, marks + P, marks + 2 * P};
     region_t acc;
-    uint32_t first = reduce_own_block(s, a, &acc), reduced = first + (uint32_t)(2 * P - 2);
+    uint32_t reduced = reduce_own_block(s, a, &acc, &mk);
     for (int i = 1; i < P; i++) {
         int to = mod(r + i, P);
         if (root < 0 || to == root)
             sched_depend(s, sched_send(s, to, 1, acc), reduced);
     }
-    if (root >= 0 && r != root)
-        return 0;
-    uint32_t cp = sched_copy(s, acc, reg(BUF_OUT, blk_off(n, (uint64_t)P, (uint64_t)r), acc.len));
-    sched_depend(s, cp, reduced);
-    for (int i = 1; i < P; i++)
-        recv_result_block(s, a, first, mod(r - i, P));
+    if (root < 0 || r == root) {
+        uint32_t cp = sched_copy(s, acc, reg(BUF_OUT, blk_off(n, (uint64_t)P, (uint64_t)r), acc.len));
+        sched_depend(s, cp, reduced);
+        for (int i = 1; i < P; i++)
+            recv_result_block(s, a, &mk, mod(r - i, P));
+    }
+    free(marks);
     return 0;
 }
 

@@ -41,10 +41,10 @@ static const algo_t table[] = {
      "every rank sends its input to all others and combines all P in rank order (small n)",
      "(P-1)(alpha + n beta) + (P-1) n gamma"},
     {"linear_arena", WEFT_COLL_ALLREDUCE, I | S | ALGO_STAGED_INPUT, algo_linear_arena_allreduce,
-     "stage",
+     "stage,segment",
      "every rank's input staged in its shared arena; rank j reduces block j from every stage in "
      "rank order, then every rank copies every reduced block (shared memory; stage=sent: each "
-     "block staged as it is sent)",
+     "block staged as it is sent; segment=BYTES: block j combined a piece at a time)",
      "n beta to stage, then 2(P-1)(alpha + n/P beta) + (P-1)/P n gamma per rank, no cell copies",
      algo_linear_arena_usable},
     {"board", WEFT_COLL_ALLREDUCE, I | S, algo_board_build, "",
@@ -160,10 +160,11 @@ static const algo_t table[] = {
     {"linear", WEFT_COLL_REDUCE, S, algo_linear_reduce, "",
      "every rank sends to the root, which combines in rank order",
      "(P-1) (alpha + n beta + n gamma) at the root"},
-    {"linear_arena", WEFT_COLL_REDUCE, S | ALGO_STAGED_INPUT, algo_linear_arena_reduce, "stage",
+    {"linear_arena", WEFT_COLL_REDUCE, S | ALGO_STAGED_INPUT, algo_linear_arena_reduce,
+     "stage,segment",
      "every rank's input staged in its shared arena; rank j reduces block j from every stage in "
      "rank order and the root copies every reduced block (shared memory; stage=sent: each "
-     "block staged as it is sent)",
+     "block staged as it is sent; segment=BYTES: block j combined a piece at a time)",
      "n beta to stage, then (P-1)(alpha + n/P beta) + (P-1)/P n gamma per rank, (P-1)(alpha + "
      "n/P beta) more at the root, no cell copies",
      algo_linear_arena_usable},
