@@ -1178,6 +1178,9 @@ int MPI_Finalize(void)
         if (arena_blocks)
             fprintf(stderr, "weft-mpi[rank %d]: MPI_Alloc_mem: %ld blocks from weft's arena\n",
                     rank, arena_blocks);
+        if (arena_malloc_blocks())
+            fprintf(stderr, "weft-mpi[rank %d]: malloc (WEFT_MALLOC=arena): %ld blocks from "
+                    "weft's arena\n", rank, arena_malloc_blocks());
     }
     return PMPI_Finalize();
 }

@@ -29,4 +29,9 @@ for c in MPI_Allreduce MPI_Reduce MPI_Bcast MPI_Reduce_scatter_block MPI_Allgath
     grep -q "rank 0\]: $c: [1-9][0-9]* served by weft" "$dir/log.txt" ||
         { cat "$dir/log.txt"; fail "weft served no $c"; }
 done
+# WEFT_MALLOC=arena: the program's large buffers came from weft's arena
+if [[ " $* " == *" WEFT_MALLOC=arena "* ]]; then
+    grep -q "rank 0\]: malloc (WEFT_MALLOC=arena): [1-9][0-9]* blocks from weft's arena" \
+        "$dir/log.txt" || { cat "$dir/log.txt"; fail "no malloc served from the arena"; }
+fi
 echo "$calls random calls at $np ranks (seed $seed${*:+, $*}): the same results with the drop-in"

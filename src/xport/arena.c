@@ -51,9 +51,22 @@ static struct {
     size_t span, top, page;
     size_t open; /* bytes from base accessible (PROT_READ|PROT_WRITE): the top's */
     size_t kept, keep_max; /* bytes in kept blocks, and their bound */
-    block_t *blk;
+    block_t *blk; /* in a mapping of its own, not malloc's: see blk_insert */
     size_t nblk, cap;
 } A = {PTHREAD_MUTEX_INITIALIZER, -1, NULL, 0, 0, 0, 0, 0, 0, NULL, 0, 0};
+
+/* The arenas of this process's forebears, which a child of fork() still
+ * maps (shared with them): their blocks are neither the child's to free nor
+ * to hand out, but the drop-in's free() must know them (arena_contains).
+ * The latest INHERITED_MAX forks back; set in the child only. */
+enum { INHERITED_MAX = 4 };
+static struct inherited {
+    const char *base;
+    size_t span;
+    block_t *blk; /* the forebear's table as it was at the fork */
+    size_t nblk;
+} inh[INHERITED_MAX];
+static _Atomic int ninh;
 
 /* The arena's span: WEFT_ARENA_MAX (MiB), else the machine's memory. */
 static int arena_span(size_t *span)
@@ -83,6 +96,17 @@ static void forget_in_child(void)
     if (A.fd >= 0)
         close(A.fd);
     A.fd = -1;
+    char *b = atomic_load_explicit(&A.base, memory_order_relaxed);
+    if (b) {
+        int n = atomic_load_explicit(&ninh, memory_order_relaxed);
+        if (n == INHERITED_MAX) { /* the oldest forebear's is forgotten */
+            memmove(inh, inh + 1, (INHERITED_MAX - 1) * sizeof *inh);
+            n--;
+        }
+        inh[n] = (struct inherited){b, A.span, A.blk, A.nblk};
+        atomic_store_explicit(&ninh, n + 1, memory_order_release);
+        A.blk = NULL, A.cap = 0; /* the forebear's table stays with inh[n] */
+    }
     atomic_store_explicit(&A.base, NULL, memory_order_relaxed);
     A.span = A.top = A.open = A.kept = 0;
     A.nblk = 0;
@@ -234,10 +258,14 @@ void arena_unmap_peer(const char *base, size_t span)
 static int blk_insert(size_t at, block_t b)
 {
     if (A.nblk == A.cap) {
-        size_t cap = A.cap ? 2 * A.cap : 16;
-        block_t *n = realloc(A.blk, cap * sizeof *n);
-        if (!n)
-            return weft_error(WEFT_ENOMEM, "weft_alloc: out of memory");
+        /* mmap, not realloc: under the drop-in's WEFT_MALLOC=arena a large
+         * realloc would come back here, into the lock this thread holds */
+        size_t cap = A.cap ? 2 * A.cap : 256;
+        void *n = A.blk ? mremap(A.blk, A.cap * sizeof *A.blk, cap * sizeof *A.blk, MREMAP_MAYMOVE)
+                        : mmap(NULL, cap * sizeof *A.blk, PROT_READ | PROT_WRITE,
+                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (n == MAP_FAILED)
+            return weft_error(WEFT_ENOMEM, "weft_alloc: no memory for the arena's block table");
         A.blk = n;
         A.cap = cap;
     }
@@ -385,7 +413,10 @@ static int take(size_t need, size_t *off, bool *kept)
     return rc;
 }
 
-static int alloc_block(size_t bytes, void **ptr, bool zeroed)
+/* zeroed: a kept block is zeroed (fresh pages are zeros anyway);
+ * reserved: fresh pages are backed now (posix_fallocate), else at first
+ * touch, as malloc's are. */
+static int alloc_block(size_t bytes, void **ptr, bool zeroed, bool reserved)
 {
     if (!ptr)
         return weft_error(WEFT_EINVAL, "weft_alloc: ptr is NULL");
@@ -406,7 +437,7 @@ static int alloc_block(size_t bytes, void **ptr, bool zeroed)
     need = (bytes + A.page - 1) / A.page * A.page;
     if ((rc = take(need, &off, &kept)))
         goto out;
-    if (!kept) {
+    if (!kept && reserved) {
         int e = posix_fallocate(A.fd, (off_t)off, (off_t)need);
         if (e) {
             give_back(blk_find(off), false);
@@ -427,12 +458,65 @@ out:
 
 weft_err_t weft_alloc(size_t bytes, void **ptr)
 {
-    return (weft_err_t)alloc_block(bytes, ptr, true);
+    return (weft_err_t)alloc_block(bytes, ptr, true, true);
 }
 
 int arena_alloc_scratch(size_t bytes, void **ptr)
 {
-    return alloc_block(bytes, ptr, false);
+    return alloc_block(bytes, ptr, false, true);
+}
+
+int arena_alloc_lazy(size_t bytes, bool zeroed, void **ptr)
+{
+    return alloc_block(bytes, ptr, zeroed, false);
+}
+
+bool arena_contains(const void *p)
+{
+    uint64_t off;
+    if (arena_offset(p, 1, &off))
+        return true;
+    const char *q = p;
+    for (int i = atomic_load_explicit(&ninh, memory_order_acquire) - 1; i >= 0; i--)
+        if (q >= inh[i].base && (size_t)(q - inh[i].base) < inh[i].span)
+            return true;
+    return false;
+}
+
+/* The used block of tbl (n entries) that starts at off, or n. */
+static size_t used_block_at(const block_t *tbl, size_t n, size_t off)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (tbl[mid].off < off)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && tbl[lo].off == off && tbl[lo].used ? lo : n;
+}
+
+int arena_block_bytes(const void *p, size_t *bytes)
+{
+    uint64_t off;
+    int kind = 0;
+    pthread_mutex_lock(&A.lock);
+    if (arena_offset(p, 1, &off)) {
+        size_t i = used_block_at(A.blk, A.nblk, (size_t)off);
+        if (i < A.nblk)
+            *bytes = A.blk[i].len, kind = 1;
+    }
+    pthread_mutex_unlock(&A.lock);
+    const char *q = p;
+    for (int k = atomic_load_explicit(&ninh, memory_order_acquire) - 1; k >= 0 && !kind; k--) {
+        if (q < inh[k].base || (size_t)(q - inh[k].base) >= inh[k].span)
+            continue;
+        size_t i = used_block_at(inh[k].blk, inh[k].nblk, (size_t)(q - inh[k].base));
+        if (i < inh[k].nblk)
+            *bytes = inh[k].blk[i].len, kind = 2;
+    }
+    return kind;
 }
 
 weft_err_t weft_free(void *ptr)

@@ -23,6 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../core/tool_api.h"
+
 /* What peers need to map this process's arena. */
 typedef struct arena_info {
     int fd;      /* the memfd, as numbered in this process */
@@ -37,6 +39,22 @@ int arena_open(arena_info_t *out);
  * remain (one freed and kept resident), for scratch written whole before
  * it is read.  Freed with weft_free. */
 int arena_alloc_scratch(size_t bytes, void **ptr);
+
+/* For the drop-in's malloc (pmpi/arena_malloc.c, WEFT_MALLOC=arena):
+ * a block whose fresh pages are backed at first touch, as malloc's are,
+ * not reserved at once (a program may malloc far more than it touches);
+ * zeroed as weft_alloc's when asked (calloc), else a kept block keeps its
+ * old bytes.  Freed with weft_free. */
+WEFT_TOOL_API int arena_alloc_lazy(size_t bytes, bool zeroed, void **ptr);
+
+/* Whether p lies in this process's arena or in one it inherited over
+ * fork() (a forebear's, still mapped and shared); lock-free. */
+WEFT_TOOL_API bool arena_contains(const void *p);
+
+/* Whether p starts a block handed out: 1 of this process's arena, 2 of an
+ * inherited one (not this process's to free); its bytes in *bytes.  0 if
+ * neither. */
+WEFT_TOOL_API int arena_block_bytes(const void *p, size_t *bytes);
 
 /* If [p, p + len) lies inside one allocated block of this process's arena,
  * its offset from the arena's start; else false.  Lock-free: the blocks a
