@@ -2,8 +2,10 @@
 # An OSU-style loop (bench/osu_loop.c) with Open MPI alone and with the
 # drop-in, ROUNDS times alternating, at each of RANKS ("2 4 8"; more ranks
 # than cores: oversubscribed, mpi_yield_when_idle 1); WHAT picks its loops
-# (default all three).  Prints one line per figure; docs/PERFORMANCE-LOG.md
-# ("An OSU-style loop under the drop-in").
+# (default all three; WHAT=large: 64 KiB-16 MiB allreduce, bcast and
+# reduce, also run a third way, the drop-in with WEFT_MALLOC=arena).
+# Prints one line per figure; docs/PERFORMANCE-LOG.md ("An OSU-style loop
+# under the drop-in", "malloc from the arena").
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 lib=${LIB:-$here/build/libweft-mpi.so}
@@ -23,6 +25,10 @@ for np in $RANKS; do
         for what in ${WHAT:-allreduce barrier back-to-back}; do
             "${a[@]}" "$work/osu_loop" "$what" | sed "s/^/np $np, Open MPI:  /"
             "${a[@]}" -x LD_PRELOAD="$lib" "$work/osu_loop" "$what" | sed "s/^/np $np, drop-in:   /"
+            if [ "$what" = large ]; then
+                "${a[@]}" -x LD_PRELOAD="$lib" -x WEFT_MALLOC=arena "$work/osu_loop" "$what" |
+                    sed "s/^/np $np, drop-in, WEFT_MALLOC=arena:   /"
+            fi
         done
     done
 done

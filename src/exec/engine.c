@@ -487,6 +487,7 @@ static int run_step(exec_t *e, uint32_t i)
         r->sender_idles = !r->copied && e->recvs_left == 0;
         r->sender_busy = r->copied && e->recvs_left > 0;
         r->bytes = bytes;
+        r->call_bytes = e->desc ? (size_t)e->desc->count * es : bytes;
         int rc;
         if (st->kind == STEP_SEND) {
             r->sbuf = at(e->buf[st->src_buf], st->src_off, es);

@@ -313,6 +313,9 @@ typedef struct shm_xport {
 /* From the arena a message costs its receiver one copy (or reduce) from
  * the sender's pages and no system call, against two copies through cells. */
 #define ARENA_MIN_DEFAULT (4u << 10)
+/* in_place_pays: an idle sender's message read in place up to these */
+#define IN_PLACE_IDLE_MAX (1u << 20)
+#define IN_PLACE_WAIT_MAX (256u << 10)
 /* A receive-and-reduce's pieces: a multiple of every element size, and
  * with its piece of the destination well inside a 1 MiB L2.  Reading and
  * reducing 1 MiB from another process here: 134-136 us in 64 KiB pieces
@@ -1133,6 +1136,36 @@ static bool way_pick(shm_xport_t *x, ring_hdr_t *ring, const xreq_t *r, unsigned
     return single;
 }
 
+/* Whether a send from this rank's arena is best read in place by its
+ * receiver.  Not always (PERFORMANCE-LOG.md, "malloc from the arena"):
+ * - between two ranks with a core each, a sender with nothing left to
+ *   receive sits idle while its receiver reads alone; from 1 MiB the usual
+ *   ways, where both copy (cells, or single copy shared with the sender),
+ *   were faster (bcast of 1-16 MiB: 20-848 us against 32-1326 in place;
+ *   reduce 87-390 against 91-428 to 4 MiB, tied at 16).  By the call's
+ *   size, not the message's: a pipeline's pieces (the two-tree reduce's)
+ *   are small, and through cells the sender copies one in while the
+ *   receiver reduces the last.  With
+ *   more receivers in parallel (a bcast's) it was not measured, and stays
+ *   in place;
+ * - where ranks outnumber the cores, a reducing message read in place holds
+ *   its idle sender until the reader is scheduled, where through cells it
+ *   leaves at once: to 256 KiB (one ring) cells, which cost the root a
+ *   copy (8-rank linear reduce of 64-256 KiB: every rank's mean 6-28 us
+ *   through cells against 14-70 in place; the root's 31-135 against
+ *   17-94). */
+static bool in_place_pays(const shm_xport_t *x, const xreq_t *r)
+{
+    if (x->forced_min)
+        return true;
+    bool idle = r->sender_idles || (r->copied && !r->sender_busy);
+    if (x->core_pair)
+        return !idle || r->call_bytes < IN_PLACE_IDLE_MAX;
+    if (x->cores_enough)
+        return true;
+    return !r->sender_idles || r->bytes > IN_PLACE_WAIT_MAX;
+}
+
 /* Whether r goes by single copy, and from where: in place from this
  * rank's arena (no system call, any size from arena_min), else by
  * process_vm_readv within the thresholds measured for it, or as copies
@@ -1145,7 +1178,7 @@ static bool single_copy(shm_xport_t *x, ring_hdr_t *ring, const xreq_t *r, cma_d
     *d = (cma_desc_t){(uint64_t)(uintptr_t)r->sbuf, x->pid, 0, 0};
     if (r->bytes >= x->arena_min &&
         atomic_load_explicit(&ring->arena, memory_order_acquire) == RING_CMA_YES &&
-        arena_offset(r->sbuf, r->bytes, &d->arena_off)) {
+        arena_offset(r->sbuf, r->bytes, &d->arena_off) && in_place_pays(x, r)) {
         d->in_arena = 1;
         return true;
     }

@@ -160,6 +160,8 @@ struct xreq {
                         * messages still to receive in it (an allgather's):
                         * its core copies those while this one moves */
     size_t bytes;
+    size_t call_bytes; /* the call's count times its element size: a message
+                        * may be one piece of a pipeline */
     const void *sbuf;
     xsink_t sink;
     /* transport-private */
