@@ -16,7 +16,8 @@
  * realloc and malloc_usable_size tell the two apart by address.  This is
  * the interposition glibc documents ("Replacing malloc"): the four
  * functions it requires, the six it lists beside them, and reallocarray,
- * whose glibc version would hand an arena block to glibc's realloc.
+ * free_sized and free_aligned_sized, whose glibc versions would hand an
+ * arena block to glibc's realloc or free.
  *
  * Decisions, written in docs/MPI.md:
  * - Opt-in.  Arena pages are shared memory: a child of fork() shares its
@@ -151,6 +152,20 @@ void free(void *p)
     errno = e;
 }
 
+/* C23's sized frees (glibc 2.39): glibc's would hand an arena block to
+ * its own free. */
+void free_sized(void *p, size_t n)
+{
+    (void)n;
+    free(p);
+}
+
+void free_aligned_sized(void *p, size_t align, size_t n)
+{
+    (void)align, (void)n;
+    free(p);
+}
+
 void *calloc(size_t nm, size_t sz)
 {
     size_t n;
@@ -202,10 +217,10 @@ void *realloc(void *p, size_t n)
             weft_free(p); /* an inherited block is the forebear's */
         return q;
     }
-    if (routed(n, 1)) { /* a growing glibc block comes into the arena */
+    len = routed(n, 1) ? libc_usable(p) : 0;
+    if (len) { /* a growing glibc block comes into the arena */
         void *q = from_arena(n, false);
         if (q) {
-            len = libc_usable(p);
             memcpy(q, p, len < n ? len : n);
             __libc_free(p);
             return q;

@@ -2,7 +2,9 @@
  * (arena.h), which peers on the same machine read without a copy in.
  *
  * The allocator is deliberately simple: collectives' buffers are few and
- * large.  Blocks are whole pages, kept in a sorted table (in this
+ * large (under the drop-in's WEFT_MALLOC=arena, pmpi/arena_malloc.c, a
+ * program's blocks of 64 KiB and more, still few enough for a first fit
+ * over a table, linear in the blocks).  Blocks are whole pages, kept in a sorted table (in this
  * process's private memory, so a peer cannot corrupt it); a request takes
  * the first free block that fits, else the top of the arena grows.  A
  * block's pages are reserved when it is handed out (posix_fallocate: a page
@@ -281,19 +283,22 @@ static void blk_remove(size_t at)
     A.nblk--;
 }
 
-/* The block that starts at off, or A.nblk. */
-static size_t blk_find(size_t off)
+/* The block of tbl (n entries, sorted) that starts at off, or n. */
+static size_t block_at(const block_t *tbl, size_t n, size_t off)
 {
-    size_t lo = 0, hi = A.nblk;
+    size_t lo = 0, hi = n;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        if (A.blk[mid].off < off)
+        if (tbl[mid].off < off)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return lo < A.nblk && A.blk[lo].off == off ? lo : A.nblk;
+    return lo < n && tbl[lo].off == off ? lo : n;
 }
+
+/* The block that starts at off, or A.nblk. */
+static size_t blk_find(size_t off) { return block_at(A.blk, A.nblk, off); }
 
 /* Gives block i's range to its free neighbours of the same kind (kept
  * or not); returns where the block now is. */
@@ -486,15 +491,8 @@ bool arena_contains(const void *p)
 /* The used block of tbl (n entries) that starts at off, or n. */
 static size_t used_block_at(const block_t *tbl, size_t n, size_t off)
 {
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (tbl[mid].off < off)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < n && tbl[lo].off == off && tbl[lo].used ? lo : n;
+    size_t i = block_at(tbl, n, off);
+    return i < n && tbl[i].used ? i : n;
 }
 
 int arena_block_bytes(const void *p, size_t *bytes)
