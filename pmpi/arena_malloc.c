@@ -1,6 +1,8 @@
-/* arena_malloc.c — WEFT_MALLOC=arena: the drop-in's malloc family hands
- * out weft's shared arena for large blocks, so that an unmodified
- * program's buffers are read in place by its peers.
+/* arena_malloc.c — WEFT_MALLOC=arena: the malloc family of the drop-in
+ * (libweft-mpi.so) and of libweft-malloc.so (the same alone, for programs
+ * without MPI: under `weft run`, Python's) hands out weft's shared arena
+ * for large blocks, so that an unmodified program's buffers are read in
+ * place by its peers.
  *
  * A collective whose buffers lie in the arena (weft_alloc, MPI_Alloc_mem)
  * moves each byte once, straight from the sender's pages; a malloc'd
@@ -27,8 +29,9 @@
  *   realloc copies); exec discards them as usual.
  * - Pages are backed at first touch, as malloc's, not reserved at the
  *   call as weft_alloc's are: a program may allocate far more than it
- *   touches.  Where the kernel then cannot back a page the toucher gets
- *   SIGBUS, where anonymous memory would have met the OOM killer.
+ *   touches.  Where the kernel then cannot back a page, the toucher may
+ *   get SIGBUS (shared memory's way of saying so) rather than meet the
+ *   OOM killer.
  * - Blocks are whole pages: a request of 64 KiB wastes at most 6 %.
  * - A pointer inside the arena that no block starts at (a double free, a
  *   wild pointer) is ignored by free, where glibc would abort.
@@ -52,7 +55,7 @@
 #include "../src/xport/arena.h"
 #include "weft.h"
 
-#include "dropin.h"
+#include "arena_malloc.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define WEFT_NO_MALLOC 1
@@ -94,12 +97,12 @@ static size_t decide(void)
             char *e;
             unsigned long long x = strtoull(mv, &e, 10);
             if (*e || *mv == '-' || x == 0 || x > (1ull << 40))
-                say("weft-mpi: WEFT_MALLOC_MIN: want a size in bytes, 1 to 2^40; 65536 taken\n");
+                say("weft: WEFT_MALLOC_MIN: want a size in bytes, 1 to 2^40; 65536 taken\n");
             else
                 m = (size_t)x;
         }
     } else if (v && *v && strcmp(v, "libc")) {
-        say("weft-mpi: WEFT_MALLOC: want arena (large blocks from weft's shared arena) or libc; "
+        say("weft: WEFT_MALLOC: want arena (large blocks from weft's shared arena) or libc; "
             "libc taken\n");
     }
     atomic_store_explicit(&route_min, m, memory_order_relaxed);
@@ -130,6 +133,22 @@ static void *from_arena(size_t n, bool zeroed)
 }
 
 long arena_malloc_blocks(void) { return atomic_load_explicit(&arena_mallocs, memory_order_relaxed); }
+
+#ifdef WEFT_MALLOC_ALONE
+/* libweft-malloc.so says at exit what it did, with WEFT_VERBOSE=1 (the
+ * drop-in says it in its report at MPI_Finalize). */
+__attribute__((destructor)) static void report(void)
+{
+    const char *v = getenv("WEFT_VERBOSE");
+    long n = arena_malloc_blocks();
+    if (v && atoi(v) > 0 && n) {
+        char line[128];
+        snprintf(line, sizeof line, "weft[pid %d]: malloc (WEFT_MALLOC=arena): %ld blocks from "
+                 "weft's arena\n", (int)getpid(), n);
+        say(line);
+    }
+}
+#endif
 
 void *malloc(size_t n)
 {
@@ -297,7 +316,7 @@ __attribute__((constructor)) static void refuse_arena_malloc(void)
 {
     const char *v = getenv("WEFT_MALLOC");
     if (v && !strcmp(v, "arena"))
-        fprintf(stderr, "weft-mpi: WEFT_MALLOC=arena: not in this build (a sanitizer's or "
+        fprintf(stderr, "weft: WEFT_MALLOC=arena: not in this build (a sanitizer's or "
                         "another C library's, whose malloc weft does not replace); malloc is "
                         "left alone\n");
 }

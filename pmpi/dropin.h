@@ -1,6 +1,5 @@
-/* dropin.h — what the drop-in's Fortran bindings (fortran.c) and its
- * malloc (arena_malloc.c) share with its C entry points (interpose.c),
- * inside libweft-mpi.so only. */
+/* dropin.h — what the drop-in's Fortran bindings (fortran.c) share with its
+ * C entry points (interpose.c), inside libweft-mpi.so only. */
 #ifndef WEFT_DROPIN_H
 #define WEFT_DROPIN_H
 
@@ -13,8 +12,5 @@
 __attribute__((visibility("hidden"))) void weft_dropin_record_op(MPI_Op op, void (*fn)(void),
                                                                  int commute, int fortran);
 __attribute__((visibility("hidden"))) void weft_dropin_forget_op(MPI_Op op);
-
-/* Blocks WEFT_MALLOC=arena has taken from weft's arena so far. */
-__attribute__((visibility("hidden"))) long arena_malloc_blocks(void);
 
 #endif

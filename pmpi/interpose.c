@@ -35,6 +35,7 @@
 #include "weft.h"
 #include "weft_mpi.h"
 
+#include "arena_malloc.h"
 #include "dropin.h"
 
 /* ---- statistics ---- */

@@ -1145,9 +1145,8 @@ static bool way_pick(shm_xport_t *x, ring_hdr_t *ring, const xreq_t *r, unsigned
  *   reduce 87-390 against 91-428 to 4 MiB, tied at 16).  By the call's
  *   size, not the message's: a pipeline's pieces (the two-tree reduce's)
  *   are small, and through cells the sender copies one in while the
- *   receiver reduces the last.  With
- *   more receivers in parallel (a bcast's) it was not measured, and stays
- *   in place;
+ *   receiver reduces the last.  With more receivers in parallel (a
+ *   bcast's) it was not measured, and stays in place;
  * - where ranks outnumber the cores, a reducing message read in place holds
  *   its idle sender until the reader is scheduled, where through cells it
  *   leaves at once: to 256 KiB (one ring) cells, which cost the root a
