@@ -268,7 +268,7 @@ void *memalign(size_t align, size_t n)
 
 void *aligned_alloc(size_t align, size_t n)
 {
-    if (!pow2(align)) { /* glibc 2.36 takes any power of two */
+    if (!pow2(align)) { /* as glibc from 2.38 (2.36 rounded it up) */
         errno = EINVAL;
         return NULL;
     }
