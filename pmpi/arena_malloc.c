@@ -268,11 +268,17 @@ void *memalign(size_t align, size_t n)
 
 void *aligned_alloc(size_t align, size_t n)
 {
-    if (!pow2(align)) { /* as glibc from 2.38 (2.36 rounded it up) */
-        errno = EINVAL;
-        return NULL;
+    /* an alignment that is no power of two is glibc's to judge (2.36
+     * rounds it up, 2.38 refuses it), as any call it takes */
+    static void *(*real)(size_t, size_t);
+    if (pow2(align) && routed(n, align)) {
+        void *p = from_arena(n, false);
+        if (p)
+            return p;
     }
-    return memalign(align, n);
+    if (!real)
+        real = (void *(*)(size_t, size_t))dlsym(RTLD_NEXT, "aligned_alloc");
+    return real ? real(align, n) : __libc_memalign(align, n);
 }
 
 int posix_memalign(void **out, size_t align, size_t n)

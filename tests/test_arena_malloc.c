@@ -147,9 +147,10 @@ static void test_aligned(void)
     p = aligned_alloc(64, BIG);
     CHECK(p && (uintptr_t)p % 64 == 0 && in_arena(p) == want_arena, "aligned_alloc");
     free(p);
-    ERRNO = 0;
-    void *volatile none = aligned_alloc(align48, BIG);
-    CHECK(!none && ERRNO == EINVAL, "aligned_alloc's alignment of 48");
+    /* an alignment of 48 is glibc's to judge: refused (2.38) or rounded up */
+    void *volatile odd = aligned_alloc(align48, BIG);
+    CHECK(!odd || !in_arena(odd), "aligned_alloc(48, 1 MiB) in the arena");
+    free(odd);
     p = valloc(BIG);
     CHECK(p && (uintptr_t)p % 4096 == 0 && in_arena(p) == want_arena, "valloc");
     free(p);
