@@ -707,9 +707,10 @@ static void test_tuning_tables(void)
             const char *pick = bcast4_pick(arena, &from);
             bool amd = k && arena;
             /* without arena reads (over MPI) the rows fall through to
-             * linear; with them the generic rows stage in pieces */
+             * linear; with them both stage in pieces, the generic rows
+             * with plain stores, AMD's streamed */
             const char *want = !arena ? "linear"
-                               : amd  ? "linear_arena"
+                               : amd  ? "linear_arena/segment=256K"
                                       : "linear_arena/stage=plain;segment=256K";
             CHECK(!strcmp(pick, want) && from == (amd ? cpu : builtin),
                   "cpu %s arena %d: the 4-rank bcast of 1 MiB took %s from %s", cpus[k], arena,

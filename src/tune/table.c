@@ -395,74 +395,71 @@ static const char builtin_text[] =
     "barrier          any             2-*         *             board|dissemination\n";
 
 /* Rows that differ on the other kind of machine this table was measured on,
- * an AMD EPYC VM (2 cores, one 32 MiB L3), read before the table above where
- * the CPU is AMD's and every rank of the call is on one machine (so the
- * ranks, sharing the CPU, read the same rows); WEFT_TUNING_CPU=amd or
- * generic says which instead of the CPU. Measured there side by side with
- * the table's choice (2026-12-02, three or four runs under mpirun and as
- * many under weft run, the median of the medians, us; docs/PERFORMANCE-LOG.md,
- * "The AMD VM, 2026-12-02"): the 2-rank allreduce by recursive doubling
- * above 6 KiB, where the Intel VM's board leads on to 8 KiB (8 KiB 1.5
- * against the board's 2.0; 6 KiB 1.3 against 1.4, 4 KiB 1.2 against 0.9);
- * the 4-rank allreduce on the board to 8 KiB, which its slots carry in a job
- * of up to 4 ranks (3 KiB 7.3 against a linear reduce + bcast's 10.1, 4 KiB
- * 7.6 against 8.8, 8 KiB 9.8 against 12.0; at 3 ranks a tie with recursive
- * doubling, and the 4-rank bcast and reduce within the runs' spread of
- * linear) and in 512 KiB segments above 1 MiB (1.5 MiB 420 against 4 MiB
- * segments' 488, 2 MiB 702 against 1084, 4 MiB 1853 against 2672, 16 MiB
- * 8362 against 11942, 32 MiB 16027 against 25618; 1 MiB a tie, 227 against
- * 224); the allreduce of 6-8 ranks by the ring above 512 KiB to 1 MiB (the
- * ratio of the 512 KiB segments' time to the ring's in the same run, median
- * of six or eight runs: 8 ranks 1 MiB 1.42, 6 ranks 1.37; 512 KiB 1.08 and
- * 0.96; at 5 ranks a tie); the 3-rank bcast from the arena's stage from 1
- * MiB (1 MiB 105 against linear's 128, 2 MiB 251 against 309, 8 MiB 1109
- * against 1290, 16 MiB 2967 against 4784; the pipelined two-tree led it by
- * 5-15% to 4 MiB (1 MiB 99, 2 MiB 226, 4 MiB 580 against 625), but in the
- * VM's slow phase took 450-580 us at 1 MiB where the stage at 4 ranks lost
- * only 1.2-1.4x: its many handoffs between the cores are what that phase
- * slows); the 4-rank bcast from the stage above 32 KiB (1 MiB 125 against
- * linear's 191, 4 MiB 729 against 1192, 16 MiB 3257 against 5430, 64 MiB
- * 13359 against 20465; below 1 MiB six runs of weft run alone, where
- * mpirun's swung 2-10x run to run: 64 KiB 24.1 against 32.2, 128 KiB 36.1
- * against 52.4, 256 KiB 62.9 against 73.7, 512 KiB 88.1 against 127; 32 KiB
- * a tie).  The 2-rank bcast to 64 B and reduce to 1 KiB as one message
- * through a ring cell (binomial) rather than the board (2026-12-02,
- * afternoon, three runs under each launcher: bcast 8 B 0.18-0.23 against
- * the board's 0.21-0.26 us, 64 B 0.17-0.24 against 0.22-0.25, from 128 B
- * a tie; reduce 8 B 0.17-0.23 against 0.22-0.27, 256 B 0.21-0.25 against
- * 0.23-0.29, 1 KiB 0.26-0.30 against 0.27-0.31): the board's reader also
- * counts its read on the poster's line, a second crossing, where a cell
- * crosses once with its payload.  And the rows the table had before its
- * stage=plain rows (2026-12-03), at 5-16 ranks: this VM measured the
- * streamed stage faster (P = 8 allreduce of 1 MiB, 558 against 885 us;
- * PERFORMANCE-LOG.md, "Allreduce staged in the arena"); so, unmeasured
- * there, do the rows the table had before its stage=sent rows (2026-12-03,
- * later): Rabenseifner at 4-8 ranks from 128 to 512 KiB (to 1 MiB at 4), and the whole
- * input streamed for non-commutative ops from 256 KiB at 4-16. */
+ * an AMD EPYC VM (2 cores; one 32 MiB L3 on the first, 2026-11-28 to
+ * 12-02, family 26 with 508 MiB on the second, 2026-12-04), read before
+ * the table above where the CPU is AMD's and every rank of the call is on
+ * one machine (so the ranks, sharing the CPU, read the same rows);
+ * WEFT_TUNING_CPU=amd or generic says which instead of the CPU.  Medians
+ * of the medians of the runs, us; docs/PERFORMANCE-LOG.md has them all.
+ *
+ * From the first VM ("The AMD VM, 2026-12-02"; three or four runs under
+ * mpirun and as many under weft run): the 2-rank allreduce by recursive
+ * doubling above 6 KiB, where the Intel VM's board leads on to 8 KiB (8
+ * KiB 1.5 against the board's 2.0; 6 KiB 1.3 against 1.4, 4 KiB 1.2
+ * against 0.9); the 4-rank allreduce on the board to 8 KiB, which its
+ * slots carry in a job of up to 4 ranks (3 KiB 7.3 against a linear reduce
+ * + bcast's 10.1, 4 KiB 7.6 against 8.8, 8 KiB 9.8 against 12.0); the
+ * 3-rank bcast from the arena's stage from 1 MiB (1 MiB 105 against
+ * linear's 128, 16 MiB 2967 against 4784; the pipelined two-tree led it by
+ * 5-15% to 4 MiB in the VM's usual phase but took 450-580 us at 1 MiB in
+ * its slow one, where many handoffs between the cores pay for it); the
+ * 4-rank bcast from the stage above 32 KiB (32 KiB a tie, 64 KiB 24.1
+ * against linear's 32.2, 256 KiB 62.9 against 73.7); the 2-rank bcast to 64 B and reduce to
+ * 1 KiB as one message through a ring cell (binomial) rather than the
+ * board (bcast 8 B 0.18-0.23 against 0.21-0.26 us, reduce 8 B 0.17-0.23
+ * against 0.22-0.27): the board's reader also counts its read on the
+ * poster's line, a second crossing, where a cell crosses once with its
+ * payload; and at 9-16 ranks the rows the table had before its
+ * stage=plain and stage=sent rows (unmeasured there since).
+ *
+ * From the second VM ("The AMD VM again, 2026-12-04"; two runs under
+ * weft run and two under mpirun, alternating, at 4 and 8 ranks, two of
+ * weft run at 5 and 6): the allreduce at 5-8 ranks, commutative or not,
+ * takes the table's rows (the input staged as it is sent, stage=sent, 8
+ * ranks 1 MiB 583 against the ring's 900 and 512 KiB segments' 898, 2 MiB
+ * 1292 against 1776 and 2042; 5 and 6 ranks 1 MiB 383 and 373 against
+ * 484-607), which the first VM's rows had hidden; at 4 ranks,
+ * commutative, Rabenseifner to 1 MiB (512 KiB 125 against stage=sent's
+ * 131), the input staged as sent above 1 MiB to 2 MiB (2 MiB 449 against
+ * 512 KiB segments' 573) and 512 KiB segments above (4 MiB 1274 against
+ * stage=sent's 1461 and 4 MiB segments' 2508, 16 MiB 6282 against 9289);
+ * the bcast at 4-8 ranks from the stage in pieces above 256 KiB, streamed
+ * rather than copied plainly (4 ranks: 256 KiB pieces 1 MiB 101 against
+ * the whole stage's 118, 4 MiB 417 against 478; 1 MiB pieces from 8 MiB,
+ * 64 MiB 9816 against 10254 and the whole stage's 13679; 8 ranks, where
+ * 256 KiB pieces led or tied 1 MiB ones at every size: 1 MiB 236 against
+ * 250, 8 MiB 1638 against 1916, 64 MiB 18919 against 23336). */
 static const char amd_text[] =
     "weft-tuning 1\n"
     "# collective     ops             ranks       bytes         algorithms (first usable)\n"
     "allreduce        any             2-2         6145-8K       recursive_doubling\n"
     "allreduce        any             4-4         2049-8K       "
     "board|reduce_bcast/reduce=linear;bcast=linear\n"
-    "allreduce        commutative     4-4         1048577-*     rabenseifner/segment=512K\n"
     "allreduce        commutative     4-4         131073-1M     rabenseifner\n"
-    "allreduce        commutative     5-8         131073-256K   rabenseifner\n"
-    "allreduce        commutative     5-8         262145-512K   rabenseifner/segment=512K\n"
-    "allreduce        noncommutative  4-8         262145-*      linear_arena|bst\n"
+    "allreduce        commutative     4-4         1048577-2M    "
+    "linear_arena/stage=sent|rabenseifner/segment=512K\n"
+    "allreduce        commutative     4-4         2097153-*     rabenseifner/segment=512K\n"
     "allreduce        noncommutative  9-16        262145-*      linear_arena|recursive_doubling\n"
-    "allreduce        commutative     6-8         524289-1M     ring\n"
-    "allreduce        commutative     5-5         524289-2M     rabenseifner/segment=512K\n"
-    "allreduce        commutative     6-8         1048577-2M    rabenseifner/segment=512K\n"
-    "allreduce        commutative     5-8         2097153-4M    "
-    "linear_arena|rabenseifner/segment=512K\n"
     "allreduce        commutative     9-16        262145-1M     linear_arena|rabenseifner\n"
     "allreduce        commutative     9-16:pow2   1048577-4M    linear_arena|rabenseifner\n"
     "allreduce        commutative     9-16:notpow2 1048577-4M   linear_arena|ring\n"
     "bcast            any             2-2         0-64          binomial\n"
     "bcast            any             3-3         1M-*          linear_arena|linear\n"
-    "bcast            any             4-4         32769-*       linear_arena|linear\n"
-    "bcast            any             5-8         32769-*       linear_arena|twotree\n"
+    "bcast            any             4-4         32769-256K    linear_arena|linear\n"
+    "bcast            any             4-4         262145-4M     linear_arena/segment=256K|linear\n"
+    "bcast            any             4-4         4194305-*     linear_arena/segment=1M|linear\n"
+    "bcast            any             5-8         32769-256K    linear_arena|twotree\n"
+    "bcast            any             5-8         262145-*      linear_arena/segment=256K|twotree\n"
     "bcast            any             9-16        262145-*      linear_arena|twotree\n"
     "reduce           any             2-2         0-1K          binomial\n";
 
