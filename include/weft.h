@@ -242,12 +242,13 @@ WEFT_API weft_err_t weft_op_set_origin(weft_op_t op, const void *origin);
  * weft_alloc returns memory that peers on the same machine can read in
  * place: a collective whose buffers come from it moves a message by one
  * copy (or one reduction) straight from the sender's pages, without the
- * copy into shared memory or a system call (except where that leaves its
- * sender idle while the receiver copies alone and the copy through shared
+ * copy into shared memory or a system call (except where that holds its
+ * sender while the receiver copies alone and the copy through shared
  * memory, both copying, was measured faster: between two ranks with a core
- * each from a 1 MiB call, and a reducing rank's last sends of up to 256
- * KiB where ranks share cores).  Any buffer works with any call; these are
- * only faster.  Blocks are whole pages, 4 KiB-aligned, and
+ * each from a 1 MiB call, and where ranks share cores a reducing call's
+ * messages of up to 256 KiB, but a pipeline's pieces, a whole input sent
+ * to a root, and linear_arena's blocks).  Any buffer works with any call;
+ * these are only faster.  Blocks are whole pages, 4 KiB-aligned, and
  * zeroed on first use; the arena holds at most the machine's memory
  * (WEFT_ARENA_MAX, in MiB, sets less) and may be used before weft_init and
  * after weft_finalize.  Up to 64 MiB of freed blocks (a quarter of a

@@ -555,6 +555,7 @@ static void arm_exec(weft_comm_t comm, weft_request_t r, const call_memo_t *m, w
     r->e.x = comm->x;
     r->e.board = m->al->board;
     r->e.params = &ent->params;
+    r->e.read_by_all = (m->al->flags & (ALGO_STAGED_INPUT | ALGO_ROOT_READ_BY_ALL)) != 0;
     r->e.world = comm->world;
     r->e.node_of = comm->node_of;
     r->e.nnodes = comm->node_of ? comm->nnodes : 1;

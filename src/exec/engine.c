@@ -486,6 +486,7 @@ static int run_step(exec_t *e, uint32_t i)
         r->copied = call_only_copies(e);
         r->sender_idles = !r->copied && e->recvs_left == 0;
         r->sender_busy = r->copied && e->recvs_left > 0;
+        r->read_by_all = e->read_by_all;
         r->bytes = bytes;
         r->call_bytes = e->desc ? (size_t)e->desc->count * es : bytes;
         int rc;

@@ -125,6 +125,8 @@ typedef struct exec {
     sched_img_t *aux;
     const void *aux_key; /* what aux was built for */
     const struct algo_params *params; /* the algorithm's parameters for this call */
+    bool read_by_all; /* the algorithm has its peers read its buffers in place
+                       * (ALGO_STAGED_INPUT, ALGO_ROOT_READ_BY_ALL) */
     int aux_logged;      /* adaptive: the choice last logged + 1 (WEFT_VERBOSE) */
     const call_desc_t *desc; /* the call, as published in the call log */
     xport_t *x;

@@ -316,6 +316,7 @@ typedef struct shm_xport {
 /* in_place_pays: an idle sender's message read in place up to these */
 #define IN_PLACE_IDLE_MAX (1u << 20)
 #define IN_PLACE_WAIT_MAX (256u << 10)
+#define IN_PLACE_PIECE_FRACTION 8
 /* A receive-and-reduce's pieces: a multiple of every element size, and
  * with its piece of the destination well inside a 1 MiB L2.  Reading and
  * reducing 1 MiB from another process here: 134-136 us in 64 KiB pieces
@@ -1148,11 +1149,22 @@ static bool way_pick(shm_xport_t *x, ring_hdr_t *ring, const xreq_t *r, unsigned
  *   receiver reduces the last.  With more receivers in parallel (a
  *   bcast's) it was not measured, and stays in place;
  * - where ranks outnumber the cores, a reducing message read in place holds
- *   its idle sender until the reader is scheduled, where through cells it
+ *   its sender until the reader is scheduled, where through cells it
  *   leaves at once: to 256 KiB (one ring) cells, which cost the root a
  *   copy (8-rank linear reduce of 64-256 KiB: every rank's mean 6-28 us
  *   through cells against 14-70 in place; the root's 31-135 against
- *   17-94). */
+ *   17-94).  Busy senders too, as Rabenseifner's pairs are: each would
+ *   wait for its partner's turn on a core (the AMD VM, 2026-12-04, weft
+ *   run, buffers from weft_alloc, 4 ranks: 16 KiB 28 us against 100, 256
+ *   KiB 68 against 109).  Not an algorithm built for its peers to read
+ *   in place (linear_arena: every rank waits for all its readers anyway),
+ *   whose busy senders keep it: at 8 ranks, 1 MiB, its 128 KiB blocks
+ *   through cells took 835 us against 411.  Nor a pipeline's pieces
+ *   (under an eighth of the call), whose busy sender would copy each in
+ *   while it has the next to take: the two-tree reduce of 4 MiB at 4
+ *   ranks took 1134 us so against 539.  Nor a whole input sent to a root
+ *   whose result its sender then waits for (a linear reduce + bcast: 8
+ *   ranks, 64 KiB, 113 us through cells against 88). */
 static bool in_place_pays(const shm_xport_t *x, const xreq_t *r)
 {
     if (x->forced_min)
@@ -1160,9 +1172,12 @@ static bool in_place_pays(const shm_xport_t *x, const xreq_t *r)
     bool idle = r->sender_idles || (r->copied && !r->sender_busy);
     if (x->core_pair)
         return !idle || r->call_bytes < IN_PLACE_IDLE_MAX;
-    if (x->cores_enough)
+    if (x->cores_enough || r->copied || r->bytes > IN_PLACE_WAIT_MAX)
         return true;
-    return !r->sender_idles || r->bytes > IN_PLACE_WAIT_MAX;
+    if (r->sender_idles)
+        return false;
+    return r->read_by_all || r->bytes >= r->call_bytes ||
+           r->bytes * IN_PLACE_PIECE_FRACTION < r->call_bytes;
 }
 
 /* Whether r goes by single copy, and from where: in place from this

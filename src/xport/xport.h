@@ -159,6 +159,8 @@ struct xreq {
     bool sender_busy;  /* a send of a copy-only call from a rank with
                         * messages still to receive in it (an allgather's):
                         * its core copies those while this one moves */
+    bool read_by_all;  /* a send of an algorithm built for peers reading its
+                        * buffers in place (linear_arena) */
     size_t bytes;
     size_t call_bytes; /* the call's count times its element size: a message
                         * may be one piece of a pipeline */
