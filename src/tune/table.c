@@ -414,12 +414,12 @@ static const char builtin_text[] =
  * 5-15% to 4 MiB in the VM's usual phase but took 450-580 us at 1 MiB in
  * its slow one, where many handoffs between the cores pay for it); the
  * 4-rank bcast from the stage above 32 KiB (32 KiB a tie, 64 KiB 24.1
- * against linear's 32.2, 256 KiB 62.9 against 73.7); the 2-rank bcast to 64 B and reduce to
- * 1 KiB as one message through a ring cell (binomial) rather than the
- * board (bcast 8 B 0.18-0.23 against 0.21-0.26 us, reduce 8 B 0.17-0.23
- * against 0.22-0.27): the board's reader also counts its read on the
- * poster's line, a second crossing, where a cell crosses once with its
- * payload; and at 9-16 ranks the rows the table had before its
+ * against linear's 32.2, 256 KiB 62.9 against 73.7); the 2-rank bcast to
+ * 64 B and reduce to 1 KiB as one message through a ring cell (binomial)
+ * rather than the board (bcast 8 B 0.18-0.23 against 0.21-0.26 us, reduce
+ * 8 B 0.17-0.23 against 0.22-0.27): the board's reader also counts its
+ * read on the poster's line, a second crossing, where a cell crosses once
+ * with its payload; and at 9-16 ranks the rows the table had before its
  * stage=plain and stage=sent rows (unmeasured there since).
  *
  * From the second VM ("The AMD VM again, 2026-12-04"; two runs under
