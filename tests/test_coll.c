@@ -10,7 +10,10 @@
  * count uses data with a closed-form reference so checking stays O(count).
  * Also: in place, split-phase, several requests in flight, dup and split.
  *
- *   test_coll [--mem weft|mixed] [COLL,COLL,...]   only the collectives named */
+ *   test_coll [--mem weft|mixed] [--large N] [COLL,COLL,...]
+ *     --large N: the large count is N elements (a call of 40003 float32
+ *     elements is one whose messages stay under 256 KiB at 2-8 ranks, where
+ *     the transport chooses differently); COLL,...: only those named */
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -636,10 +639,23 @@ int main(int argc, char **argv)
         large_count = P >= 32 ? 125003u : 250007u;
     weft_op_create(affine_fn, NULL, 0, 0, &affine_op);
     weft_op_create(user_sum_fn, NULL, 1, 0, &user_sum_op);
-    if (argc > 2 && !strcmp(argv[1], "--mem")) {
-        mem_mode = !strcmp(argv[2], "weft") ? 1 : !strcmp(argv[2], "mixed") ? 2 : -1;
-        if (mem_mode < 0) {
-            fprintf(stderr, "test_coll: --mem %s: want weft or mixed\n", argv[2]);
+    while (argc > 2 && !strncmp(argv[1], "--", 2)) {
+        if (!strcmp(argv[1], "--mem")) {
+            mem_mode = !strcmp(argv[2], "weft") ? 1 : !strcmp(argv[2], "mixed") ? 2 : -1;
+            if (mem_mode < 0) {
+                fprintf(stderr, "test_coll: --mem %s: want weft or mixed\n", argv[2]);
+                return 2;
+            }
+        } else if (!strcmp(argv[1], "--large")) {
+            char *end;
+            unsigned long long n = strtoull(argv[2], &end, 10);
+            if (*end || *argv[2] == '-' || n < 1024 || n > 100000000ull) {
+                fprintf(stderr, "test_coll: --large %s: want a count, 1024 to 10^8\n", argv[2]);
+                return 2;
+            }
+            large_count = (size_t)n;
+        } else {
+            fprintf(stderr, "test_coll: %s: want --mem or --large\n", argv[1]);
             return 2;
         }
         argc -= 2, argv += 2;
