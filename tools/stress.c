@@ -819,8 +819,15 @@ static void make_fault(const stress_opts_t *o, weft_comm_t comm, call_t *c, long
     }
     if (!strcmp(o->fault, "kill"))
         raise(SIGKILL);
+    /* stopped for good: the launcher kills it once the job fails.  A
+     * SIGCONT from outside stops it again, or it would go on into the
+     * call changed below, a mismatch the job did not ask for.  The kernel
+     * sends one (after a SIGHUP, which nohup ignores) to every stopped
+     * process of a group that becomes orphaned: a fault job run from a
+     * background loop whose shell exited failed so, once in 320 jobs. */
     if (!strcmp(o->fault, "stop"))
-        raise(SIGSTOP);
+        for (;;)
+            raise(SIGSTOP);
     /* a barrier has no count: call an allreduce instead, by AUTO (the
      * barrier's algorithm is no allreduce: naming it made this rank skip
      * the call, a fault of another kind) */
