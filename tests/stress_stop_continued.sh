@@ -1,0 +1,30 @@
+#!/bin/bash
+# Stop fault jobs whose stopped rank is sent SIGCONT from outside, as the
+# kernel does (after a SIGHUP) to the stopped processes of a process group
+# that becomes orphaned: the rank must stop again, so that every job still
+# ends as a stop does, never in a disagreement the job did not make.
+# Usage: stress_stop_continued.sh WEFT
+set -u
+weft=$1
+out=$(mktemp)
+trap 'rm -f "$out"; kill "$pid" 2>/dev/null' EXIT
+"$weft" stress --np 3 --faults 4 --fault-kinds stop --seed 11 >"$out" 2>&1 &
+pid=$!
+continued=0
+while kill -0 "$pid" 2>/dev/null; do
+    # the job's ranks are the stress driver's grandchildren: any of them
+    # stopped (state T) gets a SIGCONT
+    for p in $(pgrep -P "$pid") $(for c in $(pgrep -P "$pid"); do pgrep -P "$c"; done); do
+        if [ "$(ps -o stat= -p "$p" 2>/dev/null | cut -c1)" = T ]; then
+            kill -CONT "$p" 2>/dev/null && continued=$((continued + 1))
+        fi
+    done
+    sleep 0.05
+done
+wait "$pid"
+rc=$?
+cat "$out"
+[ "$rc" = 0 ] || { echo "FAIL: weft stress exited $rc"; exit 1; }
+grep -q "stress: 4 fault jobs, 4 passed, 0 failed" "$out" || { echo "FAIL: a job failed"; exit 1; }
+[ "$continued" -gt 0 ] || { echo "FAIL: no stopped rank was seen to continue"; exit 1; }
+echo "4 stop jobs passed, their stopped ranks sent SIGCONT $continued times"
