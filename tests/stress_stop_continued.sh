@@ -12,8 +12,9 @@ trap 'rm -f "$out"; kill "$pid" 2>/dev/null' EXIT
 pid=$!
 continued=0
 while kill -0 "$pid" 2>/dev/null; do
-    # the job's ranks are the stress driver's grandchildren: any of them
-    # stopped (state T) gets a SIGCONT
+    # the job's ranks are the stress driver's children (it launches each
+    # job itself), their children looked at too: any of them stopped
+    # (state T) gets a SIGCONT
     for p in $(pgrep -P "$pid") $(for c in $(pgrep -P "$pid"); do pgrep -P "$c"; done); do
         if [ "$(ps -o stat= -p "$p" 2>/dev/null | cut -c1)" = T ]; then
             kill -CONT "$p" 2>/dev/null && continued=$((continued + 1))
