@@ -10,13 +10,29 @@ out=$(mktemp)
 trap 'rm -f "$out"; kill "$pid" 2>/dev/null' EXIT
 "$weft" stress --np 3 --faults 4 --fault-kinds stop --seed 11 >"$out" 2>&1 &
 pid=$!
+# Each process's state and parent, from /proc (no procps needed): pid
+# state ppid per line; the name between the parentheses may hold spaces.
+procs() {
+    local f line p
+    for f in /proc/[0-9]*/stat; do
+        read -r line 2>/dev/null <"$f" || continue
+        p=${f#/proc/}
+        set -- ${line##*) }
+        echo "${p%/stat} $1 $2"
+    done
+}
 continued=0
 while kill -0 "$pid" 2>/dev/null; do
     # the job's ranks are the stress driver's children (it launches each
     # job itself), their children looked at too: any of them stopped
     # (state T) gets a SIGCONT
-    for p in $(pgrep -P "$pid") $(for c in $(pgrep -P "$pid"); do pgrep -P "$c"; done); do
-        if [ "$(ps -o stat= -p "$p" 2>/dev/null | cut -c1)" = T ]; then
+    table=$(procs)
+    kids=$(awk -v p="$pid" '$3 == p {print $1}' <<<"$table")
+    for k in $kids; do
+        kids="$kids $(awk -v p="$k" '$3 == p {print $1}' <<<"$table")"
+    done
+    for p in $kids; do
+        if [ "$(awk -v p="$p" '$1 == p {print $2}' <<<"$table")" = T ]; then
             kill -CONT "$p" 2>/dev/null && continued=$((continued + 1))
         fi
     done
