@@ -135,6 +135,7 @@ typedef struct seg_hdr {
 
 #define SEG_ENDED 32
 #define SEG_REFUSED 8
+#define SEG_ABANDONED 8 /* failed calls whose keys a rank keeps */
 typedef struct seg_rank {
     _Atomic uint32_t doorbell; /* futex word: bumped to wake the rank */
     _Atomic uint32_t sleeping;
@@ -149,13 +150,16 @@ typedef struct seg_rank {
      * may wake it without a fence of its own (shm.c, "Waiting") */
     _Atomic uint32_t membarrier;
     uint64_t arena_span; /* and size; 0: peers may not map it */
-    /* the calls that failed on this rank (an error, a timeout, a revoke)
-     * and the newest one's key: a peer that finds it in weft_finalize
-     * knows it left after a fault, not that it skipped a collective */
+    /* the calls that failed on this rank (an error, a timeout, a revoke),
+     * and the keys of the last SEG_ABANDONED of them (the newest at
+     * (abandoned_keyed - 1) mod SEG_ABANDONED): a peer that finds it in
+     * weft_finalize knows it left after a fault, not that it skipped a
+     * collective; one whose record of a call is gone learns it gave that
+     * call up, though calls in flight beside it failed after it (an
+     * overlapped batch: its peers waited out the time limit instead) */
     _Atomic uint32_t abandoned;
-    uint32_t pad2;
-    _Atomic uint64_t abandoned_key;
-    char pad[8];
+    _Atomic uint32_t abandoned_keyed;
+    _Atomic uint64_t abandoned_keys[SEG_ABANDONED];
     /* Which of this rank's calls ended well (shm.c, calls_ended), one word
      * per context id, at id mod SEG_ENDED: id << 48 | first << 24 | below,
      * its calls first .. below-1 (24-bit numbers).  Written by the rank

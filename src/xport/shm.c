@@ -1995,8 +1995,12 @@ static call_rec_t *rec_of(shm_xport_t *x, int rank, uint64_t key)
 static void note_abandoned(shm_xport_t *x, const call_desc_t *d)
 {
     seg_rank_t *me = seg_rank(&x->seg, x->base.rank);
-    if (!(d->flags & CALL_FINALIZE))
-        atomic_store_explicit(&me->abandoned_key, d->key, memory_order_relaxed);
+    if (!(d->flags & CALL_FINALIZE)) {
+        uint32_t k = atomic_load_explicit(&me->abandoned_keyed, memory_order_relaxed);
+        atomic_store_explicit(&me->abandoned_keys[k % SEG_ABANDONED], d->key,
+                              memory_order_relaxed);
+        atomic_store_explicit(&me->abandoned_keyed, k + 1, memory_order_release);
+    }
     atomic_fetch_add_explicit(&me->abandoned, 1, memory_order_release);
 }
 
@@ -2240,7 +2244,13 @@ static int shm_peer_view(xport_t *xp, int peer, uint64_t key, bool quick, peer_v
         out->refused_sig24 = (uint32_t)(rw & 0xffffffu);
     }
     if (atomic_load_explicit(&pr->abandoned, memory_order_acquire)) {
-        uint64_t ak = atomic_load_explicit(&pr->abandoned_key, memory_order_relaxed);
+        uint32_t nk = atomic_load_explicit(&pr->abandoned_keyed, memory_order_acquire);
+        uint64_t ak = nk ? atomic_load_explicit(&pr->abandoned_keys[(nk - 1) % SEG_ABANDONED],
+                                                memory_order_relaxed)
+                         : 0;
+        for (uint32_t i = 0; i < nk && i < SEG_ABANDONED; i++)
+            if (atomic_load_explicit(&pr->abandoned_keys[i], memory_order_relaxed) == key)
+                out->abandoned_this = true;
         call_desc_t a;
         out->abandoned = true;
         out->abandoned_key = ak;

@@ -119,6 +119,9 @@ typedef struct peer_view {
     bool abandoned, abandoned_found;
     uint64_t abandoned_key;
     call_desc_t abandoned_call;
+    /* the call asked about is among its last failed ones (shm: their
+     * keys, segment.h), though newer ones failed after it */
+    bool abandoned_this;
     /* the peer refused the call asked about (api.c, call_refused), seen
      * where its record is gone: the low 24 bits of its signature */
     bool refused;
