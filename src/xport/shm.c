@@ -1996,10 +1996,12 @@ static void note_abandoned(shm_xport_t *x, const call_desc_t *d)
 {
     seg_rank_t *me = seg_rank(&x->seg, x->base.rank);
     if (!(d->flags & CALL_FINALIZE)) {
-        uint32_t k = atomic_load_explicit(&me->abandoned_keyed, memory_order_relaxed);
+        /* threads may fail calls at once: each claims its own slot; a
+         * peer that reads the count before the key sees it at its next
+         * watch round */
+        uint32_t k = atomic_fetch_add_explicit(&me->abandoned_keyed, 1, memory_order_relaxed);
         atomic_store_explicit(&me->abandoned_keys[k % SEG_ABANDONED], d->key,
-                              memory_order_relaxed);
-        atomic_store_explicit(&me->abandoned_keyed, k + 1, memory_order_release);
+                              memory_order_release);
     }
     atomic_fetch_add_explicit(&me->abandoned, 1, memory_order_release);
 }
