@@ -262,7 +262,7 @@ static int check_peer(exec_t *e, int peer)
     }
     if (!v.found && v.refused) /* its record is gone, not the word */
         return refused_there(e, peer, NULL, v.refused_sig24, true);
-    if (!v.found && v.abandoned && (v.abandoned_key == d->key || v.abandoned_this)) {
+    if (!v.found && v.abandoned_this) {
         /* its record is gone (newer calls), but it said this call failed */
         int h = x->ops->health(x);
         if (h)

@@ -2255,7 +2255,6 @@ static int shm_peer_view(xport_t *xp, int peer, uint64_t key, bool quick, peer_v
                 out->abandoned_this = true;
         call_desc_t a;
         out->abandoned = true;
-        out->abandoned_key = ak;
         out->abandoned_found = rec_find(x, peer, ak, &a, &state);
         if (out->abandoned_found)
             out->abandoned_call = a;

@@ -113,14 +113,12 @@ typedef struct peer_view {
     call_desc_t mine;
     /* or another rank ended the job: the message is in weft_last_error() */
     bool aborted;
-    /* a call failed on the peer (error, timeout, revoke): the newest one
-     * (its key), described when its record is still in the log
-     * (abandoned_found) */
+    /* a call failed on the peer (error, timeout, revoke): the newest one,
+     * described when its record is still in the log (abandoned_found) */
     bool abandoned, abandoned_found;
-    uint64_t abandoned_key;
     call_desc_t abandoned_call;
     /* the call asked about is among its last failed ones (shm: their
-     * keys, segment.h), though newer ones failed after it */
+     * keys, segment.h), the newest or one that failed before it */
     bool abandoned_this;
     /* the peer refused the call asked about (api.c, call_refused), seen
      * where its record is gone: the low 24 bits of its signature */
