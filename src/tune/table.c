@@ -438,13 +438,31 @@ static const char builtin_text[] =
  * the whole stage's 118, 4 MiB 417 against 478; 1 MiB pieces from 8 MiB,
  * 64 MiB 9816 against 10254 and the whole stage's 13679; 8 ranks, where
  * 256 KiB pieces led or tied 1 MiB ones at every size: 1 MiB 236 against
- * 250, 8 MiB 1638 against 1916, 64 MiB 18919 against 23336). */
+ * 250, 8 MiB 1638 against 1916, 64 MiB 18919 against 23336).
+ *
+ * From the second VM a session later ("The direct allreduce on the AMD
+ * VM", 2026-12-05; three runs under each launcher, alternating): the
+ * direct allreduce (one round, one wait a rank) at 4 ranks from 14 KiB to
+ * 48 KiB, commutative (16 KiB 20.1 us against Rabenseifner's 32.4 under
+ * mpirun, 20.6 against 31.5 under weft run; 32 KiB 28.0 against 34.1 and
+ * 27.2 against 44.7; 48 KiB 34.2 against 36.8 and 35.2 against 37.7; for
+ * a non-commutative op bst stays ahead), and at 5-8 ranks from 2 KiB to 8
+ * KiB, and for commutative ops on to 12 KiB, in place of a linear reduce
+ * then bcast, which waits twice and where ranks outnumber cores lets the
+ * root be the rank left without a core (weft run, 6 ranks, 4-8 KiB: 32-34
+ * against 46; 8 ranks 54-64 against 81-87; under mpirun with weft's own
+ * barrier before each call, as the drop-in's MPI_Barrier is, 8 ranks: 51
+ * against 77 at 4 KiB, 70 against 76 at 12 KiB; with Open MPI's barrier
+ * the two are within 20 % either way). */
 static const char amd_text[] =
     "weft-tuning 1\n"
     "# collective     ops             ranks       bytes         algorithms (first usable)\n"
     "allreduce        any             2-2         6145-8K       recursive_doubling\n"
     "allreduce        any             4-4         2049-8K       "
     "board|reduce_bcast/reduce=linear;bcast=linear\n"
+    "allreduce        commutative     4-4         14337-48K     direct\n"
+    "allreduce        any             5-8         2049-8K       direct\n"
+    "allreduce        commutative     5-8         8193-12K      direct\n"
     "allreduce        commutative     4-4         131073-1M     rabenseifner\n"
     "allreduce        commutative     4-4         1048577-2M    "
     "linear_arena/stage=sent|rabenseifner/segment=512K\n"
