@@ -453,7 +453,15 @@ static const char builtin_text[] =
  * against 46; 8 ranks 54-64 against 81-87; under mpirun with weft's own
  * barrier before each call, as the drop-in's MPI_Barrier is, 8 ranks: 51
  * against 77 at 4 KiB, 70 against 76 at 12 KiB; with Open MPI's barrier
- * the two are within 20 % either way). */
+ * the two are within 20 % either way).  And the reduce at 4-8 ranks
+ * above 256 KiB to 512 KiB by binomial (8 ranks, 384 KiB: 198 against
+ * the pipelined two-tree's 251 under mpirun, 194 against 225 under weft
+ * run; 5 ranks, 512 KiB: 121 against 195 and 132 against 164), and at
+ * 5-8 ranks above 512 KiB to 8 MiB, commutative, from the root's stage in
+ * the arena (8 ranks, 2 MiB: 834 against 1114 and 780 against 970; 7
+ * ranks, 4 MiB: 1369 against 1814 and 1429 against 1496), where the
+ * two-tree's many handoffs between ranks sharing a core cost more than
+ * its overlap saves; at 16 MiB the two tie or the tree leads. */
 static const char amd_text[] =
     "weft-tuning 1\n"
     "# collective     ops             ranks       bytes         algorithms (first usable)\n"
@@ -479,7 +487,9 @@ static const char amd_text[] =
     "bcast            any             5-8         32769-256K    linear_arena|twotree\n"
     "bcast            any             5-8         262145-*      linear_arena/segment=256K|twotree\n"
     "bcast            any             9-16        262145-*      linear_arena|twotree\n"
-    "reduce           any             2-2         0-1K          binomial\n";
+    "reduce           any             2-2         0-1K          binomial\n"
+    "reduce           any             4-8         262145-512K   binomial\n"
+    "reduce           commutative     5-8         524289-8M     linear_arena|twotree\n";
 
 static bool is_pow2(uint64_t v) { return v && !(v & (v - 1)); }
 
