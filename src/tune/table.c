@@ -453,7 +453,14 @@ static const char builtin_text[] =
  * against 46; 8 ranks 54-64 against 81-87; under mpirun with weft's own
  * barrier before each call, as the drop-in's MPI_Barrier is, 8 ranks: 51
  * against 77 at 4 KiB, 70 against 76 at 12 KiB; with Open MPI's barrier
- * the two are within 20 % either way).  And the reduce at 4-8 ranks
+ * the two are within 20 % either way).  Above 12 KiB to 64 KiB at 5-8
+ * ranks, commutative, the two-step allreduce led by the first rank to
+ * arrive (pap_leader), which lets the rank that has a core lead where the
+ * linear pair waits for rank 0 (four runs under each launcher in the VM's
+ * slow phase, medians: 5 ranks, 32 KiB, 48 against 65 under mpirun, 56
+ * against 59 under weft run; 8 ranks, 16 KiB, 79 against 112 and 80
+ * against 99; 6-8 ranks at 48-64 KiB within 10 % either way in a few
+ * cells; at 96 KiB neither led throughout).  And the reduce at 4-8 ranks
  * above 256 KiB to 512 KiB by binomial (8 ranks, 384 KiB: 198 against
  * the pipelined two-tree's 251 under mpirun, 194 against 225 under weft
  * run; 5 ranks, 512 KiB: 121 against 195 and 132 against 164), and at
@@ -471,6 +478,8 @@ static const char amd_text[] =
     "allreduce        commutative     4-4         14337-48K     direct\n"
     "allreduce        any             5-8         2049-8K       direct\n"
     "allreduce        commutative     5-8         8193-12K      direct\n"
+    "allreduce        commutative     5-8         12289-64K     "
+    "pap_leader|reduce_bcast/reduce=linear;bcast=linear\n"
     "allreduce        commutative     4-4         131073-1M     rabenseifner\n"
     "allreduce        commutative     4-4         1048577-2M    "
     "linear_arena/stage=sent|rabenseifner/segment=512K\n"
