@@ -23,6 +23,7 @@
  * what is in flight). */
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,14 +176,39 @@ typedef struct sim {
 
 __attribute__((format(printf, 3, 4))) static int fail(sim_t *s, int code, const char *fmt, ...);
 
+static uint32_t free_count(uint32_t head, const void *base, size_t size, size_t link)
+{
+    uint32_t n = 0;
+    for (uint32_t i = base ? head : NIL; i != NIL; n++)
+        memcpy(&i, (const char *)base + (size_t)i * size + link, sizeof i);
+    return n;
+}
+
+/* Past the limit: say where the simulation was and what it held, so a
+ * user can tell a run too large for the machine (a pipelined schedule's
+ * messages piling up ahead of busy ranks, docs/SIM.md) from one that is
+ * merely long.  Counted once, by walking the free lists. */
+static void fail_memory(sim_t *s)
+{
+    uint32_t recs = s->nrec - free_count(s->freerec, s->rec, sizeof *s->rec,
+                                         offsetof(mrec_t, next));
+    uint32_t waits = s->nwn - free_count(s->freewn, s->wn, sizeof *s->wn,
+                                         offsetof(struct wnode, next));
+    fail(s, WEFT_ENOTSUP,
+         "stopped at %zu MiB held, past the limit of %zu MiB, at %.3f us simulated (%d/%d "
+         "ranks done, %u messages or posted receives, %u ops waiting for busy ranks, %zu "
+         "events queued); fewer ranks, bytes or chunks (--params chunks=K) hold less",
+         s->bytes >> 20, s->max_bytes >> 20, evq_key_time(s->q.last) / 1e3, s->nfinished,
+         s->P, recs, waits, s->q.size);
+}
+
 static void account(sim_t *s, ssize_t delta)
 {
     s->bytes += (size_t)delta;
     if (s->bytes > s->peak)
         s->peak = s->bytes;
-    if (s->max_bytes && s->bytes > s->max_bytes)
-        fail(s, WEFT_ENOTSUP, "stopped at %zu MiB held, past the limit of %zu MiB",
-             s->bytes >> 20, s->max_bytes >> 20);
+    if (s->max_bytes && s->bytes > s->max_bytes && !s->err)
+        fail_memory(s);
 }
 
 static int fail(sim_t *s, int code, const char *fmt, ...)
@@ -240,8 +266,9 @@ static uint32_t rec_new(sim_t *s)
                  (int)s->nrec);
             return NIL;
         }
-        account(s, (ssize_t)((size_t)(nc - s->reccap) * sizeof *r));
-        s->rec = r, s->reccap = nc;
+        size_t grown = (size_t)(nc - s->reccap) * sizeof *r;
+        s->rec = r, s->reccap = nc; /* before account, which may read them */
+        account(s, (ssize_t)grown);
     }
     return s->nrec++;
 }
@@ -820,8 +847,9 @@ static void park(sim_t *s, uint32_t r, int cls, uint32_t idx, double ready)
             fail(s, WEFT_ENOMEM, "out of memory for %u waiting operations", s->nwn);
             return;
         }
-        account(s, (ssize_t)((size_t)(nc - s->wncap) * sizeof *w));
-        s->wn = w, s->wncap = nc;
+        size_t grown = (size_t)(nc - s->wncap) * sizeof *w;
+        s->wn = w, s->wncap = nc; /* before account, which may read them */
+        account(s, (ssize_t)grown);
     }
     uint32_t n;
     if (s->freewn != NIL)
@@ -1182,6 +1210,8 @@ static bool over_time(const struct timespec *t0, const sim_opts_t *opts)
 static int sim_alloc(sim_t *s)
 {
     size_t P = (size_t)s->P;
+    s->freerec = NIL; /* first: a limit passed below reads the free lists */
+    s->freewn = NIL;
     s->rk = big_alloc(P * sizeof *s->rk); /* zeroed */
     s->stride = (uint32_t)(s->m->cpus + 2 * s->m->ports);
     if (s->stride > RANK_CLOCKS)
@@ -1214,8 +1244,6 @@ static int sim_alloc(sim_t *s)
             s->fq[r] = (struct fifo_rec){.wq = {{.head = NIL}, {.head = NIL}, {.head = NIL}},
                                          .wake = -1};
     }
-    s->freerec = NIL;
-    s->freewn = NIL;
     return tab_grow(s);
 }
 
