@@ -40,7 +40,7 @@ out=$("$weft" sim allreduce --algo twotree --np 4096 --size 64M --max-memory 20M
 [ "$st" -eq 1 ] && grep -Eq "past the limit of 20 MiB, at [1-9][0-9.]* us simulated \(0/4096 ranks done, [1-9][0-9]* messages or posted receives, [0-9]+ ops waiting for busy ranks, [1-9][0-9]* events queued\); fewer ranks, bytes or chunks \(--params chunks=K\) hold less" <<<"$out" && ok ||
     bad "--max-memory 20M, LogGOPSim's order: exited $st, said: $out"
 out=$("$weft" sim allreduce --algo twotree --np 4096 --size 64M --max-memory 20M --order fifo 2>&1); st=$?
-[ "$st" -eq 1 ] && grep -Eq "past the limit of 20 MiB, .*[1-9][0-9]* ops waiting for busy ranks" <<<"$out" && ok ||
+[ "$st" -eq 1 ] && grep -Eq "past the limit of 20 MiB, .*, [1-9][0-9]* ops waiting for busy ranks" <<<"$out" && ok ||
     bad "--max-memory 20M, FIFO order: exited $st, said: $out"
 "$weft" sim allreduce --algo twotree --np 64 --size 1M --max-memory 0 >/dev/null && ok ||
     bad "--max-memory 0 (no limit) failed"
