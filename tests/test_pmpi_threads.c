@@ -6,7 +6,13 @@
  * MPI_Comm_create_group (on its own parent, the others doing the same at
  * once) and reduces on each fresh one, whose weft twin is made inside that
  * call: a hidden MPI communicator creation there hung Open MPI 4.1 (MPICH's
- * threads/comm/comm_create_group_threads).  pmpi_threads.sh checks the exit
+ * threads/comm/comm_create_group_threads).  Last, on parents no weft call
+ * has touched (so no weft communicator keeps the node's segment open), each
+ * thread creates, uses in a barrier and frees communicators with
+ * MPI_Comm_create, the others at once: each free may close the segment
+ * while another thread's free still reads it (a segfault in the free until
+ * comm_destroy kept its count to the end; MPICH's
+ * threads/comm/comm_create_threads).  pmpi_threads.sh checks the exit
  * status and that the drop-in's log counts every call (its counters are
  * shared by the threads). */
 #include <mpi.h>
@@ -18,7 +24,7 @@
 #define ITERS 150
 #define FRESH 60 /* communicators each thread creates */
 
-static MPI_Comm comms[THREADS];
+static MPI_Comm comms[THREADS], bare[THREADS];
 static pthread_barrier_t start;
 static pthread_mutex_t self_lock = PTHREAD_MUTEX_INITIALIZER;
 static int me, P, failures;
@@ -90,6 +96,31 @@ static void *fresh(void *arg)
     return NULL;
 }
 
+static void *bare_create(void *arg)
+{
+    int t = (int)(long)arg;
+    MPI_Group all;
+    MPI_Comm_group(bare[t], &all);
+    pthread_barrier_wait(&start);
+    for (int it = 0; it < FRESH; it++) {
+        MPI_Comm c;
+        MPI_Comm_create(bare[t], all, &c);
+        MPI_Barrier(c);
+        MPI_Comm_free(&c);
+    }
+    MPI_Group_free(&all);
+    return NULL;
+}
+
+static void run_threads(void *(*fn)(void *))
+{
+    pthread_t th[THREADS];
+    for (int t = 0; t < THREADS; t++)
+        pthread_create(&th[t], NULL, fn, (void *)(long)t);
+    for (int t = 0; t < THREADS; t++)
+        pthread_join(th[t], NULL);
+}
+
 int main(int argc, char **argv)
 {
     int provided;
@@ -104,23 +135,22 @@ int main(int argc, char **argv)
     for (int t = 0; t < THREADS; t++)
         MPI_Comm_dup(MPI_COMM_WORLD, &comms[t]);
     pthread_barrier_init(&start, NULL, THREADS);
-    pthread_t th[THREADS];
-    for (int t = 0; t < THREADS; t++)
-        pthread_create(&th[t], NULL, work, (void *)(long)t);
-    for (int t = 0; t < THREADS; t++)
-        pthread_join(th[t], NULL);
-    for (int t = 0; t < THREADS; t++)
-        pthread_create(&th[t], NULL, fresh, (void *)(long)t);
-    for (int t = 0; t < THREADS; t++)
-        pthread_join(th[t], NULL);
-    pthread_barrier_destroy(&start);
+    run_threads(work);
+    run_threads(fresh);
     for (int t = 0; t < THREADS; t++)
         MPI_Comm_free(&comms[t]);
+    for (int t = 0; t < THREADS; t++)
+        MPI_Comm_dup(MPI_COMM_WORLD, &bare[t]);
+    run_threads(bare_create);
+    for (int t = 0; t < THREADS; t++)
+        MPI_Comm_free(&bare[t]);
+    pthread_barrier_destroy(&start);
     int total = 0;
     MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (me == 0)
         printf("%d threads x %d calls of 3 collectives, then %d fresh communicators each: %d "
-               "wrong results\n", THREADS, ITERS, FRESH, total);
+               "wrong results; %d created and freed at once each\n", THREADS, ITERS, FRESH, total,
+               FRESH);
     MPI_Finalize();
     return total != 0;
 }

@@ -183,7 +183,6 @@ static void pair_give_back(uint32_t c);
 
 void comm_destroy(weft_comm_t c)
 {
-    bool close_x = unlink_live(c) == 0 && c->x->closes_with_comms;
     /* the arrival records this rank claimed for the communicator, as its
      * rank 0 or a node leader (src/shmcoll) */
     bool held_records = c->x->ops->arrival_rec && c != weft_g.world &&
@@ -217,7 +216,12 @@ void comm_destroy(weft_comm_t c)
         c->pending.req->next = c->dead;
         c->dead = c->pending.req;
     }
-    if (close_x) {
+    /* only now, when nothing above reads the transport: another thread
+     * freeing the last other communicator on it closes it as soon as this
+     * one is off the count (8 threads freeing communicators at once under
+     * the drop-in read an unmapped segment; MPICH's
+     * threads/comm/comm_create_threads) */
+    if (unlink_live(c) == 0 && c->x->closes_with_comms) {
         c->x->ops->close(c->x);
         request_list_free(c->dead);
     } else if (c->dead) {
