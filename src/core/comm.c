@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "comm.h"
 #include "../xport/segment.h"
@@ -373,7 +374,8 @@ int weft_comm_size(weft_comm_t comm) { return comm ? comm->size : -1; }
  * id whose communicator may have left messages or records behind (it was
  * revoked, had failed calls, or held arrival records) is never reused.
  * Threads creating communicators from different parents at once reserve
- * an id before agreeing on it; a collision makes every member retry. */
+ * an id before agreeing on it; a collision makes every member retry, and
+ * a retry takes its id at random among those it may have (below). */
 
 enum { CTX_WORDS = (MAX_CTX + 1) / 64, BOARD_PAIRS = BOARD_SLOTS / 2 };
 static uint64_t ctx_held[CTX_WORDS] = {3}; /* ids 0 and 1 (the world): never given */
@@ -421,6 +423,18 @@ void comm_ctx_give_back(uint32_t ctx, uint32_t first_call, bool board)
     ctx_give_back(ctx, first_call, board);
 }
 
+/* A thread's draws for lowest_free_ctx's retries (xorshift64*), seeded by
+ * the clock, the process and the thread; never 0 (which means no draw). */
+static uint32_t retry_draw(void)
+{
+    static _Thread_local uint64_t x;
+    if (!x)
+        x = (weft_now_ns() ^ (uint64_t)getpid() << 32 ^ (uint64_t)(uintptr_t)&x) | 1;
+    x ^= x >> 12, x ^= x << 25, x ^= x >> 27;
+    uint32_t d = (uint32_t)((x * 0x2545f4914f6cdd1dull) >> 32);
+    return d ? d : 1;
+}
+
 /* The first word of ids holding an id this rank has free: with a free
  * board pair too (pairs), or any.  BOARD_PAIRS divides 64, so an id's pair
  * is its bit's position in its word mod BOARD_PAIRS.  Called locked. */
@@ -436,11 +450,22 @@ static uint32_t first_free_word(bool pairs)
     return w;
 }
 
+/* The id of bit (pick mod the bits set) of word w's set bits; pick 0:
+ * the lowest. */
+static uint32_t nth_set(uint32_t w, uint64_t bits, uint32_t pick)
+{
+    for (uint32_t skip = pick % (uint32_t)__builtin_popcountll(bits); skip; skip--)
+        bits &= bits - 1;
+    return w * 64 + (uint32_t)__builtin_ctzll(bits);
+}
+
 /* Scans the words from w on, one allreduce of the members' held ids and
- * pairs a word, for the lowest id no member holds whose pair no member
- * holds either (c), noting the lowest id no member holds (lowest). */
-static int scan_ctx_words(const member_allreduce_t *ar, uint32_t w, uint64_t unread, uint32_t *c,
-                          uint32_t *lowest)
+ * pairs a word, for an id no member holds whose pair no member holds
+ * either (c), noting an id no member holds (lowest): the lowest of each,
+ * or with pick, the one at pick (mod their count) in the first word that
+ * has one. */
+static int scan_ctx_words(const member_allreduce_t *ar, uint32_t w, uint64_t unread, uint32_t pick,
+                          uint32_t *c, uint32_t *lowest)
 {
     const uint64_t all_pairs = (uint64_t)-1 >> (64 - BOARD_PAIRS);
     int rc = WEFT_OK;
@@ -456,10 +481,13 @@ static int scan_ctx_words(const member_allreduce_t *ar, uint32_t w, uint64_t unr
         if (rc || !~held[0])
             continue;
         if (!*lowest)
-            *lowest = w * 64 + (uint32_t)__builtin_ctzll(~held[0]);
-        for (uint32_t i = 0; i < 64 && !*c; i++)
+            *lowest = nth_set(w, ~held[0], pick);
+        uint64_t usable = 0;
+        for (uint32_t i = 0; i < 64; i++)
             if (!(held[0] >> i & 1) && !(held[1] >> ((w * 64 + i) % BOARD_PAIRS) & 1))
-                *c = w * 64 + i;
+                usable |= 1ull << i;
+        if (usable)
+            *c = nth_set(w, usable, pick);
         if ((held[1] & all_pairs) == all_pairs)
             break; /* no pair is free: any id will do */
     }
@@ -479,14 +507,24 @@ static int scan_ctx_words(const member_allreduce_t *ar, uint32_t w, uint64_t unr
  * first word with any free id cost one allreduce per word of retired ids
  * (137 us a dup after 22000 arrival-driven communicators, 2 ranks).  Only
  * where that scan finds no free id at all does a second start at the
- * members' first word with any free id. */
-static int lowest_free_ctx(const member_allreduce_t *ar, uint32_t refusal, uint32_t *c,
-                           uint32_t *refused_by, uint64_t *unread)
+ * members' first word with any free id.  A retry after a collision takes
+ * the id at a draw of the members' instead of the lowest: two threads
+ * whose agreements both took the lowest id, each reserving it first on
+ * some members, would take it again and again in step (an agreement of 6
+ * ranks took 228 rounds, about a second, with 3 threads a rank making
+ * communicators at once, ranks outnumbering cores: weft stress --threads 2
+ * timed out its setup).  Each agreement's draw is the largest of its
+ * members' draws, the same on every member and independent of another
+ * agreement's, so two collide again only by a chance of one in the ids
+ * free. */
+static int lowest_free_ctx(const member_allreduce_t *ar, uint32_t refusal, bool retry,
+                           uint32_t *c, uint32_t *refused_by, uint64_t *unread)
 {
     pthread_mutex_lock(&weft_g.lock);
-    uint32_t first[3] = {first_free_word(false), refusal, first_free_word(true)};
+    uint32_t first[4] = {first_free_word(false), refusal, first_free_word(true),
+                         retry ? retry_draw() : 0};
     pthread_mutex_unlock(&weft_g.lock);
-    int rc = ar->fn(ar->arg, first, 3, WEFT_UINT32, WEFT_MAX); /* a refusal rides along */
+    int rc = ar->fn(ar->arg, first, 4, WEFT_UINT32, WEFT_MAX); /* a refusal rides along */
     uint32_t lowest = 0;
     *c = 0;
     if ((*refused_by = rc ? 0 : first[1]))
@@ -495,9 +533,9 @@ static int lowest_free_ctx(const member_allreduce_t *ar, uint32_t refusal, uint3
      * a post of this rank's still unread now may stay so for good */
     *unread = !rc && ar->unread_pairs ? ar->unread_pairs(ar->arg) : 0;
     if (!rc)
-        rc = scan_ctx_words(ar, first[2], *unread, c, &lowest);
+        rc = scan_ctx_words(ar, first[2], *unread, first[3], c, &lowest);
     if (!rc && !*c && !lowest && first[0] < first[2])
-        rc = scan_ctx_words(ar, first[0], *unread, c, &lowest);
+        rc = scan_ctx_words(ar, first[0], *unread, first[3], c, &lowest);
     if (!*c)
         *c = lowest;
     return rc;
@@ -510,10 +548,10 @@ static int lowest_free_ctx(const member_allreduce_t *ar, uint32_t refusal, uint3
 int comm_agree_ctx(const member_allreduce_t *ar, uint32_t refusal, uint32_t *refused_by,
                    uint32_t *ctx, uint32_t *first_call, bool *board)
 {
-    for (;;) {
+    for (uint32_t round = 0;; round++) {
         uint32_t c;
         uint64_t unread = 0;
-        int rc = lowest_free_ctx(ar, refusal, &c, refused_by, &unread);
+        int rc = lowest_free_ctx(ar, refusal, round > 0, &c, refused_by, &unread);
         if (rc)
             return rc;
         if (*refused_by) /* the caller says who and why, or keeps its own error */
@@ -541,6 +579,9 @@ int comm_agree_ctx(const member_allreduce_t *ar, uint32_t refusal, uint32_t *ref
         rc = ar->fn(ar->arg, verdict, 3, WEFT_UINT32, WEFT_MAX);
         if (!rc && !verdict[0]) {
             *ctx = c, *first_call = verdict[1], *board = !verdict[2];
+            if (round >= 2 && weft_verbose())
+                fprintf(stderr, "weft: a communicator's context id took %u rounds to agree on "
+                        "(threads making communicators at once)\n", round + 1);
             if (pair && !*board) /* another member's communicator has it */
                 pair_give_back(c);
             return WEFT_OK;
