@@ -510,10 +510,10 @@ static int scan_ctx_words(const member_allreduce_t *ar, uint32_t w, uint64_t unr
  * members' first word with any free id.  A retry after a collision takes
  * the id at a draw of the members' instead of the lowest: two threads
  * whose agreements both took the lowest id, each reserving it first on
- * some members, would take it again and again in step (an agreement of 6
- * ranks took 228 rounds, about a second, with 3 threads a rank making
- * communicators at once, ranks outnumbering cores: weft stress --threads 2
- * timed out its setup).  Each agreement's draw is the largest of its
+ * some members, would take it again and again in step (test_threads, 3
+ * threads a rank making communicators at once: an agreement of 4 ranks
+ * took 16144 rounds; of 6 ranks, with a busy loop beside, 228, about a
+ * second, and weft stress --threads 2 timed out its setup so).  Each agreement's draw is the largest of its
  * members' draws, the same on every member and independent of another
  * agreement's, so two collide again only by a chance of one in the ids
  * free. */
