@@ -509,12 +509,79 @@ typedef struct outcome {
  * it: by the time the rank reports, weft_last_error() is a later call's). */
 static _Thread_local char first_msg[400];
 
+/* A stream's communicators with the job rank of each of their ranks (a
+ * split numbers its ranks otherwise: by key, the job's in reverse), and
+ * the one the thread is calling on: a time limit's message names the
+ * ranks it waited for in that communicator's numbering, and a fault job's
+ * judge wants the job's (fault_job). */
+enum { RANKMAPS = 8 };
+typedef struct rankmap {
+    weft_comm_t comm;
+    int n, job[64]; /* n 0: the job's numbering */
+} rankmap_t;
+static _Thread_local rankmap_t rankmaps[RANKMAPS];
+static _Thread_local const rankmap_t *calling_on;
+
+static void rankmap_set(weft_comm_t comm, const int *job, int n)
+{
+    rankmap_t *free_one = NULL;
+    for (int i = 0; i < RANKMAPS; i++) {
+        if (rankmaps[i].comm == comm || (!free_one && !rankmaps[i].comm))
+            free_one = &rankmaps[i];
+        if (rankmaps[i].comm == comm)
+            break;
+    }
+    if (!free_one)
+        return; /* none free: its messages are read in its own numbering */
+    free_one->comm = comm;
+    free_one->n = job && n <= 64 ? n : 0;
+    for (int i = 0; i < free_one->n; i++)
+        free_one->job[i] = job[i];
+}
+
+static void rankmap_drop(weft_comm_t comm)
+{
+    for (int i = 0; i < RANKMAPS; i++)
+        if (comm && rankmaps[i].comm == comm)
+            rankmaps[i].comm = NULL;
+}
+
+static void calling(weft_comm_t comm)
+{
+    calling_on = NULL;
+    for (int i = 0; i < RANKMAPS && !calling_on; i++)
+        if (rankmaps[i].comm == comm)
+            calling_on = &rankmaps[i];
+}
+
+/* Appends to a time limit's message the job ranks of those it names as not
+ * having arrived: " [not arrived, job ranks: 3 5]". */
+static void job_ranks_not_arrived(char *msg, size_t size)
+{
+    size_t used = strlen(msg);
+    const char *tag = " [not arrived, job ranks:";
+    bool any = false;
+    for (const char *p = strstr(msg, " rank "); p && used < size; p = strstr(p + 6, " rank ")) {
+        int r, len = 0;
+        if (sscanf(p, " rank %d (has not arrived%n", &r, &len) != 1 || !len)
+            continue;
+        int job = calling_on && calling_on->n && r >= 0 && r < calling_on->n ? calling_on->job[r]
+                                                                            : r;
+        used += (size_t)snprintf(msg + used, size - used, "%s %d", any ? "" : tag, job);
+        any = true;
+    }
+    if (any && used < size)
+        snprintf(msg + used, size - used, "]");
+}
+
 static void first_error(int *first_rc, int rc, const char *msg)
 {
     if (*first_rc || !rc)
         return;
     *first_rc = rc;
     snprintf(first_msg, sizeof first_msg, "%s", msg);
+    if (rc == WEFT_ETIMEDOUT)
+        job_ranks_not_arrived(first_msg, sizeof first_msg);
 }
 
 static void outcome_take(outcome_t *oc, int rc, int *first_rc)
@@ -533,6 +600,7 @@ static int agree_on_outcome(const stress_opts_t *o, weft_comm_t ctrl, int me, co
 {
     int rc = oc->rc;
     int32_t agree[2] = {rc, -rc};
+    calling(ctrl);
     int arc = weft_allreduce(WEFT_IN_PLACE, agree, 2, WEFT_INT32, WEFT_MAX, ctrl);
     if (arc) {
         first_error(first_rc, arc, weft_last_error());
@@ -730,6 +798,7 @@ static int run_call(const stress_opts_t *o, weft_comm_t comm, weft_comm_t ctrl, 
     live_t L;
     if (call_prepare(o, comm, ctrl, c, &L))
         return -1;
+    calling(comm);
     outcome_take(&L.ended, issue(c, comm, L.root, L.src, L.dst), first_rc);
     call_returned(o, &L);
     return call_judge(o, &L, first_rc);
@@ -947,6 +1016,7 @@ static void run_batch(const stress_opts_t *o, const weft_comm_t *comms, const we
         prepared[j] = !call_prepare(o, comms[c.comm], ctrls[c.comm], &c, &L[j]);
         if (!prepared[j])
             continue;
+        calling(L[j].comm);
         int rc = blocking ? issue(&c, L[j].comm, L[j].root, L[j].src, L[j].dst)
                           : start_split_phase(&L[j]);
         if (blocking || rc) { /* ended, or refused at the start: nothing in flight */
@@ -963,6 +1033,7 @@ static void run_batch(const stress_opts_t *o, const weft_comm_t *comms, const we
     for (int w = 0; w < waits; w++) {
         live_t *l = &L[order[w]];
         /* the errors in the order they came */
+        calling(l->comm);
         outcome_take(&l->ended, finish_split_phase(l, pick(&mine, 3) == 0), first_rc);
         call_returned(o, l);
     }
@@ -987,22 +1058,33 @@ static int make_comm(const stress_opts_t *o, weft_comm_t *comms, weft_comm_t *ct
      * a split that may outlive its parent, made again later) */
     weft_comm_t parent = how >= 3 ? comms[1] : comms[0];
     int P = weft_comm_size(parent), me = weft_comm_rank(parent);
+    calling(parent);
     int colour = how % 3 == 0 ? me % 2 : how % 3 == 1 ? me < (P + 1) / 2 : me % 3;
     int rc = which == 1 ? weft_comm_dup(comms[0], &comms[which])
                         : weft_comm_split(parent, colour, P - me, &comms[which]);
     if (rc)
         return rc;
+    /* the split's ranks: its colour's, by key (P - rank: the parent's, in
+     * the job's numbering, in reverse) */
+    int job[64], n = 0;
+    for (int r = P - 1; which == 2 && P <= 64 && r >= 0; r--)
+        if ((how % 3 == 0 ? r % 2 : how % 3 == 1 ? r < (P + 1) / 2 : r % 3) == colour)
+            job[n++] = r;
+    rankmap_set(comms[which], n ? job : NULL, n);
+    calling(comms[which]);
     /* at once: making its control twin is a call on it, which another
      * thread's stopped rank may hold up (with the time limit set after
      * the twin, fault jobs with threads hung there) */
     if (o->fault)
         weft_comm_set_timeout(comms[which], o->fault_limit_ms);
     if ((rc = weft_comm_dup(comms[which], &ctrls[which]))) {
+        rankmap_drop(comms[which]);
         weft_comm_free(&comms[which]);
         return rc;
     }
     if (o->fault)
         weft_comm_set_timeout(ctrls[which], o->fault_limit_ms);
+    rankmap_set(ctrls[which], n ? job : NULL, n);
     /* a dup inherits the algorithms its parent was last told to use: the
      * control calls run on AUTO, which serves them on any transport */
     for (int k = 0; k < WEFT_COLL_COUNT; k++)
@@ -1016,6 +1098,7 @@ static int remake_comm(const stress_opts_t *o, weft_comm_t *comms, weft_comm_t *
                        rng_t *churn, int *first_rc)
 {
     int which = 1 + pick(churn, 2), how = pick(churn, 6);
+    rankmap_drop(ctrls[which]), rankmap_drop(comms[which]);
     weft_comm_free(&ctrls[which]);
     weft_comm_free(&comms[which]);
     int rc = make_comm(o, comms, ctrls, which, how);
@@ -1074,6 +1157,9 @@ static void run_stream(const stress_opts_t *o, weft_comm_t world, int id, stream
     int rc = weft_comm_dup(world, &ctrls[0]);
     if (!rc && o->fault)
         weft_comm_set_timeout(ctrls[0], o->fault_limit_ms);
+    rankmap_set(world, NULL, 0);
+    if (!rc)
+        rankmap_set(ctrls[0], NULL, 0);
     if (!rc && !(rc = make_comm(o, comms, ctrls, 1, 0)))
         rc = make_comm(o, comms, ctrls, 2, 0);
     if (rc) {
@@ -1304,6 +1390,63 @@ static bool waited_for_gone(const char *msg, int frank)
     return strstr(msg, who) != NULL;
 }
 
+/* Whether line (a rank's report) is a time limit's that names job rank x
+ * as not arrived: in the job's numbering the stream added (first_error),
+ * else as the message has it. */
+static bool names_not_arrived(const char *line, int x)
+{
+    const char *list = strstr(line, "[not arrived, job ranks:");
+    if (!list)
+        return waited_for_gone(line, x);
+    list += strlen("[not arrived, job ranks:");
+    for (int r, len; sscanf(list, " %d%n", &r, &len) == 1; list += len)
+        if (r == x)
+            return true;
+    return false;
+}
+
+/* With threads, the survivors of a mismatch or refusal whose time limit
+ * ended a wait right (waited_for_gone): for a rank whose stream had
+ * already ended, and so never came: the faulty rank, a survivor whose
+ * stream ended in the fault's error (WEFT_EPEER, WEFT_EMISMATCH: judged
+ * apart), or one that was itself waiting so (rank 4 waiting for rank 1,
+ * which waited for the faulty rank 3 on a split).  Followed from those
+ * until nothing is added; NULL where no such ending is right (one
+ * thread). */
+static bool *timed_out_behind(const stress_opts_t *o, int frank, char (*lines)[700], int n)
+{
+    bool *stuck = o->threads > 1 ? calloc((size_t)o->np, 1) : NULL;
+    if (!stuck)
+        return NULL;
+    bool *gone = calloc((size_t)o->np, 1);
+    if (!gone) {
+        free(stuck);
+        return NULL;
+    }
+    gone[frank] = true;
+    for (int i = 0; i < n; i++) {
+        int r, code;
+        if (sscanf(lines[i], "rank %d code %d", &r, &code) == 2 && r >= 0 && r < o->np &&
+            (code == WEFT_EPEER || code == WEFT_EMISMATCH))
+            gone[r] = true;
+    }
+    for (bool added = true; added;) {
+        added = false;
+        for (int i = 0; i < n; i++) {
+            int r, code;
+            if (sscanf(lines[i], "rank %d code %d", &r, &code) != 2 || r < 0 || r >= o->np ||
+                r == frank || code != WEFT_ETIMEDOUT || stuck[r])
+                continue;
+            for (int x = 0; x < o->np && !stuck[r]; x++)
+                stuck[r] = gone[x] && names_not_arrived(lines[i], x);
+            if (stuck[r])
+                gone[r] = added = true;
+        }
+    }
+    free(gone);
+    return stuck;
+}
+
 /* Runs one job with one fault; 0 when every survivor ended as the fault implies. */
 static int fault_job(const stress_opts_t *o, int job, const char *kind, int frank, long at)
 {
@@ -1326,11 +1469,15 @@ static int fault_job(const stress_opts_t *o, int job, const char *kind, int fran
     double t0 = weft_now();
     int status = launch_self(o->np, "stress", nargs, args);
     double secs = weft_now() - t0;
-    int seen = 0, bad = 0;
+    int seen = 0, bad = 0, nlines = 0, cap = 2 * o->np + 8;
     char *reported = calloc((size_t)o->np, 1);
+    char(*lines)[700] = calloc((size_t)cap, sizeof *lines);
     FILE *f = fopen(path, "r");
-    char line[700];
-    while (f && fgets(line, sizeof line, f)) {
+    while (f && lines && nlines < cap && fgets(lines[nlines], sizeof *lines, f))
+        nlines++;
+    bool *stuck = timed_out_behind(o, frank, lines, nlines);
+    for (int i = 0; i < nlines; i++) {
+        const char *line = lines[i];
         int r, code;
         if (sscanf(line, "rank %d code %d", &r, &code) != 2)
             continue;
@@ -1346,7 +1493,7 @@ static int fault_job(const stress_opts_t *o, int job, const char *kind, int fran
                   : !strcmp(kind, "stop") ? code == WEFT_ETIMEDOUT || code == WEFT_EPEER
                   : refuser               ? code == WEFT_EINVAL
                   : code == WEFT_ETIMEDOUT
-                      ? o->threads > 1 && r != frank && msg && waited_for_gone(msg, frank)
+                      ? stuck && r >= 0 && r < o->np && stuck[r]
                       : code == WEFT_EMISMATCH || code == WEFT_EPEER;
         ok = ok && msg && (refuser || names_a_rank(msg));
         if (!ok) {
@@ -1355,6 +1502,8 @@ static int fault_job(const stress_opts_t *o, int job, const char *kind, int fran
                    line);
         }
     }
+    free(stuck);
+    free(lines);
     if (f)
         fclose(f);
     unlink(path);
