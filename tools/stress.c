@@ -509,41 +509,40 @@ typedef struct outcome {
  * it: by the time the rank reports, weft_last_error() is a later call's). */
 static _Thread_local char first_msg[400];
 
-/* A stream's communicators with the job rank of each of their ranks (a
- * split numbers its ranks otherwise: by key, the job's in reverse), and
- * the one the thread is calling on: a time limit's message names the
- * ranks it waited for in that communicator's numbering, and a fault job's
- * judge wants the job's (fault_job). */
-enum { RANKMAPS = 8 };
+/* A stream's splits with the job rank of each of their ranks (a split
+ * numbers its ranks by key: the job's in reverse; its other communicators
+ * number them as the job does), and the one the thread is calling on: a
+ * time limit's message names the ranks it waited for in that
+ * communicator's numbering, and a fault job's judge wants the job's
+ * (fault_job). */
+enum { RANKMAPS = 4, RANKMAP_MAX = 64 };
 typedef struct rankmap {
     weft_comm_t comm;
-    int n, job[64]; /* n 0: the job's numbering */
+    int n, job[RANKMAP_MAX];
 } rankmap_t;
 static _Thread_local rankmap_t rankmaps[RANKMAPS];
 static _Thread_local const rankmap_t *calling_on;
-
-static void rankmap_set(weft_comm_t comm, const int *job, int n)
-{
-    rankmap_t *free_one = NULL;
-    for (int i = 0; i < RANKMAPS; i++) {
-        if (rankmaps[i].comm == comm || (!free_one && !rankmaps[i].comm))
-            free_one = &rankmaps[i];
-        if (rankmaps[i].comm == comm)
-            break;
-    }
-    if (!free_one)
-        return; /* none free: its messages are read in its own numbering */
-    free_one->comm = comm;
-    free_one->n = job && n <= 64 ? n : 0;
-    for (int i = 0; i < free_one->n; i++)
-        free_one->job[i] = job[i];
-}
+/* what first_error appends, and the judge reads */
+static const char not_arrived_tag[] = " [not arrived, job ranks:";
 
 static void rankmap_drop(weft_comm_t comm)
 {
     for (int i = 0; i < RANKMAPS; i++)
         if (comm && rankmaps[i].comm == comm)
             rankmaps[i].comm = NULL;
+}
+
+/* A split's ranks in the job's numbering; without a free slot (or more
+ * than RANKMAP_MAX ranks) its messages are read in its own numbering. */
+static void rankmap_set(weft_comm_t comm, const int *job, int n)
+{
+    rankmap_drop(comm);
+    for (int i = 0; i < RANKMAPS && n <= RANKMAP_MAX; i++)
+        if (!rankmaps[i].comm) {
+            rankmaps[i].comm = comm, rankmaps[i].n = n;
+            memcpy(rankmaps[i].job, job, (size_t)n * sizeof *job);
+            return;
+        }
 }
 
 static void calling(weft_comm_t comm)
@@ -559,15 +558,14 @@ static void calling(weft_comm_t comm)
 static void job_ranks_not_arrived(char *msg, size_t size)
 {
     size_t used = strlen(msg);
-    const char *tag = " [not arrived, job ranks:";
     bool any = false;
     for (const char *p = strstr(msg, " rank "); p && used < size; p = strstr(p + 6, " rank ")) {
         int r, len = 0;
         if (sscanf(p, " rank %d (has not arrived%n", &r, &len) != 1 || !len)
             continue;
-        int job = calling_on && calling_on->n && r >= 0 && r < calling_on->n ? calling_on->job[r]
-                                                                            : r;
-        used += (size_t)snprintf(msg + used, size - used, "%s %d", any ? "" : tag, job);
+        int job = calling_on && r >= 0 && r < calling_on->n ? calling_on->job[r] : r;
+        used += (size_t)snprintf(msg + used, size - used, "%s %d", any ? "" : not_arrived_tag,
+                                 job);
         any = true;
     }
     if (any && used < size)
@@ -1048,6 +1046,13 @@ static void run_batch(const stress_opts_t *o, const weft_comm_t *comms, const we
     }
 }
 
+/* The colour of rank r of P in a split made `how` (by parity, halves,
+ * thirds). */
+static int split_colour(int how, int r, int P)
+{
+    return how % 3 == 0 ? r % 2 : how % 3 == 1 ? r < (P + 1) / 2 : r % 3;
+}
+
 /* Communicator which (1: a dup of the world, 2: a split, ranks reversed)
  * and its control twin, with a fault job's timeouts. */
 static int make_comm(const stress_opts_t *o, weft_comm_t *comms, weft_comm_t *ctrls, int which,
@@ -1059,18 +1064,19 @@ static int make_comm(const stress_opts_t *o, weft_comm_t *comms, weft_comm_t *ct
     weft_comm_t parent = how >= 3 ? comms[1] : comms[0];
     int P = weft_comm_size(parent), me = weft_comm_rank(parent);
     calling(parent);
-    int colour = how % 3 == 0 ? me % 2 : how % 3 == 1 ? me < (P + 1) / 2 : me % 3;
+    int colour = split_colour(how, me, P);
     int rc = which == 1 ? weft_comm_dup(comms[0], &comms[which])
                         : weft_comm_split(parent, colour, P - me, &comms[which]);
     if (rc)
         return rc;
     /* the split's ranks: its colour's, by key (P - rank: the parent's, in
      * the job's numbering, in reverse) */
-    int job[64], n = 0;
-    for (int r = P - 1; which == 2 && P <= 64 && r >= 0; r--)
-        if ((how % 3 == 0 ? r % 2 : how % 3 == 1 ? r < (P + 1) / 2 : r % 3) == colour)
+    int job[RANKMAP_MAX], n = 0;
+    for (int r = P - 1; which == 2 && P <= RANKMAP_MAX && r >= 0; r--)
+        if (split_colour(how, r, P) == colour)
             job[n++] = r;
-    rankmap_set(comms[which], n ? job : NULL, n);
+    if (n)
+        rankmap_set(comms[which], job, n);
     calling(comms[which]);
     /* at once: making its control twin is a call on it, which another
      * thread's stopped rank may hold up (with the time limit set after
@@ -1084,7 +1090,8 @@ static int make_comm(const stress_opts_t *o, weft_comm_t *comms, weft_comm_t *ct
     }
     if (o->fault)
         weft_comm_set_timeout(ctrls[which], o->fault_limit_ms);
-    rankmap_set(ctrls[which], n ? job : NULL, n);
+    if (n)
+        rankmap_set(ctrls[which], job, n);
     /* a dup inherits the algorithms its parent was last told to use: the
      * control calls run on AUTO, which serves them on any transport */
     for (int k = 0; k < WEFT_COLL_COUNT; k++)
@@ -1157,9 +1164,6 @@ static void run_stream(const stress_opts_t *o, weft_comm_t world, int id, stream
     int rc = weft_comm_dup(world, &ctrls[0]);
     if (!rc && o->fault)
         weft_comm_set_timeout(ctrls[0], o->fault_limit_ms);
-    rankmap_set(world, NULL, 0);
-    if (!rc)
-        rankmap_set(ctrls[0], NULL, 0);
     if (!rc && !(rc = make_comm(o, comms, ctrls, 1, 0)))
         rc = make_comm(o, comms, ctrls, 2, 0);
     if (rc) {
@@ -1226,6 +1230,7 @@ static void run_stream(const stress_opts_t *o, weft_comm_t world, int id, stream
     if (o->fault)
         return; /* the job ends in weft_finalize, which frees them */
     for (int k = 0; k < 3; k++) {
+        rankmap_drop(ctrls[k]), rankmap_drop(comms[k]);
         weft_comm_free(&ctrls[k]);
         if (k)
             weft_comm_free(&comms[k]);
@@ -1395,10 +1400,10 @@ static bool waited_for_gone(const char *msg, int frank)
  * else as the message has it. */
 static bool names_not_arrived(const char *line, int x)
 {
-    const char *list = strstr(line, "[not arrived, job ranks:");
+    const char *list = strstr(line, not_arrived_tag);
     if (!list)
         return waited_for_gone(line, x);
-    list += strlen("[not arrived, job ranks:");
+    list += strlen(not_arrived_tag);
     for (int r, len; sscanf(list, " %d%n", &r, &len) == 1; list += len)
         if (r == x)
             return true;

@@ -513,10 +513,10 @@ static int scan_ctx_words(const member_allreduce_t *ar, uint32_t w, uint64_t unr
  * some members, would take it again and again in step (test_threads, 3
  * threads a rank making communicators at once: an agreement of 4 ranks
  * took 16144 rounds; of 6 ranks, with a busy loop beside, 228, about a
- * second, and weft stress --threads 2 timed out its setup so).  Each agreement's draw is the largest of its
- * members' draws, the same on every member and independent of another
- * agreement's, so two collide again only by a chance of one in the ids
- * free. */
+ * second, and weft stress --threads 2 timed out its setup so).  Each
+ * agreement's draw is the largest of its members' draws, the same on
+ * every member and independent of another agreement's, so two collide
+ * again only by a chance of one in the ids free. */
 static int lowest_free_ctx(const member_allreduce_t *ar, uint32_t refusal, bool retry,
                            uint32_t *c, uint32_t *refused_by, uint64_t *unread)
 {
