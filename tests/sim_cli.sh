@@ -138,11 +138,23 @@ t2=$("$weft" sim allreduce --algo ring --np 8 --size 64K --cores 2 --switch 2000
 [ -n "$t0" ] && [ "$t0" = "$t8" ] && awk -v a="$t2" -v b="$t0" 'BEGIN { exit !(a > b) }' &&
     ok || bad "--cores: alone $t0, 8 cores $t8, 2 cores $t2"
 "$weft" sim allreduce --algo ring --np 8 --size 8 --cores 2 --switch 100 --json - |
-    grep -q '"cores": 2, "switch": 100}' &&
+    grep -q '"cores": 2, "switch": 100, "offload": 0}' &&
     "$weft" sim allreduce --algo ring --np 8 --size 8 --cores 2 --switch 100 |
     grep -q "ranks on 2 cores (switch 100 ns)" && ok || bad "--cores not said in the header and JSON"
 expect 2 "not a whole number" "$weft" sim allreduce --algo ring --np 8 --size 8 --cores 1.5
 expect 2 "is negative" "$weft" sim allreduce --algo ring --np 8 --size 8 --switch -3
+# receives offloaded to the NIC: said in the header and JSON; the two-tree
+# reduce no slower for it (the CPU is free for the reductions while the
+# bytes come in); a value other than 0 or 1 refused
+"$weft" sim reduce --algo twotree --np 255 --size 1M --gamma 0.25 --offload 1 --json - |
+    grep -q '"offload": 1}' &&
+    "$weft" sim reduce --algo twotree --np 255 --size 1M --gamma 0.25 --offload 1 |
+    grep -q "receives offloaded to the NIC" && ok || bad "--offload not said in the header and JSON"
+t_lgs=$("$weft" sim reduce --algo twotree --np 255 --size 1M --gamma 0.25 --order fifo --csv - | awk -F, 'NR == 2 { print $4 }')
+t_off=$("$weft" sim reduce --algo twotree --np 255 --size 1M --gamma 0.25 --order fifo --offload 1 --csv - | awk -F, 'NR == 2 { print $4 }')
+awk -v a="$t_lgs" -v b="$t_off" 'BEGIN { exit !(a > 0 && b > 0 && b < a) }' &&
+    ok || bad "--offload 1: two-tree reduce $t_off us, LogGOPSim's receive $t_lgs us"
+expect 2 "offload: 2 is not 0" "$weft" sim allreduce --algo ring --np 8 --size 8 --offload 2
 expect 2 "no this-machine.preset in this directory" "$weft" sim allreduce --algo ring --np 4 --size 8 --preset this-machine
 expect 2 "want 1 to 31" "$weft" fit --reps 0
 

@@ -213,6 +213,42 @@ static void test_hand_cases(void)
     }
     t = run_hand(&m, 17, h, &mean);
     CHECK(t == 740, "gather 16 to 1: %g, want 740", t);
+
+    /* a receive's CPU, two NICs a rank: rank 1 takes in 101 B from rank 3
+     * at 110, and 1 B from rank 0 (which computes 140 first) in at 250,
+     * which it forwards to rank 2.  LogGOPSim's receive holds rank 1's CPU
+     * until 110 + 10 + 100 max(O, G) = 320: the small message is taken in
+     * at 320, forwarded at 330 (CPU to 340), in at rank 2 at 440, taken
+     * in by 450.  Offloaded, the CPU is rank 1's again at 110 + 10 + 100 O
+     * = 220: the small message is in at 250 + 10 = 260 and forwarded then
+     * (CPU to 270), in at rank 2 at 370, done 380; the big one still
+     * completes at 320, which ends rank 1.  Finish times 150, 340 or 320,
+     * 450 or 380, and 110. */
+    memset(h, 0, sizeof *h);
+    add(h, 3, SIM_SEND, 1, 101, -1);
+    r = add(h, 0, SIM_CALC, -1, 140, -1);
+    add(h, 0, SIM_SEND, 1, 1, r);
+    add(h, 1, SIM_RECV, 3, 101, -1);
+    r = add(h, 1, SIM_RECV, 0, 1, -1);
+    add(h, 1, SIM_SEND, 2, 1, r);
+    add(h, 2, SIM_RECV, 1, 1, -1);
+    sim_model_t m2 = m;
+    m2.ports = 2;
+    t = run_hand(&m2, 4, h, &mean);
+    CHECK(t == 450 && mean == (150 + 340 + 450 + 110) / 4.0,
+          "LogGOPSim's receive holds the CPU: %g (mean %g), want 450 (262.5)", t, mean);
+    m2.offload = 1;
+    t = run_hand(&m2, 4, h, &mean);
+    CHECK(t == 380 && mean == (150 + 320 + 380 + 110) / 4.0,
+          "an offloaded receive frees the CPU: %g (mean %g), want 380 (240)", t, mean);
+    /* and a message nobody has posted for yet waits, offloaded, until its
+     * last byte is in: the eager 101 B at 320 as above */
+    memset(h, 0, sizeof *h);
+    add(h, 0, SIM_SEND, 1, 101, -1);
+    add(h, 1, SIM_RECV, 0, 101, -1);
+    t = run_hand(&m2, 2, h, &mean);
+    CHECK(t == 320 && mean == (110 + 320) / 2.0, "offloaded eager send: %g (mean %g), want 320",
+          t, mean);
     free(h);
 }
 
@@ -642,8 +678,9 @@ static void test_bounds(void)
     /* Every schedule-built algorithm of every collective at or above its
      * bound, under the presets and models chosen to break a careless one:
      * o and g tiny against L (many messages in flight), O above G, two
-     * NICs, a costly reduction, rendezvous from small sizes. */
-    sim_model_t models[6];
+     * NICs, a costly reduction, rendezvous from small sizes, receives
+     * offloaded to the NIC. */
+    sim_model_t models[8];
     sim_model_default(&models[0]);
     CHECK(sim_preset_load("hockney", &models[1], msg, sizeof msg) == 0, "hockney: %s", msg);
     models[2] = models[0];
@@ -654,6 +691,8 @@ static void test_bounds(void)
     models[4].ports = 2, models[4].gamma = 0.3;
     models[5] = models[0];
     models[5].S = 256, models[5].gamma = 2, models[5].g = 3000;
+    models[6] = models[0], models[7] = models[4]; /* receives offloaded to the NIC */
+    models[6].offload = models[7].offload = 1, models[6].gamma = 0.25;
     const int Ps[] = {2, 3, 5, 8, 13, 32};
     const uint64_t counts[] = {1, 250, 16384, 262144};
     size_t nt;
@@ -699,7 +738,9 @@ static void test_bad_input(void)
                {"Q", "1", "unknown parameter"}, {"L", "", "not a number"},
                {"cores", "1.5", "whole"},     {"cores", "-2", "negative"},
                {"cores", "16777217", "0 (a core per rank) to 2^24"},
-               {"switch", "nan", "not a number"}, {"switch", "1e13", "absurd"}};
+               {"switch", "nan", "not a number"}, {"switch", "1e13", "absurd"},
+               {"offload", "2", "not 0 (LogGOPSim's receive) or 1"},
+               {"offload", "0.5", "whole"}};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         int rc = sim_model_set(&m, bad[i].key, bad[i].val, msg, sizeof msg);
         CHECK(rc == -1 && strstr(msg, bad[i].want), "%s=%s: got '%s', want '%s'", bad[i].key,
@@ -719,11 +760,11 @@ static void test_bad_input(void)
     int fd = mkstemp(path);
     close(fd);
     sim_model_t w = test_model(), back;
-    w.cores = 3, w.sw = 1234.5;
+    w.cores = 3, w.sw = 1234.5, w.offload = 1;
     CHECK(sim_preset_write(path, &w, "test") == 0, "write preset");
     CHECK(sim_preset_load(path, &back, msg, sizeof msg) == 0 && back.L == w.L && back.G == w.G &&
               back.S == w.S && back.gamma == w.gamma && back.O == w.O && back.cores == 3 &&
-              back.sw == 1234.5,
+              back.sw == 1234.5 && back.offload == 1,
           "preset round trip: %s", msg);
     struct {
         const char *text, *want;

@@ -67,7 +67,9 @@ static int sim_usage(FILE *f, int rc)
             "       then --L --o --g NS, --G --O --gamma --copy NS/BYTE, --S BYTES (largest\n"
             "       eager message), --ports K (K-port NICs); --cores C --switch NS: the\n"
             "       ranks share C cores (rank r on core r mod C), one rank's CPU time at a\n"
-            "       time, a switch between ranks costing NS (0: a core per rank).\n"
+            "       time, a switch between ranks costing NS (0: a core per rank);\n"
+            "       --offload 1: the NIC takes messages in, the receiver's CPU pays o +\n"
+            "       (s-1)O only (LogGOPSim's receive, 0, holds it until the bytes are in).\n"
             "arrival: --skew NS [--seed N] (start times uniform in [0, NS]) or\n"
             "       --start FILE (one start time in ns per line, rank order).\n"
             "noise: --noise PROB:NS: each use of a CPU held NS longer with probability\n"
@@ -128,7 +130,7 @@ static int parse_option(sim_opts_cli_t *o, const char *k, const char *v, bool *h
     } else if (!strcmp(k, "--L") || !strcmp(k, "--o") || !strcmp(k, "--g") ||
                !strcmp(k, "--G") || !strcmp(k, "--O") || !strcmp(k, "--S") ||
                !strcmp(k, "--gamma") || !strcmp(k, "--copy") || !strcmp(k, "--ports") ||
-               !strcmp(k, "--cores") || !strcmp(k, "--switch")) {
+               !strcmp(k, "--cores") || !strcmp(k, "--switch") || !strcmp(k, "--offload")) {
         if (sim_model_set(&o->model, k + 2, v, why, sizeof why)) {
             fprintf(stderr, "weft sim: --%s\n", why);
             return 2;
@@ -494,9 +496,10 @@ static void write_json(FILE *f, const sim_opts_cli_t *o, const point_t *pts, int
     fprintf(f,
             ", \"L\": %.17g, \"o\": %.17g, \"g\": %.17g, \"G\": %.17g, \"O\": %.17g, "
             "\"S\": %" PRIu64 ", \"gamma\": %.17g, \"copy\": %.17g, \"ports\": %d, "
-            "\"cores\": %u, \"switch\": %.17g},\n"
+            "\"cores\": %u, \"switch\": %.17g, \"offload\": %d},\n"
             " \"points\": [",
-            m->L, m->o, m->g, m->G, m->O, m->S, m->gamma, m->copy, m->ports, m->cores, m->sw);
+            m->L, m->o, m->g, m->G, m->O, m->S, m->gamma, m->copy, m->ports, m->cores, m->sw,
+            m->offload);
     for (int i = 0; i < n; i++) {
         const point_t *p = &pts[i];
         fprintf(f, "%s\n  {\"algo\": \"%s\", \"ranks\": %d, \"bytes\": %" PRIu64, i ? "," : "",
@@ -1044,6 +1047,10 @@ static void print_header(const sim_opts_cli_t *o, const char *what)
         size_t k = strlen(noise);
         snprintf(noise + k, sizeof noise - k, ", ranks on %u core%s (switch %g ns)", m->cores,
                  m->cores == 1 ? "" : "s", m->sw);
+    }
+    if (m->offload) {
+        size_t k = strlen(noise);
+        snprintf(noise + k, sizeof noise - k, ", receives offloaded to the NIC");
     }
     if (o->trace.n) {
         size_t k = strlen(noise);

@@ -36,8 +36,9 @@
 
 /* Event types: an operation ready to run (by kind, so that an event whose
  * rank is still busy is put back without reading its operation: on a big
- * run that read is a cache miss), a message arriving, a rank woken. */
-enum { EV_SEND = 0, EV_CALC = 1, EV_RECV = 2, EV_MSG = 3, EV_WAKE = 4 };
+ * run that read is a cache miss), a message arriving, a rank woken, a
+ * message's last byte in (the model's offload: it then matches). */
+enum { EV_SEND = 0, EV_CALC = 1, EV_RECV = 2, EV_MSG = 3, EV_WAKE = 4, EV_IN = 5 };
 
 /* An event (evq.h): a = rank << 3 | type, b = op index, or message record
  * (EV_MSG). */
@@ -600,9 +601,9 @@ static bool has_finished(const sim_t *s, uint32_t r)
     return s->finished[r >> 6] >> (r & 63) & 1;
 }
 
-static void finish_rank(sim_t *s, uint32_t r)
+static void finish_rank(sim_t *s, uint32_t r, double now)
 {
-    double t = 0;
+    double t = now; /* later than its CPUs when a receive ends it (offload) */
     for (int c = 0; c < s->m->cpus; c++)
         t = maxd(t, *cpu_of(s, r, c));
     s->finished[r >> 6] |= 1ull << (r & 63);
@@ -647,7 +648,7 @@ static void done(sim_t *s, uint32_t r, uint32_t i, double now)
             queue_instant(s, r, ROUND_JOIN | k);
     }
     if (--s->rk[r].prog.left == 0)
-        finish_rank(s, r);
+        finish_rank(s, r, now);
 }
 
 /* Rank r's round k - 1 is done: round k starts, its steps released in
@@ -784,7 +785,7 @@ static void start_rank(sim_t *s, uint32_t r, double t0)
     uint32_t nops = rp->sh->p.nops;
     s->rk[r].prog.left = nops;
     if (!nops) {
-        finish_rank(s, r);
+        finish_rank(s, r, t0);
         return;
     }
     for (uint32_t i = 0; i < nops; i++)
@@ -917,16 +918,12 @@ static void rendezvous_done(sim_t *s, const mrec_t *mr, double t)
     done(s, src, mr->op, t);
 }
 
-/* Takes message mi in at rank r at time t (its CPU and a NIC are free). */
-static void take_message(sim_t *s, uint32_t r, uint32_t mi, double t)
+/* Message mi is in at rank r at time t: it completes the oldest posted
+ * receive of its (source, tag), or waits for one as unexpected. */
+static void match_message(sim_t *s, uint32_t r, uint32_t mi, double t)
 {
     const sim_model_t *m = s->m;
     mrec_t *mr = &s->rec[mi];
-    double *nic = &nic_r_of(s, r)[recv_nic(s, r)];
-    double s1 = (double)(mr->size ? mr->size - 1 : 0);
-    double cost = m->o + maxd(s1 * m->O, s1 * m->G);
-    hold_cpu(s, r, mr->cpu, t, cost + cpu_noise(s, r, t, cost));
-    *nic = t + m->g + s1 * m->G;
     uint32_t recv_op = posted_take(s, r, mr->src, mr->tag);
     if (recv_op == NIL) {
         match_put(s, r, mr->src, mr->tag, mi);
@@ -936,6 +933,26 @@ static void take_message(sim_t *s, uint32_t r, uint32_t mi, double t)
         rendezvous_done(s, mr, t);
     rec_free(s, mi);
     done(s, r, recv_op, t);
+}
+
+/* Takes message mi in at rank r at time t (its CPU and a NIC are free).
+ * LogGOPSim's receive holds the CPU as long as the bytes come in, and the
+ * message matches at once (its successors then wait for the CPU); with
+ * offload the CPU pays o + (s-1)O and the message matches when it is in. */
+static void take_message(sim_t *s, uint32_t r, uint32_t mi, double t)
+{
+    const sim_model_t *m = s->m;
+    const mrec_t *mr = &s->rec[mi];
+    double *nic = &nic_r_of(s, r)[recv_nic(s, r)];
+    double s1 = (double)(mr->size ? mr->size - 1 : 0);
+    double in = m->o + maxd(s1 * m->O, s1 * m->G);
+    double cost = m->offload ? m->o + s1 * m->O : in;
+    hold_cpu(s, r, mr->cpu, t, cost + cpu_noise(s, r, t, cost));
+    *nic = t + m->g + s1 * m->G;
+    if (m->offload)
+        push(s, t + in, EV_IN, r, mi);
+    else
+        match_message(s, r, mi, t);
 }
 
 static void issue_send(sim_t *s, uint32_t r, uint32_t i, double t)
@@ -1075,6 +1092,9 @@ static void on_event(sim_t *s, const ev_t *e)
     case EV_MSG:
         on_message(s, rank, e->b, e->t);
         break;
+    case EV_IN:
+        match_message(s, rank, e->b, e->t);
+        break;
     case EV_SEND:
         on_send(s, rank, e->b, e->t);
         break;
@@ -1122,7 +1142,7 @@ __attribute__((always_inline)) static inline void prefetch_ahead(const sim_t *s)
     if (!near)
         return;
     size_t r = near->a >> 3;
-    if ((near->a & 7) == EV_MSG) /* its record, written when it was sent */
+    if ((near->a & 7) == EV_MSG || (near->a & 7) == EV_IN) /* its record */
         __builtin_prefetch(&s->rec[near->b], 0);
     if (s->clk) /* else they came with the record */
         __builtin_prefetch(clocks(s, (uint32_t)r), 1);

@@ -1,7 +1,7 @@
 /* model.c — the LogGOPS parameters: presets, flags and preset files.
  *
  * A preset file is text: the line "weft-preset 1", then "KEY VALUE" lines
- * (keys L o g G O S gamma copy ports cores switch; times in ns, per-byte
+ * (keys L o g G O S gamma copy ports cores switch offload; times in ns, per-byte
  * costs in ns per byte), '#' starting a comment.  Every value is checked: a negative, NaN,
  * infinite or absurd one (a latency above an hour, a per-byte cost above a
  * second) is refused with the file, line and key. */
@@ -22,6 +22,7 @@ void sim_model_default(sim_model_t *m)
     m->S = 65535;
     m->gamma = 0, m->copy = 0;
     m->ports = 1, m->cpus = 1;
+    m->offload = 0;
     m->cores = 0, m->sw = 0;
 }
 
@@ -32,7 +33,7 @@ typedef struct {
 
 static const preset_t presets[] = {
     {"loggopsim", "LogGOPSim's defaults (spcl/LogGOPSim simulator.ggo)",
-     {2500, 1500, 1000, 6, 0, 65535, 0, 0, 1, 1, 0, 0}},
+     {2500, 1500, 1000, 6, 0, 65535, 0, 0, 1, 1, 0, 0, 0}},
     /* The alpha-beta (Hockney) model the seeds' cost formulas use: a
      * message of s bytes takes alpha + (s - 1) beta end to end and holds
      * its sender's and its receiver's one port as long (L = g = alpha,
@@ -42,7 +43,7 @@ static const preset_t presets[] = {
      * alpha-beta formula describes.  alpha 1 us and beta 0.1 ns/byte (10
      * GB/s) are nominal round values, gamma 0.05 ns/byte. */
     {"hockney", "alpha-beta model, nominal alpha 1 us, beta 0.1 ns/B",
-     {1000, 0, 1000, 0.1, 0, UINT64_MAX, 0.05, 0, 1, 1, 0, 0}},
+     {1000, 0, 1000, 0.1, 0, UINT64_MAX, 0.05, 0, 1, 1, 0, 0, 0}},
 };
 
 const char *const *sim_preset_names(void)
@@ -74,12 +75,20 @@ int sim_model_set(sim_model_t *m, const char *key, const char *value, char *msg,
         snprintf(msg, len, "%s: %s is negative", key, value);
         return -1;
     }
-    if (!strcmp(key, "ports") || !strcmp(key, "S") || !strcmp(key, "cores")) {
+    if (!strcmp(key, "ports") || !strcmp(key, "S") || !strcmp(key, "cores") ||
+        !strcmp(key, "offload")) {
         if (v != floor(v)) {
             snprintf(msg, len, "%s: '%s' is not a whole number", key, value);
             return -1;
         }
-        if (!strcmp(key, "cores")) {
+        if (!strcmp(key, "offload")) {
+            if (v > 1) {
+                snprintf(msg, len, "offload: %s is not 0 (LogGOPSim's receive) or 1 (the NIC's)",
+                         value);
+                return -1;
+            }
+            m->offload = (int)v;
+        } else if (!strcmp(key, "cores")) {
             if (v > 1 << 24) {
                 snprintf(msg, len, "cores: %s is not 0 (a core per rank) to 2^24", value);
                 return -1;
@@ -118,8 +127,8 @@ int sim_model_set(sim_model_t *m, const char *key, const char *value, char *msg,
             *rf[i] = v;
             return 0;
         }
-    snprintf(msg, len, "unknown parameter '%s' (L o g G O S gamma copy ports cores switch)",
-             key);
+    snprintf(msg, len,
+             "unknown parameter '%s' (L o g G O S gamma copy ports cores switch offload)", key);
     return -1;
 }
 
@@ -237,6 +246,6 @@ int sim_preset_write(const char *path, const sim_model_t *m, const char *comment
     else
         fprintf(f, "S %llu\n", (unsigned long long)m->S);
     fprintf(f, "gamma %.17g\ncopy %.17g\nports %d\n", m->gamma, m->copy, m->ports);
-    fprintf(f, "cores %u\nswitch %.17g\n", m->cores, m->sw);
+    fprintf(f, "cores %u\nswitch %.17g\noffload %d\n", m->cores, m->sw, m->offload);
     return fclose(f) ? -1 : 0;
 }

@@ -47,6 +47,12 @@ typedef struct sim_model {
      * kernel's switch).  cores 0: a core per rank, as LogGOPS has it. */
     uint32_t cores;
     double sw;
+    /* 1: the NIC takes a message in (RDMA's way, not LogGOPS's): the
+     * receiver's CPU pays o + (s-1)O and is free while the NIC is busy;
+     * the receive completes when LogGOPSim's rule would have it, at
+     * o + max((s-1)O, (s-1)G) after the message is taken in.  0: the CPU
+     * is held all that time, as in LogGOPSim. */
+    int offload;
 } sim_model_t;
 
 /* ---- presets and model flags (model.c) ---- */
