@@ -523,7 +523,8 @@ typedef struct rankmap {
 static _Thread_local rankmap_t rankmaps[RANKMAPS];
 static _Thread_local const rankmap_t *calling_on;
 /* what first_error appends, and the judge reads */
-static const char not_arrived_tag[] = " [not arrived, job ranks:";
+static const char not_arrived_tag[] = " [not arrived, job ranks:",
+                  in_call_tag[] = " [in the call, job ranks:";
 
 static void rankmap_drop(weft_comm_t comm)
 {
@@ -553,19 +554,21 @@ static void calling(weft_comm_t comm)
             calling_on = &rankmaps[i];
 }
 
-/* Appends to a time limit's message the job ranks of those it names as not
- * having arrived: " [not arrived, job ranks: 3 5]". */
-static void job_ranks_not_arrived(char *msg, size_t size)
+/* Appends to a time limit's message, after tag, the job ranks of those it
+ * names as waited for in the way `how` says: " [not arrived, job ranks: 3
+ * 5]" for "(has not arrived", " [in the call, job ranks: 0]" for "(in
+ * this call". */
+static void job_ranks_waited(char *msg, size_t size, const char *how, const char *tag)
 {
-    size_t used = strlen(msg);
+    size_t used = strlen(msg), text = used; /* read only the message, not a tag added */
     bool any = false;
-    for (const char *p = strstr(msg, " rank "); p && used < size; p = strstr(p + 6, " rank ")) {
+    for (const char *p = strstr(msg, " rank "); p && p < msg + text && used < size;
+         p = strstr(p + 6, " rank ")) {
         int r, len = 0;
-        if (sscanf(p, " rank %d (has not arrived%n", &r, &len) != 1 || !len)
+        if (sscanf(p, " rank %d (%n", &r, &len) != 1 || !len || strncmp(p + len, how, strlen(how)))
             continue;
         int job = calling_on && r >= 0 && r < calling_on->n ? calling_on->job[r] : r;
-        used += (size_t)snprintf(msg + used, size - used, "%s %d", any ? "" : not_arrived_tag,
-                                 job);
+        used += (size_t)snprintf(msg + used, size - used, "%s %d", any ? "" : tag, job);
         any = true;
     }
     if (any && used < size)
@@ -578,8 +581,10 @@ static void first_error(int *first_rc, int rc, const char *msg)
         return;
     *first_rc = rc;
     snprintf(first_msg, sizeof first_msg, "%s", msg);
-    if (rc == WEFT_ETIMEDOUT)
-        job_ranks_not_arrived(first_msg, sizeof first_msg);
+    if (rc == WEFT_ETIMEDOUT) {
+        job_ranks_waited(first_msg, sizeof first_msg, "has not arrived", not_arrived_tag);
+        job_ranks_waited(first_msg, sizeof first_msg, "in this call", in_call_tag);
+    }
 }
 
 static void outcome_take(outcome_t *oc, int rc, int *first_rc)
@@ -1396,14 +1401,14 @@ static bool waited_for_gone(const char *msg, int frank)
 }
 
 /* Whether line (a rank's report) is a time limit's that names job rank x
- * as not arrived: in the job's numbering the stream added (first_error),
- * else as the message has it. */
-static bool names_not_arrived(const char *line, int x)
+ * after tag: in the job's numbering the stream added (first_error), else,
+ * for one not arrived, as the message has it. */
+static bool names_waited(const char *line, int x, const char *tag)
 {
-    const char *list = strstr(line, not_arrived_tag);
+    const char *list = strstr(line, tag);
     if (!list)
-        return waited_for_gone(line, x);
-    list += strlen(not_arrived_tag);
+        return tag == not_arrived_tag && waited_for_gone(line, x);
+    list += strlen(tag);
     for (int r, len; sscanf(list, " %d%n", &r, &len) == 1; list += len)
         if (r == x)
             return true;
@@ -1415,8 +1420,12 @@ static bool names_not_arrived(const char *line, int x)
  * already ended, and so never came: the faulty rank, a survivor whose
  * stream ended in the fault's error (WEFT_EPEER, WEFT_EMISMATCH: judged
  * apart), or one that was itself waiting so (rank 4 waiting for rank 1,
- * which waited for the faulty rank 3 on a split).  Followed from those
- * until nothing is added; NULL where no such ending is right (one
+ * which waited for the faulty rank 3 on a split).  Or for a survivor in
+ * the same call that ended in the fault's error or was itself waiting so:
+ * a dissemination barrier's rank 4 waits for rank 0, which is in the
+ * barrier waiting for the faulty rank (seed 8046's job 4), and is ended
+ * only when that rank finalizes, after its other streams.  Followed from
+ * those until nothing is added; NULL where no such ending is right (one
  * thread). */
 static bool *timed_out_behind(const stress_opts_t *o, int frank, char (*lines)[700], int n)
 {
@@ -1443,7 +1452,8 @@ static bool *timed_out_behind(const stress_opts_t *o, int frank, char (*lines)[7
                 r == frank || code != WEFT_ETIMEDOUT || stuck[r])
                 continue;
             for (int x = 0; x < o->np && !stuck[r]; x++)
-                stuck[r] = gone[x] && names_not_arrived(lines[i], x);
+                stuck[r] = gone[x] && (names_waited(lines[i], x, not_arrived_tag) ||
+                                       names_waited(lines[i], x, in_call_tag));
             if (stuck[r])
                 gone[r] = added = true;
         }
@@ -1463,11 +1473,13 @@ static int fault_job(const stress_opts_t *o, int job, const char *kind, int fran
     snprintf(fr, sizeof fr, "%d", frank);
     snprintf(fa, sizeof fa, "%ld", at);
     snprintf(np, sizeof np, "%d", o->np);
-    char th[16];
+    char th[16], limit[16];
     snprintf(th, sizeof th, "%d", o->threads);
+    snprintf(limit, sizeof limit, "%d", o->fault_limit_ms);
     char *args[16] = {"stress", "--np", np, "--seed", seed, "--fault", (char *)kind,
-                      "--fault-rank", fr, "--fault-at", fa, "--threads", th};
-    int nargs = 13;
+                      "--fault-rank", fr, "--fault-at", fa, "--threads", th,
+                      "--fault-limit", limit};
+    int nargs = 15;
     if (o->fault_in_batch)
         args[nargs++] = "--overlapped";
     int before = shm_entries();
