@@ -181,6 +181,35 @@ expect 2 "unknown preset 'nosuch'" "$weft" sim allreduce --algo ring --np 2 --si
 expect 2 "needs a value" "$weft" sim allreduce --algo ring --np 2 --size 8 --L
 expect 2 "one algorithm at one --np and --size" "$weft" sim allreduce --algo ring --np 2,4 --size 8 --export-goal "$tmp/x"
 expect 2 "takes no collective" "$weft" sim allreduce --goal "$tmp/t.goal"
+# inside one run: every rank's finish (the latest is the run's maximum)
+# and the slowest rank's timeline, in time order, ending at that maximum;
+# a chosen rank's; the same from a GOAL file
+"$weft" sim reduce --algo twotree --np 31 --size 1M --gamma 0.25 --csv "$tmp/one.csv" \
+    --finish "$tmp/fin.txt" --timeline "$tmp/tl.txt" >/dev/null &&
+python3 - "$tmp/one.csv" "$tmp/fin.txt" "$tmp/tl.txt" <<'PY' && ok || bad "--finish / --timeline of the slowest rank"
+import csv, sys
+row = next(csv.DictReader(open(sys.argv[1])))
+fin = [l.split() for l in open(sys.argv[2])]
+assert [int(r) for r, _ in fin] == list(range(31)), "a line per rank"
+t = max(float(x) for _, x in fin)
+assert abs(t - float(row["t_max_ns"])) < 1e-3, (t, row["t_max_ns"])
+slowest = max(fin, key=lambda f: float(f[1]))[0]
+lines = open(sys.argv[3]).read().splitlines()
+assert lines[0].startswith("# weft sim: timeline of rank %s (the slowest)" % slowest), lines[0]
+times = [float(l.split("\t")[0]) for l in lines[1:]]
+assert times == sorted(times) and lines[-1] == "%.3f\tfinish" % t, lines[-1]
+started = {l.split("\t")[2] for l in lines if "\tstarted\t" in l or "\tposted\t" in l}
+done = {l.split("\t")[2] for l in lines if "\tdone\t" in l}
+assert started and started <= done, "every op started is done"
+PY
+"$weft" sim reduce --algo twotree --np 31 --size 1M --timeline - --timeline-rank 7 |
+    grep -q "^# weft sim: timeline of rank 7;" && ok || bad "--timeline-rank 7"
+"$weft" sim --goal "$tmp/t.goal" --gamma 1 --finish - | awk 'NF == 2' | wc -l | grep -qx 13 &&
+    ok || bad "--finish with --goal: not 13 ranks"
+expect 2 "not a rank of 0..30" "$weft" sim reduce --algo twotree --np 31 --size 8 --timeline "$tmp/x" --timeline-rank 31
+expect 2 "without --timeline" "$weft" sim reduce --algo twotree --np 31 --size 8 --timeline-rank 3
+expect 2 "one algorithm at one --np and --size" "$weft" sim reduce --algo twotree --np 31,32 --size 8 --finish "$tmp/x"
+expect 2 "not with --best-chunks" "$weft" sim reduce --algo twotree --np 31 --size 8 --finish "$tmp/x" --best-chunks
 printf 'num_ranks 2\nrank 0 {\nl: send 8b to 5\n}\n' >"$tmp/bad.goal"
 expect 2 "bad.goal:3: send: peer '5' is not a rank of 0..1" "$weft" sim --goal "$tmp/bad.goal"
 printf 'num_ranks 2\nrank 1 {\nl: recv 8b from 0\n}\n' >"$tmp/dead.goal"

@@ -241,6 +241,39 @@ static void test_hand_cases(void)
     t = run_hand(&m2, 4, h, &mean);
     CHECK(t == 380 && mean == (150 + 320 + 380 + 110) / 4.0,
           "an offloaded receive frees the CPU: %g (mean %g), want 380 (240)", t, mean);
+    /* the same run's timeline of rank 1, and every rank's finish */
+    {
+        char *text = NULL;
+        size_t len = 0;
+        FILE *tl = open_memstream(&text, &len);
+        double fin[4] = {0};
+        sim_opts_t so = order_opts;
+        so.timeline = tl, so.timeline_rank = 1, so.finish = fin;
+        sim_result_t tr;
+        char tmsg[200];
+        int trc = sim_run(&m2, 4, build_hand, h, &so, &tr, tmsg, sizeof tmsg);
+        fclose(tl);
+        const char *want[] = {"0.000\tready\top 0\trecv peer 3 tag 0 bytes 101\n",
+                              "0.000\tposted\top 1\trecv peer 0 tag 0 bytes 1\n",
+                              "110.000\ttaken in\tmessage from 3 tag 0 bytes 101\n",
+                              "250.000\ttaken in\tmessage from 0 tag 0 bytes 1\n",
+                              "260.000\tdone\top 1\trecv peer 0 tag 0 bytes 1\n",
+                              "260.000\tstarted\top 2\tsend peer 2 tag 0 bytes 1\n",
+                              "320.000\tdone\top 0\trecv peer 3 tag 0 bytes 101\n",
+                              "320.000\tfinish\n"};
+        bool all = trc == 0 && text;
+        for (size_t i = 0; all && i < sizeof want / sizeof *want; i++)
+            all = strstr(text, want[i]) != NULL;
+        CHECK(all && strstr(text, "320.000\tfinish\n") == text + len - strlen("320.000\tfinish\n"),
+              "rank 1's timeline: %s", trc ? tmsg : text ? text : "(none)");
+        CHECK(fin[0] == 150 && fin[1] == 320 && fin[2] == 380 && fin[3] == 110,
+              "finish times %g %g %g %g, want 150 320 380 110", fin[0], fin[1], fin[2], fin[3]);
+        free(text);
+        so.timeline = stderr, so.timeline_rank = 4;
+        trc = sim_run(&m2, 4, build_hand, h, &so, &tr, tmsg, sizeof tmsg);
+        CHECK(trc == WEFT_EINVAL && strstr(tmsg, "not a rank of 0..3"),
+              "a timeline of rank 4 of 4 refused: %s", tmsg);
+    }
     /* and a message nobody has posted for yet waits, offloaded, until its
      * last byte is in: the eager 101 B at 320 as above */
     memset(h, 0, sizeof *h);

@@ -49,6 +49,11 @@ typedef struct {
     bool best_chunks;               /* --best-chunks */
     bool sched_stats;               /* --sched-stats */
     size_t max_bytes;               /* --max-memory; 0: no limit */
+    const char *timeline, *finish;  /* --timeline FILE, --finish FILE */
+    int timeline_rank;              /* --timeline-rank; -1: the slowest */
+    FILE *tl_f;                     /* while one point runs: the timeline's file */
+    int tl_rank;                    /* and its rank */
+    double *finish_buf;             /* each rank's finish time */
 } sim_opts_cli_t;
 
 static int sim_usage(FILE *f, int rc)
@@ -81,6 +86,11 @@ static int sim_usage(FILE *f, int rc)
             "chunks: --best-chunks, for the pipelined algorithms: the chunk count weft uses,\n"
             "       the closed form's under the model, and the best the simulator finds\n"
             "       (a doubling scan, then a ternary search around its best), with times\n"
+            "inside one run (one algorithm, --np and --size, or --goal): --timeline FILE\n"
+            "       writes each step of one rank's operations (ready, posted, started, a\n"
+            "       message taken in, done) with its time, --timeline-rank R (default: the\n"
+            "       slowest rank, found by a first run); --finish FILE every rank's finish\n"
+            "       time (ns, a line each)\n"
             "size: --sched-stats: per algorithm, operations, bytes and build time per rank\n"
             "       (up to 32 ranks sampled), and what all P ranks' schedules would hold\n"
             "other: --params k=v,...  --dtype T (default float32)\n"
@@ -207,6 +217,19 @@ static int parse_option(sim_opts_cli_t *o, const char *k, const char *v, bool *h
         o->max_bytes = (size_t)x;
     } else if (!strcmp(k, "--goal")) {
         o->goal = v;
+    } else if (!strcmp(k, "--timeline")) {
+        o->timeline = v;
+    } else if (!strcmp(k, "--finish")) {
+        o->finish = v;
+    } else if (!strcmp(k, "--timeline-rank")) {
+        char *end;
+        errno = 0;
+        long r = strtol(v, &end, 10);
+        if (end == v || *end || errno || r < 0 || r >= MAX_RANKS) {
+            fprintf(stderr, "weft sim: --timeline-rank %s: want a rank, 0 to 2^24 - 1\n", v);
+            return 2;
+        }
+        o->timeline_rank = (int)r;
     } else if (!strcmp(k, "--export-goal")) {
         o->export_goal = v;
     } else if (!strcmp(k, "--start")) {
@@ -227,6 +250,10 @@ static int parse_option(sim_opts_cli_t *o, const char *k, const char *v, bool *h
 /* Options that exclude or need each other. */
 static int check_options(const sim_opts_cli_t *o, bool have_np, bool have_size)
 {
+    if (o->timeline_rank >= 0 && !o->timeline) {
+        fprintf(stderr, "weft sim: --timeline-rank without --timeline FILE\n");
+        return 2;
+    }
     if (o->goal) {
         if (o->coll != WEFT_COLL_COUNT || o->algos[0] || have_np || have_size || o->export_goal) {
             fprintf(stderr, "weft sim: --goal FILE takes no collective, --algo, --np, --size "
@@ -246,6 +273,17 @@ static int check_options(const sim_opts_cli_t *o, bool have_np, bool have_size)
     if (o->best_chunks && (o->export_goal || strstr(o->params, "chunks"))) {
         fprintf(stderr, "weft sim: --best-chunks chooses the chunk count itself: no "
                         "--export-goal, no chunks= in --params\n");
+        return 2;
+    }
+    if ((o->timeline || o->finish) && (o->best_chunks || o->sched_stats || o->export_goal)) {
+        fprintf(stderr, "weft sim: --timeline and --finish look inside one run: not with "
+                        "--best-chunks, --sched-stats or --export-goal\n");
+        return 2;
+    }
+    if ((o->timeline || o->finish) && (o->nnp != 1 || o->nsize != 1 ||
+                                       strchr(o->algos, ',') || !strcmp(o->algos, "all"))) {
+        fprintf(stderr, "weft sim: --timeline and --finish look inside one run: one "
+                        "algorithm at one --np and --size\n");
         return 2;
     }
     if (o->export_goal && (o->nnp != 1 || o->nsize != 1 || strchr(o->algos, ',') ||
@@ -308,6 +346,7 @@ static int parse_args(int argc, char **argv, sim_opts_cli_t *o)
     }
     sim_model_default(&o->model);
     snprintf(o->preset, sizeof o->preset, "loggopsim");
+    o->timeline_rank = -1;
     o->dtype = WEFT_FLOAT32;
     o->op = WEFT_SUM;
     o->seed = 1;
@@ -363,7 +402,8 @@ static int parse_args(int argc, char **argv, sim_opts_cli_t *o)
 static sim_opts_t run_opts(const sim_opts_cli_t *o, const double *start)
 {
     sim_opts_t so = {.start = start, .order = o->order, .noise_prob = o->noise_prob,
-                     .noise_ns = o->noise_ns, .noise_seed = o->seed, .max_bytes = o->max_bytes};
+                     .noise_ns = o->noise_ns, .noise_seed = o->seed, .max_bytes = o->max_bytes,
+                     .timeline = o->tl_f, .timeline_rank = o->tl_rank, .finish = o->finish_buf};
     if (o->trace.n) {
         so.trace = &o->trace;
         so.trace_cosched = o->cosched;
@@ -942,9 +982,9 @@ static double time_at(const sim_opts_cli_t *o, const algo_t *al, int P, uint64_t
             return c->t[i];
     char params[320];
     if (k > 0)
-        snprintf(params, sizeof params, "%s%schunks=%d", o->params, o->params[0] ? "," : "", k);
+        snprintf(params, sizeof params, "%.255s%schunks=%d", o->params, o->params[0] ? "," : "", k);
     else
-        snprintf(params, sizeof params, "%s", o->params);
+        snprintf(params, sizeof params, "%.255s", o->params);
     double t = run_point(o, al, P, bytes, params, start, pt) ? -1 : pt->r.t_max;
     if (c->n < 64)
         c->k[c->n] = k, c->t[c->n++] = t;
@@ -1064,6 +1104,50 @@ static void print_header(const sim_opts_cli_t *o, const char *what)
            o->start_file ? ", start times from file" : o->skew > 0 ? ", skewed starts" : "", noise);
 }
 
+/* ---- inside one run: --timeline, --finish ---- */
+
+/* Before the run: the finish times' buffer; the timeline's file, of
+ * o->timeline_rank or else `slowest` (a first run's; -1: it failed). */
+static int inspect_begin(sim_opts_cli_t *o, int P, int slowest)
+{
+    if (o->finish && !(o->finish_buf = calloc((size_t)P, sizeof *o->finish_buf)))
+        return fprintf(stderr, "weft sim: out of memory for %d finish times\n", P), 1;
+    if (!o->timeline)
+        return 0;
+    int r = o->timeline_rank >= 0 ? o->timeline_rank : slowest < 0 ? 0 : slowest;
+    if (r >= P) {
+        fprintf(stderr, "weft sim: --timeline-rank %d: not a rank of 0..%d\n", r, P - 1);
+        return 2;
+    }
+    if (!(o->tl_f = open_out(o->timeline)))
+        return 1;
+    o->tl_rank = r;
+    fprintf(o->tl_f, "# weft sim: timeline of rank %d%s; ns, step, op, kind, peer, tag, size\n",
+            r, o->timeline_rank >= 0 ? "" : " (the slowest)");
+    return 0;
+}
+
+/* After it: the finish times written (when it ran), the files closed. */
+static int inspect_end(sim_opts_cli_t *o, int P, bool ran)
+{
+    int rc = 0;
+    if (o->tl_f && o->tl_f != stdout && fclose(o->tl_f))
+        rc = (fprintf(stderr, "weft sim: %s: %s\n", o->timeline, strerror(errno)), 1);
+    o->tl_f = NULL;
+    if (o->finish_buf && ran) {
+        FILE *f = open_out(o->finish);
+        if (!f)
+            rc = 1;
+        for (int r = 0; f && r < P; r++)
+            fprintf(f, "%d %.3f\n", r, o->finish_buf[r]);
+        if (f && f != stdout && fclose(f))
+            rc = (fprintf(stderr, "weft sim: %s: %s\n", o->finish, strerror(errno)), 1);
+    }
+    free(o->finish_buf);
+    o->finish_buf = NULL;
+    return rc;
+}
+
 /* --goal FILE: the file's schedules under the model, one row. */
 static int run_goal(sim_opts_cli_t *o)
 {
@@ -1083,15 +1167,24 @@ static int run_goal(sim_opts_cli_t *o)
     bool table = table_wanted(o);
     if (table)
         print_header(o, o->goal);
-    sim_opts_t so = run_opts(o, start);
     sim_result_t r;
-    int rc = sim_run(&o->model, P, sim_goal_build, g, &so, &r, why, sizeof why);
+    int rc = 0, slowest = -1;
+    if (o->timeline && o->timeline_rank < 0) { /* a first run finds the slowest rank */
+        sim_opts_t so = run_opts(o, start);
+        if (!sim_run(&o->model, P, sim_goal_build, g, &so, &r, why, sizeof why))
+            slowest = r.slowest;
+    }
+    if ((rc = inspect_begin(o, P, slowest)) == 0) {
+        sim_opts_t so = run_opts(o, start);
+        rc = sim_run(&o->model, P, sim_goal_build, g, &so, &r, why, sizeof why);
+        if (rc)
+            fprintf(stderr, "weft sim: %s: %s\n", o->goal, why);
+        rc = inspect_end(o, P, !rc) || rc ? 1 : 0;
+    }
     free(start);
     sim_goal_free(g);
-    if (rc) {
-        fprintf(stderr, "weft sim: %s: %s\n", o->goal, why);
-        return 1;
-    }
+    if (rc)
+        return rc;
     if (table) {
         printf("%9s %13s %13s %12s %8s %9s\n", "ranks", "max", "mean", "events", "Mev/s",
                "peak_MiB");
@@ -1218,12 +1311,13 @@ static void print_not_schedules(weft_coll_t coll)
 }
 
 /* The sweep: every algorithm at every P and size, a row each. */
-static int run_sweep(const sim_opts_cli_t *o, const algo_t **algs, int nalgo)
+static int run_sweep(sim_opts_cli_t *o, const algo_t **algs, int nalgo)
 {
     int npts = nalgo * o->nnp * o->nsize;
     point_t *pts = calloc((size_t)npts, sizeof *pts);
     if (!pts)
         return fprintf(stderr, "weft sim: out of memory\n"), 1;
+    bool inspect = o->timeline || o->finish; /* one point (check_options) */
     bool table = table_wanted(o);
     if (table) {
         print_header(o, weft_coll_name(o->coll));
@@ -1242,7 +1336,20 @@ static int run_sweep(const sim_opts_cli_t *o, const algo_t **algs, int nalgo)
                 return src;
             }
             for (int j = 0; j < o->nsize; j++, k++) {
+                if (inspect) {
+                    int slowest = -1, irc;
+                    if (o->timeline && o->timeline_rank < 0) { /* find the slowest rank */
+                        run_point(o, algs[a], P, o->size[j], o->params, start, &pts[k]);
+                        slowest = pts[k].rc ? -1 : pts[k].r.slowest;
+                    }
+                    if ((irc = inspect_begin(o, P, slowest)) != 0) {
+                        free(start), free(pts);
+                        return irc;
+                    }
+                }
                 run_point(o, algs[a], P, o->size[j], o->params, start, &pts[k]);
+                if (inspect)
+                    failed |= inspect_end(o, P, pts[k].rc == 0);
                 if (table) {
                     print_row(&pts[k]);
                     fflush(stdout);

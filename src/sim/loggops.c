@@ -161,6 +161,9 @@ typedef struct sim {
     const sim_trace_t *trace; /* noise from a detour trace, or NULL */
     uint64_t trace_seed;
     double trace_offset; /* every rank's offset; < 0: each its own */
+    FILE *timeline;       /* sim_opts_t's: the steps of rank tl_rank */
+    uint32_t tl_rank;     /* UINT32_MAX: none */
+    double *finish_out;
 
     /* Instant operations waiting to run (no recursion), first released
      * first: receives released together are posted in the order they were
@@ -489,6 +492,18 @@ static inline double *nic_r_of(const sim_t *s, uint32_t r)
 
 static inline double maxd(double a, double b) { return a > b ? a : b; }
 
+/* One step of op i of the timeline's rank at t (callers test the rank). */
+static void timeline_step(const sim_t *s, uint32_t i, double t, const char *what)
+{
+    const sim_rank_prog_t *rp = &s->rk[s->tl_rank].prog;
+    const sim_op_t *op = &rp_ops(rp)[i];
+    static const char *const kinds[] = {"send", "recv", "calc"};
+    fprintf(s->timeline, "%.3f\t%s\top %u\t%s", t, what, i, op->kind <= SIM_CALC ? kinds[op->kind] : "?");
+    if (op->kind != SIM_CALC)
+        fprintf(s->timeline, " peer %d tag %u", rp_peer(rp, op), op->tag);
+    fprintf(s->timeline, " %s %" PRIu64 "\n", op->kind == SIM_CALC && !(op->flags & SIM_REDUCE) && !(op->flags & SIM_COPY) ? "ns" : "bytes", op->size);
+}
+
 /* When rank r's CPU c is free: its own clock, and, where ranks share
  * cores, its core's. */
 static inline double cpu_free(sim_t *s, uint32_t r, int c)
@@ -580,6 +595,8 @@ static void queue_instant(sim_t *s, uint32_t r, uint32_t i)
 static void release(sim_t *s, uint32_t r, uint32_t i, double now)
 {
     const sim_op_t *op = &rp_ops(&s->rk[r].prog)[i];
+    if (r == s->tl_rank)
+        timeline_step(s, i, now, "ready");
     /* A receive is posted when the rank's CPU is free (LogGOPSim's rule;
      * it matters: a rendezvous sender completes when its receive is
      * posted).  When the CPU is free already it is posted here and now,
@@ -608,6 +625,10 @@ static void finish_rank(sim_t *s, uint32_t r, double now)
         t = maxd(t, *cpu_of(s, r, c));
     s->finished[r >> 6] |= 1ull << (r & 63);
     s->t_sum += t;
+    if (s->finish_out)
+        s->finish_out[r] = t;
+    if (r == s->tl_rank)
+        fprintf(s->timeline, "%.3f\tfinish\n", t);
     if (t > s->t_max || s->nfinished == 0)
         s->t_max = t, s->slowest = (int)r;
     s->nfinished++;
@@ -639,6 +660,8 @@ static void satisfy(sim_t *s, uint32_t r, uint32_t i, double now, bool done)
 
 static void done(sim_t *s, uint32_t r, uint32_t i, double now)
 {
+    if (r == s->tl_rank)
+        timeline_step(s, i, now, "done");
     satisfy(s, r, i, now, true);
     const sim_rank_prog_t *rp = &s->rk[r].prog;
     const sim_prog_t *p = &rp->sh->p;
@@ -949,6 +972,9 @@ static void take_message(sim_t *s, uint32_t r, uint32_t mi, double t)
     double cost = m->offload ? m->o + s1 * m->O : in;
     hold_cpu(s, r, mr->cpu, t, cost + cpu_noise(s, r, t, cost));
     *nic = t + m->g + s1 * m->G;
+    if (r == s->tl_rank)
+        fprintf(s->timeline, "%.3f\ttaken in\tmessage from %u tag %u bytes %" PRIu64 "\n", t,
+                mr->src, mr->tag, mr->size);
     if (m->offload)
         push(s, t + in, EV_IN, r, mi);
     else
@@ -963,6 +989,8 @@ static void issue_send(sim_t *s, uint32_t r, uint32_t i, double t)
     int k = send_nic(s, r, op);
     double *nic = &nic_s_of(s, r)[k];
     satisfy(s, r, i, t, false);
+    if (r == s->tl_rank)
+        timeline_step(s, i, t, "started");
     double s1 = (double)(op->size ? op->size - 1 : 0);
     double cost = m->o + s1 * m->O;
     hold_cpu(s, r, op->cpu, t, cost + cpu_noise(s, r, t, cost));
@@ -983,6 +1011,8 @@ static void run_calc(sim_t *s, uint32_t r, uint32_t i, double t)
 {
     const sim_op_t *op = &rp_ops(&s->rk[r].prog)[i];
     double cost = calc_cost(s->m, op);
+    if (r == s->tl_rank)
+        timeline_step(s, i, t, "started");
     hold_cpu(s, r, op->cpu, t, cost + cpu_noise(s, r, t, cost));
     satisfy(s, r, i, t, false);
     done(s, r, i, t);
@@ -1037,6 +1067,8 @@ static void on_recv(sim_t *s, uint32_t r, uint32_t i, double t)
     const sim_rank_prog_t *rp = &s->rk[r].prog;
     const sim_op_t *op = &rp_ops(rp)[i];
     satisfy(s, r, i, t, false);
+    if (r == s->tl_rank)
+        timeline_step(s, i, t, "posted");
     uint32_t mi = match_take(s, r, (uint32_t)rp_peer(rp, op), op->tag);
     if (mi == NIL) {
         recv_post(s, r, i);
@@ -1319,9 +1351,19 @@ static int setup_run(sim_t *s, const sim_model_t *m, int nrank, const sim_opts_t
     s->simple = m->cpus == 1 && m->ports == 1 && !s->ncores;
     s->cold = (size_t)nrank * sizeof(struct rank_rec) > COLD_RECORDS || s->fifo;
     s->trace_offset = -1;
+    s->tl_rank = UINT32_MAX;
     s->max_bytes = opts ? opts->max_bytes : 0;
     if (!opts)
         return WEFT_OK;
+    if (opts->timeline) {
+        if (opts->timeline_rank < 0 || opts->timeline_rank >= nrank) {
+            snprintf(s->msg, s->msglen, "timeline of rank %d: not a rank of 0..%d",
+                     opts->timeline_rank, nrank - 1);
+            return WEFT_EINVAL;
+        }
+        s->timeline = opts->timeline, s->tl_rank = (uint32_t)opts->timeline_rank;
+    }
+    s->finish_out = opts->finish;
     if (opts->noise_prob > 0) {
         if (!(opts->noise_prob <= 1 && opts->noise_ns >= 0 && opts->noise_ns < 3.6e12)) {
             snprintf(s->msg, s->msglen, "noise: want a probability 0 to 1 and 0 ns to an hour");

@@ -28,6 +28,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "algo/algo.h"
 #include "sched/sched.h"
@@ -249,6 +250,13 @@ typedef struct sim_opts {
      * ranks of its shape (shape.h): the same times, more memory; for
      * checking exactly that */
     bool private_programs;
+    /* a line for each step of rank timeline_rank's operations (ready,
+     * started, a message taken in, done) and its finish, in time order, to
+     * timeline when it is not NULL: how its time went */
+    FILE *timeline;
+    int timeline_rank;
+    /* each rank's finish time (ns) into finish[rank] when not NULL */
+    double *finish;
 } sim_opts_t;
 
 typedef struct sim_result {
