@@ -682,6 +682,13 @@ int main(int argc, char **argv)
             int nv = weft_set_algorithm(world, coll, name, "chunks=3") == WEFT_OK ? 4 : 1;
             if (weft_set_algorithm(world, coll, name, "sync=colouring") == WEFT_OK)
                 nv = 6; /* TwoTreeS in both modes */
+            /* the two-tree reduces paced (a leaf's chunks wait for the
+             * rank's forwards in the other tree): not mere cuts, so at
+             * every P */
+            if (weft_set_algorithm(world, coll, name, "pace=1") == WEFT_OK) {
+                variants[4] = "pace=1,chunks=16", variants[5] = "pace=auto,chunks=3";
+                nv = 6;
+            }
             /* rabenseifner on segments: of one element (segment=1 is less
              * than any element), of 12 bytes (one 8-byte element, three of
              * 4 bytes: whole elements, rounded down) and of 40 */

@@ -21,6 +21,7 @@ typedef struct algo_params {
     char reduce[24], bcast[24]; /* parts of a composed allreduce */
     char inter[24];             /* the algorithm between node leaders */
     int sync;                   /* twotree_s: 0 data-driven, 1 edge-colouring rounds */
+    int pace;                   /* two-tree reduce: 0 off, -1 auto, N (pipelined_trees.c) */
     int threshold;              /* adaptive: its switching spread in us + 1; 0: the model's */
     int node;                   /* hier_pap's node level: a NODE_LEVEL_* */
     int stage;                  /* linear_arena's copy into the stage: a STAGE_* */

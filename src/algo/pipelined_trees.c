@@ -15,6 +15,16 @@
  * as soon as chunk i is reduced at the root).  Reductions need a commutative
  * op: a tree's subtrees are not contiguous rank ranges.
  *
+ * pace=N (two-tree reduces; default 0, off): a rank's chunk of the tree it
+ * is a leaf of, ready at the start, is sent only after its forward of the
+ * other tree's chunk N chunks of that tree earlier; auto: N = depth + 1.
+ * Without it a rank's send port carries all its leaf chunks before any
+ * forward, and every level of the other tree waits that long: under a
+ * LogGOPS model whose NIC takes messages in (weft sim --offload 1) the
+ * reduce of 1 MiB over 255-65535 ranks takes 1.6-1.7 times its bound
+ * without, 1.14-1.26 with (docs/SIM.md).  Waits only on smaller chunk
+ * indices, so it cannot deadlock.
+ *
  * Chunk count default (docs/ALGORITHMS.md): with a = L + 2o per message and
  * b = G n per message of the whole vector, a pipeline of depth d whose nodes
  * send c messages per chunk takes T(k) = (d - c + c k)(a + b / k); dT/dk = 0
@@ -111,27 +121,38 @@ typedef struct chunk_steps {
     uint32_t *in_read; /* last step reading the input's chunk c (SCHED_NONE) */
     uint32_t *ready;   /* step after which chunk c of the result is complete
                           at the root (SCHED_NONE: no dependency) */
+    uint32_t *fwd;     /* the reduce's send of chunk c to its parent, for
+                          pace (SCHED_NONE: a leaf's, or none) */
 } chunk_steps_t;
 
 static int steps_alloc(chunk_steps_t *cs, int k)
 {
     cs->in_read = malloc((size_t)k * sizeof *cs->in_read);
     cs->ready = malloc((size_t)k * sizeof *cs->ready);
-    if (!cs->in_read || !cs->ready) {
-        free(cs->in_read), free(cs->ready);
+    cs->fwd = malloc((size_t)k * sizeof *cs->fwd);
+    if (!cs->in_read || !cs->ready || !cs->fwd) {
+        free(cs->in_read), free(cs->ready), free(cs->fwd);
         return WEFT_ENOMEM;
     }
     for (int c = 0; c < k; c++)
-        cs->in_read[c] = cs->ready[c] = SCHED_NONE;
+        cs->in_read[c] = cs->ready[c] = cs->fwd[c] = SCHED_NONE;
     return 0;
 }
 
-static void steps_free(chunk_steps_t *cs) { free(cs->in_read), free(cs->ready); }
+static void steps_free(chunk_steps_t *cs) { free(cs->in_read), free(cs->ready), free(cs->fwd); }
+
+/* pace's distance in chunk indices: the other tree's chunk N of its own
+ * earlier is 2N - 1 indices back (the trees alternate); 0: off. */
+static int pace_lag(const coll_args_t *a, const tree_set_t *ts, int P)
+{
+    int n = a->params.pace < 0 ? depth_of(ts, P) + 1 : a->params.pace;
+    return ts->ntrees == 2 && n > 0 ? 2 * n - 1 : 0;
+}
 
 static void tree_reduce(sched_t *s, const coll_args_t *a, const tree_set_t *ts, int k,
                         uint32_t tag0, chunk_steps_t *cs)
 {
-    int P = a->nrank, v = mod(a->rank - a->root, P);
+    int P = a->nrank, v = mod(a->rank - a->root, P), lag = pace_lag(a, ts, P);
     uint64_t n = a->count;
     bool root = v == 0;
     uint64_t t = root ? 0 : sched_tmp(s, n);
@@ -140,6 +161,8 @@ static void tree_reduce(sched_t *s, const coll_args_t *a, const tree_set_t *ts, 
         region_t in = chunk(BUF_IN, 0, n, k, c);
         if (nd.nchild == 0 && nd.parent >= 0) { /* a leaf sends its input as is */
             cs->in_read[c] = sched_send(s, real_rank(nd.parent, a->root, P), tag0 + (uint32_t)c, in);
+            if (lag && c >= lag && cs->fwd[c - lag] != SCHED_NONE)
+                sched_depend(s, cs->in_read[c], cs->fwd[c - lag]);
             continue;
         }
         region_t acc = root ? chunk(BUF_OUT, 0, n, k, c) : chunk(BUF_TMP, t, n, k, c);
@@ -154,6 +177,7 @@ static void tree_reduce(sched_t *s, const coll_args_t *a, const tree_set_t *ts, 
         if (nd.parent >= 0) {
             uint32_t sd = sched_send(s, real_rank(nd.parent, a->root, P), tag0 + (uint32_t)c, acc);
             sched_depend(s, sd, prev);
+            cs->fwd[c] = sd;
         } else {
             cs->ready[c] = prev;
         }

@@ -79,16 +79,16 @@ static const algo_t table[] = {
     {"bintree", WEFT_COLL_ALLREDUCE, C | I | S, algo_bintree_allreduce, "chunks",
      "pipelined binary-tree reduce, then pipelined binary-tree bcast (k chunks)",
      "2 (lg P + 2k)(alpha + n/k beta) + (lg P + 2k) n/k gamma"},
-    {"twotree", WEFT_COLL_ALLREDUCE, C | I | S, algo_twotree_allreduce, "chunks",
+    {"twotree", WEFT_COLL_ALLREDUCE, C | I | S, algo_twotree_allreduce, "chunks,pace",
      "TwoTreeC reduce, then TwoTreeC bcast (k chunks, alternate trees)",
      "2 (lg P + k)(alpha + n/k beta) + (lg P + k) n/k gamma"},
-    {"twotree_reordered", WEFT_COLL_ALLREDUCE, C | I | S, algo_twotree_reordered_allreduce, "chunks",
+    {"twotree_reordered", WEFT_COLL_ALLREDUCE, C | I | S, algo_twotree_reordered_allreduce, "chunks,pace",
      "TwoTreeC reduce, then Reordered TwoTreeC bcast",
      "as twotree; early finishers of the reduce sit near the root in the bcast"},
     {"twotree_sc", WEFT_COLL_ALLREDUCE, C | I | S, algo_twotree_sc_allreduce, "chunks,sync",
      "TwoTreeS reduce (sync=none|colouring), then TwoTreeC bcast",
      "2 (lg P + k)(alpha + n/k beta) + ...; +1 level for P = 2^n + 1"},
-    {"twotree_overlap", WEFT_COLL_ALLREDUCE, C | I | S, algo_twotree_overlap_allreduce, "chunks",
+    {"twotree_overlap", WEFT_COLL_ALLREDUCE, C | I | S, algo_twotree_overlap_allreduce, "chunks,pace",
      "TwoTreeC reduce + Reordered bcast, chunk i's bcast starting once chunk i is reduced",
      "about (2 lg P + k)(alpha + n/k beta) + ..."},
     {"butterfly", WEFT_COLL_ALLREDUCE, ALGO_NEEDS_IDEMPOTENT | C | S, algo_butterfly_allreduce, "",
@@ -178,9 +178,9 @@ static const algo_t table[] = {
      "pipelined chain to the root (k chunks)", "(P - 2 + k)(alpha + n/k (beta + gamma))"},
     {"bintree", WEFT_COLL_REDUCE, C | S, algo_bintree_reduce, "chunks",
      "pipelined complete binary tree (k chunks)", "(lg P + 2k)(alpha + n/k (beta + gamma))"},
-    {"twotree", WEFT_COLL_REDUCE, C | S, algo_twotree_reduce, "chunks",
+    {"twotree", WEFT_COLL_REDUCE, C | S, algo_twotree_reduce, "chunks,pace",
      "TwoTreeC: even chunks up T1, odd chunks up T2", "(lg P + k)(alpha + n/k (beta + gamma))"},
-    {"twotree_reordered", WEFT_COLL_REDUCE, C | S, algo_twotree_reordered_reduce, "chunks",
+    {"twotree_reordered", WEFT_COLL_REDUCE, C | S, algo_twotree_reordered_reduce, "chunks,pace",
      "Reordered TwoTreeC", "(lg P + k)(alpha + n/k (beta + gamma))"},
     {"twotree_s", WEFT_COLL_REDUCE, C | S, algo_twotree_s_reduce, "chunks,sync",
      "Sanders' TwoTreeS: sync=none or sync=colouring", "(lg P + k)(alpha + n/k (beta + gamma))"},
@@ -546,6 +546,11 @@ static int parse_param(const algo_t *al, const char *k, size_t kl, const char *v
         if (!algo_find(WEFT_COLL_REDUCE, val))
             return weft_error(WEFT_EINVAL, "reduce=%s: no such reduce algorithm", val);
         strcpy(p->reduce, val);
+    } else if (kl == 4 && !strncmp(k, "pace", 4)) {
+        long v = strcmp(val, "auto") ? plain_number(val, 16384) : 0;
+        if (v < 0)
+            return weft_error(WEFT_EINVAL, "pace=%s: expected an integer 0..16384 or auto", val);
+        p->pace = strcmp(val, "auto") ? (int)v : -1;
     } else if (kl == 4 && !strncmp(k, "sync", 4)) {
         if (!strcmp(val, "none"))
             p->sync = 0;
