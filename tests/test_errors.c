@@ -369,6 +369,12 @@ int main(int argc, char **argv)
     EXPECT(weft_set_algorithm(w, (weft_coll_t)99, "ring", NULL), WEFT_EINVAL, "collective");
     EXPECT(weft_set_algorithm(w, WEFT_COLL_BCAST, "twotree_s", "sync=colouring"), WEFT_OK, NULL);
     EXPECT(weft_set_algorithm(w, WEFT_COLL_BCAST, "twotree_s", "sync=sometimes"), WEFT_EINVAL, "sync");
+    EXPECT(weft_set_algorithm(w, WEFT_COLL_REDUCE, "twotree", "pace=auto,chunks=8"), WEFT_OK, NULL);
+    EXPECT(weft_set_algorithm(w, WEFT_COLL_REDUCE, "twotree", "pace=-1"), WEFT_EINVAL, "pace=-1");
+    EXPECT(weft_set_algorithm(w, WEFT_COLL_REDUCE, "twotree", "pace=often"), WEFT_EINVAL,
+           "0..16384 or auto");
+    EXPECT(weft_set_algorithm(w, WEFT_COLL_BCAST, "twotree", "pace=1"), WEFT_EINVAL, "pace");
+    EXPECT(weft_set_algorithm(w, WEFT_COLL_REDUCE, "auto", NULL), WEFT_OK, NULL);
     weft_op_t op;
     weft_op_create(noncomm, NULL, 0, 0, &op);
     EXPECT(weft_set_algorithm(w, WEFT_COLL_ALLREDUCE, "ring", NULL), WEFT_OK, NULL);
