@@ -498,10 +498,12 @@ static void timeline_step(const sim_t *s, uint32_t i, double t, const char *what
     const sim_rank_prog_t *rp = &s->rk[s->tl_rank].prog;
     const sim_op_t *op = &rp_ops(rp)[i];
     static const char *const kinds[] = {"send", "recv", "calc"};
-    fprintf(s->timeline, "%.3f\t%s\top %u\t%s", t, what, i, op->kind <= SIM_CALC ? kinds[op->kind] : "?");
+    bool plain_calc = op->kind == SIM_CALC && !(op->flags & (SIM_REDUCE | SIM_COPY));
+    fprintf(s->timeline, "%.3f\t%s\top %u\t%s", t, what, i,
+            op->kind <= SIM_CALC ? kinds[op->kind] : "?");
     if (op->kind != SIM_CALC)
         fprintf(s->timeline, " peer %d tag %u", rp_peer(rp, op), op->tag);
-    fprintf(s->timeline, " %s %" PRIu64 "\n", op->kind == SIM_CALC && !(op->flags & SIM_REDUCE) && !(op->flags & SIM_COPY) ? "ns" : "bytes", op->size);
+    fprintf(s->timeline, " %s %" PRIu64 "\n", plain_calc ? "ns" : "bytes", op->size);
 }
 
 /* When rank r's CPU c is free: its own clock, and, where ranks share
