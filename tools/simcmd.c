@@ -1114,13 +1114,16 @@ static int inspect_begin(sim_opts_cli_t *o, int P, int slowest)
         return fprintf(stderr, "weft sim: out of memory for %d finish times\n", P), 1;
     if (!o->timeline)
         return 0;
-    int r = o->timeline_rank >= 0 ? o->timeline_rank : slowest < 0 ? 0 : slowest;
-    if (r >= P) {
-        fprintf(stderr, "weft sim: --timeline-rank %d: not a rank of 0..%d\n", r, P - 1);
-        return 2;
+    int r = o->timeline_rank >= 0 ? o->timeline_rank : slowest < 0 ? 0 : slowest, rc = 0;
+    if (r >= P)
+        rc = 2, fprintf(stderr, "weft sim: --timeline-rank %d: not a rank of 0..%d\n", r, P - 1);
+    else if (!(o->tl_f = open_out(o->timeline)))
+        rc = 1;
+    if (rc) {
+        free(o->finish_buf);
+        o->finish_buf = NULL;
+        return rc;
     }
-    if (!(o->tl_f = open_out(o->timeline)))
-        return 1;
     o->tl_rank = r;
     fprintf(o->tl_f, "# weft sim: timeline of rank %d%s; ns, step, op, kind, peer, tag, size\n",
             r, o->timeline_rank >= 0 ? "" : " (the slowest)");
