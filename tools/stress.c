@@ -1430,7 +1430,9 @@ static bool names_waited(const char *line, int x, const char *tag)
  * the same call that ended in the fault's error or was itself waiting so:
  * a dissemination barrier's rank 4 waits for rank 0, which is in the
  * barrier waiting for the faulty rank (seed 8046's job 4), and is ended
- * only when that rank finalizes, after its other streams.  Followed from
+ * only when that rank finalizes, after its other streams.  (Not the
+ * faulty rank in the call: a mismatch there is proven from the records,
+ * and a time limit instead is a fault of the proof.)  Followed from
  * those until nothing is added; NULL where no such ending is right (one
  * thread). */
 static bool *timed_out_behind(const stress_opts_t *o, int frank, char (*lines)[700], int n)
@@ -1459,7 +1461,7 @@ static bool *timed_out_behind(const stress_opts_t *o, int frank, char (*lines)[7
                 continue;
             for (int x = 0; x < o->np && !stuck[r]; x++)
                 stuck[r] = gone[x] && (names_waited(lines[i], x, not_arrived_tag) ||
-                                       names_waited(lines[i], x, in_call_tag));
+                                       (x != frank && names_waited(lines[i], x, in_call_tag)));
             if (stuck[r])
                 gone[r] = added = true;
         }
