@@ -146,12 +146,12 @@ expect 2 "is negative" "$weft" sim allreduce --algo ring --np 8 --size 8 --switc
 # receives offloaded to the NIC: said in the header and JSON; the two-tree
 # reduce no slower for it (the CPU is free for the reductions while the
 # bytes come in); a value other than 0 or 1 refused
-"$weft" sim reduce --algo twotree --np 255 --size 1M --gamma 0.25 --offload 1 --json - |
+"$weft" sim reduce --algo twotree --np 63 --size 1M --gamma 0.25 --offload 1 --json - |
     grep -q '"offload": 1}' &&
-    "$weft" sim reduce --algo twotree --np 255 --size 1M --gamma 0.25 --offload 1 |
+    "$weft" sim reduce --algo twotree --np 63 --size 1M --gamma 0.25 --offload 1 |
     grep -q "receives offloaded to the NIC" && ok || bad "--offload not said in the header and JSON"
-t_lgs=$("$weft" sim reduce --algo twotree --np 255 --size 1M --gamma 0.25 --order fifo --csv - | awk -F, 'NR == 2 { print $4 }')
-t_off=$("$weft" sim reduce --algo twotree --np 255 --size 1M --gamma 0.25 --order fifo --offload 1 --csv - | awk -F, 'NR == 2 { print $4 }')
+t_lgs=$("$weft" sim reduce --algo twotree --np 63 --size 1M --gamma 0.25 --order fifo --csv - | awk -F, 'NR == 2 { print $4 }')
+t_off=$("$weft" sim reduce --algo twotree --np 63 --size 1M --gamma 0.25 --order fifo --offload 1 --csv - | awk -F, 'NR == 2 { print $4 }')
 awk -v a="$t_lgs" -v b="$t_off" 'BEGIN { exit !(a > 0 && b > 0 && b < a) }' &&
     ok || bad "--offload 1: two-tree reduce $t_off us, LogGOPSim's receive $t_lgs us"
 expect 2 "offload: 2 is not 0" "$weft" sim allreduce --algo ring --np 8 --size 8 --offload 2
