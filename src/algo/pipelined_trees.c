@@ -22,7 +22,7 @@
  * forward, and every level of the other tree waits that long: under a
  * LogGOPS model whose NIC takes messages in (weft sim --offload 1) the
  * reduce of 1 MiB over 255-65535 ranks takes 1.6-1.7 times its bound
- * without, 1.14-1.26 with (docs/SIM.md).  Waits only on smaller chunk
+ * without, 1.14-1.27 with (docs/ALGORITHMS.md).  Waits only on smaller chunk
  * indices, so it cannot deadlock.
  *
  * Chunk count default (docs/ALGORITHMS.md): with a = L + 2o per message and
