@@ -122,20 +122,24 @@ typedef struct chunk_steps {
     uint32_t *ready;   /* step after which chunk c of the result is complete
                           at the root (SCHED_NONE: no dependency) */
     uint32_t *fwd;     /* the reduce's send of chunk c to its parent, for
-                          pace (SCHED_NONE: a leaf's, or none) */
+                          pace (SCHED_NONE: a leaf's, or none; NULL when
+                          the call is not paced) */
 } chunk_steps_t;
 
-static int steps_alloc(chunk_steps_t *cs, int k)
+static int steps_alloc(chunk_steps_t *cs, int k, bool paced)
 {
     cs->in_read = malloc((size_t)k * sizeof *cs->in_read);
     cs->ready = malloc((size_t)k * sizeof *cs->ready);
-    cs->fwd = malloc((size_t)k * sizeof *cs->fwd);
-    if (!cs->in_read || !cs->ready || !cs->fwd) {
+    cs->fwd = paced ? malloc((size_t)k * sizeof *cs->fwd) : NULL;
+    if (!cs->in_read || !cs->ready || (paced && !cs->fwd)) {
         free(cs->in_read), free(cs->ready), free(cs->fwd);
         return WEFT_ENOMEM;
     }
-    for (int c = 0; c < k; c++)
-        cs->in_read[c] = cs->ready[c] = cs->fwd[c] = SCHED_NONE;
+    for (int c = 0; c < k; c++) {
+        cs->in_read[c] = cs->ready[c] = SCHED_NONE;
+        if (paced)
+            cs->fwd[c] = SCHED_NONE;
+    }
     return 0;
 }
 
@@ -161,7 +165,7 @@ static void tree_reduce(sched_t *s, const coll_args_t *a, const tree_set_t *ts, 
         region_t in = chunk(BUF_IN, 0, n, k, c);
         if (nd.nchild == 0 && nd.parent >= 0) { /* a leaf sends its input as is */
             cs->in_read[c] = sched_send(s, real_rank(nd.parent, a->root, P), tag0 + (uint32_t)c, in);
-            if (lag && c >= lag && cs->fwd[c - lag] != SCHED_NONE)
+            if (lag && cs->fwd && c >= lag && cs->fwd[c - lag] != SCHED_NONE)
                 sched_depend(s, cs->in_read[c], cs->fwd[c - lag]);
             continue;
         }
@@ -177,7 +181,8 @@ static void tree_reduce(sched_t *s, const coll_args_t *a, const tree_set_t *ts, 
         if (nd.parent >= 0) {
             uint32_t sd = sched_send(s, real_rank(nd.parent, a->root, P), tag0 + (uint32_t)c, acc);
             sched_depend(s, sd, prev);
-            cs->fwd[c] = sd;
+            if (cs->fwd)
+                cs->fwd[c] = sd;
         } else {
             cs->ready[c] = prev;
         }
@@ -220,7 +225,7 @@ static int build_reduce(sched_t *s, const coll_args_t *a, const tree_set_t *ts)
 {
     int k = chunk_count(a, ts);
     chunk_steps_t cs;
-    if (steps_alloc(&cs, k))
+    if (steps_alloc(&cs, k, a->params.pace != 0))
         return WEFT_ENOMEM;
     tree_reduce(s, a, ts, k, 0, &cs);
     steps_free(&cs);
@@ -236,7 +241,7 @@ static int build_allreduce(sched_t *s, const coll_args_t *a, const tree_set_t *r
     b.root = 0;
     int k = chunk_count(&b, rt);
     chunk_steps_t cs;
-    if (steps_alloc(&cs, k))
+    if (steps_alloc(&cs, k, b.params.pace != 0))
         return WEFT_ENOMEM;
     tree_reduce(s, &b, rt, k, 0, &cs);
     if (!overlap) {
