@@ -38,6 +38,7 @@ done
 for np in 3 5; do
     scenario lost_records "$np" nonzero
     scenario ended_without "$np" nonzero
+    scenario root_unwaited "$np" nonzero
     scenario lost_records_final "$np" nonzero
 done
 # a send withdrawn by its failed call, by each way its bytes can go, and

@@ -158,6 +158,45 @@ static int ended_without(void)
     return 0;
 }
 
+/* A board bcast whose readers are not yet told it is done: every rank
+ * but the last starts it split-phase with root 1 (rank 1 posts and
+ * leaves, the others read its post), makes 40 calls among themselves, so
+ * that the call logs lose its record, and waits for it only 2 s later;
+ * the last rank makes it blocking with root 0 and waits for a post rank 0
+ * never makes.  Rank 1's post of that very call under another signature
+ * proves the disagreement at once (board.c, reading_stalled).  Until
+ * 2026-12-06 nothing did before rank 0's wait said its call had ended
+ * well, and with a time limit of 1 s the last rank timed out (weft
+ * stress, seed 1000's job 5: the readers waited first for other calls in
+ * flight).  P >= 3. */
+static int root_unwaited(void)
+{
+    weft_comm_t rest = NULL;
+    int rc = weft_comm_split(world, me < P - 1 ? 0 : WEFT_UNDEFINED, me, &rest);
+    CHECK(rc == WEFT_OK, "split: %s", weft_last_error());
+    weft_comm_set_timeout(world, 1000);
+    weft_set_algorithm(world, WEFT_COLL_BCAST, "board", NULL);
+    int32_t v[4] = {me, me, me, me};
+    if (me == P - 1) {
+        rc = weft_bcast(v, 4, WEFT_INT32, 0, world);
+    } else {
+        weft_request_t req;
+        rc = weft_ibcast(v, 4, WEFT_INT32, 1, world, &req);
+        if (rc == WEFT_OK) {
+            int x = 1;
+            for (int i = 0; i < 40 && rc == WEFT_OK; i++)
+                rc = weft_allreduce(WEFT_IN_PLACE, &x, 1, WEFT_INT32, WEFT_SUM, rest);
+            sleep(2);
+            int wrc = weft_wait(&req);
+            rc = rc ? rc : wrc;
+        }
+    }
+    expect_mismatch("a board bcast's readers not yet told, one rank taking another root", rc);
+    CHECK(rc != WEFT_ETIMEDOUT, "the time limit ended it, nothing proved it: %s",
+          weft_last_error());
+    return 0;
+}
+
 static int user_ops(void)
 {
     weft_op_t a, b;
@@ -1173,6 +1212,7 @@ int main(int argc, char **argv)
                {"revoke", revoke_call, 0},     {"late", late, 0},
                {"left_after_fault", left_after_fault, 0},
                {"lost_records", lost_records, 1}, {"ended_without", ended_without, 1},
+               {"root_unwaited", root_unwaited, 1},
                {"lost_records_final", lost_records_final, 0},
                {"withdrawn_send", withdrawn_send, 0},
                {"withdrawn_send_arena", withdrawn_send_arena, 0},

@@ -648,6 +648,46 @@ static bool write_off(exec_t *e, board_slot_t *me, uint64_t key)
     return true;
 }
 
+/* A peer whose slot of this call's index holds a post of call `stamp`
+ * with a signature other than sig (given in *other), or -1.  Such a post
+ * proves the peer made that call otherwise.  Its signature is read
+ * between two reads of the stamp, and the post may not be written over
+ * in between anyway where its signature is sig: then this rank is one of
+ * its readers (a bcast's root, a reduce's root reading, or every rank of
+ * an allreduce), and its owner waits for this rank to count out. */
+static int post_differs(const exec_t *e, uint64_t stamp, uint32_t sig, uint32_t *other)
+{
+    for (int q = 0; q < e->s->nrank; q++) {
+        if (q == e->s->rank)
+            continue;
+        const board_slot_t *ps = slot_of(e, q);
+        if (atomic_load_explicit(&ps->stamp, memory_order_acquire) != stamp)
+            continue;
+        uint32_t s = ps->sig;
+        if (atomic_load_explicit(&ps->stamp, memory_order_acquire) == stamp && s != sig) {
+            *other = s;
+            return q;
+        }
+    }
+    return -1;
+}
+
+/* Reading, held up: a peer whose post it waits for has ended the call
+ * without posting (ended_without_post), or a peer posted this very call
+ * made otherwise -- a bcast's other root, whose readers all read it and
+ * leave, this rank waiting for the root it took (weft stress, seed 1000's
+ * job 5 with --threads 3 --overlapped: the readers had not yet been told
+ * their call was done, so none had ended it well). */
+static int reading_stalled(exec_t *e)
+{
+    int rc = ended_without_post(e);
+    if (rc)
+        return rc;
+    uint32_t other;
+    int q = post_differs(e, stamp_of(e), e->sig, &other);
+    return q < 0 ? 0 : -differs(e, q, slot_of(e, q)); /* differs: progress's sign */
+}
+
 /* Held up by this rank's own slot: a peer that made the slot's call
  * differently (a second root of a bcast, say) will never read it.  The
  * slot keeps that call's key and signature.  Two proofs, either enough:
@@ -663,7 +703,7 @@ static bool write_off(exec_t *e, board_slot_t *me, uint64_t key)
 static int board_stalled(exec_t *e)
 {
     if (e->br.phase == BOARD_READING || e->br.phase == BOARD_POSTED)
-        return ended_without_post(e);
+        return reading_stalled(e);
     if (e->br.phase != BOARD_FREE_WAIT)
         return 0;
     board_slot_t *me = slot_of(e, e->s->rank);
@@ -673,19 +713,14 @@ static int board_stalled(exec_t *e)
     /* the slot's call may be of another communicator: its ranks are not
      * known here, so only this communicator's peers are asked, and only a
      * post or a record of that very call (same key) proves anything */
+    uint32_t other;
+    int q = post_differs(e, stamp, me->sig, &other);
+    if (q >= 0)
+        return slot_call_differs(e, q, stamp, other);
     int refuser = -1;
-    for (int q = 0; q < e->s->nrank; q++) {
+    for (q = 0; q < e->s->nrank; q++) {
         if (q == e->s->rank)
             continue;
-        const board_slot_t *ps = slot_of(e, q);
-        if (atomic_load_explicit(&ps->stamp, memory_order_acquire) == stamp) {
-            uint32_t sig = ps->sig;
-            /* still that post once its signature is read: not one being
-             * written over it */
-            if (atomic_load_explicit(&ps->stamp, memory_order_acquire) == stamp &&
-                sig != me->sig)
-                return slot_call_differs(e, q, stamp, sig);
-        }
         peer_view_t v;
         if (!e->x->ops->peer_view || e->x->ops->peer_view(e->x, e->world[q], stamp - 1, true, &v))
             continue;
