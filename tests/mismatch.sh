@@ -41,6 +41,14 @@ for np in 3 5; do
     scenario root_unwaited "$np" nonzero
     scenario lost_records_final "$np" nonzero
 done
+# an allreduce of no elements on one rank only: its call may end well, the
+# next must fail everywhere (the arrival-driven algorithms take a ticket and
+# move nothing; ring is a schedule, board a post)
+for algo in hier_pap pap_chain pap_leader adaptive ring board; do
+    export WEFT_ALLREDUCE_ALGO=$algo
+    scenario empty_count 3 nonzero
+    unset WEFT_ALLREDUCE_ALGO
+done
 # a send withdrawn by its failed call, by each way its bytes can go, and
 # (read from the sender's memory) its buffer freed
 for way in "WEFT_COPY_WAY=single" "WEFT_CMA=0" "WEFT_COPY_WAY=single WEFT_CMA_HELP=1"; do

@@ -1094,6 +1094,24 @@ static int refused_leaf(void)
     return 0;
 }
 
+/* Rank 0 allreduces no elements where the others pass 5, under the
+ * algorithm WEFT_ALLREDUCE_ALGO names (mismatch.sh runs the arrival-driven
+ * ones, whose call of no elements takes only an arrival ticket, and a
+ * schedule).  Rank 0's call may end well: it moves nothing, and waiting
+ * for its peers would make every empty call cost a round trip.  But the
+ * call after it must fail on every rank, naming the disagreement, and no
+ * rank may hang or go on with a wrong sum. */
+static int empty_count(void)
+{
+    weft_comm_set_timeout(world, 5000);
+    int32_t v[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+    int rc = weft_allreduce(WEFT_IN_PLACE, v, me == 0 ? 0 : 5, WEFT_INT32, WEFT_SUM, world);
+    if (rc == WEFT_OK)
+        rc = weft_allreduce(WEFT_IN_PLACE, v, 5, WEFT_INT32, WEFT_SUM, world);
+    expect_mismatch("an allreduce of no elements on rank 0 only", rc);
+    return 0;
+}
+
 /* A board reduce of no elements on one rank where the others make a
  * two-tree bcast of none: nobody waits in either, and the reduce's rank
  * posts and leaves before the others have made the call, so its look at
@@ -1223,7 +1241,8 @@ int main(int argc, char **argv)
                {"late_result_chain", late_result_chain, 0},     {"error_kept", error_kept, 0},
                {"refused_alone", refused_alone, 1}, {"refused_same", refused_same, 0},
                {"refused_leaf", refused_leaf, 0}, {"refused_comm", refused_comm, 0},
-               {"unseen_empty", unseen_empty, 1}, {"last_rank", last_rank, 1},
+               {"unseen_empty", unseen_empty, 1},
+               {"empty_count", empty_count, 1}, {"last_rank", last_rank, 1},
                {"split_abort", split_abort, 1}, {"split_abort_dup", split_abort_dup, 1},
                {"batch_other_comm", batch_other_comm, 1}, {"refused_reuse", refused_reuse, 0},
                {"skip_then_leave", skip_then_leave, 0},
