@@ -42,8 +42,8 @@ for np in 3 5; do
     scenario lost_records_final "$np" nonzero
 done
 # an allreduce of no elements on one rank only: its call may end well, the
-# next must fail everywhere (the arrival-driven algorithms take a ticket and
-# move nothing; ring is a schedule, board a post)
+# next must fail (the arrival-driven algorithms' empty call waits for
+# nobody; ring is a schedule, board a post)
 for algo in hier_pap pap_chain pap_leader adaptive ring board; do
     export WEFT_ALLREDUCE_ALGO=$algo
     scenario empty_count 3 nonzero

@@ -1096,10 +1096,10 @@ static int refused_leaf(void)
 
 /* Rank 0 allreduces no elements where the others pass 5, under the
  * algorithm WEFT_ALLREDUCE_ALGO names (mismatch.sh runs the arrival-driven
- * ones, whose call of no elements takes only an arrival ticket, and a
- * schedule).  Rank 0's call may end well: it moves nothing, and waiting
- * for its peers would make every empty call cost a round trip.  But the
- * call after it must fail on every rank, naming the disagreement, and no
+ * ones, whose call of no elements moves nothing and waits for nobody, a
+ * schedule and the board).  Rank 0's call may end well: waiting for its
+ * peers would make every empty call cost a round trip.  But its next call
+ * must fail, as must the others' first, naming the disagreement, and no
  * rank may hang or go on with a wrong sum. */
 static int empty_count(void)
 {
