@@ -49,6 +49,16 @@ for algo in hier_pap pap_chain pap_leader adaptive ring board; do
     scenario empty_count 3 nonzero
     unset WEFT_ALLREDUCE_ALGO
 done
+# empty calls made otherwise on rank 0 (another op, another root): the
+# arrival-driven algorithms' empty calls compare with the neighbours' logs
+for algo in hier_pap pap_chain pap_leader shm_twostep adaptive; do
+    export WEFT_ALLREDUCE_ALGO=$algo
+    for np in 2 3 5; do scenario empty_op $np nonzero; done
+    unset WEFT_ALLREDUCE_ALGO
+done
+export WEFT_REDUCE_ALGO=pap_chain
+for np in 2 3 5; do scenario empty_root $np nonzero; done
+unset WEFT_REDUCE_ALGO
 # a send withdrawn by its failed call, by each way its bytes can go, and
 # (read from the sender's memory) its buffer freed
 for way in "WEFT_COPY_WAY=single" "WEFT_CMA=0" "WEFT_COPY_WAY=single WEFT_CMA_HELP=1"; do

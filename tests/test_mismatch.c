@@ -1112,6 +1112,38 @@ static int empty_count(void)
     return 0;
 }
 
+/* Every rank makes an empty call, but rank 0 otherwise, then allreduces
+ * that match: empty_op an allreduce with another op, empty_root a reduce
+ * with another root.  Under the arrival-driven algorithms (mismatch.sh:
+ * WEFT_ALLREDUCE_ALGO, WEFT_REDUCE_ALGO) no step of an empty call meets a
+ * peer's, and until 2026-12-06 every rank went on as if the calls had
+ * matched.  Now an empty call compares itself with its neighbours' call
+ * logs, as a board call that posts and leaves does: the job must end in
+ * WEFT_EMISMATCH, at that call or the next ones. */
+static void matched_after(int rc, const char *what)
+{
+    int32_t x = 1;
+    for (int i = 0; i < 2 && !rc; i++)
+        rc = weft_allreduce(WEFT_IN_PLACE, &x, 1, WEFT_INT32, WEFT_SUM, world);
+    expect_mismatch(what, rc);
+}
+
+static int empty_op(void)
+{
+    weft_comm_set_timeout(world, 5000);
+    matched_after(weft_allreduce(NULL, NULL, 0, WEFT_INT32, me == 0 ? WEFT_MAX : WEFT_SUM, world),
+                  "allreduces of no elements with other ops");
+    return 0;
+}
+
+static int empty_root(void)
+{
+    weft_comm_set_timeout(world, 5000);
+    matched_after(weft_reduce(NULL, NULL, 0, WEFT_INT32, WEFT_SUM, me == 0 ? P - 1 : 0, world),
+                  "reduces of no elements with other roots");
+    return 0;
+}
+
 /* A board reduce of no elements on one rank where the others make a
  * two-tree bcast of none: nobody waits in either, and the reduce's rank
  * posts and leaves before the others have made the call, so its look at
@@ -1242,7 +1274,8 @@ int main(int argc, char **argv)
                {"refused_alone", refused_alone, 1}, {"refused_same", refused_same, 0},
                {"refused_leaf", refused_leaf, 0}, {"refused_comm", refused_comm, 0},
                {"unseen_empty", unseen_empty, 1},
-               {"empty_count", empty_count, 1}, {"last_rank", last_rank, 1},
+               {"empty_count", empty_count, 1}, {"empty_op", empty_op, 1},
+               {"empty_root", empty_root, 1}, {"last_rank", last_rank, 1},
                {"split_abort", split_abort, 1}, {"split_abort_dup", split_abort_dup, 1},
                {"batch_other_comm", batch_other_comm, 1}, {"refused_reuse", refused_reuse, 0},
                {"skip_then_leave", skip_then_leave, 0},

@@ -252,6 +252,12 @@ void board_finished(const struct exec *e);
 struct board_comm;
 struct xport;
 int board_recheck(struct board_comm *bc, struct xport *x, const int *world, int rank, int P);
+/* A call that moves nothing and reads no peer (an arrival-driven call of
+ * no elements): its call compared with its two neighbours' call logs now,
+ * and again at the next calls where one has not made it yet, as a board
+ * call that posts and leaves is; 0, or the negative weft error (the job
+ * ends) where one made it otherwise. */
+int board_check_unread(struct exec *e);
 int algo_board_build(sched_t *s, const coll_args_t *a);
 int algo_board_usable(const coll_args_t *a, char *why, size_t len);
 /* The arrival-driven algorithms (src/shmcoll: arrival.c, pap_leader.c,

@@ -260,10 +260,16 @@ static int differs(exec_t *e, int q, const board_slot_t *ps)
     if (rc)
         return -rc;
     char msg[512];
-    snprintf(msg, sizeof msg, "rank %d and rank %d disagree on a collective (signature "
-             "%08x vs %08x, %u vs %llu bytes): do all ranks pass the same count, datatype, "
-             "op, root and algorithm?", e->s->rank, q, (unsigned)e->sig, (unsigned)ps->sig,
-             (unsigned)ps->len, (unsigned long long)posted_bytes(e));
+    if (ps)
+        snprintf(msg, sizeof msg, "rank %d and rank %d disagree on a collective (signature "
+                 "%08x vs %08x, %u vs %llu bytes): do all ranks pass the same count, datatype, "
+                 "op, root and algorithm?", e->s->rank, q, (unsigned)e->sig, (unsigned)ps->sig,
+                 (unsigned)ps->len, (unsigned long long)posted_bytes(e));
+    else /* the peer's log held the call, then lost it: its signature alone */
+        snprintf(msg, sizeof msg, "rank %d and rank %d disagree on a collective (rank %d's "
+                 "signature %08x is not in rank %d's call log): do all ranks pass the same "
+                 "count, datatype, op, root and algorithm?", e->s->rank, q, e->s->rank,
+                 (unsigned)e->sig, q);
     if (e->x->ops->fail_job)
         e->x->ops->fail_job(e->x, msg);
     return -weft_error(WEFT_EMISMATCH, "%s", msg);
@@ -336,9 +342,6 @@ static void finish_reading(exec_t *e)
         prefetch_next_slot(e);
 }
 
-/* A rank that posted and leaves without reading has seen none of its
- * peers: like a schedule that only sends, it compares its call with the
- * logs of two neighbours (a root in its own eyes only differs from all). */
 /* The first of rank's two neighbours (communicator ranks; world maps them
  * into x) whose call log holds call key with signature bits (under mask)
  * other than sig, its record in *v; -1 where none does.  *unseen where a
@@ -360,7 +363,13 @@ static int neighbour_differing(xport_t *x, const int *world, int rank, int P, ui
     return -1;
 }
 
-static int check_neighbours(exec_t *e)
+/* A rank that posted and leaves without reading has seen none of its
+ * peers: like a schedule that only sends, it compares its call with the
+ * logs of two neighbours (a root in its own eyes only differs from all).
+ * So does an arrival-driven call of no elements, which neither posts nor
+ * reads (board_check_unread).  mine: this rank's slot, NULL for the
+ * latter. */
+static int check_neighbours(exec_t *e, const board_slot_t *mine)
 {
     int P = e->s->nrank, me = e->s->rank;
     if (P < 2 || !e->x->ops->peer_view)
@@ -370,7 +379,7 @@ static int check_neighbours(exec_t *e)
     int q = neighbour_differing(e->x, e->world, me, P, e->desc->key, e->desc->sig, ~0u,
                                 &unseen, &v);
     if (q >= 0)
-        return differs(e, q, slot_of(e, me));
+        return differs(e, q, mine);
     /* a neighbour that has not made a call of no elements yet may make it
      * otherwise with no step at all, so that nobody would ever compare
      * (weft stress, seed 5003): the next calls look again.  Not for calls
@@ -427,6 +436,8 @@ int board_recheck(board_comm_t *bc, xport_t *x, const int *world, int rank, int 
         atomic_compare_exchange_strong(&bc->unchecked, &w, 0);
     return 0;
 }
+
+int board_check_unread(exec_t *e) { return check_neighbours(e, NULL); }
 
 /* While a peer's post of at most PREFETCH_POST_LINES lines is awaited, its
  * lines past the stamp's are fetched on every look: a line the poster
@@ -493,7 +504,7 @@ static int board_progress(exec_t *e)
         if (!reads(e)) {
             wake_readers(e);
             e->moved = 1;
-            return check_neighbours(e) ?: 1;
+            return check_neighbours(e, slot_of(e, e->s->rank)) ?: 1;
         }
         posted = true;
         e->br.phase = BOARD_POSTED;
