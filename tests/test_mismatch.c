@@ -1144,6 +1144,32 @@ static int empty_root(void)
     return 0;
 }
 
+/* A two-tree reduce at P = 3 where rank 1 takes rank 2 for the root and
+ * the others take rank 1: in each rank's eyes it is not the root, so each
+ * only sends (0 to 2, 2 to 1, 1 to 0), rank 2's receive from 0 matches,
+ * and every call ends.  Where a rank ended before the peer it sent to had
+ * noted the call, its look at that peer's record found nothing, and the
+ * message it left sits in a ring the next calls (board allreduces) never
+ * read: until 2026-12-06 such a run went on to weft_finalize, about half
+ * of them.  Now the peer's record is looked at again as the next calls
+ * start (board_recheck): the job must end in WEFT_EMISMATCH before the
+ * barrier after them.  (mismatch.sh runs it several times: which rank
+ * sees it first is a race.) */
+static int nobody_root(void)
+{
+    weft_comm_set_timeout(world, 5000);
+    CHECK(P == 3, "nobody_root runs at P = 3, not %d", P);
+    int32_t in[5] = {1, 2, 3, 4, 5}, out[5] = {0};
+    weft_set_algorithm(world, WEFT_COLL_REDUCE, "twotree", NULL);
+    int rc = weft_reduce(in, out, 5, WEFT_INT32, WEFT_SUM, me == 1 ? 2 : 1, world);
+    for (int i = 0; i < 2 && !rc; i++) {
+        int32_t x = 1;
+        rc = weft_allreduce(WEFT_IN_PLACE, &x, 1, WEFT_INT32, WEFT_SUM, world);
+    }
+    expect_mismatch("a reduce that no rank takes itself the root of", rc);
+    return 0;
+}
+
 /* A board reduce of no elements on one rank where the others make a
  * two-tree bcast of none: nobody waits in either, and the reduce's rank
  * posts and leaves before the others have made the call, so its look at
@@ -1275,7 +1301,7 @@ int main(int argc, char **argv)
                {"refused_leaf", refused_leaf, 0}, {"refused_comm", refused_comm, 0},
                {"unseen_empty", unseen_empty, 1},
                {"empty_count", empty_count, 1}, {"empty_op", empty_op, 1},
-               {"empty_root", empty_root, 1}, {"last_rank", last_rank, 1},
+               {"empty_root", empty_root, 1}, {"nobody_root", nobody_root, 1}, {"last_rank", last_rank, 1},
                {"split_abort", split_abort, 1}, {"split_abort_dup", split_abort_dup, 1},
                {"batch_other_comm", batch_other_comm, 1}, {"refused_reuse", refused_reuse, 0},
                {"skip_then_leave", skip_then_leave, 0},

@@ -630,8 +630,10 @@ static int coll_start(weft_comm_t comm, weft_coll_t coll, const void *in, void *
     int rc = check_comm_takes_call(comm, cn);
     if (rc)
         return rc;
-    /* a board call that posted and left before its neighbours made it */
-    if (atomic_load_explicit(&comm->board.unchecked, memory_order_relaxed) &&
+    /* a board call that posted and left before its neighbours made it, or
+     * a schedule that only sent, before a peer it sent to made it */
+    if ((atomic_load_explicit(&comm->board.unchecked, memory_order_relaxed) ||
+         atomic_load_explicit(&comm->board.sent_peer, memory_order_relaxed)) &&
         (rc = board_recheck(&comm->board, comm->x, comm->world, comm->rank, comm->size)))
         return rc;
     call_shape_t shape = {coll, count, dt, op, root, NULL, 0, false};

@@ -24,9 +24,10 @@
  * A mismatch ends the job (xport fail_job), so the other ranks' waits fail
  * with WEFT_EPEER instead of hanging.  A schedule that receives nothing (a
  * broadcast's root) cannot stall; at its end it compares its call with the
- * records of the peers it sent to (one read each), and where those are
- * gone its receivers prove it later (shm.c: a message of a call they
- * ended).  A peer that has not arrived is only named, when the
+ * records of the peers it sent to (one read each); where a peer has no
+ * record yet, the rank's next calls look again as they start
+ * (board_recheck), and where those are gone its receivers prove it later
+ * (shm.c: a message of a call they ended).  A peer that has not arrived is only named, when the
  * communicator's timeout expires. */
 #include <stdio.h>
 #include <string.h>
@@ -318,13 +319,19 @@ int watch_stalled(exec_t *e)
                                   : WEFT_OK;
 }
 
-int watch_peer_agrees(exec_t *e, int peer, bool locked)
+/* watch_peer_agrees; *unseen (where given) when the peer's log holds no
+ * record of the call: not made yet there, or its record gone. */
+static int peer_agrees(exec_t *e, int peer, bool locked, bool *unseen)
 {
     xport_t *x = e->x;
     peer_view_t v;
-    if (!e->desc || !x->ops->peer_view ||
-        x->ops->peer_view(x, e->world[peer], e->desc->key, true, &v) || !v.found)
+    if (!e->desc || !x->ops->peer_view)
         return WEFT_OK;
+    if (x->ops->peer_view(x, e->world[peer], e->desc->key, true, &v) || !v.found) {
+        if (unseen)
+            *unseen = true;
+        return WEFT_OK;
+    }
     if (v.state == CALL_REFUSED)
         return refused_there(e, peer, &v.call, 0, locked);
     if (v.call.sig == e->desc->sig)
@@ -332,6 +339,11 @@ int watch_peer_agrees(exec_t *e, int peer, bool locked)
     if (v.abandoned && (v.call.flags & CALL_FINALIZE))
         return left_after_fault(e, peer, &v, locked);
     return differs(e, e->s->rank, peer, &v.call, locked);
+}
+
+int watch_peer_agrees(exec_t *e, int peer, bool locked)
+{
+    return peer_agrees(e, peer, locked, NULL);
 }
 
 int watch_peer_made_it_differently(exec_t *e, int peer, bool locked)
@@ -356,13 +368,24 @@ int watch_sent(exec_t *e)
     /* the first and the last peer: a root that is one in its own eyes only
      * differs from all of them */
     const int *peers = e->sent_to;
+    int unseen_peer = -1;
     for (int k = 0; k < 2; k++) {
         if (peers[k] < 0 || (k && peers[1] == peers[0]))
             continue;
-        int rc = watch_peer_agrees(e, peers[k], false);
+        bool unseen = false;
+        int rc = peer_agrees(e, peers[k], false, &unseen);
         if (rc)
             return rc;
+        if (unseen && unseen_peer < 0)
+            unseen_peer = peers[k];
     }
+    /* a peer that has not made the call yet may make it otherwise and
+     * still find all it expects (a reduce whose ranks all take another
+     * for the root: every one of them only sends), and the messages this
+     * rank left it sit in a ring that its next calls may never read: its
+     * record is looked at again as this rank's next calls start */
+    if (unseen_peer >= 0 && e->bc)
+        board_note_unseen(e->bc, e->desc->key, e->desc->sig, unseen_peer);
     return WEFT_OK;
 }
 

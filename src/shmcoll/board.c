@@ -420,10 +420,71 @@ static int made_otherwise(xport_t *x, int me, int q, const peer_view_t *theirs, 
     return weft_error(WEFT_EMISMATCH, "%s", msg);
 }
 
+void board_note_unseen(board_comm_t *bc, uint64_t key, uint32_t sig, int peer)
+{
+    uint32_t s = atomic_load_explicit(&bc->sent_seq, memory_order_relaxed);
+    if ((s & 1) || !atomic_compare_exchange_strong_explicit(&bc->sent_seq, &s, s + 1,
+                                                            memory_order_acquire,
+                                                            memory_order_relaxed))
+        return;
+    atomic_store_explicit(&bc->sent_key, key, memory_order_relaxed);
+    atomic_store_explicit(&bc->sent_sig, sig, memory_order_relaxed);
+    atomic_store_explicit(&bc->sent_tries, 0, memory_order_relaxed);
+    atomic_store_explicit(&bc->sent_peer, peer + 1, memory_order_relaxed);
+    atomic_store_explicit(&bc->sent_seq, s + 2, memory_order_release);
+}
+
+/* Forgets the sent record read under sequence s, unless a writer has
+ * replaced it since. */
+static void sent_settled(board_comm_t *bc, uint32_t s)
+{
+    if (atomic_compare_exchange_strong_explicit(&bc->sent_seq, &s, s + 1, memory_order_acquire,
+                                                memory_order_relaxed)) {
+        atomic_store_explicit(&bc->sent_peer, 0, memory_order_relaxed);
+        atomic_store_explicit(&bc->sent_seq, s + 2, memory_order_release);
+    }
+}
+
+/* SENT_RECHECKS calls on, a peer that still shows no record of the call
+ * is left to the message in its ring (board_comm_t): every call's start
+ * would otherwise read its log for good. */
+enum { SENT_RECHECKS = 16 };
+static int recheck_sent(board_comm_t *bc, xport_t *x, const int *world, int rank)
+{
+    uint32_t s = atomic_load_explicit(&bc->sent_seq, memory_order_acquire);
+    if (s & 1)
+        return 0;
+    int peer = atomic_load_explicit(&bc->sent_peer, memory_order_relaxed) - 1;
+    uint64_t key = atomic_load_explicit(&bc->sent_key, memory_order_relaxed);
+    uint32_t sig = atomic_load_explicit(&bc->sent_sig, memory_order_relaxed);
+    atomic_thread_fence(memory_order_acquire);
+    if (peer < 0 || atomic_load_explicit(&bc->sent_seq, memory_order_relaxed) != s)
+        return 0; /* torn by a writer: the next call looks */
+    peer_view_t v;
+    if (x->ops->peer_view(x, world[peer], key, true, &v) || !v.found) {
+        if (atomic_fetch_add_explicit(&bc->sent_tries, 1, memory_order_relaxed) + 1 >=
+            SENT_RECHECKS)
+            sent_settled(bc, s);
+        return 0;
+    }
+    /* a refusal there is the refusing rank's to report (api.c) */
+    if (v.state != CALL_REFUSED && v.call.sig != sig)
+        return made_otherwise(x, world[rank], world[peer], &v, key, sig & 0xffffffu);
+    sent_settled(bc, s);
+    return 0;
+}
+
 int board_recheck(board_comm_t *bc, xport_t *x, const int *world, int rank, int P)
 {
+    if (P < 2 || !x->ops->peer_view)
+        return 0;
+    if (atomic_load_explicit(&bc->sent_peer, memory_order_relaxed)) {
+        int rc = recheck_sent(bc, x, world, rank);
+        if (rc)
+            return rc;
+    }
     uint64_t w = atomic_load_explicit(&bc->unchecked, memory_order_relaxed);
-    if (!w || P < 2 || !x->ops->peer_view)
+    if (!w)
         return 0;
     uint64_t key = (w >> 48) << 32 | (w >> 24 & CALL_NUM_MASK);
     uint32_t sig24 = (uint32_t)(w & 0xffffffu);
