@@ -252,10 +252,11 @@ void board_finished(const struct exec *e);
 struct board_comm;
 struct xport;
 int board_recheck(struct board_comm *bc, struct xport *x, const int *world, int rank, int P);
-/* watch_sent's: a call (key, signature) that ended before peer (a
- * communicator rank) it sent to had noted it, for board_recheck to
- * compare with that peer's record as the next calls start. */
-void board_note_unseen(struct board_comm *bc, uint64_t key, uint32_t sig, int peer);
+/* watch_sent's: call d ended before peer (a communicator rank) it sent to
+ * had noted it, for board_recheck to compare with that peer's record as
+ * the next calls start. */
+struct call_desc;
+void board_note_unseen(struct board_comm *bc, const struct call_desc *d, int peer);
 /* A call that moves nothing and reads no peer (an arrival-driven call of
  * no elements): its call compared with its two neighbours' call logs now,
  * and again at the next calls where one has not made it yet, as a board

@@ -70,16 +70,15 @@ typedef struct board_comm {
      * split-phase call may be moved on by another thread's wait. */
     _Atomic uint64_t unchecked;
     /* a schedule that only sent and ended before a peer it sent to had
-     * noted the call (watch_sent): the call's key and signature and that
-     * peer (its communicator rank + 1; 0: none), compared again as the next
-     * calls start (board_recheck), up to SENT_RECHECKS of them.  Written
-     * under sent_seq, odd while a writer fills the rest: a writer that
-     * finds it odd gives up, and a reader that sees it move looks at the
-     * next call (the message the schedule left in the peer's ring proves
-     * a disagreement anyway, at the latest in weft_finalize). */
-    _Atomic uint32_t sent_seq, sent_sig, sent_tries;
+     * noted the call (watch_sent): the call (a call_desc_t, word by word)
+     * and that peer (its communicator rank + 1; 0: none), compared again
+     * as the next calls start (board_recheck), up to SENT_RECHECKS of
+     * them; a later such call waits for it to be settled.  Written under
+     * sent_seq, odd while a writer fills the rest: a writer that finds it
+     * odd gives up, and a reader that sees it move looks at the next call. */
+    _Atomic uint32_t sent_seq, sent_tries;
     _Atomic int32_t sent_peer;
-    _Atomic uint64_t sent_key;
+    _Atomic uint64_t sent_call[6];
     /* the bytes this rank last posted in each slot of the pair: how many
      * lines of it to prefetch for the next post there (board.c,
      * prefetch_next_slot); a hint, written where the post is made */

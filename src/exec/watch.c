@@ -383,9 +383,13 @@ int watch_sent(exec_t *e)
      * still find all it expects (a reduce whose ranks all take another
      * for the root: every one of them only sends), and the messages this
      * rank left it sit in a ring that its next calls may never read: its
-     * record is looked at again as this rank's next calls start */
-    if (unseen_peer >= 0 && e->bc)
-        board_note_unseen(e->bc, e->desc->key, e->desc->sig, unseen_peer);
+     * record is looked at again as this rank's next calls start.  Not
+     * where peers learn of calls by message (over MPI, announce): there a
+     * peer's record is only what it announced, which a peer that does not
+     * stall never does, so every call would look again for nothing
+     * (docs/MPI.md says what that leaves). */
+    if (unseen_peer >= 0 && e->bc && !e->x->ops->announce)
+        board_note_unseen(e->bc, e->desc, unseen_peer);
     return WEFT_OK;
 }
 

@@ -397,14 +397,16 @@ static int check_neighbours(exec_t *e, const board_slot_t *mine)
 }
 
 /* Peer q's call of a key this rank made with the signature's low bits
- * sig24 is another: say how (this rank's record, where its log still has
- * it) and end the job. */
+ * sig24 is another: say how (own, this rank's call, where given; else its
+ * record, where its log still has it) and end the job. */
 static int made_otherwise(xport_t *x, int me, int q, const peer_view_t *theirs, uint64_t key,
-                          uint32_t sig24)
+                          uint32_t sig24, const call_desc_t *own)
 {
     char msg[512];
     peer_view_t mine;
-    if (!x->ops->peer_view(x, me, key, true, &mine) && mine.found) {
+    if (own) {
+        call_disagreement(own, me, &theirs->call, q, -1, msg, sizeof msg);
+    } else if (!x->ops->peer_view(x, me, key, true, &mine) && mine.found) {
         call_disagreement(&mine.call, me, &theirs->call, q, mine.state == CALL_REFUSED ? me : -1,
                           msg, sizeof msg);
     } else {
@@ -420,15 +422,24 @@ static int made_otherwise(xport_t *x, int me, int q, const peer_view_t *theirs, 
     return weft_error(WEFT_EMISMATCH, "%s", msg);
 }
 
-void board_note_unseen(board_comm_t *bc, uint64_t key, uint32_t sig, int peer)
+_Static_assert(sizeof(call_desc_t) == sizeof(((board_comm_t *)0)->sent_call),
+               "board_comm_t holds a call_desc_t word by word");
+
+void board_note_unseen(board_comm_t *bc, const call_desc_t *d, int peer)
 {
+    /* the first such call stays until its peer's record is seen: a later
+     * one (a bcast's root calling again) would hide a disagreement in it */
+    if (atomic_load_explicit(&bc->sent_peer, memory_order_relaxed))
+        return;
     uint32_t s = atomic_load_explicit(&bc->sent_seq, memory_order_relaxed);
     if ((s & 1) || !atomic_compare_exchange_strong_explicit(&bc->sent_seq, &s, s + 1,
                                                             memory_order_acquire,
                                                             memory_order_relaxed))
         return;
-    atomic_store_explicit(&bc->sent_key, key, memory_order_relaxed);
-    atomic_store_explicit(&bc->sent_sig, sig, memory_order_relaxed);
+    uint64_t w[6];
+    memcpy(w, d, sizeof w);
+    for (int i = 0; i < 6; i++)
+        atomic_store_explicit(&bc->sent_call[i], w[i], memory_order_relaxed);
     atomic_store_explicit(&bc->sent_tries, 0, memory_order_relaxed);
     atomic_store_explicit(&bc->sent_peer, peer + 1, memory_order_relaxed);
     atomic_store_explicit(&bc->sent_seq, s + 2, memory_order_release);
@@ -446,8 +457,9 @@ static void sent_settled(board_comm_t *bc, uint32_t s)
 }
 
 /* SENT_RECHECKS calls on, a peer that still shows no record of the call
- * is left to the message in its ring (board_comm_t): every call's start
- * would otherwise read its log for good. */
+ * is left to the message in its ring (shared memory: at the latest in
+ * weft_finalize); every call's start would otherwise read its log for
+ * good. */
 enum { SENT_RECHECKS = 16 };
 static int recheck_sent(board_comm_t *bc, xport_t *x, const int *world, int rank)
 {
@@ -455,21 +467,24 @@ static int recheck_sent(board_comm_t *bc, xport_t *x, const int *world, int rank
     if (s & 1)
         return 0;
     int peer = atomic_load_explicit(&bc->sent_peer, memory_order_relaxed) - 1;
-    uint64_t key = atomic_load_explicit(&bc->sent_key, memory_order_relaxed);
-    uint32_t sig = atomic_load_explicit(&bc->sent_sig, memory_order_relaxed);
+    uint64_t w[6];
+    for (int i = 0; i < 6; i++)
+        w[i] = atomic_load_explicit(&bc->sent_call[i], memory_order_relaxed);
     atomic_thread_fence(memory_order_acquire);
     if (peer < 0 || atomic_load_explicit(&bc->sent_seq, memory_order_relaxed) != s)
         return 0; /* torn by a writer: the next call looks */
+    call_desc_t d;
+    memcpy(&d, w, sizeof d);
     peer_view_t v;
-    if (x->ops->peer_view(x, world[peer], key, true, &v) || !v.found) {
+    if (x->ops->peer_view(x, world[peer], d.key, true, &v) || !v.found) {
         if (atomic_fetch_add_explicit(&bc->sent_tries, 1, memory_order_relaxed) + 1 >=
             SENT_RECHECKS)
             sent_settled(bc, s);
         return 0;
     }
     /* a refusal there is the refusing rank's to report (api.c) */
-    if (v.state != CALL_REFUSED && v.call.sig != sig)
-        return made_otherwise(x, world[rank], world[peer], &v, key, sig & 0xffffffu);
+    if (v.state != CALL_REFUSED && v.call.sig != d.sig)
+        return made_otherwise(x, world[rank], world[peer], &v, d.key, d.sig & 0xffffffu, &d);
     sent_settled(bc, s);
     return 0;
 }
@@ -492,7 +507,7 @@ int board_recheck(board_comm_t *bc, xport_t *x, const int *world, int rank, int 
     peer_view_t v;
     int q = neighbour_differing(x, world, rank, P, key, sig24, 0xffffffu, &unseen, &v);
     if (q >= 0)
-        return made_otherwise(x, world[rank], world[q], &v, key, sig24);
+        return made_otherwise(x, world[rank], world[q], &v, key, sig24, NULL);
     if (!unseen) /* settled, unless a newer one came meanwhile */
         atomic_compare_exchange_strong(&bc->unchecked, &w, 0);
     return 0;
