@@ -27,8 +27,8 @@
  * records of the peers it sent to (one read each); where a peer has no
  * record yet, the rank's next calls look again as they start
  * (board_recheck), and where those are gone its receivers prove it later
- * (shm.c: a message of a call they ended).  A peer that has not arrived is only named, when the
- * communicator's timeout expires. */
+ * (shm.c: a message of a call they ended).  A peer that has not arrived
+ * is only named, when the communicator's timeout expires. */
 #include <stdio.h>
 #include <string.h>
 

@@ -265,9 +265,10 @@ static int differs(exec_t *e, int q, const board_slot_t *ps)
                  "%08x vs %08x, %u vs %llu bytes): do all ranks pass the same count, datatype, "
                  "op, root and algorithm?", e->s->rank, q, (unsigned)e->sig, (unsigned)ps->sig,
                  (unsigned)ps->len, (unsigned long long)posted_bytes(e));
-    else /* the peer's log held the call, then lost it: its signature alone */
-        snprintf(msg, sizeof msg, "rank %d and rank %d disagree on a collective (rank %d's "
-                 "signature %08x is not in rank %d's call log): do all ranks pass the same "
+    else /* no slot (board_check_unread), and the peer's record, seen to
+          * differ, has left its log since: the signatures alone */
+        snprintf(msg, sizeof msg, "rank %d and rank %d disagree on a collective (rank %d "
+                 "made it with signature %08x, rank %d otherwise): do all ranks pass the same "
                  "count, datatype, op, root and algorithm?", e->s->rank, q, e->s->rank,
                  (unsigned)e->sig, q);
     if (e->x->ops->fail_job)

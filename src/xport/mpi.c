@@ -6,9 +6,11 @@
  * call: it is (call sequence mod 2^seqbits) << stepbits | step field, with
  * the widths taken from MPI_TAG_UB (at least 2^15 - 1 by the standard).
  * The step field is the step tag shifted by a hash of the call's signature
- * (mod the field's range less the two side-band tags): one call's steps
- * stay apart, while a message of a call made differently on its sender
- * (another op, root, fan-out or algorithm) almost never matches — it
+ * and of its round of tags (its number past seqbits), mod the field's
+ * range less the two side-band tags: one call's steps stay apart, while a
+ * message of a call made differently on its sender (another op, root,
+ * fan-out or algorithm), or one left over from the call 2^seqbits calls
+ * before, almost never matches — it
  * stalls the receive, and the stalled wait's announcement (watch.c) names
  * the difference, where shared memory compares the signature in the cell.  A
  * receive-and-reduce lands in a pooled staging buffer and is reduced into
@@ -157,7 +159,13 @@ static int map_tag(mpi_xport_t *x, uint64_t tag, uint32_t sig, int *out)
         return weft_error(WEFT_ENOTSUP, "schedule tag %llu exceeds the %d bits this MPI's "
                                         "MPI_TAG_UB leaves for it", (unsigned long long)step,
                           x->stepbits);
-    uint64_t shift = ((uint64_t)sig * 0x9e3779b97f4a7c15ull >> 32) % range;
+    /* the call's round of tags (its number past the tag's bits) is hashed
+     * in with the signature: a message left unread in MPI by a call made
+     * otherwise (no receive took it, and no rank waited for it: docs/MPI.md)
+     * then almost never matches the call 2^seqbits calls later that has
+     * the same tag bits, where it would be taken as that call's own */
+    uint64_t round = seq >> x->seqbits;
+    uint64_t shift = (((uint64_t)sig | round << 32) * 0x9e3779b97f4a7c15ull >> 32) % range;
     *out = (int)((seq & ((1u << x->seqbits) - 1)) << x->stepbits | (step + shift) % range);
     return WEFT_OK;
 }
