@@ -1112,6 +1112,23 @@ static int empty_count(void)
     return 0;
 }
 
+/* n allreduces on c that every rank makes alike, after a call that
+ * returned rc, while the calls end well: the last rc. */
+static int alike_after(int rc, int n, weft_comm_t c)
+{
+    int32_t x = 1;
+    for (int i = 0; i < n && !rc; i++)
+        rc = weft_allreduce(WEFT_IN_PLACE, &x, 1, WEFT_INT32, WEFT_SUM, c);
+    return rc;
+}
+
+/* what (a call that returned rc) and two allreduces after it must end in
+ * a disagreement reported. */
+static void matched_after(int rc, const char *what)
+{
+    expect_mismatch(what, alike_after(rc, 2, world));
+}
+
 /* Every rank makes an empty call, but rank 0 otherwise, then allreduces
  * that match: empty_op an allreduce with another op, empty_root a reduce
  * with another root.  Under the arrival-driven algorithms (mismatch.sh:
@@ -1120,14 +1137,6 @@ static int empty_count(void)
  * matched.  Now an empty call compares itself with its neighbours' call
  * logs, as a board call that posts and leaves does: the job must end in
  * WEFT_EMISMATCH, at that call or the next ones. */
-static void matched_after(int rc, const char *what)
-{
-    int32_t x = 1;
-    for (int i = 0; i < 2 && !rc; i++)
-        rc = weft_allreduce(WEFT_IN_PLACE, &x, 1, WEFT_INT32, WEFT_SUM, world);
-    expect_mismatch(what, rc);
-}
-
 static int empty_op(void)
 {
     weft_comm_set_timeout(world, 5000);
@@ -1142,6 +1151,17 @@ static int empty_root(void)
     matched_after(weft_reduce(NULL, NULL, 0, WEFT_INT32, WEFT_SUM, me == 0 ? P - 1 : 0, world),
                   "reduces of no elements with other roots");
     return 0;
+}
+
+/* The two-tree reduce of five values, each 1000 + this rank, that rank 1
+ * makes with root 2 and the others with root 1 (P = 3). */
+static int rootless_reduce(void)
+{
+    int32_t in[5], out[5];
+    for (int i = 0; i < 5; i++)
+        in[i] = 1000 + me;
+    weft_set_algorithm(world, WEFT_COLL_REDUCE, "twotree", NULL);
+    return weft_reduce(in, out, 5, WEFT_INT32, WEFT_SUM, me == 1 ? 2 : 1, world);
 }
 
 /* A two-tree reduce at P = 3 where rank 1 takes rank 2 for the root and
@@ -1159,14 +1179,7 @@ static int nobody_root(void)
 {
     weft_comm_set_timeout(world, 5000);
     CHECK(P == 3, "nobody_root runs at P = 3, not %d", P);
-    int32_t in[5] = {1, 2, 3, 4, 5}, out[5] = {0};
-    weft_set_algorithm(world, WEFT_COLL_REDUCE, "twotree", NULL);
-    int rc = weft_reduce(in, out, 5, WEFT_INT32, WEFT_SUM, me == 1 ? 2 : 1, world);
-    for (int i = 0; i < 2 && !rc; i++) {
-        int32_t x = 1;
-        rc = weft_allreduce(WEFT_IN_PLACE, &x, 1, WEFT_INT32, WEFT_SUM, world);
-    }
-    expect_mismatch("a reduce that no rank takes itself the root of", rc);
+    matched_after(rootless_reduce(), "a reduce that no rank takes itself the root of");
     return 0;
 }
 
@@ -1182,15 +1195,8 @@ static int leftover_round(void)
 {
     weft_comm_set_timeout(world, 5000);
     CHECK(P == 3, "leftover_round runs at P = 3, not %d", P);
+    int rc = alike_after(rootless_reduce(), 127, world);
     int32_t in[5], out[5];
-    for (int i = 0; i < 5; i++)
-        in[i] = 1000 + me;
-    weft_set_algorithm(world, WEFT_COLL_REDUCE, "twotree", NULL);
-    int rc = weft_reduce(in, out, 5, WEFT_INT32, WEFT_SUM, me == 1 ? 2 : 1, world);
-    for (int c = 1; c < 128 && !rc; c++) {
-        int32_t x = 1;
-        rc = weft_allreduce(WEFT_IN_PLACE, &x, 1, WEFT_INT32, WEFT_SUM, world);
-    }
     for (int i = 0; i < 5; i++)
         in[i] = me + 1, out[i] = -1;
     if (!rc)
@@ -1223,11 +1229,7 @@ static int unseen_empty(void)
         usleep(50000); /* after the reduce's rank has posted, compared and left */
         rc = weft_bcast(NULL, 0, WEFT_INT16, 0, c);
     }
-    for (int i = 0; i < 2 && !rc; i++) {
-        int32_t x = 1;
-        rc = weft_allreduce(WEFT_IN_PLACE, &x, 1, WEFT_INT32, WEFT_SUM, c);
-    }
-    expect_mismatch("a reduce and a bcast of no elements", rc);
+    expect_mismatch("a reduce and a bcast of no elements", alike_after(rc, 2, c));
     return 0;
 }
 
