@@ -1,7 +1,9 @@
 #!/bin/bash
 # `weft sim` as a user runs it: sweeps with CSV and JSON, a GOAL file
 # exported and simulated again to the same time, presets from a file, start
-# times, and every bad input refused with a message naming what was wrong.
+# times, and every bad input refused with a message naming what was wrong;
+# then the tools that share its options (explain, tune, fit) and the bad
+# input of weft stress.
 set -u
 weft=$(readlink -f "$1")
 tmp=$(mktemp -d)
@@ -170,6 +172,15 @@ expect 2 "unknown collective" "$weft" sim frob --algo ring --np 2 --size 8
 expect 2 "required" "$weft" sim allreduce --algo ring --size 8
 expect 2 "no allreduce algorithm 'nosuch'" "$weft" sim allreduce --algo nosuch --np 2 --size 8
 expect 2 "want 1 to 16777216" "$weft" sim allreduce --algo ring --np 0 --size 8
+# a parameter an algorithm named does not take, or a bad value, is the
+# command's error, as weft bench has it; under --algo all only when no
+# algorithm takes it (the others' rows give the reason)
+expect 2 "allreduce ring takes no parameter 'chunks'" "$weft" sim allreduce --algo twotree,ring --np 4 --size 8 --params chunks=4
+expect 2 "chunks=0: expected an integer" "$weft" sim allreduce --algo twotree --np 4 --size 8 --params chunks=0
+expect 2 "takes no parameter 'bogus'" "$weft" sim allreduce --algo all --np 4 --size 8 --params bogus=1
+out=$("$weft" sim allreduce --algo all --np 4 --size 8 --params chunks=4 2>&1) &&
+    grep -q "^ring .*takes no parameter 'chunks'" <<<"$out" && grep -Eq "^twotree +4 +8 +[0-9]" <<<"$out" &&
+    ok || bad "--algo all --params chunks=4: $out"
 expect 2 "want 1 to 16777216" "$weft" sim allreduce --algo ring --np 16777217 --size 8
 expect 2 "--np '8:2'" "$weft" sim allreduce --algo ring --np 8:2 --size 8
 expect 2 "--size" "$weft" sim allreduce --algo ring --np 2 --size abc
@@ -289,6 +300,12 @@ expect 2 "cannot write /nonexistent-dir/p.png" "$weft" sim allreduce --algo ring
 [ -z "$("$weft" sim allreduce --algo ring --np 4 --size 8 --plot /nonexistent-dir/p.png 2>/dev/null)" ] &&
     ok || bad "sim --plot into a missing directory printed to stdout"
 expect 2 "cannot write /nonexistent-dir/m.preset" "$weft" fit --out /nonexistent-dir/m.preset
+# weft stress names the bad value once, and an unknown option as such
+err=$("$weft" stress --np 2 --minutes -1 2>&1 >/dev/null); st=$?
+[ "$st" = 2 ] && grep -q -- "--minutes -1: want a number 0..10000" <<<"$err" &&
+    ! grep -q "unknown" <<<"$err" && ok || bad "stress --minutes -1: exited $st, said: $err"
+expect 2 "--fault nope: want kill, stop, mismatch or refuse" "$weft" stress --fault nope
+expect 2 "unknown or incomplete option '--frob'" "$weft" stress --frob 3
 expect 2 "cannot write /nonexistent-dir/t.tune" "$weft" tune bcast --np 4 --by sim --sizes 8 \
     --out /nonexistent-dir/t.tune
 

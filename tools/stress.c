@@ -1769,10 +1769,18 @@ int cmd_stress(int argc, char **argv)
         else if (!strcmp(a, "--fault-delay") && !parse_num(a, v, 0, 3600000, &x))
             o.fault_delay_ms = (int)x;
         else {
-            if (strncmp(a, "--", 2) || !strcmp(a, "--fault"))
+            /* parse_num has named a known option's bad value already */
+            static const char *const numeric[] = {"--np", "--minutes", "--seed", "--faults",
+                                                  "--threads", "--fault-rank", "--fault-at",
+                                                  "--fault-limit", "--fault-delay"};
+            bool known = false;
+            for (size_t k = 0; k < sizeof numeric / sizeof *numeric; k++)
+                known |= !strcmp(a, numeric[k]);
+            if (!strcmp(a, "--fault") && v)
+                fprintf(stderr, "weft stress: --fault %s: want kill, stop, mismatch or refuse\n",
+                        v);
+            else if (!known)
                 fprintf(stderr, "weft stress: unknown or incomplete option '%s'\n", a);
-            else if (v && strchr("0123456789", v[0]) == NULL)
-                fprintf(stderr, "weft stress: unknown option '%s'\n", a);
             usage(stderr);
             return 2;
         }
