@@ -7,7 +7,8 @@
  * leaves before the last has entered), a peer whose posts say it has not
  * finished its earlier calls (Proven read), split-phase calls waited for
  * in different orders by different ranks, allgathers and reduce_scatters
- * between the other calls, and refusals.  Modes "mismatch", "roots", "reduce_roots",
+ * between the other calls, refusals, and calls of no elements, which wait
+ * for nobody.  Modes "mismatch", "roots", "reduce_roots",
  * "crossed_roots" and "allgather_counts": ranks pass different counts or
  * roots and must fail, not hang. */
 #include <stdint.h>
@@ -474,6 +475,68 @@ static void barrier_holds(weft_comm_t w, weft_comm_t d)
     weft_set_algorithm(d, WEFT_COLL_BARRIER, "auto", NULL);
 }
 
+/* Calls of no elements wait for nobody (empty_call in board.c): every rank
+ * but the last makes a round of them on the board and says so in a file,
+ * and the last makes its own only once all have, so a board that still
+ * waited would hang here (until the CHECK's 60 s).  Then calls that move
+ * data reuse the slots the empty ones did not post in. */
+static void empty_unsynced(weft_comm_t w, const int *all)
+{
+    const char *job = getenv("WEFT_SHM");
+    char path[256];
+    weft_set_algorithm(w, WEFT_COLL_ALLGATHER, "board", NULL);
+    weft_set_algorithm(w, WEFT_COLL_REDUCE_SCATTER, "board", NULL);
+    for (int round = 0; round < 3 && job && P > 1; round++) {
+        if (me == P - 1) {
+            int seen = 0;
+            for (int ms = 0; ms < 60000 && seen < P - 1; ms++) {
+                seen = 0;
+                for (int r = 0; r < P - 1; r++) {
+                    snprintf(path, sizeof path, "/tmp/%s-empty-%d-%d", job, round, r);
+                    seen += access(path, F_OK) == 0;
+                }
+                if (seen < P - 1)
+                    usleep(1000);
+            }
+            CHECK(seen == P - 1, "round %d: %d of %d ranks finished their empty calls while "
+                  "rank %d had made none", round, seen, P - 1, me);
+        }
+        int32_t x = 5, y = 7;
+        for (int k = 0; k < 4; k++)
+            CHECK(weft_allreduce(&x, &y, 0, WEFT_INT32, WEFT_SUM, w) == WEFT_OK &&
+                      weft_bcast(&x, 0, WEFT_INT32, k % P, w) == WEFT_OK &&
+                      weft_reduce(&x, &y, 0, WEFT_INT32, WEFT_MAX, (k + 1) % P, w) == WEFT_OK &&
+                      weft_allgather(&x, &y, 0, WEFT_INT32, w) == WEFT_OK &&
+                      weft_reduce_scatter(&x, &y, 0, WEFT_INT32, WEFT_SUM, w) == WEFT_OK,
+                  "round %d: empty calls: %s", round, weft_last_error());
+        CHECK(x == 5 && y == 7, "round %d: an empty call wrote its buffers: %d %d", round, x, y);
+        CHECK(!strcmp(weft_last_algorithm(w, WEFT_COLL_ALLREDUCE), "board"),
+              "empty allreduce served by %s", weft_last_algorithm(w, WEFT_COLL_ALLREDUCE));
+        if (me < P - 1) {
+            snprintf(path, sizeof path, "/tmp/%s-empty-%d-%d", job, round, me);
+            FILE *f = fopen(path, "w");
+            CHECK(f != NULL, "create %s", path);
+            if (f)
+                fclose(f);
+        }
+        for (int call = 0; call < 12; call++) {
+            int32_t in[3], out[3];
+            for (int i = 0; i < 3; i++)
+                in[i] = val(me, call, i), out[i] = -1;
+            CHECK(weft_allreduce(in, out, 3, WEFT_INT32, WEFT_SUM, w) == WEFT_OK,
+                  "allreduce after empty calls: %s", weft_last_error());
+            for (int i = 0; i < 3; i++)
+                CHECK(out[i] == want(all, P, call, i), "round %d call %d [%d]: %d", round, call,
+                      i, out[i]);
+        }
+        weft_barrier(w);
+        if (me < P - 1)
+            unlink(path);
+    }
+    weft_set_algorithm(w, WEFT_COLL_ALLGATHER, "auto", NULL);
+    weft_set_algorithm(w, WEFT_COLL_REDUCE_SCATTER, "auto", NULL);
+}
+
 /* A slot's payload, in float64: a whole slot, and one element past it. */
 #define SLOT_DOUBLES (SLOT_BYTES / 8)
 static void refusals(weft_comm_t w)
@@ -558,6 +621,7 @@ int main(int argc, char **argv)
     wide_payloads(w, all);
     allgathers(w, all);
     root_runs_ahead(w);
+    empty_unsynced(w, all);
     CHECK(weft_comm_dup(w, &d) == WEFT_OK, "dup");
     board_on(d);
     in_flight(w, d, all);

@@ -23,6 +23,9 @@
  *              dissemination barrier chains lg P waits, each on a rank
  *              that may have no core when ranks outnumber cores.
  *
+ * A call of no elements, the barrier's aside, posts and reads nothing: it
+ * compares itself with its neighbours' call logs and leaves (empty_call).
+ *
  * A slot is chosen by the call's communicator (each live one holds a pair
  * of its own, comm.c) and sequence number, and is rewritten only once every
  * reader of its last contents has counted itself out (the slot's reads), so
@@ -73,7 +76,7 @@
 #include "../exec/engine.h"
 #include "../xport/segment.h"
 
-enum { BOARD_FREE_WAIT = 0, BOARD_POSTED = 1, BOARD_READING = 2, BOARD_READ = 3 };
+enum { BOARD_FREE_WAIT = 0, BOARD_POSTED = 1, BOARD_READING = 2, BOARD_READ = 3, BOARD_EMPTY = 4 };
 
 static board_slot_t *slot_of(const exec_t *e, int rank)
 {
@@ -94,8 +97,22 @@ static size_t bytes_of(const exec_t *e) { return e->desc->count * e->esize; }
 static bool is_root(const exec_t *e) { return e->s->rank == e->desc->root; }
 
 /* Every rank posts and reads every other slot. */
+/* A call of no elements, but a barrier, has nothing to post or read: it
+ * compares itself with its neighbours' call logs and leaves (board_progress),
+ * as an arrival-driven one does, instead of waiting for every peer to
+ * post: an empty allreduce at 3 ranks on 2 cores took 2.8-4.2 us waiting
+ * for the rank without a core (PERFORMANCE-LOG.md, "Empty calls").  MPI
+ * asks no collective but the barrier to synchronise, and MPI libraries
+ * return from an empty one at once. */
+static bool empty_call(const exec_t *e)
+{
+    return e->desc->count == 0 && e->desc->coll != WEFT_COLL_BARRIER;
+}
+
 static bool all_to_all(const exec_t *e)
 {
+    if (empty_call(e))
+        return false;
     return e->desc->coll == WEFT_COLL_ALLREDUCE || e->desc->coll == WEFT_COLL_BARRIER ||
            e->desc->coll == WEFT_COLL_ALLGATHER || e->desc->coll == WEFT_COLL_REDUCE_SCATTER;
 }
@@ -110,12 +127,12 @@ static size_t posted_bytes(const exec_t *e)
 /* What this rank does in the call: post its bytes, read the others'. */
 static bool posts(const exec_t *e)
 {
-    return all_to_all(e) || (e->desc->coll == WEFT_COLL_BCAST) == is_root(e);
+    return !empty_call(e) && (all_to_all(e) || (e->desc->coll == WEFT_COLL_BCAST) == is_root(e));
 }
 
 static bool reads(const exec_t *e)
 {
-    return all_to_all(e) || (e->desc->coll == WEFT_COLL_REDUCE) == is_root(e);
+    return !empty_call(e) && (all_to_all(e) || (e->desc->coll == WEFT_COLL_REDUCE) == is_root(e));
 }
 
 /* A slot's bytes are read by every peer, except in a reduce (the root). */
@@ -246,9 +263,11 @@ static void prefetch_next_slot(const exec_t *e)
 static void board_start(exec_t *e)
 {
     e->br.slot = slot_index(e->desc->key);
-    e->br.phase = posts(e) ? BOARD_FREE_WAIT : BOARD_READING;
+    e->br.phase = empty_call(e) ? BOARD_EMPTY : posts(e) ? BOARD_FREE_WAIT : BOARD_READING;
     e->br.peers_ordered = true;
     read_range(e, &e->br.next, &e->br.end);
+    if (e->br.phase == BOARD_EMPTY)
+        e->br.next = e->br.end; /* waits for nobody */
 }
 
 /* A peer's slot holds this call made differently: say how, end the job. */
@@ -367,9 +386,9 @@ static int neighbour_differing(xport_t *x, const int *world, int rank, int P, ui
 /* A rank that posted and leaves without reading has seen none of its
  * peers: like a schedule that only sends, it compares its call with the
  * logs of two neighbours (a root in its own eyes only differs from all).
- * So does an arrival-driven call of no elements, which neither posts nor
- * reads (board_check_unread).  mine: this rank's slot, NULL for the
- * latter. */
+ * So does a call of no elements, which neither posts nor reads (the
+ * board's own, and an arrival-driven one's: board_check_unread).  mine:
+ * this rank's slot, NULL for the latter. */
 static int check_neighbours(exec_t *e, const board_slot_t *mine)
 {
     int P = e->s->nrank, me = e->s->rank;
@@ -574,6 +593,11 @@ static int board_progress(exec_t *e)
 {
     int moved = 0, bad = -1;
     bool posted = false;
+    if (e->br.phase == BOARD_EMPTY) {
+        e->br.phase = BOARD_READ;
+        e->moved = 1;
+        return check_neighbours(e, NULL) ?: 1;
+    }
     if (e->br.phase == BOARD_FREE_WAIT) {
         if (!post(e))
             goto idle;
@@ -610,6 +634,8 @@ idle:
 static bool board_ready(void *arg)
 {
     const exec_t *e = arg;
+    if (e->br.phase == BOARD_EMPTY)
+        return true;
     if (e->br.phase == BOARD_FREE_WAIT)
         return slot_may_post(e, slot_of(e, e->s->rank));
     return e->br.next < e->br.end &&
