@@ -56,6 +56,14 @@ for algo in hier_pap pap_chain pap_leader shm_twostep adaptive; do
     for np in 2 3 5; do scenario empty_op $np nonzero; done
     unset WEFT_ALLREDUCE_ALGO
 done
+# a rank running ahead through empty calls, one made otherwise among them:
+# the board's and, on one machine, the arrival-driven algorithms' empty
+# calls run at most one call ahead of a neighbour that has not made it
+for algo in board pap_leader pap_chain; do
+    export WEFT_ALLREDUCE_ALGO=$algo
+    for np in 2 3 5; do scenario empty_run_ahead $np nonzero; done
+    unset WEFT_ALLREDUCE_ALGO
+done
 export WEFT_REDUCE_ALGO=pap_chain
 for np in 2 3 5; do scenario empty_root $np nonzero; done
 unset WEFT_REDUCE_ALGO

@@ -1153,6 +1153,29 @@ static int empty_root(void)
     return 0;
 }
 
+/* Rank 0 runs ahead through 64 empty allreduces while the others sleep
+ * first; the last rank makes the 33rd with another op.  An empty call
+ * waits for nobody, and until 2026-12-07 rank 0 found none of those calls
+ * made by its neighbours yet, and they, when they made them, found its
+ * records gone from its log (16 calls): every rank went on.  Now a rank
+ * runs at most one empty call ahead of a neighbour that has not made it
+ * (board.c, empty_progress), under the board and, on one machine, the
+ * arrival-driven algorithms (mismatch.sh): the job must end in
+ * WEFT_EMISMATCH. */
+static int empty_run_ahead(void)
+{
+    weft_comm_set_timeout(world, 5000);
+    if (me != 0)
+        usleep(50000);
+    int rc = 0;
+    for (int i = 0; i < 64 && !rc; i++)
+        rc = weft_allreduce(NULL, NULL, 0, WEFT_INT32,
+                            me == P - 1 && i == 32 ? WEFT_MAX : WEFT_SUM, world);
+    matched_after(rc, "64 empty allreduces, the 33rd made with another op on the last rank, "
+                      "rank 0 running ahead");
+    return 0;
+}
+
 /* The two-tree reduce of five values, each 1000 + this rank, that rank 1
  * makes with root 2 and the others with root 1 (P = 3). */
 static int rootless_reduce(void)
@@ -1336,6 +1359,7 @@ int main(int argc, char **argv)
                {"unseen_empty", unseen_empty, 1},
                {"empty_count", empty_count, 1}, {"empty_op", empty_op, 1},
                {"empty_root", empty_root, 1}, {"nobody_root", nobody_root, 1},
+               {"empty_run_ahead", empty_run_ahead, 1},
                {"leftover_round", leftover_round, 1}, {"last_rank", last_rank, 1},
                {"split_abort", split_abort, 1}, {"split_abort_dup", split_abort_dup, 1},
                {"batch_other_comm", batch_other_comm, 1}, {"refused_reuse", refused_reuse, 0},

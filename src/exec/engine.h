@@ -48,6 +48,9 @@ typedef struct board_run {
     /* for board_finished: every peer's post that this rank read was
      * ordered (an allreduce's or barrier's: all peers) */
     bool peers_ordered;
+    /* a call of no elements waiting for the one before it to be settled
+     * (board.c, empty_progress): since when, 0 not yet */
+    uint64_t empty_since_ns;
 } board_run_t;
 
 /* What a communicator's board and arrival-driven calls on this rank leave

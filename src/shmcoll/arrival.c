@@ -455,9 +455,12 @@ bool arrival_trivial(exec_t *e)
         return false;
     /* no step of this call would ever meet a peer's: without a look at
      * the neighbours' logs, empty calls made with other ops or roots
-     * would all end well.  Where the ranks span machines (hier_pap) a
-     * neighbour's log may be out of reach, so there an empty call runs
-     * its steps like any other, and the peers it meets compare it. */
+     * would all end well.  (On one machine api.c hands such calls to the
+     * board's empty path, which also bounds how far a rank runs ahead;
+     * this look serves the calls that reach here all the same.)  Where
+     * the ranks span machines (hier_pap) a neighbour's log may be out of
+     * reach, so there an empty call runs its steps like any other, and
+     * the peers it meets compare it. */
     int rc = e->s->nrank > 1 ? board_check_unread(e) : 0;
     if (rc)
         e->err = -rc;

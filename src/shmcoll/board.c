@@ -266,8 +266,9 @@ static void board_start(exec_t *e)
     e->br.phase = empty_call(e) ? BOARD_EMPTY : posts(e) ? BOARD_FREE_WAIT : BOARD_READING;
     e->br.peers_ordered = true;
     read_range(e, &e->br.next, &e->br.end);
-    if (e->br.phase == BOARD_EMPTY)
-        e->br.next = e->br.end; /* waits for nobody */
+    if (e->br.phase == BOARD_EMPTY) /* reads no slot: board_waiting_for */
+        e->br.next = e->br.end;
+    e->br.empty_since_ns = 0;
 }
 
 /* A peer's slot holds this call made differently: say how, end the job. */
@@ -375,12 +376,22 @@ static int neighbour_differing(xport_t *x, const int *world, int rank, int P, ui
     for (int k = 0; k < 2; k++) {
         if (k && nb[1] == nb[0])
             break;
-        if (x->ops->peer_view(x, world[nb[k]], key, true, v) || !v->found)
+        if (x->ops->peer_view(x, world[nb[k]], key, true, v))
             *unseen = true;
+        else if (!v->found) /* not made yet, or ended and its record gone */
+            *unseen |= !v->ended_well;
         else if ((v->call.sig & mask) != (sig & mask))
             return nb[k];
     }
     return -1;
+}
+
+/* bc->unchecked's word for this call: context id << 48 | call number <<
+ * 24 | the low 24 bits of its signature. */
+static uint64_t unchecked_word(const exec_t *e)
+{
+    uint64_t k = e->desc->key;
+    return (k >> 32) << 48 | (k & CALL_NUM_MASK) << 24 | (e->desc->sig & 0xffffffu);
 }
 
 /* A rank that posted and leaves without reading has seen none of its
@@ -406,13 +417,8 @@ static int check_neighbours(exec_t *e, const board_slot_t *mine)
      * that move data, where the other side's steps wait or send and so
      * compare, and a bcast's root posting ahead of its readers would pay
      * two more looks at the logs in every call */
-    if (unseen && e->desc->count == 0) {
-        uint64_t k = e->desc->key;
-        atomic_store_explicit(&e->bc->unchecked,
-                              (k >> 32) << 48 | (k & CALL_NUM_MASK) << 24 |
-                                  (e->desc->sig & 0xffffffu),
-                              memory_order_relaxed);
-    }
+    if (unseen && e->desc->count == 0)
+        atomic_store_explicit(&e->bc->unchecked, unchecked_word(e), memory_order_relaxed);
     return 0;
 }
 
@@ -509,15 +515,10 @@ static int recheck_sent(board_comm_t *bc, xport_t *x, const int *world, int rank
     return 0;
 }
 
-int board_recheck(board_comm_t *bc, xport_t *x, const int *world, int rank, int P)
+/* The empty call in bc->unchecked compared again with its neighbours'
+ * records: forgotten once both have made it alike (or ended it). */
+static int recheck_unchecked(board_comm_t *bc, xport_t *x, const int *world, int rank, int P)
 {
-    if (P < 2 || !x->ops->peer_view)
-        return 0;
-    if (atomic_load_explicit(&bc->sent_peer, memory_order_relaxed)) {
-        int rc = recheck_sent(bc, x, world, rank);
-        if (rc)
-            return rc;
-    }
     uint64_t w = atomic_load_explicit(&bc->unchecked, memory_order_relaxed);
     if (!w)
         return 0;
@@ -531,6 +532,18 @@ int board_recheck(board_comm_t *bc, xport_t *x, const int *world, int rank, int 
     if (!unseen) /* settled, unless a newer one came meanwhile */
         atomic_compare_exchange_strong(&bc->unchecked, &w, 0);
     return 0;
+}
+
+int board_recheck(board_comm_t *bc, xport_t *x, const int *world, int rank, int P)
+{
+    if (P < 2 || !x->ops->peer_view)
+        return 0;
+    if (atomic_load_explicit(&bc->sent_peer, memory_order_relaxed)) {
+        int rc = recheck_sent(bc, x, world, rank);
+        if (rc)
+            return rc;
+    }
+    return recheck_unchecked(bc, x, world, rank, P);
 }
 
 int board_check_unread(exec_t *e) { return check_neighbours(e, NULL); }
@@ -589,15 +602,55 @@ static int read_slots(exec_t *e, int *moved, int *bad)
     return 1;
 }
 
+/* An empty call leaves without waiting for its peers, but a rank runs at
+ * most one such call ahead of a neighbour that has not made it yet (the
+ * one bc->unchecked holds): the next waits until that one is settled.
+ * Else a rank running on through many empty calls would find none made by
+ * its neighbour, and the neighbour, when it made them, none of this
+ * rank's records, which the log keeps for SEG_CALLLOG calls only: a call
+ * made otherwise would pass unseen (tests/test_board.c, empty_run_ahead).
+ * After EMPTY_SETTLE_NS of waiting the earlier call is left unsettled, so
+ * that a neighbour whose record has gone for another reason (its calls on
+ * other communicators took the log's place) cannot hang this one.  Each
+ * empty call wakes its neighbours, one of which may wait so. */
+#define EMPTY_SETTLE_NS 1000000000ull
+static int empty_progress(exec_t *e)
+{
+    board_comm_t *bc = e->bc;
+    int P = e->s->nrank, me = e->s->rank;
+    uint64_t w = atomic_load_explicit(&bc->unchecked, memory_order_relaxed);
+    if (w && w != unchecked_word(e)) {
+        int rc = recheck_unchecked(bc, e->x, e->world, me, P);
+        if (rc)
+            return -rc;
+        if (atomic_load_explicit(&bc->unchecked, memory_order_relaxed) == w) {
+            uint64_t now = weft_now_ns();
+            if (!e->br.empty_since_ns)
+                e->br.empty_since_ns = now;
+            if (now - e->br.empty_since_ns < EMPTY_SETTLE_NS) {
+                e->moved = 0;
+                int h = e->x->ops->health(e->x);
+                return h ? -h : 0;
+            }
+            atomic_compare_exchange_strong(&bc->unchecked, &w, 0);
+        }
+    }
+    e->br.phase = BOARD_READ;
+    e->moved = 1;
+    int rc = check_neighbours(e, NULL);
+    if (P > 1) {
+        int nb[2] = {e->world[(me + 1) % P], e->world[(me + P - 1) % P]};
+        e->x->ops->wake_ranks(e->x, nb, P > 2 ? 2 : 1);
+    }
+    return rc ?: 1;
+}
+
 static int board_progress(exec_t *e)
 {
     int moved = 0, bad = -1;
     bool posted = false;
-    if (e->br.phase == BOARD_EMPTY) {
-        e->br.phase = BOARD_READ;
-        e->moved = 1;
-        return check_neighbours(e, NULL) ?: 1;
-    }
+    if (e->br.phase == BOARD_EMPTY)
+        return empty_progress(e);
     if (e->br.phase == BOARD_FREE_WAIT) {
         if (!post(e))
             goto idle;
@@ -634,8 +687,9 @@ idle:
 static bool board_ready(void *arg)
 {
     const exec_t *e = arg;
-    if (e->br.phase == BOARD_EMPTY)
-        return true;
+    if (e->br.phase == BOARD_EMPTY) /* a neighbour's empty call wakes it */
+        return !atomic_load_explicit(&e->bc->unchecked, memory_order_relaxed) ||
+               !e->br.empty_since_ns;
     if (e->br.phase == BOARD_FREE_WAIT)
         return slot_may_post(e, slot_of(e, e->s->rank));
     return e->br.next < e->br.end &&
@@ -648,7 +702,13 @@ static bool board_ready(void *arg)
  * is named (the watch fails only on what it proves). */
 static int board_waiting_for(const exec_t *e, int *ranks, int max)
 {
-    int n = 0;
+    int n = 0, P = e->s->nrank, me = e->s->rank;
+    if (e->br.phase == BOARD_EMPTY) { /* empty_progress: its neighbours */
+        for (int k = 1; k >= -1 && n < max && P > 1; k -= 2)
+            if ((me + P + k) % P != me && (n == 0 || ranks[0] != (me + P + k) % P))
+                ranks[n++] = (me + P + k) % P;
+        return n;
+    }
     bool freeing = e->br.phase == BOARD_FREE_WAIT;
     for (int q = freeing ? 0 : e->br.next; q < (freeing ? e->s->nrank : e->br.end) && n < max;
          q++)
