@@ -687,9 +687,17 @@ idle:
 static bool board_ready(void *arg)
 {
     const exec_t *e = arg;
-    if (e->br.phase == BOARD_EMPTY) /* a neighbour's empty call wakes it */
-        return !atomic_load_explicit(&e->bc->unchecked, memory_order_relaxed) ||
-               !e->br.empty_since_ns;
+    if (e->br.phase == BOARD_EMPTY) { /* empty_progress: the earlier call settled */
+        uint64_t w = atomic_load_explicit(&e->bc->unchecked, memory_order_relaxed);
+        if (!w || !e->br.empty_since_ns)
+            return true;
+        bool unseen;
+        peer_view_t v;
+        uint64_t key = (w >> 48) << 32 | (w >> 24 & CALL_NUM_MASK);
+        return neighbour_differing(e->x, e->world, e->s->rank, e->s->nrank, key,
+                                   (uint32_t)(w & 0xffffffu), 0xffffffu, &unseen, &v) >= 0 ||
+               !unseen;
+    }
     if (e->br.phase == BOARD_FREE_WAIT)
         return slot_may_post(e, slot_of(e, e->s->rank));
     return e->br.next < e->br.end &&
