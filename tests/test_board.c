@@ -475,18 +475,20 @@ static void barrier_holds(weft_comm_t w, weft_comm_t d)
     weft_set_algorithm(d, WEFT_COLL_BARRIER, "auto", NULL);
 }
 
-/* Calls of no elements wait for nobody (empty_call in board.c): every rank
- * but the last makes a round of them on the board and says so in a file,
- * and the last makes its own only once all have, so a board that still
- * waited would hang here (until the CHECK's 60 s).  Then calls that move
- * data reuse the slots the empty ones did not post in. */
+/* A call of no elements waits for nobody (empty_call in board.c), though
+ * a rank runs at most one such call ahead of a neighbour that has not made
+ * it (empty_progress): in each round every rank but the last makes one, of
+ * each collective in turn, and says so in a file, and the last makes its
+ * own only once all have, so a board that still waited would hang here
+ * (until the CHECK's 60 s).  Then calls that move data reuse the slots the
+ * empty ones did not post in. */
 static void empty_unsynced(weft_comm_t w, const int *all)
 {
     const char *job = getenv("WEFT_SHM");
     char path[256];
     weft_set_algorithm(w, WEFT_COLL_ALLGATHER, "board", NULL);
     weft_set_algorithm(w, WEFT_COLL_REDUCE_SCATTER, "board", NULL);
-    for (int round = 0; round < 3 && job && P > 1; round++) {
+    for (int round = 0; round < 10 && job && P > 1; round++) {
         if (me == P - 1) {
             int seen = 0;
             for (int ms = 0; ms < 60000 && seen < P - 1; ms++) {
@@ -498,20 +500,20 @@ static void empty_unsynced(weft_comm_t w, const int *all)
                 if (seen < P - 1)
                     usleep(1000);
             }
-            CHECK(seen == P - 1, "round %d: %d of %d ranks finished their empty calls while "
-                  "rank %d had made none", round, seen, P - 1, me);
+            CHECK(seen == P - 1, "round %d: %d of %d ranks finished their empty call while "
+                  "rank %d had not made it", round, seen, P - 1, me);
         }
         int32_t x = 5, y = 7;
-        for (int k = 0; k < 4; k++)
-            CHECK(weft_allreduce(&x, &y, 0, WEFT_INT32, WEFT_SUM, w) == WEFT_OK &&
-                      weft_bcast(&x, 0, WEFT_INT32, k % P, w) == WEFT_OK &&
-                      weft_reduce(&x, &y, 0, WEFT_INT32, WEFT_MAX, (k + 1) % P, w) == WEFT_OK &&
-                      weft_allgather(&x, &y, 0, WEFT_INT32, w) == WEFT_OK &&
-                      weft_reduce_scatter(&x, &y, 0, WEFT_INT32, WEFT_SUM, w) == WEFT_OK,
-                  "round %d: empty calls: %s", round, weft_last_error());
+        int rc;
+        switch (round % 5) {
+        case 0: rc = weft_allreduce(&x, &y, 0, WEFT_INT32, WEFT_SUM, w); break;
+        case 1: rc = weft_bcast(&x, 0, WEFT_INT32, round % P, w); break;
+        case 2: rc = weft_reduce(&x, &y, 0, WEFT_INT32, WEFT_MAX, round % P, w); break;
+        case 3: rc = weft_allgather(&x, &y, 0, WEFT_INT32, w); break;
+        default: rc = weft_reduce_scatter(&x, &y, 0, WEFT_INT32, WEFT_SUM, w); break;
+        }
+        CHECK(rc == WEFT_OK, "round %d: empty call: %s", round, weft_last_error());
         CHECK(x == 5 && y == 7, "round %d: an empty call wrote its buffers: %d %d", round, x, y);
-        CHECK(!strcmp(weft_last_algorithm(w, WEFT_COLL_ALLREDUCE), "board"),
-              "empty allreduce served by %s", weft_last_algorithm(w, WEFT_COLL_ALLREDUCE));
         if (me < P - 1) {
             snprintf(path, sizeof path, "/tmp/%s-empty-%d-%d", job, round, me);
             FILE *f = fopen(path, "w");
