@@ -96,9 +96,8 @@ static size_t bytes_of(const exec_t *e) { return e->desc->count * e->esize; }
 
 static bool is_root(const exec_t *e) { return e->s->rank == e->desc->root; }
 
-/* Every rank posts and reads every other slot. */
 /* A call of no elements, but a barrier, has nothing to post or read: it
- * compares itself with its neighbours' call logs and leaves (board_progress),
+ * compares itself with its neighbours' call logs and leaves (empty_progress),
  * as an arrival-driven one does, instead of waiting for every peer to
  * post: an empty allreduce at 3 ranks on 2 cores took 2.8-4.2 us waiting
  * for the rank without a core (PERFORMANCE-LOG.md, "Empty calls").  MPI
@@ -109,6 +108,7 @@ static bool empty_call(const exec_t *e)
     return e->desc->count == 0 && e->desc->coll != WEFT_COLL_BARRIER;
 }
 
+/* Every rank posts and reads every other slot. */
 static bool all_to_all(const exec_t *e)
 {
     if (empty_call(e))
@@ -394,6 +394,17 @@ static uint64_t unchecked_word(const exec_t *e)
     return (k >> 32) << 48 | (k & CALL_NUM_MASK) << 24 | (e->desc->sig & 0xffffffu);
 }
 
+/* The call of such a word, its key and signature's low bits, compared
+ * with the neighbours' records: a neighbour that made it otherwise, or -1
+ * (*unseen: one has not made it yet). */
+static int unchecked_differing(xport_t *x, const int *world, int rank, int P, uint64_t w,
+                               bool *unseen, peer_view_t *v)
+{
+    uint64_t key = (w >> 48) << 32 | (w >> 24 & CALL_NUM_MASK);
+    return neighbour_differing(x, world, rank, P, key, (uint32_t)(w & 0xffffffu), 0xffffffu,
+                               unseen, v);
+}
+
 /* A rank that posted and leaves without reading has seen none of its
  * peers: like a schedule that only sends, it compares its call with the
  * logs of two neighbours (a root in its own eyes only differs from all).
@@ -522,13 +533,13 @@ static int recheck_unchecked(board_comm_t *bc, xport_t *x, const int *world, int
     uint64_t w = atomic_load_explicit(&bc->unchecked, memory_order_relaxed);
     if (!w)
         return 0;
-    uint64_t key = (w >> 48) << 32 | (w >> 24 & CALL_NUM_MASK);
-    uint32_t sig24 = (uint32_t)(w & 0xffffffu);
     bool unseen;
     peer_view_t v;
-    int q = neighbour_differing(x, world, rank, P, key, sig24, 0xffffffu, &unseen, &v);
+    int q = unchecked_differing(x, world, rank, P, w, &unseen, &v);
     if (q >= 0)
-        return made_otherwise(x, world[rank], world[q], &v, key, sig24, NULL);
+        return made_otherwise(x, world[rank], world[q], &v,
+                              (w >> 48) << 32 | (w >> 24 & CALL_NUM_MASK),
+                              (uint32_t)(w & 0xffffffu), NULL);
     if (!unseen) /* settled, unless a newer one came meanwhile */
         atomic_compare_exchange_strong(&bc->unchecked, &w, 0);
     return 0;
@@ -608,7 +619,7 @@ static int read_slots(exec_t *e, int *moved, int *bad)
  * Else a rank running on through many empty calls would find none made by
  * its neighbour, and the neighbour, when it made them, none of this
  * rank's records, which the log keeps for SEG_CALLLOG calls only: a call
- * made otherwise would pass unseen (tests/test_board.c, empty_run_ahead).
+ * made otherwise would pass unseen (test_mismatch.c, empty_run_ahead).
  * After EMPTY_SETTLE_NS of waiting the earlier call is left unsettled, so
  * that a neighbour whose record has gone for another reason (its calls on
  * other communicators took the log's place) cannot hang this one.  Each
@@ -693,10 +704,8 @@ static bool board_ready(void *arg)
             return true;
         bool unseen;
         peer_view_t v;
-        uint64_t key = (w >> 48) << 32 | (w >> 24 & CALL_NUM_MASK);
-        return neighbour_differing(e->x, e->world, e->s->rank, e->s->nrank, key,
-                                   (uint32_t)(w & 0xffffffu), 0xffffffu, &unseen, &v) >= 0 ||
-               !unseen;
+        int q = unchecked_differing(e->x, e->world, e->s->rank, e->s->nrank, w, &unseen, &v);
+        return q >= 0 || !unseen;
     }
     if (e->br.phase == BOARD_FREE_WAIT)
         return slot_may_post(e, slot_of(e, e->s->rank));
