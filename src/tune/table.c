@@ -230,7 +230,15 @@
  * us at 4-8 bytes a block against recursive halving's 0.62-0.72 (Open
  * MPI's 0.49-0.61), 0.44-0.46 against 0.68-0.92 at 64-512, 0.67-0.68
  * against 0.92-0.95 at 1024; at 3 ranks on the 2 cores 10.8-11.3 against
- * 11.5-12.3 to 768 bytes.  The 2-rank allgather then: 0.32 at 4-8 bytes a
+ * 11.5-12.3 to 768 bytes.  At 4-8 ranks on the 2 cores it lost on the
+ * first Intel VM (23 us against 13 at 4 ranks, 4-2048 bytes) and won on a
+ * later one (260 MiB of L3, 2026-12-07, three runs, us): the allgather of
+ * 4-2048 byte blocks 2.9-4.9 against recursive doubling's 5.1-6.9 at 4
+ * ranks, 4.8-7.3 against Bruck's 9.8-15.0 at 6, 7.0-14.1 against 18.9-40.5
+ * at 8; the reduce-scatter of 16 bytes-8 KiB in all 2.9-6.6 against
+ * recursive halving's 5.4-8.8 at 4 ranks, 24 bytes-1.5 KiB 4.8-6.6
+ * against 11.6-12.6 at 6, 32-512 bytes 7.0-12.7 against 18.4-19.0 at 8.
+ * So it serves both at 4-8 ranks, as far as these runs went.  The 2-rank allgather then: 0.32 at 4-8 bytes a
  * block, 0.43-0.82 at 64-1024 against recursive doubling's 0.68-1.20 and
  * Open MPI's 0.46-1.21, 0.74-0.76 against 1.37-1.47 at 2048.  Calls of
  * no elements take the board at every rank count: it posts and reads
@@ -384,7 +392,9 @@ static const char builtin_text[] =
     "reduce_scatter   commutative     3-3         6145-3M       pairwise\n"
     "reduce_scatter   commutative     3-3         3145729-*     ring\n"
     "reduce_scatter   commutative     4-*         0-0           board|recursive_halving\n"
-    "reduce_scatter   commutative     4-*         1-64K         recursive_halving\n"
+    "reduce_scatter   commutative     4-8         1-2K          board|recursive_halving\n"
+    "reduce_scatter   commutative     4-8         2049-64K      recursive_halving\n"
+    "reduce_scatter   commutative     9-*         1-64K         recursive_halving\n"
     "reduce_scatter   commutative     4-8         65537-1536K   ring\n"
     "reduce_scatter   commutative     4-8         1572865-*     pairwise\n"
     "reduce_scatter   commutative     9-*         65537-*       ring\n"
@@ -394,8 +404,12 @@ static const char builtin_text[] =
     "allgather        any             3-3         0-6K          board|bruck\n"
     "allgather        any             3-3         6145-64K      bruck\n"
     "allgather        any             4-*         0-0           board|recursive_doubling\n"
-    "allgather        any             4-*:pow2    1-64K         recursive_doubling\n"
-    "allgather        any             4-*:notpow2 1-64K         bruck\n"
+    "allgather        any             4-8:pow2    1-8K          board|recursive_doubling\n"
+    "allgather        any             4-8:notpow2 1-8K          board|bruck\n"
+    "allgather        any             4-8:pow2    8193-64K      recursive_doubling\n"
+    "allgather        any             4-8:notpow2 8193-64K      bruck\n"
+    "allgather        any             9-*:pow2    1-64K         recursive_doubling\n"
+    "allgather        any             9-*:notpow2 1-64K         bruck\n"
     "allgather        any             *           65537-*       ring\n"
     "scatter          any             *           *             binomial\n"
     "gather           any             *           *             binomial\n"
