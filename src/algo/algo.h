@@ -257,12 +257,6 @@ int board_recheck(struct board_comm *bc, struct xport *x, const int *world, int 
  * the next calls start. */
 struct call_desc;
 void board_note_unseen(struct board_comm *bc, const struct call_desc *d, int peer);
-/* A call that moves nothing and reads no peer (an arrival-driven call of
- * no elements): its call compared with its two neighbours' call logs now,
- * and again at the next calls where one has not made it yet, as a board
- * call that posts and leaves is; 0, or the negative weft error (the job
- * ends) where one made it otherwise. */
-int board_check_unread(struct exec *e);
 int algo_board_build(sched_t *s, const coll_args_t *a);
 int algo_board_usable(const coll_args_t *a, char *why, size_t len);
 /* The arrival-driven algorithms (src/shmcoll: arrival.c, pap_leader.c,

@@ -573,7 +573,7 @@ static void arm_exec(weft_comm_t comm, weft_request_t r, const call_memo_t *m, w
      * how far a rank runs ahead of a neighbour through such calls, so that
      * one made otherwise is still compared */
     if (r->e.board && r->e.board != &board_ops && r->desc.count == 0 && r->e.nnodes == 1 &&
-        comm->x->ops->peer_view && r->desc.coll != WEFT_COLL_BARRIER)
+        r->desc.coll != WEFT_COLL_BARRIER)
         r->e.board = &board_ops;
 }
 

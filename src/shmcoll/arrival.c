@@ -451,19 +451,13 @@ int arrival_idle(exec_t *e, int moved)
 bool arrival_trivial(exec_t *e)
 {
     size_t bytes = arrival_bytes(e);
-    if (e->s->nrank > 1 && (bytes || e->nnodes > 1))
+    /* one rank alone.  An empty call of more ranks on one machine takes
+     * the board's empty path (api.c, arm_exec), which compares it with the
+     * neighbours' call logs; where the ranks span machines (hier_pap) a
+     * neighbour's log may be out of reach, so there an empty call runs its
+     * steps like any other, and the peers it meets compare it. */
+    if (e->s->nrank > 1)
         return false;
-    /* no step of this call would ever meet a peer's: without a look at
-     * the neighbours' logs, empty calls made with other ops or roots
-     * would all end well.  (On one machine api.c hands such calls to the
-     * board's empty path, which also bounds how far a rank runs ahead;
-     * this look serves the calls that reach here all the same.)  Where
-     * the ranks span machines (hier_pap) a neighbour's log may be out of
-     * reach, so there an empty call runs its steps like any other, and
-     * the peers it meets compare it. */
-    int rc = e->s->nrank > 1 ? board_check_unread(e) : 0;
-    if (rc)
-        e->err = -rc;
     if (bytes && e->buf[BUF_OUT] != e->buf[BUF_IN])
         copy_bytes(e->buf[BUF_OUT], e->buf[BUF_IN], bytes);
     return true;

@@ -78,9 +78,9 @@ int arrival_chain_recv(exec_t *e, char *acc);
  * returns now (arrival_idle's, or the transport's error). */
 #define ARRIVAL_ALL (-1)
 bool arrival_await(exec_t *e, int i, int *moved, int *ret);
-/* One rank, or no bytes on one machine: the call is done at its start
- * (the input copied to the output where they differ); true then, with
- * e->err set where a neighbour's log shows the empty call made otherwise. */
+/* One rank: the call is done at its start (the input copied to the output
+ * where they differ); true then.  (Empty calls of more ranks on one
+ * machine never get here: api.c gives them the board's empty path.) */
 bool arrival_trivial(exec_t *e);
 
 /* board_ops members shared by the algorithms. */

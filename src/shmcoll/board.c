@@ -285,7 +285,7 @@ static int differs(exec_t *e, int q, const board_slot_t *ps)
                  "%08x vs %08x, %u vs %llu bytes): do all ranks pass the same count, datatype, "
                  "op, root and algorithm?", e->s->rank, q, (unsigned)e->sig, (unsigned)ps->sig,
                  (unsigned)ps->len, (unsigned long long)posted_bytes(e));
-    else /* no slot (board_check_unread), and the peer's record, seen to
+    else /* no slot (an empty call), and the peer's record, seen to
           * differ, has left its log since: the signatures alone */
         snprintf(msg, sizeof msg, "rank %d and rank %d disagree on a collective (rank %d "
                  "made it with signature %08x, rank %d otherwise): do all ranks pass the same "
@@ -368,14 +368,20 @@ static void finish_reading(exec_t *e)
  * other than sig, its record in *v; -1 where none does.  *unseen where a
  * neighbour has no record of the call (not made yet, or its record gone):
  * nothing is proven there. */
+/* A rank's neighbours on the ring of the communicator: how many (one at
+ * P = 2, none alone), in nb. */
+static int neighbours(int rank, int P, int nb[2])
+{
+    nb[0] = (rank + 1) % P, nb[1] = (rank + P - 1) % P;
+    return P < 2 ? 0 : P == 2 ? 1 : 2;
+}
+
 static int neighbour_differing(xport_t *x, const int *world, int rank, int P, uint64_t key,
                                uint32_t sig, uint32_t mask, bool *unseen, peer_view_t *v)
 {
-    int nb[2] = {(rank + 1) % P, (rank + P - 1) % P};
+    int nb[2], n = neighbours(rank, P, nb);
     *unseen = false;
-    for (int k = 0; k < 2; k++) {
-        if (k && nb[1] == nb[0])
-            break;
+    for (int k = 0; k < n; k++) {
         if (x->ops->peer_view(x, world[nb[k]], key, true, v))
             *unseen = true;
         else if (!v->found) /* not made yet, or ended and its record gone */
@@ -408,9 +414,8 @@ static int unchecked_differing(xport_t *x, const int *world, int rank, int P, ui
 /* A rank that posted and leaves without reading has seen none of its
  * peers: like a schedule that only sends, it compares its call with the
  * logs of two neighbours (a root in its own eyes only differs from all).
- * So does a call of no elements, which neither posts nor reads (the
- * board's own, and an arrival-driven one's: board_check_unread).  mine:
- * this rank's slot, NULL for the latter. */
+ * So does a call of no elements, which neither posts nor reads
+ * (empty_progress).  mine: this rank's slot, NULL for the latter. */
 static int check_neighbours(exec_t *e, const board_slot_t *mine)
 {
     int P = e->s->nrank, me = e->s->rank;
@@ -557,8 +562,6 @@ int board_recheck(board_comm_t *bc, xport_t *x, const int *world, int rank, int 
     return recheck_unchecked(bc, x, world, rank, P);
 }
 
-int board_check_unread(exec_t *e) { return check_neighbours(e, NULL); }
-
 /* While a peer's post of at most PREFETCH_POST_LINES lines is awaited, its
  * lines past the stamp's are fetched on every look: a line the poster
  * rewrites is fetched again by the next look, beside the stamp's, so the
@@ -630,7 +633,7 @@ static int empty_progress(exec_t *e)
     board_comm_t *bc = e->bc;
     int P = e->s->nrank, me = e->s->rank;
     uint64_t w = atomic_load_explicit(&bc->unchecked, memory_order_relaxed);
-    if (w && w != unchecked_word(e)) {
+    if (w) { /* an earlier call's: this one's is set below */
         int rc = recheck_unchecked(bc, e->x, e->world, me, P);
         if (rc)
             return -rc;
@@ -649,10 +652,11 @@ static int empty_progress(exec_t *e)
     e->br.phase = BOARD_READ;
     e->moved = 1;
     int rc = check_neighbours(e, NULL);
-    if (P > 1) {
-        int nb[2] = {e->world[(me + 1) % P], e->world[(me + P - 1) % P]};
-        e->x->ops->wake_ranks(e->x, nb, P > 2 ? 2 : 1);
-    }
+    int nb[2], n = neighbours(me, P, nb);
+    for (int k = 0; k < n; k++)
+        nb[k] = e->world[nb[k]];
+    if (n)
+        e->x->ops->wake_ranks(e->x, nb, n);
     return rc ?: 1;
 }
 
@@ -721,9 +725,9 @@ static int board_waiting_for(const exec_t *e, int *ranks, int max)
 {
     int n = 0, P = e->s->nrank, me = e->s->rank;
     if (e->br.phase == BOARD_EMPTY) { /* empty_progress: its neighbours */
-        for (int k = 1; k >= -1 && n < max && P > 1; k -= 2)
-            if ((me + P + k) % P != me && (n == 0 || ranks[0] != (me + P + k) % P))
-                ranks[n++] = (me + P + k) % P;
+        int nb[2];
+        for (int k = 0, nn = neighbours(me, P, nb); k < nn && n < max; k++)
+            ranks[n++] = nb[k];
         return n;
     }
     bool freeing = e->br.phase == BOARD_FREE_WAIT;
