@@ -149,6 +149,22 @@ if [ "$st" -ne 143 ] || ! grep -q "interrupted" "$sig_out"; then
     fail "SIGTERM to weft run: exit $st, said: $(cat "$sig_out")"
 else passes=$((passes + 1)); fi
 rm -f "$sig_out"
+# a tool that runs several jobs stops at the first interrupted one, by the
+# signal (before, the launcher took it for the job alone: weft stress
+# --faults went on to its next job after a Ctrl-C)
+sig_out=$(mktemp)
+"$weft" stress --np 2 --faults 4 --fault-kinds stop >"$sig_out" 2>&1 &
+pid=$!
+sleep 1
+kill -TERM "$pid"
+for _ in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+kill -KILL "$pid" 2>/dev/null && fail "weft stress --faults outlived SIGTERM by 30 s"
+wait "$pid"
+st=$?
+if [ "$st" -ne 143 ] || grep -q "fault jobs," "$sig_out"; then
+    fail "SIGTERM to weft stress --faults: exit $st, said: $(cat "$sig_out")"
+else passes=$((passes + 1)); fi
+rm -f "$sig_out"
 
 # the launcher SIGKILLed while its ranks run behind a wrapper that forks
 # (sh runs the program as its child): the ranks must end by themselves

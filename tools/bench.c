@@ -1703,7 +1703,9 @@ int cmd_bench(int argc, char **argv)
         return rc ? rc : frc ? 1 : 0;
     }
     /* not a rank yet: start P copies of this very command */
-    return launch_self(o.np, "bench", argc, argv);
+    int lrc = launch_self(o.np, "bench", argc, argv);
+    launch_reraise();
+    return lrc;
 }
 
 /* One timed operation of `weft bench kernels`: what it does, to which bytes. */

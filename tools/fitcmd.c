@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "core/core.h"
+#include "launch/launch.h"
 #include "sim/sim.h"
 #include "tool.h"
 
@@ -395,7 +396,12 @@ int cmd_fit(int argc, char **argv)
                         "preset's switch is 0\n", one_core, strerror(errno));
     if (fd >= 0) {
         close(fd);
-        if (fit_on_one_core(one_core, argc, argv))
+        int one = fit_on_one_core(one_core, argc, argv);
+        if (launch_interrupted()) { /* a Ctrl-C: no second job */
+            unlink(one_core);
+            launch_reraise();
+        }
+        if (one)
             fprintf(stderr, "weft fit: two ranks on one core could not be measured; the "
                             "preset's switch is 0\n");
         setenv("WEFT_FIT_ONE_CORE", one_core, 1);
@@ -403,5 +409,6 @@ int cmd_fit(int argc, char **argv)
     int rc = launch_self(2, "fit", argc, argv);
     if (fd >= 0)
         unlink(one_core);
+    launch_reraise();
     return rc;
 }

@@ -1610,6 +1610,7 @@ static int fault_job(const stress_opts_t *o, int job, const char *kind, int fran
     if (f)
         fclose(f);
     unlink(path);
+    launch_reraise(); /* a Ctrl-C stops the driver, not only this job */
     /* a survivor that never reported: say which, so that the launcher's
      * word on it (killed after the grace period, a crash) can be matched */
     for (int r = 0; reported && r < o->np; r++)
@@ -1834,5 +1835,7 @@ int cmd_stress(int argc, char **argv)
     }
     if (o.faults)
         return fault_driver(&o);
-    return launch_self(o.np, "stress", argc, argv);
+    int rc = launch_self(o.np, "stress", argc, argv);
+    launch_reraise();
+    return rc;
 }

@@ -62,7 +62,9 @@ static int cmd_run(int argc, char **argv)
         fprintf(stderr, "weft run: no program given\n");
         return 2;
     }
-    return launch_job(np, argv + i, verbose);
+    int rc = launch_job(np, argv + i, verbose);
+    launch_reraise();
+    return rc;
 }
 
 int main(int argc, char **argv)

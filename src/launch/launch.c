@@ -305,8 +305,27 @@ static int job_report(job_t *j)
     return 0;
 }
 
+static int last_interrupt;
+
+int launch_interrupted(void) { return last_interrupt; }
+
+void launch_reraise(void)
+{
+    int sig = last_interrupt;
+    if (!sig)
+        return;
+    fflush(stdout);
+    signal(sig, SIG_DFL);
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, sig);
+    sigprocmask(SIG_UNBLOCK, &s, NULL);
+    raise(sig);
+}
+
 int launch_job(int np, char *const argv[], int verbose)
 {
+    last_interrupt = 0;
     if (np < 1 || np > 65536) {
         fprintf(stderr, "weft run: -n %d: the number of ranks must be 1..65536\n", np);
         return 2;
@@ -358,6 +377,7 @@ int launch_job(int np, char *const argv[], int verbose)
         fprintf(stderr, "weft run: stopped %d process%s the ranks left running\n", strays,
                 strays == 1 ? "" : "es");
     int exit_code = job_report(&j);
+    last_interrupt = j.failed_rank == -2 ? j.interrupted_by : 0;
     if (verbose)
         fprintf(stderr, "weft run: %d ranks done, exit %d\n", np, exit_code);
     close(segfd);
