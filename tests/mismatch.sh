@@ -50,23 +50,26 @@ for algo in hier_pap pap_chain pap_leader adaptive ring board; do
     unset WEFT_ALLREDUCE_ALGO
 done
 # empty calls made otherwise on rank 0 (another op, another root): the
-# arrival-driven algorithms' empty calls compare with the neighbours' logs
-for algo in hier_pap pap_chain pap_leader shm_twostep adaptive; do
+# arrival-driven algorithms' empty calls, and on one machine every
+# schedule's, compare with the neighbours' logs
+for algo in hier_pap pap_chain pap_leader shm_twostep adaptive ring recursive_doubling; do
     export WEFT_ALLREDUCE_ALGO=$algo
     for np in 2 3 5; do scenario empty_op $np nonzero; done
     unset WEFT_ALLREDUCE_ALGO
 done
 # a rank running ahead through empty calls, one made otherwise among them:
-# the board's and, on one machine, the arrival-driven algorithms' empty
-# calls run at most one call ahead of a neighbour that has not made it
-for algo in board pap_leader pap_chain; do
+# the board's and, on one machine, every other algorithm's empty calls
+# run at most one call ahead of a neighbour that has not made it
+for algo in board pap_leader pap_chain ring; do
     export WEFT_ALLREDUCE_ALGO=$algo
     for np in 2 3 5; do scenario empty_run_ahead $np nonzero; done
     unset WEFT_ALLREDUCE_ALGO
 done
-export WEFT_REDUCE_ALGO=pap_chain
-for np in 2 3 5; do scenario empty_root $np nonzero; done
-unset WEFT_REDUCE_ALGO
+for algo in pap_chain binomial; do
+    export WEFT_REDUCE_ALGO=$algo
+    for np in 2 3 5; do scenario empty_root $np nonzero; done
+    unset WEFT_REDUCE_ALGO
+done
 # a reduce no rank is the root of in its own eyes: every rank only sends,
 # and which one ends before its peer noted the call is a race
 for i in 1 2 3 4 5 6; do scenario nobody_root 3 nonzero; done

@@ -1159,9 +1159,8 @@ static int empty_root(void)
  * made by its neighbours yet, and they, when they made them, found its
  * records gone from its log (16 calls): every rank went on.  Now a rank
  * runs at most one empty call ahead of a neighbour that has not made it
- * (board.c, empty_progress), under the board and, on one machine, the
- * arrival-driven algorithms (mismatch.sh): the job must end in
- * WEFT_EMISMATCH. */
+ * (board.c, empty_progress), under the board and, on one machine, every
+ * other algorithm (mismatch.sh): the job must end in WEFT_EMISMATCH. */
 static int empty_run_ahead(void)
 {
     weft_comm_set_timeout(world, 5000);

@@ -568,13 +568,19 @@ static void arm_exec(weft_comm_t comm, weft_request_t r, const call_memo_t *m, w
     r->e.sent_to = ent->sent_to;
     r->e.limit_ns = comm->timeout_ns;
     r->e.bc = &comm->board;
-    /* an arrival-driven algorithm's call of no elements on one machine
-     * takes the board's empty path (board.c, empty_progress), which bounds
-     * how far a rank runs ahead of a neighbour through such calls, so that
-     * one made otherwise is still compared */
-    if (r->e.board && r->e.board != &board_ops && r->desc.count == 0 && r->e.nnodes == 1 &&
-        r->desc.coll != WEFT_COLL_BARRIER)
+    /* Any algorithm's call of no elements on one machine takes the board's
+     * empty path (board.c, empty_progress): it compares itself with its
+     * neighbours' call logs and leaves, running at most one such call
+     * ahead of a neighbour, so that one made otherwise is still compared.
+     * A schedule's would send and wait for messages of no bytes (a forced
+     * ring at 4 ranks: PERFORMANCE-LOG.md, "Empty calls"), an arrival-driven
+     * algorithm's would wait for every rank.  Its sends gone, so is the
+     * look at the peers it sent to. */
+    if (r->e.board != &board_ops && r->desc.count == 0 && r->e.nnodes == 1 &&
+        r->desc.coll != WEFT_COLL_BARRIER && comm->x->ops->board_slot && comm->x->ops->peer_view) {
         r->e.board = &board_ops;
+        r->e.sent_to = NULL;
+    }
 }
 
 static void call_ended(weft_comm_t c, uint32_t n);
