@@ -1703,9 +1703,7 @@ int cmd_bench(int argc, char **argv)
         return rc ? rc : frc ? 1 : 0;
     }
     /* not a rank yet: start P copies of this very command */
-    int lrc = launch_self(o.np, "bench", argc, argv);
-    launch_reraise();
-    return lrc;
+    return launch_self(o.np, "bench", argc, argv);
 }
 
 /* One timed operation of `weft bench kernels`: what it does, to which bytes. */

@@ -409,6 +409,5 @@ int cmd_fit(int argc, char **argv)
     int rc = launch_self(2, "fit", argc, argv);
     if (fd >= 0)
         unlink(one_core);
-    launch_reraise();
     return rc;
 }

@@ -1835,7 +1835,5 @@ int cmd_stress(int argc, char **argv)
     }
     if (o.faults)
         return fault_driver(&o);
-    int rc = launch_self(o.np, "stress", argc, argv);
-    launch_reraise();
-    return rc;
+    return launch_self(o.np, "stress", argc, argv);
 }

@@ -12,6 +12,7 @@
 
 #include "algo/algo.h"
 #include "core/core.h"
+#include "launch/launch.h"
 #include "predict.h"
 #include "tool.h"
 #include "tune/table.h"
@@ -193,6 +194,10 @@ static int bench_into_csv(char **args, int nargs, bool quiet, char csv[static 24
         close(saved);
     if (devnull >= 0)
         close(devnull);
+    if (launch_interrupted()) { /* a Ctrl-C: no more measurements */
+        unlink(csv);
+        launch_reraise();
+    }
     return rc;
 }
 

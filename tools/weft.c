@@ -62,17 +62,11 @@ static int cmd_run(int argc, char **argv)
         fprintf(stderr, "weft run: no program given\n");
         return 2;
     }
-    int rc = launch_job(np, argv + i, verbose);
-    launch_reraise();
-    return rc;
+    return launch_job(np, argv + i, verbose);
 }
 
-int main(int argc, char **argv)
+static int run_command(int argc, char **argv)
 {
-    if (argc < 2) {
-        usage(stderr);
-        return 2;
-    }
     const char *c = argv[1];
     if (!strcmp(c, "run"))
         return cmd_run(argc - 1, argv + 1);
@@ -105,4 +99,17 @@ int main(int argc, char **argv)
     fprintf(stderr, "weft: unknown command '%s'\n", c);
     usage(stderr);
     return 2;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    int rc = run_command(argc, argv);
+    /* a job this command launched was interrupted (Ctrl-C): end by that
+     * signal, as a shell expects of an interrupted program */
+    launch_reraise();
+    return rc;
 }
