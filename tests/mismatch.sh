@@ -138,16 +138,23 @@ expect 1 "rank 0 exited with status 0 without joining" \
 # two processes claiming rank 0 (the second is told, and the job ends)
 expect 1 "already joined" \
     "$weft" run -n 2 /bin/sh -c 'if [ $WEFT_RANK = 1 ]; then WEFT_RANK=0 exec '"$prog"' wait_order; fi; exec '"$prog"' wait_order'
-# interrupted: said so, exit 128 + signal
-sig_out=$(mktemp)
-"$weft" run -n 2 /bin/sleep 30 2>"$sig_out" &
-pid=$!
-sleep 0.5
-kill -TERM "$pid"
-for _ in $(seq 600); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-kill -KILL "$pid" 2>/dev/null && fail "weft run outlived SIGTERM by a minute"
-wait "$pid"
-st=$?
+# Runs a command in the background, sends it SIGTERM after $1 s and waits
+# up to $2 s for it to end: its status in st, its output in the file sig_out.
+interrupt() {
+    local pause=$1 limit=$2 pid
+    shift 2
+    sig_out=$(mktemp)
+    "$@" >"$sig_out" 2>&1 &
+    pid=$!
+    sleep "$pause"
+    kill -TERM "$pid"
+    for _ in $(seq $((limit * 10))); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null && fail "'$*' outlived SIGTERM by $limit s"
+    wait "$pid"
+    st=$?
+}
+# interrupted: said so, ended by the signal
+interrupt 0.5 60 "$weft" run -n 2 /bin/sleep 30
 if [ "$st" -ne 143 ] || ! grep -q "interrupted" "$sig_out"; then
     fail "SIGTERM to weft run: exit $st, said: $(cat "$sig_out")"
 else passes=$((passes + 1)); fi
@@ -155,15 +162,7 @@ rm -f "$sig_out"
 # a tool that runs several jobs stops at the first interrupted one, by the
 # signal (before, the launcher took it for the job alone: weft stress
 # --faults went on to its next job after a Ctrl-C)
-sig_out=$(mktemp)
-"$weft" stress --np 2 --faults 4 --fault-kinds stop >"$sig_out" 2>&1 &
-pid=$!
-sleep 1
-kill -TERM "$pid"
-for _ in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-kill -KILL "$pid" 2>/dev/null && fail "weft stress --faults outlived SIGTERM by 30 s"
-wait "$pid"
-st=$?
+interrupt 1 30 "$weft" stress --np 2 --faults 4 --fault-kinds stop
 if [ "$st" -ne 143 ] || grep -q "fault jobs," "$sig_out"; then
     fail "SIGTERM to weft stress --faults: exit $st, said: $(cat "$sig_out")"
 else passes=$((passes + 1)); fi
