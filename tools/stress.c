@@ -1724,51 +1724,53 @@ static bool parse_fault_kinds(const char *v, stress_opts_t *o)
     }
 }
 
-int cmd_stress(int argc, char **argv)
+/* The options into *o: 0 to go on, else the exit code (2 after saying
+ * what was wrong); after --help, 0 with *done set. */
+static int parse_stress_args(int argc, char **argv, stress_opts_t *o, bool *done)
 {
-    stress_opts_t o = {4, 1.0, 1, 0, 0, NULL, {NULL}, 0, -1, -1, false, false, 1, 1000, 0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         double x;
         if (!strcmp(a, "--help")) {
             usage(stdout);
+            *done = true;
             return 0;
         } else if (!strcmp(a, "--verbose")) {
-            o.verbose++; /* twice: every call as it starts */
+            o->verbose++; /* twice: every call as it starts */
             continue;
         } else if (!strcmp(a, "--overlapped")) {
-            o.fault_in_batch = true;
+            o->fault_in_batch = true;
             continue;
         } else if (!strcmp(a, "--mpi")) {
-            o.mpi = true;
+            o->mpi = true;
             continue;
         }
         if (!strcmp(a, "--np") && !parse_num(a, v, 1, 4096, &x))
-            o.np = (int)x;
+            o->np = (int)x;
         else if (!strcmp(a, "--minutes") && !parse_num(a, v, 0, 10000, &x))
-            o.minutes = x;
+            o->minutes = x;
         else if (!strcmp(a, "--seed") && !parse_num(a, v, 0, 1e15, &x))
-            o.seed = (uint64_t)x;
+            o->seed = (uint64_t)x;
         else if (!strcmp(a, "--faults") && !parse_num(a, v, 1, 100000, &x))
-            o.faults = (int)x;
+            o->faults = (int)x;
         else if (!strcmp(a, "--threads") && !parse_num(a, v, 1, THREADS_MAX, &x))
-            o.threads = (int)x;
+            o->threads = (int)x;
         else if (!strcmp(a, "--fault") && v && fault_kind(v, strlen(v)))
-            o.fault = v;
-        else if (!strcmp(a, "--fault-kinds") && v && !parse_fault_kinds(v, &o)) {
+            o->fault = v;
+        else if (!strcmp(a, "--fault-kinds") && v && !parse_fault_kinds(v, o)) {
             fprintf(stderr, "weft stress: --fault-kinds %s: want one to eight of kill, stop, "
                             "mismatch and refuse, comma-separated\n", v);
             return 2;
         } else if (!strcmp(a, "--fault-kinds") && v)
             ;
         else if (!strcmp(a, "--fault-rank") && !parse_num(a, v, 0, 4095, &x))
-            o.fault_rank = (int)x;
+            o->fault_rank = (int)x;
         else if (!strcmp(a, "--fault-at") && !parse_num(a, v, 0, 1e9, &x))
-            o.fault_at = (long)x;
+            o->fault_at = (long)x;
         else if (!strcmp(a, "--fault-limit") && !parse_num(a, v, 1, 3600000, &x))
-            o.fault_limit_ms = (int)x;
+            o->fault_limit_ms = (int)x;
         else if (!strcmp(a, "--fault-delay") && !parse_num(a, v, 0, 3600000, &x))
-            o.fault_delay_ms = (int)x;
+            o->fault_delay_ms = (int)x;
         else {
             /* parse_num has named a known option's bad value already */
             static const char *const numeric[] = {"--np", "--minutes", "--seed", "--faults",
@@ -1787,45 +1789,61 @@ int cmd_stress(int argc, char **argv)
         }
         i++;
     }
-    if (o.fault && (o.fault_rank < 0 || o.fault_at < 0)) {
+    if (o->fault && (o->fault_rank < 0 || o->fault_at < 0)) {
         fprintf(stderr, "weft stress: --fault needs --fault-rank and --fault-at\n");
         return 2;
     }
-    if (o.mpi) {
+    return 0;
+}
+
+/* A rank of mpirun's job (--mpi), over MPI_COMM_WORLD's twin. */
+static int stress_mpi_rank(const stress_opts_t *o, int *argc, char ***argv)
+{
 #ifdef WEFT_HAVE_MPI
-        /* one job's mismatch or refusal, as tests/mpi_faults.sh runs them
-         * (each rank's outcome in $WEFT_STRESS_OUT); no driver of many, nor
-         * kills and stops: mpirun ends a job whose rank dies */
-        if (o.faults || (o.fault && strcmp(o.fault, "mismatch") && strcmp(o.fault, "refuse"))) {
-            fprintf(stderr, "weft stress: --mpi runs single fault jobs of the kinds mismatch "
-                            "and refuse only (--fault; mpirun ends a job whose rank dies, and "
-                            "tests/mpi_faults.sh drives them)\n");
-            return 2;
-        }
-        /* threads: weft's MPI transport (ranks on other nodes) calls MPI
-         * from each of them */
-        int provided = MPI_THREAD_SINGLE;
-        MPI_Init_thread(&argc, &argv, o.threads > 1 ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE,
-                        &provided);
-        if (o.threads > 1 && provided < MPI_THREAD_MULTIPLE) {
-            fprintf(stderr, "weft stress: --threads needs MPI_THREAD_MULTIPLE, which this MPI "
-                            "does not provide\n");
-            MPI_Abort(MPI_COMM_WORLD, 2);
-        }
-        weft_comm_t world;
-        if (weft_comm_from_mpi(MPI_COMM_WORLD, &world) != WEFT_OK) {
-            fprintf(stderr, "weft stress: %s\n", weft_last_error());
-            MPI_Abort(MPI_COMM_WORLD, 1);
-        }
-        int rc = stress_rank(&o, world);
-        weft_comm_free(&world);
-        MPI_Finalize();
-        return rc;
-#else
-        fprintf(stderr, "weft stress: --mpi needs weft built with MPI\n");
+    /* one job's mismatch or refusal, as tests/mpi_faults.sh runs them
+     * (each rank's outcome in $WEFT_STRESS_OUT); no driver of many, nor
+     * kills and stops: mpirun ends a job whose rank dies */
+    if (o->faults || (o->fault && strcmp(o->fault, "mismatch") && strcmp(o->fault, "refuse"))) {
+        fprintf(stderr, "weft stress: --mpi runs single fault jobs of the kinds mismatch "
+                        "and refuse only (--fault; mpirun ends a job whose rank dies, and "
+                        "tests/mpi_faults.sh drives them)\n");
         return 2;
-#endif
     }
+    /* threads: weft's MPI transport (ranks on other nodes) calls MPI
+     * from each of them */
+    int provided = MPI_THREAD_SINGLE;
+    MPI_Init_thread(argc, argv, o->threads > 1 ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE,
+                    &provided);
+    if (o->threads > 1 && provided < MPI_THREAD_MULTIPLE) {
+        fprintf(stderr, "weft stress: --threads needs MPI_THREAD_MULTIPLE, which this MPI "
+                        "does not provide\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    weft_comm_t world;
+    if (weft_comm_from_mpi(MPI_COMM_WORLD, &world) != WEFT_OK) {
+        fprintf(stderr, "weft stress: %s\n", weft_last_error());
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    int rc = stress_rank(o, world);
+    weft_comm_free(&world);
+    MPI_Finalize();
+    return rc;
+#else
+    (void)o, (void)argc, (void)argv;
+    fprintf(stderr, "weft stress: --mpi needs weft built with MPI\n");
+    return 2;
+#endif
+}
+
+int cmd_stress(int argc, char **argv)
+{
+    stress_opts_t o = {4, 1.0, 1, 0, 0, NULL, {NULL}, 0, -1, -1, false, false, 1, 1000, 0};
+    bool done = false;
+    int rc = parse_stress_args(argc, argv, &o, &done);
+    if (rc || done)
+        return rc;
+    if (o.mpi)
+        return stress_mpi_rank(&o, &argc, &argv);
     if (getenv("WEFT_RANK")) {
         if (weft_init(NULL, NULL)) {
             fprintf(stderr, "weft stress: weft_init: %s\n", weft_last_error());
