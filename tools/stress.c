@@ -1523,6 +1523,58 @@ static double report_time(const char *line)
     return p && sscanf(p, "{at %lf}", &t) == 1 ? t : -1;
 }
 
+/* What a fault job's ranks reported: how many reports, how many of them
+ * wrong, and of those how many only ran out of time before the fault was
+ * made (a loaded machine, or a hang: fault_job tries again); each wrong one
+ * printed, and the ranks that reported marked in reported. */
+typedef struct verdict {
+    int seen, bad, early;
+} verdict_t;
+
+static verdict_t judge_reports(const stress_opts_t *o, int job, const char *kind, int frank,
+                               long at, char (*lines)[700], int nlines, char *reported)
+{
+    verdict_t v = {0, 0, 0};
+    bool *stuck = timed_out_behind(o, frank, lines, nlines);
+    double fault_at = fault_time(lines, nlines);
+    for (int i = 0; i < nlines; i++) {
+        const char *line = lines[i];
+        int r, code;
+        if (sscanf(line, "rank %d code %d", &r, &code) != 2)
+            continue;
+        v.seen++;
+        if (reported && r >= 0 && r < o->np)
+            reported[r] = 1;
+        const char *msg = line;
+        for (int w = 0; w < 4 && msg; w++) /* past "rank R code C " */
+            msg = (msg = strchr(msg, ' ')) ? msg + 1 : NULL;
+        /* a refuse job's faulty rank fails its own call first */
+        bool refuser = !strcmp(kind, "refuse") && r == frank;
+        bool ok = !strcmp(kind, "kill")   ? code == WEFT_EPEER
+                  : !strcmp(kind, "stop") ? code == WEFT_ETIMEDOUT || code == WEFT_EPEER
+                  : refuser               ? code == WEFT_EINVAL
+                  : code == WEFT_ETIMEDOUT
+                      ? stuck && r >= 0 && r < o->np && stuck[r]
+                      : code == WEFT_EMISMATCH || code == WEFT_EPEER;
+        ok = ok && msg && (refuser || names_a_rank(msg));
+        double when = report_time(line);
+        bool prefault = !ok && code == WEFT_ETIMEDOUT && when >= 0 && when < fault_at;
+        if (!ok) {
+            v.bad++, v.early += prefault;
+            char ahead[96] = "";
+            if (prefault && fault_at < INFINITY)
+                snprintf(ahead, sizeof ahead, " (%.0f ms before the fault)",
+                         (fault_at - when) * 1e3);
+            else if (prefault)
+                snprintf(ahead, sizeof ahead, " (the fault was never made)");
+            printf("stress: fault job %d (%s of rank %d at call %ld)%s: %s", job, kind, frank, at,
+                   ahead, line);
+        }
+    }
+    free(stuck);
+    return v;
+}
+
 /* A fault job is tried again with its time limit this many times longer
  * when all that failed it is a time limit that ran out before the fault
  * was made, and at most this many times. */
@@ -1562,50 +1614,13 @@ static int fault_job(const stress_opts_t *o, int job, const char *kind, int fran
     double t0 = weft_now();
     int status = launch_self(o->np, "stress", nargs, args);
     double secs = weft_now() - t0;
-    int seen = 0, bad = 0, nlines = 0, cap = 2 * o->np + 8;
+    int nlines = 0, cap = 2 * o->np + 8;
     char *reported = calloc((size_t)o->np, 1);
     char(*lines)[700] = calloc((size_t)cap, sizeof *lines);
     FILE *f = fopen(path, "r");
     while (f && lines && nlines < cap && fgets(lines[nlines], sizeof *lines, f))
         nlines++;
-    bool *stuck = timed_out_behind(o, frank, lines, nlines);
-    double fault_at = fault_time(lines, nlines);
-    int early = 0; /* of bad: time limits that ran out before the fault */
-    for (int i = 0; i < nlines; i++) {
-        const char *line = lines[i];
-        int r, code;
-        if (sscanf(line, "rank %d code %d", &r, &code) != 2)
-            continue;
-        seen++;
-        if (reported && r >= 0 && r < o->np)
-            reported[r] = 1;
-        const char *msg = line;
-        for (int w = 0; w < 4 && msg; w++) /* past "rank R code C " */
-            msg = (msg = strchr(msg, ' ')) ? msg + 1 : NULL;
-        /* a refuse job's faulty rank fails its own call first */
-        bool refuser = !strcmp(kind, "refuse") && r == frank;
-        bool ok = !strcmp(kind, "kill")   ? code == WEFT_EPEER
-                  : !strcmp(kind, "stop") ? code == WEFT_ETIMEDOUT || code == WEFT_EPEER
-                  : refuser               ? code == WEFT_EINVAL
-                  : code == WEFT_ETIMEDOUT
-                      ? stuck && r >= 0 && r < o->np && stuck[r]
-                      : code == WEFT_EMISMATCH || code == WEFT_EPEER;
-        ok = ok && msg && (refuser || names_a_rank(msg));
-        double when = report_time(line);
-        bool prefault = !ok && code == WEFT_ETIMEDOUT && when >= 0 && when < fault_at;
-        if (!ok) {
-            bad++, early += prefault;
-            char ahead[96] = "";
-            if (prefault && fault_at < INFINITY)
-                snprintf(ahead, sizeof ahead, " (%.0f ms before the fault)",
-                         (fault_at - when) * 1e3);
-            else if (prefault)
-                snprintf(ahead, sizeof ahead, " (the fault was never made)");
-            printf("stress: fault job %d (%s of rank %d at call %ld)%s: %s", job, kind, frank, at,
-                   ahead, line);
-        }
-    }
-    free(stuck);
+    verdict_t v = judge_reports(o, job, kind, frank, at, lines, nlines, reported);
     free(lines);
     if (f)
         fclose(f);
@@ -1620,11 +1635,11 @@ static int fault_job(const stress_opts_t *o, int job, const char *kind, int fran
     free(reported);
     int want = !strcmp(kind, "mismatch") || !strcmp(kind, "refuse") ? o->np : o->np - 1;
     int leaked = shm_entries() - before; /* our names: a leak, not a neighbour */
-    bool pass = !bad && seen >= want && status != 0 && leaked <= 0;
-    bool again = !pass && bad && early == bad && seen >= want && status != 0 && leaked <= 0 &&
-                 try < FAULT_TRIES;
+    bool pass = !v.bad && v.seen >= want && status != 0 && leaked <= 0;
+    bool again = !pass && v.bad && v.early == v.bad && v.seen >= want && status != 0 &&
+                 leaked <= 0 && try < FAULT_TRIES;
     printf("stress: fault job %d: %-8s rank %d at call %3ld: %d/%d ranks ended in the right "
-           "error, weft run exit %d, %.2f s%s -> %s\n", job, kind, frank, at, seen - bad, want,
+           "error, weft run exit %d, %.2f s%s -> %s\n", job, kind, frank, at, v.seen - v.bad, want,
            status, secs, leaked > 0 ? ", /dev/shm LEAKED" : "",
            pass ? "ok" : again ? "again (only time limits ran out, before the fault)" : "FAILED");
     fflush(stdout);
