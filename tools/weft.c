@@ -1,5 +1,6 @@
 /* weft.c — the command line: run, bench, check, tree, dissem-tuple, stress,
- * algorithms, explain, tune. */
+ * algorithms, explain, tune, sim, fit, pap.  A command that launched a job
+ * which was interrupted ends by the same signal (main). */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
