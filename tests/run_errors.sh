@@ -69,5 +69,19 @@ expect 2 "moves no data: leave out --mif" "$weft" bench barrier --mif 10
 expect 2 "moves no data: leave out --dtype" "$weft" bench barrier --dtype int8
 expect 2 "want one to eight of kill, stop" "$weft" stress --faults 1 --fault-kinds kill,frob
 expect 2 "want one to eight of kill, stop" "$weft" stress --faults 1 --fault-kinds kill,,stop
+# a weft binary replaced while it runs (make beside a long weft stress)
+# still launches its own later jobs: before, each one after the first
+# failed with "cannot execute '.../weft (deleted)'"
+tmpd=$(mktemp -d)
+cp "$weft" "$tmpd/weft"
+"$tmpd/weft" stress --np 2 --faults 2 --fault-kinds stop >"$tmpd/out" 2>&1 &
+pid=$!
+sleep 0.5
+cp "$tmpd/weft" "$tmpd/weft.new" && mv "$tmpd/weft.new" "$tmpd/weft"
+wait "$pid"
+st=$?
+if [ "$st" -eq 0 ] && grep -q "2 fault jobs, 2 passed" "$tmpd/out"; then passes=$((passes+1))
+else echo "FAIL: weft stress with its binary replaced: exit $st, said: $(cat "$tmpd/out")"; fails=$((fails+1)); fi
+rm -rf "$tmpd"
 echo "$passes passed, $fails failed"
 [ "$fails" -eq 0 ]
