@@ -363,11 +363,6 @@ static void finish_reading(exec_t *e)
         prefetch_next_slot(e);
 }
 
-/* The first of rank's two neighbours (communicator ranks; world maps them
- * into x) whose call log holds call key with signature bits (under mask)
- * other than sig, its record in *v; -1 where none does.  *unseen where a
- * neighbour has no record of the call (not made yet, or its record gone):
- * nothing is proven there. */
 /* A rank's neighbours on the ring of the communicator: how many (one at
  * P = 2, none alone), in nb. */
 static int neighbours(int rank, int P, int nb[2])
@@ -376,6 +371,11 @@ static int neighbours(int rank, int P, int nb[2])
     return P < 2 ? 0 : P == 2 ? 1 : 2;
 }
 
+/* The first of rank's two neighbours (communicator ranks; world maps them
+ * into x) whose call log holds call key with signature bits (under mask)
+ * other than sig, its record in *v; -1 where none does.  *unseen where a
+ * neighbour has no record of the call (not made yet, or its record gone):
+ * nothing is proven there. */
 static int neighbour_differing(xport_t *x, const int *world, int rank, int P, uint64_t key,
                                uint32_t sig, uint32_t mask, bool *unseen, peer_view_t *v)
 {

@@ -223,8 +223,7 @@
  * maximum over ranks, two runs each): 2 ranks bound to cores 0.32 us at 4-8
  * bytes a rank against recursive doubling's 0.54-0.86 (Open MPI's 0.46-0.59),
  * 0.70-0.72 against 0.89-0.90 at 512, a tie at 64 and 2048; 3 ranks on the 2
- * cores 10.9-12.7 against Bruck's 11.6-14.0.  At 4 ranks on the 2 cores it
- * lost (23 us against 13 at 4-2048 bytes), so it stops at 3.  Reduce-scatter
+ * cores 10.9-12.7 against Bruck's 11.6-14.0 (4-8 ranks: below).  Reduce-scatter
  * of a commutative op the same way (MPI_Reduce_scatter_block of ints,
  * sum), with the next slot's lines prefetched (board.c): at 2 ranks 0.28-0.31
  * us at 4-8 bytes a block against recursive halving's 0.62-0.72 (Open
@@ -238,9 +237,10 @@
  * at 8; the reduce-scatter of 16 bytes-8 KiB in all 2.9-6.6 against
  * recursive halving's 5.4-8.8 at 4 ranks, 24 bytes-1.5 KiB 4.8-6.6
  * against 11.6-12.6 at 6, 32-512 bytes 7.0-12.7 against 18.4-19.0 at 8.
- * So it serves both at 4-8 ranks, as far as these runs went.  The 2-rank allgather then: 0.32 at 4-8 bytes a
- * block, 0.43-0.82 at 64-1024 against recursive doubling's 0.68-1.20 and
- * Open MPI's 0.46-1.21, 0.74-0.76 against 1.37-1.47 at 2048.  Calls of
+ * So it serves both at 4-8 ranks, as far as these runs went.  The 2-rank
+ * allgather then: 0.32 at 4-8 bytes a block, 0.43-0.82 at 64-1024 against
+ * recursive doubling's 0.68-1.20 and Open MPI's 0.46-1.21, 0.74-0.76
+ * against 1.37-1.47 at 2048.  Calls of
  * no elements take the board at every rank count: it posts and reads
  * nothing for them (board.c, empty_call), 0.9-1.2 us at 8 ranks on the 2
  * cores where recursive doubling's allgather took 28 and recursive
