@@ -155,6 +155,33 @@ def test_bad_root(comm):
         comm.bcast(np.ones(2), root=comm.size)
 
 
+def test_integers_beyond_c_int(comm):
+    # ctypes would pass 2**32 as 0 and int() 1.5 as 1: a bcast or reduce
+    # from the wrong root, a split into the wrong groups, and no error
+    x = np.full(3, comm.rank + 1.0)
+    for bad, why in ((2**32, "outside C int's range"), (-2**31 - 1, "outside C int's range"),
+                     (0.0, "not an integer"), ("0", "not an integer")):
+        with pytest.raises(weft.InvalidArgument, match="bcast: root .* " + why):
+            comm.bcast(x, root=bad)
+        with pytest.raises(weft.InvalidArgument, match="ibcast: root .* " + why):
+            comm.ibcast(x, root=bad)
+        with pytest.raises(weft.InvalidArgument, match="reduce: root .* " + why):
+            comm.reduce(x, root=bad)
+    assert (x == comm.rank + 1.0).all()
+    with pytest.raises(weft.InvalidArgument, match="split: color 4294967296 is outside"):
+        comm.split(color=2**32, key=comm.rank)
+    with pytest.raises(weft.InvalidArgument, match="split: key 2.5 is not an integer"):
+        comm.split(color=0, key=2.5)
+    with pytest.raises(weft.InvalidArgument, match="set_timeout: ms 4294967296 is outside"):
+        comm.set_timeout(2**32)
+    # NumPy's integers are integers, and the job goes on with the right root
+    last = np.int64(comm.size - 1)
+    assert (comm.bcast(x, root=last) == comm.size).all()
+    sub = comm.split(color=np.int32(0), key=np.int64(-comm.rank))
+    assert sub.rank == comm.size - 1 - comm.rank
+    sub.free()
+
+
 def test_algorithms_and_properties():
     names = weft.algorithms("allreduce")
     assert "ring" in names and "recursive_doubling" in names and "auto" not in names

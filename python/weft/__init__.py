@@ -16,6 +16,7 @@ weft.Error subclass carrying weft's code and message.  See docs/PYTHON.md.
 """
 import atexit
 import ctypes
+import operator
 import os
 import shutil
 import subprocess
@@ -218,6 +219,19 @@ def _array(arr, what, writable):
     return arr.ctypes.data, _dtype_code(arr, what)
 
 
+def _cint(v, what, name):
+    """v as a C int argument.  ctypes keeps an int's low 32 bits without a
+    word (root=2**32 reached C as root 0, a broadcast from the wrong rank)
+    and int() cuts a float (root=1.5 was root 1): both are refused here."""
+    try:
+        i = operator.index(v)
+    except TypeError:
+        _invalid("%s: %s %r is not an integer" % (what, name, v))
+    if not -2**31 <= i < 2**31:
+        _invalid("%s: %s %d is outside C int's range" % (what, name, i))
+    return i
+
+
 def _op_code(op, what):
     if isinstance(op, str) and op.lower() in OPS:
         return OPS.index(op.lower())
@@ -351,7 +365,15 @@ class Comm:
         """Ranks with the same color form a new communicator, ordered by key;
         color < 0 gives None."""
         out = _lib.comm_t()
-        _check(_lib.weft_comm_split(self._live("split"), int(color), int(key), ctypes.byref(out)))
+        h = self._live("split")
+        try:
+            color, key = _cint(color, "split", "color"), _cint(key, "split", "key")
+        except InvalidArgument:
+            # split is collective: take part as a rank of no color, so that
+            # the peers' split ends, then refuse
+            _check(_lib.weft_comm_split(h, -1, 0, ctypes.byref(out)))
+            raise
+        _check(_lib.weft_comm_split(h, color, key, ctypes.byref(out)))
         return self._child(out) if out.value else None
 
     def free(self):
@@ -360,7 +382,7 @@ class Comm:
             _check(_lib.weft_comm_free(ctypes.byref(self._h)))
 
     def set_timeout(self, ms):
-        _check(_lib.weft_comm_set_timeout(self._live("set_timeout"), int(ms)))
+        _check(_lib.weft_comm_set_timeout(self._live("set_timeout"), _cint(ms, "set_timeout", "ms")))
 
     def set_algorithm(self, coll, name, params=None):
         """The algorithm of every later call of coll on this communicator
@@ -420,8 +442,8 @@ class Comm:
             dt = 255  # refused as a datatype weft does not have
         o = OPS.index(op.lower()) if isinstance(op, str) and op.lower() in OPS else 255
         try:
-            r = int(root)
-        except (TypeError, ValueError):
+            r = _cint(root, coll, "root")
+        except InvalidArgument:
             r = -1
         if coll == "allreduce":
             _lib.weft_allreduce(None, None, n, dt, o, h)
@@ -475,24 +497,26 @@ class Comm:
         """The root's array to every rank's array (in place)."""
         try:
             p, dt = _array(array, "bcast", writable=True)
+            root = _cint(root, "bcast", "root")
             h = self._use("bcast", algo, params)
         except InvalidArgument as e:
             self._refuse("bcast", e, array, root=root, algo=algo, params=params)
-        _check(_lib.weft_bcast(p, array.size, dt, int(root), h))
+        _check(_lib.weft_bcast(p, array.size, dt, root, h))
         return array
 
     def ibcast(self, array, root=0, algo=None, params=None):
         try:
             p, dt = _array(array, "ibcast", writable=True)
+            root = _cint(root, "ibcast", "root")
             h = self._use("bcast", algo, params)
         except InvalidArgument as e:
             self._refuse("bcast", e, array, root=root, algo=algo, params=params)
         r = Request("ibcast", (array,), array)
-        _check(_lib.weft_ibcast(p, array.size, dt, int(root), h, ctypes.byref(r._h)))
+        _check(_lib.weft_ibcast(p, array.size, dt, root, h, ctypes.byref(r._h)))
         return r
 
     def _reduce_args(self, what, array, out, root):
-        root = int(root)
+        root = _cint(root, what, "root")
         at_root = self.rank == root
         if out is IN_PLACE:
             if not at_root:
