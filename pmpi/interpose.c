@@ -448,12 +448,16 @@ static void sig_release(const typesig_t *t, void *tmp, void *buf, int count, MPI
     free(tmp);
 }
 
-/* The packed copy could not be allocated: said on stderr, since the
- * MPI_ERR_OTHER the error handler gets carries no message. */
+/* The drop-in's own message for its next error (raise_error), where the
+ * failure is not weft's and weft_last_error() would say something older. */
+static _Thread_local char own_error[160];
+
+/* The packed copy could not be allocated. */
 static weft_err_t nomem(int c, const typesig_t *t)
 {
-    fprintf(stderr, "weft-mpi: %s: no memory to pack %zu elements of a non-contiguous type\n",
-            cname[c], t->n);
+    snprintf(own_error, sizeof own_error,
+             "no memory to pack %zu elements of a non-contiguous type", t->n);
+    (void)c;
     return WEFT_ENOMEM;
 }
 
@@ -659,14 +663,67 @@ static weft_comm_t usable(MPI_Comm comm, int count, int *why)
     return wc;
 }
 
-/* A weft error after the arguments were accepted: report it through the
- * communicator's error handler, as MPI would. */
-static int raise_error(MPI_Comm comm, int c)
+/* ---- errors ----
+ * A weft error after the arguments were accepted goes to the communicator's
+ * error handler, as MPI's own would, as an error code of the drop-in's
+ * (MPI_Add_error_code): one a weft error, in the MPI class nearest to it,
+ * its string set to weft's message at each failure.  So MPI_Error_string,
+ * and the abort of MPI_ERRORS_ARE_FATAL, say what happened ("ranks
+ * disagree ...", "rank 2 died ..."); with MPI_ERR_OTHER itself, as until
+ * 2026-12-07, both said "known error not in list" and the reason was on
+ * stderr under WEFT_VERBOSE only.  The string is the code's, not the call's:
+ * two threads that fail at once with the same weft error may each read the
+ * later message. */
+#define WEFT_ERRORS (WEFT_EREVOKED + 1)
+static int error_code[WEFT_ERRORS];
+static pthread_mutex_t error_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int error_class_of(int err)
 {
+    switch (err) {
+    case WEFT_EINVAL:
+        return MPI_ERR_ARG;
+    case WEFT_ENOMEM:
+        return MPI_ERR_NO_MEM;
+    case WEFT_EINTERNAL:
+        return MPI_ERR_INTERN;
+    default:
+        return MPI_ERR_OTHER;
+    }
+}
+
+/* The MPI error code for weft's err carrying message; the class itself
+ * where MPI cannot make a code. */
+static int error_code_with(int err, const char *message)
+{
+    int cls = error_class_of(err);
+    if (err <= 0 || err >= WEFT_ERRORS)
+        return cls;
+    char text[MPI_MAX_ERROR_STRING];
+    snprintf(text, sizeof text, "%s", message);
+    pthread_mutex_lock(&error_lock);
+    int code = error_code[err];
+    if (!code && PMPI_Add_error_code(cls, &code) != MPI_SUCCESS)
+        code = 0;
+    error_code[err] = code;
+    if (code && PMPI_Add_error_string(code, text) != MPI_SUCCESS)
+        code = 0;
+    pthread_mutex_unlock(&error_lock);
+    return code ? code : cls;
+}
+
+static int raise_error(MPI_Comm comm, int c, int err)
+{
+    char message[MPI_MAX_ERROR_STRING];
+    const char *why = own_error[0] ? own_error : weft_last_error();
+    snprintf(message, sizeof message, "weft-mpi: %s: %s", cname[c],
+             why[0] ? why : weft_strerror((weft_err_t)err));
+    own_error[0] = 0;
     if (is_verbose())
-        fprintf(stderr, "weft-mpi: %s: %s\n", cname[c], weft_last_error());
-    PMPI_Comm_call_errhandler(comm, MPI_ERR_OTHER);
-    return MPI_ERR_OTHER;
+        fprintf(stderr, "%s\n", message);
+    int code = error_code_with(err, message);
+    PMPI_Comm_call_errhandler(comm, code);
+    return code;
 }
 
 /* ---- a forced algorithm that cannot serve a call ----
@@ -841,7 +898,7 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt
     SERVE(C_ALLREDUCE, WEFT_COLL_ALLREDUCE, wc, rc,
           weft_allreduce(in_place(sendbuf), recvbuf, (size_t)count, wdt, wop, wc));
     if (rc != WEFT_OK)
-        return raise_error(comm, C_ALLREDUCE);
+        return raise_error(comm, C_ALLREDUCE, rc);
     count_one(&served[C_ALLREDUCE]);
     return MPI_SUCCESS;
 }
@@ -869,7 +926,7 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, M
     SERVE(C_REDUCE, WEFT_COLL_REDUCE, wc, rc,
           weft_reduce(in_place(sendbuf), recvbuf, (size_t)count, wdt, wop, root, wc));
     if (rc != WEFT_OK)
-        return raise_error(comm, C_REDUCE);
+        return raise_error(comm, C_REDUCE, rc);
     count_one(&served[C_REDUCE]);
     return MPI_SUCCESS;
 }
@@ -899,7 +956,7 @@ int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
     if (have)
         sig_release(&t, data, buf, count, dt, rc == WEFT_OK && rank != root);
     if (rc != WEFT_OK)
-        return raise_error(comm, C_BCAST);
+        return raise_error(comm, C_BCAST, rc);
     count_one(&served[C_BCAST]);
     return MPI_SUCCESS;
 }
@@ -943,7 +1000,7 @@ static int reduce_scatter_as(int c, const void *sendbuf, void *recvbuf, int coun
     SERVE(c, WEFT_COLL_REDUCE_SCATTER, wc, rc,
           weft_reduce_scatter(in_place(sendbuf), recvbuf, (size_t)count, wdt, wop, wc));
     if (rc != WEFT_OK)
-        return raise_error(comm, c);
+        return raise_error(comm, c, rc);
     count_one(&served[c]);
     return MPI_SUCCESS;
 }
@@ -999,7 +1056,7 @@ static int allgatherv_placed(const void *sendbuf, int sendcount, MPI_Datatype se
 #undef PLACE
     free(tmp);
     if (rc != WEFT_OK)
-        return raise_error(comm, C_ALLGATHERV);
+        return raise_error(comm, C_ALLGATHERV, rc);
     count_one(&served[C_ALLGATHERV]);
     return MPI_SUCCESS;
 }
@@ -1066,7 +1123,7 @@ static int allgather_as(int c, const void *sendbuf, int sendcount, MPI_Datatype 
     if (have_r)
         sig_release(&all, rdata, recvbuf, recvcount * size, recvtype, rc == WEFT_OK);
     if (rc != WEFT_OK)
-        return raise_error(comm, c);
+        return raise_error(comm, c, rc);
     count_one(&served[c]);
     return MPI_SUCCESS;
 }
@@ -1113,7 +1170,7 @@ int MPI_Barrier(MPI_Comm comm)
     int rc;
     SERVE(C_BARRIER, WEFT_COLL_BARRIER, wc, rc, weft_barrier(wc));
     if (rc != WEFT_OK)
-        return raise_error(comm, C_BARRIER);
+        return raise_error(comm, C_BARRIER, rc);
     count_one(&served[C_BARRIER]);
     return MPI_SUCCESS;
 }

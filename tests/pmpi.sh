@@ -48,4 +48,9 @@ forced WEFT_BCAST_ALGO=board MPI_Bcast "bcast board carries at most"
 WEFT_ALLREDUCE_ALGO=pipeline WEFT_ALLREDUCE_PARAMS=chunks=1000 timeout 300 mpirun -n "$np" "$@" \
     -x LD_PRELOAD="$lib" -x WEFT_ALLREDUCE_ALGO -x WEFT_ALLREDUCE_PARAMS "$prog" >"$log" 2>&1 ||
     { cat "$log"; fail "pipeline chunks=1000 on a split communicator"; }
+# ranks that disagree get an error whose string says how (MPI_Error_string,
+# and the abort message of MPI_ERRORS_ARE_FATAL), not "known error not in list"
+timeout 300 mpirun -n "$np" "$@" -x LD_PRELOAD="$lib" "$prog" mismatch >"$log" 2>&1 ||
+    { cat "$log"; fail "mismatched counts under MPI_ERRORS_RETURN"; }
+[ "$(grep -c "mismatch ok" "$log")" -eq "$np" ] || { cat "$log"; fail "mismatch: want $np ranks ok"; }
 echo "1 passed, 0 failed"

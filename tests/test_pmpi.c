@@ -9,6 +9,7 @@
  * with or without LD_PRELOAD=libweft-mpi.so; pmpi.sh checks that weft
  * served the calls. */
 #include <dirent.h>
+#include <dlfcn.h>
 #include <mpi.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -325,11 +326,39 @@ static void progress_rule(void)
     free(msg), free(big), free(sum);
 }
 
+/* Ranks that pass different counts to one MPI_Allreduce, under the drop-in
+ * and MPI_ERRORS_RETURN: every rank gets an error of class MPI_ERR_OTHER
+ * whose string names the call and the disagreement.  (Until 2026-12-07 the
+ * string was "known error not in list", and MPI_ERRORS_ARE_FATAL's abort
+ * said no more.) */
+static int mismatch_mode(void)
+{
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    double in[4] = {1, 2, 3, 4}, out[4];
+    int rc = MPI_Allreduce(in, out, rank == 0 ? 4 : 3, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    char text[MPI_MAX_ERROR_STRING] = "";
+    int len = 0, cls = -1;
+    if (rc != MPI_SUCCESS) {
+        MPI_Error_class(rc, &cls);
+        MPI_Error_string(rc, text, &len);
+    }
+    CHECK(cls == MPI_ERR_OTHER, "mismatched counts: rc %d, error class %d, not MPI_ERR_OTHER",
+          rc, cls);
+    CHECK(strstr(text, "weft-mpi: MPI_Allreduce: ") && strstr(text, "disagree") &&
+              strstr(text, "4 x float64") && strstr(text, "3 x float64"),
+          "mismatched counts: the error string '%s' does not say what differed", text);
+    printf("rank %d: %s\n", rank, failures ? "mismatch FAILED" : "mismatch ok");
+    MPI_Finalize();
+    return failures ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (argc > 1 && !strcmp(argv[1], "mismatch"))
+        return mismatch_mode();
     const dt_t dts[] = {
         {MPI_SIGNED_CHAR, "signed char", 1, 0, 1}, {MPI_UNSIGNED_CHAR, "unsigned char", 1, 0, 0},
         {MPI_SHORT, "short", 2, 0, 1},             {MPI_UNSIGNED_SHORT, "unsigned short", 2, 0, 0},
@@ -690,6 +719,22 @@ int main(int argc, char **argv)
     frc = MPI_Allreduce(&d, &e, 1, MPI_DOUBLE, MPI_LOR, MPI_COMM_WORLD);
     MPI_Error_class(frc, &cls);
     CHECK(cls == MPI_ERR_OP, "MPI_LOR on MPI_DOUBLE: error class %d, not MPI_ERR_OP", cls);
+    /* under the drop-in (libweft loaded): weft's own refusal after MPI
+     * accepted the arguments (an allgather's send buffer overlapping the
+     * receive buffer off its own block, which Open MPI lets pass) is
+     * MPI_ERR_ARG, and the string says why */
+    if (dlsym(RTLD_DEFAULT, "weft_comm_from_mpi")) {
+        int *blocks = calloc((size_t)size * 2 + 1, sizeof *blocks);
+        frc = MPI_Allgather(blocks + 1, 2, MPI_INT, blocks, 2, MPI_INT, MPI_COMM_WORLD);
+        char text[MPI_MAX_ERROR_STRING] = "";
+        int len = 0;
+        MPI_Error_class(frc, &cls);
+        MPI_Error_string(frc, text, &len);
+        CHECK(cls == MPI_ERR_ARG && strstr(text, "weft-mpi: MPI_Allgather: ") &&
+                  strstr(text, "overlap"),
+              "overlapping allgather: error class %d, not MPI_ERR_ARG, string '%s'", cls, text);
+        free(blocks);
+    }
     /* and the world still works */
     x = rank + 1, y = 0;
     CHECK(MPI_Allreduce(&x, &y, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS &&
