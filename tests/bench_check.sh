@@ -337,5 +337,21 @@ for spec in "bcast sum 8=board 8K=linear_arena 100K=linear_arena" \
     else fails=$((fails + 1)); echo "FAIL: AUTO at 12 ranks, $coll $op: chose '$got', want '$want'"
          echo "$out" | tail -5; fi
 done
+# the summary `make bench` prints (no --algo): its rows fit 120 columns,
+# and the fastest column names a whole label of the run (a fixed width cut
+# "linear_arena/stage=sent" to "linear_arena/stage=s")
+csv=$(mktemp)
+out=$("$weft" bench allreduce --np 4 --sizes 8,512K,4M --iters 2 --warmup 1 --csv "$csv" 2>&1)
+labels=$(awk -F, 'NR > 1 { print $5 }' "$csv" | sort -u)
+rm -f "$csv"
+long=$(grep -v '^#' <<<"$out" | awk 'length($0) > 120' | wc -l)
+names=$(grep -E '^ *[0-9]+ \|' <<<"$out" | awk -F'|' '{ sub(/^ *[0-9.]+ +/, "", $3); sub(/ +$/, "", $3); print $3 }')
+cut=0
+while read -r n; do
+    [ "$n" = "auto's choice" ] || grep -qxF "$n" <<<"$labels" || { cut=1; echo "not a label: '$n'"; }
+done <<<"$names"
+if [ "$long" = 0 ] && [ "$cut" = 0 ] && [ "$(wc -l <<<"$names")" = 3 ]
+then passes=$((passes + 1))
+else fails=$((fails + 1)); echo "FAIL: the summary table ($long rows over 120 columns)"; echo "$out"; fi
 echo "$passes passed, $fails failed"
 [ "$fails" -eq 0 ]

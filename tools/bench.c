@@ -738,6 +738,9 @@ typedef struct lineup {
     char reason[66][200]; /* why it could not serve the call, when it could not */
     size_t n;
     bool with_native, summary;
+    /* the summary's columns: the sizes' digits, and the longest name the
+     * fastest column may show, so that no name is cut (summary_widths) */
+    int bytes_w, best_w;
     /* the communicator of the barrier before each timed call: the timed
      * one, or for `weft bench barrier` a duplicate left on AUTO, so that
      * the algorithm being timed does not also decide how calls start */
@@ -864,7 +867,28 @@ static const char *convention(const bench_opts_t *o)
                   : "median of the slowest rank's time per iteration, after a barrier";
 }
 
-static void print_header(const bench_opts_t *o, weft_comm_t comm, const lineup_t *L)
+/* The summary fits a 120-column terminal with the native columns: the
+ * bytes column as wide as the largest size (at least "bytes"), the fastest
+ * algorithm's as its longest label (a fixed 20 cut "linear_arena/stage=sent"
+ * and "=pieces" alike to "linear_arena/stage=s").  AUTO's choices are not
+ * known before the rows: theirs stays 26, the longest the built-in table
+ * names. */
+static void summary_widths(const bench_opts_t *o, lineup_t *L)
+{
+    size_t largest = 0;
+    for (int i = 0; i < o->nsizes; i++)
+        largest = o->sizes[i] > largest ? o->sizes[i] : largest;
+    L->bytes_w = snprintf(NULL, 0, "%zu", largest);
+    L->bytes_w = L->bytes_w < 5 ? 5 : L->bytes_w;
+    L->best_w = (int)strlen("auto's choice");
+    for (size_t a = 0; a < L->n; a++) {
+        int w = (int)strlen(L->labels[a]);
+        if (L->al[a] != &auto_algo && L->al[a] != &native_algo && w > L->best_w)
+            L->best_w = w;
+    }
+}
+
+static void print_header(const bench_opts_t *o, weft_comm_t comm, lineup_t *L)
 {
     int P = weft_comm_size(comm), local, cores;
     comm_node_cores(comm, &local, &cores);
@@ -887,8 +911,8 @@ static void print_header(const bench_opts_t *o, weft_comm_t comm, const lineup_t
                  coll_is_reduction(o->coll) ? " " : "",
                  coll_is_reduction(o->coll) ? bench_op_name(o->op) : "",
                  o->arena ? "weft_alloc" : "malloc");
-    printf("# weft bench %s: P=%d,%s %s%s; latency in us (%s)%s\n", weft_coll_name(o->coll), P,
-           data,
+    printf("# weft bench %s: P=%d,%s %s%s\n# latency in us (%s)%s\n", weft_coll_name(o->coll),
+           P, data,
            !o->transport ? "shared memory (weft run)"
            : !strcmp(o->transport, "mpi") ? "weft over MPI point-to-point, under mpirun"
                                           : "weft shared memory, under mpirun",
@@ -904,10 +928,11 @@ static void print_header(const bench_opts_t *o, weft_comm_t comm, const lineup_t
         printf("# each iteration a round of %d split-phase calls in flight, each on buffers of "
                "its own of the row's size; a figure is the whole round's\n", o->inflight);
     if (L->summary) {
-        printf("%12s | %9s %-26s | %9s %-20s | %9s", "bytes", "auto", "(its choice)", "fastest",
-               "(algorithm)", "auto/best");
+        summary_widths(o, L);
+        printf("%*s | %9s %-26s | %9s %-*s | %9s", L->bytes_w, "bytes", "auto", "(its choice)",
+               "fastest", L->best_w, "(algorithm)", "auto/best");
         if (L->with_native)
-            printf(" | %9s %10s", "native", "native/auto");
+            printf(" | %9s %11s", "native", "native/auto");
         printf("\n");
     } else {
         printf("%12s", "bytes");
@@ -967,7 +992,7 @@ static void print_row_summary(size_t bytes, const lineup_t *L, const result_t *r
         else if (L->al[a] != &native_algo && !res[a].skipped && (!best || res[a].med < best->med))
             best = &res[a], best_a = a;
     }
-    printf("%12zu", bytes);
+    printf("%*zu", L->bytes_w, bytes);
     if (au && !au->skipped)
         printf(" | %9.2f %-26.26s", au->med, au->chose[0] ? au->chose : "?");
     else
@@ -978,16 +1003,16 @@ static void print_row_summary(size_t bytes, const lineup_t *L, const result_t *r
     if (au && !au->skipped && (!best || au->med < best->med))
         best = au, best_label = "auto's choice";
     if (best)
-        printf(" | %9.2f %-20.20s", best->med, best_label);
+        printf(" | %9.2f %-*s", best->med, L->best_w, best_label);
     else
-        printf(" | %9s %-20s", "n/a", "");
+        printf(" | %9s %-*s", "n/a", L->best_w, "");
     if (au && !au->skipped && best)
         printf(" | %8.2fx", au->med / best->med);
     else
         printf(" | %9s", "");
     if (native)
-        native->skipped || !au || au->skipped ? printf(" | %9s %10s", "n/a", "")
-                                              : printf(" | %9.2f %9.2fx", native->med,
+        native->skipped || !au || au->skipped ? printf(" | %9s %11s", "n/a", "")
+                                              : printf(" | %9.2f %10.2fx", native->med,
                                                        native->med / au->med);
     for (size_t a = 0; a < L->n; a++)
         if (res[a].bad)
