@@ -994,7 +994,7 @@ static void print_row_summary(size_t bytes, const lineup_t *L, const result_t *r
     }
     printf("%*zu", L->bytes_w, bytes);
     if (au && !au->skipped)
-        printf(" | %9.2f %-26.26s", au->med, au->chose[0] ? au->chose : "?");
+        printf(" | %9.2f %-26s", au->med, au->chose[0] ? au->chose : "?");
     else
         printf(" | %9s %-26s", "n/a", "");
     /* AUTO's choice may be a configuration no other column runs (a
