@@ -869,10 +869,11 @@ static const char *convention(const bench_opts_t *o)
 
 /* The summary fits a 120-column terminal with the native columns: the
  * bytes column as wide as the largest size (at least "bytes"), the fastest
- * algorithm's as its longest label (a fixed 20 cut "linear_arena/stage=sent"
- * and "=pieces" alike to "linear_arena/stage=s").  AUTO's choices are not
- * known before the rows: theirs stays 26, the longest the built-in table
- * names. */
+ * algorithm's as its longest label up to 26 (a fixed 20 cut
+ * "linear_arena/stage=sent" and "=plain" alike to "linear_arena/stage=s").
+ * A name is never cut: a longer one (two parameters,
+ * "linear_arena/stage=plain;segment=1M") widens its own row.  AUTO's
+ * choices are not known before the rows are printed: theirs is 26. */
 static void summary_widths(const bench_opts_t *o, lineup_t *L)
 {
     size_t largest = 0;
@@ -884,7 +885,7 @@ static void summary_widths(const bench_opts_t *o, lineup_t *L)
     for (size_t a = 0; a < L->n; a++) {
         int w = (int)strlen(L->labels[a]);
         if (L->al[a] != &auto_algo && L->al[a] != &native_algo && w > L->best_w)
-            L->best_w = w;
+            L->best_w = w < 26 ? w : 26;
     }
 }
 
