@@ -158,6 +158,11 @@ def test_backend_collectives(comm, groups, dtype):
     out = torch.zeros(3, dtype=dtype)
     dist.reduce_scatter(out, [torch.full((3,), q + r).to(dtype) for q in range(P)], group=g)
     assert (out == P * r + P * (P - 1) // 2).all()
+    # reduce_scatter_tensor (FSDP's call): block q of the input to rank q
+    inp = torch.cat([torch.full((3,), q + r) for q in range(P)]).to(dtype)
+    out = torch.zeros(3, dtype=dtype)
+    dist.reduce_scatter_tensor(out, inp, op=dist.ReduceOp.MAX, group=g)
+    assert (out == r + P - 1).all(), out
     dist.barrier(group=g)
 
 
@@ -187,6 +192,8 @@ def test_bad_tensors(comm, groups):
         dist.all_reduce(torch.ones(4, 4).t(), group=groups["weft"])
     with pytest.raises(weft.InvalidArgument, match="not one weft has"):
         dist.broadcast(torch.ones(3, dtype=torch.complex64), src=0, group=groups["weft"])
+    with pytest.raises(weft.InvalidArgument, match="reduce_scatter_tensor: the output holds 2 "):
+        dist.reduce_scatter_tensor(torch.zeros(2), torch.ones(3 * comm.size), group=groups["weft"])
     t = torch.arange(4.0)
     dist.all_reduce(t, group=groups["weft"])  # the group still works
     assert torch.equal(t, torch.arange(4.0) * comm.size)

@@ -302,22 +302,31 @@ class ProcessGroupWeft(ProcessGroup):
         self._allgather_into(output, input, "_allgather_base")
         return _Done([output])
 
+    def _reduce_scatter_into(self, out, flat, op, what):
+        try:
+            sp, _, dt = _tensor(flat, what, writable=False)
+            rp, n, odt = _tensor(out, what)
+            if odt != dt or n * self.comm.size != flat.numel():
+                weft._invalid("%s: the output holds %d %s, want 1/%d of the input's %d %s"
+                              % (what, n, out.dtype, self.comm.size, flat.numel(), flat.dtype))
+        except weft.Error as e:
+            self.comm._refuse("reduce_scatter", e, None, op=_lib.OPS[op], count=_numel(out))
+        h = self.comm._use("reduce_scatter", None, None)
+        weft._check(_lib.weft_reduce_scatter(sp, rp, n, dt, op, h))
+
     def reduce_scatter(self, output_tensors, input_tensors, opts=None):
         op = _op(opts.reduceOp if opts is not None else dist.ReduceOp.SUM, "reduce_scatter")
-        h = self.comm._use("reduce_scatter", None, None)
         for out, ins in zip(output_tensors, input_tensors):
-            flat = torch.cat([i.reshape(-1) for i in ins])
-            try:
-                sp, _, dt = _tensor(flat, "reduce_scatter", writable=False)
-                rp, n, odt = _tensor(out, "reduce_scatter")
-                if odt != dt or n * self.comm.size != flat.numel():
-                    weft._invalid("reduce_scatter: the output holds %d elements, the inputs %d"
-                                  % (n, flat.numel()))
-            except weft.Error as e:
-                self.comm._refuse("reduce_scatter", e, None, op=_lib.OPS[op],
-                                  count=_numel(out))
-            weft._check(_lib.weft_reduce_scatter(sp, rp, n, dt, op, h))
+            self._reduce_scatter_into(out, torch.cat([i.reshape(-1) for i in ins]), op,
+                                      "reduce_scatter")
         return _Done(output_tensors)
+
+    def _reduce_scatter_base(self, output, input, opts=None):
+        # reduce_scatter_tensor (FSDP's): the input's block r to rank r, in place
+        op = _op(opts.reduceOp if opts is not None else dist.ReduceOp.SUM,
+                 "reduce_scatter_tensor")
+        self._reduce_scatter_into(output, input, op, "reduce_scatter_tensor")
+        return _Done([output])
 
     def barrier(self, opts=None):
         self.comm.barrier()
@@ -332,8 +341,7 @@ def _refuse(name):
 
 
 for _name in ("alltoall", "alltoall_base", "gather", "scatter", "send", "recv",
-              "recv_anysource", "allgather_coalesced", "_reduce_scatter_base",
-              "monitored_barrier"):
+              "recv_anysource", "allgather_coalesced", "monitored_barrier"):
     setattr(ProcessGroupWeft, _name, _refuse(_name))
 
 
