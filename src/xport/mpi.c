@@ -408,6 +408,27 @@ static void unlist_open(mpi_xport_t *x)
 
 static void mpi_release(mpi_xport_t *x);
 
+int xport_mpi_lingering(void)
+{
+    int n = 0;
+    pthread_mutex_lock(&open_lock);
+    for (mpi_xport_t *y = open_list; y; y = y->next_open)
+        n += __atomic_load_n(&y->lingering, __ATOMIC_ACQUIRE);
+    pthread_mutex_unlock(&open_lock);
+    return n;
+}
+
+/* Frees the staging buffers of receive-and-reduce steps. */
+static void drop_stages(mpi_xport_t *x)
+{
+    while (x->free_stages) {
+        stage_t *st = x->free_stages;
+        x->free_stages = st->next;
+        free(st->buf);
+        free(st);
+    }
+}
+
 /* How many freed communicators, with no refusal or failure to answer for,
  * linger in open_list (the latest freed): a rank that skipped a call,
  * freed the communicator and then waits elsewhere tells its peers in that
@@ -420,6 +441,20 @@ static void mpi_release(mpi_xport_t *x);
 static mpi_xport_t *freed_ring[FREED_LINGER]; /* open_lock */
 static unsigned freed_next;
 
+/* How many freed communicators on which this rank refused or gave up a
+ * call linger (the latest freed): a peer may still wait in that call, and
+ * only this rank's answer to its announcement tells it why.  They used to
+ * stay until MPI_Finalize, every one: a program that freed communicators
+ * in a loop after refused calls held an MPI communicator for each (45 KB
+ * each under Open MPI; MPICH has a few thousand context ids), and every
+ * stalled wait's drain probed them all (weft stress over MPI, 4,000 of
+ * them: one 6,000-step allreduce took minutes).  A peer still waiting in
+ * a call refused here 64 such frees ago waits for its time limit. */
+#define OWED_LINGER 64
+static mpi_xport_t *owed_ring[OWED_LINGER]; /* open_lock */
+static unsigned owed_next;
+static bool owed_any; /* a transport of this process owed answers */
+
 static void mpi_close(xport_t *xp)
 {
     mpi_xport_t *x = (mpi_xport_t *)xp;
@@ -427,19 +462,23 @@ static void mpi_close(xport_t *xp)
     MPI_Finalized(&fin);
     pthread_mutex_lock(&open_lock);
     bool can = x->heard && hooked && !fin && !__atomic_load_n(&finalizing, __ATOMIC_ACQUIRE);
-    /* a communicator freed after a call refused or given up here: its
-     * peers may still wait for this rank's answer (a program that frees
-     * it and calls MPI_Finalize, say); the job's twin waits for the
-     * barrier in MPI_Finalize; the others for FREED_LINGER frees more */
-    bool until_finalize = can && (x->owes || (x == job_x && job_made));
+    /* the job's twin waits for the barrier in MPI_Finalize; a
+     * communicator freed after a call refused or given up here (its peers
+     * may still wait for this rank's answer: a program that frees it and
+     * calls MPI_Finalize, say) for OWED_LINGER such frees more; the others
+     * for FREED_LINGER frees more */
+    bool until_finalize = can && x == job_x && job_made;
     mpi_xport_t *evicted = NULL;
     if (can) {
         __atomic_store_n(&x->lingering, true, __ATOMIC_RELEASE);
         x->lock = &x->base.lock; /* the two-level transport's goes */
+        drop_stages(x); /* only announcements are answered now */
         if (!until_finalize) {
-            evicted = freed_ring[freed_next];
-            freed_ring[freed_next] = x;
-            freed_next = (freed_next + 1) % FREED_LINGER;
+            mpi_xport_t **ring = x->owes ? owed_ring : freed_ring;
+            unsigned *next = x->owes ? &owed_next : &freed_next;
+            evicted = ring[*next];
+            ring[*next] = x;
+            *next = (*next + 1) % (x->owes ? OWED_LINGER : FREED_LINGER);
             if (evicted)
                 unlist_open(evicted);
         }
@@ -464,12 +503,7 @@ static void mpi_release(mpi_xport_t *x)
     MPI_Finalized(&fin);
     if (!fin)
         MPI_Comm_free(&x->comm);
-    while (x->free_stages) {
-        stage_t *s = x->free_stages;
-        x->free_stages = s->next;
-        free(s->buf);
-        free(s);
-    }
+    drop_stages(x);
     free(x->mreq), free(x->owner), free(x->idx), free(x->st), free(x->fin);
     free(x->heard), free(x->told), free(x->replied);
     free(x->spoilt);
@@ -634,6 +668,7 @@ static void mpi_call_note(xport_t *xp, const call_desc_t *d, int state)
     if (!x->heard)
         return;
     x->owes = true;
+    __atomic_store_n(&owed_any, true, __ATOMIC_RELAXED);
     __atomic_store_n(&x->rescan, true, __ATOMIC_RELEASE);
     if (pthread_mutex_trylock(x->lock) == 0) {
         drain_announcements(x);
@@ -641,7 +676,7 @@ static void mpi_call_note(xport_t *xp, const call_desc_t *d, int state)
     }
 }
 
-static int answer_all(void);
+static int answer_all(bool every_freed);
 
 /* Takes in the announcements that wait on the other communicators of
  * this process, answering those about calls made differently here: a rank
@@ -657,7 +692,7 @@ static void drain_others(void)
     if (now - last >= 20000000ull &&
         __atomic_compare_exchange_n(&drained_all_ns, &last, now, false, __ATOMIC_RELAXED,
                                     __ATOMIC_RELAXED))
-        answer_all();
+        answer_all(false);
 }
 
 /* What this rank knows of peer's call `key` from its announcements. */
@@ -909,17 +944,35 @@ void xport_mpi_comm_made(xport_t *x)
     pthread_mutex_unlock(&job_lock);
 }
 
+/* How many freed communicators one pass of a stalled wait's drain looks
+ * at: each look is two MPI probes, and a probe that finds nothing yields
+ * the core under Open MPI's mpi_yield_when_idle (the ranks outnumber the
+ * cores), so looking at all 72 in every pass (each 20 ms) would keep the
+ * stalled rank probing; in slices of 8 each is answered within 9 passes. */
+#define LINGER_SLICE 8
+static unsigned linger_pass; /* open_lock */
+
 /* Answers the announcements waiting on every MPI communicator of the
- * process whose lock is free (not the caller's own); how many there were. */
-static int answer_all(void)
+ * process whose lock is free (not the caller's own), the freed ones all
+ * (every_freed) or LINGER_SLICE of them in turn; how many there were. */
+static int answer_all(bool every_freed)
 {
     int taken = 0;
     pthread_mutex_lock(&open_lock);
+    unsigned nfreed = 0, k = 0;
     for (mpi_xport_t *y = open_list; y; y = y->next_open)
+        nfreed += __atomic_load_n(&y->lingering, __ATOMIC_ACQUIRE);
+    unsigned slices = (nfreed + LINGER_SLICE - 1) / LINGER_SLICE;
+    unsigned slice = slices ? linger_pass++ % slices : 0;
+    for (mpi_xport_t *y = open_list; y; y = y->next_open) {
+        if (__atomic_load_n(&y->lingering, __ATOMIC_ACQUIRE) && !every_freed &&
+            k++ / LINGER_SLICE != slice)
+            continue;
         if (y->heard && pthread_mutex_trylock(y->lock) == 0) {
             taken += drain_announcements(y);
             pthread_mutex_unlock(y->lock);
         }
+    }
     pthread_mutex_unlock(&open_lock);
     return taken;
 }
@@ -950,12 +1003,10 @@ static int at_finalize(MPI_Comm self, int keyval, void *attr, void *extra)
     void (*core)(void) = core_at_finalize;
     if (core)
         core();
-    bool owes = false;
+    bool owes = __atomic_load_n(&owed_any, __ATOMIC_RELAXED);
     pthread_mutex_lock(&open_lock);
-    for (mpi_xport_t *y = open_list; y; y = y->next_open) {
-        owes |= y->owes;
+    for (mpi_xport_t *y = open_list; y; y = y->next_open)
         __atomic_store_n(&y->rescan, true, __ATOMIC_RELEASE); /* heard before: answered */
-    }
     pthread_mutex_unlock(&open_lock);
     pthread_mutex_lock(&job_lock);
     MPI_Request all = MPI_REQUEST_NULL;
@@ -964,7 +1015,7 @@ static int at_finalize(MPI_Comm self, int keyval, void *attr, void *extra)
     pthread_mutex_unlock(&job_lock);
     uint64_t start = weft_now_ns(), last = start;
     for (long polls = 0;; polls++) {
-        int taken = answer_all(), done = 1;
+        int taken = answer_all(true), done = 1;
         uint64_t now = weft_now_ns();
         if (taken)
             last = now;
@@ -985,6 +1036,7 @@ static int at_finalize(MPI_Comm self, int keyval, void *attr, void *extra)
     }
     pthread_mutex_lock(&open_lock);
     memset(freed_ring, 0, sizeof freed_ring);
+    memset(owed_ring, 0, sizeof owed_ring);
     mpi_xport_t *gone = NULL;
     for (mpi_xport_t **p = &open_list; *p;) {
         mpi_xport_t *y = *p;

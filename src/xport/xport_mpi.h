@@ -4,6 +4,7 @@
 
 #include <mpi.h>
 
+#include "../core/tool_api.h"
 #include "xport.h"
 
 /* Whether weft can stand on comm (MPI initialised, an intracommunicator);
@@ -34,6 +35,9 @@ void xport_mpi_comm_made(xport_t *x);
  * took it over (its own until then); the other communicators' stalled
  * waits take it before they read x's announcements. */
 void xport_mpi_set_lock(xport_t *x, pthread_mutex_t *lock);
+/* How many communicators the program freed still answer announcements
+ * here (mpi.c: FREED_LINGER, OWED_LINGER, the job's twin); for tests. */
+WEFT_TOOL_API int xport_mpi_lingering(void);
 /* Shared memory inside nodes, MPI between them, over the MPI transport mx
  * (which it takes over; *out == mx when no node has two ranks).  Node ids
  * of every rank are returned in *ids (malloc'd). */
