@@ -395,8 +395,11 @@ int xport_mpi_lingering(void); /* libweft's, for tests (xport_mpi.h) */
  * the refused call, an MPI communicator apiece, and every stalled wait
  * probed them all (weft stress over MPI: a 6,000-step allreduce took
  * minutes behind 4,000 of them).  Now the latest 64 such stay, 8 others
- * and the world's twin.  Every refusal must still be the same on every
- * rank, and a call after them must work. */
+ * and the world's twin, and a stalled wait looks at 8 of them in turn.
+ * Every refusal must still be the same on every rank; then, with those
+ * lingering, the last rank refuses a call on one more dup alone, frees it
+ * and waits on the world, where the others come only once they have heard
+ * of the refusal from that freed dup's answer. */
 static int refused_churn(void)
 {
     for (int i = 0; i < 100; i++) {
@@ -418,8 +421,23 @@ static int refused_churn(void)
     if (over_mpi && getenv("WEFT_NODE_SIZE")) /* nodes apart: the dups stand on MPI */
         CHECK(n >= 64, "only %d freed communicators linger: the refusals owe answers", n);
 #endif
-    int32_t x = 1;
-    int rc = weft_allreduce(WEFT_IN_PLACE, &x, 1, WEFT_INT32, WEFT_SUM, world);
+    weft_comm_t d = NULL;
+    CHECK(weft_comm_dup(world, &d) == WEFT_OK, "the last dup: %s", weft_last_error());
+    int32_t v[3] = {1, 2, 3}, x = 1;
+    int rc;
+    if (me == P - 1) {
+        rc = weft_allreduce(v, NULL, 3, WEFT_INT32, WEFT_SUM, d);
+        CHECK(rc == WEFT_EINVAL, "a NULL buffer was not refused: %d: %s", rc, weft_last_error());
+    } else {
+        char who[32];
+        snprintf(who, sizeof who, "rank %d refused", P - 1);
+        rc = weft_allreduce(WEFT_IN_PLACE, v, 3, WEFT_INT32, WEFT_SUM, d);
+        CHECK(rc == WEFT_EPEER && (strstr(weft_last_error(), who) ||
+                                   (over_mpi && strstr(weft_last_error(), "abandoned"))),
+              "the allreduce rank %d refused got %d: %s", P - 1, rc, weft_last_error());
+    }
+    weft_comm_free(&d);
+    rc = weft_allreduce(WEFT_IN_PLACE, &x, 1, WEFT_INT32, WEFT_SUM, world);
     CHECK(rc == WEFT_OK && x == P, "the allreduce after: %d (%d): %s", rc, x, weft_last_error());
     return 0;
 }
