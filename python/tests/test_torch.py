@@ -197,3 +197,29 @@ def test_bad_tensors(comm, groups):
     t = torch.arange(4.0)
     dist.all_reduce(t, group=groups["weft"])  # the group still works
     assert torch.equal(t, torch.arange(4.0) * comm.size)
+
+
+def test_backend_subgroup(comm, groups):
+    """new_group of fewer ranks than the job: made on every rank (no hang in
+    torch's barrier), each call on it refused naming the way round; a group
+    of every rank, in any order given, is served."""
+    P, r = comm.size, comm.rank
+    members = list(range(max(P - 1, 1)))
+    g = dist.new_group(members, backend="weft")
+    if r in members and len(members) < P:
+        with pytest.raises(weft.NotSupported, match="allreduce on a group of %d of the job's %d "
+                                                    "ranks.*use gloo" % (P - 1, P)):
+            dist.all_reduce(torch.ones(2), group=g)
+        with pytest.raises(weft.NotSupported, match="broadcast on a group of"):
+            dist.broadcast(torch.ones(2), src=0, group=g)
+        with pytest.raises(weft.NotSupported, match="barrier on a group of"):
+            dist.barrier(group=g)
+    elif r in members:  # P = 1: the group of one is the job
+        t = torch.ones(2)
+        dist.all_reduce(t, group=g)
+        assert torch.equal(t, torch.ones(2))
+    full = dist.new_group(list(reversed(range(P))), backend="weft")
+    t = torch.full((3,), float(r))
+    dist.all_reduce(t, group=full)
+    assert (t == P * (P - 1) / 2).all()
+    dist.barrier(group=groups["weft"])

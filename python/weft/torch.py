@@ -17,7 +17,8 @@ tensor's own memory):
     ProcessGroup, and Backend.register_backend takes a function that returns
     one, so no C++ extension is needed.  The backend implements allreduce,
     broadcast, reduce, allgather (and _allgather_base), reduce_scatter and
-    barrier; other calls raise, naming themselves.  Every call completes
+    barrier; other calls raise, naming themselves, and so does every call on
+    a new_group of fewer ranks than the job.  Every call completes
     before it returns (its Work is done at once), so DDP's overlap of
     communication with the backward pass is not there: the hook has it.
 
@@ -345,9 +346,48 @@ for _name in ("alltoall", "alltoall_base", "gather", "scatter", "send", "recv",
     setattr(ProcessGroupWeft, _name, _refuse(_name))
 
 
+_GROUP_CALLS = ("allreduce", "allreduce_coalesced", "broadcast", "reduce", "allgather",
+                "_allgather_base", "reduce_scatter", "_reduce_scatter_base", "barrier")
+
+
+class _SubgroupRefused(ProcessGroup):
+    """What the backend gives torch.distributed.new_group(ranks) of fewer
+    ranks than the job: every call raises NotSupported, naming the way
+    round.  Raising at creation instead would leave the ranks outside the
+    group waiting in new_group's store barrier (30 minutes by default) for
+    members that never reach it; torch creates the group on the members
+    alone, and weft makes a communicator only with every rank of its
+    parent (Comm.split)."""
+
+    def __init__(self, rank, size, world):
+        super().__init__(rank, size)
+        self.world = world
+
+    def getBackendName(self):
+        return "weft"
+
+
+def _refuse_subgroup(name):
+    def f(self, *args, **kwargs):
+        weft._raise(6, "the weft backend: %s on a group of %d of the job's %d ranks: the backend "
+                       "serves groups of every rank only (weft makes a communicator with every "
+                       "rank of its parent, and torch's new_group creates it on the members "
+                       "alone); use gloo for the subgroup, with weft.torch.allreduce_hook and "
+                       "HookState(comm=weft.comm_world().split(color)) for DDP's gradients"
+                    % (name, self.size(), self.world))
+    return f
+
+
+for _name in _GROUP_CALLS + ("alltoall", "alltoall_base", "gather", "scatter", "send", "recv",
+                             "recv_anysource", "allgather_coalesced", "monitored_barrier"):
+    setattr(_SubgroupRefused, _name, _refuse_subgroup(_name))
+
+
 def _create(store, rank, size, timeout):
     weft.init()
     comm = weft.comm_world()
+    if 0 <= rank < size < comm.size:
+        return _SubgroupRefused(rank, size, comm.size)
     if (rank, size) != (comm.rank, comm.size):
         weft._invalid("the weft backend: torch.distributed says rank %d of %d, the weft job "
                       "rank %d of %d (start the program with weft run, and let "
