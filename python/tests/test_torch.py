@@ -185,8 +185,10 @@ def test_bad_tensors(comm, groups):
     with pytest.raises(weft.NotSupported, match="no alltoall"):
         dist.all_to_all([torch.ones(1)] * comm.size, [torch.ones(1)] * comm.size,
                         group=groups["weft"])
-    with pytest.raises(weft.NotSupported, match="reduce op"):
+    with pytest.raises(weft.NotSupported, match="reduce op AVG is not one weft has"):
         dist.all_reduce(torch.ones(2), op=dist.ReduceOp.AVG, group=groups["weft"])
+    with pytest.raises(weft.NotSupported, match="reduce: reduce op PREMUL_SUM is not"):
+        dist.reduce(torch.ones(2), 0, op=dist._make_nccl_premul_sum(2.0), group=groups["weft"])
     # refused on every rank alike (each takes the call as refused): no hang
     with pytest.raises(weft.InvalidArgument, match="not contiguous"):
         dist.all_reduce(torch.ones(4, 4).t(), group=groups["weft"])

@@ -66,10 +66,18 @@ def _tensor(t, what, writable=True):
     return t.data_ptr(), t.numel(), _lib.DTYPES.index(_DTYPES[t.dtype])
 
 
+def _op_name(op):
+    """AVG, PREMUL_SUM, ...: a ReduceOp's repr in 1.13 is only its address."""
+    for name, v in dist.ReduceOp.RedOpType.__members__.items():
+        if op == v:
+            return name
+    return repr(op)
+
+
 def _op(op, what):
     if op not in _OPS:
         weft._raise(6, "%s: reduce op %s is not one weft has (SUM, PRODUCT, MIN, MAX, BAND, "
-                       "BOR, BXOR; average by SUM and a division)" % (what, op))
+                       "BOR, BXOR; average by SUM and a division)" % (what, _op_name(op)))
     return _lib.OPS.index(_OPS[op])
 
 
