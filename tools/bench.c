@@ -1849,6 +1849,12 @@ static void seeded_kernels(char *a, char *b, char *c)
 int cmd_bench_kernels(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: weft bench kernels [--quick]\nThe reduction kernels against memcpy, "
+                   "the seeded ones against a copy then the kernel, and copies by distance, "
+                   "one core (--quick: three timings of a sixteenth of the work each)\n");
+            return 0;
+        }
         if (strcmp(argv[i], "--quick")) {
             fprintf(stderr, "weft bench kernels: unknown argument '%s' (it takes --quick "
                     "only)\n", argv[i]);
