@@ -150,6 +150,46 @@ def test_refused_on_one_rank(comm):
         assert (y == comm.size).all()
 
 
+def test_gather_scatter_refused(comm):
+    """A gather refused on a rank that sends (its input not C-contiguous) and
+    a scatter refused at the root (its input of the wrong size or dtype):
+    the ranks that wait for the refusing one fail naming it; the ranks that
+    only send to the root return; then every rank goes on.  (A gather
+    refused at its root is not made here: the others' blocks then reach a
+    rank that refused their call, which ends the job, README "Mismatched
+    calls".)"""
+    P, root = comm.size, comm.size - 1
+    if comm.rank == 0 and P > 1:
+        with pytest.raises(weft.InvalidArgument, match="gather input: the array is not C-"):
+            comm.gather(np.ones((2, 2))[:, 0], root=root)
+    elif comm.rank == root and P > 1:
+        with pytest.raises(weft.PeerError, match="rank 0 refused gather"):
+            comm.gather(np.ones(2), root=root)
+    elif P > 1:
+        assert comm.gather(np.ones(2), root=root) is None
+    if P == 1:
+        with pytest.raises(weft.InvalidArgument, match="gather: the output has 3 elements, "
+                                                       "want 2"):
+            comm.gather(np.ones(2), out=np.ones(3))
+    if comm.rank == root:
+        with pytest.raises(weft.InvalidArgument, match="scatter: the input has 3 elements, "
+                                                       "want %d" % (2 * P)):
+            comm.scatter(np.ones(2), np.ones(3), root=root)
+        with pytest.raises(weft.InvalidArgument, match="dtype"):
+            comm.scatter(np.ones(2), np.ones(2 * P, np.float32), root=root)
+    else:
+        for _ in range(2):
+            # from the root, or from the rank it waits for in the tree
+            with pytest.raises(weft.PeerError, match="rank %d refused scatter|rank [0-9]+ "
+                                                     "abandoned scatter" % root):
+                comm.scatter(np.ones(2), root=root)
+    x = comm.gather(np.full(2, comm.rank, np.int32), root=root)
+    if comm.rank == root:
+        assert x[:, 0].tolist() == list(range(P))
+    with pytest.raises(weft.InvalidArgument, match="scatter output: want a NumPy array"):
+        comm.scatter([1, 2], np.ones(2 * P), root=0)
+
+
 def test_bad_root(comm):
     with pytest.raises(weft.InvalidArgument, match="root %d out of range" % comm.size):
         comm.bcast(np.ones(2), root=comm.size)

@@ -171,6 +171,30 @@ def test_allgather(comm, dtype):
         assert np.array_equal(out.reshape(comm.size, 1, n), got)
 
 
+@pytest.mark.parametrize("dtype", ["int8", "uint64", "float16", "float64"])
+def test_gather_scatter(comm, dtype):
+    P = comm.size
+    for n in [0, 1, 5, 3000]:
+        for root in sorted({0, P - 1, P // 2}):
+            x = inp(dtype, comm.rank, n).reshape(n, 1)
+            got = comm.gather(x, root=root)
+            if comm.rank == root:
+                assert got.shape == (P, n, 1)
+                for r in range(P):
+                    assert np.array_equal(got[r, :, 0], inp(dtype, r, n))
+                out = np.empty(P * n, dtype=dtype)
+                assert comm.gather(x, out=out, root=root) is out
+                assert np.array_equal(out.reshape(P, n, 1), got)
+            else:
+                assert got is None
+                assert comm.gather(x, out=np.empty(1), root=root) is None  # not used here
+            # the root's blocks in order, one to each rank
+            whole = np.concatenate([inp(dtype, r, n) for r in range(P)])
+            mine = np.full(n, 7, dtype=dtype)
+            assert comm.scatter(mine, whole if comm.rank == root else None, root=root) is mine
+            assert np.array_equal(mine, inp(dtype, comm.rank, n))
+
+
 @pytest.mark.parametrize("dtype", ["int32", "uint8", "float32", "float64"])
 def test_reduce_scatter(comm, dtype):
     for block in [0, 1, 9, 2000]:

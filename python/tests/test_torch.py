@@ -163,7 +163,33 @@ def test_backend_collectives(comm, groups, dtype):
     out = torch.zeros(3, dtype=dtype)
     dist.reduce_scatter_tensor(out, inp, op=dist.ReduceOp.MAX, group=g)
     assert (out == r + P - 1).all(), out
+    # gather and scatter, to and from the last rank
+    got = [torch.zeros(2, dtype=dtype) for _ in range(P)] if r == P - 1 else None
+    dist.gather(torch.full((2,), r).to(dtype), got, dst=P - 1, group=g)
+    if r == P - 1:
+        assert [int(x[1]) for x in got] == list(range(P))
+    mine = torch.zeros(3, dtype=dtype)
+    dist.scatter(mine, [torch.full((3,), q + 1).to(dtype) for q in range(P)]
+                 if r == P - 1 else None, src=P - 1, group=g)
+    assert (mine == r + 1).all(), mine
     dist.barrier(group=g)
+
+
+def test_backend_objects(comm, groups):
+    """torch's object calls, which ride on the tensor ones (gather_object on
+    allgather and gather, scatter_object_list on broadcast and scatter)"""
+    P, r, g = comm.size, comm.rank, groups["weft"]
+    objs = [None] * P if r == 0 else None
+    dist.gather_object({"rank": r, "x": "y" * r}, objs, dst=0, group=g)
+    if r == 0:
+        assert objs == [{"rank": q, "x": "y" * q} for q in range(P)]
+    out = [None]
+    dist.scatter_object_list(out, [("to", q) for q in range(P)] if r == P - 1 else None,
+                             src=P - 1, group=g)
+    assert out == [("to", r)]
+    everyone = [None] * P
+    dist.all_gather_object(everyone, r * r, group=g)
+    assert everyone == [q * q for q in range(P)]
 
 
 def test_hook_tensor_dtypes(comm):
@@ -196,6 +222,27 @@ def test_bad_tensors(comm, groups):
         dist.broadcast(torch.ones(3, dtype=torch.complex64), src=0, group=groups["weft"])
     with pytest.raises(weft.InvalidArgument, match="reduce_scatter_tensor: the output holds 2 "):
         dist.reduce_scatter_tensor(torch.zeros(2), torch.ones(3 * comm.size), group=groups["weft"])
+    # a tensor refused on one rank only: the call is recorded there as the
+    # others make it (its dtype and count), so they fail naming it
+    # (PeerError) and the job goes on; refused as of no datatype, it read
+    # to them as a call made otherwise, and the job ended
+    if comm.size > 1:
+        if comm.rank == 0:
+            with pytest.raises(weft.InvalidArgument, match="not contiguous"):
+                dist.all_reduce(torch.ones(4, 4).t(), group=groups["weft"])
+        else:
+            with pytest.raises(weft.PeerError, match="rank 0 refused allreduce"):
+                dist.all_reduce(torch.ones(16), group=groups["weft"])
+    # the root's list of the wrong length: refused there, and the others,
+    # which wait for its block, fail naming it
+    if comm.size > 1:
+        if comm.rank == 0:
+            with pytest.raises(weft.InvalidArgument, match="scatter: the root wants %d inputs"
+                               % comm.size):
+                dist.scatter(torch.zeros(2), [torch.ones(2)], src=0, group=groups["weft"])
+        else:
+            with pytest.raises(weft.PeerError, match="refused scatter|abandoned scatter"):
+                dist.scatter(torch.zeros(2), None, src=0, group=groups["weft"])
     t = torch.arange(4.0)
     dist.all_reduce(t, group=groups["weft"])  # the group still works
     assert torch.equal(t, torch.arange(4.0) * comm.size)

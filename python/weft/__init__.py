@@ -420,7 +420,8 @@ class Comm:
         self._held[c] = want
         return h
 
-    def _refuse(self, coll, err, array, op="sum", root=0, algo=None, params=None, count=None):
+    def _refuse(self, coll, err, array, op="sum", root=0, algo=None, params=None, count=None,
+                dtype=None):
         """This rank refused its call of coll (err, raised at the end).  The
         C library takes the call as refused too, with no buffers and what
         is known of the rest, so that peers that made it fail (WEFT_EPEER
@@ -437,7 +438,7 @@ class Comm:
                 raise err from None  # no communicator to refuse it on
         n = count if count is not None else getattr(array, "size", 0)
         try:
-            dt = _dtype_code(array, coll)
+            dt = dtype if dtype is not None else _dtype_code(array, coll)
         except (Error, AttributeError):
             dt = 255  # refused as a datatype weft does not have
         o = OPS.index(op.lower()) if isinstance(op, str) and op.lower() in OPS else 255
@@ -453,6 +454,10 @@ class Comm:
             _lib.weft_reduce(None, None, n, dt, o, r, h)
         elif coll == "allgather":
             _lib.weft_allgather(None, None, n, dt, h)
+        elif coll == "gather":
+            _lib.weft_gather(None, None, n, dt, r, h)
+        elif coll == "scatter":
+            _lib.weft_scatter(None, None, n, dt, r, h)
         else:
             _lib.weft_reduce_scatter(None, None, n, dt, o, h)
         raise err  # the C call's own error says less than Python's
@@ -575,6 +580,53 @@ class Comm:
         except InvalidArgument as e:
             self._refuse("allgather", e, array, algo=algo, params=params)
         _check(_lib.weft_allgather(sp, rp, array.size, dt, h))
+        return out
+
+    def gather(self, array, out=None, root=0, algo=None, params=None):
+        """Every rank's array, in rank order, to the root: out (new when
+        None) has shape (size,) + array.shape there.  Returns it at the
+        root, None elsewhere (where out is not used)."""
+        try:
+            root = _cint(root, "gather", "root")
+            sp, dt = _array(array, "gather input", writable=False)
+            rp = None
+            if self.rank == root:
+                if out is None:
+                    out = np.empty((self.size,) + array.shape, dtype=array.dtype)
+                rp, _ = _array(out, "gather output", writable=True)
+                _same(array, out, "gather")
+                if out.size != array.size * self.size:
+                    _invalid("gather: the output has %d elements, want %d (size x the input's %d)"
+                             % (out.size, array.size * self.size, array.size))
+                _apart(array, out, "gather", "no way is offered: pass another array")
+            else:
+                out = None
+            h = self._use("gather", algo, params)
+        except InvalidArgument as e:
+            self._refuse("gather", e, array, root=root, algo=algo, params=params)
+        _check(_lib.weft_gather(sp, rp, array.size, dt, root, h))
+        return out
+
+    def scatter(self, out, array=None, root=0, algo=None, params=None):
+        """Block `rank` of the root's array (size equal blocks, flat) into
+        every rank's out, as MPI_Scatter: every rank passes the out it
+        receives into; the root passes array too, of size x out.size
+        elements (elsewhere array is not used).  Returns out."""
+        try:
+            root = _cint(root, "scatter", "root")
+            rp, dt = _array(out, "scatter output", writable=True)
+            sp = None
+            if self.rank == root:
+                sp, _ = _array(array, "scatter input", writable=False)
+                _same(array, out, "scatter")
+                if array.size != out.size * self.size:
+                    _invalid("scatter: the input has %d elements, want %d (size x the output's %d)"
+                             % (array.size, out.size * self.size, out.size))
+                _apart(array, out, "scatter", "no way is offered: pass another array")
+            h = self._use("scatter", algo, params)
+        except InvalidArgument as e:
+            self._refuse("scatter", e, out, root=root, algo=algo, params=params)
+        _check(_lib.weft_scatter(sp, rp, out.size, dt, root, h))
         return out
 
     def reduce_scatter(self, array, out=None, op="sum", algo=None, params=None):

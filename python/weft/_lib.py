@@ -88,6 +88,8 @@ weft_reduce = _proto("weft_reduce", c_int, c_void_p, c_void_p, c_size_t, c_int, 
 weft_reduce_scatter = _proto("weft_reduce_scatter", c_int, c_void_p, c_void_p, c_size_t, c_int,
                              c_int, comm_t)
 weft_allgather = _proto("weft_allgather", c_int, c_void_p, c_void_p, c_size_t, c_int, comm_t)
+weft_gather = _proto("weft_gather", c_int, c_void_p, c_void_p, c_size_t, c_int, c_int, comm_t)
+weft_scatter = _proto("weft_scatter", c_int, c_void_p, c_void_p, c_size_t, c_int, c_int, comm_t)
 weft_iallreduce = _proto("weft_iallreduce", c_int, c_void_p, c_void_p, c_size_t, c_int, c_int,
                          comm_t, ctypes.POINTER(req_t))
 weft_ibcast = _proto("weft_ibcast", c_int, c_void_p, c_size_t, c_int, c_int, comm_t,

@@ -16,8 +16,8 @@ tensor's own memory):
     PyTorch 1.13 (Debian 12's python3-torch) lets Python subclass
     ProcessGroup, and Backend.register_backend takes a function that returns
     one, so no C++ extension is needed.  The backend implements allreduce,
-    broadcast, reduce, allgather (and _allgather_base), reduce_scatter and
-    barrier; other calls raise, naming themselves, and so does every call on
+    broadcast, reduce, allgather (and _allgather_base), reduce_scatter,
+    gather, scatter and barrier; other calls raise, naming themselves, and so does every call on
     a new_group of fewer ranks than the job.  Every call completes
     before it returns (its Work is done at once), so DDP's overlap of
     communication with the backward pass is not there: the hook has it.
@@ -66,6 +66,15 @@ def _tensor(t, what, writable=True):
     return t.data_ptr(), t.numel(), _lib.DTYPES.index(_DTYPES[t.dtype])
 
 
+def _dtype_of(t):
+    """t's weft datatype code for a refusal, so that the call is recorded as
+    the peers make it (a refusal of unknown datatype reads to them as a call
+    made otherwise: Mismatch, and the job ends); None where weft has none."""
+    if isinstance(t, torch.Tensor) and t.dtype in _DTYPES:
+        return _lib.DTYPES.index(_DTYPES[t.dtype])
+    return None
+
+
 def _op_name(op):
     """AVG, PREMUL_SUM, ...: a ReduceOp's repr in 1.13 is only its address."""
     for name, v in dist.ReduceOp.RedOpType.__members__.items():
@@ -94,7 +103,8 @@ def allreduce_(comm, t, op="sum", algo=None, params=None):
         o = weft._op_code(op, "allreduce")
         h = comm._use("allreduce", algo, params)
     except weft.Error as e:
-        comm._refuse("allreduce", e, None, op=op, algo=algo, params=params, count=_numel(t))
+        comm._refuse("allreduce", e, None, op=op, algo=algo, params=params, count=_numel(t),
+                     dtype=_dtype_of(t))
     weft._check(_lib.weft_allreduce(_lib.c_void_p(1), p, n, dt, o, h))
     return t
 
@@ -255,7 +265,8 @@ class ProcessGroupWeft(ProcessGroup):
             return _tensor(t, coll, writable)
         except weft.Error as e:
             name = _lib.OPS[op] if op is not None else "sum"
-            self.comm._refuse(coll, e, None, op=name, root=root, count=_numel(t))
+            self.comm._refuse(coll, e, None, op=name, root=root, count=_numel(t),
+                              dtype=_dtype_of(t))
 
     def allreduce(self, tensors, opts=None):
         op = _op(opts.reduceOp if opts is not None else dist.ReduceOp.SUM, "allreduce")
@@ -294,7 +305,7 @@ class ProcessGroupWeft(ProcessGroup):
                 weft._invalid("%s: the output holds %d %s, want %d x %s" % (
                     what, m, out.dtype, n * self.comm.size, t.dtype))
         except weft.Error as e:
-            self.comm._refuse("allgather", e, None, count=_numel(t))
+            self.comm._refuse("allgather", e, None, count=_numel(t), dtype=_dtype_of(t))
         h = self.comm._use("allgather", None, None)
         weft._check(_lib.weft_allgather(sp, rp, n, dt, h))
 
@@ -319,7 +330,8 @@ class ProcessGroupWeft(ProcessGroup):
                 weft._invalid("%s: the output holds %d %s, want 1/%d of the input's %d %s"
                               % (what, n, out.dtype, self.comm.size, flat.numel(), flat.dtype))
         except weft.Error as e:
-            self.comm._refuse("reduce_scatter", e, None, op=_lib.OPS[op], count=_numel(out))
+            self.comm._refuse("reduce_scatter", e, None, op=_lib.OPS[op], count=_numel(out),
+                              dtype=_dtype_of(out))
         h = self.comm._use("reduce_scatter", None, None)
         weft._check(_lib.weft_reduce_scatter(sp, rp, n, dt, op, h))
 
@@ -337,6 +349,56 @@ class ProcessGroupWeft(ProcessGroup):
         self._reduce_scatter_into(output, input, op, "reduce_scatter_tensor")
         return _Done([output])
 
+    def gather(self, output_tensors, input_tensors, opts=None):
+        # the root's output_tensors is [[one tensor a rank]]; elsewhere []
+        root = opts.rootRank if opts is not None else 0
+        at_root = self.comm.rank == root
+        for k, t in enumerate(self._each(input_tensors, "gather")):
+            flat = None
+            try:
+                sp, n, dt = _tensor(t, "gather", writable=False)
+                rp = None
+                if at_root:
+                    outs = output_tensors[k] if k < len(output_tensors) else []
+                    if len(outs) != self.comm.size or any(
+                            o.numel() != n or o.dtype != t.dtype for o in outs):
+                        weft._invalid("gather: the root wants %d outputs of %d %s, one a rank"
+                                      % (self.comm.size, n, t.dtype))
+                    flat = torch.empty(n * self.comm.size, dtype=t.dtype)
+                    rp = flat.data_ptr()
+            except weft.Error as e:
+                self.comm._refuse("gather", e, None, root=root, count=_numel(t),
+                                  dtype=_dtype_of(t))
+            h = self.comm._use("gather", None, None)
+            weft._check(_lib.weft_gather(sp, rp, n, dt, root, h))
+            if flat is not None:
+                for r, o in enumerate(outs):
+                    o.copy_(flat[r * n:(r + 1) * n].view_as(o))
+        return _Done(output_tensors)
+
+    def scatter(self, output_tensors, input_tensors, opts=None):
+        # the root's input_tensors is [[one tensor a rank]]; elsewhere []
+        root = opts.rootRank if opts is not None else 0
+        at_root = self.comm.rank == root
+        for k, out in enumerate(self._each(output_tensors, "scatter")):
+            try:
+                rp, n, dt = _tensor(out, "scatter")
+                sp, flat = None, None
+                if at_root:
+                    ins = input_tensors[k] if k < len(input_tensors) else []
+                    if len(ins) != self.comm.size or any(
+                            i.numel() != n or i.dtype != out.dtype for i in ins):
+                        weft._invalid("scatter: the root wants %d inputs of %d %s, one a rank"
+                                      % (self.comm.size, n, out.dtype))
+                    flat = torch.cat([i.reshape(-1) for i in ins]) if n else out.new_empty(0)
+                    sp = flat.data_ptr()
+            except weft.Error as e:
+                self.comm._refuse("scatter", e, None, root=root, count=_numel(out),
+                                  dtype=_dtype_of(out))
+            h = self.comm._use("scatter", None, None)
+            weft._check(_lib.weft_scatter(sp, rp, n, dt, root, h))
+        return _Done(output_tensors)
+
     def barrier(self, opts=None):
         self.comm.barrier()
         return _Done([torch.empty(0)])
@@ -345,17 +407,18 @@ class ProcessGroupWeft(ProcessGroup):
 def _refuse(name):
     def f(self, *args, **kwargs):
         weft._raise(6, "the weft backend has no %s (it has allreduce, broadcast, reduce, "
-                       "allgather, reduce_scatter and barrier)" % name)
+                       "allgather, reduce_scatter, gather, scatter and barrier)" % name)
     return f
 
 
-for _name in ("alltoall", "alltoall_base", "gather", "scatter", "send", "recv",
-              "recv_anysource", "allgather_coalesced", "monitored_barrier"):
+for _name in ("alltoall", "alltoall_base", "send", "recv", "recv_anysource",
+              "allgather_coalesced", "monitored_barrier"):
     setattr(ProcessGroupWeft, _name, _refuse(_name))
 
 
 _GROUP_CALLS = ("allreduce", "allreduce_coalesced", "broadcast", "reduce", "allgather",
-                "_allgather_base", "reduce_scatter", "_reduce_scatter_base", "barrier")
+                "_allgather_base", "reduce_scatter", "_reduce_scatter_base", "gather",
+                "scatter", "barrier")
 
 
 class _SubgroupRefused(ProcessGroup):
@@ -386,8 +449,8 @@ def _refuse_subgroup(name):
     return f
 
 
-for _name in _GROUP_CALLS + ("alltoall", "alltoall_base", "gather", "scatter", "send", "recv",
-                             "recv_anysource", "allgather_coalesced", "monitored_barrier"):
+for _name in _GROUP_CALLS + ("alltoall", "alltoall_base", "send", "recv", "recv_anysource",
+                             "allgather_coalesced", "monitored_barrier"):
     setattr(_SubgroupRefused, _name, _refuse_subgroup(_name))
 
 
