@@ -171,14 +171,21 @@ def test_gather_scatter_refused(comm):
         with pytest.raises(weft.InvalidArgument, match="gather: the output has 3 elements, "
                                                        "want 2"):
             comm.gather(np.ones(2), out=np.ones(3))
+        a = np.zeros(2)  # the same start is no in-place form here: refused
+        with pytest.raises(weft.InvalidArgument, match="gather: the output overlaps the input "
+                                                       "\\(0 bytes apart\\); the call has no"):
+            comm.gather(a, out=a)
     if comm.rank == root:
         with pytest.raises(weft.InvalidArgument, match="scatter: the input has 3 elements, "
                                                        "want %d" % (2 * P)):
             comm.scatter(np.ones(2), np.ones(3), root=root)
         with pytest.raises(weft.InvalidArgument, match="dtype"):
             comm.scatter(np.ones(2), np.ones(2 * P, np.float32), root=root)
+        whole = np.ones(2 * P)
+        with pytest.raises(weft.InvalidArgument, match="scatter: the output overlaps"):
+            comm.scatter(whole[:2], whole, root=root)
     else:
-        for _ in range(2):
+        for _ in range(3):
             # from the root, or from the rank it waits for in the tree
             with pytest.raises(weft.PeerError, match="rank %d refused scatter|rank [0-9]+ "
                                                      "abandoned scatter" % root):

@@ -246,11 +246,13 @@ def _same(a, b, what):
 def _apart(a, b, what, in_place):
     # Both C-contiguous: their byte ranges tell.  The very same array is in
     # place (as weft.h's convention has it); any other overlap would read
-    # inputs already overwritten.
+    # inputs already overwritten.  in_place None: no in-place form (gather,
+    # scatter, whose buffers differ in size), so no overlap at all.
     x, y = a.ctypes.data, b.ctypes.data
-    if x != y and x < y + b.nbytes and y < x + a.nbytes:
-        _invalid("%s: the output overlaps the input (%d bytes apart); for the result in the "
-                 "input itself %s" % (what, abs(y - x), in_place))
+    if (x != y or in_place is None) and x < y + b.nbytes and y < x + a.nbytes:
+        _invalid("%s: the output overlaps the input (%d bytes apart); %s"
+                 % (what, abs(y - x), "for the result in the input itself " + in_place
+                    if in_place else "the call has no in-place form: pass them apart"))
 
 
 # Requests dropped while unfinished: weft still reads and writes their
@@ -564,18 +566,24 @@ class Comm:
         _check(_lib.weft_ireduce(sp, rp, array.size, dt, o, root, h, ctypes.byref(r._h)))
         return r
 
+    def _gathered_out(self, what, array, out):
+        """The output of every rank's array in rank order, checked (new when
+        None: shape (size,) + array.shape), and its address."""
+        if out is None:
+            out = np.empty((self.size,) + array.shape, dtype=array.dtype)
+        rp, _ = _array(out, what + " output", writable=True)
+        _same(array, out, what)
+        if out.size != array.size * self.size:
+            _invalid("%s: the output has %d elements, want %d (size x the input's %d)"
+                     % (what, out.size, array.size * self.size, array.size))
+        return out, rp
+
     def allgather(self, array, out=None, algo=None, params=None):
         """Every rank's array, in rank order: out (new when None) has shape
         (size,) + array.shape."""
         try:
             sp, dt = _array(array, "allgather input", writable=False)
-            if out is None:
-                out = np.empty((self.size,) + array.shape, dtype=array.dtype)
-            rp, _ = _array(out, "allgather output", writable=True)
-            _same(array, out, "allgather")
-            if out.size != array.size * self.size:
-                _invalid("allgather: the output has %d elements, want %d (size x the input's %d)"
-                         % (out.size, array.size * self.size, array.size))
+            out, rp = self._gathered_out("allgather", array, out)
             h = self._use("allgather", algo, params)
         except InvalidArgument as e:
             self._refuse("allgather", e, array, algo=algo, params=params)
@@ -591,14 +599,8 @@ class Comm:
             sp, dt = _array(array, "gather input", writable=False)
             rp = None
             if self.rank == root:
-                if out is None:
-                    out = np.empty((self.size,) + array.shape, dtype=array.dtype)
-                rp, _ = _array(out, "gather output", writable=True)
-                _same(array, out, "gather")
-                if out.size != array.size * self.size:
-                    _invalid("gather: the output has %d elements, want %d (size x the input's %d)"
-                             % (out.size, array.size * self.size, array.size))
-                _apart(array, out, "gather", "no way is offered: pass another array")
+                out, rp = self._gathered_out("gather", array, out)
+                _apart(array, out, "gather", None)
             else:
                 out = None
             h = self._use("gather", algo, params)
@@ -622,7 +624,7 @@ class Comm:
                 if array.size != out.size * self.size:
                     _invalid("scatter: the input has %d elements, want %d (size x the output's %d)"
                              % (array.size, out.size * self.size, out.size))
-                _apart(array, out, "scatter", "no way is offered: pass another array")
+                _apart(array, out, "scatter", None)
             h = self._use("scatter", algo, params)
         except InvalidArgument as e:
             self._refuse("scatter", e, out, root=root, algo=algo, params=params)

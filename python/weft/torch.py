@@ -349,6 +349,16 @@ class ProcessGroupWeft(ProcessGroup):
         self._reduce_scatter_into(output, input, op, "reduce_scatter_tensor")
         return _Done([output])
 
+    def _root_blocks(self, lists, k, n, t, what, which):
+        """The root's list k of one tensor a rank, each of n elements of t's
+        dtype, or refused naming what it wants."""
+        blocks = lists[k] if k < len(lists) else []
+        if len(blocks) != self.comm.size or any(b.numel() != n or b.dtype != t.dtype
+                                                for b in blocks):
+            weft._invalid("%s: the root wants %d %s of %d %s, one a rank"
+                          % (what, self.comm.size, which, n, t.dtype))
+        return blocks
+
     def gather(self, output_tensors, input_tensors, opts=None):
         # the root's output_tensors is [[one tensor a rank]]; elsewhere []
         root = opts.rootRank if opts is not None else 0
@@ -359,11 +369,7 @@ class ProcessGroupWeft(ProcessGroup):
                 sp, n, dt = _tensor(t, "gather", writable=False)
                 rp = None
                 if at_root:
-                    outs = output_tensors[k] if k < len(output_tensors) else []
-                    if len(outs) != self.comm.size or any(
-                            o.numel() != n or o.dtype != t.dtype for o in outs):
-                        weft._invalid("gather: the root wants %d outputs of %d %s, one a rank"
-                                      % (self.comm.size, n, t.dtype))
+                    outs = self._root_blocks(output_tensors, k, n, t, "gather", "outputs")
                     flat = torch.empty(n * self.comm.size, dtype=t.dtype)
                     rp = flat.data_ptr()
             except weft.Error as e:
@@ -385,11 +391,7 @@ class ProcessGroupWeft(ProcessGroup):
                 rp, n, dt = _tensor(out, "scatter")
                 sp, flat = None, None
                 if at_root:
-                    ins = input_tensors[k] if k < len(input_tensors) else []
-                    if len(ins) != self.comm.size or any(
-                            i.numel() != n or i.dtype != out.dtype for i in ins):
-                        weft._invalid("scatter: the root wants %d inputs of %d %s, one a rank"
-                                      % (self.comm.size, n, out.dtype))
+                    ins = self._root_blocks(input_tensors, k, n, out, "scatter", "inputs")
                     flat = torch.cat([i.reshape(-1) for i in ins]) if n else out.new_empty(0)
                     sp = flat.data_ptr()
             except weft.Error as e:
