@@ -17,8 +17,9 @@ tensor's own memory):
     ProcessGroup, and Backend.register_backend takes a function that returns
     one, so no C++ extension is needed.  The backend implements allreduce,
     broadcast, reduce, allgather (and _allgather_base), reduce_scatter,
-    gather, scatter and barrier; other calls raise, naming themselves, and so does every call on
-    a new_group of fewer ranks than the job.  Every call completes
+    gather, scatter and barrier; other calls raise, naming themselves, and
+    so does every call on a new_group of fewer ranks than the job.  Every
+    call completes
     before it returns (its Work is done at once), so DDP's overlap of
     communication with the backward pass is not there: the hook has it.
 
@@ -63,7 +64,7 @@ def _tensor(t, what, writable=True):
     if t.dtype not in _DTYPES:
         weft._invalid("%s: dtype %s is not one weft has (%s)"
                       % (what, t.dtype, ", ".join(str(d) for d in _DTYPES)))
-    return t.data_ptr(), t.numel(), _lib.DTYPES.index(_DTYPES[t.dtype])
+    return t.data_ptr(), t.numel(), _dtype_of(t)
 
 
 def _dtype_of(t):
@@ -413,14 +414,10 @@ def _refuse(name):
     return f
 
 
-for _name in ("alltoall", "alltoall_base", "send", "recv", "recv_anysource",
-              "allgather_coalesced", "monitored_barrier"):
+_NOT_SERVED = ("alltoall", "alltoall_base", "send", "recv", "recv_anysource",
+               "allgather_coalesced", "monitored_barrier")
+for _name in _NOT_SERVED:
     setattr(ProcessGroupWeft, _name, _refuse(_name))
-
-
-_GROUP_CALLS = ("allreduce", "allreduce_coalesced", "broadcast", "reduce", "allgather",
-                "_allgather_base", "reduce_scatter", "_reduce_scatter_base", "gather",
-                "scatter", "barrier")
 
 
 class _SubgroupRefused(ProcessGroup):
@@ -432,9 +429,9 @@ class _SubgroupRefused(ProcessGroup):
     alone, and weft makes a communicator only with every rank of its
     parent (Comm.split)."""
 
-    def __init__(self, rank, size, world):
+    def __init__(self, rank, size, job_size):
         super().__init__(rank, size)
-        self.world = world
+        self.job_size = job_size
 
     def getBackendName(self):
         return "weft"
@@ -447,12 +444,13 @@ def _refuse_subgroup(name):
                        "rank of its parent, and torch's new_group creates it on the members "
                        "alone); use gloo for the subgroup, with weft.torch.allreduce_hook and "
                        "HookState(comm=weft.comm_world().split(color)) for DDP's gradients"
-                    % (name, self.size(), self.world))
+                    % (name, self.size(), self.job_size))
     return f
 
 
-for _name in _GROUP_CALLS + ("alltoall", "alltoall_base", "send", "recv", "recv_anysource",
-                             "allgather_coalesced", "monitored_barrier"):
+for _name in ("allreduce", "allreduce_coalesced", "broadcast", "reduce", "allgather",
+              "_allgather_base", "reduce_scatter", "_reduce_scatter_base", "gather", "scatter",
+              "barrier") + _NOT_SERVED:
     setattr(_SubgroupRefused, _name, _refuse_subgroup(_name))
 
 
