@@ -83,6 +83,15 @@ for way in "WEFT_COPY_WAY=single" "WEFT_CMA=0" "WEFT_COPY_WAY=single WEFT_CMA_HE
         unset WEFT_COPY_WAY WEFT_CMA WEFT_CMA_HELP
     done
 done
+# a gather's or reduce's root refuses it where the others send: their
+# messages are dropped, by each way they can come, and the job goes on
+for way in "WEFT_COPY_WAY=cells" "WEFT_CMA=0" "WEFT_COPY_WAY=single WEFT_CMA_HELP=1"; do
+    for np in 2 3 5; do
+        export $way
+        scenario refused_root "$np" 0
+        unset WEFT_COPY_WAY WEFT_CMA WEFT_CMA_HELP
+    done
+done
 scenario withdrawn_send_arena 2 0
 scenario withdrawn_send_arena 3 0
 scenario late_sender 2 0
@@ -111,7 +120,7 @@ for np in 2 3 5; do
     scenario split_abort_dup "$np" nonzero
     scenario batch_other_comm "$np" nonzero
     scenario sendonly_other_comm "$np" nonzero
-    scenario refused_reuse "$np" nonzero
+    scenario refused_reuse "$np" 0
     scenario skip_then_leave "$np" nonzero
     scenario skip_free_wait "$np" nonzero
     scenario refused_then_leave "$np" 0

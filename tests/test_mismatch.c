@@ -281,10 +281,11 @@ static int split_abort_dup(void) { return split_abort_on(true); }
  * while the leaves make it and send; 127 calls later (MPI's tags come
  * round every 128 calls on a communicator) the same reduce again.  Over
  * MPI the root took the leaves' first messages, still unread in MPI, as
- * the second call's: a wrong sum and no error.  Now the root must refuse
- * it, saying why, or get the right sum; shared memory reads the call
- * number in the message and ends the job; a leaf only sends, so it may
- * end well. */
+ * the second call's: a wrong sum and no error.  Now over MPI the root
+ * refuses the second call, saying why; shared memory drops the messages
+ * of a call refused here (shm.c, "messages of calls refused here"), so
+ * every call after goes on and the second sum is right.  A leaf only
+ * sends, so its first call may end well. */
 static int refused_reuse(void)
 {
     weft_set_algorithm(world, WEFT_COLL_REDUCE, "linear", NULL);
@@ -295,15 +296,6 @@ static int refused_reuse(void)
     for (int i = 0; i < 127; i++) {
         int32_t x = 1;
         rc = weft_allreduce(WEFT_IN_PLACE, &x, 1, WEFT_INT32, WEFT_SUM, world);
-        if (rc && !over_mpi) {
-            /* shared memory: a message of the refused call, once it comes,
-             * ends the job (whenever the root's progress meets it) */
-            CHECK(rc == WEFT_EMISMATCH || rc == WEFT_EPEER, "allreduce %d between: %d: %s", i,
-                  rc, weft_last_error());
-            fprintf(stderr, "rank %d: allreduce %d after the refusal -> %s\n", me, i,
-                    weft_last_error());
-            return 0;
-        }
         CHECK(rc == WEFT_OK && x == P, "allreduce %d between: %d (%d): %s", i, rc, x,
               weft_last_error());
     }
@@ -315,20 +307,94 @@ static int refused_reuse(void)
             CHECK(out[k] == P * (P - 1) / 2 + P * k, "the second reduce's [%d]: %d, not %d", k,
                   out[k], P * (P - 1) / 2 + P * k);
     } else if (me == P - 1) {
-        /* shared memory takes a message of the refused call for proof that
-         * the ranks did not make it alike, and ends the job */
-        CHECK(over_mpi ? rc == WEFT_EREVOKED && strstr(weft_last_error(), "unusable")
-                       : rc == WEFT_EMISMATCH && strstr(weft_last_error(), "call #0"),
+        CHECK(over_mpi && rc == WEFT_EREVOKED && strstr(weft_last_error(), "unusable"),
               "the second reduce: %d: %s", rc, weft_last_error());
     } else {
-        /* a leaf whose first reduce failed (shared memory tells a leaf
-         * of its node that the root refused) has its own round spoilt */
-        CHECK(rc == WEFT_OK || rc == WEFT_EPEER || (!over_mpi && rc == WEFT_EMISMATCH) ||
-                  (over_mpi && rc == WEFT_EREVOKED && strstr(weft_last_error(), "unusable")),
+        CHECK(rc == WEFT_OK ||
+                  (over_mpi && (rc == WEFT_EPEER ||
+                                (rc == WEFT_EREVOKED && strstr(weft_last_error(), "unusable")))),
               "a leaf's second reduce: %d: %s", rc, weft_last_error());
     }
     fprintf(stderr, "rank %d: the reduce again 128 calls on -> %s\n", me,
             rc ? weft_last_error() : "ok");
+    return 0;
+}
+
+/* A gather's or a reduce's root refuses it for its NULL buffer, where the
+ * others make it and send: one message of 16 B and one of 4 MiB, so that
+ * every way a message goes (cells; single copy; read from the sender's
+ * arena, where its input is weft_alloc's) meets the refusal.  On shared memory the messages are dropped as they
+ * come (shm.c, "messages of calls refused here"): every call after, on
+ * every rank, goes on with the right result, messages of the refused call
+ * queued before theirs in the rings included, and the job ends well.  A
+ * sender may end its call well, or fail naming the refusal. */
+static int refused_root_once(weft_coll_t coll, const char *algo, size_t n, int root,
+                             bool arena)
+{
+    weft_comm_t c = NULL;
+    CHECK(weft_comm_dup(world, &c) == WEFT_OK, "dup: %s", weft_last_error());
+    CHECK(weft_set_algorithm(c, coll, algo, NULL) == WEFT_OK, "%s: %s", algo, weft_last_error());
+    bool gather = coll == WEFT_COLL_GATHER;
+    int32_t *in = NULL, *out = malloc(n * (size_t)P * sizeof *out);
+    if (arena)
+        CHECK(weft_alloc(n * sizeof *in, (void **)&in) == WEFT_OK, "weft_alloc: %s",
+              weft_last_error());
+    else
+        in = malloc(n * sizeof *in);
+    CHECK(in && out, "no memory for %zu elements", n);
+    for (size_t i = 0; i < n; i++)
+        in[i] = me * 3 + (int32_t)(i % 1000);
+    void *rb = me == root ? NULL : out;
+    int rc = gather ? weft_gather(in, rb, n, WEFT_INT32, root, c)
+                    : weft_reduce(in, rb, n, WEFT_INT32, WEFT_SUM, root, c);
+    CHECK(me == root ? rc == WEFT_EINVAL : rc == WEFT_OK || rc == WEFT_EPEER,
+          "%s %s of %zu refused at root %d: %d: %s", gather ? "gather" : "reduce", algo, n, root,
+          rc, weft_last_error());
+    if (me != root && rc == WEFT_EPEER) {
+        char who[32];
+        snprintf(who, sizeof who, "rank %d refused", root);
+        CHECK(strstr(weft_last_error(), who), "a sender's failure does not name the refusal: %s",
+              weft_last_error());
+    }
+    for (int round = 0; round < 3; round++) {
+        for (size_t i = 0; i < n; i++)
+            in[i] = me * 3 + (int32_t)(i % 1000) + round;
+        rc = gather ? weft_gather(in, out, n, WEFT_INT32, root, c)
+                    : weft_reduce(in, out, n, WEFT_INT32, WEFT_SUM, root, c);
+        CHECK(rc == WEFT_OK, "%s %s of %zu, round %d after the refusal: %d: %s",
+              gather ? "gather" : "reduce", algo, n, round, rc, weft_last_error());
+        for (size_t i = 0; rc == WEFT_OK && me == root && i < (gather ? n * (size_t)P : n); i++) {
+            int32_t want = gather ? (int32_t)(i / n) * 3 + (int32_t)(i % n % 1000) + round
+                                  : 3 * P * (P - 1) / 2 + P * ((int32_t)(i % 1000) + round);
+            if (out[i] != want) {
+                CHECK(0, "round %d: [%zu] = %d, not %d", round, i, out[i], want);
+                break;
+            }
+        }
+        int32_t x = 1;
+        rc = weft_allreduce(WEFT_IN_PLACE, &x, 1, WEFT_INT32, WEFT_SUM, c);
+        CHECK(rc == WEFT_OK && x == P, "allreduce, round %d: %d (%d): %s", round, rc, x,
+              weft_last_error());
+    }
+    if (arena)
+        weft_free(in);
+    else
+        free(in);
+    free(out);
+    CHECK(weft_comm_free(&c) == WEFT_OK, "free: %s", weft_last_error());
+    return 0;
+}
+
+static int refused_root(void)
+{
+    const size_t sizes[] = {4, (size_t)1 << 20};
+    for (int k = 0; k < 2; k++)
+        for (int root = 0; root < P; root += P > 2 ? P - 1 : 1) {
+            refused_root_once(WEFT_COLL_GATHER, "binomial", sizes[k], root, false);
+            refused_root_once(WEFT_COLL_GATHER, "linear", sizes[k], root, k == 1);
+            refused_root_once(WEFT_COLL_REDUCE, "linear", sizes[k], root, false);
+            refused_root_once(WEFT_COLL_REDUCE, "binomial", sizes[k], root, k == 1);
+        }
     return 0;
 }
 
@@ -1418,6 +1484,7 @@ int main(int argc, char **argv)
                {"leftover_round", leftover_round, 1}, {"last_rank", last_rank, 1},
                {"split_abort", split_abort, 1}, {"split_abort_dup", split_abort_dup, 1},
                {"batch_other_comm", batch_other_comm, 1}, {"refused_reuse", refused_reuse, 0},
+               {"refused_root", refused_root, 0},
                {"skip_then_leave", skip_then_leave, 0},
                {"skip_free_wait", skip_free_wait, 0},
                {"refused_then_leave", refused_then_leave, 0},

@@ -154,10 +154,9 @@ def test_gather_scatter_refused(comm):
     """A gather refused on a rank that sends (its input not C-contiguous) and
     a scatter refused at the root (its input of the wrong size or dtype):
     the ranks that wait for the refusing one fail naming it; the ranks that
-    only send to the root return; then every rank goes on.  (A gather
-    refused at its root is not made here: the others' blocks then reach a
-    rank that refused their call, which ends the job, README "Mismatched
-    calls".)"""
+    only send to the root return; then every rank goes on.  So too after a
+    gather refused at its root (its output of the wrong size): the root
+    drops the blocks the others sent (README, "Mismatched calls")."""
     P, root = comm.size, comm.size - 1
     if comm.rank == 0 and P > 1:
         with pytest.raises(weft.InvalidArgument, match="gather input: the array is not C-"):
@@ -193,6 +192,18 @@ def test_gather_scatter_refused(comm):
     x = comm.gather(np.full(2, comm.rank, np.int32), root=root)
     if comm.rank == root:
         assert x[:, 0].tolist() == list(range(P))
+    if comm.rank == root:
+        with pytest.raises(weft.InvalidArgument, match="gather: the output has 3 elements"):
+            comm.gather(np.ones(2, np.int32), out=np.ones(3, np.int32), root=root)
+    else:
+        try:  # a sender returns, or fails naming the root where it waited for it
+            assert comm.gather(np.ones(2, np.int32), root=root) is None
+        except weft.PeerError as e:
+            assert "rank %d refused gather" % root in str(e)
+    for k in range(3):
+        x = comm.gather(np.full(2, comm.rank + k, np.int32), root=root)
+        if comm.rank == root:
+            assert x[:, 1].tolist() == [r + k for r in range(P)]
     with pytest.raises(weft.InvalidArgument, match="scatter output: want a NumPy array"):
         comm.scatter([1, 2], np.ones(2 * P), root=0)
 

@@ -54,6 +54,10 @@ typedef struct mpi_xport {
     call_desc_t *heard;  /* per peer: the last call it announced (key 0: none) */
     call_desc_t *told;   /* per peer: what this rank last announced to it */
     call_desc_t *replied; /* per peer: this rank's record sent back to it */
+    /* per peer: the last of its records that says it refused or gave up a
+     * call, kept apart from heard, which the peer's next announcement
+     * (of a later call: it went on) overwrites; key 0: none */
+    call_desc_t *gave_up;
     call_desc_t mine[16]; /* this rank's recent calls, slot by key */
     char abort_out[256];  /* the notice fail_job sends */
     char abort_in[256];   /* the first notice received ("": none) */
@@ -505,7 +509,7 @@ static void mpi_release(mpi_xport_t *x)
         MPI_Comm_free(&x->comm);
     drop_stages(x);
     free(x->mreq), free(x->owner), free(x->idx), free(x->st), free(x->fin);
-    free(x->heard), free(x->told), free(x->replied);
+    free(x->heard), free(x->told), free(x->replied), free(x->gave_up);
     free(x->spoilt);
     free(x->base.node_ids);
     pthread_mutex_lock(&job_lock);
@@ -591,6 +595,8 @@ static int drain_announcements(mpi_xport_t *x)
                      MPI_STATUS_IGNORE) != MPI_SUCCESS)
             return taken;
         x->heard[st.MPI_SOURCE] = d;
+        if (d.flags & (CALL_WAS_REFUSED | CALL_WAS_ABANDONED))
+            x->gave_up[st.MPI_SOURCE] = d;
         answer(x, st.MPI_SOURCE, &d);
         taken++;
     }
@@ -717,17 +723,20 @@ static int mpi_peer_view(xport_t *xp, int peer, uint64_t key, bool quick, peer_v
         return WEFT_OK;
     }
     const call_desc_t *h = &x->heard[peer];
-    out->call = *h;
-    if (h->key == key) {
+    /* the peer's answer about this call, where a later announcement
+     * followed it (the peer refused the call and went on to the next) */
+    const call_desc_t *a = h->key != key && x->gave_up[peer].key == key ? &x->gave_up[peer] : h;
+    out->call = *a;
+    if (a->key == key) {
         out->found = true;
-        if (h->flags & (CALL_WAS_FINALIZING | CALL_WAS_FREED)) {
+        if (a->flags & (CALL_WAS_FINALIZING | CALL_WAS_FREED)) {
             out->found = false;
             out->rank_state =
-                h->flags & CALL_WAS_FINALIZING ? PEER_MPI_FINALIZING : PEER_FREED;
+                a->flags & CALL_WAS_FINALIZING ? PEER_MPI_FINALIZING : PEER_FREED;
             return WEFT_OK;
         }
-        out->state = h->flags & CALL_WAS_REFUSED     ? CALL_REFUSED
-                     : h->flags & CALL_WAS_ABANDONED ? CALL_ABANDONED
+        out->state = a->flags & CALL_WAS_REFUSED     ? CALL_REFUSED
+                     : a->flags & CALL_WAS_ABANDONED ? CALL_ABANDONED
                                                      : CALL_STARTED;
     } else if (h->key) {
         const call_desc_t *own = mine_of(x, h->key);
@@ -875,9 +884,10 @@ static int mpi_open_comm(MPI_Comm dup, xport_t **out)
     x->heard = calloc((size_t)x->base.size, sizeof *x->heard);
     x->told = calloc((size_t)x->base.size, sizeof *x->told);
     x->replied = calloc((size_t)x->base.size, sizeof *x->replied);
-    if (!x->heard || !x->told || !x->replied) { /* no call exchange: it is optional */
-        free(x->heard), free(x->told), free(x->replied);
-        x->heard = x->told = x->replied = NULL;
+    x->gave_up = calloc((size_t)x->base.size, sizeof *x->gave_up);
+    if (!x->heard || !x->told || !x->replied || !x->gave_up) { /* no call exchange: it is optional */
+        free(x->heard), free(x->told), free(x->replied), free(x->gave_up);
+        x->heard = x->told = x->replied = x->gave_up = NULL;
     }
     x->base.local_size = 1;
     x->base.ops = &mpi_ops;

@@ -157,6 +157,12 @@
 #include "segment.h"
 #include "xport.h"
 
+/* Refused calls' messages (below): how many refusals are kept, for how
+ * many calls of their communicator each. */
+#define REFUSED_KEPT 64
+#define REFUSED_SPAN (1u << 20)
+#define REFUSED_USED (1ull << 63)
+
 typedef struct unexp {
     uint64_t tag;
     uint32_t sig;
@@ -192,6 +198,10 @@ typedef struct peer_state {
     xreq_t *rq_head, *rq_tail; /* posted receives from this peer */
     xreq_t *cur;               /* receive being delivered */
     unexp_t *cur_unexp;        /* or unexpected message being drained */
+    struct {                   /* or a message of a call refused here */
+        bool on;               /* being dropped (Refused calls' messages) */
+        size_t left;           /* its bytes still to come */
+    } drop;
     unexp_t *unexp;            /* unexpected messages (arrival order) */
     cells_clock_t in_clock;    /* cur's cells taken out (slow cells) */
     cells_clock_t out_clock;   /* the send at sq_head copied in */
@@ -263,6 +273,12 @@ typedef struct shm_xport {
      * (unexp_buf_take): spare[i] holds spare_len[i] bytes */
     char *spare[UNEXP_SPARES];
     size_t spare_len[UNEXP_SPARES];
+    /* calls refused here (Refused calls' messages, below): key | REFUSED_USED
+     * at refused_keys[i % REFUSED_KEPT], refused_live of them in use */
+    pthread_mutex_t refused_lock;
+    uint64_t refused_keys[REFUSED_KEPT];
+    uint32_t refused_next;
+    _Atomic uint32_t refused_live;
 } shm_xport_t;
 
 /* Measured here (weft bench, P = 2): a plain copy reads 1.3-2x faster by
@@ -433,6 +449,65 @@ static int mismatch(shm_xport_t *x, int src, uint64_t tag, const char *what,
     return disagreement(x, src, call_key_of_tag(tag), fb);
 }
 
+/* ---- messages of calls refused here ----
+ * A call this rank refused for its own reasons (api.c, call_refused: a
+ * NULL buffer at a gather's root, say) is one its peers made, and their
+ * messages of it come anyway: a gather's leaf only sends, and ends well.
+ * No receive here will take them.  They are dropped as they come (cells
+ * freed unread, a single-copy one counted read without a read), where
+ * they used to end the job as proof of a disagreement.  Their signature
+ * is not compared: whatever the peers made, the call failed here already,
+ * and a peer that waits on this rank learns of the refusal from its
+ * record (watch.c).  REFUSED_KEPT refusals are kept, each for
+ * REFUSED_SPAN calls of its communicator (call numbers come round,
+ * CALL_NUM_MASK) or until the communicator is freed (its context id
+ * passes on): a message of a refusal forgotten is proof again.  The list
+ * has a lock of its own, since call_refused notes a refusal outside the
+ * transport's. */
+static void refused_note(shm_xport_t *x, uint64_t key)
+{
+    key = (key & ~(uint64_t)UINT32_MAX) | (key & CALL_NUM_MASK); /* as tags carry it */
+    pthread_mutex_lock(&x->refused_lock);
+    uint64_t *slot = &x->refused_keys[x->refused_next++ % REFUSED_KEPT];
+    if (!(*slot & REFUSED_USED))
+        atomic_fetch_add_explicit(&x->refused_live, 1, memory_order_relaxed);
+    *slot = key | REFUSED_USED;
+    pthread_mutex_unlock(&x->refused_lock);
+}
+
+/* Did this rank refuse the call of a message tagged tag? */
+static bool refused_here(shm_xport_t *x, uint64_t tag)
+{
+    if (!atomic_load_explicit(&x->refused_live, memory_order_relaxed))
+        return false;
+    uint64_t want = call_key_of_tag(tag) | REFUSED_USED;
+    bool found = false;
+    pthread_mutex_lock(&x->refused_lock);
+    for (unsigned i = 0; i < REFUSED_KEPT && !found; i++)
+        found = x->refused_keys[i] == want;
+    pthread_mutex_unlock(&x->refused_lock);
+    return found;
+}
+
+/* Forgets the refusals on context ctx made REFUSED_SPAN or more calls
+ * before below (calls_ended), or all of them (comm_freed). */
+static void refused_forget(shm_xport_t *x, uint32_t ctx, uint32_t below, bool all)
+{
+    if (!atomic_load_explicit(&x->refused_live, memory_order_relaxed))
+        return;
+    pthread_mutex_lock(&x->refused_lock);
+    for (unsigned i = 0; i < REFUSED_KEPT; i++) {
+        uint64_t k = x->refused_keys[i];
+        if (!(k & REFUSED_USED) || ((k >> 32) & 0xffff) != (ctx & 0xffff))
+            continue;
+        if (all || ((below - (uint32_t)k) & CALL_NUM_MASK) >= REFUSED_SPAN) {
+            x->refused_keys[i] = 0;
+            atomic_fetch_sub_explicit(&x->refused_live, 1, memory_order_relaxed);
+        }
+    }
+    pthread_mutex_unlock(&x->refused_lock);
+}
+
 /* ---- messages of calls that ended ----
  * A call that only sends (a bcast's root, a reduce's leaf) ends when its
  * messages are out, and compares its call with its peers' records at its
@@ -450,6 +525,8 @@ static int mismatch(shm_xport_t *x, int src, uint64_t tag, const char *what,
 static void shm_calls_ended(xport_t *xp, uint32_t ctx, uint32_t first, uint32_t below, bool well)
 {
     shm_xport_t *x = (shm_xport_t *)xp;
+    if (well)
+        refused_forget(x, ctx, below, false);
     uint64_t v = (uint64_t)ctx << 48; /* !well: none (below = first) */
     if (well)
         v |= (uint64_t)(first & CALL_NUM_MASK) << 24 | (below & CALL_NUM_MASK);
@@ -461,6 +538,8 @@ static void shm_comm_freed(xport_t *xp, uint32_t ctx, uint32_t next_call, bool f
 {
     shm_xport_t *x = (shm_xport_t *)xp;
     _Atomic uint64_t *w = &seg_rank(&x->seg, x->base.rank)->freed[ctx % SEG_ENDED];
+    if (freed)
+        refused_forget(x, ctx, 0, true);
     if (freed)
         atomic_store_explicit(w, (uint64_t)ctx << 32 | SEG_FREED | (next_call & CALL_NUM_MASK),
                               memory_order_release);
@@ -1689,11 +1768,25 @@ static void cells_time_end(shm_xport_t *x, peer_state_t *ps, ring_hdr_t *ring, s
 
 /* What start_message made of the message at the head of src's ring. */
 enum {
-    START_CELLS,   /* a receive (ps->cur) or a buffer (ps->cur_unexp) takes its cells */
+    START_CELLS,   /* a receive (ps->cur), a buffer (ps->cur_unexp) or a drop takes its cells */
     START_READ,    /* it was read whole by single copy, its cell freed */
     START_PENDING, /* it is being read, the sender's pieces still to land */
     START_NOBODY,  /* no receive waits on this peer: it stays in the ring */
 };
+
+/* The message whose first cell c heads src's ring is of a call refused
+ * here (Refused calls' messages): one by single copy is counted read
+ * without a read; cells are freed as they come (poll_from). */
+static int start_drop(shm_xport_t *x, int src, ring_hdr_t *ring, cell_t *c)
+{
+    if (c->kind == CELL_READ_ME) {
+        read_counted(x, src, ring);
+        return START_READ;
+    }
+    x->peers[src].drop.on = true;
+    x->peers[src].drop.left = c->total;
+    return START_CELLS;
+}
 
 /* The message whose first cell c heads src's ring: matches it to a posted
  * receive, or buffers it while other receives from src wait behind it,
@@ -1731,6 +1824,8 @@ static int start_message(shm_xport_t *x, int src, ring_hdr_t *ring, cell_t *c)
         finish_recv(x, r, WEFT_OK);
         return START_READ;
     }
+    if (refused_here(x, c->tag))
+        return start_drop(x, src, ring, c);
     if (ended_well(x, x->base.rank, call_key_of_tag(c->tag)))
         return -stale_message(x, src, c->tag);
     const xreq_t *other = posted_otherwise(ps, c->tag, c->sig);
@@ -1784,7 +1879,7 @@ static int poll_from(shm_xport_t *x, int src)
         cell_t *c = cell_to_read(x, ps, ring);
         if (!c)
             break;
-        if (!ps->cur && !ps->cur_unexp) {
+        if (!ps->cur && !ps->cur_unexp && !ps->drop.on) {
             int st = start_message(x, src, ring, c);
             if (st < 0)
                 return st;
@@ -1798,6 +1893,13 @@ static int poll_from(shm_xport_t *x, int src)
             }
         }
         size_t len = c->len;
+        if (ps->drop.on) {
+            ps->drop.left -= len < ps->drop.left ? len : ps->drop.left;
+            ps->drop.on = ps->drop.left > 0;
+            cell_free(x, ps, ring);
+            moved = 1;
+            continue;
+        }
         if (c->flags & CELL_WITHDRAWN) {
             if (ps->cur)
                 ps->cur->sender_failed = true;
@@ -1868,7 +1970,7 @@ static int shm_progress(xport_t *xp)
                 return m;
             moved |= m;
         }
-        if (ps->rq_head || ps->cur || ps->cur_unexp || ps->coop.on) {
+        if (ps->rq_head || ps->cur || ps->cur_unexp || ps->coop.on || ps->drop.on) {
             int m = poll_from(x, p);
             if (m < 0)
                 return m;
@@ -1941,7 +2043,7 @@ static bool shm_ready(shm_xport_t *x)
             return true;
         if (ps->coop.on && coop_landed(ps))
             return true;
-        if (ps->rq_head || ps->cur || ps->cur_unexp) {
+        if (ps->rq_head || ps->cur || ps->cur_unexp || ps->drop.on) {
             ring_hdr_t *ring = ring_from(x, p);
             if (ring && cell_to_read(x, ps, ring))
                 return true;
@@ -2077,6 +2179,7 @@ static void shm_call_note(xport_t *xp, const call_desc_t *d, int state)
         }
     }
     if (state == CALL_REFUSED) {
+        refused_note(x, d->key);
         uint64_t ctx = d->key >> 32;
         uint64_t n = d->key & CALL_NUM_MASK;
         atomic_store_explicit(
@@ -2139,7 +2242,10 @@ static bool rec_find(shm_xport_t *x, int peer, uint64_t key, call_desc_t *d, int
 
 /* A message from src is part way in: its cells, a buffered copy or a
  * both-copy read. */
-static bool taking_in(const peer_state_t *ps) { return ps->cur || ps->cur_unexp || ps->coop.on; }
+static bool taking_in(const peer_state_t *ps)
+{
+    return ps->cur || ps->cur_unexp || ps->coop.on || ps->drop.on;
+}
 
 /* The first cell of src's ring still to read, or NULL. */
 static cell_t *ring_head(shm_xport_t *x, int src)
@@ -2185,17 +2291,30 @@ static int look_for_proof(shm_xport_t *x, uint64_t key, uint32_t sig, bool compl
     int me = x->base.rank;
     for (int src = 0; src < x->base.size; src++) {
         peer_state_t *ps = &x->peers[src];
-        for (const unexp_t *u = ps->unexp; u; u = u->next) {
+        for (unexp_t **pp = &ps->unexp, *u; (u = *pp);) {
+            if (refused_here(x, u->tag)) { /* buffered before its call was refused */
+                if (u->done == u->total && !u->waiting) {
+                    *pp = u->next;
+                    unexp_buf_give(x, u->data, u->cap);
+                    free(u);
+                } else {
+                    pp = &u->next;
+                }
+                continue;
+            }
             if (call_key_of_tag(u->tag) == key && (u->sig != sig || complete))
                 return sent_otherwise_found(x, src, key);
             if (ended_well(x, me, call_key_of_tag(u->tag)))
                 return stale_message(x, src, u->tag);
+            pp = &u->next;
         }
         ring_hdr_t *ring = src == me ? NULL : ring_from(x, src);
         for (uint64_t i = ps->rseq; ring && i < ps->rseq + x->ncells; i++) {
             const cell_t *c = seg_cell(&x->seg, ring, (uint32_t)(i & (x->ncells - 1)));
             if (atomic_load_explicit(&c->seq, memory_order_acquire) != (uint32_t)(i + 1))
                 break;
+            if (refused_here(x, c->tag)) /* dropped once its turn comes (start_drop) */
+                continue;
             if (call_key_of_tag(c->tag) == key && (c->sig != sig || complete))
                 return sent_otherwise_found(x, src, key);
             if (ended_well(x, me, call_key_of_tag(c->tag)))
@@ -2321,6 +2440,7 @@ static void shm_close(xport_t *xp)
     free(x->bounce);
     free(x->base.mpi_world);
     pthread_mutex_destroy(&x->base.lock);
+    pthread_mutex_destroy(&x->refused_lock);
     free(x);
 }
 
@@ -2493,6 +2613,7 @@ int xport_shm_open(const char *segname, int rank, int size, xport_t **out)
     x->base.board_payload = x->seg.hdr->board_payload;
     x->base.tag_limit = 1u << 24;
     pthread_mutex_init(&x->base.lock, NULL);
+    pthread_mutex_init(&x->refused_lock, NULL);
     *out = &x->base;
     return WEFT_OK;
 }
