@@ -41,6 +41,14 @@ for np in 3 5; do
     scenario root_unwaited "$np" nonzero
     scenario lost_records_final "$np" nonzero
 done
+# a call refused on one rank alone, under the arrival-driven algorithms:
+# their record must be given back by the ranks that failed, adaptive's too
+# once it has handed the call to a schedule (the call two on hung)
+for algo in adaptive pap_leader pap_chain shm_twostep hier_pap; do
+    export WEFT_ALLREDUCE_ALGO=$algo
+    for np in 3 5; do scenario refused_same "$np" 0; done
+    unset WEFT_ALLREDUCE_ALGO
+done
 # an allreduce of no elements on one rank only: its call may end well, the
 # next must fail (the arrival-driven algorithms' empty call waits for
 # nobody; ring is a schedule, board a post)

@@ -231,6 +231,7 @@ int exec_switch_to_schedule(exec_t *e, const sched_img_t *s)
     int rc = exec_prepare(e, s, e->esize);
     if (rc)
         return rc;
+    e->abandon_switched = e->board ? e->board->abandon : NULL;
     e->board = NULL;
     e->buf[BUF_TMP] = e->tmp_shared ? e->tmp_shared : e->tmp;
     enqueue_roots(e, s);
@@ -256,6 +257,7 @@ int exec_start(exec_t *e, const void *in, void *out, bool list)
     e->board_rc = 0;
     e->arrival_state = ARRIVAL_NONE; /* (the start may enlist it) */
     e->ar.nreq = 0; /* what a failed call gives back (an arrival-driven one posts) */
+    e->abandon_switched = NULL;
     if (e->board)
         e->board->start(e);
     e->buf[BUF_TMP] = e->tmp_shared ? e->tmp_shared : e->tmp;
@@ -288,6 +290,10 @@ int exec_finish(exec_t *e, int rc)
     }
     if (rc && e->board && e->board->abandon)
         e->board->abandon(e);
+    else if (rc && !e->board && e->abandon_switched)
+        e->abandon_switched(e); /* adaptive's balanced schedule: its ticket held the
+                                 * record for ever, and the communicator's call two
+                                 * on waited for it on every rank */
     exec_arrival_pass(e);
     return rc;
 }

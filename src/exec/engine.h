@@ -118,6 +118,10 @@ typedef struct arrival_run {
 typedef struct exec {
     const sched_img_t *s;
     const board_ops_t *board; /* NULL: run the schedule */
+    /* the abandon of the algorithm that handed this call over to a
+     * schedule (exec_switch_to_schedule): what it holds in shared memory
+     * (adaptive's arrival ticket) is still given back if the call fails */
+    void (*abandon_switched)(struct exec *e);
     board_run_t br;           /* (its buffers are buf[BUF_IN] and buf[BUF_OUT]) */
     /* a board algorithm's outcome once it has one (1, or -error): later
      * progress returns it without running the algorithm again */
