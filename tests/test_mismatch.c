@@ -323,11 +323,13 @@ static int refused_reuse(void)
 /* A gather's or a reduce's root refuses it for its NULL buffer, where the
  * others make it and send: one message of 16 B and one of 4 MiB, so that
  * every way a message goes (cells; single copy; read from the sender's
- * arena, where its input is weft_alloc's) meets the refusal.  On shared memory the messages are dropped as they
- * come (shm.c, "messages of calls refused here"): every call after, on
- * every rank, goes on with the right result, messages of the refused call
- * queued before theirs in the rings included, and the job ends well.  A
- * sender may end its call well, or fail naming the refusal. */
+ * arena, where its input is weft_alloc's) meets the refusal.  On shared
+ * memory the messages are dropped as they come (shm.c, "messages of calls
+ * refused here"): every call after, on every rank, goes on with the right
+ * result, messages of the refused call queued before theirs in the rings
+ * included, and the job ends well; over MPI they stay unread in MPI
+ * (docs/MPI.md).  A sender may end its call well, or fail naming the
+ * refusal. */
 static int refused_root_once(weft_coll_t coll, const char *algo, size_t n, int root,
                              bool arena)
 {

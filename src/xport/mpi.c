@@ -885,7 +885,8 @@ static int mpi_open_comm(MPI_Comm dup, xport_t **out)
     x->told = calloc((size_t)x->base.size, sizeof *x->told);
     x->replied = calloc((size_t)x->base.size, sizeof *x->replied);
     x->gave_up = calloc((size_t)x->base.size, sizeof *x->gave_up);
-    if (!x->heard || !x->told || !x->replied || !x->gave_up) { /* no call exchange: it is optional */
+    /* without them no call exchange: it is optional */
+    if (!x->heard || !x->told || !x->replied || !x->gave_up) {
         free(x->heard), free(x->told), free(x->replied), free(x->gave_up);
         x->heard = x->told = x->replied = x->gave_up = NULL;
     }

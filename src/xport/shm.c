@@ -157,7 +157,7 @@
 #include "segment.h"
 #include "xport.h"
 
-/* Refused calls' messages (below): how many refusals are kept, for how
+/* Messages of calls refused here (below): how many refusals are kept, for how
  * many calls of their communicator each. */
 #define REFUSED_KEPT 64
 #define REFUSED_SPAN (1u << 20)
@@ -199,7 +199,7 @@ typedef struct peer_state {
     xreq_t *cur;               /* receive being delivered */
     unexp_t *cur_unexp;        /* or unexpected message being drained */
     struct {                   /* or a message of a call refused here */
-        bool on;               /* being dropped (Refused calls' messages) */
+        bool on;               /* being dropped (messages of calls refused here) */
         size_t left;           /* its bytes still to come */
     } drop;
     unexp_t *unexp;            /* unexpected messages (arrival order) */
@@ -273,7 +273,7 @@ typedef struct shm_xport {
      * (unexp_buf_take): spare[i] holds spare_len[i] bytes */
     char *spare[UNEXP_SPARES];
     size_t spare_len[UNEXP_SPARES];
-    /* calls refused here (Refused calls' messages, below): key | REFUSED_USED
+    /* this rank's refusals (messages of calls refused here, below): key | REFUSED_USED
      * at refused_keys[i % REFUSED_KEPT], refused_live of them in use */
     pthread_mutex_t refused_lock;
     uint64_t refused_keys[REFUSED_KEPT];
@@ -1775,7 +1775,7 @@ enum {
 };
 
 /* The message whose first cell c heads src's ring is of a call refused
- * here (Refused calls' messages): one by single copy is counted read
+ * here (messages of calls refused here): one by single copy is counted read
  * without a read; cells are freed as they come (poll_from). */
 static int start_drop(shm_xport_t *x, int src, ring_hdr_t *ring, cell_t *c)
 {
