@@ -41,6 +41,11 @@ for np in 3 5; do
     scenario root_unwaited "$np" nonzero
     scenario lost_records_final "$np" nonzero
 done
+# a small reduce, bcast or allreduce on the board refused on one rank,
+# then six more that must all succeed: the posts no reader will read are
+# written off (the root failed first, or had yet to come: a reduce's posts
+# have it for their sole reader); 8 ranks share the 2 cores
+for np in 3 5 8; do scenario refused_go_on "$np" 0; done
 # a call refused on one rank alone, under the arrival-driven algorithms:
 # their record must be given back by the ranks that failed, adaptive's too
 # once it has handed the call to a schedule (the call two on hung)

@@ -387,6 +387,70 @@ static int refused_root_once(weft_coll_t coll, const char *algo, size_t n, int r
     return 0;
 }
 
+/* One rank refuses a small reduce (a leaf's NULL input, or the root's NULL
+ * output), bcast or allreduce on the board, or under AUTO, where the others
+ * make it; then six more calls, each of which must succeed on every rank
+ * with the right result.  The others' posts of the refused call stand in
+ * their slots: the refuser never reads them, and neither does a reader
+ * that failed for the refusal before they came (a reduce's root, its sole
+ * reader), so they are written off (board.c, write_off).  Every second
+ * call used to fail on the posters ("rank 3 refused call #1 ..., so it
+ * never reads rank 1's board post of that call"), whenever the root failed
+ * before the leaves posted or had not yet come to the call. */
+static int refused_go_on_once(weft_comm_t c, weft_coll_t coll, const char *algo, int refuser,
+                              int root)
+{
+    CHECK(weft_set_algorithm(c, coll, algo, NULL) == WEFT_OK, "%s: %s", algo, weft_last_error());
+    int32_t v[5], out[5];
+    for (int k = 0; k < 5; k++)
+        v[k] = me + k;
+    bool refuse = me == refuser;
+    int rc = coll == WEFT_COLL_BCAST ? weft_bcast(refuse ? NULL : v, 5, WEFT_INT32, root, c)
+             : coll == WEFT_COLL_REDUCE
+                 ? weft_reduce(refuse && me != root ? NULL : v, refuse ? NULL : out, 5,
+                               WEFT_INT32, WEFT_SUM, root, c)
+                 : weft_allreduce(v, refuse ? NULL : out, 5, WEFT_INT32, WEFT_SUM, c);
+    CHECK(refuse ? rc == WEFT_EINVAL : rc == WEFT_OK || rc == WEFT_EPEER,
+          "%s %s refused on rank %d (root %d): %d: %s", weft_coll_name(coll), algo, refuser,
+          root, rc, weft_last_error());
+    for (int round = 1; round <= 6; round++) {
+        for (int k = 0; k < 5; k++)
+            v[k] = coll == WEFT_COLL_BCAST && me != root ? -1 : me + k + round;
+        rc = coll == WEFT_COLL_BCAST ? weft_bcast(v, 5, WEFT_INT32, root, c)
+             : coll == WEFT_COLL_REDUCE
+                 ? weft_reduce(v, out, 5, WEFT_INT32, WEFT_SUM, root, c)
+                 : weft_allreduce(v, out, 5, WEFT_INT32, WEFT_SUM, c);
+        CHECK(rc == WEFT_OK, "%s %s, call %d after the refusal on rank %d (root %d): %d: %s",
+              weft_coll_name(coll), algo, round, refuser, root, rc, weft_last_error());
+        for (int k = 0; rc == WEFT_OK && k < 5; k++) {
+            int32_t got = coll == WEFT_COLL_BCAST ? v[k] : out[k];
+            int32_t want = coll == WEFT_COLL_BCAST ? root + k + round
+                                                   : P * (P - 1) / 2 + P * (k + round);
+            if (coll != WEFT_COLL_REDUCE || me == root)
+                CHECK(got == want, "%s %s, call %d: [%d] = %d, not %d", weft_coll_name(coll),
+                      algo, round, k, got, want);
+        }
+    }
+    return 0;
+}
+
+/* All on one communicator: one whose call failed keeps its board slots
+ * when freed (weft.h), and a rank has eight pairs. */
+static int refused_go_on(void)
+{
+    weft_comm_t c = NULL;
+    CHECK(weft_comm_dup(world, &c) == WEFT_OK, "dup: %s", weft_last_error());
+    for (int refuser = 0; refuser < P; refuser += P > 1 ? P - 1 : 1)
+        for (int root = 0; root < P; root += P > 1 ? P - 1 : 1) {
+            refused_go_on_once(c, WEFT_COLL_REDUCE, "board", refuser, root);
+            refused_go_on_once(c, WEFT_COLL_REDUCE, "auto", refuser, root);
+            refused_go_on_once(c, WEFT_COLL_BCAST, "board", refuser, root);
+        }
+    refused_go_on_once(c, WEFT_COLL_ALLREDUCE, "board", P - 1, 0);
+    CHECK(weft_comm_free(&c) == WEFT_OK, "free: %s", weft_last_error());
+    return 0;
+}
+
 static int refused_root(void)
 {
     const size_t sizes[] = {4, (size_t)1 << 20};
@@ -1489,7 +1553,7 @@ int main(int argc, char **argv)
                {"leftover_round", leftover_round, 1}, {"last_rank", last_rank, 1},
                {"split_abort", split_abort, 1}, {"split_abort_dup", split_abort_dup, 1},
                {"batch_other_comm", batch_other_comm, 1}, {"refused_reuse", refused_reuse, 0},
-               {"refused_root", refused_root, 0},
+               {"refused_root", refused_root, 0}, {"refused_go_on", refused_go_on, 0},
                {"skip_then_leave", skip_then_leave, 0},
                {"skip_free_wait", skip_free_wait, 0},
                {"refused_then_leave", refused_then_leave, 0},

@@ -282,18 +282,23 @@ int exec_finish(exec_t *e, int rc)
         unlist(e);
     if (!rc && e->sent_to && e->sent_to[0] >= 0)
         rc = watch_sent(e);
-    if (rc && e->desc && x->ops->call_note)
-        x->ops->call_note(x, e->desc, CALL_ABANDONED);
-    if (e->pinned) {
-        x->ops->call_note(x, e->desc, CALL_UNPIN);
-        e->pinned = false;
-    }
     if (rc && e->board && e->board->abandon)
         e->board->abandon(e);
     else if (rc && !e->board && e->abandon_switched)
         e->abandon_switched(e); /* adaptive's balanced schedule: its ticket held the
                                  * record for ever, and the communicator's call two
                                  * on waited for it on every rank */
+    if (rc && e->desc && x->ops->call_note) {
+        /* unlisted, and what it held given back (above): it never moves
+         * again, which its record says with the state (CALL_GAVE_UP) */
+        call_desc_t d = *e->desc;
+        d.flags |= CALL_GAVE_UP;
+        x->ops->call_note(x, &d, CALL_ABANDONED);
+    }
+    if (e->pinned) {
+        x->ops->call_note(x, e->desc, CALL_UNPIN);
+        e->pinned = false;
+    }
     exec_arrival_pass(e);
     return rc;
 }

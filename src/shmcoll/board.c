@@ -778,6 +778,16 @@ static bool refused_call(const peer_view_t *v)
     return v->refused || (v->found && v->state == CALL_REFUSED);
 }
 
+/* Whether peer q failed in call key and will never move it again (its
+ * record says CALL_GAVE_UP: exec_finish, once board_abandon has counted it
+ * out of the posts that stood then).  One that failed before a post came
+ * never reads that post: a reduce's root failing for a leaf's refusal
+ * while the other leaves were still to post. */
+static bool gave_up(const peer_view_t *v)
+{
+    return v->found && v->state == CALL_ABANDONED && (v->call.flags & CALL_GAVE_UP);
+}
+
 /* Reading (posted or not): a peer whose post this rank waits for, that
  * has ended the call well without posting it (its published "ended
  * well", read before its slot: a rank that posts does so before it ends),
@@ -820,27 +830,72 @@ static int ended_without_post(exec_t *e)
  * alike on some ranks.  Without it every second call of the communicator
  * failed from then on, each unable to post where the unread post stood.
  * The readers that failed in the call instead (waiting for the refuser's
- * post, say) counted themselves out as they failed (board_abandon).  A
- * reader that failed otherwise may still be reading (a revoked call that
- * other waits move on): it is never counted as gone.  False where some
- * reader may still read the post. */
-static bool write_off(exec_t *e, board_slot_t *me, uint64_t key)
+ * post, say) counted themselves out as they failed (board_abandon) of the
+ * posts that stood then; one posted after is written off where every
+ * reader refused the call or gave it up (gave_up: a reduce's root, its
+ * sole reader, that failed for a leaf's refusal before this leaf posted;
+ * the 2026-12-07 sweep of refusals found every second reduce of 5 int32
+ * under AUTO failing so).  A reader that failed otherwise may still be
+ * reading (a revoked call that other waits move on): it is never counted
+ * as gone.  OFF_WRITTEN where the slot is free now (written off, or read
+ * meanwhile); OFF_WAIT where its sole reader is still to read it; else
+ * OFF_NO. */
+/* Peer q has yet to make call key: attached, and its newest call on the
+ * communicator in its log is an older one (or none).  Where it made the
+ * call and its record is gone since (other threads' calls), nothing is
+ * known. */
+static bool reader_behind(exec_t *e, int q, uint64_t key)
+{
+    peer_view_t v;
+    if (e->x->ops->peer_view(e->x, e->world[q], key, false, &v) || v.found ||
+        v.rank_state != PEER_ATTACHED)
+        return false;
+    uint32_t n = (uint32_t)key & 0xffffffu;
+    return !v.any_on_ctx || (((n - v.latest_seq) & 0xffffffu) - 1 < 0x7fffffu);
+}
+
+enum { OFF_NO, OFF_WRITTEN, OFF_WAIT };
+static int write_off(exec_t *e, board_slot_t *me, uint64_t key)
 {
     if (key >> 32 != e->desc->key >> 32 || !e->x->ops->peer_view)
-        return false; /* another communicator's post: its readers are not known here */
+        return OFF_NO; /* another communicator's post: its readers are not known here */
     uint32_t missing = me->wanted - atomic_load_explicit(read_count(e, me), memory_order_acquire);
+    if ((int32_t)missing <= 0)
+        return OFF_WRITTEN; /* read since the caller looked */
     int sole = (int)(me->flags >> BOARD_POST_READER_SHIFT) - 1;
     uint32_t gone = 0;
+    bool none_reads = true; /* every reader refused the call or gave it up */
     for (int q = sole >= 0 ? sole : 0; q < (sole >= 0 ? sole + 1 : e->s->nrank); q++) {
         peer_view_t v;
-        if (q != e->s->rank && !e->x->ops->peer_view(e->x, e->world[q], key, true, &v) &&
-            refused_call(&v))
+        if (q == e->s->rank)
+            continue;
+        bool seen = !e->x->ops->peer_view(e->x, e->world[q], key, true, &v);
+        if (seen && refused_call(&v))
             gone++;
+        else if (!seen || !gave_up(&v))
+            none_reads = false;
+        /* a sole reader that has not read it is still in the call, or
+         * yet to make it: it reads it, or fails and gives it up
+         * (finishing is not recorded, but it finishes only once it has
+         * read) */
+        if (sole >= 0 && seen && v.found && v.state == CALL_STARTED)
+            return OFF_WAIT;
+        if (sole >= 0 && seen && !v.found && reader_behind(e, q, key))
+            return OFF_WAIT;
+
     }
-    if (!gone || gone != missing || (int32_t)missing <= 0)
-        return false;
+    if (none_reads) { /* what they read is read, and no more ever will be */
+        /* counted again: a reader's count-outs come before its record
+         * says it gave up, and may have come after the count above */
+        missing = me->wanted - atomic_load_explicit(read_count(e, me), memory_order_acquire);
+        if ((int32_t)missing > 0)
+            me->wanted -= missing;
+        return OFF_WRITTEN;
+    }
+    if (!gone || gone != missing)
+        return OFF_NO;
     me->wanted -= gone;
-    return true;
+    return OFF_WRITTEN;
 }
 
 /* A peer whose slot of this call's index holds a post of call `stamp`
@@ -927,8 +982,9 @@ static int board_stalled(exec_t *e)
         if (refused_call(&v) && refuser < 0)
             refuser = q;
     }
-    if (write_off(e, me, stamp - 1))
-        return 0; /* the slot is free: the next poll posts */
+    int off = write_off(e, me, stamp - 1);
+    if (off != OFF_NO)
+        return 0; /* the slot is free (the next poll posts), or its reader still reads */
     return refuser >= 0 ? slot_never_read(e, refuser, stamp) : 0;
 }
 

@@ -2170,6 +2170,7 @@ static void shm_call_note(xport_t *xp, const call_desc_t *d, int state)
     }
     call_rec_t *rec = rec_of(x, x->base.rank, d->key);
     uint64_t v;
+    bool gave_up = state == CALL_ABANDONED && (d->flags & CALL_GAVE_UP);
     if (state == CALL_ABANDONED) {
         note_abandoned(x, d);
         call_rec_t *pin = pinned_of(x, x->base.rank, d->key);
@@ -2190,6 +2191,8 @@ static void shm_call_note(xport_t *xp, const call_desc_t *d, int state)
         return;
     if (state == CALL_STARTED || state == CALL_REFUSED)
         rec_fill(rec, d, (uint32_t)state);
+    else if (gave_up && atomic_load_explicit(&rec->w[0], memory_order_relaxed) == d->key)
+        rec_fill(rec, d, (uint32_t)state); /* its flags say so */
     else if (atomic_load_explicit(&rec->w[0], memory_order_relaxed) == d->key)
         atomic_store_explicit(&rec->state, (uint32_t)state, memory_order_relaxed);
     atomic_store_explicit(&rec->ver, v + 2, memory_order_release);

@@ -55,6 +55,12 @@ typedef struct call_desc {
 /* Over MPI, the answer of a rank that freed the communicator, to an
  * announcement of a call it never made there (mpi.c, FREED_LINGER). */
 #define CALL_WAS_FREED 0x20u
+/* On an abandoned call's record: the call has ended here and will never
+ * move again, what it held given back (exec_finish, after the algorithm's
+ * abandon), so peers may count it out of what it was still to read
+ * (board.c, write_off).  A revoke marks calls abandoned that other waits
+ * may still move: their records lack it. */
+#define CALL_GAVE_UP 0x40u
 
 /* A call's state in the log.  Finishing is not recorded: peers whose
  * records agree run the same schedule, so a finished peer has sent all
