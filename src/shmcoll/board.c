@@ -823,6 +823,20 @@ static int ended_without_post(exec_t *e)
     return 0;
 }
 
+/* Peer q has yet to make call key: attached, and its newest call on the
+ * communicator in its log is an older one (or none).  Where it made the
+ * call and its record is gone since (other threads' calls), nothing is
+ * known. */
+static bool reader_behind(exec_t *e, int q, uint64_t key)
+{
+    peer_view_t v;
+    if (e->x->ops->peer_view(e->x, e->world[q], key, false, &v) || v.found ||
+        v.rank_state != PEER_ATTACHED)
+        return false;
+    uint32_t n = (uint32_t)key & CALL_NUM_MASK;
+    return !v.any_on_ctx || (((n - v.latest_seq) & CALL_NUM_MASK) - 1 < (CALL_NUM_MASK >> 1));
+}
+
 /* This rank's post of call key (of this communicator), whose missing reads
  * are exactly those of readers that refused the call, is read by all who
  * ever will: the slot is written off as read (wanted lowered to the reads
@@ -840,20 +854,6 @@ static int ended_without_post(exec_t *e)
  * as gone.  OFF_WRITTEN where the slot is free now (written off, or read
  * meanwhile); OFF_WAIT where its sole reader is still to read it; else
  * OFF_NO. */
-/* Peer q has yet to make call key: attached, and its newest call on the
- * communicator in its log is an older one (or none).  Where it made the
- * call and its record is gone since (other threads' calls), nothing is
- * known. */
-static bool reader_behind(exec_t *e, int q, uint64_t key)
-{
-    peer_view_t v;
-    if (e->x->ops->peer_view(e->x, e->world[q], key, false, &v) || v.found ||
-        v.rank_state != PEER_ATTACHED)
-        return false;
-    uint32_t n = (uint32_t)key & 0xffffffu;
-    return !v.any_on_ctx || (((n - v.latest_seq) & 0xffffffu) - 1 < 0x7fffffu);
-}
-
 enum { OFF_NO, OFF_WRITTEN, OFF_WAIT };
 static int write_off(exec_t *e, board_slot_t *me, uint64_t key)
 {
@@ -882,7 +882,6 @@ static int write_off(exec_t *e, board_slot_t *me, uint64_t key)
             return OFF_WAIT;
         if (sole >= 0 && seen && !v.found && reader_behind(e, q, key))
             return OFF_WAIT;
-
     }
     if (none_reads) { /* what they read is read, and no more ever will be */
         /* counted again: a reader's count-outs come before its record
