@@ -19,9 +19,9 @@ tensor's own memory):
     broadcast, reduce, allgather (and _allgather_base), reduce_scatter,
     gather, scatter and barrier; other calls raise, naming themselves, and
     so does every call on a new_group of fewer ranks than the job.  Every
-    call completes
-    before it returns (its Work is done at once), so DDP's overlap of
-    communication with the backward pass is not there: the hook has it.
+    call completes before it returns (its Work is done at once), so DDP's
+    overlap of communication with the backward pass is not there: the hook
+    has it.
 
 Under `weft run` nothing else is needed: weft.init() joins the job, and
 the rank and size come from it (the launcher exports WEFT_RANK and

@@ -157,10 +157,8 @@
 #include "segment.h"
 #include "xport.h"
 
-/* Messages of calls refused here (below): how many refusals are kept, for how
- * many calls of their communicator each. */
+/* Messages of calls refused here (below): how many refusals are kept. */
 #define REFUSED_KEPT 64
-#define REFUSED_SPAN (1u << 20)
 #define REFUSED_USED (1ull << 63)
 
 typedef struct unexp {
@@ -458,12 +456,15 @@ static int mismatch(shm_xport_t *x, int src, uint64_t tag, const char *what,
  * they used to end the job as proof of a disagreement.  Their signature
  * is not compared: whatever the peers made, the call failed here already,
  * and a peer that waits on this rank learns of the refusal from its
- * record (watch.c).  REFUSED_KEPT refusals are kept, each for
- * REFUSED_SPAN calls of its communicator (call numbers come round,
- * CALL_NUM_MASK) or until the communicator is freed (its context id
- * passes on): a message of a refusal forgotten is proof again.  The list
- * has a lock of its own, since call_refused notes a refusal outside the
- * transport's. */
+ * record (watch.c).  A refused call counts as ended (api.c), so the list
+ * is read only for a message of a call this rank has ended well, which no
+ * receive took: never on a call's way.  The last REFUSED_KEPT refusals
+ * are kept, until their communicator is freed (its context id passes
+ * on); a message of a refusal forgotten is proof again, and where the
+ * communicator holds a failed call (none of its calls then counts as
+ * ended well) one is buffered, and dropped by the next stall's look
+ * (look_for_proof).  The list has a lock of its own, since call_refused
+ * notes a refusal outside the transport's. */
 static void refused_note(shm_xport_t *x, uint64_t key)
 {
     key = (key & ~(uint64_t)UINT32_MAX) | (key & CALL_NUM_MASK); /* as tags carry it */
@@ -489,9 +490,8 @@ static bool refused_here(shm_xport_t *x, uint64_t tag)
     return found;
 }
 
-/* Forgets the refusals on context ctx made REFUSED_SPAN or more calls
- * before below (calls_ended), or all of them (comm_freed). */
-static void refused_forget(shm_xport_t *x, uint32_t ctx, uint32_t below, bool all)
+/* Forgets the refusals on context ctx (comm_freed). */
+static void refused_forget(shm_xport_t *x, uint32_t ctx)
 {
     if (!atomic_load_explicit(&x->refused_live, memory_order_relaxed))
         return;
@@ -500,10 +500,8 @@ static void refused_forget(shm_xport_t *x, uint32_t ctx, uint32_t below, bool al
         uint64_t k = x->refused_keys[i];
         if (!(k & REFUSED_USED) || ((k >> 32) & 0xffff) != (ctx & 0xffff))
             continue;
-        if (all || ((below - (uint32_t)k) & CALL_NUM_MASK) >= REFUSED_SPAN) {
-            x->refused_keys[i] = 0;
-            atomic_fetch_sub_explicit(&x->refused_live, 1, memory_order_relaxed);
-        }
+        x->refused_keys[i] = 0;
+        atomic_fetch_sub_explicit(&x->refused_live, 1, memory_order_relaxed);
     }
     pthread_mutex_unlock(&x->refused_lock);
 }
@@ -525,8 +523,6 @@ static void refused_forget(shm_xport_t *x, uint32_t ctx, uint32_t below, bool al
 static void shm_calls_ended(xport_t *xp, uint32_t ctx, uint32_t first, uint32_t below, bool well)
 {
     shm_xport_t *x = (shm_xport_t *)xp;
-    if (well)
-        refused_forget(x, ctx, below, false);
     uint64_t v = (uint64_t)ctx << 48; /* !well: none (below = first) */
     if (well)
         v |= (uint64_t)(first & CALL_NUM_MASK) << 24 | (below & CALL_NUM_MASK);
@@ -539,7 +535,7 @@ static void shm_comm_freed(xport_t *xp, uint32_t ctx, uint32_t next_call, bool f
     shm_xport_t *x = (shm_xport_t *)xp;
     _Atomic uint64_t *w = &seg_rank(&x->seg, x->base.rank)->freed[ctx % SEG_ENDED];
     if (freed)
-        refused_forget(x, ctx, 0, true);
+        refused_forget(x, ctx);
     if (freed)
         atomic_store_explicit(w, (uint64_t)ctx << 32 | SEG_FREED | (next_call & CALL_NUM_MASK),
                               memory_order_release);
@@ -1824,10 +1820,9 @@ static int start_message(shm_xport_t *x, int src, ring_hdr_t *ring, cell_t *c)
         finish_recv(x, r, WEFT_OK);
         return START_READ;
     }
-    if (refused_here(x, c->tag))
-        return start_drop(x, src, ring, c);
     if (ended_well(x, x->base.rank, call_key_of_tag(c->tag)))
-        return -stale_message(x, src, c->tag);
+        return refused_here(x, c->tag) ? start_drop(x, src, ring, c)
+                                       : -stale_message(x, src, c->tag);
     const xreq_t *other = posted_otherwise(ps, c->tag, c->sig);
     if (other)
         return -mismatch(x, src, c->tag, "signature", c->sig, other->sig);
