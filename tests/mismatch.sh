@@ -36,6 +36,7 @@ for np in 2 3 5; do
     scenario left_after_fault "$np" any
 done
 for np in 3 5; do
+    scenario freed_stale "$np" nonzero
     scenario lost_records "$np" nonzero
     scenario ended_without "$np" nonzero
     scenario root_unwaited "$np" nonzero

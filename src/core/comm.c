@@ -196,7 +196,15 @@ void comm_destroy(weft_comm_t c)
      * (Retired with the id, the pairs ran out after seven communicators
      * that had run an arrival-driven call, and with them the board.) */
     bool clean = c->shared_ctx && !c->revoked[0] && !c->dead && !c->pending.req;
-    if (c->x->ops->calls_ended) /* before the id can pass to another */
+    /* A shared id's word of the calls ended well outlives the free: a
+     * message of one of them that comes later, which no call takes, still
+     * proves that its sender made that call otherwise (at once, or in
+     * weft_finalize's sweep; before, freeing the communicator hid it and
+     * the job ended well).  The id's next communicator numbers its calls
+     * on from c->seq, so the word names none of them, and its first call
+     * to end writes over it.  An id of the communicator's own transport
+     * has no next. */
+    if (!c->shared_ctx && c->x->ops->calls_ended)
         c->x->ops->calls_ended(c->x, c->ctx, 0, 0, false);
     if (c->shared_ctx && c->x->ops->comm_freed)
         c->x->ops->comm_freed(c->x, c->ctx, c->seq, true);

@@ -459,8 +459,10 @@ static int mismatch(shm_xport_t *x, int src, uint64_t tag, const char *what,
  * record (watch.c).  A refused call counts as ended (api.c), so the list
  * is read only for a message of a call this rank has ended well, which no
  * receive took: never on a call's way.  The last REFUSED_KEPT refusals
- * are kept, until their communicator is freed (its context id passes
- * on); a message of a refusal forgotten is proof again, and where the
+ * are kept, past their communicator's free too (a message may come after
+ * it, and calls ended well stay known then: comm_destroy; the id's next
+ * communicator numbers its calls on, so none is taken for a refused
+ * one); a message of a refusal forgotten is proof again, and where the
  * communicator holds a failed call (none of its calls then counts as
  * ended well) one is buffered, and dropped by the next stall's look
  * (look_for_proof).  The list has a lock of its own, since call_refused
@@ -488,22 +490,6 @@ static bool refused_here(shm_xport_t *x, uint64_t tag)
         found = x->refused_keys[i] == want;
     pthread_mutex_unlock(&x->refused_lock);
     return found;
-}
-
-/* Forgets the refusals on context ctx (comm_freed). */
-static void refused_forget(shm_xport_t *x, uint32_t ctx)
-{
-    if (!atomic_load_explicit(&x->refused_live, memory_order_relaxed))
-        return;
-    pthread_mutex_lock(&x->refused_lock);
-    for (unsigned i = 0; i < REFUSED_KEPT; i++) {
-        uint64_t k = x->refused_keys[i];
-        if (!(k & REFUSED_USED) || ((k >> 32) & 0xffff) != (ctx & 0xffff))
-            continue;
-        x->refused_keys[i] = 0;
-        atomic_fetch_sub_explicit(&x->refused_live, 1, memory_order_relaxed);
-    }
-    pthread_mutex_unlock(&x->refused_lock);
 }
 
 /* ---- messages of calls that ended ----
@@ -534,8 +520,6 @@ static void shm_comm_freed(xport_t *xp, uint32_t ctx, uint32_t next_call, bool f
 {
     shm_xport_t *x = (shm_xport_t *)xp;
     _Atomic uint64_t *w = &seg_rank(&x->seg, x->base.rank)->freed[ctx % SEG_ENDED];
-    if (freed)
-        refused_forget(x, ctx);
     if (freed)
         atomic_store_explicit(w, (uint64_t)ctx << 32 | SEG_FREED | (next_call & CALL_NUM_MASK),
                               memory_order_release);
