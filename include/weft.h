@@ -41,7 +41,8 @@ typedef enum {
     WEFT_EINVAL = 1,     /* bad argument; the message says which and why */
     WEFT_ENOMEM = 2,     /* out of memory or shared-memory space */
     WEFT_EPEER = 3,      /* a peer process died or aborted the job */
-    WEFT_ETIMEDOUT = 4,  /* split-phase call not finished yet: call again */
+    WEFT_ETIMEDOUT = 4,  /* a *_timeout call not finished in its own limit: call again;
+                          * past the communicator's timeout: it is now revoked */
     WEFT_EBUSY = 5,      /* another split-phase collective is unfinished */
     WEFT_ENOTSUP = 6,    /* valid request that weft does not implement */
     WEFT_ENOTINIT = 7,   /* weft_init was not called (or weft_finalize was) */

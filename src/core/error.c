@@ -31,7 +31,9 @@ const char *weft_strerror(weft_err_t err)
     case WEFT_EINVAL: return "invalid argument";
     case WEFT_ENOMEM: return "out of memory";
     case WEFT_EPEER: return "a peer process died or aborted the job";
-    case WEFT_ETIMEDOUT: return "timed out (a *_timeout call continues when called again)";
+    case WEFT_ETIMEDOUT:
+        return "timed out (past a *_timeout call's own limit: call again; past the "
+               "communicator's: it is revoked)";
     case WEFT_EBUSY: return "another split-phase collective is unfinished";
     case WEFT_ENOTSUP: return "not supported";
     case WEFT_ENOTINIT: return "weft is not initialised";
