@@ -741,16 +741,25 @@ static int board_waiting_for(const exec_t *e, int *ranks, int max)
 }
 
 /* Rank q made the call of this rank's slot (its key stamp - 1) with
- * signature sig, not this rank's: say so and end the job. */
-static int slot_call_differs(exec_t *e, int q, uint64_t stamp, uint32_t sig)
+ * signature sig, not this rank's: say so and end the job.  rec: q's record
+ * of that call where it was the proof, said too (its state and flags), so
+ * that a proof from a record can be checked against the calls made. */
+static int slot_call_differs(exec_t *e, int q, uint64_t stamp, uint32_t sig,
+                             const peer_view_t *rec)
 {
     const board_slot_t *me = slot_of(e, e->s->rank);
-    char msg[512];
+    char msg[512], theirs[160] = "";
+    if (rec) {
+        char d[120];
+        call_describe(&rec->call, d, sizeof d);
+        snprintf(theirs, sizeof theirs, "; its record: %s, state %d, flags %#x", d, rec->state,
+                 (unsigned)rec->call.flags);
+    }
     snprintf(msg, sizeof msg, "rank %d made call #%llu of its communicator differently from "
              "rank %d (signature %08x vs %08x), so it never read rank %d's board slot: do "
-             "all ranks pass the same count, datatype, op, root and algorithm?", q,
+             "all ranks pass the same count, datatype, op, root and algorithm?%s", q,
              (unsigned long long)(uint32_t)(stamp - 1), e->s->rank, (unsigned)sig,
-             (unsigned)me->sig, e->s->rank);
+             (unsigned)me->sig, e->s->rank, theirs);
     if (e->x->ops->fail_job)
         e->x->ops->fail_job(e->x, msg);
     return weft_error(WEFT_EMISMATCH, "%s", msg);
@@ -965,7 +974,7 @@ static int board_stalled(exec_t *e)
     uint32_t other;
     int q = post_differs(e, stamp, me->sig, &other);
     if (q >= 0)
-        return slot_call_differs(e, q, stamp, other);
+        return slot_call_differs(e, q, stamp, other, NULL);
     int refuser = -1;
     for (q = 0; q < e->s->nrank; q++) {
         if (q == e->s->rank)
@@ -974,10 +983,10 @@ static int board_stalled(exec_t *e)
         if (!e->x->ops->peer_view || e->x->ops->peer_view(e->x, e->world[q], stamp - 1, true, &v))
             continue;
         if (v.found && v.call.sig != me->sig)
-            return slot_call_differs(e, q, stamp, v.call.sig);
+            return slot_call_differs(e, q, stamp, v.call.sig, &v);
         /* refused there (api.c, call_refused; its record, or its word) */
         if (v.refused && v.refused_sig24 != (me->sig & 0xffffffu))
-            return slot_call_differs(e, q, stamp, v.refused_sig24);
+            return slot_call_differs(e, q, stamp, v.refused_sig24, NULL);
         if (refused_call(&v) && refuser < 0)
             refuser = q;
     }
