@@ -742,8 +742,9 @@ static int board_waiting_for(const exec_t *e, int *ranks, int max)
 
 /* Rank q made the call of this rank's slot (its key stamp - 1) with
  * signature sig, not this rank's: say so and end the job.  rec: q's record
- * of that call where it was the proof, said too (its state and flags), so
- * that a proof from a record can be checked against the calls made. */
+ * of that call where it was the proof, said too (its state and flags),
+ * early in the message, which the job's abort notice cuts at 256 bytes,
+ * so that a proof from a record can be checked against the calls made. */
 static int slot_call_differs(exec_t *e, int q, uint64_t stamp, uint32_t sig,
                              const peer_view_t *rec)
 {
@@ -756,10 +757,10 @@ static int slot_call_differs(exec_t *e, int q, uint64_t stamp, uint32_t sig,
                  (unsigned)rec->call.flags);
     }
     snprintf(msg, sizeof msg, "rank %d made call #%llu of its communicator differently from "
-             "rank %d (signature %08x vs %08x), so it never read rank %d's board slot: do "
-             "all ranks pass the same count, datatype, op, root and algorithm?%s", q,
+             "rank %d (signature %08x vs %08x%s), so it never read rank %d's board slot: do "
+             "all ranks pass the same count, datatype, op, root and algorithm?", q,
              (unsigned long long)(uint32_t)(stamp - 1), e->s->rank, (unsigned)sig,
-             (unsigned)me->sig, e->s->rank, theirs);
+             (unsigned)me->sig, theirs, e->s->rank);
     if (e->x->ops->fail_job)
         e->x->ops->fail_job(e->x, msg);
     return weft_error(WEFT_EMISMATCH, "%s", msg);
